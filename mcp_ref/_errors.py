@@ -51,7 +51,7 @@ INTERNAL_ERROR = -32603
 """Internal JSON-RPC error."""
 
 # MCP's own codes (implementation-defined range -32000..-32099).
-# Spec: 2025-06-18/server/resources#error-handling
+# Source: 2025-06-18/server/resources#error-handling
 RESOURCE_NOT_FOUND = -32002
 """A resources/read named a resource that does not exist."""
 URL_ELICITATION_REQUIRED = -32042

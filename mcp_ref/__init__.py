@@ -1,0 +1,68 @@
+"""mcp-ref: a sans-IO reference implementation of the Model Context Protocol.
+
+The core (this package's top level) does no I/O and imports no event loop; drivers for
+trio live in :mod:`mcp_ref.trio`.  Start with :class:`Connection`.
+"""
+
+from ._connection import NEED_DATA, Connection
+from ._errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    RESOURCE_NOT_FOUND,
+    LocalProtocolError,
+    ProtocolError,
+    RemoteProtocolError,
+)
+from ._inflight import RequestTimeout
+from ._methods import LATEST_PROTOCOL_VERSION, METHODS, SUPPORTED_VERSIONS, MethodSpec
+from ._state import CLIENT, SERVER, Role, State
+from .events import (
+    ConnectionClosed,
+    ErrorResponse,
+    Event,
+    Notification,
+    Progress,
+    ProgressDropped,
+    Request,
+    RequestCancelled,
+    RequestTimedOut,
+    Response,
+    UnexpectedResponse,
+)
+
+__all__ = [
+    "CLIENT",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "LATEST_PROTOCOL_VERSION",
+    "METHODS",
+    "METHOD_NOT_FOUND",
+    "NEED_DATA",
+    "PARSE_ERROR",
+    "RESOURCE_NOT_FOUND",
+    "SERVER",
+    "SUPPORTED_VERSIONS",
+    "Connection",
+    "ConnectionClosed",
+    "ErrorResponse",
+    "Event",
+    "LocalProtocolError",
+    "MethodSpec",
+    "Notification",
+    "Progress",
+    "ProgressDropped",
+    "ProtocolError",
+    "RemoteProtocolError",
+    "Request",
+    "RequestCancelled",
+    "RequestTimedOut",
+    "RequestTimeout",
+    "Response",
+    "Role",
+    "State",
+    "UnexpectedResponse",
+]

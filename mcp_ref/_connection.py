@@ -1,0 +1,840 @@
+"""The sans-IO MCP connection: bytes in, events out; events in, bytes out.
+
+Theory of operation
+-------------------
+:class:`Connection` is one side (``our_role``) of one MCP session, modelled on h11:
+
+* ``receive_data(data)`` appends bytes from the peer (``b""`` means end of input);
+  ``receive_message(data)`` appends one whole message for transports that delimit
+  messages themselves (an HTTP body, a WebSocket frame, an SSE event);
+* ``next_event()`` returns the next :mod:`~mcp_ref.events` event, or
+  :data:`NEED_DATA`.  It raises :class:`RemoteProtocolError` for a bad message, with
+  the error response to send in ``event_hint``; the connection survives and the next
+  call goes on with the next message;
+* ``send(event)`` checks an event as strictly as a received one and returns the bytes
+  to write.  It raises :class:`LocalProtocolError` and writes nothing when the event
+  breaks the protocol;
+* ``next_deadline()`` / ``handle_timeout(now)``: time is an argument; the core never
+  reads a clock.
+
+Every received message passes the same steps, in this order, each in its own module:
+
+1. framing (``_framing``: bounded lines) and JSON (``_jsonrpc.decode``, -32700);
+2. the JSON-RPC envelope (``_jsonrpc.classify``, -32600 / -32602);
+3. the method table (``_methods.METHODS``: known method, right sender, revision,
+   negotiated capability, -32601);
+4. the lifecycle table (``_state``, -32600);
+5. params conversion to typed messages (``_convert``, -32602);
+6. the in-flight tables (``_inflight``: duplicate ids, progress tokens, cancellation,
+   response matching).
+
+Sending runs the same checks the other way round.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any, Final
+
+from . import _jsonrpc as rpc
+from ._convert import ConversionError, structure, unstructure
+from ._errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    LocalProtocolError,
+    RemoteProtocolError,
+)
+from ._framing import DEFAULT_MAX_MESSAGE_BYTES, TOO_LONG, LineBuffer, frame
+from ._inflight import Incoming, InFlight, Outgoing, RequestTimeout
+from ._methods import (
+    BATCH_VERSIONS,
+    METHODS,
+    NOTIFICATION,
+    SUPPORTED_VERSIONS,
+    MethodSpec,
+    capability_present,
+    negotiate_version,
+)
+from ._state import (
+    CLIENT,
+    RECEIVE,
+    SEND,
+    SERVER,
+    Kind,
+    Role,
+    State,
+    check_send,
+    describe_refusal,
+    kind_of,
+    next_state,
+)
+from .events import (
+    ConnectionClosed,
+    ErrorResponse,
+    Event,
+    Notification,
+    Progress,
+    ProgressDropped,
+    Request,
+    RequestCancelled,
+    RequestTimedOut,
+    Response,
+    UnexpectedResponse,
+)
+
+__all__ = ["NEED_DATA", "Connection"]
+
+
+class _NeedData:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NEED_DATA"
+
+
+NEED_DATA: Final = _NeedData()
+"""Returned by ``next_event()`` when no complete message is buffered."""
+
+_DEFAULT: Final = object()
+
+_CANCELLED = "notifications/cancelled"
+_PROGRESS = "notifications/progress"
+
+
+class Connection:
+    """One side of an MCP session, with no I/O.
+
+    Args:
+        our_role: ``CLIENT`` or ``SERVER``.
+        max_message_bytes: the largest message accepted, in bytes
+            (default 8 MiB); a longer one is refused with -32600 and skipped.
+        max_requests_in_flight: the most requests in flight in each direction
+            (default 1024); past it we refuse to send (LocalProtocolError) or answer
+            the peer's request with -32603.
+        default_timeout: the :class:`RequestTimeout` of requests we send when
+            ``send`` is given none; None (the default) means no timeout.
+        newline_framing: True (default) for byte streams of newline-delimited
+            messages (stdio); False for transports that delimit messages themselves,
+            where ``send`` returns one message without its newline.
+        remember_ids: how many finished request ids each direction remembers, to drop
+            late responses and refuse reused ids (default 4096).
+
+    Source: 2025-06-18/basic (messages), 2025-06-18/basic/lifecycle.
+    """
+
+    def __init__(
+        self,
+        our_role: Role,
+        *,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        max_requests_in_flight: int = 1024,
+        default_timeout: RequestTimeout | None = None,
+        newline_framing: bool = True,
+        remember_ids: int = 4096,
+    ) -> None:
+        if our_role not in (CLIENT, SERVER):
+            raise ValueError("our_role must be CLIENT or SERVER")
+        self.our_role: Final = our_role
+        self.their_role: Final = our_role.peer
+        self.state = State.PRE_INIT
+        self.default_timeout = default_timeout
+        self.newline_framing = newline_framing
+        self.max_message_bytes = max_message_bytes
+        self._lines = LineBuffer(max_message_bytes)
+        self._messages: deque[bytes] = deque()
+        self._batch: deque[Any] = deque()
+        self._events: deque[Event] = deque()
+        self._eof = False
+        self._closed_reported = False
+        self._inflight = InFlight(
+            max_outgoing=max_requests_in_flight,
+            max_incoming=max_requests_in_flight,
+            remember=remember_ids,
+        )
+        self._next_id = 0
+        self._init_id: Any = None
+        self._refusals: deque[ErrorResponse] = deque(maxlen=64)
+        #: The negotiated protocol version (None until initialize completes).
+        self.protocol_version: str | None = None
+        #: The version the client asked for in ``initialize``.
+        self.requested_version: str | None = None
+        #: Capabilities by role: typed ClientCapabilities / ServerCapabilities.
+        self.capabilities: dict[Role, Any] = {CLIENT: None, SERVER: None}
+        #: The peer's ``Implementation`` (clientInfo or serverInfo).
+        self.peer_info: Any = None
+        #: The server's instructions, when we are the client.
+        self.instructions: str | None = None
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def our_state(self) -> State:
+        """The lifecycle state (one state per connection; see ``_state``)."""
+        return self.state
+
+    @property
+    def peer_capabilities(self) -> Any:
+        """The peer's negotiated capabilities (None before initialize)."""
+        return self.capabilities[self.their_role]
+
+    @property
+    def our_capabilities(self) -> Any:
+        """The capabilities we declared (None before initialize)."""
+        return self.capabilities[self.our_role]
+
+    def next_request_id(self) -> int:
+        """A fresh integer request id never used by us in this session."""
+        while True:
+            self._next_id += 1
+            rid = self._next_id
+            if self._inflight.get_outgoing(rid) is None and not self._inflight.outgoing_finished(
+                rid
+            ):
+                return rid
+
+    def negotiated_version_for(self, requested: str) -> str:
+        """The version a server must answer to ``requested`` (same if supported, else the
+        latest).  Source: 2025-06-18/basic/lifecycle#version-negotiation."""
+        return negotiate_version(requested)
+
+    def requests_in_flight(self) -> tuple[list[Any], list[Any]]:
+        """``(outgoing ids, incoming ids)`` of requests still awaiting a response."""
+        return (
+            [o.id for o in self._inflight.outgoing.values()],
+            [i.id for i in self._inflight.incoming.values()],
+        )
+
+    # --------------------------------------------------------------------- input
+
+    def receive_data(self, data: bytes) -> None:
+        """Feed bytes received from the peer; ``b""`` means end of input.
+
+        Raises:
+            LocalProtocolError: data after end of input, or on a connection without
+                newline framing (use :meth:`receive_message`).
+        """
+        if self._eof:
+            if data:
+                raise LocalProtocolError("receive_data after end of input")
+            return
+        if not data:
+            self._eof = True
+            return
+        if not self.newline_framing:
+            raise LocalProtocolError("this connection takes whole messages: receive_message")
+        self._lines.feed(data)
+
+    def receive_message(self, data: bytes) -> None:
+        """Feed one whole message (for transports that delimit messages).
+
+        Raises:
+            LocalProtocolError: after end of input, or more than 1024 messages are
+                queued (call ``next_event`` until NEED_DATA between feeds).
+        """
+        if self._eof:
+            raise LocalProtocolError("receive_message after end of input")
+        if len(self._messages) >= 1024:
+            raise LocalProtocolError("too many queued messages; drain next_event() first")
+        self._messages.append(data)
+
+    def next_event(self) -> Event | _NeedData:
+        """Return the next event, or :data:`NEED_DATA` when more input is needed.
+
+        After end of input it returns :class:`ConnectionClosed` once, then NEED_DATA.
+
+        Raises:
+            RemoteProtocolError: the next message broke the protocol.  ``event_hint``
+                holds the error response to send (None when no reply is owed).  The
+                connection stays usable.
+        """
+        while True:
+            if self._events:
+                return self._events.popleft()
+            if self._batch:
+                event = self._handle(self._batch.popleft())
+            else:
+                line = self._next_raw()
+                if line is None:
+                    if self._eof and not self._closed_reported:
+                        self._closed_reported = True
+                        self.state = State.CLOSED
+                        return ConnectionClosed()
+                    return NEED_DATA
+                if line is TOO_LONG:
+                    raise RemoteProtocolError(
+                        f"message longer than {self.max_message_bytes} bytes",
+                        code=INVALID_REQUEST,
+                        event_hint=rpc.error_reply(
+                            None,
+                            INVALID_REQUEST,
+                            f"message longer than {self.max_message_bytes} bytes",
+                        ),
+                    )
+                assert isinstance(line, bytes)
+                if not line.strip():
+                    continue
+                obj = rpc.decode(line)
+                if type(obj) is list:
+                    self._split_batch(obj)
+                    continue
+                event = self._handle(obj)
+            if event is not None:
+                return event
+
+    def _next_raw(self) -> bytes | object | None:
+        if self._messages:
+            data = self._messages.popleft()
+            if len(data) > self.max_message_bytes:
+                return TOO_LONG
+            return data
+        line = self._lines.next_line()
+        if line is None and self._eof:
+            rest = self._lines.take_rest()
+            return rest or None
+        return line
+
+    def _split_batch(self, items: list[Any]) -> None:
+        # Spec: 2025-06-18/basic#messages.1 (no batches from 2025-06-18 on)
+        if self.protocol_version not in BATCH_VERSIONS:
+            raise RemoteProtocolError(
+                f"JSON-RPC batches are not allowed in protocol version {self.protocol_version}",
+                code=INVALID_REQUEST,
+                event_hint=rpc.error_reply(None, INVALID_REQUEST, "batches are not supported"),
+            )
+        if not items:
+            raise RemoteProtocolError(
+                "empty batch",
+                code=INVALID_REQUEST,
+                event_hint=rpc.error_reply(None, INVALID_REQUEST, "empty batch"),
+            )
+        if len(items) > self._inflight.max_incoming:
+            raise RemoteProtocolError(
+                "batch too large",
+                code=INVALID_REQUEST,
+                event_hint=rpc.error_reply(None, INVALID_REQUEST, "batch too large"),
+            )
+        self._batch.extend(items)
+
+    # -------------------------------------------------------------- receive paths
+
+    def _handle(self, obj: Any) -> Event | None:
+        kind, rid, method, payload = rpc.classify(obj)
+        if kind == rpc.REQUEST:
+            return self._receive_request(rid, method, payload)
+        if kind == rpc.NOTIFICATION:
+            return self._receive_notification(method, payload)
+        return self._receive_response(kind, rid, payload, obj)
+
+    def _refuse(self, rid: Any, code: int, message: str) -> RemoteProtocolError:
+        hint = rpc.error_reply(rid, code, message)
+        self._refusals.append(hint)
+        return RemoteProtocolError(message, code=code, event_hint=hint, request_id=rid)
+
+    def _lookup(self, method: str, *, sender: Role) -> MethodSpec | None:
+        spec = METHODS.get(method)
+        if (
+            spec is None
+            or sender not in spec.senders
+            or not spec.available_in(self.protocol_version)
+        ):
+            return None
+        return spec
+
+    def _capability_ok(self, spec: MethodSpec) -> bool:
+        if not spec.capability or spec.capability_of is None:
+            return True
+        version = self.protocol_version
+        if version is not None and version < spec.capability_since:
+            return True
+        # Spec: 2025-06-18/basic/lifecycle#operation.1
+        return capability_present(self.capabilities[spec.capability_of], spec.capability)
+
+    def _structure_params(self, spec: MethodSpec, payload: Any) -> Any:
+        if payload is None:
+            if spec.params_required:
+                raise ConversionError("params: required")
+            return None
+        return structure(payload, spec.params_type)
+
+    def _receive_request(self, rid: Any, method: str, payload: Any) -> Event:
+        spec = self._lookup(method, sender=self.their_role)
+        if spec is None or spec.kind == NOTIFICATION:
+            raise self._refuse(rid, METHOD_NOT_FOUND, f"method not found: {method}")
+        k = (
+            Kind.INITIALIZE
+            if method == "initialize"
+            else Kind.PING
+            if method == "ping"
+            else Kind.REQUEST
+        )
+        new_state = next_state(self.our_role, self.state, RECEIVE, k)
+        if new_state is None:
+            raise self._refuse(
+                rid, INVALID_REQUEST, describe_refusal(self.our_role, self.state, RECEIVE, k)
+            )
+        if not self._capability_ok(spec):
+            raise self._refuse(
+                rid,
+                METHOD_NOT_FOUND,
+                f"method not available: {method} needs the "
+                f"{spec.capability_of.value if spec.capability_of else ''} capability "
+                f"{'.'.join(spec.capability)}, which was not negotiated",
+            )
+        inflight = self._inflight
+        if inflight.is_incoming_known(rid):
+            raise self._refuse(rid, INVALID_REQUEST, f"request id {rid!r} was already used")
+        if len(inflight.incoming) >= inflight.max_incoming:
+            raise self._refuse(rid, INTERNAL_ERROR, "too many requests in flight")
+        try:
+            params = self._structure_params(spec, payload)
+        except ConversionError as exc:
+            raise self._refuse(rid, INVALID_PARAMS, f"invalid params for {method}: {exc}") from None
+        token = None
+        meta = getattr(params, "meta", None)
+        if meta is not None:
+            token = meta.get("progressToken")
+            if token is not None:
+                if not rpc.valid_id(token):
+                    raise self._refuse(
+                        rid, INVALID_PARAMS, "progressToken must be a string or an integer"
+                    )
+                # Spec: 2025-06-18/basic/utilities/progress#progress-flow.2
+                if inflight.incoming_token_in_use(token):
+                    raise self._refuse(
+                        rid, INVALID_PARAMS, f"progress token {token!r} is already in use"
+                    )
+        if k is Kind.INITIALIZE:
+            self._init_id = rid
+            self.requested_version = params.protocol_version
+            self.capabilities[CLIENT] = params.capabilities
+            self.peer_info = params.client_info
+        inflight.add_incoming(Incoming(id=rid, method=method, progress_token=token))
+        self.state = new_state
+        return Request(id=rid, method=method, params=params)
+
+    def _receive_notification(self, method: str, payload: Any) -> Event | None:
+        spec = self._lookup(method, sender=self.their_role)
+        if spec is None or spec.kind != NOTIFICATION:
+            raise RemoteProtocolError(f"unknown notification: {method}", code=METHOD_NOT_FOUND)
+        k = Kind.INITIALIZED if method == "notifications/initialized" else Kind.NOTIFICATION
+        new_state = next_state(self.our_role, self.state, RECEIVE, k)
+        if new_state is None:
+            raise RemoteProtocolError(
+                describe_refusal(self.our_role, self.state, RECEIVE, k), code=INVALID_REQUEST
+            )
+        if not self._capability_ok(spec):
+            raise RemoteProtocolError(
+                f"{method} needs the capability {'.'.join(spec.capability)}, not negotiated",
+                code=METHOD_NOT_FOUND,
+            )
+        try:
+            params = self._structure_params(spec, payload)
+        except ConversionError as exc:
+            raise RemoteProtocolError(
+                f"invalid params for {method}: {exc}", code=INVALID_PARAMS
+            ) from None
+        self.state = new_state
+        if method == _CANCELLED:
+            return self._receive_cancel(params)
+        if method == _PROGRESS:
+            return self._receive_progress(params)
+        return Notification(method=method, params=params)
+
+    def _receive_cancel(self, params: Any) -> Event | None:
+        rid = params.request_id
+        # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.2
+        if rid is None or (rid == self._init_id and type(rid) is type(self._init_id)):
+            return None
+        # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.4
+        # Unknown or already answered requests: ignore the notification.
+        req = self._inflight.pop_incoming(rid, "cancelled")
+        if req is None:
+            return None
+        return RequestCancelled(id=rid, reason=params.reason)
+
+    def _receive_progress(self, params: Any) -> Event:
+        token = params.progress_token
+        out = self._inflight.outgoing_for_token(token)
+        # Spec: 2025-06-18/basic/utilities/progress#behavior-requirements.1
+        if out is None:
+            return ProgressDropped(progress_token=token, reason="no active request has this token")
+        # Spec: 2025-06-18/basic/utilities/progress#progress-flow.4
+        if out.last_progress is not None and not params.progress > out.last_progress:
+            return ProgressDropped(
+                progress_token=token,
+                reason=f"progress {params.progress} does not increase past {out.last_progress}",
+            )
+        out.last_progress = params.progress
+        out.progressed = True
+        return Progress(
+            request_id=out.id,
+            progress_token=token,
+            progress=params.progress,
+            total=params.total,
+            message=params.message,
+        )
+
+    def _receive_response(self, kind: int, rid: Any, payload: Any, obj: Any) -> Event | None:
+        inflight = self._inflight
+        is_error = kind == rpc.ERROR
+        if rid is None:
+            # The peer could not read one of our messages.
+            return ErrorResponse(
+                id=None, code=payload["code"], message=payload["message"], data=payload.get("data")
+            )
+        out = inflight.get_outgoing(rid)
+        if out is None:
+            if inflight.outgoing_finished(rid) in ("cancelled", "timed out"):
+                # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.5
+                # Spec: 2025-06-18/basic/utilities/cancellation#timing-considerations.1
+                return None  # a late answer to a request we gave up on: dropped
+            return UnexpectedResponse(id=rid, message=obj)
+        method = out.method
+        answers_init = method == "initialize"
+        k = kind_of(None, is_request=False, answers_initialize=answers_init, is_error=is_error)
+        new_state = next_state(self.our_role, self.state, RECEIVE, k)
+        if new_state is None:
+            raise RemoteProtocolError(
+                describe_refusal(self.our_role, self.state, RECEIVE, k), code=INVALID_REQUEST
+            )
+        inflight.pop_outgoing(rid, "answered")
+        if is_error:
+            self.state = new_state
+            return ErrorResponse(
+                id=rid,
+                code=payload["code"],
+                message=payload["message"],
+                data=payload.get("data"),
+                method=method,
+            )
+        try:
+            result = structure(payload, METHODS[method].result_type)
+        except ConversionError as exc:
+            self.state = new_state if not answers_init else State.PRE_INIT
+            return ErrorResponse(
+                id=rid,
+                code=INTERNAL_ERROR,
+                message=f"invalid result from peer for {method}: {exc}",
+                data={"result": payload},
+                method=method,
+            )
+        if answers_init:
+            version = result.protocol_version
+            if version not in SUPPORTED_VERSIONS:
+                # Spec: 2025-06-18/basic/lifecycle#version-negotiation.6
+                self.state = State.CLOSED
+                raise RemoteProtocolError(
+                    f"server answered protocol version {version!r}, which mcp-ref does not "
+                    f"support ({', '.join(SUPPORTED_VERSIONS)}); disconnect",
+                    code=INVALID_PARAMS,
+                )
+            self.protocol_version = version
+            self.capabilities[SERVER] = result.capabilities
+            self.peer_info = result.server_info
+            self.instructions = result.instructions
+        self.state = new_state
+        return Response(id=rid, result=result, method=method)
+
+    # ---------------------------------------------------------------------- output
+
+    def send(
+        self,
+        event: Event,
+        *,
+        now: float | None = None,
+        timeout: RequestTimeout | object | None = _DEFAULT,
+    ) -> bytes:
+        """Check an event and return the bytes to write to the peer.
+
+        Args:
+            event: a Request, Notification, Response or ErrorResponse.
+            now: the current time in seconds (any monotonic clock), needed when the
+                request gets a timeout.
+            timeout: for a Request, its :class:`RequestTimeout` (default: the
+                connection's ``default_timeout``; None for none).
+
+        Returns:
+            The serialized message (with its newline when ``newline_framing``), or
+            ``b""`` when the spec says to send nothing: a response to a request the
+            peer cancelled, or a cancellation of a request already answered.
+
+        Raises:
+            LocalProtocolError: the event breaks the protocol; nothing is sent and the
+                connection is unchanged.
+        """
+        if self.state is State.CLOSED:
+            raise LocalProtocolError("connection is closed")
+        if type(event) is Request:
+            message = self._send_request(event, now, timeout)
+        elif type(event) is Response:
+            message = self._send_response(event)
+        elif type(event) is ErrorResponse:
+            message = self._send_error(event)
+        elif type(event) is Notification:
+            message = self._send_notification(event)
+        else:
+            raise LocalProtocolError(f"cannot send {type(event).__name__}")
+        if message is None:
+            return b""
+        payload = rpc.encode(message)
+        if len(payload) > self.max_message_bytes:
+            raise LocalProtocolError(
+                f"message of {len(payload)} bytes exceeds the limit of {self.max_message_bytes}"
+            )
+        # Spec: 2025-06-18/basic/transports#stdio.1
+        return frame(payload) if self.newline_framing else payload
+
+    def send_failed(self) -> None:
+        """Tell the core that writing the bytes of a ``send`` failed or was cancelled.
+
+        The byte stream may hold half a message, so the connection is closed: later
+        ``send`` calls raise LocalProtocolError.
+        """
+        self.state = State.CLOSED
+
+    def _check_params(self, spec: MethodSpec, params: Any) -> dict[str, Any] | None:
+        if params is None:
+            if spec.params_required:
+                raise LocalProtocolError(f"{spec.method} requires params", code=INVALID_PARAMS)
+            return None
+        if not isinstance(params, spec.params_type):
+            raise LocalProtocolError(
+                f"{spec.method} params must be {spec.params_type.__name__}, "
+                f"not {type(params).__name__}",
+                code=INVALID_PARAMS,
+            )
+        data: dict[str, Any] = unstructure(params)
+        return data
+
+    def _send_request(self, event: Request, now: float | None, timeout: Any) -> dict[str, Any]:
+        rid, method = event.id, event.method
+        # Spec: 2025-06-18/basic#requests.1
+        # Spec: 2025-06-18/basic#requests.2
+        if not rpc.valid_id(rid):
+            raise LocalProtocolError(f"request id must be a str or an int, not {rid!r}")
+        spec = self._lookup(method, sender=self.our_role)
+        if spec is None or spec.kind == NOTIFICATION:
+            raise LocalProtocolError(
+                f"{self.our_role.value} cannot send request {method!r}"
+                + (
+                    f" in protocol version {self.protocol_version}" if self.protocol_version else ""
+                ),
+                code=METHOD_NOT_FOUND,
+            )
+        k = (
+            Kind.INITIALIZE
+            if method == "initialize"
+            else Kind.PING
+            if method == "ping"
+            else Kind.REQUEST
+        )
+        new_state = check_send(self.our_role, self.state, k)
+        if not self._capability_ok(spec):
+            raise LocalProtocolError(
+                f"{method} needs the peer's capability {'.'.join(spec.capability)}, "
+                "which was not negotiated",
+                code=METHOD_NOT_FOUND,
+            )
+        params = self._check_params(spec, event.params)
+        token = None
+        meta = getattr(event.params, "meta", None)
+        if meta is not None:
+            token = meta.get("progressToken")
+            if token is not None and not rpc.valid_id(token):
+                raise LocalProtocolError("progressToken must be a str or an int")
+        if timeout is _DEFAULT:
+            timeout = self.default_timeout
+        out = Outgoing(id=rid, method=method, progress_token=token)
+        if timeout is not None:
+            if not isinstance(timeout, RequestTimeout):
+                raise TypeError("timeout must be a RequestTimeout or None")
+            if now is None:
+                raise LocalProtocolError("a request with a timeout needs now=")
+            out.timeout = timeout
+            out.sent_at = now
+            out.deadline = now + timeout.seconds
+        if k is Kind.INITIALIZE:
+            version = event.params.protocol_version
+            # Spec: 2025-06-18/basic/lifecycle#version-negotiation.1
+            if version not in SUPPORTED_VERSIONS:
+                raise LocalProtocolError(
+                    f"initialize must ask for a version we support, not {version!r}"
+                )
+        self._inflight.add_outgoing(out)
+        if k is Kind.INITIALIZE:
+            self._init_id = rid
+            self.requested_version = event.params.protocol_version
+            self.capabilities[CLIENT] = event.params.capabilities
+        self.state = new_state
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            message["params"] = params
+        return message
+
+    def _send_notification(self, event: Notification) -> dict[str, Any] | None:
+        method = event.method
+        spec = self._lookup(method, sender=self.our_role)
+        if spec is None or spec.kind != NOTIFICATION:
+            raise LocalProtocolError(
+                f"{self.our_role.value} cannot send notification {method!r}",
+                code=METHOD_NOT_FOUND,
+            )
+        k = Kind.INITIALIZED if method == "notifications/initialized" else Kind.NOTIFICATION
+        new_state = next_state(self.our_role, self.state, SEND, k)
+        if new_state is None:
+            raise LocalProtocolError(describe_refusal(self.our_role, self.state, SEND, k))
+        if not self._capability_ok(spec):
+            raise LocalProtocolError(
+                f"{method} needs the capability {'.'.join(spec.capability)}, not negotiated",
+                code=METHOD_NOT_FOUND,
+            )
+        params = self._check_params(spec, event.params)
+        if method == _CANCELLED:
+            if not self._send_cancel(event.params):
+                return None
+        elif method == _PROGRESS:
+            self._send_progress(event.params)
+        self.state = new_state
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        return message
+
+    def _send_cancel(self, params: Any) -> bool:
+        rid = params.request_id
+        if rid is None:
+            raise LocalProtocolError("notifications/cancelled needs a requestId")
+        inflight = self._inflight
+        out = inflight.get_outgoing(rid)
+        if out is None:
+            if inflight.outgoing_finished(rid):
+                return False  # already answered (or given up on): nothing to cancel
+            # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.1
+            raise LocalProtocolError(f"cannot cancel {rid!r}: no such request was sent")
+        # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.2
+        if out.method == "initialize":
+            raise LocalProtocolError("the initialize request must not be cancelled")
+        inflight.pop_outgoing(rid, "cancelled")
+        return True
+
+    def _send_progress(self, params: Any) -> None:
+        token = params.progress_token
+        req = self._inflight.incoming_for_token(token)
+        # Spec: 2025-06-18/basic/utilities/progress#behavior-requirements.1
+        # Spec: 2025-06-18/basic/utilities/progress#implementation-notes.3
+        if req is None:
+            raise LocalProtocolError(f"progress token {token!r} belongs to no active request")
+        # Spec: 2025-06-18/basic/utilities/progress#progress-flow.4
+        if req.last_progress is not None and not params.progress > req.last_progress:
+            raise LocalProtocolError(
+                f"progress must increase: {params.progress} after {req.last_progress}"
+            )
+        req.last_progress = params.progress
+
+    def _answerable(self, rid: Any) -> Incoming | bool | None:
+        """The incoming request ``rid`` answers; False when the answer must be dropped."""
+        req = self._inflight.get_incoming(rid)
+        if req is None and self._inflight.incoming_finished(rid) == "cancelled":
+            # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.3
+            return False
+        return req
+
+    def _send_response(self, event: Response) -> dict[str, Any] | None:
+        rid = event.id
+        req = self._answerable(rid)
+        if req is False:
+            return None
+        if req is None or req is True:
+            raise LocalProtocolError(f"no request with id {rid!r} awaits a response")
+        assert isinstance(req, Incoming)
+        spec = METHODS[req.method]
+        is_init = req.method == "initialize"
+        k = Kind.INITIALIZE_RESULT if is_init else Kind.RESPONSE
+        new_state = check_send(self.our_role, self.state, k)
+        result = event.result
+        if not isinstance(result, spec.result_type):
+            raise LocalProtocolError(
+                f"the result of {req.method} must be {spec.result_type.__name__}, "
+                f"not {type(result).__name__}"
+            )
+        if is_init:
+            requested = self.requested_version or ""
+            version = result.protocol_version
+            # Spec: 2025-06-18/basic/lifecycle#version-negotiation.3
+            if requested in SUPPORTED_VERSIONS and version != requested:
+                raise LocalProtocolError(
+                    f"the client asked for {requested}, which we support: answer it, not {version}"
+                )
+            # Spec: 2025-06-18/basic/lifecycle#version-negotiation.4
+            if version not in SUPPORTED_VERSIONS:
+                raise LocalProtocolError(f"cannot answer with unsupported version {version!r}")
+        data = unstructure(result)
+        self._inflight.pop_incoming(rid, "answered")
+        if is_init:
+            self.protocol_version = result.protocol_version
+            self.capabilities[SERVER] = result.capabilities
+        self.state = new_state
+        # Spec: 2025-06-18/basic#responses.1
+        return {"jsonrpc": "2.0", "id": rid, "result": data}
+
+    def _send_error(self, event: ErrorResponse) -> dict[str, Any] | None:
+        rid = event.id
+        if rid is not None and not rpc.valid_id(rid):
+            raise LocalProtocolError(f"error response id must be a str, an int or None: {rid!r}")
+        if type(event.code) is not int:
+            # Spec: 2025-06-18/basic#responses.5
+            raise LocalProtocolError("error codes must be integers")
+        refusal = any(event is r for r in self._refusals)
+        req: Any = None
+        if rid is not None and not refusal:
+            req = self._answerable(rid)
+            if req is False:
+                return None
+        is_init = req is not None and req.method == "initialize"
+        k = Kind.INITIALIZE_ERROR if is_init else Kind.RESPONSE
+        new_state = check_send(self.our_role, self.state, k)
+        if req is not None:
+            self._inflight.pop_incoming(rid, "answered")
+        self.state = new_state
+        error: dict[str, Any] = {"code": event.code, "message": event.message}
+        if event.data is not None:
+            error["data"] = event.data
+        return {"jsonrpc": "2.0", "id": rid, "error": error}
+
+    # ------------------------------------------------------------------------ time
+
+    def next_deadline(self) -> float | None:
+        """The time (same clock as ``now``) at which ``handle_timeout`` must be called,
+        or None when no request we sent has a timeout."""
+        return self._inflight.next_deadline()
+
+    def handle_timeout(self, now: float) -> list[bytes]:
+        """Expire requests whose deadline has passed.
+
+        For each one, a :class:`RequestTimedOut` event is queued for ``next_event`` and
+        a ``notifications/cancelled`` is produced (never for ``initialize``).
+
+        Returns:
+            The messages to write (the cancellation notifications), one bytes object
+            each, framed like ``send``'s output; often empty.
+
+        Source: 2025-06-18/basic/lifecycle#timeouts.
+        """
+        out: list[bytes] = []
+        for req in self._inflight.expire(now):
+            self._events.append(
+                RequestTimedOut(id=req.id, method=req.method, elapsed=now - req.sent_at)
+            )
+            # Spec: 2025-06-18/basic/lifecycle#timeouts.2
+            if req.method == "initialize" or self.state is State.CLOSED:
+                continue
+            message = {
+                "jsonrpc": "2.0",
+                "method": _CANCELLED,
+                "params": {"requestId": req.id, "reason": "timed out"},
+            }
+            payload = rpc.encode(message)
+            out.append(frame(payload) if self.newline_framing else payload)
+        return out

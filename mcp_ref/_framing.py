@@ -1,0 +1,147 @@
+"""Newline-delimited framing: one bounded, linear-time receive buffer.
+
+Theory of operation
+-------------------
+On stdio (and in every other place mcp-ref carries a byte stream of messages) each
+JSON-RPC message is one line of UTF-8 JSON ended by ``\\n``, and messages MUST NOT
+contain embedded newlines (2025-06-18/basic/transports#stdio).
+
+:class:`LineBuffer` keeps the bytes received so far and *remembers where it stopped
+searching* for the next newline, so feeding a message one byte at a time costs O(n)
+in total, not O(n^2).  Consumed lines are not deleted from the front one by one
+(also quadratic); a start offset moves instead and the buffer is compacted when more
+than half of it is consumed.
+
+The buffer is bounded: a line longer than ``max_line_bytes`` is reported once (the
+caller turns that into a JSON-RPC error) and then skipped up to its newline without
+being stored, so a peer cannot make us hold more than ``max_line_bytes`` at a time.
+"""
+
+from __future__ import annotations
+
+from ._errors import LocalProtocolError
+
+__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "TOO_LONG", "LineBuffer", "frame"]
+
+DEFAULT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024
+"""Default bound on one message: 8 MiB (bytes, newline excluded)."""
+
+
+class _TooLong:
+    """Sentinel type of :data:`TOO_LONG`."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "TOO_LONG"
+
+
+TOO_LONG = _TooLong()
+"""Returned once by :meth:`LineBuffer.next_line` for each over-long line."""
+
+
+class LineBuffer:
+    """Split a byte stream into lines, holding at most ``max_line_bytes`` of a line.
+
+    Args:
+        max_line_bytes: the longest line accepted, in bytes, newline excluded.
+
+    Usage: ``feed(data)`` any number of times, then call ``next_line()`` until it
+    returns None.  Lines come back without their ``\\n`` (and without a ``\\r`` before
+    it).  Over-long lines produce :data:`TOO_LONG` once and are then skipped.
+    """
+
+    __slots__ = ("_buf", "_discarding", "_max", "_scan", "_start", "_too_long_pending")
+
+    def __init__(self, max_line_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
+        if max_line_bytes < 1:
+            raise ValueError("max_line_bytes must be positive")
+        self._max = max_line_bytes
+        self._buf = bytearray()
+        self._start = 0  # first unconsumed byte
+        self._scan = 0  # bytes before this index hold no newline
+        self._discarding = False  # inside an over-long line, until its newline
+        self._too_long_pending = False
+
+    @property
+    def max_line_bytes(self) -> int:
+        """The bound on one line, in bytes."""
+        return self._max
+
+    def __len__(self) -> int:
+        """Bytes held and not yet returned."""
+        return len(self._buf) - self._start
+
+    def feed(self, data: bytes) -> None:
+        """Append received bytes."""
+        if self._discarding:
+            nl = data.find(b"\n")
+            if nl < 0:
+                return
+            self._discarding = False
+            data = data[nl + 1 :]
+        self._buf += data
+
+    def next_line(self) -> bytes | _TooLong | None:
+        """Return the next complete line, :data:`TOO_LONG`, or None if none is ready."""
+        if self._too_long_pending:
+            self._too_long_pending = False
+            return TOO_LONG
+        buf = self._buf
+        nl = buf.find(b"\n", max(self._scan, self._start))
+        if nl < 0:
+            self._scan = len(buf)
+            if len(buf) - self._start > self._max:
+                # Drop what we hold of the over-long line and skip to its newline.
+                self._reset()
+                self._discarding = True
+                return TOO_LONG
+            return None
+        end = nl
+        if end > self._start and buf[end - 1] == 0x0D:  # tolerate CRLF
+            end -= 1
+        too_long = end - self._start > self._max
+        line = None if too_long else bytes(buf[self._start : end])
+        self._start = nl + 1
+        self._scan = self._start
+        if self._start == len(buf):
+            self._reset()
+        elif self._start > 65536 and self._start * 2 > len(buf):
+            del buf[: self._start]
+            self._scan -= self._start
+            self._start = 0
+        return TOO_LONG if line is None else line
+
+    def take_rest(self) -> bytes:
+        """At end of input: return the unterminated remainder (maybe b"") and clear."""
+        rest = bytes(self._buf[self._start :])
+        self._reset()
+        if self._discarding:
+            self._discarding = False
+            return b""
+        return rest
+
+    def _reset(self) -> None:
+        self._buf = bytearray()
+        self._start = 0
+        self._scan = 0
+
+
+def frame(payload: bytes) -> bytes:
+    """Frame one serialized message for a newline-delimited stream.
+
+    Args:
+        payload: one message, UTF-8 JSON, without a trailing newline.
+
+    Returns:
+        ``payload + b"\\n"``.
+
+    Raises:
+        LocalProtocolError: the payload contains a newline.
+
+    Source: 2025-06-18/basic/transports#stdio.
+    """
+    # Spec: 2025-06-18/basic/transports#stdio.1
+    if b"\n" in payload:
+        raise LocalProtocolError("a message must not contain an embedded newline")
+    return payload + b"\n"

@@ -1,0 +1,277 @@
+"""Requests in flight, both ways: the tables behind matching, cancellation, progress
+and timeouts.
+
+Theory of operation
+-------------------
+An MCP connection carries requests in both directions at once.  :class:`InFlight` keeps:
+
+* ``outgoing``: requests we sent and that await a response, by id, with their method,
+  progress token and timeout bookkeeping;
+* ``incoming``: requests we received and have not answered, by id;
+* the progress tokens of both, so a ``notifications/progress`` finds its request;
+* two bounded "recently finished" memories, so a late response to a request we
+  cancelled (or that timed out) is dropped quietly, a response we would send to a
+  request the peer cancelled is dropped, and a request id is not reused soon after;
+* a heap of deadlines, so ``next_deadline()`` is O(1) and expiry O(log n).
+
+Every table has a bound; the connection refuses new requests past it.
+
+Timeouts (2025-06-18/basic/lifecycle#timeouts): a :class:`RequestTimeout` gives the
+seconds a request may wait, whether a progress notification restarts that clock, and
+a hard maximum that progress never extends.  The core has no clock: a progress
+notification only marks the request, and the restart happens when the deadline is
+checked (``handle_timeout(now)``), from ``now``.  So a request that shows progress
+never expires earlier than the policy says, and at most ``seconds`` later.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any
+
+import attrs
+
+from ._errors import LocalProtocolError
+
+__all__ = ["InFlight", "Incoming", "Outgoing", "RequestTimeout"]
+
+
+@attrs.frozen(kw_only=True)
+class RequestTimeout:
+    """How long a request we send may wait for its response.
+
+    Source: 2025-06-18/basic/lifecycle#timeouts (per-request timeouts, optional reset
+    on progress, always a maximum).
+    """
+
+    seconds: float
+    """Seconds to wait for a response (or, with ``reset_on_progress``, between progress
+    notifications)."""
+    reset_on_progress: bool = False
+    """Whether a progress notification for the request restarts the clock."""
+    maximum: float | None = None
+    """Hard limit in seconds since sending, whatever the progress; None means
+    ``seconds`` when ``reset_on_progress`` is False, else 10 times ``seconds``."""
+
+    def __attrs_post_init__(self) -> None:
+        if not self.seconds > 0:
+            raise ValueError("RequestTimeout.seconds must be positive")
+        if self.maximum is not None and self.maximum < self.seconds:
+            raise ValueError("RequestTimeout.maximum must be at least seconds")
+
+    @property
+    def hard_limit(self) -> float:
+        """The effective hard maximum, in seconds."""
+        if self.maximum is not None:
+            return self.maximum
+        return self.seconds * 10 if self.reset_on_progress else self.seconds
+
+
+@attrs.define(slots=True)
+class Outgoing:
+    """A request we sent, awaiting its response."""
+
+    id: Any
+    method: str
+    progress_token: Any = None
+    last_progress: float | None = None
+    timeout: RequestTimeout | None = None
+    sent_at: float = 0.0
+    deadline: float | None = None
+    progressed: bool = False
+
+
+@attrs.define(slots=True)
+class Incoming:
+    """A request we received and have not answered."""
+
+    id: Any
+    method: str
+    progress_token: Any = None
+    last_progress: float | None = None
+
+
+class _Recent:
+    """A bounded insertion-ordered memory of finished ids: id -> why it finished."""
+
+    __slots__ = ("_items", "_max")
+
+    def __init__(self, maximum: int) -> None:
+        self._items: dict[Any, str] = {}
+        self._max = maximum
+
+    def add(self, key: Any, why: str) -> None:
+        items = self._items
+        items[key] = why
+        if len(items) > self._max:
+            del items[next(iter(items))]
+
+    def get(self, key: Any) -> str | None:
+        return self._items.get(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+
+def _key(request_id: Any) -> tuple[type, Any]:
+    # "7" and 7 are different ids; so are 1 and True, but bools never get here.
+    return (type(request_id), request_id)
+
+
+class InFlight:
+    """The in-flight tables of one connection.
+
+    Args:
+        max_outgoing: most requests we may have in flight at once.
+        max_incoming: most unanswered requests we accept from the peer.
+        remember: how many finished ids each direction remembers.
+    """
+
+    def __init__(self, *, max_outgoing: int, max_incoming: int, remember: int) -> None:
+        self.max_outgoing = max_outgoing
+        self.max_incoming = max_incoming
+        self.outgoing: dict[tuple[type, Any], Outgoing] = {}
+        self.incoming: dict[tuple[type, Any], Incoming] = {}
+        self.out_tokens: dict[tuple[type, Any], Outgoing] = {}
+        self.in_tokens: dict[tuple[type, Any], Incoming] = {}
+        self.finished_out = _Recent(remember)
+        self.finished_in = _Recent(remember)
+        self._heap: list[tuple[float, int, tuple[type, Any]]] = []
+        self._seq = 0
+
+    # -- outgoing -----------------------------------------------------------------
+
+    def add_outgoing(self, req: Outgoing) -> None:
+        """Register a request we are sending.
+
+        Raises:
+            LocalProtocolError: the id is in flight or was used recently, the progress
+                token is in use, or the table is full.
+        """
+        k = _key(req.id)
+        # Spec: 2025-06-18/basic#requests.3
+        if k in self.outgoing or k in self.finished_out:
+            raise LocalProtocolError(f"request id {req.id!r} was already used in this session")
+        if len(self.outgoing) >= self.max_outgoing:
+            raise LocalProtocolError(f"too many requests in flight (at most {self.max_outgoing})")
+        if req.progress_token is not None:
+            tk = _key(req.progress_token)
+            # Spec: 2025-06-18/basic/utilities/progress#progress-flow.2
+            if tk in self.out_tokens:
+                raise LocalProtocolError(
+                    f"progress token {req.progress_token!r} is in use by another active request"
+                )
+            self.out_tokens[tk] = req
+        self.outgoing[k] = req
+        if req.deadline is not None:
+            self._push(req.deadline, k)
+
+    def pop_outgoing(self, request_id: Any, why: str) -> Outgoing | None:
+        """Forget a request we sent (answered, cancelled or timed out); None if unknown."""
+        k = _key(request_id)
+        req = self.outgoing.pop(k, None)
+        if req is not None:
+            self.finished_out.add(k, why)
+            if req.progress_token is not None:
+                self.out_tokens.pop(_key(req.progress_token), None)
+        return req
+
+    def outgoing_finished(self, request_id: Any) -> str | None:
+        """Why a request we sent finished, if it did recently."""
+        return self.finished_out.get(_key(request_id))
+
+    def get_outgoing(self, request_id: Any) -> Outgoing | None:
+        """The request we sent with this id, if in flight."""
+        return self.outgoing.get(_key(request_id))
+
+    def outgoing_for_token(self, token: Any) -> Outgoing | None:
+        """The in-flight request we sent with this progress token."""
+        return self.out_tokens.get(_key(token))
+
+    # -- incoming -----------------------------------------------------------------
+
+    def is_incoming_known(self, request_id: Any) -> bool:
+        """True if an id is in flight from the peer or was used by it recently."""
+        k = _key(request_id)
+        return k in self.incoming or k in self.finished_in
+
+    def incoming_token_in_use(self, token: Any) -> bool:
+        """True if a peer's active request already uses this progress token."""
+        return _key(token) in self.in_tokens
+
+    def add_incoming(self, req: Incoming) -> None:
+        """Register a request received from the peer (the caller checked the bounds)."""
+        self.incoming[_key(req.id)] = req
+        if req.progress_token is not None:
+            self.in_tokens[_key(req.progress_token)] = req
+
+    def pop_incoming(self, request_id: Any, why: str) -> Incoming | None:
+        """Forget a request from the peer (answered or cancelled); None if unknown."""
+        k = _key(request_id)
+        req = self.incoming.pop(k, None)
+        if req is not None:
+            self.finished_in.add(k, why)
+            if req.progress_token is not None:
+                self.in_tokens.pop(_key(req.progress_token), None)
+        return req
+
+    def get_incoming(self, request_id: Any) -> Incoming | None:
+        """The peer's unanswered request with this id."""
+        return self.incoming.get(_key(request_id))
+
+    def incoming_finished(self, request_id: Any) -> str | None:
+        """Why a peer's request finished, if it did recently."""
+        return self.finished_in.get(_key(request_id))
+
+    def incoming_for_token(self, token: Any) -> Incoming | None:
+        """The peer's active request with this progress token."""
+        return self.in_tokens.get(_key(token))
+
+    # -- deadlines ----------------------------------------------------------------
+
+    def _push(self, deadline: float, k: tuple[type, Any]) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (deadline, self._seq, k))
+        # Entries of answered requests stay until they surface; keep them bounded.
+        if len(self._heap) > 2 * len(self.outgoing) + 64:
+            self._heap = [
+                (d, s, key)
+                for d, s, key in self._heap
+                if (o := self.outgoing.get(key)) is not None and o.deadline == d
+            ]
+            heapq.heapify(self._heap)
+
+    def next_deadline(self) -> float | None:
+        """The earliest deadline of a request in flight, or None."""
+        heap = self._heap
+        while heap:
+            d, _, k = heap[0]
+            o = self.outgoing.get(k)
+            if o is not None and o.deadline == d:
+                return d
+            heapq.heappop(heap)
+        return None
+
+    def expire(self, now: float) -> list[Outgoing]:
+        """Pop the requests whose deadline has passed at ``now``.
+
+        Requests that showed progress under a resetting policy get a new deadline
+        (capped by the hard limit) instead.  Returns the expired requests, already
+        removed from the tables.
+        """
+        expired: list[Outgoing] = []
+        heap = self._heap
+        while heap and heap[0][0] <= now:
+            d, _, k = heapq.heappop(heap)
+            o = self.outgoing.get(k)
+            if o is None or o.deadline != d or o.timeout is None:
+                continue
+            hard = o.sent_at + o.timeout.hard_limit
+            if o.progressed and o.timeout.reset_on_progress and now < hard:
+                o.progressed = False
+                o.deadline = min(now + o.timeout.seconds, hard)
+                self._push(o.deadline, k)
+                continue
+            self.pop_outgoing(o.id, "timed out")
+            expired.append(o)
+        return expired

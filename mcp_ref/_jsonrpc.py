@@ -1,0 +1,208 @@
+"""JSON-RPC 2.0 envelopes: decode a line into a message, encode a message into bytes.
+
+Theory of operation
+-------------------
+This module knows JSON-RPC 2.0 plus MCP's restrictions on it, and nothing about MCP
+methods.  :func:`decode` turns one framed line into a Python value (-32700 on bad
+UTF-8 or bad JSON); :func:`classify` checks one decoded value and says whether it is a
+request, a notification, a response or an error response, enforcing:
+
+* ``"jsonrpc": "2.0"``;
+* ids are strings or integers, never null, never booleans or floats, and are kept
+  exactly as received ("7" is not 7);
+* a response has ``result`` or ``error``, never both;
+* ``params`` is an object, ``error`` an object with an integer ``code`` and a string
+  ``message``.
+
+Failures raise :class:`RemoteProtocolError` carrying the ready error response (when the
+message was a request whose id could be read, the error answers that id; else id null),
+so the driver only has to send it.
+
+Encoding is the reverse: :func:`encode` serializes a JSON-ready dict compactly as UTF-8,
+one line.  ``json.dumps`` escapes control characters inside strings, so the result
+never holds a newline; framing still checks.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+from ._errors import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    RemoteProtocolError,
+)
+from .events import ErrorResponse
+
+__all__ = [
+    "ERROR",
+    "NOTIFICATION",
+    "REQUEST",
+    "RESPONSE",
+    "classify",
+    "decode",
+    "encode",
+    "error_reply",
+    "valid_id",
+]
+
+REQUEST: Final = 0
+NOTIFICATION: Final = 1
+RESPONSE: Final = 2
+ERROR: Final = 3
+
+_loads = json.loads
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+_dumps_ascii = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+
+
+def valid_id(value: object) -> bool:
+    """True if ``value`` is a legal MCP request id: a str, or an int that is not a bool.
+
+    Source: 2025-06-18/basic#requests.
+    """
+    t = type(value)
+    return t is str or t is int
+
+
+def error_reply(request_id: Any, code: int, message: str, data: Any = None) -> ErrorResponse:
+    """Build the error response to send for a bad message.
+
+    ``request_id`` is used only when it is a legal id; otherwise the reply has id null,
+    as JSON-RPC 2.0 section 5 asks when the id cannot be determined.
+    """
+    rid = request_id if valid_id(request_id) else None
+    return ErrorResponse(id=rid, code=code, message=message, data=data)
+
+
+def _fail(
+    message: str, code: int, request_id: Any = None, *, reply: bool = True
+) -> RemoteProtocolError:
+    rid = request_id if valid_id(request_id) else None
+    hint = error_reply(rid, code, message) if reply else None
+    return RemoteProtocolError(message, code=code, event_hint=hint, request_id=rid)
+
+
+def decode(line: bytes) -> Any:
+    """Decode one framed line (UTF-8 JSON) into a Python value.
+
+    Raises:
+        RemoteProtocolError: code -32700 (parse error), with an id-null error reply.
+
+    Source: 2025-06-18/basic/transports#transports.1 (UTF-8); JSON-RPC 2.0 section 5.1.
+    """
+    try:
+        # Spec: 2025-06-18/basic/transports#transports.1
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _fail(f"parse error: invalid UTF-8 at byte {exc.start}", PARSE_ERROR) from None
+    try:
+        return _loads(text)
+    except ValueError as exc:
+        raise _fail(f"parse error: {exc}", PARSE_ERROR) from None
+    except RecursionError:
+        raise _fail("parse error: JSON nested too deeply", PARSE_ERROR) from None
+
+
+def classify(obj: Any) -> tuple[int, Any, Any, Any]:
+    """Check one decoded JSON-RPC message and say what it is.
+
+    Args:
+        obj: one decoded JSON value (not a batch: the caller splits arrays).
+
+    Returns:
+        ``(kind, id, method, payload)`` where kind is REQUEST, NOTIFICATION, RESPONSE or
+        ERROR; id is the request id (None for notifications); method is the method name
+        (None for responses); payload is the params dict (or None), the result, or the
+        error object ``{"code": int, "message": str, ...}``.
+
+    Raises:
+        RemoteProtocolError: -32600 for a malformed envelope, -32602 for non-object
+        params; with the error reply to send when the message was a request.
+
+    Source: 2025-06-18/basic#messages; 2025-06-18/basic#requests;
+    2025-06-18/basic#responses; 2025-06-18/basic#notifications.
+    """
+    if type(obj) is not dict:
+        raise _fail("invalid request: a message must be a JSON object", INVALID_REQUEST)
+    # Spec: 2025-06-18/basic#messages.1
+    rid = obj.get("id")
+    method = obj.get("method")
+    if obj.get("jsonrpc") != "2.0":
+        raise _fail(
+            'invalid request: "jsonrpc" must be "2.0"',
+            INVALID_REQUEST,
+            rid,
+            reply=method is not None
+            or ("id" in obj and "result" not in obj and "error" not in obj),
+        )
+    if method is not None:
+        if type(method) is not str:
+            raise _fail('invalid request: "method" must be a string', INVALID_REQUEST, rid)
+        params = obj.get("params")
+        if "id" in obj:
+            # Spec: 2025-06-18/basic#requests.1
+            # Spec: 2025-06-18/basic#requests.2
+            if not valid_id(rid):
+                raise _fail(
+                    "invalid request: id must be a string or an integer, not "
+                    + ("null" if rid is None else type(rid).__name__),
+                    INVALID_REQUEST,
+                )
+            if params is not None and type(params) is not dict:
+                raise _fail('invalid params: "params" must be an object', INVALID_PARAMS, rid)
+            return REQUEST, rid, method, params
+        # Spec: 2025-06-18/basic#notifications.2
+        if params is not None and type(params) is not dict:
+            raise _fail('invalid params: "params" must be an object', INVALID_PARAMS, reply=False)
+        return NOTIFICATION, None, method, params
+    # A response: never answered, so every failure below carries no reply.
+    has_result = "result" in obj
+    has_error = "error" in obj
+    if has_result and has_error:
+        # Spec: 2025-06-18/basic#responses.3
+        raise _fail("invalid response: both result and error", INVALID_REQUEST, rid, reply=False)
+    if not has_result and not has_error:
+        raise _fail(
+            "invalid message: neither a method nor a result or error",
+            INVALID_REQUEST,
+            rid,
+            reply="id" in obj,
+        )
+    if has_result:
+        # Spec: 2025-06-18/basic#responses.1
+        if not valid_id(rid):
+            raise _fail(
+                "invalid response: id must be a string or an integer", INVALID_REQUEST, reply=False
+            )
+        return RESPONSE, rid, None, obj["result"]
+    error = obj["error"]
+    if (
+        type(error) is not dict
+        or type(error.get("code")) is not int
+        or type(error.get("message")) is not str
+    ):
+        raise _fail(
+            "invalid error response: error must be an object with an integer code and a string message",
+            INVALID_REQUEST,
+            rid,
+            reply=False,
+        )
+    if rid is not None and not valid_id(rid):
+        raise _fail("invalid error response: bad id", INVALID_REQUEST, reply=False)
+    return ERROR, rid, None, error
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    """Serialize one JSON-ready message as compact UTF-8 JSON, without a newline.
+
+    Raises:
+        ValueError: the message holds NaN or infinity (not JSON).
+    """
+    try:
+        return _dumps(message).encode("utf-8")
+    except UnicodeEncodeError:
+        # Lone surrogates (legal in Python str, not in UTF-8): escape them instead.
+        return _dumps_ascii(message).encode("ascii")

@@ -1,0 +1,439 @@
+"""The METHODS table: every MCP request and notification, and what governs it.
+
+Theory of operation
+-------------------
+One table drives conversion, dispatch, capability checks and spec_map.  For each
+method it records:
+
+* ``kind``: request or notification;
+* ``senders``: which roles may send it (a client never receives ``tools/list``);
+* ``params_type`` / ``result_type``: the typed classes of :mod:`mcp_ref.types` the core
+  converts to and from, once, on the boundary;
+* ``capability``: which side's negotiated capabilities must hold which path, e.g.
+  ``tools/list`` needs the *server's* ``tools``; ``notifications/resources/updated``
+  needs the server's ``resources.subscribe``.  A request whose capability was not
+  negotiated is refused on both the send side (LocalProtocolError) and the receive
+  side (-32601) (2025-06-18/basic/lifecycle#operation.2);
+* ``paginated``: whether it takes a ``cursor`` and returns ``nextCursor``;
+* ``since`` (and ``until``): the protocol revisions that define it;
+* ``section``: the spec section that defines it.
+
+Versions: :data:`SUPPORTED_VERSIONS` is what mcp-ref speaks, newest first.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import attrs
+
+from . import types as t
+from ._state import CLIENT, SERVER, Role
+
+__all__ = [
+    "LATEST_PROTOCOL_VERSION",
+    "METHODS",
+    "SUPPORTED_VERSIONS",
+    "MethodSpec",
+    "capability_present",
+    "negotiate_version",
+]
+
+SUPPORTED_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+"""Protocol revisions mcp-ref speaks, newest first."""
+
+LATEST_PROTOCOL_VERSION: Final = SUPPORTED_VERSIONS[0]
+"""The revision a client asks for by default and a server falls back to."""
+
+BATCH_VERSIONS: Final = frozenset({"2025-03-26"})
+"""Revisions that allow JSON-RPC batches (added in 2025-03-26, removed in 2025-06-18)."""
+
+REQUEST: Final = "request"
+NOTIFICATION: Final = "notification"
+
+_BOTH = frozenset({CLIENT, SERVER})
+_FROM_CLIENT = frozenset({CLIENT})
+_FROM_SERVER = frozenset({SERVER})
+
+
+@attrs.frozen(kw_only=True)
+class MethodSpec:
+    """One row of :data:`METHODS`."""
+
+    method: str
+    """The method name on the wire."""
+    kind: str
+    """``"request"`` or ``"notification"``."""
+    senders: frozenset[Role]
+    """The roles that may send it."""
+    params_type: Any
+    """The class params are converted to (params may always be omitted when every
+    field of it is optional)."""
+    result_type: Any = None
+    """For requests: the class of the result."""
+    capability: tuple[str, ...] = ()
+    """Path into the capabilities of :attr:`capability_of` that must be present, e.g.
+    ``("resources", "subscribe")``; empty when none is needed."""
+    capability_of: Role | None = None
+    """Whose capabilities ``capability`` is looked up in."""
+    capability_since: str = "2024-11-05"
+    """The first revision in which the capability is required (``completions`` came in
+    2025-03-26; before it completion needed none)."""
+    paginated: bool = False
+    """Whether params carry ``cursor`` and the result ``nextCursor``."""
+    since: str = "2024-11-05"
+    """The first revision that defines it."""
+    params_required: bool = False
+    """Whether ``params`` must be present."""
+    section: str = ""
+    """The spec section that defines it, e.g. ``2025-06-18/server/tools#listing-tools``."""
+
+    def available_in(self, version: str | None) -> bool:
+        """Whether the method exists in protocol ``version`` (None: not negotiated yet)."""
+        return version is None or version >= self.since
+
+
+def _req(
+    method: str,
+    senders: frozenset[Role],
+    params_type: Any,
+    result_type: Any,
+    section: str,
+    **kw: Any,
+) -> MethodSpec:
+    return MethodSpec(
+        method=method,
+        kind=REQUEST,
+        senders=senders,
+        params_type=params_type,
+        result_type=result_type,
+        section=section,
+        **kw,
+    )
+
+
+def _note(
+    method: str, senders: frozenset[Role], params_type: Any, section: str, **kw: Any
+) -> MethodSpec:
+    return MethodSpec(
+        method=method,
+        kind=NOTIFICATION,
+        senders=senders,
+        params_type=params_type,
+        section=section,
+        **kw,
+    )
+
+
+_V = "2025-06-18/"
+_ROWS = [
+    # --- lifecycle and utilities -------------------------------------------------
+    _req(
+        "initialize",
+        _FROM_CLIENT,
+        t.InitializeRequestParams,
+        t.InitializeResult,
+        _V + "basic/lifecycle#initialization",
+        params_required=True,
+    ),
+    _note(
+        "notifications/initialized",
+        _FROM_CLIENT,
+        t.NotificationParams,
+        _V + "basic/lifecycle#initialization",
+    ),
+    _req("ping", _BOTH, t.RequestParams, t.EmptyResult, _V + "basic/utilities/ping#overview"),
+    _note(
+        "notifications/cancelled",
+        _BOTH,
+        t.CancelledNotificationParams,
+        _V + "basic/utilities/cancellation#cancellation-flow",
+        params_required=True,
+    ),
+    _note(
+        "notifications/progress",
+        _BOTH,
+        t.ProgressNotificationParams,
+        _V + "basic/utilities/progress#progress-flow",
+        params_required=True,
+    ),
+    # --- server features -----------------------------------------------------------
+    _req(
+        "tools/list",
+        _FROM_CLIENT,
+        t.PaginatedRequestParams,
+        t.ListToolsResult,
+        _V + "server/tools#listing-tools",
+        capability=("tools",),
+        capability_of=SERVER,
+        paginated=True,
+    ),
+    _req(
+        "tools/call",
+        _FROM_CLIENT,
+        t.CallToolRequestParams,
+        t.CallToolResult,
+        _V + "server/tools#calling-tools",
+        capability=("tools",),
+        capability_of=SERVER,
+        params_required=True,
+    ),
+    _note(
+        "notifications/tools/list_changed",
+        _FROM_SERVER,
+        t.NotificationParams,
+        _V + "server/tools#list-changed-notification",
+        capability=("tools", "list_changed"),
+        capability_of=SERVER,
+    ),
+    _req(
+        "resources/list",
+        _FROM_CLIENT,
+        t.PaginatedRequestParams,
+        t.ListResourcesResult,
+        _V + "server/resources#listing-resources",
+        capability=("resources",),
+        capability_of=SERVER,
+        paginated=True,
+    ),
+    _req(
+        "resources/templates/list",
+        _FROM_CLIENT,
+        t.PaginatedRequestParams,
+        t.ListResourceTemplatesResult,
+        _V + "server/resources#resource-templates",
+        capability=("resources",),
+        capability_of=SERVER,
+        paginated=True,
+    ),
+    _req(
+        "resources/read",
+        _FROM_CLIENT,
+        t.ReadResourceRequestParams,
+        t.ReadResourceResult,
+        _V + "server/resources#reading-resources",
+        capability=("resources",),
+        capability_of=SERVER,
+        params_required=True,
+    ),
+    _req(
+        "resources/subscribe",
+        _FROM_CLIENT,
+        t.SubscribeRequestParams,
+        t.EmptyResult,
+        _V + "server/resources#subscriptions",
+        capability=("resources", "subscribe"),
+        capability_of=SERVER,
+        params_required=True,
+    ),
+    _req(
+        "resources/unsubscribe",
+        _FROM_CLIENT,
+        t.UnsubscribeRequestParams,
+        t.EmptyResult,
+        _V + "server/resources#subscriptions",
+        capability=("resources", "subscribe"),
+        capability_of=SERVER,
+        params_required=True,
+    ),
+    _note(
+        "notifications/resources/list_changed",
+        _FROM_SERVER,
+        t.NotificationParams,
+        _V + "server/resources#list-changed-notification",
+        capability=("resources", "list_changed"),
+        capability_of=SERVER,
+    ),
+    _note(
+        "notifications/resources/updated",
+        _FROM_SERVER,
+        t.ResourceUpdatedNotificationParams,
+        _V + "server/resources#subscriptions",
+        capability=("resources", "subscribe"),
+        capability_of=SERVER,
+        params_required=True,
+    ),
+    _req(
+        "prompts/list",
+        _FROM_CLIENT,
+        t.PaginatedRequestParams,
+        t.ListPromptsResult,
+        _V + "server/prompts#listing-prompts",
+        capability=("prompts",),
+        capability_of=SERVER,
+        paginated=True,
+    ),
+    _req(
+        "prompts/get",
+        _FROM_CLIENT,
+        t.GetPromptRequestParams,
+        t.GetPromptResult,
+        _V + "server/prompts#getting-a-prompt",
+        capability=("prompts",),
+        capability_of=SERVER,
+        params_required=True,
+    ),
+    _note(
+        "notifications/prompts/list_changed",
+        _FROM_SERVER,
+        t.NotificationParams,
+        _V + "server/prompts#list-changed-notification",
+        capability=("prompts", "list_changed"),
+        capability_of=SERVER,
+    ),
+    _req(
+        "logging/setLevel",
+        _FROM_CLIENT,
+        t.SetLevelRequestParams,
+        t.EmptyResult,
+        _V + "server/utilities/logging#setting-log-level",
+        capability=("logging",),
+        capability_of=SERVER,
+        params_required=True,
+    ),
+    _note(
+        "notifications/message",
+        _FROM_SERVER,
+        t.LoggingMessageNotificationParams,
+        _V + "server/utilities/logging#log-message-notifications",
+        capability=("logging",),
+        capability_of=SERVER,
+        params_required=True,
+    ),
+    _req(
+        "completion/complete",
+        _FROM_CLIENT,
+        t.CompleteRequestParams,
+        t.CompleteResult,
+        _V + "server/utilities/completion#requesting-completions",
+        capability=("completions",),
+        capability_of=SERVER,
+        capability_since="2025-03-26",
+        params_required=True,
+    ),
+    # --- client features -----------------------------------------------------------
+    _req(
+        "sampling/createMessage",
+        _FROM_SERVER,
+        t.CreateMessageRequestParams,
+        t.CreateMessageResult,
+        _V + "client/sampling#creating-messages",
+        capability=("sampling",),
+        capability_of=CLIENT,
+        params_required=True,
+    ),
+    _req(
+        "roots/list",
+        _FROM_SERVER,
+        t.RequestParams,
+        t.ListRootsResult,
+        _V + "client/roots#listing-roots",
+        capability=("roots",),
+        capability_of=CLIENT,
+    ),
+    _note(
+        "notifications/roots/list_changed",
+        _FROM_CLIENT,
+        t.NotificationParams,
+        _V + "client/roots#root-list-changes",
+        capability=("roots", "list_changed"),
+        capability_of=CLIENT,
+    ),
+    _req(
+        "elicitation/create",
+        _FROM_SERVER,
+        t.ElicitRequestParams,
+        t.ElicitResult,
+        _V + "client/elicitation#creating-elicitation-requests",
+        capability=("elicitation",),
+        capability_of=CLIENT,
+        since="2025-06-18",
+        params_required=True,
+    ),
+    # --- 2025-11-25 additions --------------------------------------------------------
+    _note(
+        "notifications/elicitation/complete",
+        _FROM_SERVER,
+        t.ElicitationCompleteNotificationParams,
+        "2025-11-25/client/elicitation",
+        capability=("elicitation",),
+        capability_of=CLIENT,
+        since="2025-11-25",
+        params_required=True,
+    ),
+    _req(
+        "tasks/get",
+        _BOTH,
+        t.GetTaskRequestParams,
+        t.GetTaskResult,
+        "2025-11-25/basic/utilities/tasks",
+        since="2025-11-25",
+        params_required=True,
+    ),
+    _req(
+        "tasks/result",
+        _BOTH,
+        t.GetTaskPayloadRequestParams,
+        t.GetTaskPayloadResult,
+        "2025-11-25/basic/utilities/tasks",
+        since="2025-11-25",
+        params_required=True,
+    ),
+    _req(
+        "tasks/list",
+        _BOTH,
+        t.PaginatedRequestParams,
+        t.ListTasksResult,
+        "2025-11-25/basic/utilities/tasks",
+        since="2025-11-25",
+        paginated=True,
+    ),
+    _req(
+        "tasks/cancel",
+        _BOTH,
+        t.CancelTaskRequestParams,
+        t.CancelTaskResult,
+        "2025-11-25/basic/utilities/tasks",
+        since="2025-11-25",
+        params_required=True,
+    ),
+    _note(
+        "notifications/tasks/status",
+        _BOTH,
+        t.TaskStatusNotificationParams,
+        "2025-11-25/basic/utilities/tasks",
+        since="2025-11-25",
+        params_required=True,
+    ),
+]
+
+METHODS: Final[dict[str, MethodSpec]] = {row.method: row for row in _ROWS}
+"""Every MCP method of the supported revisions, by name."""
+
+
+def capability_present(capabilities: Any, path: tuple[str, ...]) -> bool:
+    """Whether typed ``capabilities`` hold ``path`` (each step present and not False).
+
+    Args:
+        capabilities: a ``ServerCapabilities`` or ``ClientCapabilities`` (or None).
+        path: attribute names, e.g. ``("resources", "subscribe")``.
+    """
+    node = capabilities
+    for name in path:
+        if node is None:
+            return False
+        node = node.get(name) if isinstance(node, dict) else getattr(node, name, None)
+    return node is not None and node is not False
+
+
+def negotiate_version(requested: str) -> str:
+    """The version a server answers to an ``initialize`` asking for ``requested``.
+
+    Source: 2025-06-18/basic/lifecycle#version-negotiation.3 (same version if supported)
+    and .4 (otherwise another supported version, the latest).
+    """
+    # Spec: 2025-06-18/basic/lifecycle#version-negotiation.3
+    if requested in SUPPORTED_VERSIONS:
+        return requested
+    # Spec: 2025-06-18/basic/lifecycle#version-negotiation.4
+    return LATEST_PROTOCOL_VERSION
