@@ -1,15 +1,33 @@
-"""The ``python -m spec_map`` command line."""
+"""The ``python -m spec_map`` command line.
+
+Commands: ``extract`` (regenerate catalog.json), ``check`` (coverage of the MUST
+clauses), ``report`` (static HTML page), ``modules`` (clauses cited per module),
+``diagram`` (regenerate the committed lifecycle diagram).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-from .catalog import CATALOG_PATH, build_catalog, dump_catalog, find_spec_dir
+from . import check as check_mod
+from .catalog import (
+    CATALOG_PATH,
+    PACKAGE_DIR,
+    REPO_ROOT,
+    build_catalog,
+    dump_catalog,
+    find_spec_dir,
+    load_catalog,
+)
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
+
+WAIVERS_PATH = PACKAGE_DIR / "waivers.toml"
+RESULTS_PATH = PACKAGE_DIR / "results.json"
 
 
 def _cmd_extract(args: argparse.Namespace) -> int:
@@ -24,6 +42,108 @@ def _cmd_extract(args: argparse.Namespace) -> int:
     return 0
 
 
+def _analysis(args: argparse.Namespace) -> check_mod.Analysis:
+    catalog = load_catalog(Path(args.catalog))
+    results = None if args.no_results else Path(args.results)
+    return check_mod.analyze(
+        root=Path(args.root),
+        catalog=catalog,
+        waivers_path=Path(args.waivers),
+        results_path=results,
+    )
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    try:
+        analysis = _analysis(args)
+    except (OSError, ValueError) as exc:
+        print(f"spec_map: cannot load the catalog: {exc}", file=sys.stderr)
+        return 2
+    print(check_mod.format_table(analysis.summaries()))
+    tested = "passing tests (results.json)" if analysis.use_results else "test markers"
+    print(f"\nMUST = library-binding MUST-level clauses; 'tested' counts {tested}.")
+    if args.list_open:
+        listed = analysis.open_required
+        if args.include_should:
+            listed = listed + analysis.open_should
+        if listed:
+            print(f"\nOpen clauses ({len(listed)}):")
+            print(check_mod.format_open(listed))
+    for warning in analysis.warnings:
+        print(f"warning: {warning}" if "warning:" not in warning else warning, file=sys.stderr)
+    for error in analysis.errors:
+        print(error, file=sys.stderr)
+    open_count = len(analysis.open_required)
+    print(
+        f"\n{open_count} required clause(s) open, {len(analysis.errors)} error(s)"
+        + ("" if args.list_open or not open_count else "; --list-open shows them")
+    )
+    return 0 if analysis.ok else 1
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from .report import write_report
+
+    try:
+        analysis = _analysis(args)
+    except (OSError, ValueError) as exc:
+        print(f"spec_map: cannot load the catalog: {exc}", file=sys.stderr)
+        return 2
+    out = write_report(analysis, Path(args.out), root=Path(args.root))
+    print(f"wrote {out}")
+    return 0
+
+
+def _cmd_modules(args: argparse.Namespace) -> int:
+    from .modules import format_modules, modules_of
+
+    try:
+        analysis = _analysis(args)
+    except (OSError, ValueError) as exc:
+        print(f"spec_map: cannot load the catalog: {exc}", file=sys.stderr)
+        return 2
+    print(format_modules(modules_of(analysis), analysis))
+    return 0
+
+
+def _cmd_diagram(args: argparse.Namespace) -> int:
+    from .diagram import DIAGRAM_MD, DIAGRAM_SVG, render_markdown, render_svg
+
+    DIAGRAM_SVG.write_text(render_svg(), encoding="utf-8")
+    DIAGRAM_MD.write_text(render_markdown(), encoding="utf-8")
+    print(f"wrote {DIAGRAM_SVG} and {DIAGRAM_MD}")
+    return 0
+
+
+RULE = textwrap.dedent(
+    """\
+    rule: a MUST / MUST NOT / REQUIRED / SHALL / SHALL NOT clause that binds a protocol
+    library (client, server, both, transport, or unknown) on a page the project
+    implements (basic, basic/lifecycle, basic/transports, basic/utilities/*, server/*,
+    client/*; other pages only for clauses that are cited) is satisfied when it is
+    waived in waivers.toml, or when it is BOTH cited by a '# Spec: <id>' comment under
+    mcp_ref/ AND cited by @pytest.mark.spec on a test that passed in the last run
+    (spec_map/results.json, written by the pytest plugin).  With --no-results a test
+    marker alone counts as tested.  Clauses binding only one side still count (mcp_ref
+    implements both); one we do not do needs a waiver.  Host-bound clauses (UI, user
+    consent) are counted apart.  SHOULD clauses are counted, never failing.  Exit
+    status 1 if a required clause is open or any id is unknown.
+    """
+)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--root", default=str(REPO_ROOT), help="repository root to scan")
+    p.add_argument("--catalog", default=str(CATALOG_PATH), help="catalog.json to use")
+    p.add_argument("--waivers", default=str(WAIVERS_PATH), help="waivers.toml to use")
+    p.add_argument("--results", default=str(RESULTS_PATH), help="results.json to use")
+    p.add_argument(
+        "--no-results",
+        action="store_true",
+        help="ignore test results: a test marker citing a clause counts as tested",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``python -m spec_map``."""
     parser = argparse.ArgumentParser(prog="python -m spec_map", description=__doc__)
@@ -32,6 +152,36 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--spec", help="spec folder (default: $MCP_SPEC_DIR or ../shared/spec)")
     p.add_argument("--out", help=f"output file (default: {CATALOG_PATH})")
     p.set_defaults(func=_cmd_extract)
+
+    p = sub.add_parser(
+        "check",
+        help="check that every required clause is implemented and tested, or waived",
+        description="Print a per-page coverage table of the spec clauses.\n\n" + RULE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _common(p)
+    p.add_argument("--list-open", action="store_true", help="print the open clauses, with text")
+    p.add_argument(
+        "--include-should", action="store_true", help="with --list-open, list SHOULDs too"
+    )
+    p.set_defaults(func=_cmd_check)
+
+    p = sub.add_parser(
+        "report",
+        help="write a static HTML report (spec text coloured by status, lifecycle diagram)",
+        description="Write report/index.html.  Statuses follow the check rule:\n\n" + RULE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _common(p)
+    p.add_argument("--out", default=str(PACKAGE_DIR / "report"), help="output folder")
+    p.set_defaults(func=_cmd_report)
+
+    p = sub.add_parser("modules", help="list, per mcp_ref module, the clauses it cites")
+    _common(p)
+    p.set_defaults(func=_cmd_modules)
+
+    p = sub.add_parser("diagram", help="regenerate lifecycle.svg and lifecycle.md")
+    p.set_defaults(func=_cmd_diagram)
     return parser
 
 

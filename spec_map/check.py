@@ -1,0 +1,401 @@
+"""Which clauses are implemented, tested, waived or still open.
+
+The rule
+--------
+A clause is *required* when all of these hold:
+
+* its strongest keyword is MUST, MUST NOT, REQUIRED, SHALL or SHALL NOT;
+* it binds a protocol library: ``client``, ``server``, ``both``, ``transport`` (or
+  ``unknown``, counted in to be safe) -- not ``host``;
+* its page is one the project implements (:data:`IN_SCOPE`), or the clause is cited
+  somewhere (a cited clause of ``basic/authorization`` is checked like any other).
+
+A required clause is *satisfied* when it is **waived** in ``waivers.toml``, or when it is
+both **implemented** (cited by a ``# Spec:`` comment under ``mcp_ref/``) **and tested**
+(cited by the ``spec`` marker of a test that passed in the last recorded run,
+``spec_map/results.json``).  With ``--no-results`` (or no results file), a test marker
+citing it is enough for "tested".  The project implements both roles, so a clause
+binding only one side still counts; one we choose not to do needs a waiver.
+
+SHOULD-level clauses follow the same rule but are only counted, never failing.
+Unknown ids (in ``# Spec:`` comments, markers, docstrings or waivers) are errors.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .binds import LIBRARY_BINDS
+from .catalog import ID_PATTERN, Catalog
+from .cites import Citation, scan
+from .waivers import WaiverError, expand, load_waivers
+
+__all__ = [
+    "IN_SCOPE",
+    "Analysis",
+    "ClauseStatus",
+    "PageSummary",
+    "analyze",
+    "format_open",
+    "format_table",
+    "load_results",
+]
+
+IN_SCOPE = (
+    "basic",
+    "basic/lifecycle",
+    "basic/transports",
+    "basic/utilities/*",
+    "server/*",
+    "client/*",
+)
+"""Page patterns (fnmatch; ``*`` spans folders) the project implements."""
+
+
+def in_scope(page: str) -> bool:
+    """True if ``page`` matches :data:`IN_SCOPE`."""
+    return any(fnmatch.fnmatchcase(page, pattern) for pattern in IN_SCOPE)
+
+
+@dataclass(slots=True, kw_only=True)
+class ClauseStatus:
+    """Everything known about one clause."""
+
+    clause: dict[str, Any]
+    code: list[Citation] = field(default_factory=list)
+    """``# Spec:`` comments citing it."""
+    tests: list[Citation] = field(default_factory=list)
+    """Test markers citing it (static scan)."""
+    passed: list[str] = field(default_factory=list)
+    """Node ids of tests that cite it and passed (results.json)."""
+    failed: list[str] = field(default_factory=list)
+    """Node ids of tests that cite it and failed."""
+    skipped: list[str] = field(default_factory=list)
+    """Node ids of tests that cite it and were skipped (or xfailed)."""
+    waiver: str | None = None
+    """The waiver reason, or None."""
+    scope: bool = False
+    """True if the clause's page is implemented or the clause is cited."""
+    use_results: bool = True
+
+    @property
+    def id(self) -> str:
+        """The clause id."""
+        return str(self.clause["id"])
+
+    @property
+    def level(self) -> str:
+        """``MUST``, ``SHOULD`` or ``MAY``."""
+        return str(self.clause["level"])
+
+    @property
+    def library(self) -> bool:
+        """True if the clause binds a protocol library (not the host)."""
+        return self.clause["binds"] in LIBRARY_BINDS
+
+    @property
+    def implemented(self) -> bool:
+        """Cited by at least one ``# Spec:`` comment."""
+        return bool(self.code)
+
+    @property
+    def tested(self) -> bool:
+        """Cited by a passing test (or, without results, by any test marker)."""
+        return bool(self.passed) if self.use_results else bool(self.tests)
+
+    @property
+    def checked(self) -> bool:
+        """True if the clause is counted by the checker (in scope, library-binding)."""
+        return self.scope and self.library and self.level in ("MUST", "SHOULD")
+
+    @property
+    def satisfied(self) -> bool:
+        """Waived, or implemented and tested."""
+        return self.waiver is not None or (self.implemented and self.tested)
+
+    @property
+    def required(self) -> bool:
+        """A checked MUST-level clause: open ones fail the check."""
+        return self.checked and self.level == "MUST"
+
+    @property
+    def status(self) -> str:
+        """One word for reports.
+
+        ``waived``, ``done`` (implemented and tested), ``untested`` (implemented only),
+        ``unimplemented`` (tested only), ``open`` (neither), ``host`` (binds the host and
+        is not cited), ``unchecked`` (a page outside the project, not cited).
+        """
+        if self.waiver is not None:
+            return "waived"
+        if self.implemented and self.tested:
+            return "done"
+        if self.implemented:
+            return "untested"
+        if self.tested:
+            return "unimplemented"
+        if not self.library:
+            return "host"
+        if not self.scope:
+            return "unchecked"
+        return "open"
+
+
+@dataclass(slots=True, kw_only=True)
+class PageSummary:
+    """Counts for one page (the checker's table row)."""
+
+    page: str
+    scope: bool
+    clauses: int = 0
+    must: int = 0
+    implemented: int = 0
+    tested: int = 0
+    waived: int = 0
+    open: int = 0
+    should: int = 0
+    should_ok: int = 0
+    host: int = 0
+
+
+@dataclass(slots=True, kw_only=True)
+class Analysis:
+    """The result of :func:`analyze`."""
+
+    catalog: Catalog
+    statuses: dict[str, ClauseStatus]
+    citations: list[Citation]
+    errors: list[str]
+    warnings: list[str]
+    use_results: bool
+    results_found: bool
+
+    @property
+    def open_required(self) -> list[ClauseStatus]:
+        """Required clauses not satisfied, in catalog order."""
+        return [s for s in self.statuses.values() if s.required and not s.satisfied]
+
+    @property
+    def open_should(self) -> list[ClauseStatus]:
+        """Checked SHOULD-level clauses not satisfied."""
+        return [
+            s
+            for s in self.statuses.values()
+            if s.checked and s.level == "SHOULD" and not s.satisfied
+        ]
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing required is open and there are no errors."""
+        return not self.errors and not self.open_required
+
+    def summaries(self) -> list[PageSummary]:
+        """One row per page that has clauses, in catalog order."""
+        rows: dict[str, PageSummary] = {}
+        for status in self.statuses.values():
+            page = status.clause["page"]
+            row = rows.setdefault(page, PageSummary(page=page, scope=in_scope(page)))
+            row.clauses += 1
+            if not status.library:
+                row.host += 1
+            if not status.checked:
+                continue
+            row.scope = True
+            if status.level == "MUST":
+                row.must += 1
+                row.implemented += status.implemented
+                row.tested += status.tested
+                row.waived += status.waiver is not None
+                row.open += not status.satisfied
+            else:
+                row.should += 1
+                row.should_ok += status.satisfied
+        return list(rows.values())
+
+
+def load_results(path: Path) -> dict[str, dict[str, list[str]]] | None:
+    """Read ``results.json`` written by the pytest plugin; None if absent or unreadable.
+
+    Returns:
+        ``{"passed": {clause id: [node ids]}, "failed": {...}, "skipped": {...}}``.
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    out: dict[str, dict[str, list[str]]] = {}
+    for key in ("passed", "failed", "skipped"):
+        value = data.get(key, {})
+        out[key] = value if isinstance(value, dict) else {}
+    return out
+
+
+def _hint(ref: str, catalog: Catalog) -> str:
+    """A suggestion for an unknown reference."""
+    m = ID_PATTERN.fullmatch(ref)
+    if m is None:
+        return "not a clause id (expected <revision>/<page>#<section-slug>.<n>)"
+    page, slug = m.group("page"), m.group("slug")
+    if page not in catalog.pages:
+        close = difflib.get_close_matches(page, list(catalog.pages), n=1)
+        return f"no page {page!r}" + (f"; did you mean {close[0]!r}?" if close else "")
+    in_section = [
+        cid for cid, c in catalog.clauses.items() if c["page"] == page and c["section"] == slug
+    ]
+    if m.group("n") is None:
+        if len(in_section) == 1:
+            return f"a section, not a clause; its only clause is {in_section[0]}"
+        if in_section:
+            return f"a section, not a clause; cite one of {in_section[0]} .. {in_section[-1]}"
+        return "a section with no normative sentence; cite the clause you implement"
+    if in_section:
+        return f"section {slug!r} has clauses .1 to .{len(in_section)}"
+    slugs = [s["slug"] for s in catalog.pages[page]["sections"]]
+    close = difflib.get_close_matches(slug, slugs, n=1)
+    return f"no section {slug!r} in {page}" + (f"; did you mean {close[0]!r}?" if close else "")
+
+
+def analyze(
+    *,
+    root: Path,
+    catalog: Catalog,
+    waivers_path: Path,
+    results_path: Path | None,
+    package: str = "mcp_ref",
+    tests: str = "tests",
+) -> Analysis:
+    """Scan ``root`` and combine citations, waivers and test results with the catalog.
+
+    Args:
+        root: the repository root (holds ``package`` and ``tests``).
+        catalog: the loaded catalog.
+        waivers_path: ``waivers.toml`` (missing means none).
+        results_path: ``results.json``, or None to ignore test results (then a test
+            marker alone counts as "tested").
+    """
+    errors: list[str] = []
+    warnings: list[str] = []
+    citations, problems = scan(root, package=package, tests=tests)
+    for problem in problems:
+        (errors if problem.error else warnings).append(str(problem))
+    statuses = {cid: ClauseStatus(clause=c) for cid, c in catalog.clauses.items()}
+    prefix = f"{catalog.revision}/"
+    for cite in citations:
+        status = statuses.get(cite.ref)
+        if cite.kind == "mention":
+            if cite.ref.startswith(prefix) and not catalog.knows_reference(cite.ref):
+                errors.append(
+                    f"{cite.path}:{cite.line}: error: unknown spec reference {cite.ref} "
+                    f"({_hint(cite.ref, catalog)})"
+                )
+            continue
+        if status is None:
+            what = "'# Spec:' comment" if cite.kind == "code" else "spec marker"
+            errors.append(
+                f"{cite.path}:{cite.line}: error: {what} cites unknown clause {cite.ref} "
+                f"({_hint(cite.ref, catalog)})"
+            )
+            continue
+        (status.code if cite.kind == "code" else status.tests).append(cite)
+    try:
+        reasons, waiver_errors = expand(load_waivers(waivers_path), catalog)
+    except WaiverError as exc:
+        reasons, waiver_errors = {}, [str(exc)]
+    errors.extend(waiver_errors)
+    for cid, reason in reasons.items():
+        statuses[cid].waiver = reason
+    results = load_results(results_path) if results_path is not None else None
+    use_results = results_path is not None and results is not None
+    if results_path is not None and results is None:
+        warnings.append(
+            f"no readable {results_path.name} (run pytest first); counting test markers as 'tested'"
+        )
+    if results is not None:
+        for key in ("passed", "failed", "skipped"):
+            for cid, nodes in results[key].items():
+                if cid in statuses and isinstance(nodes, list):
+                    getattr(statuses[cid], key).extend(str(n) for n in nodes)
+    for status in statuses.values():
+        status.use_results = use_results
+        status.scope = in_scope(status.clause["page"]) or bool(status.code or status.tests)
+        if status.waiver is not None and status.implemented:
+            warnings.append(f"{status.id} is waived but cited in code ({status.code[0].path})")
+    return Analysis(
+        catalog=catalog,
+        statuses=statuses,
+        citations=citations,
+        errors=errors,
+        warnings=warnings,
+        use_results=use_results,
+        results_found=results is not None,
+    )
+
+
+def format_table(rows: Iterable[PageSummary]) -> str:
+    """The per-page table, as aligned text, with a total row."""
+    head = ("page", "clauses", "MUST", "impl", "tested", "waived", "open", "SHOULD", "ok", "host")
+    lines: list[tuple[str, ...]] = [head]
+    total = PageSummary(page="TOTAL", scope=True)
+    for row in rows:
+        for name in ("clauses", "must", "implemented", "tested", "waived", "open"):
+            setattr(total, name, getattr(total, name) + getattr(row, name))
+        for name in ("should", "should_ok", "host"):
+            setattr(total, name, getattr(total, name) + getattr(row, name))
+        lines.append(_row(row))
+    lines.append(_row(total))
+    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
+    out = []
+    for index, line in enumerate(lines):
+        cells = [line[0].ljust(widths[0])] + [
+            c.rjust(w) for c, w in zip(line[1:], widths[1:], strict=True)
+        ]
+        out.append("  ".join(cells).rstrip())
+        if index == 0 or index == len(lines) - 2:
+            out.append("  ".join("-" * w for w in widths))
+    return "\n".join(out)
+
+
+def _row(row: PageSummary) -> tuple[str, ...]:
+    if not row.scope:
+        return (row.page + " (not implemented)", str(row.clauses), *("-",) * 7, str(row.host))
+    return (
+        row.page,
+        str(row.clauses),
+        str(row.must),
+        str(row.implemented),
+        str(row.tested),
+        str(row.waived),
+        str(row.open),
+        str(row.should),
+        str(row.should_ok),
+        str(row.host),
+    )
+
+
+def format_open(statuses: Iterable[ClauseStatus]) -> str:
+    """The given clauses with their text, one paragraph each, for ``--list-open``."""
+    out = []
+    for s in statuses:
+        got = []
+        if s.implemented:
+            got.append("implemented at " + ", ".join(f"{c.path}:{c.line}" for c in s.code))
+        if s.tests:
+            got.append("test markers at " + ", ".join(f"{c.path}:{c.line}" for c in s.tests))
+        if s.failed:
+            got.append("failing: " + ", ".join(s.failed))
+        state = "; ".join(got) if got else "not cited"
+        text = s.clause["text"]
+        if s.clause["detail"]:
+            text += " " + " / ".join(s.clause["detail"])
+        out.append(
+            f"{s.id}  [{s.clause['keyword']}, binds {s.clause['binds']}] {state}\n    {text}"
+        )
+    return "\n".join(out)
