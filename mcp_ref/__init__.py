@@ -13,6 +13,7 @@ from ._errors import (
     PARSE_ERROR,
     RESOURCE_NOT_FOUND,
     LocalProtocolError,
+    McpError,
     ProtocolError,
     RemoteProtocolError,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "ErrorResponse",
     "Event",
     "LocalProtocolError",
+    "McpError",
     "MethodSpec",
     "Notification",
     "Progress",

@@ -566,6 +566,7 @@ class Connection:
         """
         if self.state is State.CLOSED:
             raise LocalProtocolError("connection is closed")
+        message: dict[str, Any] | None
         if type(event) is Request:
             message = self._send_request(event, now, timeout)
         elif type(event) is Response:

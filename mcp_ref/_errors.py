@@ -34,6 +34,7 @@ __all__ = [
     "RESOURCE_NOT_FOUND",
     "URL_ELICITATION_REQUIRED",
     "LocalProtocolError",
+    "McpError",
     "ProtocolError",
     "RemoteProtocolError",
 ]
@@ -108,3 +109,24 @@ class RemoteProtocolError(ProtocolError):
         super().__init__(message, code=code)
         self.event_hint = event_hint
         self.request_id = request_id
+
+
+class McpError(Exception):
+    """An MCP error response, as a Python exception.
+
+    Raised by high-level client calls when the peer answered with an error response,
+    and raised by server handlers to answer with one.
+
+    Attributes:
+        code: the JSON-RPC error code (int).
+        message: the error message (str).
+        data: optional extra JSON data, or None.
+
+    Source: 2025-06-18/basic#responses.
+    """
+
+    def __init__(self, code: int, message: str, data: object = None) -> None:
+        super().__init__(f"{message} (code {code})")
+        self.code = code
+        self.message = message
+        self.data = data

@@ -1,0 +1,248 @@
+"""2025-06-18/basic: JSON-RPC messages, ids, responses, notifications, batches."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mcp_ref import (
+    CLIENT,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    NEED_DATA,
+    PARSE_ERROR,
+    Connection,
+    ErrorResponse,
+    LocalProtocolError,
+    Notification,
+    RemoteProtocolError,
+    Request,
+    Response,
+    UnexpectedResponse,
+)
+from mcp_ref import types as t
+
+from ._pair import deliver, events, initialized_pair
+
+spec = pytest.mark.spec
+
+
+def refused(conn: Connection, line: bytes) -> RemoteProtocolError:
+    conn.receive_data(line + b"\n")
+    with pytest.raises(RemoteProtocolError) as exc:
+        conn.next_event()
+    return exc.value
+
+
+def test_parse_error_answers_32700_with_null_id_and_survives() -> None:
+    client, server = initialized_pair()
+    err = refused(server, b'{"jsonrpc": "2.0", "id": 3, "method": ')
+    assert err.code == PARSE_ERROR
+    assert err.event_hint is not None and err.event_hint.id is None
+    reply = json.loads(server.send(err.event_hint))
+    assert reply == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -32700, "message": err.message},
+    }
+    # The next good message still works.
+    (req,) = deliver(client.send(Request(id=1, method="ping")), server)
+    assert req.id == 1
+
+
+def test_invalid_utf8_is_a_parse_error() -> None:
+    _, server = initialized_pair()
+    assert refused(server, b'{"jsonrpc":"2.0","method":"x\xff"}').code == PARSE_ERROR
+
+
+@spec("2025-06-18/basic#messages.1")
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"jsonrpc":"1.0","id":1,"method":"ping"}',
+        b'{"id":1,"method":"ping"}',
+        b"[1,2]",
+        b'"just a string"',
+        b'{"jsonrpc":"2.0","id":1,"method":5}',
+    ],
+)
+def test_bad_envelopes_answer_32600(line: bytes) -> None:
+    _, server = initialized_pair()
+    assert refused(server, line).code == INVALID_REQUEST
+
+
+@spec("2025-06-18/basic#requests.1", "2025-06-18/basic#requests.2")
+@pytest.mark.parametrize("bad_id", [b"null", b"true", b"1.5", b"[1]", b"{}"])
+def test_request_ids_must_be_string_or_integer(bad_id: bytes) -> None:
+    _, server = initialized_pair()
+    err = refused(server, b'{"jsonrpc":"2.0","id":' + bad_id + b',"method":"ping"}')
+    assert err.code == INVALID_REQUEST and err.event_hint.id is None
+    client = Connection(CLIENT)
+    with pytest.raises(LocalProtocolError):
+        client.send(Request(id=json.loads(bad_id), method="ping"))
+
+
+@spec("2025-06-18/basic#requests.1")
+def test_ids_are_kept_exactly() -> None:
+    client, server = initialized_pair()
+    (a,) = deliver(client.send(Request(id="7", method="ping")), server)
+    (b,) = deliver(client.send(Request(id=7, method="ping")), server)
+    assert a.id == "7" and type(a.id) is str and b.id == 7 and type(b.id) is int
+    (ra,) = deliver(server.send(Response(id=7, result=t.EmptyResult())), client)
+    (rb,) = deliver(server.send(Response(id="7", result=t.EmptyResult())), client)
+    assert ra.id == 7 and type(ra.id) is int and rb.id == "7"
+    assert json.loads(server.send(ErrorResponse(id="x", code=1, message="m")))["id"] == "x"
+
+
+@spec("2025-06-18/basic#requests.3")
+def test_request_ids_are_never_reused_by_the_sender() -> None:
+    client, server = initialized_pair()
+    deliver(client.send(Request(id=1, method="ping")), server)
+    with pytest.raises(LocalProtocolError, match="already used"):
+        client.send(Request(id=1, method="ping"))
+    deliver(server.send(Response(id=1, result=t.EmptyResult())), client)
+    with pytest.raises(LocalProtocolError, match="already used"):
+        client.send(Request(id=1, method="ping"))
+    # next_request_id() never hands out a used id
+    assert client.next_request_id() != 1
+
+
+@spec("2025-06-18/basic#requests.3")
+def test_duplicate_incoming_ids_are_refused() -> None:
+    client, server = initialized_pair()
+    deliver(b'{"jsonrpc":"2.0","id":9,"method":"ping"}\n', server)
+    err = refused(server, b'{"jsonrpc":"2.0","id":9,"method":"ping"}')
+    assert err.code == INVALID_REQUEST and err.event_hint.id == 9
+    server.send(err.event_hint)
+    # The first request is still in flight and can be answered.
+    assert json.loads(server.send(Response(id=9, result=t.EmptyResult())))["id"] == 9
+
+
+@spec("2025-06-18/basic#responses.1")
+def test_response_to_unknown_id_is_reported_not_raised() -> None:
+    client, _ = initialized_pair()
+    (ev,) = deliver(b'{"jsonrpc":"2.0","id":42,"result":{}}\n', client)
+    assert isinstance(ev, UnexpectedResponse) and ev.id == 42
+    with pytest.raises(LocalProtocolError):
+        client.send(Response(id=42, result=t.EmptyResult()))
+
+
+@spec("2025-06-18/basic#responses.2", "2025-06-18/basic#responses.3")
+def test_response_has_result_or_error_never_both() -> None:
+    client, server = initialized_pair()
+    client.send(Request(id=1, method="ping"))
+    err = refused(client, b'{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"x"}}')
+    assert err.event_hint is None  # responses are never answered
+    # With neither method nor result nor error it may be a request missing its
+    # method: answered with -32600 and its id (an error response is never answered,
+    # so this cannot loop).
+    err = refused(client, b'{"jsonrpc":"2.0","id":1}')
+    assert err.event_hint is not None and err.event_hint.id == 1
+
+
+@spec("2025-06-18/basic#responses.4", "2025-06-18/basic#responses.5")
+def test_errors_need_integer_code_and_message() -> None:
+    client, server = initialized_pair()
+    client.send(Request(id=1, method="ping"))
+    refused(client, b'{"jsonrpc":"2.0","id":1,"error":{"code":"1","message":"x"}}')
+    refused(client, b'{"jsonrpc":"2.0","id":1,"error":{"code":1}}')
+    (ev,) = deliver(
+        b'{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"no","data":[1]}}\n', client
+    )
+    assert (
+        isinstance(ev, ErrorResponse) and ev.code == -1 and ev.data == [1] and ev.method == "ping"
+    )
+    with pytest.raises(LocalProtocolError):
+        server.send(ErrorResponse(id=None, code="x", message="m"))  # type: ignore[arg-type]
+
+
+@spec("2025-06-18/basic#notifications.1", "2025-06-18/basic#notifications.2")
+def test_notifications_have_no_id_and_get_no_response() -> None:
+    client, server = initialized_pair()
+    data = server.send(Notification(method="notifications/tools/list_changed"))
+    assert "id" not in json.loads(data)
+    (note,) = deliver(data, client)
+    assert isinstance(note, Notification)
+    # A bad notification raises without a reply to send.
+    err = refused(client, b'{"jsonrpc":"2.0","method":"notifications/unknown"}')
+    assert err.code == METHOD_NOT_FOUND and err.event_hint is None
+
+
+def test_unknown_method_answers_32601_with_id() -> None:
+    _, server = initialized_pair()
+    err = refused(server, b'{"jsonrpc":"2.0","id":"a","method":"no/such"}')
+    assert err.code == METHOD_NOT_FOUND and err.event_hint.id == "a"
+    # A method the other role sends is unknown here too.
+    err = refused(
+        server, b'{"jsonrpc":"2.0","id":"b","method":"sampling/createMessage","params":{}}'
+    )
+    assert err.code == METHOD_NOT_FOUND
+
+
+def test_bad_params_answer_32602_with_id() -> None:
+    _, server = initialized_pair()
+    err = refused(server, b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":5}}')
+    assert err.code == INVALID_PARAMS and err.event_hint.id == 3
+    err = refused(server, b'{"jsonrpc":"2.0","id":4,"method":"tools/call"}')
+    assert err.code == INVALID_PARAMS and err.event_hint.id == 4
+    err = refused(server, b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":[1]}')
+    assert err.code == INVALID_PARAMS and err.event_hint.id == 5
+
+
+def test_send_checks_params_type() -> None:
+    client, _ = initialized_pair()
+    with pytest.raises(LocalProtocolError):
+        client.send(Request(id=1, method="tools/call", params={"name": "x"}))
+    with pytest.raises(LocalProtocolError):
+        client.send(Request(id=1, method="tools/call"))
+
+
+def test_batches_only_in_2025_03_26() -> None:
+    client, server = initialized_pair("2025-03-26")
+    batch = b'[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"ping"}]\n'
+    evs = deliver(batch, server)
+    assert [e.id for e in evs] == [1, 2]
+    _, server2 = initialized_pair("2025-06-18")
+    assert refused(server2, batch.strip()).code == INVALID_REQUEST
+    assert refused(server, b"[]").code == INVALID_REQUEST
+
+
+def test_invalid_result_from_peer_becomes_error_event() -> None:
+    client, server = initialized_pair()
+    client.send(Request(id=1, method="tools/list"))
+    (ev,) = deliver(b'{"jsonrpc":"2.0","id":1,"result":{"tools":5}}\n', client)
+    assert isinstance(ev, ErrorResponse) and ev.id == 1 and "tools" in ev.message
+
+
+def test_response_type_is_checked_on_send() -> None:
+    client, server = initialized_pair()
+    deliver(client.send(Request(id=1, method="tools/list")), server)
+    with pytest.raises(LocalProtocolError):
+        server.send(Response(id=1, result=t.EmptyResult()))
+    server.send(Response(id=1, result=t.ListToolsResult(tools=[])))
+
+
+def test_unknown_fields_are_preserved() -> None:
+    client, server = initialized_pair()
+    line = (
+        b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{},'
+        b'"future":{"a":1},"_meta":{"k":"v"}}}\n'
+    )
+    (req,) = deliver(line, server)
+    assert req.params.extra == {"future": {"a": 1}} and req.params.meta == {"k": "v"}
+    resent = json.loads(client.send(Request(id=2, method="tools/call", params=req.params)))
+    assert resent["params"] == {
+        "name": "x",
+        "arguments": {},
+        "future": {"a": 1},
+        "_meta": {"k": "v"},
+    }
+
+
+def test_blank_lines_are_skipped() -> None:
+    client, server = initialized_pair()
+    server.receive_data(b"\n  \n\r\n")
+    assert server.next_event() is NEED_DATA
+    assert events(server) == []

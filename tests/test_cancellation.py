@@ -1,0 +1,93 @@
+"""2025-06-18/basic/utilities/cancellation, both ways."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mcp_ref import LocalProtocolError, Notification, Request, RequestCancelled, Response
+from mcp_ref import types as t
+
+from ._pair import deliver, initialized_pair
+
+spec = pytest.mark.spec
+
+
+def cancel(rid: object, reason: str | None = None) -> Notification:
+    return Notification(
+        method="notifications/cancelled",
+        params=t.CancelledNotificationParams(request_id=rid, reason=reason),
+    )
+
+
+@spec(
+    "2025-06-18/basic/utilities/cancellation#behavior-requirements.3",
+    "2025-06-18/basic/utilities/cancellation#behavior-requirements.5",
+)
+def test_cancel_a_request_message_by_message() -> None:
+    client, server = initialized_pair()
+    deliver(client.send(Request(id=1, method="tools/list")), server)
+    data = client.send(cancel(1, "user gave up"))
+    assert json.loads(data) == {
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": 1, "reason": "user gave up"},
+    }
+    (ev,) = deliver(data, server)
+    assert ev == RequestCancelled(id=1, reason="user gave up")
+    # The receiver sends no response after the cancel ...
+    assert server.send(Response(id=1, result=t.ListToolsResult(tools=[]))) == b""
+    # ... and a late response that crosses the cancel is dropped by the sender.
+    assert deliver(b'{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}\n', client) == []
+
+
+@spec("2025-06-18/basic/utilities/cancellation#behavior-requirements.2")
+def test_initialize_is_never_cancelled() -> None:
+    from mcp_ref import CLIENT, SERVER, Connection
+
+    from ._pair import init_request
+
+    client, server = Connection(CLIENT), Connection(SERVER)
+    deliver(client.send(init_request()), server)
+    with pytest.raises(LocalProtocolError, match="initialize"):
+        client.send(cancel(0))
+    # A peer that cancels initialize anyway is ignored.
+    assert (
+        deliver(
+            b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":0}}\n',
+            server,
+        )
+        == []
+    )
+
+
+@spec(
+    "2025-06-18/basic/utilities/cancellation#behavior-requirements.1",
+    "2025-06-18/basic/utilities/cancellation#behavior-requirements.4",
+    "2025-06-18/basic/utilities/cancellation#error-handling.1",
+)
+def test_unknown_or_finished_ids() -> None:
+    client, server = initialized_pair()
+    # Sending a cancel for a request never sent is our bug.
+    with pytest.raises(LocalProtocolError):
+        client.send(cancel(99))
+    # For a request already answered, nothing is sent.
+    deliver(client.send(Request(id=1, method="ping")), server)
+    deliver(server.send(Response(id=1, result=t.EmptyResult())), client)
+    assert client.send(cancel(1)) == b""
+    # Receiving cancels for unknown or finished ids: ignored.
+    assert deliver(client.send(Request(id=2, method="ping")), server)
+    assert deliver(server.send(Response(id=2, result=t.EmptyResult())), client)
+    line = b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%s}}\n'
+    assert deliver(line % b"2", server) == []
+    assert deliver(line % b'"nope"', server) == []
+
+
+@spec("2025-06-18/basic/utilities/cancellation#timing-considerations.1")
+def test_server_cancels_client_request_too() -> None:
+    client, server = initialized_pair()
+    deliver(server.send(Request(id="r", method="roots/list")), client)
+    (ev,) = deliver(server.send(cancel("r")), client)
+    assert ev == RequestCancelled(id="r", reason=None)
+    assert client.send(Response(id="r", result=t.ListRootsResult(roots=[]))) == b""

@@ -1,0 +1,33 @@
+"""The core does no I/O: importing every core module pulls in no trio, socket or asyncio."""
+
+from __future__ import annotations
+
+import json
+import pkgutil
+import subprocess
+import sys
+
+import mcp_ref
+
+# threading is not listed: attrs imports it for a lock, and it does no I/O.
+FORBIDDEN = ("trio", "socket", "asyncio", "selectors", "ssl", "h11", "wsproto", "subprocess")
+
+
+def core_modules() -> list[str]:
+    mods = []
+    for info in pkgutil.iter_modules(mcp_ref.__path__):
+        if not info.ispkg:  # subpackages (trio drivers, server, client) may do I/O
+            mods.append(f"mcp_ref.{info.name}")
+    return mods
+
+
+def test_core_imports_no_io_modules() -> None:
+    mods = core_modules()
+    assert "mcp_ref._connection" in mods and "mcp_ref._sse" in mods
+    code = (
+        "import sys, json\n"
+        f"for m in {mods!r}: __import__(m)\n"
+        f"print(json.dumps([n for n in {FORBIDDEN!r} if n in sys.modules]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []

@@ -1,0 +1,56 @@
+"""2025-06-18/server/utilities/pagination."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_ref import RemoteProtocolError
+from mcp_ref._pagination import InvalidCursor, PageWalker, encode_cursor, paginate
+
+spec = pytest.mark.spec
+
+
+@spec("2025-06-18/server/utilities/pagination#pagination-model.1")
+def test_pages_and_cursors() -> None:
+    items = list(range(7))
+    page, cur = paginate(items, None, tag="tools/list", page_size=3)
+    assert page == [0, 1, 2] and cur is not None
+    page, cur = paginate(items, cur, tag="tools/list", page_size=3)
+    assert page == [3, 4, 5]
+    page, cur = paginate(items, cur, tag="tools/list", page_size=3)
+    assert page == [6] and cur is None
+    assert paginate([], None, tag="x") == ([], None)
+
+
+@spec("2025-06-18/server/utilities/pagination#error-handling.1")
+@pytest.mark.parametrize(
+    "cursor",
+    ["", "!!!", "bm9wZQ", encode_cursor("prompts/list", 3), encode_cursor("tools/list", 99)],
+)
+def test_bad_cursor_is_32602(cursor: str) -> None:
+    with pytest.raises(InvalidCursor) as exc:
+        paginate(list(range(5)), cursor, tag="tools/list")
+    assert exc.value.code == -32602
+
+
+@spec("2025-06-18/server/utilities/pagination#implementation-guidelines.3")
+def test_walker_passes_cursors_back_untouched_and_stops() -> None:
+    items = list(range(10))
+    walker = PageWalker()
+    seen = []
+    while (cursor := walker.next_cursor()) is not PageWalker.DONE:
+        seen.append(cursor)
+        page, nxt = paginate(items, cursor, tag="t", page_size=4)
+        walker.add_page(page, nxt)
+    assert walker.items == items and seen[0] is None and len(seen) == 3
+
+
+def test_walker_refuses_a_repeated_cursor_and_bounds_pages() -> None:
+    walker = PageWalker()
+    walker.add_page([1], "a")
+    with pytest.raises(RemoteProtocolError):
+        walker.add_page([1], "a")
+    walker = PageWalker(max_pages=2)
+    walker.add_page([1], "a")
+    with pytest.raises(RemoteProtocolError):
+        walker.add_page([1], "b")

@@ -1,0 +1,116 @@
+"""2025-06-18/basic/utilities/progress."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mcp_ref import LocalProtocolError, Notification, Progress, ProgressDropped, Request, Response
+from mcp_ref import types as t
+
+from ._pair import deliver, initialized_pair
+
+spec = pytest.mark.spec
+
+
+def call(rid: object, token: object) -> Request:
+    return Request(
+        id=rid,
+        method="tools/call",
+        params=t.CallToolRequestParams(name="slow", arguments={}, meta={"progressToken": token}),
+    )
+
+
+def progress(
+    token: object, value: float, total: float | None = None, message: str | None = None
+) -> Notification:
+    return Notification(
+        method="notifications/progress",
+        params=t.ProgressNotificationParams(
+            progress_token=token, progress=value, total=total, message=message
+        ),
+    )
+
+
+@spec(
+    "2025-06-18/basic/utilities/progress#progress-flow.3",
+    "2025-06-18/basic/utilities/progress#progress-flow.5",
+)
+def test_progress_message_by_message() -> None:
+    client, server = initialized_pair()
+    data = client.send(call(1, "tok"))
+    assert json.loads(data)["params"]["_meta"] == {"progressToken": "tok"}
+    deliver(data, server)
+    data = server.send(progress("tok", 0.5, 2, "half"))
+    assert json.loads(data)["params"] == {
+        "progressToken": "tok",
+        "progress": 0.5,
+        "total": 2,
+        "message": "half",
+    }
+    (ev,) = deliver(data, client)
+    assert ev == Progress(request_id=1, progress_token="tok", progress=0.5, total=2, message="half")
+
+
+@spec("2025-06-18/basic/utilities/progress#progress-flow.2")
+def test_tokens_unique_among_active_requests() -> None:
+    client, server = initialized_pair()
+    deliver(client.send(call(1, 7)), server)
+    with pytest.raises(LocalProtocolError, match="in use"):
+        client.send(call(2, 7))
+    # "7" is a different token from 7.
+    deliver(client.send(call(3, "7")), server)
+    # A peer reusing an active token is refused with -32602.
+    server.receive_data(
+        b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":7}}}\n'
+    )
+    from mcp_ref import RemoteProtocolError
+
+    with pytest.raises(RemoteProtocolError) as exc:
+        server.next_event()
+    assert exc.value.code == -32602 and exc.value.event_hint.id == 4
+
+
+@spec("2025-06-18/basic/utilities/progress#progress-flow.1")
+def test_tokens_must_be_string_or_integer() -> None:
+    client, _ = initialized_pair()
+    with pytest.raises(LocalProtocolError):
+        client.send(call(1, 1.5))
+
+
+@spec("2025-06-18/basic/utilities/progress#progress-flow.4")
+def test_progress_must_increase() -> None:
+    client, server = initialized_pair()
+    deliver(client.send(call(1, "t")), server)
+    deliver(server.send(progress("t", 1)), client)
+    with pytest.raises(LocalProtocolError, match="increase"):
+        server.send(progress("t", 1))
+    (ev,) = deliver(
+        b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":0.5}}\n',
+        client,
+    )
+    assert isinstance(ev, ProgressDropped) and "increase" in ev.reason
+
+
+@spec(
+    "2025-06-18/basic/utilities/progress#behavior-requirements.1",
+    "2025-06-18/basic/utilities/progress#implementation-notes.3",
+)
+def test_progress_only_for_active_requests() -> None:
+    client, server = initialized_pair()
+    deliver(client.send(call(1, "t")), server)
+    deliver(server.send(Response(id=1, result=t.CallToolResult(content=[]))), client)
+    # Progress after completion: refused on send, dropped and reported on receive.
+    with pytest.raises(LocalProtocolError):
+        server.send(progress("t", 2))
+    (ev,) = deliver(
+        b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":3}}\n',
+        client,
+    )
+    assert isinstance(ev, ProgressDropped) and ev.progress_token == "t"
+    (ev,) = deliver(
+        b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"zzz","progress":3}}\n',
+        client,
+    )
+    assert isinstance(ev, ProgressDropped)
