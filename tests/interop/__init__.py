@@ -1,0 +1,1 @@
+"""Interop tests: mcp_ref against real MCP peers (see peers.py for the installer)."""
