@@ -26,6 +26,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import json
+import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,7 @@ from .waivers import WaiverError, expand, load_waivers
 
 __all__ = [
     "IN_SCOPE",
+    "RULE",
     "Analysis",
     "ClauseStatus",
     "PageSummary",
@@ -56,6 +58,24 @@ IN_SCOPE = (
     "client/*",
 )
 """Page patterns (fnmatch; ``*`` spans folders) the project implements."""
+
+
+RULE = textwrap.dedent(
+    """\
+    rule: a MUST / MUST NOT / REQUIRED / SHALL / SHALL NOT clause that binds a protocol
+    library (client, server, both, transport, or unknown) on a page the project
+    implements (basic, basic/lifecycle, basic/transports, basic/utilities/*, server/*,
+    client/*; other pages only for clauses that are cited) is satisfied when it is
+    waived in waivers.toml, or when it is BOTH cited by a '# Spec: <id>' comment under
+    mcp_ref/ AND cited by @pytest.mark.spec on a test that passed in the last run
+    (spec_map/results.json, written by the pytest plugin).  With --no-results a test
+    marker alone counts as tested.  Clauses binding only one side still count (mcp_ref
+    implements both); one we do not do needs a waiver.  Host-bound clauses (UI, user
+    consent) are counted apart.  SHOULD clauses are counted, never failing.  Exit
+    status 1 if a required clause is open or any id is unknown.
+    """
+)
+"""The rule, as printed by ``check --help`` and in the report."""
 
 
 def in_scope(page: str) -> bool:
@@ -313,10 +333,11 @@ def analyze(
     for cid, reason in reasons.items():
         statuses[cid].waiver = reason
     results = load_results(results_path) if results_path is not None else None
-    use_results = results_path is not None and results is not None
+    use_results = results_path is not None
     if results_path is not None and results is None:
         warnings.append(
-            f"no readable {results_path.name} (run pytest first); counting test markers as 'tested'"
+            f"no readable {results_path} (run the test suite first, or pass --no-results): "
+            "no clause counts as tested"
         )
     if results is not None:
         for key in ("passed", "failed", "skipped"):

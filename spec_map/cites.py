@@ -10,8 +10,9 @@ Three kinds of reference are collected, each with its file and line:
     starting with a ``YYYY-MM-DD/`` revision) is left alone.
 ``test``
     a string argument of ``pytest.mark.spec(...)`` in a ``.py`` file under ``tests/``
-    (decorators, ``pytestmark = ...`` and ``pytest.param(..., marks=...)`` alike).
-    Found with :mod:`ast`.
+    (decorators, ``pytestmark = ...`` and ``pytest.param(..., marks=...)`` alike, and
+    calls through a module-level alias such as ``spec = pytest.mark.spec``).  Found
+    with :mod:`ast`; module-level string constants and f-strings of them are resolved.
 ``mention``
     any other text that looks like a clause id or section reference of the catalog's
     revision (docstrings, prose comments), in either folder.  Mentions do not count as
@@ -145,8 +146,10 @@ def scan_code(package: Path, root: Path) -> tuple[list[Citation], list[Problem]]
     return cites, problems
 
 
-def _is_spec_marker(func: ast.expr) -> bool:
-    """True for ``pytest.mark.spec``, ``mark.spec`` and the like."""
+def _is_spec_marker(func: ast.expr, aliases: set[str]) -> bool:
+    """True for ``pytest.mark.spec``, ``mark.spec``, or a name bound to one of them."""
+    if isinstance(func, ast.Name):
+        return func.id in aliases
     return (
         isinstance(func, ast.Attribute)
         and func.attr == "spec"
@@ -157,8 +160,78 @@ def _is_spec_marker(func: ast.expr) -> bool:
     )
 
 
+def _string(node: ast.expr, consts: dict[str, object]) -> str | None:
+    """The value of a string expression made of literals and module-level constants."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Name):
+        value = consts.get(node.id)
+        return value if isinstance(value, str) else None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _string(node.left, consts), _string(node.right, consts)
+        return None if left is None or right is None else left + right
+    if isinstance(node, ast.JoinedStr):
+        parts = []
+        for value in node.values:
+            if isinstance(value, ast.FormattedValue):
+                if value.conversion != -1 or value.format_spec is not None:
+                    return None
+                part = _string(value.value, consts)
+            else:
+                part = _string(value, consts)
+            if part is None:
+                return None
+            parts.append(part)
+        return "".join(parts)
+    return None
+
+
+def _module_constants(tree: ast.Module) -> tuple[dict[str, object], set[str]]:
+    """Module-level string (or tuple/list of strings) constants, and spec marker aliases."""
+    consts: dict[str, object] = {}
+    aliases: set[str] = set()
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+            target, value = stmt.targets[0], stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            target, value = stmt.target, stmt.value
+        else:
+            continue
+        if not isinstance(target, ast.Name):
+            continue
+        if _is_spec_marker(value, aliases):
+            aliases.add(target.id)
+            continue
+        text = _string(value, consts)
+        if text is not None:
+            consts[target.id] = text
+        elif isinstance(value, ast.Tuple | ast.List):
+            items = [_string(e, consts) for e in value.elts]
+            if all(i is not None for i in items):
+                consts[target.id] = tuple(items)
+    return consts, aliases
+
+
+def _marker_args(
+    node: ast.Call, consts: dict[str, object]
+) -> Iterator[tuple[ast.expr, str | None]]:
+    for arg in node.args:
+        if isinstance(arg, ast.Starred):
+            value = consts.get(arg.value.id) if isinstance(arg.value, ast.Name) else None
+            if isinstance(value, tuple):
+                yield from ((arg, str(v)) for v in value)
+            else:
+                yield arg, None
+        else:
+            yield arg, _string(arg, consts)
+
+
 def scan_tests(tests: Path, root: Path) -> tuple[list[Citation], list[Problem]]:
     """``pytest.mark.spec("<id>", ...)`` arguments and other mentions under ``tests``.
+
+    Marker arguments may be string literals, module-level string constants, or
+    f-strings and ``+`` of those (``f"{T}#stdio.1"``); ``spec = pytest.mark.spec``
+    aliases are followed.  Anything else is reported as a warning.
 
     Args:
         tests: the folder to scan (``<repo>/tests``).
@@ -174,25 +247,26 @@ def scan_tests(tests: Path, root: Path) -> tuple[list[Citation], list[Problem]]:
         except SyntaxError as exc:
             problems.append(Problem(path=rel, line=exc.lineno or 1, message=f"syntax error: {exc}"))
             continue
+        consts, aliases = _module_constants(tree)
         marker_lines: set[int] = set()
         for node in ast.walk(tree):
-            if not (isinstance(node, ast.Call) and _is_spec_marker(node.func)):
+            if not (isinstance(node, ast.Call) and _is_spec_marker(node.func, aliases)):
                 continue
             if not node.args:
                 problems.append(
                     Problem(path=rel, line=node.lineno, message="spec marker without clause ids")
                 )
-            for arg in node.args:
-                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-                    cites.append(Citation(ref=arg.value, kind="test", path=rel, line=arg.lineno))
+            for arg, value in _marker_args(node, consts):
+                if value is not None:
+                    cites.append(Citation(ref=value, kind="test", path=rel, line=arg.lineno))
                     marker_lines.update(range(arg.lineno, (arg.end_lineno or arg.lineno) + 1))
                 else:
                     problems.append(
                         Problem(
                             path=rel,
                             line=arg.lineno,
-                            message="spec marker argument is not a string literal; "
-                            "the checker cannot read it (the pytest plugin still can)",
+                            message="spec marker argument is not a string the checker can "
+                            "read statically (the pytest plugin still checks it at run time)",
                             error=False,
                         )
                     )

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -115,23 +114,6 @@ def _cmd_diagram(args: argparse.Namespace) -> int:
     return 0
 
 
-RULE = textwrap.dedent(
-    """\
-    rule: a MUST / MUST NOT / REQUIRED / SHALL / SHALL NOT clause that binds a protocol
-    library (client, server, both, transport, or unknown) on a page the project
-    implements (basic, basic/lifecycle, basic/transports, basic/utilities/*, server/*,
-    client/*; other pages only for clauses that are cited) is satisfied when it is
-    waived in waivers.toml, or when it is BOTH cited by a '# Spec: <id>' comment under
-    mcp_ref/ AND cited by @pytest.mark.spec on a test that passed in the last run
-    (spec_map/results.json, written by the pytest plugin).  With --no-results a test
-    marker alone counts as tested.  Clauses binding only one side still count (mcp_ref
-    implements both); one we do not do needs a waiver.  Host-bound clauses (UI, user
-    consent) are counted apart.  SHOULD clauses are counted, never failing.  Exit
-    status 1 if a required clause is open or any id is unknown.
-    """
-)
-
-
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--root", default=str(REPO_ROOT), help="repository root to scan")
     p.add_argument("--catalog", default=str(CATALOG_PATH), help="catalog.json to use")
@@ -156,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "check",
         help="check that every required clause is implemented and tested, or waived",
-        description="Print a per-page coverage table of the spec clauses.\n\n" + RULE,
+        description="Print a per-page coverage table of the spec clauses.\n\n" + check_mod.RULE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _common(p)
@@ -169,7 +151,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "report",
         help="write a static HTML report (spec text coloured by status, lifecycle diagram)",
-        description="Write report/index.html.  Statuses follow the check rule:\n\n" + RULE,
+        description="Write report/index.html.  Statuses follow the check rule:\n\n"
+        + check_mod.RULE,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _common(p)
