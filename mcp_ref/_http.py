@@ -495,7 +495,7 @@ def check_origin(headers: Headers, allowed_origins: Collection[str]) -> HttpErro
     origin = values[0].decode("latin-1")
     # Spec: 2025-06-18/basic/transports#security-warning.1
     for pattern in allowed_origins:
-        if pattern == origin or (origin != "null" and _origin_matches(origin, pattern)):
+        if pattern in ("*", origin) or (origin != "null" and _origin_matches(origin, pattern)):
             return None
     return http_error(403, f"Origin {origin!r} is not allowed", clause=clause)
 
@@ -921,7 +921,8 @@ class EventStore:
 
     * more than ``max_events_per_stream`` in a stream: that stream's oldest event goes;
     * a new stream beyond ``max_streams``: the stream appended to least recently goes,
-      whole;
+      whole (a later stream of the same name starts afresh; ids from before it are
+      refused, never half-answered);
     * more than ``max_total_bytes`` of data (UTF-8) in all: the oldest events go,
       whichever their stream.  One event larger than the whole budget is not kept.
 
@@ -981,17 +982,19 @@ class EventStore:
         _check_stream_id(stream_id)
         if not isinstance(data, str):
             raise LocalProtocolError("event data must be a str")
-        stream = self._streams.get(stream_id)
-        if stream is None:
-            while len(self._streams) >= self.max_streams:
-                self._evict_stream(next(iter(self._streams)))
-            stream = self._streams[stream_id] = _Stream()
-        else:
-            self._streams.move_to_end(stream_id)
         # Spec: 2025-06-18/basic/transports#resumability-and-redelivery.2
         # One counter for the whole store: ids never repeat, even for a reused stream id.
         seq = self._next_seq
         self._next_seq += 1
+        stream = self._streams.get(stream_id)
+        if stream is None:
+            while len(self._streams) >= self.max_streams:
+                self._evict_stream(next(iter(self._streams)))
+            # Whatever an earlier stream of this name sent (if it was evicted) is lost: a
+            # resume from before this event must be refused, not answered in part.
+            stream = self._streams[stream_id] = _Stream(evicted_through=seq - 1)
+        else:
+            self._streams.move_to_end(stream_id)
         event_id = make_event_id(stream_id, seq)
         stream.last_seq = seq
         size = len(data.encode("utf-8", "surrogatepass"))
