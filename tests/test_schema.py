@@ -1,0 +1,462 @@
+"""mcp_ref.types against the official schema (2025-11-25): names, fields, round trips.
+
+Reads ``$MCP_SPEC_DIR`` (or ``../shared/spec`` beside the repo) and skips, with the
+reason, when it is absent.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import json
+import os
+import typing
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from mcp_ref import types as t
+from mcp_ref._convert import ConversionError, _wire_name, _wire_required, structure, unstructure
+
+jsonschema = pytest.importorskip("jsonschema")
+
+REPO = Path(__file__).resolve().parent.parent
+REVISION = "2025-11-25"
+NEWEST = "2026-07-28"
+
+
+def _spec_dir() -> Path | None:
+    env = os.environ.get("MCP_SPEC_DIR")
+    path = Path(env) if env else REPO.parent / "shared" / "spec"
+    return path if (path / "schema" / REVISION / "schema.json").is_file() else None
+
+
+SPEC = _spec_dir()
+pytestmark = pytest.mark.skipif(
+    SPEC is None, reason="the MCP spec folder is absent: set MCP_SPEC_DIR to run these tests"
+)
+
+
+def _load(revision: str) -> dict[str, Any]:
+    assert SPEC is not None
+    data: dict[str, Any] = json.loads((SPEC / "schema" / revision / "schema.json").read_text())
+    return data
+
+
+DEFS: dict[str, Any] = _load(REVISION)["$defs"] if SPEC else {}
+NEW_DEFS: dict[str, Any] = (
+    _load(NEWEST)["$defs"] if SPEC and (SPEC / "schema" / NEWEST).is_dir() else {}
+)
+
+
+def _validator(name: str, defs: dict[str, Any] | None = None) -> Any:
+    return jsonschema.Draft202012Validator({"$ref": f"#/$defs/{name}", "$defs": defs or DEFS})
+
+
+def _resolve(schema: dict[str, Any]) -> dict[str, Any]:
+    """An object definition with $ref followed and allOf merged (as the generator does)."""
+    if "$ref" in schema:
+        return _resolve(DEFS[schema["$ref"].rsplit("/", 1)[1]])
+    if "allOf" in schema:
+        props: dict[str, Any] = {}
+        required: list[str] = []
+        for part in schema["allOf"]:
+            sub = _resolve(part)
+            props.update(sub.get("properties", {}))
+            required += sub.get("required", [])
+        return {"properties": props, "required": required}
+    return schema
+
+
+def _is_class_def(schema: dict[str, Any]) -> bool:
+    return "allOf" in schema or (schema.get("type") == "object" and "properties" in schema)
+
+
+# --- every definition has a name -------------------------------------------------------
+
+
+def test_schema_has_145_definitions() -> None:
+    assert len(DEFS) == 145
+
+
+@pytest.mark.parametrize("name", sorted(DEFS))
+def test_every_definition_has_a_class_or_alias(name: str) -> None:
+    schema = DEFS[name]
+    assert name in t.__all__
+    obj = getattr(t, name)
+    if _is_class_def(schema):
+        assert attrs.has(obj), f"{name} should be an attrs class"
+        params = attrs.fields(obj)
+        assert params[-1].name == "extra"
+    elif "anyOf" in schema:
+        members = {m["$ref"].rsplit("/", 1)[1] for m in schema["anyOf"]}
+        assert {a.__name__ for a in typing.get_args(obj)} == members
+    elif "enum" in schema:
+        assert typing.get_origin(obj) is typing.Literal
+        assert set(typing.get_args(obj)) == set(schema["enum"])
+
+
+@pytest.mark.parametrize("name", sorted(n for n, s in DEFS.items() if _is_class_def(s)))
+def test_class_fields_match_schema_properties(name: str) -> None:
+    """Wire names are exactly the schema's properties; required ones are required."""
+    obj = _resolve(DEFS[name])
+    fields = [f for f in attrs.fields(getattr(t, name)) if f.name != "extra"]
+    assert {_wire_name(f) for f in fields} == set(obj["properties"])
+    required = {_wire_name(f) for f in fields if _wire_required(f)}
+    assert required == set(obj.get("required", []))
+
+
+def test_every_class_and_field_has_a_docstring() -> None:
+    tree = ast.parse((REPO / "mcp_ref" / "types.py").read_text())
+    classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
+    assert len(classes) > 145
+    for cls in classes:
+        assert ast.get_docstring(cls), cls.name
+        body = cls.body
+        for i, node in enumerate(body):
+            if isinstance(node, ast.AnnAssign):
+                after = body[i + 1] if i + 1 < len(body) else None
+                assert isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant), (
+                    f"{cls.name}.{ast.unparse(node.target)} has no docstring"
+                )
+
+
+def test_generated_file_is_not_stale() -> None:
+    """types.py is exactly what spec_map/gen_types.py makes of the schema."""
+    import importlib
+    import shutil
+    import sys
+
+    ruff = Path(sys.executable).parent / "ruff"
+    if not ruff.exists() and shutil.which("ruff") is None:
+        pytest.skip("ruff is not installed; the generator formats its output with it")
+    gen = importlib.import_module("spec_map.gen_types")
+    schema = SPEC / "schema" / REVISION / "schema.json"  # type: ignore[operator]
+    fresh = gen.generate(schema)
+    assert fresh == (REPO / "mcp_ref" / "types.py").read_text(), (
+        "mcp_ref/types.py is stale: run python spec_map/gen_types.py"
+    )
+
+
+# --- the official examples round-trip ---------------------------------------------------
+
+
+def _strip_descriptions(node: Any) -> Any:
+    """The schema without its prose (``description`` annotations; a *property* called
+    ``description`` is kept)."""
+    if isinstance(node, dict):
+        out = {}
+        for key, value in node.items():
+            if key == "description" and isinstance(value, str):
+                continue
+            if key == "properties" and isinstance(value, dict):
+                out[key] = {k: _strip_descriptions(v) for k, v in value.items()}
+            else:
+                out[key] = _strip_descriptions(value)
+        return out
+    if isinstance(node, list):
+        return [_strip_descriptions(v) for v in node]
+    return node
+
+
+def _closure(name: str) -> set[str]:
+    """``name`` and every definition it refers to, transitively."""
+    seen: set[str] = set()
+    todo = [name]
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        text = json.dumps(DEFS[current])
+        todo += [ref.split('"', 1)[0] for ref in text.split('"#/$defs/')[1:]]
+    return seen
+
+
+def _changed(name: str) -> list[str]:
+    """The definitions in ``name``'s closure whose JSON differs between the revisions."""
+    return sorted(
+        n
+        for n in _closure(name)
+        if n not in NEW_DEFS or _strip_descriptions(DEFS[n]) != _strip_descriptions(NEW_DEFS[n])
+    )
+
+
+def _examples() -> list[tuple[str, str]]:
+    if SPEC is None:
+        return []
+    root = SPEC / "examples" / NEWEST
+    if not root.is_dir():
+        return []
+    return [
+        (folder.name, path.name)
+        for folder in sorted(root.iterdir())
+        if folder.is_dir() and folder.name in DEFS
+        for path in sorted(folder.glob("*.json"))
+    ]
+
+
+def _example(type_name: str, file_name: str) -> Any:
+    assert SPEC is not None
+    return json.loads((SPEC / "examples" / NEWEST / type_name / file_name).read_text())
+
+
+EXAMPLES = _examples()
+
+
+@pytest.mark.parametrize(("type_name", "file_name"), EXAMPLES)
+def test_unchanged_examples_round_trip(type_name: str, file_name: str) -> None:
+    """Examples of types whose schema (and everything it refers to) did not change from
+    2025-11-25 to 2026-07-28 round-trip losslessly."""
+    changed = _changed(type_name)
+    if changed:
+        pytest.skip(f"{type_name} changed after {REVISION} (in {', '.join(changed)})")
+    data = _example(type_name, file_name)
+    obj = structure(copy.deepcopy(data), getattr(t, type_name))
+    assert unstructure(obj) == data
+
+
+@pytest.mark.parametrize(("type_name", "file_name"), EXAMPLES)
+def test_examples_valid_in_2025_11_25_round_trip(type_name: str, file_name: str) -> None:
+    """Any example that is also a valid 2025-11-25 message round-trips losslessly
+    (newer fields, such as ``resultType``, land in ``extra`` and come back)."""
+    data = _example(type_name, file_name)
+    errors = list(_validator(type_name).iter_errors(data))
+    if errors:
+        pytest.skip(f"not a valid {REVISION} {type_name}: {errors[0].message[:100]}")
+    obj = structure(copy.deepcopy(data), getattr(t, type_name))
+    assert unstructure(obj) == data
+
+
+def test_some_examples_are_unchanged() -> None:
+    """The skip logic above must leave real test vectors."""
+    unchanged = [n for n, _ in EXAMPLES if not _changed(n)]
+    assert len(unchanged) >= 5
+
+
+# --- what we produce validates -----------------------------------------------------------
+
+
+def _produced() -> list[tuple[str, Any]]:
+    tool = t.Tool(
+        name="echo",
+        title="Echo",
+        input_schema={"type": "object", "properties": {"text": {"type": "string"}}},
+        annotations=t.ToolAnnotations(read_only_hint=True),
+        execution=t.ToolExecution(task_support="optional"),
+        icons=[t.Icon(src="https://example.com/i.png", theme="dark")],
+    )
+    return [
+        ("TextContent", t.TextContent(text="hi")),
+        ("Tool", tool),
+        ("ListToolsResult", t.ListToolsResult(tools=[tool], next_cursor="c1")),
+        (
+            "CallToolResult",
+            t.CallToolResult(
+                content=[
+                    t.TextContent(text="hi", annotations=t.Annotations(priority=0.5)),
+                    t.ImageContent(data="AA==", mime_type="image/png"),
+                    t.EmbeddedResource(resource=t.BlobResourceContents(uri="a://b", blob="AA==")),
+                    t.ResourceLink(uri="a://c", name="c"),
+                ],
+                structured_content={"a": 1},
+                is_error=False,
+                meta={"k": 1},
+            ),
+        ),
+        (
+            "InitializeResult",
+            t.InitializeResult(
+                protocol_version=REVISION,
+                capabilities=t.ServerCapabilities(
+                    tools=t.ServerCapabilitiesTools(list_changed=True),
+                    logging={},
+                    tasks=t.ServerCapabilitiesTasks(
+                        requests=t.ServerCapabilitiesTasksRequests(
+                            tools=t.ServerCapabilitiesTasksRequestsTools(call={})
+                        )
+                    ),
+                ),
+                server_info=t.Implementation(name="s", version="1"),
+            ),
+        ),
+        (
+            "InitializeRequest",
+            t.InitializeRequest(
+                id=0,
+                params=t.InitializeRequestParams(
+                    protocol_version=REVISION,
+                    capabilities=t.ClientCapabilities(
+                        roots=t.ClientCapabilitiesRoots(list_changed=True),
+                        elicitation=t.ClientCapabilitiesElicitation(form={}),
+                    ),
+                    client_info=t.Implementation(name="c", version="1"),
+                ),
+            ),
+        ),
+        (
+            "GetTaskResult",
+            t.GetTaskResult(
+                task_id="t", status="working", created_at="x", last_updated_at="y", ttl=None
+            ),
+        ),
+        (
+            "CreateMessageResult",
+            t.CreateMessageResult(
+                role="assistant",
+                model="m",
+                content=[t.ToolUseContent(id="u1", name="echo", input={"text": "x"})],
+            ),
+        ),
+        (
+            "ElicitRequestFormParams",
+            t.ElicitRequestFormParams(
+                message="Name?",
+                requested_schema=t.ElicitRequestFormParamsRequestedSchema(
+                    properties={
+                        "name": t.StringSchema(min_length=1),
+                        "age": t.NumberSchema(type="integer", minimum=0),
+                        "color": t.TitledSingleSelectEnumSchema(
+                            one_of=[t.TitledSingleSelectEnumSchemaOneOf(const="r", title="Red")]
+                        ),
+                    },
+                    required=["name"],
+                ),
+            ),
+        ),
+        (
+            "URLElicitationRequiredError",
+            t.URLElicitationRequiredError(
+                id="7",
+                error=t.URLElicitationRequiredErrorError(
+                    message="go",
+                    data=t.URLElicitationRequiredErrorErrorData(
+                        elicitations=[
+                            t.ElicitRequestURLParams(
+                                elicitation_id="e", message="m", url="https://x.example"
+                            )
+                        ]
+                    ),
+                ),
+            ),
+        ),
+    ]
+
+
+@pytest.mark.spec("2025-06-18/basic#messages.1")
+@pytest.mark.parametrize(
+    ("name", "obj"), _produced(), ids=lambda v: v if isinstance(v, str) else ""
+)
+def test_unstructured_messages_validate_against_the_schema(name: str, obj: Any) -> None:
+    data = unstructure(obj)
+    errors = [e.message for e in _validator(name).iter_errors(data)]
+    assert not errors
+    assert "null" not in json.dumps(data) or name == "GetTaskResult"  # only ttl may be null
+    assert structure(data, type(obj)) == obj
+
+
+# --- the converter accepts what the schema accepts --------------------------------------
+
+
+def _as_converted(node: Any) -> Any:
+    """The schema as the converter reads it: no ``minimum``/``maximum`` (ranges are not
+    checked) and ``_meta`` a plain object (the core checks ``progressToken`` itself)."""
+    if isinstance(node, dict):
+        out = {}
+        for key, value in node.items():
+            if key in ("minimum", "maximum") and isinstance(value, (int, float)):
+                continue
+            if key == "properties" and isinstance(value, dict) and "_meta" in value:
+                value = {**value, "_meta": {"type": "object"}}
+            out[key] = _as_converted(value)
+        return out
+    if isinstance(node, list):
+        return [_as_converted(v) for v in node]
+    return node
+
+
+CONVERTED_DEFS = _as_converted(DEFS) if DEFS else {}
+
+# Examples that are valid 2025-11-25 messages: the seeds of the mutation test.
+SEEDS = [(n, f) for n, f in EXAMPLES if SPEC is not None and _validator(n).is_valid(_example(n, f))]
+
+json_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**40), 2**40),
+    st.integers(-1000, 1000).map(lambda i: i + 0.25),  # integral floats: see below
+    st.text(max_size=5),
+    st.sampled_from(["text", "image", "object", "string", "2.0", "user", "info"]),
+)
+# JSON Schema counts 1.0 as an integer; the converter does not (int fields take only
+# ints), so the mutations never use integral floats.
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+
+def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [prefix]
+    if isinstance(node, dict):
+        for k, v in node.items():
+            out += _paths(v, (*prefix, k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            out += _paths(v, (*prefix, i))
+    return out
+
+
+FREE_FORM_KEYS = {"inputSchema", "outputSchema"}
+
+
+@settings(max_examples=1000, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(data=st.data())
+def test_converter_accepts_exactly_what_the_schema_accepts(data: st.DataObject) -> None:
+    """Mutate a valid example (replace, delete or add one value): the converter accepts
+    the result exactly when the schema does (ranges and ``_meta`` contents aside), and whatever it accepts
+    round-trips losslessly."""
+    if not SEEDS:
+        pytest.skip("no valid example to mutate")
+    type_name, file_name = data.draw(st.sampled_from(SEEDS))
+    doc = _example(type_name, file_name)
+    path = data.draw(st.sampled_from(_paths(doc)))
+    action = data.draw(st.sampled_from(["replace", "delete", "add"]))
+    value = data.draw(json_values)
+    if FREE_FORM_KEYS & {p for p in path if isinstance(p, str)}:
+        return  # Tool input/output schemas are free-form dicts on purpose.
+    if not path:
+        doc = value if action == "replace" else doc
+    else:
+        parent = doc
+        for p in path[:-1]:
+            parent = parent[p]
+        last = path[-1]
+        if action == "replace":
+            parent[last] = value
+        elif action == "delete":
+            del parent[last]
+        elif isinstance(parent[last], dict):
+            parent[last][data.draw(st.text(min_size=1, max_size=4))] = value
+        elif isinstance(parent[last], list):
+            parent[last].append(value)
+    schema_ok = jsonschema.Draft202012Validator(
+        {"$ref": f"#/$defs/{type_name}", "$defs": CONVERTED_DEFS}
+    ).is_valid(doc)
+    try:
+        obj = structure(copy.deepcopy(doc), getattr(t, type_name))
+    except ConversionError as exc:
+        event("refused")
+        assert not schema_ok, f"converter refused a schema-valid {type_name}: {exc}"
+        assert "\n" not in str(exc)
+    else:
+        event("accepted")
+        assert schema_ok, f"converter accepted a schema-invalid {type_name}"
+        assert unstructure(obj) == doc
