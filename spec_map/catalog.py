@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .extract import extract_revision
+from .extract import Clause, Section, extract_page, extract_revision
 
 __all__ = [
     "CATALOG_PATH",
@@ -33,6 +33,7 @@ __all__ = [
     "REVISION",
     "Catalog",
     "build_catalog",
+    "catalog_from_pages",
     "dump_catalog",
     "find_spec_dir",
     "load_catalog",
@@ -68,6 +69,28 @@ def build_catalog(spec_dir: Path, revision: str = REVISION) -> dict[str, Any]:
         FileNotFoundError: the revision folder is missing.
     """
     sections, clauses, titles = extract_revision(spec_dir / revision)
+    return _catalog_dict(revision, sections, clauses, titles)
+
+
+def catalog_from_pages(pages: dict[str, str], revision: str = REVISION) -> dict[str, Any]:
+    """A catalog dict from in-memory pages ``{page path: markdown}`` (for tests and tools)."""
+    sections: dict[str, list[Section]] = {}
+    titles: dict[str, str] = {}
+    clauses: list[Clause] = []
+    for page in sorted(pages):
+        secs, found = extract_page(pages[page], page, revision)
+        sections[page] = secs
+        titles[page] = secs[0].title if secs else page
+        clauses.extend(found)
+    return _catalog_dict(revision, sections, clauses, titles)
+
+
+def _catalog_dict(
+    revision: str,
+    sections: dict[str, list[Section]],
+    clauses: list[Clause],
+    titles: dict[str, str],
+) -> dict[str, Any]:
     return {
         "revision": revision,
         "generated_by": "python -m spec_map extract",

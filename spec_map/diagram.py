@@ -262,10 +262,10 @@ def _lane_svg(lane: Lane, top: float) -> tuple[list[str], float, float]:
                         f"{escape(', '.join(lane.edges[(src, sink)]))}</text>"
                     )
             if len(label_sets) == 1:
-                (labels,) = label_sets
+                (common,) = label_sets
                 el.append(
                     f'<text x="{sx + w + 10:.1f}" y="{sink_y + 21:.1f}" class="lc-label lc-start">'
-                    f"{escape(', '.join(labels))} (from every state above)</text>"
+                    f"{escape(', '.join(common))} (from every state above)</text>"
                 )
             sx += w + 60
         bottom = sink_y + 34

@@ -211,6 +211,20 @@ def _restore_code(text: str, spans: list[str]) -> str:
     return _PLACEHOLDER.sub(lambda m: spans[int(m.group(1))], text)
 
 
+def _protect_links(text: str, links: list[str]) -> str:
+    """Replace each link by a placeholder holding its text, so no sentence ends inside it."""
+
+    def keep(m: re.Match[str]) -> str:
+        links.append(m.group(1))
+        return f"\x01{len(links) - 1}\x01"
+
+    return _LINK.sub(keep, text)
+
+
+def _restore_links(text: str, links: list[str]) -> str:
+    return re.sub("\x01(\\d+)\x01", lambda m: links[int(m.group(1))], text)
+
+
 def _strip_inline(text: str) -> str:
     text = _TAG.sub("", text)
     text = _AUTOLINK.sub(r"\1", text)
@@ -308,11 +322,11 @@ def _split_sentences(text: str) -> list[str]:
     start = 0
     for m in re.finditer(r"[.!?][\"')\]*_]*(\s+)", text):
         after = text[m.end() : m.end() + 1]
-        if not after or not (after.isupper() or after in '*_"[\x00'):
+        if not after or not (after.isupper() or after in '*_"[\x00\x01'):
             continue
         before = text[start : m.start()]
         word = re.search(r"([\w.]+)$", before)
-        if word and (word.group(1) in _ABBREVIATIONS or len(word.group(1)) == 1):
+        if word and word.group(1) in _ABBREVIATIONS:
             continue
         out.append(text[start : m.start(1)])
         start = m.end()
@@ -360,8 +374,9 @@ def extract_page(
         if block.section < 0 or block.kind in ("code", "tag"):
             continue
         spans: list[str] = []
-        text = _protect_code(block.text, spans)
-        sentences = _split_sentences(text)
+        links: list[str] = []
+        text = _protect_links(_protect_code(block.text, spans), links)
+        sentences = [_restore_links(s, links) for s in _split_sentences(text)]
         for position, sentence in enumerate(sentences):
             found = _BOLD_KEYWORD.findall(sentence)
             if not found:
