@@ -60,7 +60,17 @@ __all__ = [
 ]
 
 
-class Role(enum.Enum):
+class _FastHashEnum(enum.Enum):
+    """An Enum hashed by identity in C (members compare by identity anyway).
+
+    ``Enum.__hash__`` is a Python-level function; the lifecycle table is looked up
+    twice per message with tuples of these, so the C hash matters on the hot path.
+    """
+
+    __hash__ = object.__hash__
+
+
+class Role(_FastHashEnum):
     """Which side of the connection we are."""
 
     CLIENT = "client"
@@ -76,7 +86,7 @@ CLIENT = Role.CLIENT
 SERVER = Role.SERVER
 
 
-class Direction(enum.Enum):
+class Direction(_FastHashEnum):
     """Whether a message is being sent by us or received from the peer."""
 
     SEND = "send"
@@ -87,7 +97,7 @@ SEND = Direction.SEND
 RECEIVE = Direction.RECEIVE
 
 
-class State(enum.Enum):
+class State(_FastHashEnum):
     """The lifecycle state of one connection (the same names for both roles)."""
 
     PRE_INIT = "PRE_INIT"
@@ -102,7 +112,7 @@ class State(enum.Enum):
     """End of input; nothing more is read or written."""
 
 
-class Kind(enum.Enum):
+class Kind(_FastHashEnum):
     """What a message is, as far as the lifecycle cares."""
 
     INITIALIZE = "initialize"
