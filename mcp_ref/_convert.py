@@ -771,6 +771,9 @@ def _unstructure_factory(tp: Any) -> Fn:
 
 
 _CONVERTER.register_structure_hook_factory(lambda _tp: True, _structure_factory)
+# cattrs looks primitives up before any factory (and would coerce: int(True) == 1).
+for _primitive in (str, int, float, bool):
+    _CONVERTER.register_structure_hook(_primitive, _structure_factory(_primitive))
 _CONVERTER.register_unstructure_hook_factory(attrs.has, _unstructure_factory)
 
 

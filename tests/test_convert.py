@@ -1,0 +1,400 @@
+"""mcp_ref._convert: strict structuring, lossless unstructuring, clear errors.
+
+These tests need no spec files; tests/test_schema.py checks the same converter against
+the official schema and examples.
+"""
+
+from __future__ import annotations
+
+import json
+import typing
+from typing import Any
+
+import attrs
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mcp_ref import types as t
+from mcp_ref._convert import ConversionError, structure, unstructure
+
+
+def loose(data: Any, cls: Any) -> Any:
+    """``structure`` for union aliases, which mypy does not take as ``type[T]``."""
+    return structure(data, cls)
+
+
+def fails(data: Any, cls: Any) -> str:
+    """Structure ``data`` as ``cls``, expecting a ConversionError; return its message."""
+    with pytest.raises(ConversionError) as info:
+        structure(data, cls)
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+# --- the classes ----------------------------------------------------------------------
+
+
+def test_classes_are_frozen_slotted_and_keyword_only() -> None:
+    text = t.TextContent(text="hi")
+    assert text.type == "text"
+    assert text.extra == {}
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        text.text = "other"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        positional: Any = t.TextContent
+        positional("hi")
+    assert not hasattr(text, "__dict__")
+    assert t.TextContent(text="a").extra is not t.TextContent(text="b").extra
+
+
+def test_aliases() -> None:
+    assert typing.get_args(t.Role) == ("assistant", "user")
+    assert "debug" in typing.get_args(t.LoggingLevel)
+    assert t.RequestId == str | int
+    assert t.ProgressToken == str | int
+    assert t.Cursor is str
+    assert t.EmptyResult is t.Result
+    assert set(typing.get_args(t.ContentBlock)) == {
+        t.TextContent,
+        t.ImageContent,
+        t.AudioContent,
+        t.ResourceLink,
+        t.EmbeddedResource,
+    }
+
+
+# --- ids and primitives ---------------------------------------------------------------
+
+
+@pytest.mark.spec("2025-06-18/basic#requests.1", "2025-06-18/basic#requests.2")
+@pytest.mark.parametrize("rid", ["7", 7, "", 0, -3, "x" * 100, 2**53 + 1])
+def test_request_ids_are_kept_exactly(rid: Any) -> None:
+    params = structure({"requestId": rid}, t.CancelledNotificationParams)
+    assert params.request_id == rid
+    assert type(params.request_id) is type(rid)
+    assert unstructure(params) == {"requestId": rid}
+    assert json.dumps(unstructure(params)) == json.dumps({"requestId": rid})
+
+
+@pytest.mark.spec("2025-06-18/basic#requests.1", "2025-06-18/basic#requests.2")
+@pytest.mark.parametrize("rid", [None, True, False, 7.0, 1.5, [], {}])
+def test_request_ids_of_other_types_are_refused(rid: Any) -> None:
+    message = fails({"requestId": rid}, t.CancelledNotificationParams)
+    assert message.startswith("requestId: expected string or integer, got ")
+
+
+def test_progress_token_kept_exactly() -> None:
+    for token in ("7", 7):
+        params = structure({"progressToken": token, "progress": 1}, t.ProgressNotificationParams)
+        assert params.progress_token == token
+        assert type(params.progress_token) is type(token)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"name": 3}, "name: expected string, got integer"),
+        ({"name": None}, "name: expected string, got null"),
+        ({"name": True}, "name: expected string, got boolean"),
+        ({"name": "x", "arguments": []}, "arguments: expected object, got array"),
+        ({"name": "x", "arguments": "a=1"}, "arguments: expected object, got string"),
+        ({"name": "x", "_meta": []}, "_meta: expected object, got array"),
+        ({"name": "x", "task": {"ttl": True}}, "task.ttl: expected integer, got boolean"),
+        ({"name": "x", "task": {"ttl": 1.5}}, "task.ttl: expected integer, got number"),
+        ({"name": "x", "task": {"ttl": "60"}}, "task.ttl: expected integer, got string"),
+        ({}, "name: required field missing"),
+        ([], "expected object, got array"),
+        (None, "expected object, got null"),
+    ],
+)
+def test_wrong_primitives_are_refused_with_the_path(data: Any, message: str) -> None:
+    assert fails(data, t.CallToolRequestParams) == message
+
+
+def test_bool_is_not_an_int_and_int_is_not_a_bool() -> None:
+    assert fails({"name": "r", "uri": "a://b", "size": True}, t.Resource) == (
+        "size: expected integer, got boolean"
+    )
+    assert fails({"content": [], "isError": 1}, t.CallToolResult) == (
+        "isError: expected boolean, got integer"
+    )
+    assert fails({"content": [], "isError": "true"}, t.CallToolResult) == (
+        "isError: expected boolean, got string"
+    )
+    assert fails({"progressToken": 1, "progress": False}, t.ProgressNotificationParams) == (
+        "progress: expected number, got boolean"
+    )
+
+
+def test_float_fields_take_ints_and_keep_them() -> None:
+    params = structure(
+        {"progressToken": 1, "progress": 50, "total": 99.5}, t.ProgressNotificationParams
+    )
+    assert params.progress == 50 and type(params.progress) is int
+    assert json.dumps(unstructure(params)) == '{"progress": 50, "progressToken": 1, "total": 99.5}'
+
+
+def test_literals_are_checked() -> None:
+    assert fails({"level": "verbose"}, t.SetLevelRequestParams).startswith(
+        'level: expected one of "alert", "critical", "debug"'
+    )
+    assert fails({"level": 3}, t.SetLevelRequestParams).endswith("; got 3")
+    assert fails({"type": "image", "text": "x"}, t.TextContent) == (
+        'type: expected "text", got "image"'
+    )
+    assert fails({"text": "x"}, t.TextContent) == "type: required field missing"
+
+
+def test_required_nullable_field_keeps_its_null() -> None:
+    wire = {
+        "taskId": "t1",
+        "status": "working",
+        "createdAt": "2025-11-25T00:00:00Z",
+        "lastUpdatedAt": "2025-11-25T00:00:00Z",
+        "ttl": None,
+    }
+    task = structure(wire, t.GetTaskResult)
+    assert task.ttl is None
+    assert unstructure(task) == wire
+    assert fails({k: v for k, v in wire.items() if k != "ttl"}, t.GetTaskResult) == (
+        "ttl: required field missing"
+    )
+
+
+# --- paths in nested values -------------------------------------------------------------
+
+
+def test_paths_name_the_first_bad_value() -> None:
+    result = {"content": [{"type": "text", "text": "ok"}, {"type": "text"}]}
+    assert fails(result, t.CallToolResult) == "content[1].text: required field missing"
+    result = {"content": [{"type": "video"}]}
+    assert fails(result, t.CallToolResult) == (
+        'content[0].type: expected one of "text", "image", "audio", "resource_link", '
+        '"resource"; got "video"'
+    )
+    result = {"content": [{"text": "x"}]}
+    assert fails(result, t.CallToolResult) == "content[0].type: required field missing"
+    assert fails({"content": {}}, t.CallToolResult) == "content: expected array, got object"
+    embedded = {"content": [{"type": "resource", "resource": {"uri": "a://b", "blob": 5}}]}
+    assert fails(embedded, t.CallToolResult).startswith("content[0].resource.blob: ")
+    elicit = {"action": "accept", "content": {"a b": 1.5}}
+    assert fails(elicit, t.ElicitResult) == (
+        'content["a b"]: expected array or string or integer or boolean, got number'
+    )
+    assert fails({"action": "accept", "content": {"tags": ["x", 1]}}, t.ElicitResult) == (
+        "content.tags[1]: expected string, got integer"
+    )
+
+
+def test_conversion_error_is_a_value_error_with_path_and_reason() -> None:
+    with pytest.raises(ValueError) as info:
+        structure({"content": [{"type": "text", "text": 1}]}, t.CallToolResult)
+    exc = info.value
+    assert isinstance(exc, ConversionError)
+    assert exc.path == "content[0].text"
+    assert exc.reason == "expected string, got integer"
+    assert ConversionError("params: required").args == ("params: required",)
+
+
+# --- unions -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("wire", "cls"),
+    [
+        ({"type": "text", "text": "hi"}, t.TextContent),
+        ({"type": "image", "data": "AA==", "mimeType": "image/png"}, t.ImageContent),
+        ({"type": "audio", "data": "AA==", "mimeType": "audio/wav"}, t.AudioContent),
+        ({"type": "resource_link", "uri": "a://b", "name": "b"}, t.ResourceLink),
+        ({"type": "resource", "resource": {"uri": "a://b", "text": "x"}}, t.EmbeddedResource),
+    ],
+)
+def test_content_blocks_are_dispatched_on_type(wire: dict[str, Any], cls: type) -> None:
+    block = loose(wire, t.ContentBlock)
+    assert type(block) is cls
+    assert unstructure(block) == wire
+
+
+def test_sampling_content_single_or_list() -> None:
+    use = {"type": "tool_use", "id": "u1", "name": "echo", "input": {"a": 1}}
+    res = {"type": "tool_result", "toolUseId": "u1", "content": [{"type": "text", "text": "x"}]}
+    one = structure({"role": "assistant", "content": use}, t.SamplingMessage)
+    assert isinstance(one.content, t.ToolUseContent)
+    many = structure({"role": "user", "content": [res, use]}, t.SamplingMessage)
+    assert isinstance(many.content, list)
+    assert [type(c) for c in many.content] == [t.ToolResultContent, t.ToolUseContent]
+    assert unstructure(many) == {"role": "user", "content": [res, use]}
+    assert fails({"role": "user", "content": "hi"}, t.SamplingMessage).startswith(
+        "content: expected object or array, got string"
+    )
+
+
+def test_resource_contents_text_or_blob() -> None:
+    result = structure(
+        {"contents": [{"uri": "a://1", "text": "x"}, {"uri": "a://2", "blob": "AA=="}]},
+        t.ReadResourceResult,
+    )
+    first, second = result.contents
+    assert isinstance(first, t.TextResourceContents)
+    assert isinstance(second, t.BlobResourceContents)
+
+
+def test_undiscriminated_unions_pick_the_closest_class() -> None:
+    assert type(loose({"tools": []}, t.ServerResult)) is t.ListToolsResult
+    assert type(loose({}, t.ServerResult)) is t.Result
+    assert type(loose({"roots": []}, t.ClientResult)) is t.ListRootsResult
+    legacy = {"type": "string", "enum": ["a"], "enumNames": ["A"]}
+    untitled = {"type": "string", "enum": ["a"]}
+    plain = {"type": "string", "format": "email"}
+    schema = t.PrimitiveSchemaDefinition
+    assert type(loose(legacy, schema)) is t.LegacyTitledEnumSchema
+    assert type(loose(untitled, schema)) is t.UntitledSingleSelectEnumSchema
+    assert type(loose(plain, schema)) is t.StringSchema
+    form = {"message": "m", "requestedSchema": {"type": "object", "properties": {}}}
+    url = {"mode": "url", "message": "m", "url": "https://x.example", "elicitationId": "e"}
+    assert type(loose(form, t.ElicitRequestParams)) is t.ElicitRequestFormParams
+    assert type(loose(url, t.ElicitRequestParams)) is t.ElicitRequestURLParams
+    message = fails({"message": "m"}, t.ElicitRequestParams)
+    assert message.startswith("requestedSchema: required field missing")
+
+
+def test_requests_are_dispatched_on_method() -> None:
+    wire = {"jsonrpc": "2.0", "id": "1", "method": "tools/call", "params": {"name": "x"}}
+    request = loose(wire, t.ClientRequest)
+    assert isinstance(request, t.CallToolRequest)
+    assert request.id == "1"
+    assert unstructure(request) == wire
+    assert fails({**wire, "method": "tools/dance"}, t.ClientRequest).startswith(
+        'method: expected one of "initialize", "ping"'
+    )
+
+
+# --- unknown fields, None, _meta ----------------------------------------------------------
+
+
+def test_unknown_fields_are_kept_at_every_level() -> None:
+    wire = {
+        "content": [{"type": "text", "text": "x", "future": {"a": [1]}}],
+        "resultType": "complete",
+        "_meta": {"io.example/trace": "abc", "progressToken": 3},
+    }
+    result = structure(wire, t.CallToolResult)
+    assert result.extra == {"resultType": "complete"}
+    assert isinstance(result.content[0], t.TextContent)
+    assert result.content[0].extra == {"future": {"a": [1]}}
+    assert result.meta == {"io.example/trace": "abc", "progressToken": 3}
+    assert unstructure(result) == wire
+
+
+def test_extra_never_overrides_a_known_field() -> None:
+    text = t.TextContent(text="real", extra={"text": "fake", "x": 1, "_meta": {}})
+    assert unstructure(text) == {"type": "text", "text": "real", "x": 1}
+
+
+def test_none_optionals_are_left_out() -> None:
+    tool = t.Tool(name="echo", input_schema={"type": "object"})
+    assert unstructure(tool) == {"name": "echo", "inputSchema": {"type": "object"}}
+    caps = t.ServerCapabilities(tools=t.ServerCapabilitiesTools())
+    assert unstructure(caps) == {"tools": {}}
+    assert unstructure(t.EmptyResult()) == {}
+
+
+def test_meta_is_a_plain_dict_written_as_underscore_meta() -> None:
+    params = t.CallToolRequestParams(name="x", meta={"progressToken": "p1"})
+    assert unstructure(params) == {"name": "x", "_meta": {"progressToken": "p1"}}
+    assert structure({"name": "x", "_meta": {"k": [1]}}, t.CallToolRequestParams).meta == {"k": [1]}
+
+
+def test_renamed_wire_names() -> None:
+    wire = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "properties": {},
+    }
+    schema = structure(wire, t.ElicitRequestFormParamsRequestedSchema)
+    assert schema.schema == wire["$schema"]
+    assert unstructure(schema) == wire
+    result = t.InitializeResult(
+        protocol_version="2025-11-25",
+        capabilities=t.ServerCapabilities(),
+        server_info=t.Implementation(name="s", version="1", website_url="https://x.example"),
+    )
+    assert unstructure(result) == {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "serverInfo": {"name": "s", "version": "1", "websiteUrl": "https://x.example"},
+    }
+
+
+def test_top_level_generic_types() -> None:
+    blocks = structure([{"type": "text", "text": "a"}], list[t.ContentBlock])
+    assert blocks == [t.TextContent(text="a")]
+    assert unstructure(blocks) == [{"type": "text", "text": "a"}]
+    assert unstructure({"k": t.TextContent(text="a")}) == {"k": {"type": "text", "text": "a"}}
+    assert structure("x", str) == "x"
+    assert fails(True, int) == "expected integer, got boolean"
+    assert fails(["a", 1], list[str]) == "[1]: expected string, got integer"
+
+
+# --- arbitrary input ----------------------------------------------------------------------
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.text(max_size=6)
+    | st.sampled_from(["text", "image", "2.0", "tools/call", "user", "working"]),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(["type", "text", "name", "content", "uri", "_meta", "x"])
+            | st.text(max_size=4),
+            inner,
+            max_size=5,
+        )
+    ),
+    max_leaves=12,
+)
+
+ALL_TYPES = [getattr(t, name) for name in t.__all__]
+
+
+@settings(max_examples=600, deadline=None)
+@given(cls=st.sampled_from(ALL_TYPES), data=json_values)
+def test_arbitrary_json_gives_a_value_or_a_conversion_error(cls: Any, data: Any) -> None:
+    """Never another exception (no cattrs ExceptionGroup, no KeyError); and whatever is
+    accepted round-trips unchanged."""
+    try:
+        obj = structure(data, cls)
+    except ConversionError as exc:
+        assert "\n" not in str(exc)
+    else:
+        assert unstructure(obj) == data
+
+
+NOT_A_STRING = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.lists(st.text())
+    | st.dictionaries(st.text(), st.text())
+)
+
+
+@given(value=NOT_A_STRING)
+def test_string_fields_take_only_strings(value: Any) -> None:
+    assert fails({"name": value}, t.CallToolRequestParams).startswith("name: expected string, got ")
+
+
+@given(value=st.none() | st.booleans() | st.floats() | st.text() | st.lists(st.integers()))
+def test_integer_fields_take_only_integers(value: Any) -> None:
+    assert fails({"ttl": value}, t.TaskMetadata).startswith("ttl: expected integer, got ")
+
+
+@given(value=st.integers())
+def test_integer_fields_take_any_integer(value: int) -> None:
+    assert structure({"ttl": value}, t.TaskMetadata).ttl == value
