@@ -285,7 +285,11 @@ class _ClassInfo:
 
 
 class _Compiler:
-    """Builds and caches one structure and one unstructure function per type."""
+    """Builds and caches one structure and one unstructure function per type.
+
+    The caches are keyed by types, which come from code, never from input: their size
+    is bounded by the number of types the program names.
+    """
 
     def __init__(self) -> None:
         self._structure: dict[Any, Fn] = {}
@@ -296,14 +300,19 @@ class _Compiler:
     # -- public entry points (called by the cattrs factories) --
 
     def structure_fn(self, tp: Any) -> Fn:
-        """The function turning JSON into a value of ``tp``; raises ConversionError."""
+        """The function turning JSON into a value of ``tp``; raises ConversionError.
+
+        Raises TypeError (once, when compiling) for a type the converter cannot handle.
+        """
         try:
             return self._structure[tp]
         except KeyError:
             pass
-        except TypeError:  # unhashable type expression
-            return self._build_structure(tp)
-        fn = self._build_structure(tp)
+        try:
+            fn = self._build_structure(tp)
+        except BaseException:
+            self._structure.pop(tp, None)  # drop a half-built class's trampoline
+            raise
         self._structure[tp] = fn
         return fn
 
@@ -315,9 +324,14 @@ class _Compiler:
         try:
             return self._unstructure[tp]
         except KeyError:
+            pass
+        try:
             fn = self._build_unstructure(tp)
-            self._unstructure[tp] = fn
-            return fn
+        except BaseException:
+            self._unstructure.pop(tp, None)
+            raise
+        self._unstructure[tp] = fn
+        return fn
 
     # -- structure --
 

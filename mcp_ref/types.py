@@ -902,10 +902,10 @@ class ClientCapabilitiesElicitation:
     """
 
     form: dict[str, Any] | None = None
-    """The ``form`` property."""
+    """Present if the client supports form-mode elicitation."""
 
     url: dict[str, Any] | None = None
-    """The ``url`` property."""
+    """Present if the client supports URL-mode elicitation."""
 
     extra: dict[str, Any] = attrs.field(factory=dict)
     """JSON keys this class does not know, with their values: kept on receive and
@@ -2346,7 +2346,7 @@ class ListRootsResult:
     """
 
     roots: list[Root]
-    """The ``roots`` property."""
+    """The roots the client exposes."""
 
     meta: dict[str, Any] | None = None
     """See [General fields: `_meta`](/specification/2025-11-25/basic/index#meta) for notes on
@@ -2406,7 +2406,7 @@ class ListTasksResult:
     """
 
     tasks: list[Task]
-    """The ``tasks`` property."""
+    """The tasks on this page of the list."""
 
     next_cursor: str | None = None
     """An opaque token representing the pagination position after the last returned result.
@@ -2963,7 +2963,7 @@ class NumberSchema:
     """
 
     type: Literal["integer", "number"]
-    """The ``type`` property."""
+    """The kind of number asked for: ``"integer"`` or ``"number"``."""
 
     default: float | None = None
     """The default value offered to the user."""
@@ -3243,13 +3243,13 @@ class ElicitRequestFormParamsRequestedSchema:
     """The kind of object: always ``"object"``."""
 
     properties: dict[str, PrimitiveSchemaDefinition]
-    """The ``properties`` property."""
+    """The fields of the form, by name: each a primitive JSON Schema."""
 
     schema: str | None = attrs.field(default=None, metadata={"wire": "$schema"})
-    """The ``$schema`` property."""
+    """The JSON Schema dialect this schema is written in (a URI)."""
 
     required: list[str] | None = None
-    """The ``required`` property."""
+    """The names of the fields the user must fill in."""
 
     extra: dict[str, Any] = attrs.field(factory=dict)
     """JSON keys this class does not know, with their values: kept on receive and
@@ -3906,7 +3906,7 @@ class ListPromptsResult:
     """
 
     prompts: list[Prompt]
-    """The ``prompts`` property."""
+    """The prompts on this page of the list."""
 
     next_cursor: str | None = None
     """An opaque token representing the pagination position after the last returned result.
@@ -3997,7 +3997,7 @@ class ListResourceTemplatesResult:
     """
 
     resource_templates: list[ResourceTemplate]
-    """The ``resourceTemplates`` property."""
+    """The resource templates on this page of the list."""
 
     next_cursor: str | None = None
     """An opaque token representing the pagination position after the last returned result.
@@ -4093,7 +4093,7 @@ class ListResourcesResult:
     """
 
     resources: list[Resource]
-    """The ``resources`` property."""
+    """The resources on this page of the list."""
 
     next_cursor: str | None = None
     """An opaque token representing the pagination position after the last returned result.
@@ -4150,7 +4150,7 @@ class ListToolsResult:
     """
 
     tools: list[Tool]
-    """The ``tools`` property."""
+    """The tools on this page of the list."""
 
     next_cursor: str | None = None
     """An opaque token representing the pagination position after the last returned result.
@@ -4624,7 +4624,7 @@ class URLElicitationRequiredErrorErrorData:
     """
 
     elicitations: list[ElicitRequestURLParams]
-    """The ``elicitations`` property."""
+    """The URL-mode elicitations to complete before retrying the request."""
 
     extra: dict[str, Any] = attrs.field(factory=dict)
     """JSON keys this class does not know, with their values: kept on receive and
@@ -4639,10 +4639,10 @@ class URLElicitationRequiredErrorError:
     """
 
     code: Literal[-32042] = -32042
-    """Always ``-32042``."""
+    """The error code: always ``-32042``."""
 
     data: URLElicitationRequiredErrorErrorData
-    """The ``data`` property."""
+    """Extra information about the error."""
 
     message: str
     """A short description of the error. The message SHOULD be limited to a concise single

@@ -91,6 +91,20 @@ FALLBACK_DOCS = {
     "resource": "The contents of the embedded resource.",
     "completion": "The completion values.",
     "contents": "The contents of the resource (text or binary).",
+    "$schema": "The JSON Schema dialect this schema is written in (a URI).",
+    "data": "Extra information about the error.",
+    "elicitations": "The URL-mode elicitations to complete before retrying the request.",
+    "form": "Present if the client supports form-mode elicitation.",
+    "url": "Present if the client supports URL-mode elicitation.",
+    "prompts": "The prompts on this page of the list.",
+    "resources": "The resources on this page of the list.",
+    "resourceTemplates": "The resource templates on this page of the list.",
+    "roots": "The roots the client exposes.",
+    "tasks": "The tasks on this page of the list.",
+    "tools": "The tools on this page of the list.",
+    "properties": "The fields of the form, by name: each a primitive JSON Schema.",
+    "required": "The names of the fields the user must fill in.",
+    "type": 'The kind of number asked for: ``"integer"`` or ``"number"``.',
 }
 
 
@@ -310,6 +324,8 @@ class Generator:
                     doc = 'The JSON-RPC version: always ``"2.0"``.'
                 elif wire == "method":
                     doc = f"The method name: always ``{json.dumps(prop['const'])}``."
+                elif wire == "code":
+                    doc = f"The error code: always ``{json.dumps(prop['const'])}``."
                 elif wire == "type":
                     doc = f"The kind of object: always ``{json.dumps(prop['const'])}``."
             elif "$ref" in prop and wire not in FALLBACK_DOCS:
