@@ -13,7 +13,7 @@ method it records:
   ``tools/list`` needs the *server's* ``tools``; ``notifications/resources/updated``
   needs the server's ``resources.subscribe``.  A request whose capability was not
   negotiated is refused on both the send side (LocalProtocolError) and the receive
-  side (-32601) (2025-06-18/basic/lifecycle#operation.2);
+  side (-32601) (2025-06-18/basic/lifecycle#operation.1);
 * ``paginated``: whether it takes a ``cursor`` and returns ``nextCursor``;
 * ``since`` (and ``until``): the protocol revisions that define it;
 * ``section``: the spec section that defines it.
