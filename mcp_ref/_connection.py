@@ -136,6 +136,8 @@ class Connection:
     ) -> None:
         if our_role not in (CLIENT, SERVER):
             raise ValueError("our_role must be CLIENT or SERVER")
+        # Spec: 2025-06-18/basic#overview.1
+        # The base protocol and the lifecycle are this class; every role gets both.
         self.our_role: Final = our_role
         self.their_role: Final = our_role.peer
         self.state = State.PRE_INIT
@@ -396,6 +398,7 @@ class Connection:
         if meta is not None:
             token = meta.get("progressToken")
             if token is not None:
+                # Spec: 2025-06-18/basic/utilities/progress#progress-flow.1
                 if not rpc.valid_id(token):
                     raise self._refuse(
                         rid, INVALID_PARAMS, "progressToken must be a string or an integer"
@@ -415,6 +418,8 @@ class Connection:
         return Request(id=rid, method=method, params=params)
 
     def _receive_notification(self, method: str, payload: Any) -> Event | None:
+        # Spec: 2025-06-18/basic#notifications.1
+        # Every failure below raises without an event_hint: no response to a notification.
         spec = self._lookup(method, sender=self.their_role)
         if spec is None or spec.kind != NOTIFICATION:
             raise RemoteProtocolError(f"unknown notification: {method}", code=METHOD_NOT_FOUND)

@@ -164,6 +164,7 @@ def classify(obj: Any) -> tuple[int, Any, Any, Any]:
     if has_result and has_error:
         # Spec: 2025-06-18/basic#responses.3
         raise _fail("invalid response: both result and error", INVALID_REQUEST, rid, reply=False)
+    # Spec: 2025-06-18/basic#responses.2
     if not has_result and not has_error:
         raise _fail(
             "invalid message: neither a method nor a result or error",
@@ -179,6 +180,8 @@ def classify(obj: Any) -> tuple[int, Any, Any, Any]:
             )
         return RESPONSE, rid, None, obj["result"]
     error = obj["error"]
+    # Spec: 2025-06-18/basic#responses.4
+    # Spec: 2025-06-18/basic#responses.5
     if (
         type(error) is not dict
         or type(error.get("code")) is not int

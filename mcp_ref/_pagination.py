@@ -150,6 +150,8 @@ class PageWalker:
                 ``max_pages`` pages.
         """
         # Spec: 2025-06-18/server/utilities/pagination#implementation-guidelines.3
+        # Spec: 2025-06-18/server/utilities/pagination#pagination-model.1
+        # Pages of any size are accepted; only the cursor says whether more follow.
         self.items.extend(page)
         self._pages += 1
         if next_cursor is None:
