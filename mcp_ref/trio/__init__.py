@@ -1,0 +1,40 @@
+"""trio drivers for the sans-IO core.
+
+* :func:`open_session` runs one MCP session (either role) over a :class:`MessageChannel`;
+  a :class:`Handler` answers the peer.
+* :class:`StreamChannel` adapts trio byte streams (sockets, pipes, memory streams);
+  :func:`memory_channel_pair` gives two connected whole-message channels for tests.
+* :func:`serve_stdio` serves a handler on this process's stdin/stdout;
+  :func:`open_stdio_process` starts a server as a child process and shuts it down as the
+  lifecycle page says.
+"""
+
+from ._channel import (
+    MemoryMessageChannel,
+    MessageChannel,
+    StreamChannel,
+    memory_channel_pair,
+)
+from ._session import (
+    DEFAULT_TIMEOUT,
+    SESSION_DEFAULT,
+    Handler,
+    RequestContext,
+    Session,
+    SessionClosed,
+    open_session,
+)
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "SESSION_DEFAULT",
+    "Handler",
+    "MemoryMessageChannel",
+    "MessageChannel",
+    "RequestContext",
+    "Session",
+    "SessionClosed",
+    "StreamChannel",
+    "memory_channel_pair",
+    "open_session",
+]
