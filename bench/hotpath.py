@@ -123,7 +123,7 @@ def _responses(n: int) -> list[bytes]:
 def _core_call(msgs: list[bytes]) -> Callable[[], int]:
     _, server = initialized_pair()
     recv, nxt, send = server.receive_data, server.next_event, server.send
-    Result, Text = t.CallToolResult, t.TextContent  # noqa: N806 - local aliases
+    Result, Text = t.CallToolResult, t.TextContent
 
     def run() -> int:
         for data in msgs:
@@ -172,7 +172,7 @@ def _core_note(msgs: list[bytes]) -> Callable[[], int]:
 def _core_response(msgs: list[bytes]) -> Callable[[], int]:
     client, _ = initialized_pair()
     recv, nxt, send = client.receive_data, client.next_event, client.send
-    Params = t.CallToolRequestParams  # noqa: N806
+    Params = t.CallToolRequestParams
 
     def run() -> int:
         rid = 1000

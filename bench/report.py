@@ -170,7 +170,10 @@ def table(section: str, rows: Sequence[Row], *, markdown: bool = False) -> str:
             if i < len(widths) and not (i == 1 and cells[2:] and not any(cells[2:])):
                 widths[i] = max(widths[i], len(c))
     out = [
-        "  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(header, widths)))
+        "  ".join(
+            h.rjust(w) if i else h.ljust(w)
+            for i, (h, w) in enumerate(zip(header, widths, strict=True))
+        )
     ]
     for cells in body:
         if len(cells) > 2 and not any(cells[2:]):
@@ -178,7 +181,8 @@ def table(section: str, rows: Sequence[Row], *, markdown: bool = False) -> str:
         else:
             out.append(
                 "  ".join(
-                    c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))
+                    c.rjust(w) if i else c.ljust(w)
+                    for i, (c, w) in enumerate(zip(cells, widths, strict=True))
                 )
             )
     return "\n".join(out)
