@@ -1,0 +1,51 @@
+"""MCP on asyncio: the sans-IO core driven by a loop that is not trio's.
+
+This package exists to show that :class:`mcp_ref.Connection` embeds in any event loop.
+It uses the standard library and the core only, except the HTTP client, which also
+uses h11 (sans-IO HTTP/1.1; see :mod:`mcp_ref.asyncio._http`).
+
+* :func:`serve_stdio` -- an MCP server loop on stdin/stdout; you bring a
+  :class:`Handler` with your own dispatch (see :mod:`mcp_ref.asyncio.example_server`).
+* :func:`open_stdio_client` -- runs a server process and yields an initialized
+  :class:`StdioClient`.
+* :func:`open_http_client` -- a Streamable HTTP client, :class:`HttpClient`.
+
+Both clients are a :class:`ClientSession`: ``request(method, params)`` returning the
+typed result, ``notify``, ``ping``, ``list_tools``, ``call_tool``.
+
+Driving the core from a loop of your own, in five steps
+-------------------------------------------------------
+1. **Make it**: ``conn = Connection(CLIENT or SERVER)``.  It holds no socket, no task,
+   no clock.
+2. **Feed it what you read**: ``conn.receive_data(chunk)`` for byte streams (``b""``
+   at end of input), or ``conn.receive_message(body)`` for one whole message.
+3. **Drain it**: call ``conn.next_event()`` until it returns ``NEED_DATA``, and act on
+   each event (answer a Request, wake the waiter of a Response, ...).  If it raises
+   ``RemoteProtocolError``, send ``conn.send(exc.event_hint)`` when that is not None,
+   and go on.
+4. **Write what it gives you**: ``data = conn.send(event, now=loop.time())`` checks
+   the event and returns the bytes; write them whole (``b""`` means "send nothing").
+5. **Give it the time**: wait no later than ``conn.next_deadline()``, then write what
+   ``conn.handle_timeout(loop.time())`` returns.  Use the same clock as ``now=``.
+
+:mod:`mcp_ref.asyncio._stdio` and :mod:`mcp_ref.asyncio._client` spell these steps
+out for a server and a client; :mod:`mcp_ref.blocking` does the same with no event
+loop at all.
+"""
+
+from ._client import DEFAULT_CLIENT_INFO, ClientSession, SessionClosed
+from ._http import HttpClient, open_http_client
+from ._stdio import Handler, RequestContext, StdioClient, open_stdio_client, serve_stdio
+
+__all__ = [
+    "DEFAULT_CLIENT_INFO",
+    "ClientSession",
+    "Handler",
+    "HttpClient",
+    "RequestContext",
+    "SessionClosed",
+    "StdioClient",
+    "open_http_client",
+    "open_stdio_client",
+    "serve_stdio",
+]

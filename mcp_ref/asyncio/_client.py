@@ -1,0 +1,385 @@
+"""The client side shared by the asyncio drivers: pending requests, the timer, events.
+
+How to drive the core as a client, step by step
+-----------------------------------------------
+Everything here is plain asyncio around :class:`mcp_ref.Connection`; a transport only
+supplies "write these bytes" (:meth:`ClientSession._transmit`) and feeds what it reads
+back with ``receive_data`` or ``receive_message`` followed by
+:meth:`ClientSession._process_events`.
+
+1. Make the core: ``Connection(CLIENT, default_timeout=RequestTimeout(seconds=60))``
+   (with ``newline_framing=False`` when the transport delimits messages, as HTTP does).
+2. Send a request: ``rid = conn.next_request_id()``, then
+   ``data = conn.send(Request(id=rid, method=..., params=<typed params>), now=loop.time())``.
+   ``send`` checks the request (lifecycle, capabilities, params type) and raises
+   LocalProtocolError, having written nothing, if it breaks the protocol.  Park a
+   future under ``rid``, write ``data``, await the future.
+3. Whenever bytes arrive, feed them to the core and call ``conn.next_event()`` until it
+   returns NEED_DATA.  A Response or ErrorResponse resolves the future of its id; a
+   Request from the server is answered at once (``ping``) or refused (-32601); a
+   RemoteProtocolError carries in ``event_hint`` the error response to send back.
+4. Time is an argument: one task (:meth:`ClientSession._clock`) waits until
+   ``conn.next_deadline()`` (on the ``loop.time()`` clock, the one passed as ``now``),
+   then calls ``conn.handle_timeout(loop.time())`` and writes what it returns: the
+   ``notifications/cancelled`` of each expired request.  The RequestTimedOut events
+   that follow fail their futures.  Sending a request wakes the task, as its deadline
+   may be earlier than the one being waited for.
+5. Cancellation: when the task awaiting a future is cancelled, send
+   ``notifications/cancelled`` for its id.  The core returns ``b""`` (send nothing)
+   when the answer already arrived.
+6. End of input gives ConnectionClosed: fail every pending future.
+
+No task here outlives the ``async with`` of the ``open_*`` function that made it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any, Final
+
+from .. import types as t
+from .._connection import NEED_DATA, Connection
+from .._convert import ConversionError, structure
+from .._errors import (
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    REQUEST_TIMEOUT,
+    LocalProtocolError,
+    McpError,
+    RemoteProtocolError,
+)
+from .._inflight import RequestTimeout
+from .._methods import LATEST_PROTOCOL_VERSION, METHODS
+from .._pagination import PageWalker
+from .._state import State
+from ..events import (
+    ConnectionClosed,
+    ErrorResponse,
+    Event,
+    Notification,
+    Request,
+    RequestId,
+    RequestTimedOut,
+    Response,
+)
+
+__all__ = ["DEFAULT_CLIENT_INFO", "ClientSession", "SessionClosed"]
+
+log = logging.getLogger("mcp_ref.asyncio")
+
+DEFAULT_CLIENT_INFO: Final = t.Implementation(name="mcp-ref-asyncio", version="0.1.0")
+"""The ``clientInfo`` sent in ``initialize`` unless another is given."""
+
+_DEFAULT: Final[Any] = object()
+
+
+class SessionClosed(ConnectionError):
+    """The session ended (the server closed its side, the transport failed, or the
+    client was closed) before a request got its answer, or a request was made after."""
+
+
+def typed_params(method: str, params: Any) -> Any:
+    """``params`` as the typed class ``METHODS[method]`` wants: a dict (camelCase wire
+    names, as in JSON) is converted; None and typed instances pass unchanged.
+
+    Raises:
+        LocalProtocolError: the dict does not fit the method's params (-32602).
+    """
+    spec = METHODS.get(method)
+    if spec is None or not isinstance(params, dict):
+        return params
+    try:
+        return structure(params, spec.params_type)
+    except ConversionError as exc:
+        raise LocalProtocolError(f"bad params for {method}: {exc}", code=INVALID_PARAMS) from None
+
+
+def result_of(event: Event) -> Any:
+    """The typed result of a Response; an ErrorResponse raises :class:`McpError`."""
+    if isinstance(event, ErrorResponse):
+        raise McpError(event.code, event.message, event.data)
+    assert isinstance(event, Response)
+    return event.result
+
+
+class ClientSession:
+    """An MCP client over any transport, on asyncio (the shared half of the drivers).
+
+    Made by :func:`~mcp_ref.asyncio.open_stdio_client` and
+    :func:`~mcp_ref.asyncio.open_http_client`, which initialize it before handing it
+    out.  Requests may be made from many tasks at once.
+
+    Args:
+        connection: the core, ``Connection(CLIENT, ...)``.
+        on_notification: called (synchronously, from the reading task) with each
+            Notification the server sends; None ignores them.  An exception it raises
+            ends the session.
+
+    Source: 2025-06-18/basic/lifecycle (the client's side of the lifecycle).
+    """
+
+    def __init__(
+        self,
+        connection: Connection,
+        *,
+        on_notification: Callable[[Notification], object] | None = None,
+    ) -> None:
+        self.connection = connection
+        self.on_notification = on_notification
+        self.initialize_result: t.InitializeResult | None = None
+        """The server's answer to ``initialize`` (None before it)."""
+        self._pending: dict[RequestId, asyncio.Future[Event]] = {}
+        self._wake = asyncio.Event()
+        self._closed: str | None = None
+
+    # -- what a transport provides -------------------------------------------------
+
+    async def _transmit(self, data: bytes) -> None:
+        """Write one message (``b""``: nothing), waiting for the transport."""
+        raise NotImplementedError
+
+    def _transmit_soon(self, data: bytes) -> None:
+        """Write one message without waiting (replies and cancellations)."""
+        raise NotImplementedError
+
+    async def _exchange(self, data: bytes, answer: asyncio.Future[Event]) -> Event:
+        """Send a request's bytes and return the answer event."""
+        await self._transmit(data)
+        return await answer
+
+    # -- requests ------------------------------------------------------------------
+
+    async def request(
+        self, method: str, params: Any = None, *, timeout: float | RequestTimeout | None = _DEFAULT
+    ) -> Any:
+        """Send a request and return its typed result.
+
+        Args:
+            method: e.g. ``"tools/list"``.
+            params: the typed params (``mcp_ref.types``), a dict in wire form, or None.
+            timeout: seconds (or a RequestTimeout) before the core gives up and sends
+                ``notifications/cancelled``; None for no timeout; default: the
+                session's.
+
+        Raises:
+            McpError: the server answered with an error; or ``REQUEST_TIMEOUT``
+                (-32001) when the timeout expired.
+            SessionClosed: the session ended first.
+            LocalProtocolError: the request breaks the protocol (nothing was sent).
+            asyncio.CancelledError: the caller was cancelled; the server was sent
+                ``notifications/cancelled``.
+
+        Source: 2025-06-18/basic/lifecycle#timeouts;
+        2025-06-18/basic/utilities/cancellation#cancellation-flow.
+        """
+        self._check_open()
+        conn = self.connection
+        loop = asyncio.get_running_loop()
+        rid = conn.next_request_id()
+        kw: dict[str, Any] = {}
+        if timeout is not _DEFAULT:
+            kw["timeout"] = (
+                timeout
+                if timeout is None or isinstance(timeout, RequestTimeout)
+                else RequestTimeout(seconds=timeout)
+            )
+        event = Request(id=rid, method=method, params=typed_params(method, params))
+        data = conn.send(event, now=loop.time(), **kw)
+        answer: asyncio.Future[Event] = loop.create_future()
+        self._pending[rid] = answer
+        self._wake.set()  # Spec: 2025-06-18/basic/lifecycle#timeouts.1 (the clock re-reads)
+        try:
+            return result_of(await self._exchange(data, answer))
+        finally:
+            del self._pending[rid]
+            if not answer.done() or answer.cancelled():  # (awaiting it cancels it)
+                answer.cancel()
+                self._give_up(rid, method)
+            else:
+                answer.exception()  # mark it retrieved when we leave by another way
+
+    def _give_up(self, rid: RequestId, method: str) -> None:
+        # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.2
+        if method == "initialize" or self.connection.state is State.CLOSED:
+            return
+        note = Notification(
+            method="notifications/cancelled",
+            params=t.CancelledNotificationParams(request_id=rid, reason="cancelled by the client"),
+        )
+        try:
+            # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.17
+            self._transmit_soon(self.connection.send(note))
+        except (LocalProtocolError, SessionClosed) as exc:
+            log.debug("could not cancel request %r: %s", rid, exc)
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        """Send a notification (typed params, a wire-form dict, or None).
+
+        Raises:
+            LocalProtocolError: it breaks the protocol (nothing was sent).
+            SessionClosed: the session has ended.
+        """
+        self._check_open()
+        note = Notification(method=method, params=typed_params(method, params))
+        await self._transmit(self.connection.send(note))
+
+    async def initialize(
+        self,
+        *,
+        client_info: t.Implementation = DEFAULT_CLIENT_INFO,
+        protocol_version: str = LATEST_PROTOCOL_VERSION,
+    ) -> t.InitializeResult:
+        """Run the initialization phase: ``initialize``, then ``notifications/initialized``.
+
+        No client capabilities are declared, so the core refuses the server's
+        sampling, roots and elicitation requests with -32601 on its own.
+
+        Raises:
+            McpError, SessionClosed: as :meth:`request`; also SessionClosed when the
+                server answers a protocol version mcp-ref does not speak.
+
+        Source: 2025-06-18/basic/lifecycle#initialization.
+        """
+        params = t.InitializeRequestParams(
+            protocol_version=protocol_version,
+            capabilities=t.ClientCapabilities(),
+            client_info=client_info,
+        )
+        result: t.InitializeResult = await self.request("initialize", params)
+        self.initialize_result = result
+        # Spec: 2025-06-18/basic/lifecycle#initialization.4
+        await self.notify("notifications/initialized")
+        return result
+
+    async def ping(self, *, timeout: float | None = _DEFAULT) -> None:
+        """Send ``ping``; return when the server answers.  Raises as :meth:`request`.
+
+        Source: 2025-06-18/basic/utilities/ping#behavior-requirements.1.
+        """
+        await self.request("ping", timeout=timeout)
+
+    async def list_tools(self) -> list[t.Tool]:
+        """All the server's tools, following ``nextCursor`` page by page.
+
+        Raises:
+            RemoteProtocolError: the server repeated a cursor or sent too many pages.
+            McpError, SessionClosed: as :meth:`request`.
+
+        Source: 2025-06-18/server/tools#listing-tools;
+        2025-06-18/server/utilities/pagination#implementation-guidelines.3.
+        """
+        walker = PageWalker()
+        while (cursor := walker.next_cursor()) is not PageWalker.DONE:
+            params = t.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
+            page: t.ListToolsResult = await self.request("tools/list", params)
+            walker.add_page(page.tools, page.next_cursor)
+        return walker.items
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = _DEFAULT,
+    ) -> t.CallToolResult:
+        """Call a tool; return its result (``is_error`` set when the tool failed).
+
+        Raises:
+            McpError, SessionClosed: as :meth:`request` (e.g. -32602 for an unknown tool).
+
+        Source: 2025-06-18/server/tools#calling-tools.
+        """
+        params = t.CallToolRequestParams(name=name, arguments=arguments)
+        result: t.CallToolResult = await self.request("tools/call", params, timeout=timeout)
+        return result
+
+    # -- what comes in ---------------------------------------------------------------
+
+    def _process_events(self) -> None:
+        """Drain the core's events after new input; dispatch each one."""
+        conn = self.connection
+        while True:
+            try:
+                event = conn.next_event()
+            except RemoteProtocolError as exc:
+                log.warning("protocol error from the server: %s", exc.message)
+                if exc.event_hint is not None and conn.state is not State.CLOSED:
+                    self._transmit_soon(conn.send(exc.event_hint))
+                if conn.state is State.CLOSED:
+                    self._close(exc.message)
+                    return
+                continue
+            if event is NEED_DATA:
+                return
+            assert isinstance(event, Event)
+            self._dispatch(event)
+
+    def _dispatch(self, event: Event) -> None:
+        if isinstance(event, Response | ErrorResponse):
+            answer = self._pending.get(event.id) if event.id is not None else None
+            if answer is not None and not answer.done():
+                answer.set_result(event)
+            elif event.id is None:
+                log.warning("the server could not read a message: %s", event)
+        elif isinstance(event, RequestTimedOut):
+            answer = self._pending.get(event.id)
+            if answer is not None and not answer.done():
+                # Spec: 2025-06-18/basic/lifecycle#timeouts.2 (the core wrote the cancel)
+                answer.set_exception(
+                    McpError(
+                        REQUEST_TIMEOUT, f"{event.method}: no answer after {event.elapsed:.3g} s"
+                    )
+                )
+        elif isinstance(event, Request):
+            reply: Event
+            if event.method == "ping":
+                # Spec: 2025-06-18/basic/utilities/ping#behavior-requirements.1
+                reply = Response(id=event.id, result=t.EmptyResult())
+            else:
+                reply = ErrorResponse(
+                    id=event.id, code=METHOD_NOT_FOUND, message=f"not handled: {event.method}"
+                )
+            self._transmit_soon(self.connection.send(reply))
+        elif isinstance(event, Notification):
+            if self.on_notification is not None:
+                self.on_notification(event)
+        elif isinstance(event, ConnectionClosed):
+            self._close("the server closed the connection")
+        # Progress, ProgressDropped, UnexpectedResponse, RequestCancelled: nothing to do.
+
+    async def _clock(self) -> None:
+        """Run the core's timeouts until cancelled (step 4 of the module docstring)."""
+        conn = self.connection
+        loop = asyncio.get_running_loop()
+        while True:
+            self._wake.clear()
+            try:
+                async with asyncio.timeout_at(conn.next_deadline()):
+                    await self._wake.wait()
+                continue  # a request was sent: read the deadline again
+            except TimeoutError:
+                pass
+            for data in conn.handle_timeout(loop.time()):
+                self._transmit_soon(data)
+            self._process_events()
+
+    # -- the end -------------------------------------------------------------------
+
+    def _close(self, reason: str) -> None:
+        """End the session: every pending request fails with SessionClosed(reason)."""
+        if self._closed is None:
+            self._closed = reason
+        for answer in self._pending.values():
+            if not answer.done():
+                answer.set_exception(SessionClosed(reason))
+
+    def _check_open(self) -> None:
+        if self._closed is not None:
+            raise SessionClosed(self._closed)
+
+    @property
+    def closed(self) -> bool:
+        """Whether the session has ended."""
+        return self._closed is not None

@@ -1,0 +1,335 @@
+"""A Streamable HTTP client on asyncio streams.
+
+**Not standard library only**: HTTP/1.1 is parsed and produced by h11, a sans-IO
+library (no I/O of its own; already a dependency of mcp-ref).  Sockets are asyncio's
+(``asyncio.open_connection``, TLS from :mod:`ssl` for ``https``); server-sent events
+are decoded by :class:`mcp_ref._sse.SSEDecoder`; the headers follow the rules in
+:mod:`mcp_ref._http`.  So the stack is asyncio + three sans-IO layers: h11 for HTTP,
+the SSE decoder, and the MCP core.
+
+How it drives the core, step by step
+------------------------------------
+1. ``conn = Connection(CLIENT, newline_framing=False)``: HTTP delimits messages, so
+   ``send`` returns one message without its newline and input goes in with
+   ``receive_message``.
+2. Every message the core produces is POSTed on its own HTTP request (a new TCP
+   connection each time; no pooling), with ``Accept: application/json,
+   text/event-stream``, ``Mcp-Session-Id`` once the server gave one, and
+   ``MCP-Protocol-Version`` once initialization negotiated it
+   (:func:`mcp_ref._http.client_request_headers`).
+3. The answer: ``202`` (nothing to read); ``200`` with ``application/json`` (the whole
+   body is one message: ``conn.receive_message(body)``); ``200`` with
+   ``text/event-stream`` (each chunk into the SSE decoder, each event's data into
+   ``conn.receive_message``).  After each message, drain ``conn.next_event()``, as on
+   any transport.  Server requests on the stream (``ping``) are answered by POSTing
+   the core's response.
+4. A request's POST runs in a task of its own while the caller waits for the answer
+   or for the POST to end; the caller's cancellation (or the core's timeout) ends the
+   POST and POSTs ``notifications/cancelled``.  Timeouts come from
+   ``conn.next_deadline()`` and ``conn.handle_timeout(loop.time())`` as on stdio.
+5. Closing sends ``DELETE`` with the session id.
+
+Not done: the optional GET stream, resuming with ``Last-Event-ID``, and starting a new
+session after a 404 (the client closes and raises :class:`SessionClosed`; open a new
+one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Final, cast
+from urllib.parse import urlsplit
+
+import h11
+
+from .. import _http as rules
+from .. import types as t
+from .._connection import Connection
+from .._errors import McpError
+from .._inflight import RequestTimeout
+from .._sse import NEED_DATA as SSE_NEED_DATA
+from .._sse import SSEDecoder
+from .._state import CLIENT
+from ..events import Event, Notification
+from ._client import DEFAULT_CLIENT_INFO, ClientSession, SessionClosed
+
+__all__ = ["HttpClient", "open_http_client"]
+
+log = logging.getLogger("mcp_ref.asyncio")
+
+_CHUNK: Final = 65536
+_MAX_BACKGROUND: Final = 64
+_MAX_ERROR_BODY: Final = 65536
+
+
+class _Exchange:
+    """One HTTP request/response on its own TCP connection, driven through h11."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+        self.h11 = h11.Connection(h11.CLIENT)
+
+    async def next_event(self) -> h11.Event:
+        """The next h11 event of the response, reading as needed."""
+        while True:
+            event = self.h11.next_event()
+            if event is h11.PAUSED:  # only after the response ended: nothing more to read
+                return h11.ConnectionClosed()
+            if event is not h11.NEED_DATA:
+                return cast(h11.Event, event)
+            self.h11.receive_data(await self.reader.read(_CHUNK))
+
+    async def body(self) -> AsyncIterator[bytes]:
+        """The response body, chunk by chunk."""
+        while True:
+            event = await self.next_event()
+            if isinstance(event, h11.Data):
+                yield bytes(event.data)
+            elif isinstance(event, h11.EndOfMessage | h11.ConnectionClosed):
+                return
+
+
+class HttpClient(ClientSession):
+    """A :class:`~mcp_ref.asyncio.ClientSession` over Streamable HTTP.
+
+    Attributes:
+        url: the MCP endpoint.
+        session_id: the ``Mcp-Session-Id`` the server assigned, or None.
+
+    Source: 2025-06-18/basic/transports#streamable-http.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        connection: Connection,
+        *,
+        headers: Sequence[tuple[str, str]] = (),
+        on_notification: Callable[[Notification], object] | None = None,
+        io_timeout: float | None = 60.0,
+    ) -> None:
+        super().__init__(connection, on_notification=on_notification)
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {url!r}")
+        self.url = url
+        self.session_id: str | None = None
+        self._host = parts.hostname
+        self._port = parts.port or (443 if parts.scheme == "https" else 80)
+        self._tls = parts.scheme == "https"
+        self._authority = parts.netloc.rpartition("@")[2].encode("ascii")
+        self._target = ((parts.path or "/") + (f"?{parts.query}" if parts.query else "")).encode()
+        self._extra = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers]
+        self._io_timeout = io_timeout
+        self._background: set[asyncio.Task[None]] = set()
+
+    @asynccontextmanager
+    async def _http(
+        self, method: bytes, mcp_headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> AsyncIterator[tuple[h11.Response, _Exchange]]:
+        """Send one HTTP request; yield its response head and the exchange to read on."""
+        reader, writer = await asyncio.open_connection(self._host, self._port, ssl=self._tls)
+        try:
+            ex = _Exchange(reader, writer)
+            headers = [(b"host", self._authority), *mcp_headers, *self._extra]
+            if body:
+                headers.append((b"content-length", str(len(body)).encode()))
+            headers.append((b"connection", b"close"))
+            writer.write(
+                ex.h11.send(h11.Request(method=method, target=self._target, headers=headers))
+            )
+            if body:
+                writer.write(ex.h11.send(h11.Data(data=body)))
+            writer.write(ex.h11.send(h11.EndOfMessage()))
+            await writer.drain()
+            while not isinstance(response := await ex.next_event(), h11.Response):
+                if not isinstance(response, h11.InformationalResponse):
+                    raise h11.RemoteProtocolError(f"expected a response, got {response!r}")
+            yield response, ex
+        finally:
+            writer.close()
+
+    async def _post(self, body: bytes) -> None:
+        """POST one message and feed whatever comes back to the core (steps 2 and 3)."""
+        headers = rules.client_request_headers(
+            b"POST", session_id=self.session_id, protocol_version=self.connection.protocol_version
+        )
+        async with self._http(b"POST", headers, body) as (response, ex):
+            if self.session_id is None:
+                found = rules.get_session_id(response.headers)
+                if isinstance(found, rules.HttpError):
+                    raise McpError(rules.HTTP_SERVER_ERROR, f"server sent {found.detail}")
+                # Spec: 2025-06-18/basic/transports#session-management.4 (kept and sent back)
+                self.session_id = found
+            if response.status_code == 202:
+                # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.5
+                return
+            if response.status_code != 200:
+                await self._fail(response, ex)
+            ctype = _media_type(response.headers)
+            # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.9
+            if ctype == rules.CONTENT_TYPE_JSON:
+                data = b""
+                async for chunk in ex.body():
+                    data += chunk
+                    if len(data) > self.connection.max_message_bytes:
+                        raise McpError(rules.HTTP_SERVER_ERROR, "JSON answer too large")
+                self.connection.receive_message(data)
+                self._process_events()
+            elif ctype == rules.CONTENT_TYPE_SSE:
+                decoder = SSEDecoder(max_event_size=self.connection.max_message_bytes)
+                async for chunk in ex.body():
+                    decoder.receive_data(chunk)
+                    self._feed_events(decoder)
+                decoder.receive_data(b"")
+                self._feed_events(decoder)
+            else:
+                raise McpError(rules.HTTP_SERVER_ERROR, f"unexpected content type {ctype!r}")
+
+    def _feed_events(self, decoder: SSEDecoder) -> None:
+        while (event := decoder.next_event()) is not SSE_NEED_DATA and event is not None:
+            if event.data and event.event in (None, rules.MESSAGE_EVENT):
+                self.connection.receive_message(event.data.encode("utf-8"))
+                self._process_events()
+
+    async def _fail(self, response: h11.Response, ex: _Exchange) -> None:
+        status = response.status_code
+        if status == 404 and self.session_id is not None:
+            # Spec: 2025-06-18/basic/transports#session-management.7 (start anew)
+            self._close("the server ended the session (HTTP 404); open a new client")
+            raise SessionClosed(self._closed)
+        body = b""
+        async for chunk in ex.body():
+            body += chunk
+            if len(body) > _MAX_ERROR_BODY:
+                break
+        code, message = rules.HTTP_SERVER_ERROR, f"HTTP {status} {response.reason.decode()}"
+        try:
+            # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.7
+            error = json.loads(body)["error"]
+            if isinstance(error["code"], int) and isinstance(error["message"], str):
+                code, message = error["code"], f"{message}: {error['message']}"
+        except (ValueError, TypeError, KeyError):
+            pass
+        raise McpError(code, message, {"http_status": status})
+
+    async def _exchange(self, data: bytes, answer: asyncio.Future[Event]) -> Event:
+        post = asyncio.create_task(self._post(data))
+        try:
+            await asyncio.wait((post, answer), return_when=asyncio.FIRST_COMPLETED)
+            if answer.done():
+                return answer.result()
+            post.result()  # raises what ended the POST
+            # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.16
+            raise McpError(
+                rules.HTTP_SERVER_ERROR, "the server ended its answer without a response"
+            )
+        finally:
+            if not post.done():
+                post.cancel()  # the answer came, or we gave up: stop reading
+                self._track(post)
+
+    async def _transmit(self, data: bytes) -> None:
+        if data:
+            self._check_open()
+            async with asyncio.timeout(self._io_timeout):
+                await self._post(data)
+
+    def _transmit_soon(self, data: bytes) -> None:
+        if not data or self.closed:
+            return
+        if len(self._background) >= _MAX_BACKGROUND:
+            log.warning("too many messages being POSTed; dropping one")
+            return
+        self._track(asyncio.create_task(self._transmit(data)))
+
+    def _track(self, task: asyncio.Task[None]) -> None:
+        self._background.add(task)
+        task.add_done_callback(self._untrack)
+
+    def _untrack(self, task: asyncio.Task[None]) -> None:
+        self._background.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("POST in the background failed: %r", task.exception())
+
+    async def aclose(self) -> None:
+        """End the session: fail pending requests, stop background POSTs, send DELETE.
+
+        Source: 2025-06-18/basic/transports#session-management.8.
+        """
+        self._close("the client was closed")
+        tasks = list(self._background)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self.session_id is None:
+            return
+        headers = rules.client_request_headers(
+            b"DELETE", session_id=self.session_id, protocol_version=self.connection.protocol_version
+        )
+        try:
+            async with asyncio.timeout(self._io_timeout):
+                # Spec: 2025-06-18/basic/transports#session-management.8
+                async with self._http(b"DELETE", headers, b"") as (response, _):
+                    log.debug("DELETE answered %d", response.status_code)
+        except (OSError, h11.ProtocolError) as exc:  # TimeoutError is an OSError
+            log.info("DELETE of the session failed: %r", exc)
+
+
+def _media_type(headers: rules.Headers) -> bytes:
+    for name, value in headers:
+        if name == rules.CONTENT_TYPE:
+            return value.split(b";")[0].strip().lower()
+    return b""
+
+
+@asynccontextmanager
+async def open_http_client(
+    url: str,
+    *,
+    timeout: float | None = 60.0,
+    client_info: t.Implementation = DEFAULT_CLIENT_INFO,
+    headers: Sequence[tuple[str, str]] = (),
+    on_notification: Callable[[Notification], object] | None = None,
+) -> AsyncIterator[HttpClient]:
+    """Yield an initialized Streamable HTTP client for the MCP endpoint ``url``.
+
+    Usage::
+
+        async with open_http_client("http://127.0.0.1:8000/mcp") as client:
+            result = await client.call_tool("echo", {"text": "hi"})
+
+    Args:
+        url: ``http://`` or ``https://`` URL of the MCP endpoint.
+        timeout: default per-request timeout in seconds, also the bound on POSTs of
+            notifications and on the closing DELETE (None: none).
+        client_info: the ``clientInfo`` of ``initialize``.
+        headers: extra request headers, e.g. ``[("authorization", "Bearer ...")]``.
+        on_notification: see :class:`~mcp_ref.asyncio.ClientSession`.
+
+    Raises:
+        ValueError: not an http(s) URL.
+        OSError: the server could not be reached.
+        h11.RemoteProtocolError: the server's HTTP is malformed.
+        McpError: an HTTP error status (its JSON-RPC error when the body has one), or
+            an error response; SessionClosed: as for any ClientSession.
+
+    Source: 2025-06-18/basic/transports#streamable-http.
+    """
+    default = RequestTimeout(seconds=timeout) if timeout is not None else None
+    conn = Connection(CLIENT, newline_framing=False, default_timeout=default)
+    client = HttpClient(
+        url, conn, headers=headers, on_notification=on_notification, io_timeout=timeout
+    )
+    clock = asyncio.create_task(client._clock())
+    try:
+        await client.initialize(client_info=client_info)
+        yield client
+    finally:
+        clock.cancel()
+        await asyncio.gather(clock, return_exceptions=True)
+        await client.aclose()
