@@ -24,6 +24,7 @@ from ._session import (
     SessionClosed,
     open_session,
 )
+from ._stdio import ProcessChannel, StderrMode, open_stdio_process, serve_stdio
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -31,10 +32,14 @@ __all__ = [
     "Handler",
     "MemoryMessageChannel",
     "MessageChannel",
+    "ProcessChannel",
     "RequestContext",
     "Session",
     "SessionClosed",
+    "StderrMode",
     "StreamChannel",
     "memory_channel_pair",
     "open_session",
+    "open_stdio_process",
+    "serve_stdio",
 ]

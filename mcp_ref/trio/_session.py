@@ -10,7 +10,8 @@ Theory of operation
 
   - a ``Request`` from the peer gets its own task, with its own ``trio.CancelScope``, that
     calls ``handler.handle_request(ctx)`` and sends the response; ``ping`` is answered
-    by the session itself; past ``max_concurrent_requests`` running handlers the request
+    by the session itself; ``initialize`` is handled in the reader (inline), so nothing
+    after it is read before it is answered; past ``max_concurrent_requests`` running handlers the request
     is answered at once with -32603 "server busy" (never queued without bound);
   - a ``RequestCancelled`` cancels that handler's scope (the core drops any response);
   - a ``Response`` / ``ErrorResponse`` / ``RequestTimedOut`` / ``Progress`` goes to the
@@ -698,7 +699,11 @@ class Session:
             return
         ctx = RequestContext(self, event.id, event.method, event.params)
         self._handlers[_key(event.id)] = ctx
-        self._nursery.start_soon(self._run_handler, ctx)
+        if event.method == "initialize":
+            # Answered before reading on, so the lifecycle moves in input order.
+            await self._run_handler(ctx)
+        else:
+            self._nursery.start_soon(self._run_handler, ctx)
 
     async def _quiet_send(self, event: Event) -> None:
         try:
