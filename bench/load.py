@@ -25,14 +25,29 @@ from __future__ import annotations
 import gc
 import os
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import trio
 
 from ._measure import percentile, proc_cpu_ns, proc_rss
-from .rawclient import Target
 
-__all__ = ["run_load"]
+__all__ = ["Target", "run_load"]
+
+
+class Target:
+    """A server ready for echo calls, driven from trio.
+
+    Attributes:
+        call: ``await call(text) -> str``: one ``tools/call`` of ``echo``.
+        pid: the server's process id when it runs in another process, else None.
+        label: a short description.
+    """
+
+    def __init__(self, call: Callable[[str], Awaitable[str]], pid: int | None, label: str) -> None:
+        self.call = call
+        self.pid = pid
+        self.label = label
 
 
 async def run_load(
@@ -53,7 +68,7 @@ async def run_load(
     ``requests``.
 
     Raises:
-        TargetError: a call failed (an error response, a wrong echo, a timeout).
+        AssertionError: the echo came back different; whatever the call raises.
     """
     for _ in range(warmup):
         if await target.call(text) != text:

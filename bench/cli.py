@@ -1,0 +1,412 @@
+"""``python -m bench``: run the measurements, print the tables, write JSON.
+
+Theory of operation
+-------------------
+Sections run in order, each producing :class:`~bench.report.Row` objects:
+
+1-2. ``core``: the sans-IO hot path against the floor (:mod:`bench.hotpath`);
+3.   ``e2e`` and ``leak``: our client and server end to end (:mod:`bench.ours`,
+     :mod:`bench.load`), then long runs that show whether memory stays flat;
+4.   ``compare`` (``--compare``): the same loads against the official SDKs
+     (:mod:`bench.compare`);
+5.   ``server`` (``--server CMD`` / ``--url URL``): the same load against any server;
+     given alone, only this section runs.
+
+``--profile`` prints where the time goes in the core and in-process paths
+(:mod:`bench.profile`).  Progress goes to stderr, the tables to stdout.  A row that
+cannot be measured keeps its place with the reason, so the table always renders.
+
+Sizes: ``--quick`` (well under a minute), the default full run (a few minutes on 2
+cores), and ``--tiny`` (hidden; a few seconds, for the smoke test: the numbers mean
+nothing, only that every row produces one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from . import report
+from ._measure import describe_machine
+from .report import Row
+
+__all__ = ["SIZES", "main"]
+
+SIZES: dict[str, dict[str, Any]] = {
+    # core_scale: multiplies the hot path's messages per run; e2e: calls per e2e run;
+    # compare/slow: calls per compare run (slow = the Python SDK is one side);
+    # leak_requests / leak_sessions: the long runs; repeats: runs per figure (median).
+    "tiny": {
+        "core_scale": 0.005,
+        "core_repeats": 1,
+        "e2e": 30,
+        "e2e_repeats": 1,
+        "warmup": 5,
+        "compare": 30,
+        "slow": 30,
+        "compare_repeats": 1,
+        "leak_requests": 200,
+        "leak_sessions": 5,
+        "server": 30,
+    },
+    "quick": {
+        "core_scale": 0.1,
+        "core_repeats": 3,
+        "e2e": 1000,
+        "e2e_repeats": 1,
+        "warmup": 50,
+        "compare": 1000,
+        "slow": 500,
+        "compare_repeats": 1,
+        "leak_requests": 5000,
+        "leak_sessions": 50,
+        "server": 1000,
+    },
+    "full": {
+        "core_scale": 1.0,
+        "core_repeats": 5,
+        "e2e": 10000,
+        "e2e_repeats": 3,
+        "warmup": 200,
+        "compare": 10000,
+        "slow": 3000,
+        "compare_repeats": 3,
+        "leak_requests": 100000,
+        "leak_sessions": 1000,
+        "server": 5000,
+    },
+}
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+# --- part 3 -----------------------------------------------------------------------------------
+
+_E2E_KEYS = (
+    "req_per_s",
+    "p50_ms",
+    "p99_ms",
+    "client_cpu_us",
+    "server_cpu_us",
+    "peak_rss_mb",
+    "rss_growth_kb",
+)
+
+
+def e2e_rows(size: dict[str, Any], log: Callable[[str], None] = _log) -> list[Row]:
+    """Part 3: our client and server, every transport, 1 and 100 in flight."""
+    import trio
+
+    from . import ours
+    from .load import run_load
+
+    rows: list[Row] = []
+    transports: list[tuple[str, Any, bool]] = [
+        ("in-process, session layer", ours.open_inproc_session, True),
+        ("in-process, client+server", ours.open_inproc, True),
+        ("stdio", ours.open_stdio, False),
+        ("HTTP JSON", None, False),
+        ("HTTP SSE", None, False),
+        ("WebSocket", None, False),
+    ]
+    for name, opener, in_process in transports:
+        for c in (1, 100):
+            label = f"{name} x{c}"
+            if opener is None:
+                rows.append(Row("e2e", label, note="n/a (not built yet)"))
+                continue
+            log(f"  {label}")
+            runs = []
+            try:
+                for _ in range(size["e2e_repeats"]):
+
+                    async def one(
+                        opener: Any = opener, c: int = c, in_process: bool = in_process
+                    ) -> dict[str, Any]:
+                        async with opener() as target:
+                            return await run_load(
+                                target,
+                                requests=size["e2e"],
+                                concurrency=c,
+                                warmup=size["warmup"],
+                                in_process=in_process,
+                            )
+
+                    runs.append(trio.run(one))
+            except ours.NotBuilt as exc:
+                rows.append(Row("e2e", label, note=f"n/a (not built yet: {exc})"))
+                continue
+            except Exception as exc:  # a failing row must not sink the others
+                rows.append(Row("e2e", label, note=f"failed: {type(exc).__name__}: {exc}"))
+                continue
+            runs.sort(key=lambda r: r["req_per_s"])
+            best = runs[(len(runs) - 1) // 2]
+            metrics = {k: best.get(k) for k in _E2E_KEYS}
+            note = "client column = client+server" if in_process else None
+            rows.append(
+                Row(
+                    "e2e", label, metrics, note=note, detail={"requests": size["e2e"], "runs": runs}
+                )
+            )
+    return rows
+
+
+def leak_rows(size: dict[str, Any], log: Callable[[str], None] = _log) -> list[Row]:
+    """Part 3, long runs: RSS before and after many requests, and many sessions."""
+    import gc
+
+    import trio
+
+    from . import ours
+    from ._measure import proc_rss
+    from .load import run_load
+
+    rows: list[Row] = []
+    n = size["leak_requests"]
+    opener: Any = ours.open_inproc
+    layer = "client+server"
+    try:
+        ours.need("mcp_ref.client", "open_client")
+        ours.make_echo_server()
+    except ours.NotBuilt:
+        opener, layer = ours.open_inproc_session, "session layer"
+
+    log(f"  in-process long run ({n} requests)")
+
+    async def long_run() -> tuple[int | None, int | None]:
+        async with opener() as target:
+            # Warm up until allocator pools and caches settle, then measure.
+            await run_load(target, requests=max(1000, n // 10), concurrency=10, warmup=0)
+            gc.collect()
+            before = proc_rss()[0]
+            await run_load(target, requests=n, concurrency=10, warmup=0)
+            gc.collect()
+            return before, proc_rss()[0]
+
+    try:
+        before, after = trio.run(long_run)
+        rows.append(_leak_row(f"in-process {layer}: requests", before, after, requests=n))
+    except ours.NotBuilt as exc:
+        rows.append(Row("leak", "in-process: requests", note=f"n/a (not built yet: {exc})"))
+
+    m = size["leak_sessions"]
+    log(f"  in-process sessions ({m} sessions)")
+
+    async def sessions(count: int) -> None:
+        for _ in range(count):
+            async with opener() as target:
+                for _ in range(5):
+                    await target.call("hello")
+
+    try:
+        trio.run(sessions, max(20, m // 10))
+        gc.collect()
+        before = proc_rss()[0]
+        trio.run(sessions, m)
+        gc.collect()
+        after = proc_rss()[0]
+        rows.append(_leak_row(f"in-process {layer}: sessions", before, after, sessions=m))
+    except ours.NotBuilt as exc:
+        rows.append(Row("leak", "in-process: sessions", note=f"n/a (not built yet: {exc})"))
+
+    from .compare import _env, _ours_stdio_command
+    from .loadgen import StdioTarget, TargetError
+
+    argv, stdio_layer = _ours_stdio_command()
+    log(f"  stdio server long run ({n} requests)")
+    try:
+        with StdioTarget(argv, env=_env(), cwd=str(Path(__file__).resolve().parent.parent)) as t:
+            t.run(requests=max(1000, n // 10), concurrency=10)
+            before = proc_rss(t.pid)[0] if t.pid else None
+            t.run(requests=n, concurrency=10)
+            after = proc_rss(t.pid)[0] if t.pid else None
+        rows.append(_leak_row(f"stdio server ({stdio_layer}): requests", before, after, requests=n))
+    except TargetError as exc:
+        rows.append(Row("leak", "stdio server: requests", note=f"failed: {exc}"))
+    return rows
+
+
+def _leak_row(
+    name: str, before: int | None, after: int | None, *, requests: int = 0, sessions: int = 0
+) -> Row:
+    metrics: dict[str, float | None] = {
+        "requests": requests or None,
+        "sessions": sessions or None,
+        "rss_start_mb": before / 2**20 if before else None,
+        "rss_end_mb": after / 2**20 if after else None,
+    }
+    if before is not None and after is not None:
+        growth = after - before
+        if requests:
+            metrics["growth_bytes_per_req"] = growth / requests
+        if sessions:
+            metrics["growth_kb_per_session"] = growth / 1024 / sessions
+    return Row("leak", name, metrics)
+
+
+# --- profile ----------------------------------------------------------------------------------
+
+
+def run_profile(size: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Profile the core hot path and the in-process path; the text and the data."""
+    import trio
+
+    from . import ours
+    from .hotpath import profile_target
+    from .profile import profile_call, summarize
+
+    n = max(200, int(20000 * size["core_scale"]))
+    text_parts, data = [], {}
+    run = profile_target("tools/call", n)
+    run()  # warm-up on other connections' caches
+    text, entries = summarize(profile_call(profile_target("tools/call", n)))
+    text_parts.append(f"== core hot path, tools/call x{n} ==\n{text}")
+    data["core"] = entries[:40]
+
+    calls = max(200, size["e2e"])
+
+    async def inproc(opener: Any) -> Any:
+        async with opener() as target:
+            for _ in range(50):
+                await target.call("hello")
+
+            async def loop() -> None:
+                for _ in range(calls):
+                    await target.call("hello")
+
+            import cProfile
+            import pstats
+
+            prof = cProfile.Profile()
+            prof.enable()
+            await loop()
+            prof.disable()
+            return pstats.Stats(prof)
+
+    for name, opener in (
+        ("in-process, session layer", ours.open_inproc_session),
+        ("in-process, client+server", ours.open_inproc),
+    ):
+        try:
+            stats = trio.run(inproc, opener)
+        except ours.NotBuilt as exc:
+            text_parts.append(f"== {name}: n/a (not built yet: {exc}) ==")
+            continue
+        text, entries = summarize(stats)
+        text_parts.append(f"== {name}, {calls} round trips, 1 in flight ==\n{text}")
+        data[name] = entries[:40]
+    return "\n\n".join(text_parts), data
+
+
+# --- main -------------------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command line (see ``python -m bench --help``)."""
+    p = argparse.ArgumentParser(
+        prog="python -m bench",
+        description="Measure MCP message throughput: mcp-ref's core, end to end, "
+        "side by side with the official SDKs, or any server.",
+    )
+    p.add_argument("--quick", action="store_true", help="small counts: under a minute")
+    p.add_argument("--tiny", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--json", metavar="FILE", help="also write every row as JSON to FILE")
+    p.add_argument(
+        "--compare", action="store_true", help="run the same loads against the official SDKs"
+    )
+    p.add_argument("--profile", action="store_true", help="print where the time goes")
+    p.add_argument("--server", metavar="CMD", help='benchmark a stdio server: --server "node x.js"')
+    p.add_argument("--url", metavar="URL", help="benchmark a Streamable HTTP server at URL")
+    p.add_argument(
+        "--only",
+        choices=["core", "e2e", "leak", "compare"],
+        action="append",
+        help="run only these sections (repeatable)",
+    )
+    p.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the bench; exit code 0 (1 when a requested section produced no numbers)."""
+    args = parse_args(argv)
+    mode = "tiny" if args.tiny else "quick" if args.quick else "full"
+    size = SIZES[mode]
+    machine = describe_machine()
+    started = time.perf_counter()
+    _log(
+        f"mcp-ref bench ({mode}) on {machine['cpu']}, {machine['cores']} cores, "
+        f"{machine['implementation']} {machine['python']}"
+    )
+    if args.only:
+        sections = set(args.only)
+    elif args.server or args.url:
+        sections = set()
+    else:
+        sections = {"core", "e2e", "leak"} | ({"compare"} if args.compare else set())
+    rows: list[Row] = []
+    if "core" in sections:
+        _log("1-2. core hot path vs floor")
+        from .hotpath import run_hotpath
+
+        rows += run_hotpath(scale=size["core_scale"], repeats=size["core_repeats"])
+    if "e2e" in sections:
+        _log("3. end to end")
+        rows += e2e_rows(size)
+    if "leak" in sections:
+        _log("3. long runs")
+        rows += leak_rows(size)
+    if "compare" in sections:
+        _log("4. side by side with the official SDKs")
+        from .compare import compare_rows
+
+        rows += compare_rows(
+            requests=size["compare"],
+            slow_requests=size["slow"],
+            repeats=size["compare_repeats"],
+            log=_log,
+        )
+    if args.server or args.url:
+        _log("5. your server")
+        from .compare import server_rows
+
+        rows += server_rows(
+            command=args.server,
+            url=args.url,
+            requests=size["server"],
+            repeats=size["compare_repeats"],
+            log=_log,
+        )
+    profile_text, profile_data = ("", {})
+    if args.profile:
+        _log("profiling")
+        profile_text, profile_data = run_profile(size)
+    elapsed = time.perf_counter() - started
+    print(report.render(rows, markdown=args.markdown))
+    if profile_text:
+        print("\n" + profile_text)
+    print(
+        f"\n{mode} run, {elapsed:.0f} s, on {machine['cpu']} ({machine['cores']} cores), "
+        f"{machine['implementation']} {machine['python']}; gc enabled, collected before "
+        "each timed run; medians of "
+        f"{size['core_repeats']} (core) / {size['e2e_repeats']} (e2e) / "
+        f"{size['compare_repeats']} (compare) runs"
+    )
+    if args.json:
+        settings = {"mode": mode, **size, "elapsed_s": elapsed, "argv": sys.argv[1:]}
+        text = report.to_json(rows, machine=machine, settings=settings)
+        if profile_data:
+            import json
+
+            obj = json.loads(text)
+            obj["profile"] = profile_data
+            text = json.dumps(obj, indent=2)
+        Path(args.json).write_text(text + "\n")
+        _log(f"wrote {args.json}")
+    return 0

@@ -1,0 +1,394 @@
+"""Part 4 (``--compare``) and part 5 (``--server``, ``--url``): servers side by side.
+
+Theory of operation
+-------------------
+The official SDKs are installed on demand into the peers cache by
+``tests/interop/peers.py`` (the project's one installer: a separate venv for the Python
+SDK ``mcp``, an npm prefix for ``@modelcontextprotocol/sdk``), reused here as is.
+
+Rows, each with the same load (N echo calls, 1 or 100 in flight) on both sides:
+
+* **in-process**: our client and server in one process (:mod:`bench.ours`) against the
+  SDK's own client and server in one process (its in-memory streams, the ``initialize``
+  handshake and JSON-RPC, ``mode="legacy"``), run by :mod:`bench.peers.sdk_py_peer` in
+  the SDK's venv.  Both sides pay for their client and their server.
+* **stdio**, **Streamable HTTP (JSON)**, **Streamable HTTP (SSE)**: one server process
+  each (our :mod:`bench.echo_server`, the SDK's ``MCPServer``, the TypeScript SDK's
+  ``McpServer``), all driven by the same neutral load generator
+  (:mod:`bench.loadgen`), so only the server differs.
+
+``ratio`` is ours/theirs requests per second.  A side that cannot run (an SDK that did
+not install, a transport we have not built) leaves its cells empty with the reason in
+the row's note.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from .loadgen import HttpTarget, StdioTarget, TargetError, free_port, wait_for_port
+from .report import Row
+
+__all__ = ["compare_rows", "server_rows"]
+
+ROOT = Path(__file__).resolve().parent.parent
+PEERS = Path(__file__).resolve().parent / "peers"
+
+
+def _peers() -> Any:
+    """The project's peer installer module (tests/interop/peers.py)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from tests.interop import peers
+
+    return peers
+
+
+def sdk_python() -> tuple[str | None, str]:
+    """(python of the official Python SDK's venv, or None; why not)."""
+    try:
+        peers = _peers()
+    except ImportError as exc:
+        return None, f"installer not found ({exc})"
+    path = peers.python_sdk_python()
+    if path is None:
+        return None, peers.why_missing("python-sdk")
+    return str(path), ""
+
+
+def ts_server_command() -> tuple[list[str] | None, str | None, str]:
+    """(argv of the TypeScript SDK echo server, its cwd, why not)."""
+    try:
+        peers = _peers()
+    except ImportError as exc:
+        return None, None, f"installer not found ({exc})"
+    prefix = peers.ts_sdk_dir()
+    if prefix is None:
+        return None, None, peers.why_missing("ts-sdk")
+    node = peers.system_node() or peers.node22()
+    if node is None:
+        return None, None, "no node >= 18 on PATH and the node22 peer is unavailable"
+    # ESM resolves bare imports from the script's own folder upwards: put it in the prefix.
+    script = Path(prefix) / "mcp_ref_bench_echo.mjs"
+    source = (PEERS / "ts_echo_server.mjs").read_bytes()
+    if not script.exists() or script.read_bytes() != source:
+        script.write_bytes(source)
+    return [str(node), script.name], str(prefix), ""
+
+
+def _ours_stdio_command() -> tuple[list[str], str]:
+    """Our echo server command, and which layer it runs (``api`` or ``session``)."""
+    from .ours import NotBuilt, make_echo_server
+
+    try:
+        server = make_echo_server()
+        layer = "api" if hasattr(server, "run_stdio") else "session"
+    except NotBuilt:
+        layer = "session"
+    return [sys.executable, "-m", "bench.echo_server", layer], layer
+
+
+def _env() -> dict[str, str]:
+    return {"PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
+@contextlib.contextmanager
+def _http_server(argv: list[str], port: int, *, env: dict[str, str] | None = None) -> Iterator[int]:
+    """Start an HTTP server process, wait for its port, yield its pid; stop it after."""
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
+        cwd=str(ROOT),
+    )
+    try:
+        wait_for_port("127.0.0.1", port, proc=proc)
+        yield proc.pid
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+Measure = Callable[[int, int], dict[str, Any]]
+
+
+def _best(measure: Measure, requests: int, concurrency: int, repeats: int) -> dict[str, Any]:
+    """The median run (by requests per second) of ``repeats`` runs."""
+    runs = [measure(requests, concurrency) for _ in range(repeats)]
+    runs.sort(key=lambda r: r["req_per_s"])
+    return runs[(len(runs) - 1) // 2]
+
+
+def _stdio_measure(
+    argv: list[str], cwd: str | None = None, env: dict[str, str] | None = None
+) -> Measure:
+    def measure(requests: int, concurrency: int) -> dict[str, Any]:
+        with StdioTarget(argv, cwd=cwd, env=env) as target:
+            target.run(requests=min(200, requests), concurrency=concurrency)  # warm-up
+            return target.run(requests=requests, concurrency=concurrency)
+
+    return measure
+
+
+def _http_measure(
+    argv: list[str], path: str, env: dict[str, str] | None = None
+) -> Callable[[int], Measure]:
+    def with_port(port: int) -> Measure:
+        def measure(requests: int, concurrency: int) -> dict[str, Any]:
+            with (
+                _http_server(argv, port, env=env) as pid,
+                HttpTarget(f"http://127.0.0.1:{port}{path}", pid=pid) as target,
+            ):
+                target.run(requests=min(200, requests), concurrency=concurrency)
+                return target.run(requests=requests, concurrency=concurrency)
+
+        return measure
+
+    return with_port
+
+
+def _sdk_inproc(python: str) -> Measure:
+    def measure(requests: int, concurrency: int) -> dict[str, Any]:
+        out = subprocess.run(
+            [python, str(PEERS / "sdk_py_peer.py"), "inproc", str(requests), str(concurrency)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        if out.returncode != 0:
+            raise TargetError(f"SDK in-process run failed: {out.stderr.strip()[-500:]}")
+        result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+        return result
+
+    return measure
+
+
+def _ours_inproc() -> tuple[Measure | None, str, str]:
+    import trio
+
+    from .load import run_load
+    from .ours import NotBuilt, need, open_inproc, open_inproc_session
+
+    opener: Any = open_inproc
+    label = "client+server"
+    try:
+        need("mcp_ref.client", "open_client")
+        need("mcp_ref.server", "Server")
+    except NotBuilt:
+        opener, label = open_inproc_session, "session layer"
+        try:
+            need("mcp_ref.trio", "open_session")
+        except NotBuilt as exc:
+            return None, label, f"n/a (not built yet: {exc})"
+
+    def measure(requests: int, concurrency: int) -> dict[str, Any]:
+        async def main() -> dict[str, Any]:
+            async with opener() as target:
+                return await run_load(
+                    target, requests=requests, concurrency=concurrency, in_process=True
+                )
+
+        result: dict[str, Any] = trio.run(main)
+        return result
+
+    return measure, label, ""
+
+
+def _pair_row(
+    name: str,
+    ours: Measure | None,
+    theirs: Measure | None,
+    *,
+    requests: int,
+    concurrency: int,
+    repeats: int,
+    why_not_ours: str = "",
+    why_not_theirs: str = "",
+    log: Callable[[str], None],
+) -> Row:
+    metrics: dict[str, float | None] = {}
+    notes = []
+    detail: dict[str, Any] = {"requests": requests, "concurrency": concurrency}
+    for side, measure, why in (("ours", ours, why_not_ours), ("theirs", theirs, why_not_theirs)):
+        if measure is None:
+            notes.append(f"{side}: {why}")
+            continue
+        log(f"  {name} [{side}]")
+        try:
+            result = _best(measure, requests, concurrency, repeats)
+        except (TargetError, OSError, subprocess.SubprocessError, ValueError) as exc:
+            notes.append(f"{side}: failed: {exc}")
+            continue
+        detail[side] = result
+        metrics[f"{side}_req_per_s"] = result.get("req_per_s")
+        metrics[f"{side}_p50_ms"] = result.get("p50_ms")
+        metrics[f"{side}_server_cpu_us"] = result.get("server_cpu_us")
+    if metrics.get("ours_req_per_s") and metrics.get("theirs_req_per_s"):
+        metrics["ratio"] = metrics["ours_req_per_s"] / metrics["theirs_req_per_s"]  # type: ignore[operator]
+    return Row("compare", name, metrics, note="; ".join(notes) or None, detail=detail)
+
+
+def compare_rows(
+    *, requests: int, slow_requests: int, repeats: int, log: Callable[[str], None]
+) -> list[Row]:
+    """Every side-by-side row.
+
+    Args:
+        requests: calls per run against our servers and the TypeScript SDK.
+        slow_requests: calls per run where the official Python SDK is one side (it is
+            several times slower; fewer calls keep the run short).
+        repeats: runs per side; the median is kept.
+        log: progress messages (to stderr).
+    """
+    rows = []
+    python, why_py = sdk_python()
+    ours_in, layer, why_in = _ours_inproc()
+    ours_argv, stdio_layer = _ours_stdio_command()
+    ours_stdio = _stdio_measure(ours_argv, cwd=str(ROOT), env=_env())
+    for c in (1, 100):
+        rows.append(
+            _pair_row(
+                f"in-process x{c} vs Python SDK ({layer})",
+                ours_in,
+                _sdk_inproc(python) if python else None,
+                requests=slow_requests,
+                concurrency=c,
+                repeats=repeats,
+                why_not_ours=why_in,
+                why_not_theirs=f"n/a ({why_py})",
+                log=log,
+            )
+        )
+    sdk_stdio = (
+        _stdio_measure([python, str(PEERS / "sdk_py_peer.py"), "serve-stdio"]) if python else None
+    )
+    for c in (1, 100):
+        rows.append(
+            _pair_row(
+                f"stdio x{c} vs Python SDK ({stdio_layer})",
+                ours_stdio,
+                sdk_stdio,
+                requests=slow_requests,
+                concurrency=c,
+                repeats=repeats,
+                why_not_theirs=f"n/a ({why_py})",
+                log=log,
+            )
+        )
+    ts_argv, ts_cwd, why_ts = ts_server_command()
+    ts_stdio = _stdio_measure(ts_argv, cwd=ts_cwd) if ts_argv else None
+    for c in (1, 100):
+        rows.append(
+            _pair_row(
+                f"stdio x{c} vs TypeScript SDK ({stdio_layer})",
+                ours_stdio,
+                ts_stdio,
+                requests=requests,
+                concurrency=c,
+                repeats=repeats,
+                why_not_theirs=f"n/a ({why_ts})",
+                log=log,
+            )
+        )
+    for mode in ("json", "sse"):
+        ours_http, why_http = _ours_http(mode)
+        theirs_http = None
+        if python:
+            port = free_port()
+            theirs_http = _http_measure(
+                [python, str(PEERS / "sdk_py_peer.py"), "serve-http", str(port), mode], "/mcp"
+            )(port)
+        for c in (1, 100):
+            rows.append(
+                _pair_row(
+                    f"HTTP {mode.upper()} x{c} vs Python SDK",
+                    ours_http,
+                    theirs_http,
+                    requests=slow_requests,
+                    concurrency=c,
+                    repeats=repeats,
+                    why_not_ours=why_http,
+                    why_not_theirs=f"n/a ({why_py})",
+                    log=log,
+                )
+            )
+    return rows
+
+
+def _ours_http(mode: str) -> tuple[Measure | None, str]:
+    """Our Streamable HTTP echo server, when built (see :mod:`bench.echo_server`)."""
+    from .echo_server import http_server_available
+
+    ok, why = http_server_available()
+    if not ok:
+        return None, f"n/a (not built yet: {why})"
+    port = free_port()
+    argv = [sys.executable, "-m", "bench.echo_server", "http", str(port), mode]
+    return _http_measure(argv, "/mcp", env=_env())(port), ""
+
+
+def server_rows(
+    *, command: str | None, url: str | None, requests: int, repeats: int, log: Callable[[str], None]
+) -> list[Row]:
+    """Part 5: the load against the user's server (``--server "CMD"`` or ``--url URL``)."""
+    import shlex
+
+    rows = []
+    targets: list[tuple[str, Measure]] = []
+    if command:
+        argv = shlex.split(command)
+        if argv and shutil.which(argv[0]) is None and not Path(argv[0]).exists():
+            rows.append(Row("server", f"stdio: {command}", note=f"n/a ({argv[0]} not found)"))
+        else:
+            targets.append((f"stdio: {command}", _stdio_measure(argv)))
+    if url:
+
+        def measure_url(requests: int, concurrency: int) -> dict[str, Any]:
+            with HttpTarget(url) as target:
+                target.run(requests=min(200, requests), concurrency=concurrency)
+                return target.run(requests=requests, concurrency=concurrency)
+
+        targets.append((f"HTTP: {url}", measure_url))
+    for name, measure in targets:
+        for c in (1, 100):
+            log(f"  {name} x{c}")
+            try:
+                result = _best(measure, requests, c, repeats)
+            except (TargetError, OSError, subprocess.SubprocessError, ValueError) as exc:
+                rows.append(Row("server", f"{name} x{c}", note=f"failed: {exc}"))
+                continue
+            rows.append(
+                Row(
+                    "server",
+                    f"{name} x{c}",
+                    {k: result.get(k) for k in _E2E_KEYS},
+                    detail={"requests": requests, "concurrency": c},
+                )
+            )
+    return rows
+
+
+_E2E_KEYS = (
+    "req_per_s",
+    "p50_ms",
+    "p99_ms",
+    "client_cpu_us",
+    "server_cpu_us",
+    "peak_rss_mb",
+    "rss_growth_kb",
+)

@@ -1,0 +1,87 @@
+"""The bench's stdio echo server on mcp-ref: ``python -m bench.echo_server [api|session]``.
+
+One tool, ``echo(text) -> text``, like the echo servers the bench runs on the official
+SDKs, so the stdio rows compare like with like.
+
+* ``api`` (the default): our high-level server, ``mcp_ref.server.Server``, with the tool
+  declared by a decorator, served by ``server.run_stdio()``;
+* ``http PORT json|sse``: our high-level server on Streamable HTTP at
+  ``http://127.0.0.1:PORT/mcp``, answering with JSON bodies or SSE streams (once the HTTP
+  driver exists: see :func:`http_server_available`);
+* ``session``: the trio session layer alone (``mcp_ref.trio.open_session`` over stdin
+  and stdout) with a bare handler, for when the high-level server is not built, and to
+  show what the high-level server adds.
+
+It writes nothing but MCP messages to stdout; logs go to stderr.  It returns at end of
+input.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+async def _serve_session() -> None:
+    import trio
+
+    from mcp_ref import SERVER
+    from mcp_ref.trio import StreamChannel, open_session
+
+    from .ours import _EchoHandler
+
+    stdin = trio.lowlevel.FdStream(0)
+    stdout = trio.lowlevel.FdStream(1)
+    channel = StreamChannel(stdout, stdin)
+    async with open_session(channel, SERVER, _EchoHandler()) as session:
+        await session.wait_closed()
+
+
+def main(argv: list[str]) -> int:
+    """Serve on stdio until end of input; exit code 0, 2 for a bad argument."""
+    layer = argv[0] if argv else "api"
+    if layer == "api":
+        from .ours import make_echo_server
+
+        server = make_echo_server()
+        server.run_stdio()
+        return 0
+    if layer == "http":
+        from .ours import make_echo_server
+
+        ok, why = http_server_available()
+        if not ok:
+            print(f"the HTTP server is not built yet: {why}", file=sys.stderr)
+            return 2
+        server = make_echo_server()
+        server.run_http(host="127.0.0.1", port=int(argv[1]), json_response=argv[2] == "json")
+        return 0
+    if layer == "session":
+        import trio
+
+        trio.run(_serve_session)
+        return 0
+    print(
+        f"usage: python -m bench.echo_server [api|session|http PORT json|sse], not {layer!r}",
+        file=sys.stderr,
+    )
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
+
+
+def http_server_available() -> tuple[bool, str]:
+    """Whether our Streamable HTTP server can run the echo server: ``(ok, what is missing)``.
+
+    Looks for ``mcp_ref.server.Server.run_http`` (host, port, json_response keyword).
+    """
+    from .ours import NotBuilt, need
+
+    try:
+        server_cls = need("mcp_ref.server", "Server")
+    except NotBuilt as exc:
+        return False, str(exc)
+    if not hasattr(server_cls, "run_http"):
+        return False, "mcp_ref.server.Server.run_http"
+    return True, ""

@@ -1,0 +1,196 @@
+"""mcp-ref's own client and server, wired for the end-to-end rows (part 3).
+
+Theory of operation
+-------------------
+Each ``open_*`` function is an async context manager (run under trio) that yields a
+:class:`~bench.load.Target`: ``await target.call(text) -> text``, one ``tools/call`` of
+the ``echo`` tool, plus the server's pid when it runs in another process.
+
+* :func:`open_inproc_session`: the trio session layer alone (``mcp_ref.trio.open_session``
+  on both sides of :func:`mcp_ref.trio.memory_channel_pair`), with a bench handler that
+  answers ``initialize`` and ``tools/call``.  It shows what the high-level client and
+  server add on top.
+* :func:`open_inproc`: our high-level client and server (``mcp_ref.client`` /
+  ``mcp_ref.server``) over the same in-memory channels.
+* :func:`open_stdio`: our client starting our server as a subprocess over stdio.
+* HTTP and WebSocket: once their drivers exist.
+
+Pieces that are not built yet raise :class:`NotBuilt`, which the table shows as
+``n/a (not built yet)``; the check is an import, so a row appears by itself the day its
+module lands.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from mcp_ref import types as t
+
+from .load import Target
+
+__all__ = ["ECHO_SERVER", "NotBuilt", "open_inproc", "open_inproc_session", "open_stdio"]
+
+ROOT = Path(__file__).resolve().parent.parent
+ECHO_SERVER = [sys.executable, "-m", "bench.echo_server"]
+"""Our stdio echo server command (see :mod:`bench.echo_server`); run from the repo root."""
+
+
+class NotBuilt(Exception):
+    """A piece of mcp-ref this row needs does not exist yet; ``str()`` names it."""
+
+
+def need(module: str, *names: str) -> Any:
+    """Import ``module`` and return it (or the attribute ``names[0]``, ...).
+
+    Raises:
+        NotBuilt: the module or a name is missing.
+    """
+    try:
+        mod = importlib.import_module(module)
+    except ImportError as exc:
+        raise NotBuilt(f"{module} ({exc})") from None
+    found = []
+    for name in names:
+        if not hasattr(mod, name):
+            raise NotBuilt(f"{module}.{name}")
+        found.append(getattr(mod, name))
+    if not names:
+        return mod
+    return found[0] if len(found) == 1 else tuple(found)
+
+
+_CLIENT_INFO = t.Implementation(name="mcp-ref-bench", version="1")
+_SERVER_INFO = t.Implementation(name="mcp-ref-bench-echo", version="1")
+
+
+class _EchoHandler:
+    """A bare session handler: answers ``initialize`` and ``tools/call`` of ``echo``."""
+
+    async def handle_request(self, ctx: Any) -> Any:
+        if ctx.method == "tools/call":
+            return t.CallToolResult(content=[t.TextContent(text=ctx.params.arguments["text"])])
+        if ctx.method == "initialize":
+            conn = ctx.session.connection
+            return t.InitializeResult(
+                protocol_version=conn.negotiated_version_for(ctx.params.protocol_version),
+                capabilities=t.ServerCapabilities(tools=t.ServerCapabilitiesTools()),
+                server_info=_SERVER_INFO,
+            )
+        raise need("mcp_ref", "McpError")(-32601, f"method not found: {ctx.method}")
+
+    async def handle_notification(self, session: Any, notification: Any) -> None:
+        return None
+
+
+class _NoHandler:
+    async def handle_request(self, ctx: Any) -> Any:
+        raise need("mcp_ref", "McpError")(-32601, "the bench client answers nothing")
+
+    async def handle_notification(self, session: Any, notification: Any) -> None:
+        return None
+
+
+@contextlib.asynccontextmanager
+async def open_inproc_session() -> AsyncIterator[Target]:
+    """Client and server sessions (no high-level API) over in-memory channels."""
+    open_session, memory_channel_pair = need("mcp_ref.trio", "open_session", "memory_channel_pair")
+    from mcp_ref import CLIENT, SERVER
+
+    a, b = memory_channel_pair(1024)
+    async with (
+        open_session(b, SERVER, _EchoHandler()) as _server,
+        open_session(a, CLIENT, _NoHandler()) as client,
+    ):
+        await client.send_request(
+            "initialize",
+            t.InitializeRequestParams(
+                protocol_version="2025-06-18",
+                capabilities=t.ClientCapabilities(),
+                client_info=_CLIENT_INFO,
+            ),
+        )
+        await client.send_notification("notifications/initialized")
+        send_request = client.send_request
+        Params = t.CallToolRequestParams
+
+        async def call(text: str) -> str:
+            result = await send_request("tools/call", Params(name="echo", arguments={"text": text}))
+            out: str = result.content[0].text
+            return out
+
+        yield Target(call, None, "mcp-ref sessions, in process")
+
+
+def make_echo_server() -> Any:
+    """Our high-level server with the bench's one tool, ``echo(text) -> text``.
+
+    Raises:
+        NotBuilt: ``mcp_ref.server.Server`` does not exist yet.
+    """
+    server_cls = need("mcp_ref.server", "Server")
+    server = server_cls("mcp-ref-bench-echo")
+
+    @server.tool()
+    async def echo(text: str) -> str:
+        """Return the text unchanged."""
+        return text
+
+    return server
+
+
+def _text_of(result: Any) -> str:
+    out: str = result.content[0].text
+    return out
+
+
+@contextlib.asynccontextmanager
+async def open_inproc() -> AsyncIterator[Target]:
+    """Our client and our server in this process over in-memory channels."""
+    open_client = need("mcp_ref.client", "open_client")
+    memory_channel_pair = need("mcp_ref.trio", "memory_channel_pair")
+    server = make_echo_server()
+    a, b = memory_channel_pair(1024)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.serve, b)
+        async with open_client(a) as client:
+            call_tool = client.call_tool
+
+            async def call(text: str) -> str:
+                return _text_of(await call_tool("echo", {"text": text}))
+
+            yield Target(call, None, "mcp-ref client + server, in process")
+        nursery.cancel_scope.cancel()
+
+
+@contextlib.asynccontextmanager
+async def open_stdio() -> AsyncIterator[Target]:
+    """Our client driving our echo server as a subprocess over stdio."""
+    open_stdio_client = need("mcp_ref.client", "open_stdio_client")
+    make_echo_server()  # fail early (NotBuilt) when the server API is missing
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    async with open_stdio_client(ECHO_SERVER, env=env, cwd=str(ROOT)) as client:
+        call_tool = client.call_tool
+        pid = _pid_of(client)
+
+        async def call(text: str) -> str:
+            return _text_of(await call_tool("echo", {"text": text}))
+
+        yield Target(call, pid, "mcp-ref client -> mcp-ref server (stdio)")
+
+
+def _pid_of(client: Any) -> int | None:
+    """The server subprocess's pid, if the client exposes its process."""
+    for attr in ("process", "_process", "proc"):
+        proc = getattr(client, attr, None)
+        if proc is not None and hasattr(proc, "pid"):
+            pid: int = proc.pid
+            return pid
+    return None
