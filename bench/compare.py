@@ -30,7 +30,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -123,48 +123,61 @@ def _http_server(argv: list[str], port: int, *, env: dict[str, str] | None = Non
             proc.wait()
 
 
-Measure = Callable[[int, int], dict[str, Any]]
+Measure = Callable[[int, Sequence[int]], dict[int, dict[str, Any]]]
+"""``measure(requests, concurrencies) -> {concurrency: metrics}``: one server start (or
+one SDK process) serves every concurrency, after a warm-up."""
 
 
-def _best(measure: Measure, requests: int, concurrency: int, repeats: int) -> dict[str, Any]:
-    """The median run (by requests per second) of ``repeats`` runs."""
-    runs = [measure(requests, concurrency) for _ in range(repeats)]
-    runs.sort(key=lambda r: r["req_per_s"])
-    return runs[(len(runs) - 1) // 2]
+def _median_runs(
+    measure: Measure, requests: int, concurrencies: Sequence[int], repeats: int
+) -> dict[int, dict[str, Any]]:
+    """Per concurrency, the median run (by requests per second) of ``repeats`` runs."""
+    runs = [measure(requests, concurrencies) for _ in range(repeats)]
+    out = {}
+    for c in concurrencies:
+        mine = sorted((r[c] for r in runs), key=lambda r: r["req_per_s"])
+        out[c] = mine[(len(mine) - 1) // 2]
+    return out
+
+
+def _drive(
+    target: StdioTarget | HttpTarget, requests: int, concurrencies: Sequence[int]
+) -> dict[int, dict[str, Any]]:
+    target.run(requests=min(200, requests), concurrency=max(concurrencies))  # warm-up
+    return {c: target.run(requests=requests, concurrency=c) for c in concurrencies}
 
 
 def _stdio_measure(
     argv: list[str], cwd: str | None = None, env: dict[str, str] | None = None
 ) -> Measure:
-    def measure(requests: int, concurrency: int) -> dict[str, Any]:
+    def measure(requests: int, concurrencies: Sequence[int]) -> dict[int, dict[str, Any]]:
         with StdioTarget(argv, cwd=cwd, env=env) as target:
-            target.run(requests=min(200, requests), concurrency=concurrency)  # warm-up
-            return target.run(requests=requests, concurrency=concurrency)
+            return _drive(target, requests, concurrencies)
 
     return measure
 
 
-def _http_measure(
-    argv: list[str], path: str, env: dict[str, str] | None = None
-) -> Callable[[int], Measure]:
-    def with_port(port: int) -> Measure:
-        def measure(requests: int, concurrency: int) -> dict[str, Any]:
-            with (
-                _http_server(argv, port, env=env) as pid,
-                HttpTarget(f"http://127.0.0.1:{port}{path}", pid=pid) as target,
-            ):
-                target.run(requests=min(200, requests), concurrency=concurrency)
-                return target.run(requests=requests, concurrency=concurrency)
+def _http_measure(argv: list[str], port: int, env: dict[str, str] | None = None) -> Measure:
+    def measure(requests: int, concurrencies: Sequence[int]) -> dict[int, dict[str, Any]]:
+        with (
+            _http_server(argv, port, env=env) as pid,
+            HttpTarget(f"http://127.0.0.1:{port}/mcp", pid=pid) as target,
+        ):
+            return _drive(target, requests, concurrencies)
 
-        return measure
-
-    return with_port
+    return measure
 
 
 def _sdk_inproc(python: str) -> Measure:
-    def measure(requests: int, concurrency: int) -> dict[str, Any]:
+    def measure(requests: int, concurrencies: Sequence[int]) -> dict[int, dict[str, Any]]:
         out = subprocess.run(
-            [python, str(PEERS / "sdk_py_peer.py"), "inproc", str(requests), str(concurrency)],
+            [
+                python,
+                str(PEERS / "sdk_py_peer.py"),
+                "inproc",
+                str(requests),
+                ",".join(map(str, concurrencies)),
+            ],
             capture_output=True,
             text=True,
             timeout=600,
@@ -172,8 +185,8 @@ def _sdk_inproc(python: str) -> Measure:
         )
         if out.returncode != 0:
             raise TargetError(f"SDK in-process run failed: {out.stderr.strip()[-500:]}")
-        result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
-        return result
+        result = json.loads(out.stdout.strip().splitlines()[-1])
+        return {int(k): v for k, v in result.items()}
 
     return measure
 
@@ -196,51 +209,61 @@ def _ours_inproc() -> tuple[Measure | None, str, str]:
         except NotBuilt as exc:
             return None, label, f"n/a (not built yet: {exc})"
 
-    def measure(requests: int, concurrency: int) -> dict[str, Any]:
-        async def main() -> dict[str, Any]:
+    def measure(requests: int, concurrencies: Sequence[int]) -> dict[int, dict[str, Any]]:
+        async def main() -> dict[int, dict[str, Any]]:
             async with opener() as target:
-                return await run_load(
-                    target, requests=requests, concurrency=concurrency, in_process=True
-                )
+                return {
+                    c: await run_load(target, requests=requests, concurrency=c, in_process=True)
+                    for c in concurrencies
+                }
 
-        result: dict[str, Any] = trio.run(main)
+        result: dict[int, dict[str, Any]] = trio.run(main)
         return result
 
     return measure, label, ""
 
 
-def _pair_row(
+def _pair_rows(
     name: str,
     ours: Measure | None,
     theirs: Measure | None,
     *,
     requests: int,
-    concurrency: int,
     repeats: int,
     why_not_ours: str = "",
     why_not_theirs: str = "",
     log: Callable[[str], None],
-) -> Row:
-    metrics: dict[str, float | None] = {}
-    notes = []
-    detail: dict[str, Any] = {"requests": requests, "concurrency": concurrency}
+    concurrencies: Sequence[int] = (1, 100),
+) -> list[Row]:
+    """One row per concurrency: ``name`` with ``{c}`` replaced by it."""
+    results: dict[str, dict[int, dict[str, Any]]] = {}
+    notes: list[str] = []
     for side, measure, why in (("ours", ours, why_not_ours), ("theirs", theirs, why_not_theirs)):
         if measure is None:
             notes.append(f"{side}: {why}")
             continue
-        log(f"  {name} [{side}]")
+        log(f"  {name.format(c='*')} [{side}]")
         try:
-            result = _best(measure, requests, concurrency, repeats)
+            results[side] = _median_runs(measure, requests, concurrencies, repeats)
         except (TargetError, OSError, subprocess.SubprocessError, ValueError) as exc:
             notes.append(f"{side}: failed: {exc}")
-            continue
-        detail[side] = result
-        metrics[f"{side}_req_per_s"] = result.get("req_per_s")
-        metrics[f"{side}_p50_ms"] = result.get("p50_ms")
-        metrics[f"{side}_server_cpu_us"] = result.get("server_cpu_us")
-    if metrics.get("ours_req_per_s") and metrics.get("theirs_req_per_s"):
-        metrics["ratio"] = metrics["ours_req_per_s"] / metrics["theirs_req_per_s"]  # type: ignore[operator]
-    return Row("compare", name, metrics, note="; ".join(notes) or None, detail=detail)
+    rows = []
+    for c in concurrencies:
+        metrics: dict[str, float | None] = {}
+        detail: dict[str, Any] = {"requests": requests, "concurrency": c}
+        for side, per_c in results.items():
+            result = per_c[c]
+            detail[side] = result
+            metrics[f"{side}_req_per_s"] = result.get("req_per_s")
+            metrics[f"{side}_p50_ms"] = result.get("p50_ms")
+            metrics[f"{side}_server_cpu_us"] = result.get("server_cpu_us")
+        ours_rate, theirs_rate = metrics.get("ours_req_per_s"), metrics.get("theirs_req_per_s")
+        if ours_rate and theirs_rate:
+            metrics["ratio"] = ours_rate / theirs_rate
+        rows.append(
+            Row("compare", name.format(c=c), metrics, note="; ".join(notes) or None, detail=detail)
+        )
+    return rows
 
 
 def compare_rows(
@@ -255,78 +278,57 @@ def compare_rows(
         repeats: runs per side; the median is kept.
         log: progress messages (to stderr).
     """
-    rows = []
+    rows: list[Row] = []
     python, why_py = sdk_python()
     ours_in, layer, why_in = _ours_inproc()
     ours_argv, stdio_layer = _ours_stdio_command()
     ours_stdio = _stdio_measure(ours_argv, cwd=str(ROOT), env=_env())
-    for c in (1, 100):
-        rows.append(
-            _pair_row(
-                f"in-process x{c} vs Python SDK ({layer})",
-                ours_in,
-                _sdk_inproc(python) if python else None,
-                requests=slow_requests,
-                concurrency=c,
-                repeats=repeats,
-                why_not_ours=why_in,
-                why_not_theirs=f"n/a ({why_py})",
-                log=log,
-            )
-        )
+    common: dict[str, Any] = {"repeats": repeats, "log": log}
+    rows += _pair_rows(
+        f"in-process x{{c}} vs Python SDK ({layer})",
+        ours_in,
+        _sdk_inproc(python) if python else None,
+        requests=slow_requests,
+        why_not_ours=why_in,
+        why_not_theirs=f"n/a ({why_py})",
+        **common,
+    )
     sdk_stdio = (
         _stdio_measure([python, str(PEERS / "sdk_py_peer.py"), "serve-stdio"]) if python else None
     )
-    for c in (1, 100):
-        rows.append(
-            _pair_row(
-                f"stdio x{c} vs Python SDK ({stdio_layer})",
-                ours_stdio,
-                sdk_stdio,
-                requests=slow_requests,
-                concurrency=c,
-                repeats=repeats,
-                why_not_theirs=f"n/a ({why_py})",
-                log=log,
-            )
-        )
+    rows += _pair_rows(
+        f"stdio x{{c}} vs Python SDK ({stdio_layer})",
+        ours_stdio,
+        sdk_stdio,
+        requests=slow_requests,
+        why_not_theirs=f"n/a ({why_py})",
+        **common,
+    )
     ts_argv, ts_cwd, why_ts = ts_server_command()
-    ts_stdio = _stdio_measure(ts_argv, cwd=ts_cwd) if ts_argv else None
-    for c in (1, 100):
-        rows.append(
-            _pair_row(
-                f"stdio x{c} vs TypeScript SDK ({stdio_layer})",
-                ours_stdio,
-                ts_stdio,
-                requests=requests,
-                concurrency=c,
-                repeats=repeats,
-                why_not_theirs=f"n/a ({why_ts})",
-                log=log,
-            )
-        )
+    rows += _pair_rows(
+        f"stdio x{{c}} vs TypeScript SDK ({stdio_layer})",
+        ours_stdio,
+        _stdio_measure(ts_argv, cwd=ts_cwd) if ts_argv else None,
+        requests=requests,
+        why_not_theirs=f"n/a ({why_ts})",
+        **common,
+    )
     for mode in ("json", "sse"):
         ours_http, why_http = _ours_http(mode)
         theirs_http = None
         if python:
             port = free_port()
-            theirs_http = _http_measure(
-                [python, str(PEERS / "sdk_py_peer.py"), "serve-http", str(port), mode], "/mcp"
-            )(port)
-        for c in (1, 100):
-            rows.append(
-                _pair_row(
-                    f"HTTP {mode.upper()} x{c} vs Python SDK",
-                    ours_http,
-                    theirs_http,
-                    requests=slow_requests,
-                    concurrency=c,
-                    repeats=repeats,
-                    why_not_ours=why_http,
-                    why_not_theirs=f"n/a ({why_py})",
-                    log=log,
-                )
-            )
+            argv = [python, str(PEERS / "sdk_py_peer.py"), "serve-http", str(port), mode]
+            theirs_http = _http_measure(argv, port)
+        rows += _pair_rows(
+            f"HTTP {mode.upper()} x{{c}} vs Python SDK",
+            ours_http,
+            theirs_http,
+            requests=slow_requests,
+            why_not_ours=why_http,
+            why_not_theirs=f"n/a ({why_py})",
+            **common,
+        )
     return rows
 
 
@@ -339,7 +341,7 @@ def _ours_http(mode: str) -> tuple[Measure | None, str]:
         return None, f"n/a (not built yet: {why})"
     port = free_port()
     argv = [sys.executable, "-m", "bench.echo_server", "http", str(port), mode]
-    return _http_measure(argv, "/mcp", env=_env())(port), ""
+    return _http_measure(argv, port, env=_env()), ""
 
 
 def server_rows(
@@ -348,7 +350,7 @@ def server_rows(
     """Part 5: the load against the user's server (``--server "CMD"`` or ``--url URL``)."""
     import shlex
 
-    rows = []
+    rows: list[Row] = []
     targets: list[tuple[str, Measure]] = []
     if command:
         argv = shlex.split(command)
@@ -358,20 +360,19 @@ def server_rows(
             targets.append((f"stdio: {command}", _stdio_measure(argv)))
     if url:
 
-        def measure_url(requests: int, concurrency: int) -> dict[str, Any]:
+        def measure_url(requests: int, concurrencies: Sequence[int]) -> dict[int, dict[str, Any]]:
             with HttpTarget(url) as target:
-                target.run(requests=min(200, requests), concurrency=concurrency)
-                return target.run(requests=requests, concurrency=concurrency)
+                return _drive(target, requests, concurrencies)
 
         targets.append((f"HTTP: {url}", measure_url))
     for name, measure in targets:
-        for c in (1, 100):
-            log(f"  {name} x{c}")
-            try:
-                result = _best(measure, requests, c, repeats)
-            except (TargetError, OSError, subprocess.SubprocessError, ValueError) as exc:
-                rows.append(Row("server", f"{name} x{c}", note=f"failed: {exc}"))
-                continue
+        log(f"  {name}")
+        try:
+            results = _median_runs(measure, requests, (1, 100), repeats)
+        except (TargetError, OSError, subprocess.SubprocessError, ValueError) as exc:
+            rows.append(Row("server", name, note=f"failed: {exc}"))
+            continue
+        for c, result in results.items():
             rows.append(
                 Row(
                     "server",

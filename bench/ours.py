@@ -136,7 +136,7 @@ def make_echo_server() -> Any:
         NotBuilt: ``mcp_ref.server.Server`` does not exist yet.
     """
     server_cls = need("mcp_ref.server", "Server")
-    server = server_cls("mcp-ref-bench-echo")
+    server = server_cls("mcp-ref-bench-echo", "1")
 
     @server.tool()
     async def echo(text: str) -> str:
@@ -176,7 +176,7 @@ async def open_stdio() -> AsyncIterator[Target]:
     open_stdio_client = need("mcp_ref.client", "open_stdio_client")
     make_echo_server()  # fail early (NotBuilt) when the server API is missing
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    async with open_stdio_client(ECHO_SERVER, env=env, cwd=str(ROOT)) as client:
+    async with open_stdio_client(ECHO_SERVER, env=env, cwd=str(ROOT), stderr="discard") as client:
         call_tool = client.call_tool
         pid = _pid_of(client)
 
