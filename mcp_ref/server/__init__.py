@@ -1,0 +1,85 @@
+"""The high-level MCP server: tools, resources, prompts and completions from plain
+Python functions.
+
+Quick start::
+
+    from mcp_ref.server import Context, Server
+
+    server = Server("demo", "1.0")
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        '''Add two numbers.
+
+        Args:
+            a: the first number.
+            b: the second number.
+        '''
+        return a + b
+
+    @server.resource("demo://greeting", mime_type="text/plain")
+    def greeting() -> str:
+        return "hello"
+
+    @server.prompt()
+    def review(code: str) -> str:
+        '''Ask for a code review.'''
+        return f"Please review:\\n{code}"
+
+    if __name__ == "__main__":
+        server.run_stdio()
+
+The pieces, one module each: :mod:`._server` (the :class:`Server`: registries,
+dispatch, capabilities, sessions), :mod:`._tools`, :mod:`._resources` (with
+:mod:`._uritemplate`, RFC 6570), :mod:`._prompts`, :mod:`._completion`, :mod:`._logging`,
+:mod:`._context` (what a handler gets), :mod:`._schema` and :mod:`._arguments` (JSON
+Schema from annotations, strict argument conversion), :mod:`._functions` (sync/async
+calls), :mod:`._content` (content helpers).
+"""
+
+from ._completion import MAX_VALUES, CompletionDef
+from ._content import (
+    assistant,
+    audio,
+    blob_resource,
+    embedded,
+    image,
+    resource_link,
+    text,
+    user,
+)
+from ._context import Context
+from ._logging import LEVELS, LogPolicy
+from ._prompts import PromptDef
+from ._resources import ResourceDef, TemplateDef
+from ._schema import schema_for
+from ._server import ResourceNotFound, Server
+from ._tools import ToolDef, ToolError, jsonschema_available
+from ._uritemplate import UriTemplate, UriTemplateError
+
+__all__ = [
+    "LEVELS",
+    "MAX_VALUES",
+    "CompletionDef",
+    "Context",
+    "LogPolicy",
+    "PromptDef",
+    "ResourceDef",
+    "ResourceNotFound",
+    "Server",
+    "TemplateDef",
+    "ToolDef",
+    "ToolError",
+    "UriTemplate",
+    "UriTemplateError",
+    "assistant",
+    "audio",
+    "blob_resource",
+    "embedded",
+    "image",
+    "jsonschema_available",
+    "resource_link",
+    "schema_for",
+    "text",
+    "user",
+]

@@ -1,0 +1,223 @@
+"""The :class:`Context` a handler receives: logging, progress, requests to the client.
+
+Theory of operation
+-------------------
+A tool, resource, prompt or completion function asks for the context by declaring a
+parameter annotated with :class:`Context` (any name: ``ctx: Context``).  The server
+builds one per request; it wraps the session's :class:`~mcp_ref.trio.RequestContext`,
+so everything sent through it is tagged with the request it belongs to (Streamable
+HTTP routes those messages onto the request's stream).
+
+Cancellation: a handler runs inside the request's cancel scope.  When the client sends
+``notifications/cancelled`` the scope is cancelled: an async handler is interrupted at
+its next checkpoint; a sync handler running in a worker thread cannot be interrupted,
+its result is abandoned (:attr:`Context.cancelled` lets it notice and stop early).
+
+The methods are async.  A sync handler in a worker thread calls them through trio:
+``trio.from_thread.run(ctx.log, "info", "hello")``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .. import types as t
+from .._convert import ConversionError, structure
+from .._methods import capability_present
+from ._logging import LogPolicy, send_log
+
+if TYPE_CHECKING:
+    import trio
+
+    from ..trio import RequestContext, Session
+
+__all__ = ["Context"]
+
+
+class Context:
+    """Per-request access to the session, for handler functions.
+
+    Attributes:
+        request: the session's :class:`~mcp_ref.trio.RequestContext`.
+        server: the :class:`~mcp_ref.server.Server` handling the request.
+    """
+
+    __slots__ = ("_log_policy", "request", "server")
+
+    def __init__(self, request: RequestContext, server: Any, log_policy: LogPolicy) -> None:
+        self.request = request
+        self.server = server
+        self._log_policy = log_policy
+
+    @property
+    def session(self) -> Session:
+        """The :class:`~mcp_ref.trio.Session` the request arrived on."""
+        return self.request.session
+
+    @property
+    def request_id(self) -> Any:
+        """The request's id, exactly as the client sent it."""
+        return self.request.request_id
+
+    @property
+    def progress_token(self) -> str | int | None:
+        """The request's ``_meta.progressToken``, or None."""
+        return self.request.progress_token
+
+    @property
+    def cancel_scope(self) -> trio.CancelScope:
+        """The scope the handler runs in; cancelled when the client cancels."""
+        return self.request.cancel_scope
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the client cancelled the request (or the session closed).
+
+        Source: 2025-06-18/basic/utilities/cancellation#behavior-requirements.3.
+        """
+        return self.request.cancel_scope.cancel_called
+
+    @property
+    def client_capabilities(self) -> t.ClientCapabilities | None:
+        """What the client declared in ``initialize``."""
+        caps = self.request.session.peer_capabilities
+        return caps if isinstance(caps, t.ClientCapabilities) else None
+
+    def client_supports(self, *path: str) -> bool:
+        """Whether the client declared a capability, e.g. ``("sampling",)``,
+        ``("elicitation",)``, ``("roots", "list_changed")``."""
+        return capability_present(self.request.session.peer_capabilities, path)
+
+    async def log(self, level: str, data: Any, logger: str | None = None) -> bool:
+        """Send a log message to the client, if its level allows (see :mod:`._logging`).
+
+        Args:
+            level: ``"debug"``, ``"info"``, ``"notice"``, ``"warning"``, ``"error"``,
+                ``"critical"``, ``"alert"`` or ``"emergency"``.
+            data: any JSON-serializable value.  Never put secrets or personal data in it
+                (2025-06-18/server/utilities/logging#security.1).
+            logger: an optional logger name.
+
+        Returns:
+            True when sent; False when filtered by level, rate-limited, or the server
+            does not declare ``logging``.
+
+        Raises:
+            ValueError: unknown level.
+            SessionClosed: the session ended.
+        """
+        return await send_log(
+            self.request.session,
+            self._log_policy,
+            level,
+            data,
+            logger=logger,
+            related_request_id=self.request.request_id,
+        )
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Send ``notifications/progress`` (a no-op without a progress token).
+
+        Raises:
+            LocalProtocolError: ``progress`` does not increase.
+            SessionClosed: the session ended.
+
+        Source: 2025-06-18/basic/utilities/progress#progress-flow.4.
+        """
+        await self.request.report_progress(progress, total, message)
+
+    async def send_request(self, method: str, params: Any = None, **kw: Any) -> Any:
+        """Send a request to the client (``sampling/createMessage``, ``roots/list``,
+        ``elicitation/create``...) and wait for its typed result.
+
+        Raises:
+            McpError: the client answered with an error, or the request timed out.
+            LocalProtocolError: the client did not declare the needed capability.
+            SessionClosed: the session ended.
+        """
+        return await self.request.send_request(method, params, **kw)
+
+    async def send_notification(self, method: str, params: Any = None) -> None:
+        """Send a notification to the client, tagged with this request."""
+        await self.request.send_notification(method, params)
+
+    async def sample(
+        self,
+        messages: str | Sequence[t.SamplingMessage],
+        *,
+        max_tokens: int = 1000,
+        system_prompt: str | None = None,
+        temperature: float | None = None,
+        **kw: Any,
+    ) -> t.CreateMessageResult:
+        """Ask the client's LLM for a completion (``sampling/createMessage``).
+
+        Args:
+            messages: a prompt (one user text message) or the conversation.
+            max_tokens: the most tokens to sample.
+            system_prompt, temperature: as in ``CreateMessageRequestParams``.
+            kw: any other ``CreateMessageRequestParams`` field.
+
+        Raises:
+            LocalProtocolError: the client did not declare ``sampling``.
+            McpError, SessionClosed: as :meth:`send_request`.
+
+        Source: 2025-06-18/client/sampling#creating-messages.
+        """
+        if isinstance(messages, str):
+            messages = [t.SamplingMessage(role="user", content=t.TextContent(text=messages))]
+        params = t.CreateMessageRequestParams(
+            messages=list(messages),
+            max_tokens=max_tokens,
+            system_prompt=system_prompt,
+            temperature=temperature,
+            **kw,
+        )
+        result: t.CreateMessageResult = await self.send_request("sampling/createMessage", params)
+        return result
+
+    async def elicit(
+        self,
+        message: str,
+        requested_schema: t.ElicitRequestFormParamsRequestedSchema | dict[str, Any],
+    ) -> t.ElicitResult:
+        """Ask the user for information through the client (form mode).
+
+        Args:
+            message: what is being asked, and why.  Never ask for secrets
+                (2025-06-18/client/elicitation#security-considerations.1).
+            requested_schema: a flat object schema of primitive properties, typed or as
+                a JSON dict.
+
+        Raises:
+            ValueError: ``requested_schema`` is not a valid requested schema.
+            LocalProtocolError: the client did not declare ``elicitation``.
+            McpError, SessionClosed: as :meth:`send_request`.
+
+        Source: 2025-06-18/client/elicitation#creating-elicitation-requests.
+        """
+        if isinstance(requested_schema, dict):
+            try:
+                requested_schema = structure(
+                    requested_schema, t.ElicitRequestFormParamsRequestedSchema
+                )
+            except ConversionError as exc:
+                raise ValueError(f"invalid requested_schema: {exc}") from None
+        params = t.ElicitRequestFormParams(message=message, requested_schema=requested_schema)
+        result: t.ElicitResult = await self.send_request("elicitation/create", params)
+        return result
+
+    async def list_roots(self) -> list[t.Root]:
+        """The client's roots (``roots/list``).
+
+        Raises:
+            LocalProtocolError: the client did not declare ``roots``.
+            McpError, SessionClosed: as :meth:`send_request`.
+
+        Source: 2025-06-18/client/roots#listing-roots.
+        """
+        result: t.ListRootsResult = await self.send_request("roots/list")
+        return list(result.roots)

@@ -1,0 +1,744 @@
+"""The high-level :class:`Server`: registries, dispatch, capabilities, live sessions.
+
+Theory of operation
+-------------------
+A :class:`Server` is a :class:`~mcp_ref.trio.Handler`: a trio session calls
+:meth:`Server.handle_request` for every request the client sends (``ping`` excepted,
+the session answers it).  The server holds five registries, in registration order:
+tools, resources, resource templates, prompts and completions, filled with decorators
+(``@server.tool()``...) or ``add_*`` methods and emptied with ``remove_*``.  Requests are
+dispatched by method to one small method each.
+
+Capabilities are declared from what is registered when a client initializes
+(2025-06-18/server/tools#capabilities.1, resources#capabilities.1, prompts#capabilities.1,
+utilities/completion#capabilities.1, utilities/logging#capabilities.1): ``tools`` when
+there is a tool, ``resources`` (with ``subscribe``) when there is a resource or a
+template, ``prompts`` when there is a prompt, ``completions`` when there is a
+completion, ``logging`` unless disabled.  ``listChanged`` is always declared with them:
+the server does send those notifications.  ``declare=`` forces a capability on when
+its registry is still empty at initialization (tools added later).
+
+Every list is cut into pages of ``page_size`` with :func:`mcp_ref._pagination.paginate`
+(2025-06-18/server/utilities/pagination); a bad cursor is -32602.
+
+Live sessions and notifications.  The server tracks its sessions (``session_opened`` /
+``session_closed``, called by the session).  Registry changes and
+:meth:`Server.resource_updated` are synchronous (they may happen in a decorator, in a
+tool, even in a worker thread); they bump a generation counter or queue the URI in the
+subscribing sessions' state (bounded), then wake the sessions.  Each session run by
+:meth:`Server.serve` has one small *notifier* task, in ``serve``'s own nursery, that
+sends what changed: ``notifications/{tools,resources,prompts}/list_changed`` when the
+session negotiated ``listChanged`` for that list, and ``notifications/resources/updated``
+for URIs the session subscribed to.  Sessions opened some other way (``open_session``
+directly) get no notifier and so no change notifications: run sessions with ``serve``.
+
+Sync handler functions run in worker threads bounded by one ``trio.CapacityLimiter``
+(``max_threads``); see :mod:`._functions`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+from collections.abc import Callable, Iterable
+from typing import Any, Final, TypeVar
+
+import trio
+
+from .. import types as t
+from .._errors import (
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    RESOURCE_NOT_FOUND,
+    LocalProtocolError,
+    McpError,
+)
+from .._methods import capability_present
+from .._pagination import DEFAULT_PAGE_SIZE, InvalidCursor, paginate
+from .._state import SERVER
+from ..trio import RequestContext, Session, SessionClosed, open_session
+from ..trio._channel import MessageChannel, StreamChannel
+from ._completion import CompletionDef, make_completion
+from ._context import Context
+from ._logging import LogPolicy, set_level
+from ._prompts import PromptDef, make_prompt
+from ._resources import ResourceDef, TemplateDef, check_uri, make_resource, make_template
+from ._session_state import state_of
+from ._tools import ToolDef, make_tool
+
+__all__ = ["ResourceNotFound", "Server"]
+
+log = logging.getLogger("mcp_ref.server")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_LISTS: Final = ("tools", "resources", "prompts")
+_FEATURES: Final = frozenset({"tools", "resources", "prompts", "completions", "logging"})
+
+
+class ResourceNotFound(McpError):
+    """Raise from a resource function: answers ``-32002 Resource not found``.
+
+    Source: 2025-06-18/server/resources#error-handling.1.
+    """
+
+    def __init__(self, uri: str) -> None:
+        super().__init__(RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
+
+
+class Server:
+    """An MCP server built from plain Python functions.
+
+    Args:
+        name: ``serverInfo.name``.
+        version: ``serverInfo.version``.
+        title: ``serverInfo.title`` (display name).
+        description: ``serverInfo.description``.
+        instructions: ``InitializeResult.instructions`` (a hint for the model).
+        website_url, icons: as in ``Implementation``.
+        page_size: items per page of every list (default 50).
+        logging: declare the ``logging`` capability and deliver ``Context.log``
+            messages (default True).
+        log_level: the level of sessions that never sent ``logging/setLevel``
+            (default ``"info"``).
+        log_rate, log_burst: the per-session log rate limit (messages per second, and
+            burst size; default 50 and 200).
+        max_threads: worker threads for sync handler functions (default 8).
+        max_subscriptions: resource subscriptions per session (default 1000).
+        max_pending_updates: resource updates queued per session before the oldest is
+            dropped (default 256).
+        declare: capabilities to declare even while their registry is empty, among
+            ``"tools"``, ``"resources"``, ``"prompts"``, ``"completions"``.
+
+    Raises:
+        ValueError: a bad ``page_size``, ``log_level`` or ``declare`` entry.
+
+    Source: 2025-06-18/basic/lifecycle#initialization.3 (the server answers initialize
+    with its capabilities and information).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: str,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        instructions: str | None = None,
+        website_url: str | None = None,
+        icons: list[t.Icon] | None = None,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        logging: bool = True,
+        log_level: t.LoggingLevel = "info",
+        log_rate: float = 50.0,
+        log_burst: int = 200,
+        max_threads: int = 8,
+        max_subscriptions: int = 1000,
+        max_pending_updates: int = 256,
+        declare: Iterable[str] = (),
+    ) -> None:
+        if page_size < 1:
+            raise ValueError("page_size must be at least 1")
+        if max_threads < 1 or max_subscriptions < 1 or max_pending_updates < 1:
+            raise ValueError("max_threads, max_subscriptions and max_pending_updates must be >= 1")
+        declared = frozenset(declare)
+        if not declared <= _FEATURES - {"logging"}:
+            raise ValueError(f"declare: unknown capabilities {sorted(declared - _FEATURES)}")
+        self.info = t.Implementation(
+            name=name,
+            version=version,
+            title=title,
+            description=description,
+            website_url=website_url,
+            icons=icons,
+        )
+        self.instructions = instructions
+        self.page_size = page_size
+        self.logging = logging
+        self.log_policy = LogPolicy(log_level, log_rate, log_burst)
+        self.max_threads = max_threads
+        self.max_subscriptions = max_subscriptions
+        self.max_pending_updates = max_pending_updates
+        self._declare = declared
+        self._tools: dict[str, ToolDef] = {}
+        self._resources: dict[str, ResourceDef] = {}
+        self._templates: dict[str, TemplateDef] = {}
+        self._prompts: dict[str, PromptDef] = {}
+        self._completions: dict[tuple[str, str, str], CompletionDef] = {}
+        self._notification_hooks: dict[str, list[Callable[..., Any]]] = {}
+        self._sessions: dict[Session, None] = {}
+        self._generation: dict[str, int] = dict.fromkeys(_LISTS, 0)
+        self._wakeup = trio.Event()
+        self._token: trio.lowlevel.TrioToken | None = None
+        self._limiter: trio.CapacityLimiter | None = None
+        self._dispatch: dict[str, Callable[[RequestContext], Any]] = {
+            "initialize": self._initialize,
+            "tools/list": self._list_tools,
+            "tools/call": self._call_tool,
+            "resources/list": self._list_resources,
+            "resources/templates/list": self._list_templates,
+            "resources/read": self._read_resource,
+            "resources/subscribe": self._subscribe,
+            "resources/unsubscribe": self._unsubscribe,
+            "prompts/list": self._list_prompts,
+            "prompts/get": self._get_prompt,
+            "logging/setLevel": self._set_level,
+            "completion/complete": self._complete,
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"<Server {self.info.name} {self.info.version}: {len(self._tools)} tools, "
+            f"{len(self._resources)} resources, {len(self._templates)} templates, "
+            f"{len(self._prompts)} prompts, {len(self._sessions)} sessions>"
+        )
+
+    # ------------------------------------------------------------------ registries
+
+    @property
+    def tools(self) -> dict[str, ToolDef]:
+        """The registered tools by name (a copy)."""
+        return dict(self._tools)
+
+    @property
+    def resources(self) -> dict[str, ResourceDef]:
+        """The registered resources by URI (a copy)."""
+        return dict(self._resources)
+
+    @property
+    def resource_templates(self) -> dict[str, TemplateDef]:
+        """The registered resource templates by URI template (a copy)."""
+        return dict(self._templates)
+
+    @property
+    def prompts(self) -> dict[str, PromptDef]:
+        """The registered prompts by name (a copy)."""
+        return dict(self._prompts)
+
+    @property
+    def sessions(self) -> tuple[Session, ...]:
+        """The live sessions."""
+        return tuple(self._sessions)
+
+    def tool(self, name: str | Callable[..., Any] | None = None, /, **options: Any) -> Any:
+        """Register a tool; use as ``@server.tool``, ``@server.tool()`` or
+        ``@server.tool("name", title=..., ...)``.
+
+        Options are those of :func:`~mcp_ref.server._tools.make_tool`: ``title``,
+        ``description``, ``input_schema``, ``output_schema``, ``annotations``, ``icons``,
+        ``meta``, ``structured``, ``blocking``; and ``replace=True`` to replace a tool of
+        the same name.  The decorated function is returned unchanged.
+
+        Raises:
+            ValueError, TypeError: see ``make_tool``; ValueError for a duplicate name.
+        """
+        if callable(name):
+            self.add_tool(name, **options)
+            return name
+
+        def decorate(fn: F) -> F:
+            self.add_tool(fn, name=name, **options)
+            return fn
+
+        return decorate
+
+    def add_tool(self, fn: Callable[..., Any], *, replace: bool = False, **options: Any) -> ToolDef:
+        """Register ``fn`` as a tool (see :meth:`tool`); returns its :class:`ToolDef`."""
+        tool = make_tool(fn, **options)
+        self._put(self._tools, tool.name, tool, replace, "tool")
+        self._changed("tools")
+        return tool
+
+    def remove_tool(self, name: str) -> None:
+        """Unregister a tool.  Raises KeyError when there is none of that name."""
+        del self._tools[name]
+        self._changed("tools")
+
+    def resource(self, uri: str, /, **options: Any) -> Callable[[F], F]:
+        """Register a resource read by the decorated function:
+        ``@server.resource("test://static-text", mime_type="text/plain")``.
+
+        Options are those of :func:`~mcp_ref.server._resources.make_resource` (``name``,
+        ``title``, ``description``, ``mime_type``, ``size``, ``annotations``, ``icons``,
+        ``meta``, ``blocking``) and ``replace``.
+        """
+
+        def decorate(fn: F) -> F:
+            self.add_resource(uri, fn, **options)
+            return fn
+
+        return decorate
+
+    def add_resource(
+        self, uri: str, fn_or_value: Any, *, replace: bool = False, **options: Any
+    ) -> ResourceDef:
+        """Register a resource: a function returning its contents, or the contents
+        themselves (str, bytes, dict...)."""
+        resource = make_resource(uri, fn_or_value, **options)
+        self._put(self._resources, uri, resource, replace, "resource")
+        self._changed("resources")
+        return resource
+
+    def remove_resource(self, uri: str) -> None:
+        """Unregister a resource.  Raises KeyError when there is none."""
+        del self._resources[uri]
+        self._changed("resources")
+
+    def resource_template(self, uri_template: str, /, **options: Any) -> Callable[[F], F]:
+        """Register a resource template read by the decorated function, whose parameters
+        are the template's variables: ``@server.resource_template("test://template/{id}/data")``.
+
+        Options are those of :func:`~mcp_ref.server._resources.make_template` and
+        ``replace``.
+        """
+
+        def decorate(fn: F) -> F:
+            self.add_resource_template(uri_template, fn, **options)
+            return fn
+
+        return decorate
+
+    def add_resource_template(
+        self, uri_template: str, fn: Callable[..., Any], *, replace: bool = False, **options: Any
+    ) -> TemplateDef:
+        """Register a resource template (see :meth:`resource_template`)."""
+        template = make_template(uri_template, fn, **options)
+        self._put(self._templates, uri_template, template, replace, "resource template")
+        self._changed("resources")
+        return template
+
+    def remove_resource_template(self, uri_template: str) -> None:
+        """Unregister a resource template.  Raises KeyError when there is none."""
+        del self._templates[uri_template]
+        self._changed("resources")
+
+    def prompt(self, name: str | Callable[..., Any] | None = None, /, **options: Any) -> Any:
+        """Register a prompt; use as ``@server.prompt``, ``@server.prompt()`` or
+        ``@server.prompt("name", title=...)``.
+
+        Options are those of :func:`~mcp_ref.server._prompts.make_prompt` (``title``,
+        ``description``, ``icons``, ``meta``, ``blocking``) and ``replace``.
+        """
+        if callable(name):
+            self.add_prompt(name, **options)
+            return name
+
+        def decorate(fn: F) -> F:
+            self.add_prompt(fn, name=name, **options)
+            return fn
+
+        return decorate
+
+    def add_prompt(
+        self, fn: Callable[..., Any], *, replace: bool = False, **options: Any
+    ) -> PromptDef:
+        """Register ``fn`` as a prompt (see :meth:`prompt`)."""
+        prompt = make_prompt(fn, **options)
+        self._put(self._prompts, prompt.name, prompt, replace, "prompt")
+        self._changed("prompts")
+        return prompt
+
+    def remove_prompt(self, name: str) -> None:
+        """Unregister a prompt.  Raises KeyError when there is none."""
+        del self._prompts[name]
+        self._changed("prompts")
+
+    def completion(
+        self,
+        *,
+        prompt: str | None = None,
+        template: str | None = None,
+        argument: str,
+        blocking: bool = True,
+    ) -> Callable[[F], F]:
+        """Register the decorated function as the completion of one prompt argument
+        (``prompt="name"``) or one template variable (``template="test://x/{id}"``):
+        ``@server.completion(prompt="test_prompt_with_arguments", argument="arg1")``.
+
+        The function takes ``value``, ``arguments``, ``argument`` and/or a ``Context``
+        by name, and returns an iterable of str (see :mod:`._completion`).
+        """
+
+        def decorate(fn: F) -> F:
+            self.add_completion(
+                prompt=prompt, template=template, argument=argument, fn=fn, blocking=blocking
+            )
+            return fn
+
+        return decorate
+
+    def add_completion(
+        self,
+        *,
+        prompt: str | None = None,
+        template: str | None = None,
+        argument: str,
+        fn: Callable[..., Any] | None = None,
+        values: Iterable[str] | None = None,
+        blocking: bool = True,
+    ) -> CompletionDef:
+        """Register a completion: a function, or fixed ``values`` offered by prefix.
+        A later registration for the same argument replaces the earlier one."""
+        completion = make_completion(
+            prompt=prompt,
+            template=template,
+            argument=argument,
+            fn=fn,
+            values=values,
+            blocking=blocking,
+        )
+        self._completions[completion.key] = completion
+        return completion
+
+    def on_notification(self, method: str) -> Callable[[F], F]:
+        """Call the decorated function (sync or async) with ``(session, params)`` for
+        each notification ``method`` from a client, e.g.
+        ``"notifications/roots/list_changed"``."""
+
+        def decorate(fn: F) -> F:
+            self._notification_hooks.setdefault(method, []).append(fn)
+            return fn
+
+        return decorate
+
+    def _put(self, table: dict[str, Any], key: str, value: Any, replace: bool, what: str) -> None:
+        if key in table and not replace:
+            raise ValueError(f"a {what} named {key!r} is already registered (pass replace=True)")
+        table[key] = value
+
+    # -------------------------------------------------------------- notifications
+
+    def _changed(self, kind: str) -> None:
+        self._generation[kind] += 1
+        self._wake()
+
+    def resource_updated(self, uri: str) -> None:
+        """Tell the sessions subscribed to ``uri`` that it changed.
+
+        Synchronous and thread-safe: the ``notifications/resources/updated`` are sent by
+        each session's notifier (see the module docstring).  Per session at most
+        ``max_pending_updates`` distinct URIs wait; past that the oldest is dropped.
+
+        Source: 2025-06-18/server/resources#subscriptions.
+        """
+        for session in tuple(self._sessions):
+            state = state_of(session)
+            if uri in state.subscriptions:
+                pending = state.pending_updates
+                pending[uri] = None
+                while len(pending) > self.max_pending_updates:
+                    oldest = next(iter(pending))
+                    del pending[oldest]
+                    log.warning("dropped a queued resource update for %s", oldest)
+        self._wake()
+
+    def _wake(self) -> None:
+        event, self._wakeup = self._wakeup, trio.Event()
+        token = self._token
+        if token is None:
+            event.set()  # no trio run yet: nobody can be waiting
+            return
+        try:
+            in_trio = trio.lowlevel.current_trio_token() is token
+        except RuntimeError:
+            in_trio = False
+        if in_trio:
+            event.set()
+        else:
+            try:
+                token.run_sync_soon(event.set)  # thread-safe
+            except trio.RunFinishedError:
+                pass
+
+    async def _notifier(self, session: Session) -> None:
+        """Send one session the change notifications it is owed, until it closes."""
+        state = state_of(session)
+        for kind, generation in self._generation.items():
+            state.seen_generation.setdefault(kind, generation)
+        while not session.closed:
+            wakeup = self._wakeup
+            for kind in _LISTS:
+                generation = self._generation[kind]
+                if state.seen_generation.get(kind) == generation:
+                    continue
+                state.seen_generation[kind] = generation
+                # Spec: 2025-06-18/server/tools#list-changed-notification.1
+                # Spec: 2025-06-18/server/resources#list-changed-notification.1
+                # Spec: 2025-06-18/server/prompts#list-changed-notification.1
+                if capability_present(session.our_capabilities, (kind, "list_changed")):
+                    await self._notify(session, f"notifications/{kind}/list_changed")
+            while state.pending_updates:
+                uri = next(iter(state.pending_updates))
+                del state.pending_updates[uri]
+                if uri in state.subscriptions:
+                    params = t.ResourceUpdatedNotificationParams(uri=uri)
+                    await self._notify(session, "notifications/resources/updated", params)
+            await wakeup.wait()
+
+    async def _notify(self, session: Session, method: str, params: Any = None) -> None:
+        try:
+            await session.send_notification(method, params)
+        except SessionClosed:
+            pass
+        except LocalProtocolError as exc:  # e.g. not initialized yet: the client lists anyway
+            log.debug("not sending %s: %s", method, exc)
+
+    # ------------------------------------------------------------ handler protocol
+
+    def session_opened(self, session: Session) -> None:
+        """Called by the session when it starts: track it."""
+        self._token = trio.lowlevel.current_trio_token()
+        self._sessions[session] = None
+
+    def session_closed(self, session: Session) -> None:
+        """Called by the session when it ends: forget it."""
+        self._sessions.pop(session, None)
+
+    def capabilities(self) -> t.ServerCapabilities:
+        """The capabilities to declare now, from what is registered.
+
+        Source: 2025-06-18/server/tools#capabilities.1, resources#capabilities.1,
+        prompts#capabilities.1, utilities/completion#capabilities.1,
+        utilities/logging#capabilities.1.
+        """
+        declare = self._declare
+        # Spec: 2025-06-18/server/tools#capabilities.1
+        tools = (
+            t.ServerCapabilitiesTools(list_changed=True)
+            if self._tools or "tools" in declare
+            else None
+        )
+        # Spec: 2025-06-18/server/resources#capabilities.1
+        resources = (
+            t.ServerCapabilitiesResources(subscribe=True, list_changed=True)
+            if self._resources or self._templates or "resources" in declare
+            else None
+        )
+        # Spec: 2025-06-18/server/prompts#capabilities.1
+        prompts = (
+            t.ServerCapabilitiesPrompts(list_changed=True)
+            if self._prompts or "prompts" in declare
+            else None
+        )
+        # Spec: 2025-06-18/server/utilities/completion#capabilities.1
+        completions: dict[str, Any] | None = (
+            {} if self._completions or "completions" in declare else None
+        )
+        # Spec: 2025-06-18/server/utilities/logging#capabilities.1
+        logging_cap: dict[str, Any] | None = {} if self.logging else None
+        return t.ServerCapabilities(
+            tools=tools,
+            resources=resources,
+            prompts=prompts,
+            completions=completions,
+            logging=logging_cap,
+        )
+
+    async def handle_request(self, ctx: RequestContext) -> Any:
+        """Answer one request (the :class:`~mcp_ref.trio.Handler` protocol).
+
+        Returns:
+            The typed result for ``ctx.method``.
+
+        Raises:
+            McpError: the error response to send (-32601 for a method this server does
+                not handle, -32602 for bad params, -32002 for unknown resources).
+        """
+        handler = self._dispatch.get(ctx.method)
+        if handler is None:
+            raise McpError(METHOD_NOT_FOUND, f"method not found: {ctx.method}")
+        return await handler(ctx)
+
+    async def handle_notification(self, session: Session, notification: Any) -> None:
+        """Run the hooks registered with :meth:`on_notification` for it."""
+        for hook in self._notification_hooks.get(notification.method, ()):
+            outcome = hook(session, notification.params)
+            if inspect.isawaitable(outcome):
+                await outcome
+
+    # ----------------------------------------------------------------- requests
+
+    def _context(self, ctx: RequestContext) -> Context:
+        return Context(ctx, self, self.log_policy)
+
+    def _threads(self) -> trio.CapacityLimiter:
+        if self._limiter is None:
+            self._limiter = trio.CapacityLimiter(self.max_threads)
+        return self._limiter
+
+    def _page(self, items: list[Any], params: Any, tag: str) -> tuple[list[Any], str | None]:
+        cursor = getattr(params, "cursor", None)
+        try:
+            return paginate(items, cursor, tag=tag, page_size=self.page_size)
+        except InvalidCursor as exc:
+            # Spec: 2025-06-18/server/utilities/pagination#error-handling.1
+            raise McpError(INVALID_PARAMS, exc.message) from None
+
+    async def _initialize(self, ctx: RequestContext) -> t.InitializeResult:
+        params: t.InitializeRequestParams = ctx.params
+        # Spec: 2025-06-18/basic/lifecycle#version-negotiation.3
+        # Spec: 2025-06-18/basic/lifecycle#version-negotiation.4
+        version = ctx.session.connection.negotiated_version_for(params.protocol_version)
+        # Spec: 2025-06-18/basic/lifecycle#initialization.3
+        return t.InitializeResult(
+            protocol_version=version,
+            capabilities=self.capabilities(),
+            server_info=self.info,
+            instructions=self.instructions,
+        )
+
+    async def _list_tools(self, ctx: RequestContext) -> t.ListToolsResult:
+        page, cursor = self._page([d.tool for d in self._tools.values()], ctx.params, "tools")
+        return t.ListToolsResult(tools=page, next_cursor=cursor)
+
+    async def _call_tool(self, ctx: RequestContext) -> t.CallToolResult:
+        params: t.CallToolRequestParams = ctx.params
+        tool = self._tools.get(params.name)
+        if tool is None:
+            # Spec: 2025-06-18/server/tools#error-handling (unknown tools: -32602)
+            raise McpError(INVALID_PARAMS, f"Unknown tool: {params.name}", {"name": params.name})
+        return await tool.call(params.arguments, self._context(ctx), self._threads())
+
+    async def _list_resources(self, ctx: RequestContext) -> t.ListResourcesResult:
+        items = [d.resource for d in self._resources.values()]
+        page, cursor = self._page(items, ctx.params, "resources")
+        return t.ListResourcesResult(resources=page, next_cursor=cursor)
+
+    async def _list_templates(self, ctx: RequestContext) -> t.ListResourceTemplatesResult:
+        items = [d.template for d in self._templates.values()]
+        page, cursor = self._page(items, ctx.params, "resources/templates")
+        return t.ListResourceTemplatesResult(resource_templates=page, next_cursor=cursor)
+
+    def _find(self, uri: str) -> tuple[ResourceDef | TemplateDef, dict[str, Any]] | None:
+        resource = self._resources.get(uri)
+        if resource is not None:
+            return resource, {}
+        for template in tuple(self._templates.values()):
+            kwargs = template.match(uri)
+            if kwargs is not None:
+                return template, kwargs
+        return None
+
+    async def _read_resource(self, ctx: RequestContext) -> t.ReadResourceResult:
+        uri = ctx.params.uri
+        check_uri(uri)
+        found = self._find(uri)
+        if found is None:
+            # Spec: 2025-06-18/server/resources#error-handling.1
+            raise ResourceNotFound(uri)
+        target, kwargs = found
+        context = self._context(ctx)
+        if isinstance(target, ResourceDef):
+            contents = await target.read(context, self._threads())
+        else:
+            contents = await target.read(uri, kwargs, context, self._threads())
+        return t.ReadResourceResult(contents=contents)
+
+    async def _subscribe(self, ctx: RequestContext) -> t.Result:
+        uri = ctx.params.uri
+        check_uri(uri)
+        if self._find(uri) is None:
+            raise ResourceNotFound(uri)
+        subscriptions = state_of(ctx.session).subscriptions
+        if uri not in subscriptions and len(subscriptions) >= self.max_subscriptions:
+            raise McpError(
+                INVALID_PARAMS,
+                f"too many subscriptions: at most {self.max_subscriptions} per session",
+                {"uri": uri},
+            )
+        subscriptions[uri] = None
+        return t.Result()
+
+    async def _unsubscribe(self, ctx: RequestContext) -> t.Result:
+        uri = ctx.params.uri
+        check_uri(uri)
+        state = state_of(ctx.session)
+        state.subscriptions.pop(uri, None)
+        state.pending_updates.pop(uri, None)
+        return t.Result()
+
+    async def _list_prompts(self, ctx: RequestContext) -> t.ListPromptsResult:
+        items = [d.prompt for d in self._prompts.values()]
+        page, cursor = self._page(items, ctx.params, "prompts")
+        return t.ListPromptsResult(prompts=page, next_cursor=cursor)
+
+    async def _get_prompt(self, ctx: RequestContext) -> t.GetPromptResult:
+        params: t.GetPromptRequestParams = ctx.params
+        prompt = self._prompts.get(params.name)
+        if prompt is None:
+            # Spec: 2025-06-18/server/prompts#error-handling.1
+            raise McpError(INVALID_PARAMS, f"Unknown prompt: {params.name}", {"name": params.name})
+        return await prompt.render(params.arguments, self._context(ctx), self._threads())
+
+    async def _set_level(self, ctx: RequestContext) -> t.Result:
+        set_level(ctx.session, ctx.params.level)
+        return t.Result()
+
+    async def _complete(self, ctx: RequestContext) -> t.CompleteResult:
+        params: t.CompleteRequestParams = ctx.params
+        ref = params.ref
+        argument = params.argument.name
+        # Spec: 2025-06-18/server/utilities/completion#error-handling.1
+        if isinstance(ref, t.PromptReference):
+            key = ("ref/prompt", ref.name, argument)
+            prompt = self._prompts.get(ref.name)
+            if prompt is None:
+                raise McpError(INVALID_PARAMS, f"Unknown prompt: {ref.name}", {"name": ref.name})
+            if argument not in prompt.argument_names():
+                raise McpError(INVALID_PARAMS, f"prompt {ref.name!r} has no argument {argument!r}")
+        else:
+            key = ("ref/resource", ref.uri, argument)
+            template = self._templates.get(ref.uri)
+            if template is None:
+                raise McpError(
+                    INVALID_PARAMS, f"Unknown resource template: {ref.uri}", {"uri": ref.uri}
+                )
+            if argument not in template.uri_template.variables:
+                raise McpError(INVALID_PARAMS, f"template {ref.uri!r} has no variable {argument!r}")
+        completion = self._completions.get(key)
+        if completion is None:
+            return t.CompleteResult(
+                completion=t.CompleteResultCompletion(values=[], has_more=False, total=0)
+            )
+        resolved = (params.context.arguments if params.context else None) or {}
+        values = await completion.complete(
+            params.argument.value, resolved, self._context(ctx), self._threads()
+        )
+        return t.CompleteResult(completion=values)
+
+    # ------------------------------------------------------------------ running
+
+    async def serve(self, channel: MessageChannel, **session_kw: Any) -> None:
+        """Serve one session on ``channel`` until it ends.
+
+        Args:
+            channel: the transport (see :class:`~mcp_ref.trio.MessageChannel`).
+            session_kw: options of :func:`~mcp_ref.trio.open_session`
+                (``default_timeout``, ``max_concurrent_requests``...).
+
+        Runs the session and its change notifier (see the module docstring) in a nursery
+        of its own; returns when the client closes the connection.
+        """
+        async with open_session(channel, SERVER, self, **session_kw) as session:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._notifier, session)
+                await session.wait_closed()
+                nursery.cancel_scope.cancel()
+
+    async def serve_stdio(self, **session_kw: Any) -> None:
+        """Serve one session on this process's stdin and stdout until stdin ends.
+
+        Only MCP messages go to stdout; logging goes to stderr
+        (2025-06-18/basic/transports#stdio).
+        """
+        stdin = trio.lowlevel.FdStream(os.dup(0))
+        stdout = trio.lowlevel.FdStream(os.dup(1))
+        await self.serve(StreamChannel(stdout, stdin), **session_kw)
+
+    def run_stdio(self, **session_kw: Any) -> None:
+        """Run :meth:`serve_stdio` in a new trio run (for ``if __name__ == "__main__"``)."""
+        trio.run(self._serve_stdio_main, session_kw)
+
+    async def _serve_stdio_main(self, session_kw: dict[str, Any]) -> None:
+        await self.serve_stdio(**session_kw)
