@@ -149,6 +149,11 @@ class ClientSession:
         await self._transmit(data)
         return await answer
 
+    def _never_accepted(self, exc: BaseException) -> bool:
+        """Whether ``exc``, raised by ``_exchange``, means the server never took the
+        request (so there is nothing to cancel on the wire)."""
+        return False
+
     # -- requests ------------------------------------------------------------------
 
     async def request(
@@ -191,16 +196,21 @@ class ClientSession:
         self._pending[rid] = answer
         self._wake.set()  # Spec: 2025-06-18/basic/lifecycle#timeouts.1 (the clock re-reads)
         try:
-            return result_of(await self._exchange(data, answer))
-        finally:
-            del self._pending[rid]
+            reply = await self._exchange(data, answer)
+        except BaseException as exc:
             if not answer.done() or answer.cancelled():  # (awaiting it cancels it)
                 answer.cancel()
-                self._give_up(rid, method)
+                self._give_up(rid, method, tell_server=not self._never_accepted(exc))
             else:
-                answer.exception()  # mark it retrieved when we leave by another way
+                answer.exception()  # mark it retrieved: we leave with another error
+            raise
+        finally:
+            del self._pending[rid]
+        return result_of(reply)
 
-    def _give_up(self, rid: RequestId, method: str) -> None:
+    def _give_up(self, rid: RequestId, method: str, *, tell_server: bool = True) -> None:
+        """Make the core forget request ``rid`` by cancelling it; write the
+        ``notifications/cancelled`` unless the server never accepted the request."""
         # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.2
         if method == "initialize" or self.connection.state is State.CLOSED:
             return
@@ -209,8 +219,10 @@ class ClientSession:
             params=t.CancelledNotificationParams(request_id=rid, reason="cancelled by the client"),
         )
         try:
-            # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.17
-            self._transmit_soon(self.connection.send(note))
+            data = self.connection.send(note)  # b"" when the answer already came
+            if tell_server:
+                # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.17
+                self._transmit_soon(data)
         except (LocalProtocolError, SessionClosed) as exc:
             log.debug("could not cancel request %r: %s", rid, exc)
 

@@ -66,6 +66,10 @@ _MAX_BACKGROUND: Final = 64
 _MAX_ERROR_BODY: Final = 65536
 
 
+class _Refused(McpError):
+    """The server answered a POST with an HTTP error status: it did not take the message."""
+
+
 class _Exchange:
     """One HTTP request/response on its own TCP connection, driven through h11."""
 
@@ -201,6 +205,7 @@ class HttpClient(ClientSession):
         if status == 404 and self.session_id is not None:
             # Spec: 2025-06-18/basic/transports#session-management.7 (start anew)
             self._close("the server ended the session (HTTP 404); open a new client")
+            self.session_id = None  # nothing left to DELETE
             raise SessionClosed(self._closed)
         body = b""
         async for chunk in ex.body():
@@ -215,7 +220,12 @@ class HttpClient(ClientSession):
                 code, message = error["code"], f"{message}: {error['message']}"
         except (ValueError, TypeError, KeyError):
             pass
-        raise McpError(code, message, {"http_status": status})
+        raise _Refused(code, message, {"http_status": status})
+
+    def _never_accepted(self, exc: BaseException) -> bool:
+        # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.1
+        # (a refused POST is no request in progress: the core forgets it, nothing is sent)
+        return isinstance(exc, _Refused | ConnectionRefusedError)
 
     async def _exchange(self, data: bytes, answer: asyncio.Future[Event]) -> Event:
         post = asyncio.create_task(self._post(data))
@@ -232,6 +242,8 @@ class HttpClient(ClientSession):
             if not post.done():
                 post.cancel()  # the answer came, or we gave up: stop reading
                 self._track(post)
+            elif not post.cancelled():
+                post.exception()  # seen: the answer (or _close) already told the caller
 
     async def _transmit(self, data: bytes) -> None:
         if data:

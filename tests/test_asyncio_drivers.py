@@ -1,0 +1,607 @@
+"""The asyncio drivers: stdio server and client, Streamable HTTP client.
+
+Each test is an ordinary function running ``asyncio.run`` under ``asyncio.timeout``
+(no pytest-asyncio).  Servers run as subprocesses: the asyncio example server, a raw
+JSON-lines script written here (for misbehaving servers), and the reference server
+(``python -m mcp_ref serve``) when it exists.  The HTTP client is tested against a
+loopback stub written here with h11, and against the reference server's
+``--http`` mode when that exists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import h11
+import pytest
+
+from mcp_ref import McpError, Notification
+from mcp_ref import _http as rules
+from mcp_ref import types as t
+from mcp_ref._errors import INTERNAL_ERROR, INVALID_PARAMS, PARSE_ERROR, REQUEST_TIMEOUT
+from mcp_ref.asyncio import (
+    Handler,
+    RequestContext,
+    SessionClosed,
+    open_http_client,
+    open_stdio_client,
+    serve_stdio,
+)
+from mcp_ref.asyncio.example_server import ExampleHandler
+
+spec = pytest.mark.spec
+
+EXAMPLE = [sys.executable, "-m", "mcp_ref.asyncio.example_server"]
+REFERENCE = [sys.executable, "-m", "mcp_ref", "serve"]
+
+# A JSON-lines server with no mcp_ref in it, for behaviours a good server never shows.
+# argv[1]: "ask" sends the client a ping and a sampling request and reports the answers;
+# "exit" dies on the first tools/call; "stubborn" ignores end of input and SIGTERM.
+RAW_SERVER = r"""
+import json, signal, sys, time
+mode = sys.argv[1]
+if mode == "stubborn":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+def send(obj):
+    sys.stdout.write(json.dumps(obj) + "\n"); sys.stdout.flush()
+def recv():
+    line = sys.stdin.readline()
+    if not line:
+        sys.exit(0)
+    return json.loads(line)
+init = recv()
+send({"jsonrpc": "2.0", "id": init["id"], "result": {
+    "protocolVersion": init["params"]["protocolVersion"], "capabilities": {"tools": {}},
+    "serverInfo": {"name": "raw", "version": "0"}}})
+recv()
+if mode == "stubborn":
+    while True:
+        time.sleep(3600)
+call = recv()
+if mode == "exit":
+    sys.exit(3)
+send({"jsonrpc": "2.0", "id": "s1", "method": "ping"})
+send({"jsonrpc": "2.0", "id": "s2", "method": "sampling/createMessage",
+      "params": {"messages": [], "maxTokens": 1}})
+answers = [recv(), recv()]
+send({"jsonrpc": "2.0", "id": call["id"],
+      "result": {"content": [{"type": "text", "text": json.dumps(answers)}]}})
+recv()
+"""
+
+
+def raw_server(mode: str) -> list[str]:
+    return [sys.executable, "-c", RAW_SERVER, mode]
+
+
+def run(main: Callable[[], Awaitable[Any]], seconds: float = 30.0) -> Any:
+    async def bounded() -> Any:
+        async with asyncio.timeout(seconds):
+            return await main()
+
+    return asyncio.run(bounded())
+
+
+def text_of(result: t.CallToolResult) -> str:
+    block = result.content[0]
+    assert isinstance(block, t.TextContent)
+    return block.text
+
+
+def reference_server_missing() -> str | None:
+    for module in ("mcp_ref.server", "mcp_ref.__main__"):
+        if importlib.util.find_spec(module) is None:
+            return f"the reference server is not written yet ({module} is missing)"
+    return None
+
+
+def echo_arguments(tools: list[t.Tool], text: str) -> dict[str, Any]:
+    """Arguments for the reference server's echo tool, read from its input schema."""
+    (echo,) = [tool for tool in tools if tool.name == "echo"]
+    schema = echo.input_schema
+    names = list(schema.get("required") or schema.get("properties") or ["text"])
+    return {names[0]: text}
+
+
+# -- stdio client against the example server --------------------------------------
+
+
+@spec(
+    "2025-06-18/basic/lifecycle#initialization.4",
+    "2025-06-18/server/utilities/pagination#implementation-guidelines.3",
+    "2025-06-18/basic/utilities/ping#behavior-requirements.1",
+    "2025-06-18/basic/lifecycle#stdio.1",
+)
+def test_stdio_client_example_server() -> None:
+    async def main() -> Any:
+        async with open_stdio_client(EXAMPLE) as client:
+            assert client.initialize_result is not None
+            assert client.initialize_result.server_info.name == "mcp-ref-asyncio-example"
+            tools = await client.list_tools()  # two pages of two
+            echoed = await client.call_tool("echo", {"text": "héllo"})
+            raw = await client.request(
+                "tools/call", {"name": "echo", "arguments": {"text": "dict params"}}
+            )
+            await client.ping()
+            with pytest.raises(McpError) as failed:
+                await client.call_tool("fail")
+            with pytest.raises(McpError) as unknown:
+                await client.call_tool("no-such-tool")
+        return client, tools, echoed, raw, failed.value, unknown.value
+
+    client, tools, echoed, raw, failed, unknown = run(main)
+    assert [tool.name for tool in tools] == ["echo", "sleep", "cancellations", "fail"]
+    assert text_of(echoed) == "héllo" and text_of(raw) == "dict params"
+    assert failed.code == INTERNAL_ERROR and "Traceback" not in failed.message
+    assert unknown.code == INVALID_PARAMS
+    # closing stdin made the server return from serve_stdio and exit by itself
+    assert client.process.returncode == 0
+    assert client.closed
+
+
+@spec(
+    "2025-06-18/basic/lifecycle#timeouts.2",
+    "2025-06-18/basic/lifecycle#timeouts.3",
+    "2025-06-18/basic/utilities/cancellation#behavior-requirements.3",
+)
+def test_stdio_client_timeout_cancels_on_the_server() -> None:
+    async def main() -> Any:
+        async with open_stdio_client(EXAMPLE, timeout=30) as client:
+            loop = asyncio.get_running_loop()
+            start = loop.time()
+            with pytest.raises(McpError) as expired:
+                await client.call_tool("sleep", {"seconds": 60}, timeout=0.3)
+            elapsed = loop.time() - start
+            report = await client.call_tool("cancellations")
+            assert client.connection.requests_in_flight() == ([], [])
+        return expired.value, elapsed, json.loads(text_of(report))
+
+    expired, elapsed, cancelled = run(main)
+    assert expired.code == REQUEST_TIMEOUT
+    assert 0.3 <= elapsed < 5
+    assert [reason for _, reason in cancelled] == ["timed out"]
+
+
+@spec("2025-06-18/basic/utilities/cancellation#behavior-requirements.3")
+def test_stdio_client_task_cancellation_sends_cancelled() -> None:
+    async def main() -> Any:
+        async with open_stdio_client(EXAMPLE) as client:
+            call = asyncio.create_task(client.call_tool("sleep", {"seconds": 60}))
+            await asyncio.sleep(0)  # let it run up to its first await: the request is written
+            (rid,) = client.connection.requests_in_flight()[0]
+            # A ping round trip: the server has read the call and started its handler
+            # (a request cancelled before its handler starts never reaches the handler).
+            await client.ping()
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            report = await client.call_tool("cancellations")
+        return rid, json.loads(text_of(report))
+
+    rid, cancelled = run(main)
+    assert cancelled == [[rid, "cancelled by the client"]]
+
+
+@spec(
+    "2025-06-18/basic/utilities/ping#behavior-requirements.1",
+    "2025-06-18/basic/lifecycle#operation.1",
+)
+def test_stdio_client_answers_ping_and_refuses_sampling() -> None:
+    async def main() -> Any:
+        async with open_stdio_client(raw_server("ask")) as client:
+            return await client.call_tool("anything")
+
+    answers = {a["id"]: a for a in json.loads(text_of(run(main)))}
+    assert answers["s1"] == {"jsonrpc": "2.0", "id": "s1", "result": {}}
+    assert answers["s2"]["error"]["code"] == -32601  # no sampling capability declared
+
+
+def test_stdio_client_server_exit_fails_pending_request() -> None:
+    async def main() -> Any:
+        async with open_stdio_client(raw_server("exit")) as client:
+            with pytest.raises(SessionClosed):
+                await client.call_tool("anything")
+            with pytest.raises(SessionClosed):
+                await client.ping()
+        return client.process.returncode
+
+    assert run(main) == 3
+
+
+@spec("2025-06-18/basic/lifecycle#stdio.1")
+def test_stdio_client_kills_a_stubborn_server() -> None:
+    async def main() -> Any:
+        async with open_stdio_client(raw_server("stubborn"), shutdown_grace=0.2) as client:
+            pass
+        return client.process.returncode
+
+    assert run(main) == -signal.SIGKILL
+
+
+# -- serve_stdio -------------------------------------------------------------------
+
+
+@spec("2025-06-18/basic/transports#stdio.4", "2025-06-18/basic/lifecycle#stdio.2")
+def test_serve_stdio_answers_bad_input_and_exits_at_end_of_input() -> None:
+    async def main() -> Any:
+        proc = await asyncio.create_subprocess_exec(
+            *EXAMPLE, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(b"this is not json\n")
+        proc.stdin.write(b'{"jsonrpc":"2.0","id":"p","method":"ping"}\n')
+        lines = [json.loads(await proc.stdout.readline()) for _ in range(2)]
+        proc.stdin.close()
+        rest = await proc.stdout.read()
+        return lines, rest, await proc.wait()
+
+    (parse_error, pong), rest, code = run(main)
+    assert parse_error["id"] is None and parse_error["error"]["code"] == PARSE_ERROR
+    assert pong == {"jsonrpc": "2.0", "id": "p", "result": {}}
+    assert rest == b"" and code == 0
+
+
+class _Recorder:
+    """A Handler (only tools/call) that records notifications."""
+
+    def __init__(self) -> None:
+        self.notifications: list[str] = []
+
+    async def handle_request(self, ctx: RequestContext) -> Any:
+        await ctx.report_progress(1, total=2)
+        await ctx.report_progress(2, total=2)
+        return t.CallToolResult(content=[t.TextContent(text=f"called {ctx.params.name}")])
+
+    async def handle_notification(self, notification: Notification) -> None:
+        self.notifications.append(notification.method)
+
+
+@spec(
+    "2025-06-18/basic/lifecycle#version-negotiation.3",
+    "2025-06-18/basic/lifecycle#operation.1",
+    "2025-06-18/basic/utilities/progress#progress-flow.4",
+)
+def test_serve_stdio_in_process_on_a_socket_pair() -> None:
+    """serve_stdio on any asyncio stream pair, spoken to in raw JSON lines."""
+
+    async def main() -> Any:
+        ours, theirs = socket.socketpair()
+        s_reader, s_writer = await asyncio.open_connection(sock=theirs)
+        reader, writer = await asyncio.open_connection(sock=ours)
+        handler = _Recorder()
+        _: Handler = handler
+        server = asyncio.create_task(
+            serve_stdio(
+                handler,
+                server_info=t.Implementation(name="in-process", version="1"),
+                capabilities=t.ServerCapabilities(tools=t.ServerCapabilitiesTools()),
+                streams=(s_reader, s_writer),
+            )
+        )
+
+        async def exchange(*messages: dict[str, Any], replies: int = 1) -> list[Any]:
+            for message in messages:
+                writer.write(json.dumps(message).encode() + b"\n")
+            return [json.loads(await reader.readline()) for _ in range(replies)]
+
+        init = {"protocolVersion": "2025-06-18", "capabilities": {}}
+        init["clientInfo"] = {"name": "raw", "version": "0"}
+        (init_reply,) = await exchange(
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}
+        )
+        await exchange({"jsonrpc": "2.0", "method": "notifications/initialized"}, replies=0)
+        call = {"name": "x", "_meta": {"progressToken": "tok"}}
+        call_replies = await exchange(
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}, replies=3
+        )
+        (refused,) = await exchange({"jsonrpc": "2.0", "id": 3, "method": "prompts/list"})
+        writer.write_eof()
+        await server  # returns at end of input
+        writer.close()
+        s_writer.close()
+        return init_reply, call_replies, refused, handler.notifications
+
+    init_reply, (p1, p2, answer), refused, notes = run(main)
+    assert init_reply["result"]["protocolVersion"] == "2025-06-18"
+    assert init_reply["result"]["serverInfo"]["name"] == "in-process"
+    assert [p["params"]["progress"] for p in (p1, p2)] == [1, 2]
+    assert answer == {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "result": {"content": [{"type": "text", "text": "called x"}]},
+    }
+    assert refused["error"]["code"] == -32601  # no prompts capability: the core refuses
+    assert notes == ["notifications/initialized"]
+
+
+def test_example_handler_is_a_handler() -> None:
+    handler: Handler = ExampleHandler()
+    assert handler is not None
+
+
+# -- the reference server, when it exists -------------------------------------------
+
+
+def test_stdio_client_reference_server() -> None:
+    missing = reference_server_missing()
+    if missing:
+        pytest.skip(missing)
+
+    async def main() -> Any:
+        async with open_stdio_client(REFERENCE) as client:
+            tools = await client.list_tools()
+            result = await client.call_tool("echo", echo_arguments(tools, "from asyncio"))
+            await client.ping()
+        return result, client.process.returncode
+
+    result, code = run(main)
+    assert "from asyncio" in text_of(result)
+    assert code == 0
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def test_http_client_reference_server() -> None:
+    missing = reference_server_missing()
+    if missing:
+        pytest.skip(missing)
+    help_text = subprocess.run(
+        [*REFERENCE, "--help"], capture_output=True, text=True, timeout=30
+    ).stdout
+    if "--http" not in help_text:
+        pytest.skip("`python -m mcp_ref serve` has no --http option yet (no trio HTTP server)")
+    port = _free_port()
+
+    async def main() -> Any:
+        proc = await asyncio.create_subprocess_exec(*REFERENCE, "--http", f"127.0.0.1:{port}")
+        try:
+            while True:  # readiness: the port accepts (bounded by run's timeout)
+                if proc.returncode is not None:
+                    raise AssertionError(f"the server exited with {proc.returncode}")
+                try:
+                    _, probe = await asyncio.open_connection("127.0.0.1", port)
+                    probe.close()
+                    break
+                except OSError:
+                    await asyncio.sleep(0.05)
+            async with open_http_client(f"http://127.0.0.1:{port}/mcp") as client:
+                tools = await client.list_tools()
+                result = await client.call_tool("echo", echo_arguments(tools, "over http"))
+                await client.ping()
+            return result
+        finally:
+            proc.terminate()
+            await proc.wait()
+
+    assert "over http" in text_of(run(main))
+
+
+# -- the HTTP client against a loopback stub -----------------------------------------
+
+SESSION = "stub-session-1"
+
+
+class Stub:
+    """A tiny Streamable HTTP server: one h11 request per connection.
+
+    initialize gets JSON (with a session id); tools/call "hello" gets an SSE stream
+    that pings the client and logs before answering; "error" gets a 500 with a
+    JSON-RPC error; "hang" an SSE stream that never answers; "gone" a 404.
+    """
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, list[tuple[bytes, bytes]], Any]] = []
+        self.ping_answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.cancelled: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        h = h11.Connection(h11.SERVER)
+        request: h11.Request | None = None
+        body = b""
+        try:
+            while True:
+                event = h.next_event()
+                if event is h11.NEED_DATA:
+                    h.receive_data(await reader.read(65536))
+                elif isinstance(event, h11.Request):
+                    request = event
+                elif isinstance(event, h11.Data):
+                    body += event.data
+                elif isinstance(event, h11.EndOfMessage):
+                    break
+                else:
+                    return
+            assert request is not None
+            message = json.loads(body) if body else None
+            self.seen.append((request.method.decode(), list(request.headers), message))
+            await self.answer(h, reader, writer, request.method, message)
+        finally:
+            writer.close()
+
+    async def respond(
+        self,
+        h: h11.Connection,
+        writer: asyncio.StreamWriter,
+        status: int,
+        headers: list[tuple[bytes, bytes]],
+        *chunks: bytes,
+    ) -> None:
+        writer.write(h.send(h11.Response(status_code=status, headers=headers)))
+        for chunk in chunks:
+            writer.write(h.send(h11.Data(data=chunk)))
+            await writer.drain()
+        writer.write(h.send(h11.EndOfMessage()))
+        await writer.drain()
+
+    async def answer(
+        self,
+        h: h11.Connection,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        method: bytes,
+        msg: Any,
+    ) -> None:
+        sse = [(b"content-type", b"text/event-stream")]
+        if method == b"DELETE":
+            return await self.respond(h, writer, 200, [(b"content-length", b"0")])
+        if "method" not in msg:  # a response from the client
+            if msg["id"] == "srv-ping":
+                self.ping_answer.set_result(msg)
+            return await self.respond(h, writer, 202, [(b"content-length", b"0")])
+        if "id" not in msg:  # a notification
+            if msg["method"] == "notifications/cancelled" and not self.cancelled.done():
+                self.cancelled.set_result(msg)
+            return await self.respond(h, writer, 202, [(b"content-length", b"0")])
+        rid, name = msg["id"], msg.get("params", {}).get("name")
+        if msg["method"] == "initialize":
+            result = {
+                "protocolVersion": msg["params"]["protocolVersion"],
+                "capabilities": {"tools": {}, "logging": {}},
+                "serverInfo": {"name": "stub", "version": "0"},
+            }
+            data = json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}).encode()
+            headers = [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(data)).encode()),
+                (b"mcp-session-id", SESSION.encode()),
+            ]
+            return await self.respond(h, writer, 200, headers, data)
+        if name == "hello":
+            ping = json.dumps({"jsonrpc": "2.0", "id": "srv-ping", "method": "ping"})
+            log = json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/message",
+                    "params": {"level": "info", "data": "working"},
+                }
+            )
+            writer.write(h.send(h11.Response(status_code=200, headers=sse)))
+            writer.write(h.send(h11.Data(data=b": primed\r\n\r\nid: e1\r\ndata: " + ping.encode())))
+            writer.write(h.send(h11.Data(data=b"\r\n\r\nevent: message\ndata: " + log.encode())))
+            writer.write(h.send(h11.Data(data=b"\n\n")))
+            await writer.drain()
+            await self.ping_answer  # the client answers on a POST of its own, meanwhile
+            done = {"content": [{"type": "text", "text": "hello back"}]}
+            final = b"data: " + json.dumps({"jsonrpc": "2.0", "id": rid, "result": done}).encode()
+            writer.write(h.send(h11.Data(data=final[:20])))
+            await writer.drain()
+            writer.write(h.send(h11.Data(data=final[20:] + b"\n\n")))
+            writer.write(h.send(h11.EndOfMessage()))
+            return await writer.drain()
+        if name == "error":
+            data = b'{"jsonrpc":"2.0","error":{"code":-32603,"message":"boom"}}'
+            headers = [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(data)).encode()),
+            ]
+            return await self.respond(h, writer, 500, headers, data)
+        if name == "hang":
+            writer.write(h.send(h11.Response(status_code=200, headers=sse)))
+            writer.write(h.send(h11.Data(data=b": nothing yet\n\n")))
+            await writer.drain()
+            await reader.read()  # until the client gives up and closes
+            return None
+        return await self.respond(h, writer, 404, [(b"content-length", b"0")])
+
+
+def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> str | None:
+    values = [v.decode() for k, v in headers if k == name]
+    return values[0] if values else None
+
+
+@spec(
+    "2025-06-18/basic/transports#sending-messages-to-the-server.1",
+    "2025-06-18/basic/transports#sending-messages-to-the-server.3",
+    "2025-06-18/basic/transports#sending-messages-to-the-server.9",
+    "2025-06-18/basic/transports#sending-messages-to-the-server.17",
+    "2025-06-18/basic/transports#session-management.4",
+    "2025-06-18/basic/transports#session-management.8",
+    "2025-06-18/basic/transports#protocol-version-header.1",
+)
+def test_http_client_against_stub() -> None:
+    async def main() -> Any:
+        stub = Stub()
+        server = await asyncio.start_server(stub.serve, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        notes: list[Notification] = []
+        async with server:
+            url = f"http://127.0.0.1:{port}/mcp"
+            async with open_http_client(url, on_notification=notes.append) as client:
+                assert client.session_id == SESSION
+                hello = await client.call_tool("hello", {"x": 1})
+                with pytest.raises(McpError) as failed:
+                    await client.call_tool("error")
+                with pytest.raises(McpError) as expired:
+                    await client.call_tool("hang", timeout=0.3)
+                cancelled = await stub.cancelled
+                (hang_id,) = [
+                    msg["id"]
+                    for _, _, msg in stub.seen
+                    if msg and msg.get("params", {}).get("name") == "hang"
+                ]
+        return stub, hello, failed.value, expired.value, cancelled, hang_id, notes
+
+    stub, hello, failed, expired, cancelled, hang_id, notes = run(main)
+    assert text_of(hello) == "hello back"
+    assert [n.method for n in notes] == ["notifications/message"]
+    assert stub.ping_answer.result() == {"jsonrpc": "2.0", "id": "srv-ping", "result": {}}
+    assert failed.code == -32603 and "boom" in failed.message
+    assert failed.data == {"http_status": 500}
+    assert expired.code == REQUEST_TIMEOUT
+    assert cancelled["params"]["requestId"] == hang_id
+
+    methods = [(m, (msg or {}).get("method")) for m, _, msg in stub.seen]
+    assert methods[:3] == [
+        ("POST", "initialize"),
+        ("POST", "notifications/initialized"),
+        ("POST", "tools/call"),
+    ]
+    assert methods[-1] == ("DELETE", None)
+    for i, (method, headers, _) in enumerate(stub.seen):
+        if method == "POST":
+            assert rules.check_accept(headers, b"POST") is None
+            assert _header(headers, b"content-type") == "application/json"
+        expected = (None, None) if i == 0 else (SESSION, "2025-11-25")
+        assert (_header(headers, b"mcp-session-id"), _header(headers, b"mcp-protocol-version")) == (
+            expected
+        )
+
+
+@spec("2025-06-18/basic/transports#session-management.7")
+def test_http_client_session_gone() -> None:
+    async def main() -> Any:
+        stub = Stub()
+        server = await asyncio.start_server(stub.serve, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        async with server:
+            async with open_http_client(f"http://127.0.0.1:{port}/") as client:
+                with pytest.raises(SessionClosed, match="404"):
+                    await client.call_tool("gone")
+                with pytest.raises(SessionClosed):
+                    await client.ping()
+        return [method for method, _, _ in stub.seen]
+
+    # no DELETE for a session the server already ended
+    assert run(main) == ["POST", "POST", "POST"]
+
+
+def test_http_client_refuses_other_schemes() -> None:
+    async def main() -> None:
+        async with open_http_client("ftp://example.invalid/"):
+            pass
+
+    with pytest.raises(ValueError, match="http"):
+        run(main)
