@@ -33,7 +33,7 @@ from mcp_ref._pagination import paginate
 from mcp_ref.events import Notification
 from mcp_ref.trio import RequestContext, Session, serve_stdio
 
-MODE = sys.argv[1] if len(sys.argv) > 1 else "normal"
+MODE = "normal"  # set by main() from argv; importers (in-memory tests) get "normal"
 
 CAPS = t.ServerCapabilities(
     tools=t.ServerCapabilitiesTools(list_changed=True),
@@ -187,6 +187,8 @@ class Handler:
 
 
 def main() -> None:
+    global MODE
+    MODE = sys.argv[1] if len(sys.argv) > 1 else "normal"
     if MODE == "stubborn":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     sys.stderr.write(f"test server starting in {MODE} mode\n")

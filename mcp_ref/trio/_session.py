@@ -72,6 +72,7 @@ from .._errors import (
 from .._framing import DEFAULT_MAX_MESSAGE_BYTES
 from .._inflight import RequestTimeout
 from .._methods import METHODS
+from .._pagination import InvalidCursor
 from .._state import SERVER, Role, State
 from ..events import (
     ConnectionClosed,
@@ -150,8 +151,8 @@ class Handler(Protocol):
 
     async def handle_request(self, ctx: RequestContext) -> Any:
         """Answer one request: return the typed result (e.g. ``t.CallToolResult``) or
-        raise :class:`~mcp_ref.McpError`.  Any other exception is answered with -32603
-        and logged.  For a server, ``initialize`` comes here too: answer
+        raise :class:`~mcp_ref.McpError` (``InvalidCursor`` from ``paginate`` is answered
+        with -32602).  Any other exception is answered with -32603 and logged.  For a server, ``initialize`` comes here too: answer
         ``t.InitializeResult`` with ``protocol_version=
         ctx.session.connection.negotiated_version_for(ctx.params.protocol_version)``.
         ``ping`` never comes here (the session answers it)."""
@@ -560,6 +561,9 @@ class Session:
             result = await self._handler.handle_request(ctx)
         except McpError as exc:
             return ErrorResponse(id=rid, code=exc.code, message=exc.message, data=exc.data)
+        except InvalidCursor as exc:
+            # Spec: 2025-06-18/server/utilities/pagination#error-handling.1
+            return ErrorResponse(id=rid, code=exc.code, message=exc.message)
         except Exception as exc:
             mcp = _only_mcp_errors(exc)
             if mcp is not None:

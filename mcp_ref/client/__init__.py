@@ -1,0 +1,30 @@
+"""The high-level MCP client (trio).
+
+``async with open_stdio_client([sys.executable, "server.py"]) as client:`` starts a
+server, initializes, and gives a :class:`Client` with typed methods (``list_tools``,
+``call_tool``, ``read_resource``, ``get_prompt``, ...).  :func:`open_client` does the same
+over any :class:`~mcp_ref.trio.MessageChannel`.
+"""
+
+from ._client import (
+    DEFAULT_CLIENT_INFO,
+    Client,
+    ElicitationHandler,
+    RootsArg,
+    SamplingHandler,
+    open_client,
+    open_stdio_client,
+)
+from ._schema import JSONSCHEMA_AVAILABLE, OutputSchemaError
+
+__all__ = [
+    "DEFAULT_CLIENT_INFO",
+    "JSONSCHEMA_AVAILABLE",
+    "Client",
+    "ElicitationHandler",
+    "OutputSchemaError",
+    "RootsArg",
+    "SamplingHandler",
+    "open_client",
+    "open_stdio_client",
+]

@@ -1,0 +1,130 @@
+"""Checking a tool's structured result against its ``outputSchema``, when ``jsonschema``
+is installed.
+
+Theory of operation
+-------------------
+``tools/list`` gives each tool an optional ``outputSchema``; a ``tools/call`` result may
+carry ``structuredContent``.  The spec asks clients to check one against the other
+(2025-06-18/server/tools#output-schema.2).  :class:`OutputSchemas` remembers the schemas
+of the tools last listed (bounded), compiles a validator per tool on first use, and
+checks results.  ``jsonschema`` is an optional dependency of mcp-ref: without it nothing
+is checked (results are returned as they came).  Remote ``$ref`` are never fetched.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from .. import types as t
+from .._errors import INTERNAL_ERROR, McpError
+
+__all__ = ["JSONSCHEMA_AVAILABLE", "OutputSchemaError", "OutputSchemas"]
+
+log = logging.getLogger("mcp_ref.client")
+
+try:
+    _jsonschema: Any = importlib.import_module("jsonschema")
+except ImportError:  # pragma: no cover - depends on the environment
+    _jsonschema = None
+
+JSONSCHEMA_AVAILABLE = _jsonschema is not None
+"""Whether ``jsonschema`` could be imported (structured results are checked only then)."""
+
+
+class OutputSchemaError(McpError):
+    """A tool's ``structuredContent`` does not match the ``outputSchema`` it declared
+    (or that schema is not a valid JSON Schema).
+
+    Its code is -32603 (INTERNAL_ERROR): the fault is in the server's result, not in our
+    arguments, so -32602 would mislead.
+
+    Attributes:
+        tool: the tool's name.
+        result: the ``t.CallToolResult`` as received, for callers that want it anyway.
+
+    Source: 2025-06-18/server/tools#output-schema.1 and .2.
+    """
+
+    def __init__(self, tool: str, message: str, result: t.CallToolResult) -> None:
+        super().__init__(
+            INTERNAL_ERROR,
+            f"the structured result of tool {tool!r} does not match its outputSchema: {message}",
+            {"tool": tool},
+        )
+        self.tool = tool
+        self.result = result
+
+
+class OutputSchemas:
+    """The output schemas of listed tools, by name (at most ``max_tools``)."""
+
+    def __init__(self, max_tools: int = 10_000) -> None:
+        self.max_tools = max_tools
+        self._schemas: dict[str, dict[str, Any]] = {}
+        self._validators: dict[str, Any] = {}
+
+    def clear(self) -> None:
+        """Forget every schema (the tool list changed)."""
+        self._schemas.clear()
+        self._validators.clear()
+
+    def remember(self, tools: Iterable[t.Tool]) -> None:
+        """Record the output schemas of ``tools`` (a tool without one is forgotten)."""
+        for tool in tools:
+            self._validators.pop(tool.name, None)
+            if tool.output_schema is None:
+                self._schemas.pop(tool.name, None)
+            elif tool.name in self._schemas or len(self._schemas) < self.max_tools:
+                self._schemas[tool.name] = tool.output_schema
+            else:
+                log.warning(
+                    "more than %d tools with an outputSchema: not checking %r",
+                    self.max_tools,
+                    tool.name,
+                )
+
+    def schema_of(self, name: str) -> dict[str, Any] | None:
+        """The remembered output schema of tool ``name``, or None."""
+        return self._schemas.get(name)
+
+    def check(self, name: str, result: t.CallToolResult) -> None:
+        """Check ``result.structured_content`` against tool ``name``'s output schema.
+
+        Nothing is checked when the tool has no remembered schema, the result has no
+        structured content or is an error result (``isError``), or ``jsonschema`` is not
+        installed.
+
+        Raises:
+            OutputSchemaError: the content does not match, or the schema is invalid.
+        """
+        # Spec: 2025-06-18/server/tools#output-schema.2
+        schema = self._schemas.get(name)
+        if schema is None or result.structured_content is None or result.is_error:
+            return
+        if _jsonschema is None:
+            log.debug("jsonschema is not installed: not checking the result of %r", name)
+            return
+        validator = self._validators.get(name)
+        if validator is None:
+            cls = _jsonschema.validators.validator_for(
+                schema, default=_jsonschema.Draft202012Validator
+            )
+            try:
+                cls.check_schema(schema)
+            except _jsonschema.SchemaError as exc:
+                raise OutputSchemaError(
+                    name, f"invalid outputSchema: {exc.message}", result
+                ) from None
+            validator = self._validators[name] = cls(schema)
+        try:
+            error = _jsonschema.exceptions.best_match(
+                validator.iter_errors(result.structured_content)
+            )
+        except Exception as exc:  # e.g. an unresolvable $ref: remote refs are not fetched
+            raise OutputSchemaError(name, f"cannot check it: {exc}", result) from None
+        if error is not None:
+            where = "/".join(str(p) for p in error.absolute_path) or "(root)"
+            raise OutputSchemaError(name, f"at {where}: {error.message}", result)
