@@ -96,7 +96,8 @@ class Client:
     """A blocking MCP client over a server process's stdin/stdout.
 
     Made by :func:`connect_stdio`, which initializes it.  One request at a time: do not
-    call it from ``on_notification``.
+    call it from ``on_notification``.  An exception raised by ``on_notification``
+    propagates from the call that was waiting, which first cancels its request.
 
     Attributes:
         process: the server process (``subprocess.Popen``).
@@ -272,6 +273,9 @@ class Client:
     def _step(self) -> None:
         """Steps 3a to 3d: wait, read, expire, dispatch."""
         conn = self.connection
+        self._process_events()  # what was read while writing may hold the answer, or EOF
+        if self._answer is not None:
+            return
         deadline = conn.next_deadline()
         wait = None if deadline is None else max(0.0, deadline - time.monotonic())
         if self._selector.select(wait):

@@ -216,6 +216,26 @@ def test_stdio_client_server_exit_fails_pending_request() -> None:
     assert run(main) == 3
 
 
+def test_stdio_client_large_messages_both_ways() -> None:
+    """1 MiB each way: more than the pipes hold, so writes wait while reads go on."""
+    text = "y" * (1024 * 1024)
+
+    async def main() -> Any:
+        async with open_stdio_client(EXAMPLE) as client:
+            return await client.call_tool("echo", {"text": text})
+
+    assert text_of(run(main)) == text
+
+
+def test_stdio_client_server_that_never_answers_initialize() -> None:
+    async def main() -> None:
+        async with open_stdio_client([sys.executable, "-c", "pass"]):
+            raise AssertionError("not reached")
+
+    with pytest.raises(SessionClosed):
+        run(main)
+
+
 @spec("2025-06-18/basic/lifecycle#stdio.1")
 def test_stdio_client_kills_a_stubborn_server() -> None:
     async def main() -> Any:

@@ -148,6 +148,12 @@ def test_blocking_client_server_exit_fails_the_request() -> None:
     assert client.process.returncode == 3
 
 
+def test_blocking_client_server_that_never_answers_initialize() -> None:
+    with pytest.raises(SessionClosed):
+        with connect_stdio([sys.executable, "-c", "pass"]):
+            raise AssertionError("not reached")
+
+
 @spec("2025-06-18/basic/lifecycle#stdio.1")
 def test_blocking_client_kills_a_stubborn_server() -> None:
     with connect_stdio(raw_server("stubborn"), shutdown_grace=0.2) as client:

@@ -76,8 +76,9 @@ class RequestContext:
         method: e.g. ``"tools/call"``.
         params: the typed params (an instance of ``METHODS[method].params_type``) or None.
         progress_token: the ``_meta.progressToken`` the client sent, or None.
-        cancel_reason: set (to the client's reason, possibly None) just before the
-            task is cancelled because the client sent ``notifications/cancelled``.
+        cancelled: set to True just before the task is cancelled because the client
+            sent ``notifications/cancelled`` (not when the server is shutting down).
+        cancel_reason: the reason the client gave with it, or None.
     """
 
     def __init__(self, conn: Connection, writer: asyncio.StreamWriter, request: Request) -> None:
