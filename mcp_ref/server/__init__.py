@@ -51,19 +51,23 @@ from ._content import (
 from ._context import Context
 from ._logging import LEVELS, LogPolicy
 from ._prompts import PromptDef
+from ._ratelimit import RateLimit
 from ._resources import ResourceDef, TemplateDef
 from ._schema import schema_for
-from ._server import ResourceNotFound, Server
+from ._server import DEFAULT_RATE_LIMITS, MAX_COMPLETION_INPUT, ResourceNotFound, Server
 from ._tools import ToolDef, ToolError, jsonschema_available
 from ._uritemplate import UriTemplate, UriTemplateError
 
 __all__ = [
+    "DEFAULT_RATE_LIMITS",
     "LEVELS",
+    "MAX_COMPLETION_INPUT",
     "MAX_VALUES",
     "CompletionDef",
     "Context",
     "LogPolicy",
     "PromptDef",
+    "RateLimit",
     "ResourceDef",
     "ResourceNotFound",
     "Server",

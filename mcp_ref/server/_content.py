@@ -115,6 +115,7 @@ def embedded(
     text or blob).
     """
     resource: t.TextResourceContents | t.BlobResourceContents
+    # Spec: 2025-06-18/server/prompts#embedded-resources.1 (a URI, a MIME type, the data)
     if isinstance(value, str):
         resource = t.TextResourceContents(uri=uri, text=value, mime_type=mime_type or "text/plain")
     else:

@@ -26,6 +26,7 @@ import trio
 from .. import types as t
 from .._errors import INVALID_PARAMS, McpError
 from .._methods import capability_present
+from ._ratelimit import RateLimit
 from ._session_state import state_of
 
 __all__ = ["LEVELS", "LogPolicy", "check_level", "send_log", "set_level"]
@@ -65,19 +66,19 @@ class LogPolicy:
         rate: messages per second each session may receive (default 50).
         burst: messages a session may receive at once before the rate applies
             (default 200).
+
+    Raises:
+        ValueError: unknown level, ``rate`` <= 0 or ``burst`` < 1.
     """
 
-    __slots__ = ("burst", "default_level", "rate")
+    __slots__ = ("default_level", "limit")
 
     def __init__(
         self, default_level: t.LoggingLevel = "info", rate: float = 50.0, burst: int = 200
     ) -> None:
         check_level(default_level)
-        if rate <= 0 or burst < 1:
-            raise ValueError("rate must be > 0 and burst >= 1")
         self.default_level: t.LoggingLevel = default_level
-        self.rate = rate
-        self.burst = burst
+        self.limit = RateLimit(per_second=rate, burst=burst)
 
 
 def check_level(level: str) -> t.LoggingLevel:
@@ -105,23 +106,6 @@ def set_level(session: _Session, level: str) -> None:
         # Spec: 2025-06-18/server/utilities/logging#error-handling.1
         raise McpError(INVALID_PARAMS, f"unknown log level {level!r}")
     state_of(session).log_level = typing.cast(t.LoggingLevel, level)
-
-
-def _admit(session: _Session, policy: LogPolicy) -> bool:
-    """Take one token from the session's bucket; False when it is empty."""
-    state = state_of(session)
-    now = trio.current_time()
-    if state.log_tokens is None:
-        state.log_tokens = float(policy.burst)
-    else:
-        elapsed = max(0.0, now - state.log_stamp)
-        state.log_tokens = min(float(policy.burst), state.log_tokens + elapsed * policy.rate)
-    state.log_stamp = now
-    if state.log_tokens < 1.0:
-        state.log_dropped += 1
-        return False
-    state.log_tokens -= 1.0
-    return True
 
 
 async def send_log(
@@ -162,7 +146,8 @@ async def send_log(
     if _RANK[level] < _RANK[threshold]:
         return False
     # Spec: 2025-06-18/server/utilities/logging#implementation-considerations.1
-    if not _admit(session, policy):
+    if not state.log_bucket.take(policy.limit, trio.current_time()):
+        state.log_dropped += 1
         return False
     if state.log_dropped:
         dropped, state.log_dropped = state.log_dropped, 0

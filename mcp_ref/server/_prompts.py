@@ -105,8 +105,11 @@ class PromptDef:
 
         Raises:
             McpError: -32602 for bad arguments; whatever the function raises.
+            TypeError: the function returned something that is not messages (the
+                session answers -32603): outputs are checked as strictly as inputs.
         """
         # Spec: 2025-06-18/server/prompts#implementation-considerations.1
+        # Spec: 2025-06-18/server/prompts#security.1 (inputs checked here, outputs below)
         kwargs = self.check(arguments)
         value = await invoke(self.info, kwargs, context, limiter)
         if isinstance(value, t.GetPromptResult):

@@ -41,13 +41,14 @@ from __future__ import annotations
 import inspect
 import logging
 import os
-from collections.abc import Callable, Iterable
-from typing import Any, Final, TypeVar
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final, TypeVar, overload
 
 import trio
 
 from .. import types as t
 from .._errors import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     RESOURCE_NOT_FOUND,
@@ -63,17 +64,26 @@ from ._completion import CompletionDef, make_completion
 from ._context import Context
 from ._logging import LogPolicy, set_level
 from ._prompts import PromptDef, make_prompt
+from ._ratelimit import RateLimit, TokenBucket
 from ._resources import ResourceDef, TemplateDef, check_uri, make_resource, make_template
 from ._session_state import state_of
 from ._tools import ToolDef, make_tool
 
-__all__ = ["ResourceNotFound", "Server"]
+__all__ = ["DEFAULT_RATE_LIMITS", "MAX_COMPLETION_INPUT", "ResourceNotFound", "Server"]
 
 log = logging.getLogger("mcp_ref.server")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 _LISTS: Final = ("tools", "resources", "prompts")
+DEFAULT_RATE_LIMITS: Final[Mapping[str, RateLimit]] = {
+    "completion/complete": RateLimit(per_second=20, burst=50),
+}
+"""Rate limits of a server given none: completion requests, per session."""
+
+MAX_COMPLETION_INPUT: Final = 4096
+"""The longest ``argument.value`` (characters) a completion request may carry."""
+
 _FEATURES: Final = frozenset({"tools", "resources", "prompts", "completions", "logging"})
 
 
@@ -110,6 +120,9 @@ class Server:
             dropped (default 256).
         declare: capabilities to declare even while their registry is empty, among
             ``"tools"``, ``"resources"``, ``"prompts"``, ``"completions"``.
+        rate_limits: per-session :class:`RateLimit` by request method; default
+            :data:`DEFAULT_RATE_LIMITS` (``completion/complete`` only).  Give
+            ``{"tools/call": RateLimit(...), ...}`` to limit tool calls too.
 
     Raises:
         ValueError: a bad ``page_size``, ``log_level`` or ``declare`` entry.
@@ -137,6 +150,7 @@ class Server:
         max_subscriptions: int = 1000,
         max_pending_updates: int = 256,
         declare: Iterable[str] = (),
+        rate_limits: Mapping[str, RateLimit] | None = None,
     ) -> None:
         if page_size < 1:
             raise ValueError("page_size must be at least 1")
@@ -161,6 +175,9 @@ class Server:
         self.max_subscriptions = max_subscriptions
         self.max_pending_updates = max_pending_updates
         self._declare = declared
+        self.rate_limits: dict[str, RateLimit] = dict(
+            DEFAULT_RATE_LIMITS if rate_limits is None else rate_limits
+        )
         self._tools: dict[str, ToolDef] = {}
         self._resources: dict[str, ResourceDef] = {}
         self._templates: dict[str, TemplateDef] = {}
@@ -221,7 +238,13 @@ class Server:
         """The live sessions."""
         return tuple(self._sessions)
 
-    def tool(self, name: str | Callable[..., Any] | None = None, /, **options: Any) -> Any:
+    @overload
+    def tool(self, name: F, /) -> F: ...
+
+    @overload
+    def tool(self, name: str | None = None, /, **options: Any) -> Callable[[F], F]: ...
+
+    def tool(self, name: Any = None, /, **options: Any) -> Any:
         """Register a tool; use as ``@server.tool``, ``@server.tool()`` or
         ``@server.tool("name", title=..., ...)``.
 
@@ -313,7 +336,13 @@ class Server:
         del self._templates[uri_template]
         self._changed("resources")
 
-    def prompt(self, name: str | Callable[..., Any] | None = None, /, **options: Any) -> Any:
+    @overload
+    def prompt(self, name: F, /) -> F: ...
+
+    @overload
+    def prompt(self, name: str | None = None, /, **options: Any) -> Callable[[F], F]: ...
+
+    def prompt(self, name: Any = None, /, **options: Any) -> Any:
         """Register a prompt; use as ``@server.prompt``, ``@server.prompt()`` or
         ``@server.prompt("name", title=...)``.
 
@@ -548,7 +577,26 @@ class Server:
         handler = self._dispatch.get(ctx.method)
         if handler is None:
             raise McpError(METHOD_NOT_FOUND, f"method not found: {ctx.method}")
+        limit = self.rate_limits.get(ctx.method)
+        if limit is not None:
+            self._check_rate(ctx, limit)
         return await handler(ctx)
+
+    def _check_rate(self, ctx: RequestContext, limit: RateLimit) -> None:
+        # Spec: 2025-06-18/server/tools#security-considerations.1 (rate limit tool calls)
+        # Spec: 2025-06-18/server/utilities/completion#security.1 (rate limiting)
+        buckets = state_of(ctx.session).buckets
+        bucket = buckets.get(ctx.method)
+        if bucket is None:
+            bucket = buckets[ctx.method] = TokenBucket()
+        if not bucket.take(limit, trio.current_time()):
+            wait = bucket.wait_time(limit)
+            raise McpError(
+                INTERNAL_ERROR,
+                f"rate limit exceeded for {ctx.method}: at most {limit.per_second:g} per "
+                f"second (bursts of {limit.burst}); retry in {wait:.2g} s",
+                {"retryAfter": wait},
+            )
 
     async def handle_notification(self, session: Session, notification: Any) -> None:
         """Run the hooks registered with :meth:`on_notification` for it."""
@@ -596,7 +644,7 @@ class Server:
         params: t.CallToolRequestParams = ctx.params
         tool = self._tools.get(params.name)
         if tool is None:
-            # Spec: 2025-06-18/server/tools#error-handling (unknown tools: -32602)
+            # An unknown tool is a protocol error, -32602 (tools page, "Error Handling").
             raise McpError(INVALID_PARAMS, f"Unknown tool: {params.name}", {"name": params.name})
         return await tool.call(params.arguments, self._context(ctx), self._threads())
 
@@ -679,6 +727,14 @@ class Server:
         params: t.CompleteRequestParams = ctx.params
         ref = params.ref
         argument = params.argument.name
+        resolved = (params.context.arguments if params.context else None) or {}
+        # Spec: 2025-06-18/server/utilities/completion#security.1 (validate all inputs)
+        if len(params.argument.value) > MAX_COMPLETION_INPUT or len(resolved) > 64:
+            raise McpError(
+                INVALID_PARAMS,
+                f"completion input too large: the value is limited to "
+                f"{MAX_COMPLETION_INPUT} characters and context to 64 arguments",
+            )
         # Spec: 2025-06-18/server/utilities/completion#error-handling.1
         if isinstance(ref, t.PromptReference):
             key = ("ref/prompt", ref.name, argument)
@@ -701,7 +757,6 @@ class Server:
             return t.CompleteResult(
                 completion=t.CompleteResultCompletion(values=[], has_more=False, total=0)
             )
-        resolved = (params.context.arguments if params.context else None) or {}
         values = await completion.complete(
             params.argument.value, resolved, self._context(ctx), self._threads()
         )

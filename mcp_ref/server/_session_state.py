@@ -17,6 +17,7 @@ from typing import Any, Final, Protocol
 import attrs
 
 from .. import types as t
+from ._ratelimit import TokenBucket
 
 __all__ = ["APP_STATE_KEY", "SessionState", "state_of"]
 
@@ -41,18 +42,18 @@ class SessionState:
             for them was sent (an ordered set, bounded by ``max_pending_updates``).
         seen_generation: per list kind (``"tools"``...), the registry generation this
             session was last told about.
-        log_tokens: the log rate limiter's tokens (messages it may send now).
-        log_stamp: when ``log_tokens`` was last refilled (trio time, seconds).
+        log_bucket: the log message rate limiter.
         log_dropped: messages dropped by the rate limiter since the last one sent.
+        buckets: request rate limiters, by method (only the server's limited methods).
     """
 
     log_level: t.LoggingLevel | None = None
     subscriptions: dict[str, None] = attrs.field(factory=dict)
     pending_updates: dict[str, None] = attrs.field(factory=dict)
     seen_generation: dict[str, int] = attrs.field(factory=dict)
-    log_tokens: float | None = None
-    log_stamp: float = 0.0
+    log_bucket: TokenBucket = attrs.field(factory=TokenBucket)
     log_dropped: int = 0
+    buckets: dict[str, TokenBucket] = attrs.field(factory=dict)
 
 
 def state_of(session: _HasAppState) -> SessionState:
