@@ -147,6 +147,10 @@ class Handler(Protocol):
     A handler may also have sync methods ``session_opened(session)`` (called once the
     session's tasks are started) and ``session_closed(session)`` (called at the very
     end); the session calls them when they exist.
+
+    Both methods run on the event loop: blocking, synchronous work inside them stalls the
+    whole session (no reads, no pings, no timeouts).  Run such work with
+    ``trio.to_thread.run_sync`` (the server API does this for sync tool functions).
     """
 
     async def handle_request(self, ctx: RequestContext) -> Any:
