@@ -193,8 +193,6 @@ def _parse_expression(body: str, where: int) -> _Expression:
             prefix = int(prefix_text)
             if prefix > 9999:
                 raise UriTemplateError(f"prefix {prefix} exceeds 9999 at position {where}")
-        if any(s.name == name for s in specs):
-            raise UriTemplateError(f"variable {name!r} appears twice at position {where}")
         specs.append(_VarSpec(name, prefix, explode))
     return _Expression(op, tuple(specs))
 
@@ -277,14 +275,16 @@ class UriTemplate:
         if m is None:
             return None
         result: dict[str, Value] = {}
+        prefixed: dict[str, Value] = {}
         for i, expr in enumerate(self._expressions):
-            values = _read_expression(expr, m.group(f"e{i}"))
-            if values is None:
+            if not _read_expression(expr, m.group(f"e{i}"), result, prefixed):
                 return None
-            for name, value in values.items():
-                if name in result and result[name] != value:
-                    return None  # the same variable read two different ways
-                result[name] = value
+        for name, short in prefixed.items():
+            full = result.get(name)
+            if full is None:
+                result[name] = short
+            elif not (isinstance(full, str) and isinstance(short, str) and full.startswith(short)):
+                return None  # {var:3} and {var} disagree
         return result
 
     def _pattern(self) -> str:
@@ -346,13 +346,28 @@ def _expression_pattern(expr: _Expression) -> str:
     return rf"(?:{first}{body})?" if first else body
 
 
-def _read_expression(expr: _Expression, text: str | None) -> dict[str, Value] | None:
+def _put(
+    result: dict[str, Value], prefixed: dict[str, Value], spec: _VarSpec, value: Value
+) -> bool:
+    """Record one variable's value; False when it contradicts an earlier one."""
+    target = prefixed if spec.prefix is not None and isinstance(value, str) else result
+    if target.get(spec.name, value) != value:
+        return False
+    target[spec.name] = value
+    return True
+
+
+def _read_expression(
+    expr: _Expression, text: str | None, result: dict[str, Value], prefixed: dict[str, Value]
+) -> bool:
+    """Read one expression's part of the URI into ``result`` (``prefixed`` for values of
+    ``{var:N}``); False when the part cannot be read."""
     if not text:
-        return {}
+        return True
     rules = expr.rules
     body = text[len(rules.first) :]
     if rules.named:
-        return _read_named(expr, body)
+        return _read_named(expr, body, result, prefixed)
     items = body.split(rules.sep)
     specs = list(expr.variables)
     # Deal items: one per variable; the first exploded variable (else the last one)
@@ -362,17 +377,15 @@ def _read_expression(expr: _Expression, text: str | None) -> dict[str, Value] | 
     if spare < 0:
         specs = specs[: len(items)]  # trailing variables were undefined
         spare = 0
-    result: dict[str, Value] = {}
     pos = 0
     for i, spec in enumerate(specs):
         take = 1 + spare if i == greedy else 1
         chunk = items[pos : pos + take]
         pos += take
         value = _value_from_items(spec, chunk, rules)
-        if value is None:
-            return None
-        result[spec.name] = value
-    return result
+        if value is None or not _put(result, prefixed, spec, value):
+            return False
+    return True
 
 
 def _value_from_items(spec: _VarSpec, chunk: list[str], rules: _Op) -> Value | None:
@@ -391,45 +404,39 @@ def _value_from_items(spec: _VarSpec, chunk: list[str], rules: _Op) -> Value | N
     return value
 
 
-def _read_named(expr: _Expression, body: str) -> dict[str, Value] | None:
+def _read_named(
+    expr: _Expression, body: str, result: dict[str, Value], prefixed: dict[str, Value]
+) -> bool:
     rules = expr.rules
     by_name = {v.name: v for v in expr.variables}
     exploded = [v for v in expr.variables if v.explode]
-    result: dict[str, Value] = {}
+    lists: dict[str, list[str]] = {}
     extra: dict[str, str] = {}
     for item in body.split(rules.sep):
         name, eq, raw = item.partition("=")
         spec = by_name.get(name)
         if spec is None:
             if len(exploded) != 1 or not eq:
-                return None
+                return False
             extra[unquote(name)] = unquote(raw)
-            continue
-        if spec.explode:
-            previous = result.get(name)
-            value = unquote(raw)
-            if previous is None:
-                result[name] = value
-            elif isinstance(previous, list):
-                previous.append(value)
-            else:
-                result[name] = [str(previous), value]
-            continue
-        if name in result:
-            return None  # a non-exploded variable appears once
-        if "," in raw:
-            result[name] = [unquote(p) for p in raw.split(",")]
-            continue
-        value = unquote(raw)
-        if spec.prefix is not None and len(value) > spec.prefix:
-            return None
-        result[name] = value
+        elif spec.explode:
+            lists.setdefault(name, []).append(unquote(raw))
+        else:
+            one: Value = [unquote(p) for p in raw.split(",")] if "," in raw else unquote(raw)
+            if isinstance(one, str) and spec.prefix is not None and len(one) > spec.prefix:
+                return False
+            if not _put(result, prefixed, spec, one):
+                return False  # a non-exploded variable given two different values
+    for name, values in lists.items():
+        if not _put(result, prefixed, by_name[name], values if len(values) > 1 else values[0]):
+            return False
     if extra:
-        target = exploded[0].name
-        if target in result:
-            return None  # both a list under its own name and foreign keys: ambiguous
-        result[target] = extra
-    return result
+        target = exploded[0]
+        if target.name in lists:
+            return False  # both a list under its own name and foreign keys: ambiguous
+        if not _put(result, prefixed, target, extra):
+            return False
+    return True
 
 
 # -- expansion helpers (RFC 6570 section 3.2.1 and appendix A) -------------------------
