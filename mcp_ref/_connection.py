@@ -450,7 +450,9 @@ class Connection:
     def _receive_cancel(self, params: Any) -> Event | None:
         rid = params.request_id
         # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.2
-        if rid is None or (rid == self._init_id and type(rid) is type(self._init_id)):
+        # Only a server receives the client's initialize; ids of requests going the
+        # other way may equal it and are cancellable.
+        if self.our_role is SERVER and rid == self._init_id and type(rid) is type(self._init_id):
             return None
         # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.4
         # Unknown or already answered requests: ignore the notification.

@@ -91,3 +91,11 @@ def test_server_cancels_client_request_too() -> None:
     (ev,) = deliver(server.send(cancel("r")), client)
     assert ev == RequestCancelled(id="r", reason=None)
     assert client.send(Response(id="r", result=t.ListRootsResult(roots=[]))) == b""
+
+
+def test_server_request_with_the_initialize_id_can_be_cancelled() -> None:
+    # The client's initialize had id 0; the server's own request 0 is another request.
+    client, server = initialized_pair()
+    deliver(server.send(Request(id=0, method="roots/list")), client)
+    (ev,) = deliver(server.send(cancel(0)), client)
+    assert ev == RequestCancelled(id=0, reason=None)

@@ -320,21 +320,7 @@ async def test_caller_cancelled_client_to_server() -> None:
             assert server.connection.requests_in_flight() == ([], [])
 
 
-@pytest.mark.parametrize(
-    "same_id_as_initialize",
-    [
-        False,
-        pytest.param(
-            True,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="core bug: Connection._receive_cancel ignores a cancellation whose "
-                "requestId equals the id of the initialize request even when that request "
-                "went the other way (client-sent initialize id 1 vs server-sent request id 1)",
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("same_id_as_initialize", [False, True])
 @spec("2025-06-18/basic/utilities/cancellation#behavior-requirements.3")
 async def test_caller_cancelled_server_to_client(same_id_as_initialize: bool) -> None:
     ch = ClientHandler()
