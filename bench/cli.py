@@ -36,6 +36,8 @@ from .report import Row
 
 __all__ = ["SIZES", "main"]
 
+ROOT = Path(__file__).resolve().parent.parent
+
 SIZES: dict[str, dict[str, Any]] = {
     # core_scale: multiplies the hot path's messages per run; e2e: calls per e2e run;
     # compare/slow: calls per compare run (slow = the Python SDK is one side);
@@ -100,58 +102,67 @@ _E2E_KEYS = (
 
 
 def e2e_rows(size: dict[str, Any], log: Callable[[str], None] = _log) -> list[Row]:
-    """Part 3: our client and server, every transport, 1 and 100 in flight."""
-    import trio
+    """Part 3: our client and server, every transport, 1 and 100 in flight.
 
-    from . import ours
-    from .load import run_load
+    Each row runs in a fresh child process (``python -m bench.ours``), so an in-process
+    row's peak RSS is its own and not the bench's; the two concurrencies share one
+    session, after a warm-up.
+    """
+    import json
+    import subprocess
 
     rows: list[Row] = []
-    transports: list[tuple[str, Any, bool]] = [
-        ("in-process, session layer", ours.open_inproc_session, True),
-        ("in-process, client+server", ours.open_inproc, True),
-        ("stdio", ours.open_stdio, False),
+    transports: list[tuple[str, str | None, bool]] = [
+        ("in-process, session layer", "inproc-session", True),
+        ("in-process, client+server", "inproc", True),
+        ("stdio", "stdio", False),
         ("HTTP JSON", None, False),
         ("HTTP SSE", None, False),
         ("WebSocket", None, False),
     ]
-    for name, opener, in_process in transports:
-        for c in (1, 100):
+    levels = (1, 100)
+    for name, key, in_process in transports:
+        if key is None:
+            rows += [Row("e2e", f"{name} x{c}", note="n/a (not built yet)") for c in levels]
+            continue
+        log(f"  {name}")
+        argv = [
+            sys.executable,
+            "-m",
+            "bench.ours",
+            key,
+            str(size["e2e"]),
+            ",".join(map(str, levels)),
+            str(size["warmup"]),
+        ]
+        runs: list[dict[str, Any]] = []
+        note = None
+        for _ in range(size["e2e_repeats"]):
+            proc = subprocess.run(
+                argv, capture_output=True, text=True, timeout=600, cwd=ROOT, check=False
+            )
+            if proc.returncode == 3:
+                note = f"n/a (not built yet: {proc.stderr.strip()})"
+                break
+            if proc.returncode != 0:
+                tail = proc.stderr.strip().splitlines()[-1:] or ["no output"]
+                note = f"failed: {tail[0]}"
+                break
+            runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+        for c in levels:
             label = f"{name} x{c}"
-            if opener is None:
-                rows.append(Row("e2e", label, note="n/a (not built yet)"))
+            if note is not None:
+                rows.append(Row("e2e", label, note=note))
                 continue
-            log(f"  {label}")
-            runs = []
-            try:
-                for _ in range(size["e2e_repeats"]):
-
-                    async def one(
-                        opener: Any = opener, c: int = c, in_process: bool = in_process
-                    ) -> dict[str, Any]:
-                        async with opener() as target:
-                            return await run_load(
-                                target,
-                                requests=size["e2e"],
-                                concurrency=c,
-                                warmup=size["warmup"],
-                                in_process=in_process,
-                            )
-
-                    runs.append(trio.run(one))
-            except ours.NotBuilt as exc:
-                rows.append(Row("e2e", label, note=f"n/a (not built yet: {exc})"))
-                continue
-            except Exception as exc:  # a failing row must not sink the others
-                rows.append(Row("e2e", label, note=f"failed: {type(exc).__name__}: {exc}"))
-                continue
-            runs.sort(key=lambda r: r["req_per_s"])
-            best = runs[(len(runs) - 1) // 2]
-            metrics = {k: best.get(k) for k in _E2E_KEYS}
-            note = "client column = client+server" if in_process else None
+            mine = sorted((r[str(c)] for r in runs), key=lambda r: r["req_per_s"])
+            best = mine[(len(mine) - 1) // 2]
             rows.append(
                 Row(
-                    "e2e", label, metrics, note=note, detail={"requests": size["e2e"], "runs": runs}
+                    "e2e",
+                    label,
+                    {k: best.get(k) for k in _E2E_KEYS},
+                    note="client column = client+server" if in_process else None,
+                    detail={"requests": size["e2e"], "runs": mine},
                 )
             )
     return rows
@@ -159,61 +170,33 @@ def e2e_rows(size: dict[str, Any], log: Callable[[str], None] = _log) -> list[Ro
 
 def leak_rows(size: dict[str, Any], log: Callable[[str], None] = _log) -> list[Row]:
     """Part 3, long runs: RSS before and after many requests, and many sessions."""
-    import gc
 
-    import trio
+    import json
+    import subprocess
 
-    from . import ours
     from ._measure import proc_rss
-    from .load import run_load
 
     rows: list[Row] = []
-    n = size["leak_requests"]
-    opener: Any = ours.open_inproc
-    layer = "client+server"
-    try:
-        ours.need("mcp_ref.client", "open_client")
-        ours.make_echo_server()
-    except ours.NotBuilt:
-        opener, layer = ours.open_inproc_session, "session layer"
-
-    log(f"  in-process long run ({n} requests)")
-
-    async def long_run() -> tuple[int | None, int | None]:
-        async with opener() as target:
-            # Warm up until allocator pools and caches settle, then measure.
-            await run_load(target, requests=max(1000, n // 10), concurrency=10, warmup=0)
-            gc.collect()
-            before = proc_rss()[0]
-            await run_load(target, requests=n, concurrency=10, warmup=0)
-            gc.collect()
-            return before, proc_rss()[0]
-
-    try:
-        before, after = trio.run(long_run)
-        rows.append(_leak_row(f"in-process {layer}: requests", before, after, requests=n))
-    except ours.NotBuilt as exc:
-        rows.append(Row("leak", "in-process: requests", note=f"n/a (not built yet: {exc})"))
-
-    m = size["leak_sessions"]
-    log(f"  in-process sessions ({m} sessions)")
-
-    async def sessions(count: int) -> None:
-        for _ in range(count):
-            async with opener() as target:
-                for _ in range(5):
-                    await target.call("hello")
-
-    try:
-        trio.run(sessions, max(20, m // 10))
-        gc.collect()
-        before = proc_rss()[0]
-        trio.run(sessions, m)
-        gc.collect()
-        after = proc_rss()[0]
-        rows.append(_leak_row(f"in-process {layer}: sessions", before, after, sessions=m))
-    except ours.NotBuilt as exc:
-        rows.append(Row("leak", "in-process: sessions", note=f"n/a (not built yet: {exc})"))
+    n, m = size["leak_requests"], size["leak_sessions"]
+    log(f"  in-process long run ({n} requests) and {m} sessions, in a child process")
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.ours", "leak", str(n), str(m)],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        cwd=ROOT,
+        check=False,
+    )
+    if proc.returncode == 0:
+        got = json.loads(proc.stdout.strip().splitlines()[-1])
+        layer = got["layer"]
+        rows.append(_leak_row(f"in-process {layer}: requests", *got["requests"], requests=n))
+        rows.append(_leak_row(f"in-process {layer}: sessions", *got["sessions"], sessions=m))
+    else:
+        why = proc.stderr.strip().splitlines()[-1:] or ["no output"]
+        note = f"n/a (not built yet: {why[0]})" if proc.returncode == 3 else f"failed: {why[0]}"
+        rows.append(Row("leak", "in-process: requests", note=note))
+        rows.append(Row("leak", "in-process: sessions", note=note))
 
     from .compare import _env, _ours_stdio_command
     from .loadgen import StdioTarget, TargetError
@@ -221,7 +204,7 @@ def leak_rows(size: dict[str, Any], log: Callable[[str], None] = _log) -> list[R
     argv, stdio_layer = _ours_stdio_command()
     log(f"  stdio server long run ({n} requests)")
     try:
-        with StdioTarget(argv, env=_env(), cwd=str(Path(__file__).resolve().parent.parent)) as t:
+        with StdioTarget(argv, env=_env(), cwd=str(ROOT)) as t:
             t.run(requests=max(1000, n // 10), concurrency=10)
             before = proc_rss(t.pid)[0] if t.pid else None
             t.run(requests=n, concurrency=10)

@@ -194,3 +194,116 @@ def _pid_of(client: Any) -> int | None:
             pid: int = proc.pid
             return pid
     return None
+
+
+OPENERS: dict[str, Any] = {
+    "inproc": open_inproc,
+    "inproc-session": open_inproc_session,
+    "stdio": open_stdio,
+}
+"""Row name -> opener, for :func:`main`."""
+
+
+async def leak_inproc(requests: int, sessions: int) -> dict[str, Any]:
+    """RSS (bytes) before and after ``requests`` calls on one in-process session (10 in
+    flight, nothing recorded per call) and before and after ``sessions`` sessions opened
+    and closed (5 calls each), each after a warm-up of a tenth as many.
+
+    Returns ``{"layer": ..., "requests": [before, after], "sessions": [before, after]}``.
+
+    Raises:
+        NotBuilt: not even the session layer exists.
+    """
+    import gc
+
+    from ._measure import proc_rss
+
+    opener: Any = open_inproc
+    layer = "client+server"
+    try:
+        need("mcp_ref.client", "open_client")
+        make_echo_server()
+    except NotBuilt:
+        opener, layer = open_inproc_session, "session layer"
+
+    async def calls(target: Target, count: int) -> None:
+        async def worker(k: int) -> None:
+            for _ in range(k):
+                await target.call("hello")
+
+        async with trio.open_nursery() as nursery:
+            for i in range(10):
+                nursery.start_soon(worker, count // 10 + (i < count % 10))
+
+    async def many_sessions(count: int) -> None:
+        for _ in range(count):
+            async with opener() as target:
+                for _ in range(5):
+                    await target.call("hello")
+
+    out: dict[str, Any] = {"layer": layer}
+    async with opener() as target:
+        await calls(target, max(1000, requests // 10))  # let pools and caches settle
+        gc.collect()
+        before = proc_rss()[0]
+        await calls(target, requests)
+        gc.collect()
+        out["requests"] = [before, proc_rss()[0]]
+    await many_sessions(max(20, sessions // 10))
+    gc.collect()
+    before = proc_rss()[0]
+    await many_sessions(sessions)
+    gc.collect()
+    out["sessions"] = [before, proc_rss()[0]]
+    return out
+
+
+def main(argv: list[str]) -> int:
+    """Child-process entry points, so a measurement's RSS is its own:
+
+    * ``python -m bench.ours ROW REQUESTS C1,C2,... WARMUP``: one end-to-end row (ROW a
+      key of :data:`OPENERS`); prints ``{concurrency: metrics}`` as JSON;
+    * ``python -m bench.ours leak REQUESTS SESSIONS``: :func:`leak_inproc` as JSON.
+
+    Exit code 3 with the reason on stderr when a piece is not built yet.
+    """
+    import json
+
+    from .load import run_load
+
+    if argv[0] == "leak":
+        try:
+            got = trio.run(leak_inproc, int(argv[1]), int(argv[2]))
+        except NotBuilt as exc:
+            print(exc, file=sys.stderr)
+            return 3
+        print(json.dumps(got))
+        return 0
+    row, requests, concurrencies, warmup = argv[0], int(argv[1]), argv[2], int(argv[3])
+    levels = [int(c) for c in concurrencies.split(",")]
+    opener = OPENERS[row]
+
+    async def run() -> dict[int, Any]:
+        out = {}
+        async with opener() as target:
+            for c in levels:
+                out[c] = await run_load(
+                    target,
+                    requests=requests,
+                    concurrency=c,
+                    warmup=warmup,
+                    in_process=row != "stdio",
+                )
+        return out
+
+    try:
+        result = trio.run(run)
+    except NotBuilt as exc:
+        print(exc, file=sys.stderr)
+        return 3
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
