@@ -32,9 +32,9 @@ CLIENT_CAPS = t.ClientCapabilities(
 class RecordingChannel:
     """Wraps a channel; ``sent`` holds the decoded messages written through it."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any = None) -> None:
         self.inner = inner
-        self.framing = inner.framing
+        self.framing = getattr(inner, "framing", "messages")
         self.sent: list[dict[str, Any]] = []
         self.received: list[dict[str, Any]] = []
 

@@ -169,7 +169,16 @@ def test_non_object_returns_are_wrapped_and_content_returns_are_not_structured()
     def nothing() -> None:
         """Nothing."""
 
-    server = server_with(number, words, picture, mixed, nothing)
+    def names() -> list[str]:
+        """Data, not content."""
+        return []
+
+    server = server_with(number, words, picture, mixed, nothing, names)
+    assert server.tools["names"].tool.output_schema == {
+        "type": "object",
+        "properties": {"result": {"type": "array", "items": {"type": "string"}}},
+        "required": ["result"],
+    }
     assert server.tools["number"].tool.output_schema == {
         "type": "object",
         "properties": {"result": {"type": "integer"}},

@@ -217,6 +217,15 @@ def make_server() -> Server:
     return server
 
 
+def _needs_2025_11_25(ctx: Context) -> None:
+    """Elicitation defaults and the new enum shapes exist from 2025-11-25 on."""
+    if not ctx.client_supports("elicitation"):
+        raise ToolError("The client does not support elicitation")
+    version = ctx.session.protocol_version or ""
+    if version < "2025-11-25":
+        raise ToolError(f"This tool needs protocol 2025-11-25; the session uses {version}")
+
+
 def _conformance_tools(server: Server) -> None:
     @server.tool(blocking=False)
     def test_simple_text() -> str:
@@ -318,8 +327,7 @@ def _conformance_tools(server: Server) -> None:
     @server.tool()
     async def test_elicitation_sep1034_defaults(ctx: Context) -> str:
         """Asks for a form whose fields all have defaults (SEP-1034)."""
-        if not ctx.client_supports("elicitation"):
-            raise ToolError("The client does not support elicitation")
+        _needs_2025_11_25(ctx)
         result = await ctx.elicit("Please review and update the form fields", _DEFAULTS_SCHEMA)
         return (
             f"Elicitation completed: action={result.action}, content={json.dumps(result.content)}"
@@ -328,8 +336,7 @@ def _conformance_tools(server: Server) -> None:
     @server.tool()
     async def test_elicitation_sep1330_enums(ctx: Context) -> str:
         """Asks for choices in the five enum shapes of 2025-11-25 (SEP-1330)."""
-        if not ctx.client_supports("elicitation"):
-            raise ToolError("The client does not support elicitation")
+        _needs_2025_11_25(ctx)
         result = await ctx.elicit("Please choose from the options", _ENUM_SCHEMA)
         return (
             f"Elicitation completed: action={result.action}, content={json.dumps(result.content)}"

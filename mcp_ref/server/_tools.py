@@ -26,8 +26,9 @@ with its traceback).  :class:`~mcp_ref.McpError` raised by the function is *not*
 it becomes a JSON-RPC error response.
 
 Output: a return value becomes ``content``.  A function whose return annotation is
-structured data (anything but ``str``, ``None``, content blocks, lists of them and
-``CallToolResult``) also gets an ``outputSchema``, and each result carries
+structured data (anything but ``str``, ``None``, content blocks, lists of content blocks
+and ``CallToolResult``; so ``int``, ``list[str]``, an attrs class...) also gets an
+``outputSchema``, and each result carries
 ``structuredContent`` plus the same JSON as text (2025-06-18/server/tools#structured-content).
 An ``outputSchema`` must describe an object; other types (``int``, ``list[X]``,
 ``Optional[X]``...) are wrapped as ``{"result": <value>}``.  The result is converted with
@@ -261,18 +262,31 @@ def _json_path(path: Sequence[Any]) -> str:
 
 
 def _contentish(tp: Any) -> bool:
-    """Return annotations that are unstructured content, not data."""
+    """Return annotations that are unstructured content, not data: ``str``, ``None``,
+    ``CallToolResult``, a content block class, a union of those, or a list of content
+    blocks (``list[str]`` is data)."""
     if tp in (str, type(None), None, t.CallToolResult) or tp is inspect.Parameter.empty:
         return True
-    if isinstance(tp, type) and issubclass(tp, CONTENT_TYPES):
+    if _block_type(tp):
         return True
     args = typing.get_args(tp)
     origin = typing.get_origin(tp)
     if origin in (list, tuple, Sequence) and args:
-        return all(_contentish(a) for a in args if a is not Ellipsis)
+        return all(_block_type(a) for a in args if a is not Ellipsis)
     if args and origin in (typing.Union, type(int | str)):
         return all(_contentish(a) for a in args)
     return False
+
+
+def _block_type(tp: Any) -> bool:
+    if isinstance(tp, type) and issubclass(tp, CONTENT_TYPES):
+        return True
+    args = typing.get_args(tp)
+    return (
+        bool(args)
+        and typing.get_origin(tp) in (typing.Union, type(int | str))
+        and all(_block_type(a) for a in args)
+    )
 
 
 def _validator(schema: dict[str, Any], what: str) -> Any:
