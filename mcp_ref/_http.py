@@ -1164,7 +1164,7 @@ class HttpLimits:
     idle_timeout_seconds: float = attrs.field(default=60.0, validator=_positive)
     """Seconds a connection may wait for its next request (or the rest of one)."""
     max_sessions: int = attrs.field(default=1000, validator=_positive)
-    """Live sessions at once; past it the least recently used session is ended."""
+    """Live sessions at once; past it a new session is refused (503)."""
     session_idle_seconds: float = attrs.field(default=3600.0, validator=_positive)
     """Seconds without a request after which a session is ended (then 404)."""
     max_streams_per_session: int = attrs.field(default=32, validator=_positive)

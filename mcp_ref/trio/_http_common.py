@@ -1,0 +1,276 @@
+"""What the trio HTTP server and client share: message peeking, h11 over a trio stream,
+and a private task supervisor.
+
+Theory of operation
+-------------------
+Streamable HTTP cannot treat messages as opaque bytes everywhere.  The server answers a
+POST of a notification with 202 and a POST of a request with a stream that ends after
+*the response to that request*; the client must know which answer ends a POST's stream.
+So both sides need to know, for one JSON-RPC message, its kind (request, notification,
+response) and its id -- never its params.  :func:`peek_message` reads exactly that.
+Messages the core wrote come in one fixed key order (``{"jsonrpc":"2.0","id":...,
+"method"|"result"|"error":...``), so the peek decodes only the id and the method name;
+anything else (another implementation's key order, a batch) is decoded in full.  The
+core still parses every message itself: the peek decides routing, never validity.
+
+:class:`H11Stream` is h11 driven over a ``trio.abc.Stream``: ``next_event`` reads until
+h11 has an event, ``send`` writes what h11 produces and calls ``send_failed`` when the
+write fails.
+
+:class:`Supervisor` runs tasks in a nursery that is a local variable of its
+:meth:`Supervisor.run` (started by whoever owns the supervisor), so no nursery is ever
+stored for others to spawn into: they hand a job to a bounded queue instead.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Final
+
+import attrs
+import h11
+import trio
+
+from .._http import MessageKind
+
+__all__ = [
+    "RECEIVE_SIZE",
+    "H11Stream",
+    "MessageInfo",
+    "Supervisor",
+    "peek_body",
+    "peek_message",
+    "request_key",
+]
+
+RECEIVE_SIZE: Final = 65536
+"""Bytes asked for per ``receive_some``."""
+
+_PREFIX: Final = b'{"jsonrpc":"2.0",'
+_decoder = json.JSONDecoder()
+
+
+@attrs.frozen
+class MessageInfo:
+    """The kind, id and method of one JSON-RPC message (nothing else is read)."""
+
+    kind: MessageKind
+    """Request, notification or response (a result or an error)."""
+    id: str | int | None
+    """The id (None for a notification, or an error response without id)."""
+    method: str | None
+    """The method of a request or notification; None for a response."""
+
+
+def _valid_id(value: object) -> bool:
+    return isinstance(value, str | int) and not isinstance(value, bool)
+
+
+def _info_of(obj: object) -> MessageInfo | None:
+    if not isinstance(obj, dict):
+        return None
+    method = obj.get("method")
+    rid = obj.get("id")
+    if isinstance(method, str):
+        if "id" in obj:
+            return MessageInfo(MessageKind.REQUEST, rid, method) if _valid_id(rid) else None
+        return MessageInfo(MessageKind.NOTIFICATION, None, method)
+    if "result" in obj or "error" in obj:
+        return MessageInfo(MessageKind.RESPONSE, rid if _valid_id(rid) else None, None)
+    return None
+
+
+def _fast_peek(data: bytes) -> MessageInfo | None:
+    """The core's own key order, decoding only the id and the method; None if not it."""
+    if not data.startswith(_PREFIX):
+        return None
+    try:
+        text = data[len(_PREFIX) : len(_PREFIX) + 600].decode("utf-8", "strict")
+    except UnicodeDecodeError:
+        return None  # cut in the middle of a character: take the slow path
+    try:
+        if text.startswith('"id":'):
+            rid, end = _decoder.raw_decode(text, 5)
+            if not _valid_id(rid):
+                return None
+            rest = text[end:]
+            if rest.startswith(',"method":'):
+                method, _ = _decoder.raw_decode(rest, 10)
+                if isinstance(method, str):
+                    return MessageInfo(MessageKind.REQUEST, rid, method)
+                return None
+            if rest.startswith((',"result":', ',"error":')):
+                return MessageInfo(MessageKind.RESPONSE, rid, None)
+            return None
+        if text.startswith('"method":'):
+            method, end = _decoder.raw_decode(text, 9)
+            if isinstance(method, str) and text[end : end + 6] != ',"id":':
+                return MessageInfo(MessageKind.NOTIFICATION, None, method)
+    except ValueError:
+        return None
+    return None
+
+
+def peek_message(data: bytes) -> MessageInfo | None:
+    """Kind, id and method of one JSON-RPC message.
+
+    Args:
+        data: one message (UTF-8 JSON text, no framing).
+
+    Returns:
+        A :class:`MessageInfo`, or None when ``data`` is not one JSON-RPC message object
+        (invalid JSON, a batch, no method and no result/error, a bad id).
+
+    Source: 2025-06-18/basic#messages (the three kinds and their fields).
+    """
+    info = _fast_peek(data)
+    if info is not None:
+        return info
+    try:
+        obj = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    return _info_of(obj)
+
+
+def peek_body(data: bytes) -> list[MessageInfo] | str:
+    """Kinds, ids and methods of the message(s) in a POST body.
+
+    Returns:
+        One :class:`MessageInfo` per message (a batch gives several, in order), or a
+        str saying what is wrong: ``"parse error: ..."`` (not JSON) or
+        ``"invalid: ..."`` (JSON, but not a message or an array of messages).
+
+    Source: 2025-06-18/basic/transports#sending-messages-to-the-server.4; batches of
+    2025-03-26.
+    """
+    info = _fast_peek(data)
+    if info is not None:
+        return [info]
+    try:
+        obj = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        return f"parse error: {exc}"
+    items = obj if isinstance(obj, list) else [obj]
+    if not items:
+        return "invalid: empty batch"
+    out: list[MessageInfo] = []
+    for item in items:
+        got = _info_of(item)
+        if got is None:
+            return "invalid: not a JSON-RPC request, notification or response"
+        out.append(got)
+    return out
+
+
+def request_key(rid: str | int | None) -> tuple[type, Any]:
+    """Dictionary key of a request id: ``"7"`` and ``7`` stay apart, as in the core."""
+    return (type(rid), rid)
+
+
+class H11Stream:
+    """One h11 connection over one trio stream.
+
+    Args:
+        stream: the byte stream (a socket).
+        role: ``h11.SERVER`` or ``h11.CLIENT``.
+        max_incomplete_event_size: h11's bound on a request or response head, in bytes.
+    """
+
+    def __init__(
+        self, stream: trio.abc.Stream, role: Any, *, max_incomplete_event_size: int = 16384
+    ) -> None:
+        self.stream = stream
+        self.conn = h11.Connection(role, max_incomplete_event_size=max_incomplete_event_size)
+        self.received = 0
+        """Bytes received so far."""
+
+    async def receive_some(self) -> bytes:
+        """Read one chunk from the socket into h11; ``b""`` at end of stream (also for a
+        broken or closed socket)."""
+        try:
+            data = bytes(await self.stream.receive_some(RECEIVE_SIZE))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            data = b""
+        self.received += len(data)
+        self.conn.receive_data(data)
+        return data
+
+    async def next_event(self) -> Any:
+        """The next h11 event, reading as needed.
+
+        Returns an h11 event, or ``h11.PAUSED`` (the peer started its next cycle).
+
+        Raises:
+            h11.RemoteProtocolError: the peer broke HTTP/1.1 (``error_status_hint`` is
+                the status to answer with).
+        """
+        while True:
+            event = self.conn.next_event()
+            if event is h11.NEED_DATA:
+                if self.conn.their_state is h11.CLOSED:
+                    return h11.ConnectionClosed()
+                await self.receive_some()
+                continue
+            return event
+
+    async def send(self, event: Any) -> None:
+        """Write one h11 event.
+
+        Raises:
+            trio.BrokenResourceError, trio.ClosedResourceError: the socket failed (h11
+                is then told with ``send_failed``).
+            h11.LocalProtocolError: the event is not allowed now.
+        """
+        data = self.conn.send(event)
+        if not data:
+            return
+        try:
+            await self.stream.send_all(data)
+        except BaseException:
+            self.conn.send_failed()
+            raise
+
+    async def aclose(self) -> None:
+        """Close the socket (never raises for an already-broken one)."""
+        try:
+            await self.stream.aclose()
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+
+
+Job = tuple[Callable[..., Awaitable[Any]], Sequence[Any]]
+
+
+class Supervisor:
+    """Runs tasks handed to it, in a nursery private to :meth:`run`.
+
+    Args:
+        max_pending: jobs queued before :meth:`start_soon` refuses (a bound).
+    """
+
+    def __init__(self, max_pending: int = 1024) -> None:
+        self._send, self._receive = trio.open_memory_channel[Job](max_pending)
+
+    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> bool:
+        """Queue ``fn(*args)`` to run as a task; False when the supervisor is closed or
+        its queue is full."""
+        try:
+            self._send.send_nowait((fn, args))
+        except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
+            return False
+        return True
+
+    def close(self) -> None:
+        """Take no more jobs; :meth:`run` returns once the running tasks have ended."""
+        self._send.close()
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run queued jobs until :meth:`close`, then wait for the tasks (start it with
+        ``nursery.start``; cancel it to stop every task)."""
+        async with trio.open_nursery() as nursery:
+            task_status.started()
+            async with self._receive:
+                async for fn, args in self._receive:
+                    nursery.start_soon(fn, *args)
