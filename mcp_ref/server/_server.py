@@ -38,9 +38,11 @@ Sync handler functions run in worker threads bounded by one ``trio.CapacityLimit
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
 import os
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, TypeVar, overload
 
@@ -784,12 +786,22 @@ class Server:
     async def serve_stdio(self, **session_kw: Any) -> None:
         """Serve one session on this process's stdin and stdout until stdin ends.
 
-        Only MCP messages go to stdout; logging goes to stderr
-        (2025-06-18/basic/transports#stdio).
+        Only MCP messages go to stdout: ``sys.stdout`` points at stderr meanwhile, so a
+        stray ``print`` in a handler cannot corrupt the stream
+        (2025-06-18/basic/transports#stdio).  The file descriptors' blocking modes are
+        restored at the end.  Unix only (``trio.lowlevel.FdStream``).
         """
+        sys.stdout.flush()
+        blocking = {fd: os.get_blocking(fd) for fd in (0, 1)}
         stdin = trio.lowlevel.FdStream(os.dup(0))
         stdout = trio.lowlevel.FdStream(os.dup(1))
-        await self.serve(StreamChannel(stdout, stdin), **session_kw)
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                await self.serve(StreamChannel(stdout, stdin), **session_kw)
+        finally:
+            for fd, mode in blocking.items():
+                with contextlib.suppress(OSError):
+                    os.set_blocking(fd, mode)
 
     def run_stdio(self, **session_kw: Any) -> None:
         """Run :meth:`serve_stdio` in a new trio run (for ``if __name__ == "__main__"``)."""

@@ -1,0 +1,567 @@
+"""The ``mcp-ref`` command (also ``python -m mcp_ref``).
+
+Subcommands::
+
+    mcp-ref serve [--server MODULE:ATTR] [--http HOST:PORT | --ws HOST:PORT]
+        Run a server (default: the reference "everything" server) on stdio, or on
+        Streamable HTTP / WebSocket when those transports are built.
+    mcp-ref demo [--full] [-- CMD...]
+        Run a client against the reference server (a child process) and print the wire
+        transcript, each message annotated with the spec section that governs it.
+    mcp-ref inspect [--json] -- CMD...
+        Connect to any stdio server and print its tools, resources, templates, prompts.
+    mcp-ref call [--json] -- CMD... TOOL [key=value ...]
+        Call one tool.  The trailing ``key=value`` words are the arguments (a value is
+        JSON when it parses as JSON, else a string); the word before them is the tool.
+
+Errors are one line on stderr and exit status 1, never a traceback.  A tool result with
+``isError: true`` is printed and exits with status 1 too.
+
+Hooks for other transports: ``--http`` runs ``mcp_ref.trio.serve_http(server, host,
+port)`` and ``--ws`` runs ``mcp_ref.trio.serve_ws(server, host, port)`` when those
+functions exist, and says they are not available yet otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import re
+import sys
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any, Final, TextIO
+
+import trio
+
+from . import types as t
+from ._errors import McpError, ProtocolError
+from ._methods import METHODS
+
+__all__ = ["main", "parse_arguments", "parse_value"]
+
+DEFAULT_SERVER: Final = "mcp_ref.examples.everything:make_server"
+_ARGUMENT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*=")
+_WIDTH: Final = 160  # characters of JSON shown per message in the transcript
+
+
+class CliError(Exception):
+    """A user-facing error: printed as one line, exit status 1."""
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def parse_value(text: str) -> Any:
+    """A ``key=value`` value: JSON when it parses (``3``, ``true``, ``[1,2]``,
+    ``{"a":1}``, ``"quoted"``), else the text itself."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def parse_arguments(words: Sequence[str]) -> tuple[list[str], str, dict[str, Any]]:
+    """Split ``CMD... TOOL key=value...`` into ``(command, tool, arguments)``.
+
+    Raises:
+        CliError: no command, or no tool name.
+    """
+    words = list(words)
+    if words and words[0] == "--":
+        words = words[1:]
+    arguments: dict[str, Any] = {}
+    while words and _ARGUMENT.match(words[-1]):
+        key, _, value = words.pop().partition("=")
+        arguments.setdefault(key, parse_value(value))
+    if len(words) < 2:
+        raise CliError("usage: mcp-ref call -- CMD [ARGS...] TOOL [key=value ...]")
+    tool = words.pop()
+    return words, tool, dict(reversed(list(arguments.items())))
+
+
+def _command(words: Sequence[str]) -> list[str]:
+    words = list(words)
+    if words and words[0] == "--":
+        words = words[1:]
+    if not words:
+        raise CliError("give the server's command after --, e.g. -- python server.py")
+    return words
+
+
+def _explain(exc: BaseException) -> str:
+    """One line for an exception (the first interesting one of a group)."""
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            if not isinstance(inner, trio.Cancelled):
+                return _explain(inner)
+        return "cancelled"
+    if isinstance(exc, McpError):
+        return f"the server answered with error {exc.code}: {exc.message}"
+    if isinstance(exc, FileNotFoundError):
+        return f"cannot start the server: {exc.filename or exc}: no such file"
+    if isinstance(exc, OSError):
+        return f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, ProtocolError | CliError):
+        return exc.args[0] if exc.args else type(exc).__name__
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _load_server(spec: str) -> Any:
+    """``MODULE:ATTR`` -> a Server (ATTR may be a zero-argument factory)."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise CliError(f"--server needs MODULE:ATTR, not {spec!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise CliError(f"cannot import {module_name}: {exc}") from None
+    try:
+        target = getattr(module, attr)
+    except AttributeError:
+        raise CliError(f"{module_name} has no attribute {attr!r}") from None
+    server = target() if callable(target) and not hasattr(target, "handle_request") else target
+    if not hasattr(server, "handle_request"):
+        raise CliError(f"{spec} is not an MCP server (no handle_request)")
+    return server
+
+
+def _address(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise CliError(f"expected HOST:PORT, not {text!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+# ---------------------------------------------------------------------------- serve
+
+
+def _serve(args: argparse.Namespace) -> int:
+    server = _load_server(args.server)
+    if args.http or args.ws:
+        kind, address = ("http", args.http) if args.http else ("ws", args.ws)
+        host, port = _address(address)
+        from . import trio as mcp_trio
+
+        runner = getattr(mcp_trio, "serve_http" if kind == "http" else "serve_ws", None)
+        if runner is None:
+            label = "Streamable HTTP" if kind == "http" else "WebSocket"
+            raise CliError(f"serve --{kind}: the {label} transport is not available yet")
+        print(f"mcp-ref: serving {args.server} on {kind} {host}:{port}", file=sys.stderr)
+        trio.run(partial(runner, server, host, port))
+        return 0
+    if sys.stdin.isatty():
+        print(
+            "mcp-ref: serving MCP (JSON-RPC, one message per line) on stdin/stdout; "
+            "end input (Ctrl-D) to stop",
+            file=sys.stderr,
+        )
+    server.run_stdio()
+    return 0
+
+
+# ------------------------------------------------------------------- inspect and call
+
+
+def _type_of(schema: Any) -> str:
+    if not isinstance(schema, dict):
+        return "any"
+    if "type" in schema:
+        kind = schema["type"]
+        if kind == "array":
+            return f"{_type_of(schema.get('items'))}[]"
+        return "|".join(kind) if isinstance(kind, list) else str(kind)
+    if "enum" in schema:
+        return "|".join(json.dumps(v) for v in schema["enum"])
+    if "anyOf" in schema:
+        return "|".join(_type_of(s) for s in schema["anyOf"])
+    if "$ref" in schema:
+        return str(schema["$ref"]).rsplit("/", 1)[-1]
+    return "any"
+
+
+def _signature(tool: t.Tool) -> str:
+    props = tool.input_schema.get("properties") or {}
+    required = set(tool.input_schema.get("required") or [])
+    params = ", ".join(
+        f"{name}{'' if name in required else '?'}: {_type_of(schema)}"
+        for name, schema in props.items()
+    )
+    out = f"{tool.name}({params})"
+    if tool.output_schema:
+        out += " -> structured"
+    return out
+
+
+def _first_line(text: str | None) -> str:
+    return (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+
+
+def _print_listing(client: Any, out: TextIO, listing: dict[str, Any]) -> None:
+    info = client.server_info
+    title = f' "{info.title}"' if info.title else ""
+    print(
+        f"server: {info.name} {info.version}{title}, protocol {client.protocol_version}", file=out
+    )
+    caps = client.server_capabilities
+    declared = [
+        name
+        for name in ("tools", "resources", "prompts", "completions", "logging")
+        if getattr(caps, name) is not None
+    ]
+    print(f"capabilities: {', '.join(declared) or 'none'}", file=out)
+    if client.instructions:
+        print(f"instructions: {_first_line(client.instructions)}", file=out)
+    sections: list[tuple[str, Any, Callable[[Any], tuple[str, str | None]]]] = [
+        ("tools", listing.get("tools"), _show_tool),
+        ("resources", listing.get("resources"), _show_resource),
+        ("resource templates", listing.get("templates"), _show_template),
+        ("prompts", listing.get("prompts"), _show_prompt),
+    ]
+    for heading, items, show in sections:
+        if items is None:
+            continue
+        print(f"\n{heading} ({len(items)}):", file=out)
+        for item in items:
+            head, description = show(item)
+            line = _first_line(description)
+            print(f"  {head}" + (f"  - {line}" if line else ""), file=out)
+
+
+def _show_tool(tool: t.Tool) -> tuple[str, str | None]:
+    return _signature(tool), tool.description
+
+
+def _show_resource(resource: t.Resource) -> tuple[str, str | None]:
+    return f"{resource.uri}  ({resource.name})", resource.description
+
+
+def _show_template(template: t.ResourceTemplate) -> tuple[str, str | None]:
+    return f"{template.uri_template}  ({template.name})", template.description
+
+
+def _show_prompt(prompt: t.Prompt) -> tuple[str, str | None]:
+    names = ", ".join(a.name + ("" if a.required else "?") for a in prompt.arguments or [])
+    return f"{prompt.name}({names})", prompt.description
+
+
+async def _inspect(command: list[str], as_json: bool, out: TextIO) -> int:
+    from .client import open_stdio_client
+
+    async with open_stdio_client(command) as client:
+        caps = client.server_capabilities
+        listing: dict[str, Any] = {}
+        if caps.tools is not None:
+            listing["tools"] = await client.list_tools()
+        if caps.resources is not None:
+            listing["resources"] = await client.list_resources()
+            listing["templates"] = await client.list_resource_templates()
+        if caps.prompts is not None:
+            listing["prompts"] = await client.list_prompts()
+    if as_json:
+        from ._convert import unstructure
+
+        data = {k: unstructure(v) for k, v in listing.items()}
+        data["serverInfo"] = unstructure(client.server_info)
+        data["protocolVersion"] = client.protocol_version
+        print(json.dumps(data, indent=2, ensure_ascii=False), file=out)
+    else:
+        _print_listing(client, out, listing)
+    return 0
+
+
+def _describe_block(block: Any) -> str:
+    if isinstance(block, t.TextContent):
+        return block.text
+    if isinstance(block, t.ImageContent | t.AudioContent):
+        size = len(block.data) * 3 // 4
+        return f"[{block.type}: {block.mime_type}, about {size} bytes]"
+    if isinstance(block, t.ResourceLink):
+        return f"[link: {block.uri} ({block.name})]"
+    if isinstance(block, t.EmbeddedResource):
+        res = block.resource
+        kind = res.mime_type or "unknown type"
+        if isinstance(res, t.TextResourceContents):
+            return f"[resource {res.uri} ({kind})]\n{res.text}"
+        return f"[resource {res.uri} ({kind}), about {len(res.blob) * 3 // 4} bytes]"
+    return repr(block)
+
+
+async def _call(words: Sequence[str], as_json: bool, out: TextIO) -> int:
+    from ._convert import unstructure
+    from .client import open_stdio_client
+
+    command, tool, arguments = parse_arguments(words)
+    async with open_stdio_client(command) as client:
+        result = await client.call_tool(tool, arguments)
+    if as_json:
+        print(json.dumps(unstructure(result), indent=2, ensure_ascii=False), file=out)
+    else:
+        for block in result.content:
+            print(_describe_block(block), file=out)
+        if result.structured_content is not None and not result.content:
+            print(json.dumps(result.structured_content, indent=2, ensure_ascii=False), file=out)
+    if result.is_error:
+        print(f"mcp-ref: tool {tool} reported an error", file=sys.stderr)
+        return 1
+    return 0
+
+
+# ----------------------------------------------------------------------------- demo
+
+
+class Transcript:
+    """A :class:`~mcp_ref.trio.MessageChannel` wrapper that prints every message it
+    carries, annotated with the spec section of its method.
+
+    Args:
+        inner: the channel to wrap (``"lines"`` or ``"messages"`` framing).
+        out: where to print.
+        full: print whole messages instead of the first ``_WIDTH`` characters.
+        local: the name of our side ("C" for a client).
+    """
+
+    def __init__(self, inner: Any, out: TextIO, *, full: bool = False, local: str = "C") -> None:
+        self.inner = inner
+        self.framing = inner.framing
+        self.out = out
+        self.full = full
+        self.count = 0
+        self._local = local
+        self._remote = "S" if local == "C" else "C"
+        self._pending = bytearray()
+        self._methods: dict[tuple[str, str], str] = {}  # (who sent the request, id) -> method
+
+    @property
+    def eof_reason(self) -> str | None:
+        return getattr(self.inner, "eof_reason", None)
+
+    async def receive(self) -> bytes:
+        data: bytes = await self.inner.receive()
+        if self.framing == "messages":
+            if data:
+                self._show(data, sent=False)
+            return data
+        self._pending += data
+        while (end := self._pending.find(b"\n")) >= 0:
+            line = bytes(self._pending[:end])
+            del self._pending[: end + 1]
+            if line.strip():
+                self._show(line, sent=False)
+        if len(self._pending) > 8 * 1024 * 1024:  # never buffer without bound
+            self._pending.clear()
+            print("     (an over-long line was left out of the transcript)", file=self.out)
+        return data
+
+    async def send(self, data: bytes, *, related_request_id: Any = None) -> None:
+        self._show(data.rstrip(b"\n"), sent=True)
+        await self.inner.send(data, related_request_id=related_request_id)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def _show(self, raw: bytes, *, sent: bool) -> None:
+        self.count += 1
+        sender, receiver = (self._local, self._remote) if sent else (self._remote, self._local)
+        arrow = f"{sender}→{receiver}"
+        try:
+            message = json.loads(raw)
+        except ValueError:
+            print(f"{arrow}  (not JSON) {raw[:_WIDTH]!r}", file=self.out)
+            return
+        label, section = self._annotate(message, sender)
+        text = raw.decode("utf-8", "replace")
+        if not self.full and len(text) > _WIDTH:
+            text = text[: _WIDTH - 3] + "..."
+        print(f"{arrow}  {label:<48} {section}", file=self.out)
+        print(f"      {text}", file=self.out)
+
+    def _annotate(self, message: Any, sender: str) -> tuple[str, str]:
+        if not isinstance(message, dict):
+            return "batch or malformed message", "2025-06-18/basic#messages"
+        method = message.get("method")
+        rid = message.get("id")
+        if isinstance(method, str):
+            spec = METHODS.get(method)
+            section = spec.section if spec else "(not an MCP method)"
+            if rid is not None:
+                self._methods[(sender, json.dumps(rid))] = method
+                return f"request #{rid} {method}", section
+            return f"notification {method}", section
+        asked = self._methods.pop(
+            (self._remote if sender == self._local else self._local, json.dumps(rid)), None
+        )
+        spec = METHODS.get(asked or "")
+        section = spec.section if spec else "2025-06-18/basic#responses"
+        what = asked or "?"
+        if "error" in message:
+            error = message["error"]
+            code = error.get("code") if isinstance(error, dict) else "?"
+            return f"error #{rid} to {what} (code {code})", section
+        return f"result #{rid} of {what}", section
+
+
+def _step(out: TextIO, title: str) -> None:
+    print(f"\n── {title} " + "─" * max(0, 70 - len(title)), file=out)
+
+
+async def _demo(command: list[str], full: bool, out: TextIO) -> int:
+    from .client import open_client
+    from .trio import open_stdio_process
+
+    def sample(params: t.CreateMessageRequestParams) -> t.CreateMessageResult:
+        return t.CreateMessageResult(
+            role="assistant",
+            content=t.TextContent(text="A canned answer from the mcp-ref demo client."),
+            model="mcp-ref-demo",
+            stop_reason="endTurn",
+        )
+
+    def elicit(params: Any) -> t.ElicitResult:
+        return t.ElicitResult(action="decline")
+
+    updated = trio.Event()
+
+    def on_notification(note: Any) -> None:
+        if note.method == "notifications/resources/updated":
+            updated.set()
+
+    print(f"mcp-ref demo: client → {' '.join(command)}", file=out)
+    print("Each message: direction (C client, S server), what it is, the spec section.", file=out)
+    async with open_stdio_process(command) as (channel, _process):
+        transcript = Transcript(channel, out, full=full)
+        _step(out, "initialize (lifecycle), then notifications/initialized")
+        async with open_client(
+            transcript,
+            sampling_handler=sample,
+            elicitation_handler=elicit,
+            roots=[t.Root(uri="file:///tmp", name="tmp")],
+            on_notification=on_notification,
+        ) as client:
+            _step(out, "ping")
+            await client.ping()
+            _step(out, "list the tools (paginated)")
+            await client.list_tools()
+            _step(out, "call echo: unstructured text")
+            await client.call_tool("echo", {"text": "hello from the demo"})
+            _step(out, "call add: structured output (outputSchema + structuredContent)")
+            await client.call_tool("add", {"a": 2, "b": 3})
+            _step(out, "invalid arguments: a tool execution error (isError)")
+            await client.call_tool("add", {"a": "two", "b": 3})
+            _step(out, "an unknown tool: a protocol error (-32602)")
+            try:
+                await client.call_tool("no_such_tool", {})
+            except McpError:
+                pass
+            _step(out, "logging: set the level, then a tool that logs")
+            await client.set_logging_level("debug")
+            await client.call_tool("test_tool_with_logging", {})
+            _step(out, "progress: a progress token, then notifications/progress")
+            await client.call_tool("test_tool_with_progress", {}, on_progress=lambda p: None)
+            _step(out, "sampling: the server asks the client's LLM")
+            await client.call_tool("test_sampling", {"prompt": "Say hello"})
+            _step(out, "resources: list, read text, read a template")
+            await client.list_resources()
+            await client.read_resource("test://static-text")
+            await client.read_resource("test://template/42/data")
+            _step(out, "an unknown resource: -32002")
+            try:
+                await client.read_resource("test://no-such-resource")
+            except McpError:
+                pass
+            _step(out, "subscriptions: subscribe, change it, notifications/resources/updated")
+            await client.subscribe("test://watched-resource")
+            await client.call_tool("update_watched_resource", {"text": "changed by the demo"})
+            with trio.move_on_after(5):
+                await updated.wait()
+            await client.unsubscribe("test://watched-resource")
+            _step(out, "prompts and completion")
+            await client.list_prompts()
+            await client.get_prompt(
+                "test_prompt_with_arguments", {"arg1": "first", "arg2": "second"}
+            )
+            await client.complete(
+                t.PromptReference(name="test_prompt_with_arguments"), "arg1", "te"
+            )
+            _step(out, "close: the client ends the session (stdin closed)")
+    print(f"\n{transcript.count} messages.", file=out)
+    return 0
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def _parser() -> argparse.ArgumentParser:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        own = version("mcp-ref")
+    except PackageNotFoundError:  # pragma: no cover - running from a checkout
+        own = "unknown"
+    parser = argparse.ArgumentParser(
+        prog="mcp-ref", description="mcp-ref: a reference implementation of MCP."
+    )
+    parser.add_argument("--version", action="version", version=f"mcp-ref {own}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    serve = sub.add_parser("serve", help="run a server (default: the reference server) on stdio")
+    serve.add_argument(
+        "--server", default=DEFAULT_SERVER, metavar="MODULE:ATTR", help="the server to run"
+    )
+    where = serve.add_mutually_exclusive_group()
+    where.add_argument("--http", metavar="HOST:PORT", help="serve Streamable HTTP instead")
+    where.add_argument("--ws", metavar="HOST:PORT", help="serve WebSocket instead")
+
+    demo = sub.add_parser("demo", help="print an annotated transcript against the reference server")
+    demo.add_argument("--full", action="store_true", help="print whole messages")
+    demo.add_argument("server_command", nargs=argparse.REMAINDER, metavar="-- CMD")
+
+    inspect = sub.add_parser("inspect", help="list a stdio server's tools, resources, prompts")
+    inspect.add_argument("--json", action="store_true", help="print JSON")
+    inspect.add_argument("server_command", nargs=argparse.REMAINDER, metavar="-- CMD")
+
+    call = sub.add_parser("call", help="call one tool of a stdio server")
+    call.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    call.add_argument("words", nargs=argparse.REMAINDER, metavar="-- CMD TOOL key=value")
+    return parser
+
+
+def _run(args: argparse.Namespace, out: TextIO) -> int:
+    if args.command == "serve":
+        return _serve(args)
+    runner: Callable[[], Any]
+    if args.command == "demo":
+        words = list(args.server_command)
+        if words and words[0] == "--":
+            words = words[1:]
+        command = words or [sys.executable, "-m", "mcp_ref", "serve"]
+        runner = partial(_demo, command, args.full, out)
+    elif args.command == "inspect":
+        runner = partial(_inspect, _command(args.server_command), args.json, out)
+    elif args.command == "call":
+        parse_arguments(args.words)  # usage errors before starting anything
+        runner = partial(_call, args.words, args.json, out)
+    else:
+        raise CliError("give a command: serve, demo, inspect or call (see mcp-ref --help)")
+    result: int = trio.run(runner)
+    return result
+
+
+def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
+    """Run ``mcp-ref``; returns the exit status (0 ok, 1 error, 2 usage, 130 interrupted).
+
+    Args:
+        argv: the arguments (default ``sys.argv[1:]``).
+        out: where normal output goes (default ``sys.stdout``).
+    """
+    args = _parser().parse_args(argv)
+    try:
+        return _run(args, out or sys.stdout)
+    except KeyboardInterrupt:
+        print("mcp-ref: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # every error is one line, never a traceback
+        print(f"mcp-ref: {_explain(exc)}", file=sys.stderr)
+        return 1
