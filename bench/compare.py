@@ -336,9 +336,9 @@ def _ours_http(mode: str) -> tuple[Measure | None, str]:
     """Our Streamable HTTP echo server, when built (see :mod:`bench.echo_server`)."""
     from .echo_server import http_server_available
 
-    ok, why = http_server_available()
+    ok, _why = http_server_available()
     if not ok:
-        return None, f"n/a (not built yet: {why})"
+        return None, "n/a (our HTTP server is not built yet)"
     port = free_port()
     argv = [sys.executable, "-m", "bench.echo_server", "http", str(port), mode]
     return _http_measure(argv, port, env=_env()), ""
