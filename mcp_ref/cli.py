@@ -510,9 +510,23 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--server", default=DEFAULT_SERVER, metavar="MODULE:ATTR", help="the server to run"
     )
+    from . import trio as mcp_trio
+
+    # Transports that are not built yet are accepted but left out of --help (which
+    # lists what works), and say so when used.
     where = serve.add_mutually_exclusive_group()
-    where.add_argument("--http", metavar="HOST:PORT", help="serve Streamable HTTP instead")
-    where.add_argument("--ws", metavar="HOST:PORT", help="serve WebSocket instead")
+    where.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="serve Streamable HTTP instead"
+        if hasattr(mcp_trio, "serve_http")
+        else argparse.SUPPRESS,
+    )
+    where.add_argument(
+        "--ws",
+        metavar="HOST:PORT",
+        help="serve WebSocket instead" if hasattr(mcp_trio, "serve_ws") else argparse.SUPPRESS,
+    )
 
     demo = sub.add_parser("demo", help="print an annotated transcript against the reference server")
     demo.add_argument("--full", action="store_true", help="print whole messages")
