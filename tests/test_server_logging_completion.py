@@ -120,7 +120,10 @@ async def test_unknown_levels_from_a_handler_fail_the_tool() -> None:
     assert "unknown log level" in result.content[0].text  # type: ignore[union-attr]
 
 
-@spec("2025-06-18/server/utilities/logging#implementation-considerations.1")
+@spec(
+    "2025-06-18/server/utilities/logging#implementation-considerations.1",
+    "2025-06-18/server/utilities/logging#security.2",
+)
 async def test_logs_are_rate_limited_per_session(mock_clock: trio.testing.MockClock) -> None:
     server = logging_server(log_rate=1.0, log_burst=2)
     with trio.fail_after(5):
@@ -237,7 +240,10 @@ async def test_bad_references_are_32602(
     assert fault in info.value.message
 
 
-@spec("2025-06-18/server/utilities/completion#security.1")
+@spec(
+    "2025-06-18/server/utilities/completion#security.1",
+    "2025-06-18/server/utilities/completion#implementation-considerations.1",
+)
 async def test_completion_inputs_are_validated_and_rate_limited() -> None:
     order = t.PromptReference(name="order")
     server = completion_server(

@@ -700,7 +700,10 @@ async def test_tools_capability_follows_registrations() -> None:
             assert (await client.request("tools/list")).tools == []
 
 
-@spec("2025-06-18/server/utilities/pagination#error-handling.1")
+@spec(
+    "2025-06-18/server/utilities/pagination#error-handling.1",
+    "2025-06-18/server/utilities/pagination#implementation-guidelines.1",
+)
 async def test_tools_list_is_paginated() -> None:
     server = Server("s", "1", page_size=2)
     for i in range(5):
@@ -749,6 +752,7 @@ async def test_list_changed_from_a_worker_thread() -> None:
             await client.wait_for("notifications/tools/list_changed")
 
 
+@spec("2025-06-18/server/prompts#implementation-considerations.3")
 async def test_no_list_changed_for_a_list_the_session_did_not_negotiate() -> None:
     server = Server("s", "1")
     with trio.fail_after(5):

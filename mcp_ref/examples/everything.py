@@ -212,6 +212,8 @@ def make_server() -> Server:
     )
     _conformance_tools(server)
     _realistic_tools(server)
+    # Tools embed resources, and the server offers resources too:
+    # Spec: 2025-06-18/server/tools#embedded-resources.2
     _resources(server)
     _prompts(server)
     return server

@@ -146,6 +146,7 @@ async def send_log(
     if _RANK[level] < _RANK[threshold]:
         return False
     # Spec: 2025-06-18/server/utilities/logging#implementation-considerations.1
+    # Spec: 2025-06-18/server/utilities/logging#security.2 (rate limit messages)
     if not state.log_bucket.take(policy.limit, trio.current_time()):
         state.log_dropped += 1
         return False

@@ -497,6 +497,8 @@ class Server:
                 # Spec: 2025-06-18/server/tools#list-changed-notification.1
                 # Spec: 2025-06-18/server/resources#list-changed-notification.1
                 # Spec: 2025-06-18/server/prompts#list-changed-notification.1
+                # Only when negotiated for this session:
+                # Spec: 2025-06-18/server/prompts#implementation-considerations.3
                 if capability_present(session.our_capabilities, (kind, "list_changed")):
                     await self._notify(session, f"notifications/{kind}/list_changed")
             while state.pending_updates:
@@ -619,6 +621,8 @@ class Server:
 
     def _page(self, items: list[Any], params: Any, tag: str) -> tuple[list[Any], str | None]:
         cursor = getattr(params, "cursor", None)
+        # Stable cursors (offset + list fingerprint), bad ones answered with -32602:
+        # Spec: 2025-06-18/server/utilities/pagination#implementation-guidelines.1
         try:
             return paginate(items, cursor, tag=tag, page_size=self.page_size)
         except InvalidCursor as exc:
@@ -731,6 +735,7 @@ class Server:
         argument = params.argument.name
         resolved = (params.context.arguments if params.context else None) or {}
         # Spec: 2025-06-18/server/utilities/completion#security.1 (validate all inputs)
+        # Spec: 2025-06-18/server/utilities/completion#implementation-considerations.1
         if len(params.argument.value) > MAX_COMPLETION_INPUT or len(resolved) > 64:
             raise McpError(
                 INVALID_PARAMS,
