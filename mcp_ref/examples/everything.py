@@ -39,6 +39,7 @@ Each call to :func:`make_server` builds a fresh server with its own state.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import io
 import json
 import struct
@@ -228,6 +229,18 @@ def _needs_2025_11_25(ctx: Context) -> None:
         raise ToolError(f"This tool needs protocol 2025-11-25; the session uses {version}")
 
 
+def _close_http_stream(ctx: Context) -> bool:
+    """End the request's SSE stream before its result, when served over Streamable HTTP
+    (the transport's ``close_sse_stream``); False elsewhere."""
+    close = getattr(importlib.import_module("mcp_ref.trio"), "close_sse_stream", None)
+    if close is None:
+        try:
+            close = importlib.import_module("mcp_ref.trio._http_server").close_sse_stream
+        except (ImportError, AttributeError):
+            return False
+    return bool(close(ctx.request_id))
+
+
 def _conformance_tools(server: Server) -> None:
     @server.tool(blocking=False)
     def test_simple_text() -> str:
@@ -353,8 +366,10 @@ def _conformance_tools(server: Server) -> None:
         return f"Received: {json.dumps(arguments, sort_keys=True)}"
 
     @server.tool()
-    async def test_reconnection() -> str:
-        """Answers after a short pause (for Streamable HTTP stream resumption tests)."""
+    async def test_reconnection(ctx: Context) -> str:
+        """Closes its Streamable HTTP stream, then answers: the client resumes the stream
+        with Last-Event-ID to get the result (elsewhere it just answers)."""
+        _close_http_stream(ctx)
         await trio.sleep(0.2)
         return "Reconnection test completed"
 
