@@ -271,7 +271,7 @@ class HttpClientChannel:
         if info is not None and info.method == "notifications/initialized":
             self._initialized_body = data
             if ok and self._want_get and self.mode == "streamable":
-                self._supervisor.start_soon(self._get_stream)
+                await self._open_get_stream()
 
     async def aclose(self) -> None:
         """DELETE the session (when there is one), close connections and end input.
@@ -471,12 +471,19 @@ class HttpClientChannel:
             ex = await self._request(b"POST", self._post_target, data, fresh=False)
         except (OSError, trio.BrokenResourceError, h11.ProtocolError) as exc:
             raise HttpTransportError(f"cannot reach {self.url}: {exc}") from exc
-        if 400 <= ex.status < 500 and self._legacy_fallback:
+        if 400 <= ex.status < 500 and ex.status not in (401, 403) and self._legacy_fallback:
             # Spec: 2025-06-18/basic/transports#backwards-compatibility
             await ex.conn.aclose()
             log.info("POST initialize got %s: trying the 2024-11-05 HTTP+SSE transport", ex.status)
             await self._fall_back(data)
             return
+        if ex.status in (401, 403):
+            body = await ex.read_body(_MAX_ERROR_BODY)
+            await ex.conn.aclose()
+            raise HttpTransportError(
+                f"the server wants authorization (HTTP {ex.status}), which mcp-ref does not "
+                f"implement yet: {_error_message(body)}"
+            )
         self._note_session(ex)
         self._supervisor.start_soon(self._read_answer, ex, rid, self._generation, False)
 
@@ -679,7 +686,23 @@ class HttpClientChannel:
 
     # -- the GET stream --------------------------------------------------------------------
 
-    async def _get_stream(self) -> None:
+    async def _open_get_stream(self) -> None:
+        """Open the GET stream before ``send`` returns, so that it is there before the
+        next request: a server may send on it what it has for us (an elicitation) as soon
+        as the request arrives.  Waits at most ``min(io_timeout, 5)`` s for its head."""
+        # Spec: 2025-06-18/basic/transports#listening-for-messages-from-the-server.1
+        first: _Exchange | None = None
+        try:
+            first = await self._start(b"GET", self._target, b"", fresh=True)
+            with trio.move_on_after(min(self._io_timeout, 5.0)):
+                await self._head(first)
+        except (OSError, trio.BrokenResourceError, h11.ProtocolError) as exc:
+            log.debug("the GET stream could not be opened now: %s", exc)
+            first = None
+        if not self._supervisor.start_soon(self._get_stream, first) and first is not None:
+            await first.conn.aclose()
+
+    async def _get_stream(self, first: _Exchange | None = None) -> None:
         """Keep the GET stream open (when the server offers one) until the channel closes."""
         with trio.CancelScope() as scope:
             self._get_scope = scope
@@ -691,13 +714,18 @@ class HttpClientChannel:
                     decoder = SSEDecoder(self._limits.max_event_bytes)
                     generation = self._generation
                 try:
-                    ex = await self._request(
-                        b"GET",
-                        self._target,
-                        b"",
-                        fresh=True,
-                        last_event_id=decoder.last_event_id or None,
-                    )
+                    if first is not None:
+                        ex, first = first, None
+                        if ex.response is None:
+                            await self._head(ex)
+                    else:
+                        ex = await self._request(
+                            b"GET",
+                            self._target,
+                            b"",
+                            fresh=True,
+                            last_event_id=decoder.last_event_id or None,
+                        )
                 except (OSError, trio.BrokenResourceError, h11.ProtocolError) as exc:
                     failures += 1
                     if failures > _MAX_GET_FAILURES:
