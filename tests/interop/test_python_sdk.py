@@ -50,11 +50,18 @@ LOGO_PNG = bytes.fromhex(
 )
 
 
-def sdk_python() -> str:
-    """The SDK venv's python, or skip the test with the reason."""
-    python = peers.python_sdk_python()
-    if python is None:
+@pytest.fixture(autouse=True, scope="module")
+def _need_python_sdk() -> None:
+    """Skip every test here, with the installer's reason, when the SDK venv is missing.
+    (A sync fixture: a skip raised inside a trio test loses its reason.)"""
+    if peers.python_sdk_python() is None:
         pytest.skip(peers.why_missing("python-sdk") or "the Python SDK venv is unavailable")
+
+
+def sdk_python() -> str:
+    """The SDK venv's python (the fixture above made sure it exists)."""
+    python = peers.python_sdk_python()
+    assert python is not None
     return str(python)
 
 
@@ -297,9 +304,10 @@ async def _check_mcpserver(client: Client, logs: list[t.LoggingMessageNotificati
     "2025-06-18/server/tools#output-schema.2",
     "2025-06-18/server/utilities/pagination#implementation-guidelines.3",
 )
+@pytest.mark.skipif(
+    not JSONSCHEMA_AVAILABLE, reason="the output-schema check needs the optional jsonschema"
+)
 async def test_our_client_walks_pages_and_rejects_a_lying_sdk_tool() -> None:
-    if not JSONSCHEMA_AVAILABLE:
-        pytest.skip("the output-schema check needs the optional jsonschema package")
     command = [sdk_python(), str(SCRIPTS / "sdk_server.py"), "lowlevel"]
     with trio.fail_after(LIMIT):
         async with open_stdio_client(command, shutdown_grace=2.0) as client:

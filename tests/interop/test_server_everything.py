@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -34,6 +35,7 @@ from mcp_ref import types as t
 from mcp_ref._errors import REQUEST_TIMEOUT
 from mcp_ref.client import Client, open_stdio_client
 from mcp_ref.events import Notification
+from mcp_ref.trio import SessionClosed
 
 from . import peers
 
@@ -67,11 +69,18 @@ CAPABILITY_TOOLS = {"get-roots-list", "trigger-elicitation-request", "trigger-sa
 elicitation and sampling."""
 
 
-def everything_cmd() -> list[str]:
-    """argv of server-everything on stdio, or skip the test with the reason."""
-    cmd = peers.server_everything_cmd()
-    if cmd is None:
+@pytest.fixture(autouse=True, scope="module")
+def _need_server_everything() -> None:
+    """Skip every test here, with the installer's reason, when the server is missing.
+    (A sync fixture: a skip raised inside a trio test loses its reason.)"""
+    if peers.server_everything_cmd() is None:
         pytest.skip(peers.why_missing("server-everything") or "server-everything unavailable")
+
+
+def everything_cmd() -> list[str]:
+    """argv of server-everything on stdio (the fixture above made sure it exists)."""
+    cmd = peers.server_everything_cmd()
+    assert cmd is not None
     return cmd
 
 
@@ -287,6 +296,56 @@ async def test_timed_out_call_is_cancelled_and_late_progress_is_ignored() -> Non
             assert dead == []
             echoed = await client.call_tool("echo", {"message": "still here"})
             assert only_text(echoed) == "Echo: still here"
+
+
+async def test_killed_server_ends_the_call_with_a_clear_error() -> None:
+    """server-everything killed while a call runs: the call raises SessionClosed at once,
+    naming the signal and quoting the server's stderr."""
+    first_progress = trio.Event()
+    errors: list[SessionClosed] = []
+    with trio.fail_after(LIMIT):
+        async with everything() as client:
+            process = client.process
+            assert process is not None
+
+            async def long_call() -> None:
+                try:
+                    await client.call_tool(
+                        "trigger-long-running-operation",
+                        {"duration": 4, "steps": 20},
+                        on_progress=lambda _: first_progress.set(),
+                    )
+                except SessionClosed as exc:
+                    errors.append(exc)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(long_call)
+                await first_progress.wait()
+                process.send_signal(signal.SIGKILL)
+        (error,) = errors
+        assert "SIGKILL" in str(error)
+        assert "Starting default (STDIO) server" in str(error)  # its stderr tail
+        assert process.returncode == -signal.SIGKILL
+
+
+@spec("2025-06-18/basic/lifecycle#timeouts.1")
+async def test_program_that_never_answers_times_out_during_initialize() -> None:
+    """A node program that writes one non-JSON line and then ignores its input: opening
+    the client fails with REQUEST_TIMEOUT after the configured timeout, and the program
+    (which ignores stdin closing) is still shut down."""
+    node = everything_cmd()[0]
+    script = "process.stdout.write('hello, not json\\n'); setInterval(() => {}, 1000)"
+    with trio.fail_after(LIMIT):
+        start = trio.current_time()
+        with pytest.raises(McpError) as info:
+            async with open_stdio_client(
+                [node, "-e", script], timeout=RequestTimeout(seconds=0.5), shutdown_grace=0.2
+            ):
+                pytest.fail("initialize should not succeed")
+        elapsed = trio.current_time() - start
+    assert info.value.code == REQUEST_TIMEOUT
+    assert "initialize" in info.value.message
+    assert 0.5 <= elapsed < 5
 
 
 @spec("2025-06-18/server/utilities/logging#setting-log-level.1")
