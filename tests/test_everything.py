@@ -481,7 +481,7 @@ RESULT_TYPES = {
 }
 
 
-@pytest.mark.parametrize("version", ["2025-11-25", "2025-06-18"])
+@pytest.mark.parametrize("version", ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"])
 @spec("2025-06-18/basic#messages.1", "2025-06-18/server/tools#embedded-resources.2")
 async def test_every_message_validates_against_the_schema(
     version: str, autojump_clock: Any
@@ -550,10 +550,24 @@ async def test_every_message_validates_against_the_schema(
             kind = "ServerRequest" if "id" in sent else "ServerNotification"
             schema_validator(version, kind).validate(sent)
             seen.add(sent["method"])
-    assert seen >= set(RESULT_TYPES) | {
+    expected = set(RESULT_TYPES) | {
         "notifications/message",
         "notifications/progress",
         "notifications/resources/updated",
         "sampling/createMessage",
-        "elicitation/create",
     }
+    if version >= "2025-06-18":  # elicitation came in 2025-06-18
+        expected.add("elicitation/create")
+    assert seen >= expected
+
+
+async def test_content_an_old_revision_lacks_is_left_out_with_a_note(autojump_clock: Any) -> None:
+    with trio.fail_after(5):
+        async with connect(make_server(), version="2024-11-05") as old:
+            sound = await old.call_tool("test_audio_content", {})
+        async with connect(make_server(), version="2025-03-26") as newer:
+            kept = await newer.call_tool("test_audio_content", {})
+    assert sound.content == [
+        t.TextContent(text="[audio content left out: it needs protocol 2025-03-26]")
+    ]
+    assert isinstance(kept.content[0], t.AudioContent)

@@ -776,3 +776,17 @@ async def test_tool_call_rate_limit() -> None:
                 await client.call_tool("typed_tool", args)
     assert info.value.code == INTERNAL_ERROR
     assert 0 < info.value.data["retryAfter"] <= 1  # type: ignore[index]
+
+
+async def test_a_sync_tool_uses_the_context_through_trio_from_thread() -> None:
+    def threaded(ctx: Context) -> str:
+        """Logs from its worker thread."""
+        sent = trio.from_thread.run(ctx.log, "warning", "from a thread")
+        return f"sent={sent}"
+
+    with trio.fail_after(5):
+        async with connect(server_with(threaded)) as client:
+            result = await client.call_tool("threaded", {})
+            (log,) = await client.wait_for("notifications/message")
+    assert result.content == [t.TextContent(text="sent=True")]
+    assert log.data == "from a thread"

@@ -26,6 +26,7 @@ from typing import Any, Final
 from .. import types as t
 
 __all__ = [
+    "CONTENT_SINCE",
     "CONTENT_TYPES",
     "assistant",
     "audio",
@@ -48,6 +49,32 @@ CONTENT_TYPES: Final = (
     t.EmbeddedResource,
 )
 """The classes of ``ContentBlock``."""
+
+
+CONTENT_SINCE: Final[dict[type, str]] = {
+    t.AudioContent: "2025-03-26",
+    t.ResourceLink: "2025-06-18",
+}
+"""Content blocks that older protocol revisions do not define, and the first revision
+that does (others exist since 2024-11-05)."""
+
+
+def for_version(blocks: list[t.ContentBlock], version: str | None) -> list[t.ContentBlock]:
+    """``blocks`` as a session of protocol ``version`` may receive them: a block its
+    revision does not define is replaced by a text block saying what was left out, so
+    every message stays valid for the negotiated revision."""
+    if version is None or all(version >= CONTENT_SINCE.get(type(b), "") for b in blocks):
+        return blocks
+    out: list[t.ContentBlock] = []
+    for block in blocks:
+        since = CONTENT_SINCE.get(type(block), "")
+        if version >= since:
+            out.append(block)
+        else:
+            out.append(
+                t.TextContent(text=f"[{block.type} content left out: it needs protocol {since}]")
+            )
+    return out
 
 
 def _b64(data: bytes | bytearray | memoryview) -> str:

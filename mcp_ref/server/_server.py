@@ -32,6 +32,10 @@ session negotiated ``listChanged`` for that list, and ``notifications/resources/
 for URIs the session subscribed to.  Sessions opened some other way (``open_session``
 directly) get no notifier and so no change notifications: run sessions with ``serve``.
 
+Content blocks a session's protocol revision does not define (audio before 2025-03-26,
+resource links before 2025-06-18) are replaced by a short text block in tool results
+and prompts, so every message stays valid for the negotiated revision.
+
 Sync handler functions run in worker threads bounded by one ``trio.CapacityLimiter``
 (``max_threads``); see :mod:`._functions`.
 """
@@ -46,6 +50,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, TypeVar, overload
 
+import attrs
 import trio
 
 from .. import types as t
@@ -63,6 +68,7 @@ from .._state import SERVER
 from ..trio import RequestContext, Session, SessionClosed, open_session
 from ..trio._channel import MessageChannel, StreamChannel
 from ._completion import CompletionDef, make_completion
+from ._content import for_version
 from ._context import Context
 from ._logging import LogPolicy, set_level
 from ._prompts import PromptDef, make_prompt
@@ -652,7 +658,9 @@ class Server:
         if tool is None:
             # An unknown tool is a protocol error, -32602 (tools page, "Error Handling").
             raise McpError(INVALID_PARAMS, f"Unknown tool: {params.name}", {"name": params.name})
-        return await tool.call(params.arguments, self._context(ctx), self._threads())
+        result = await tool.call(params.arguments, self._context(ctx), self._threads())
+        content = for_version(result.content, ctx.session.protocol_version)
+        return result if content is result.content else attrs.evolve(result, content=content)
 
     async def _list_resources(self, ctx: RequestContext) -> t.ListResourcesResult:
         items = [d.resource for d in self._resources.values()]
@@ -723,7 +731,15 @@ class Server:
         if prompt is None:
             # Spec: 2025-06-18/server/prompts#error-handling.1
             raise McpError(INVALID_PARAMS, f"Unknown prompt: {params.name}", {"name": params.name})
-        return await prompt.render(params.arguments, self._context(ctx), self._threads())
+        result = await prompt.render(params.arguments, self._context(ctx), self._threads())
+        version = ctx.session.protocol_version
+        messages = [
+            m
+            if for_version([m.content], version)[0] is m.content
+            else attrs.evolve(m, content=for_version([m.content], version)[0])
+            for m in result.messages
+        ]
+        return attrs.evolve(result, messages=messages)
 
     async def _set_level(self, ctx: RequestContext) -> t.Result:
         set_level(ctx.session, ctx.params.level)
