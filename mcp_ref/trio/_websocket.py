@@ -536,8 +536,10 @@ async def websocket_client_handshake(
     body = bytearray()
     while True:
         data = bytes(await stream.receive_some(RECEIVE_SIZE))
+        if not data:
+            raise HandshakeError("the server closed the connection during the handshake", status)
         try:
-            ws.receive_data(data or None)
+            ws.receive_data(data)
             events = list(ws.handshake.events())
         except WSRemoteProtocolError as exc:
             raise HandshakeError(f"invalid upgrade response from the server: {exc}") from None
@@ -561,8 +563,6 @@ async def websocket_client_handshake(
                         status,
                         bytes(body),
                     )
-        if not data:
-            raise HandshakeError("the server closed the connection during the handshake", status)
 
 
 async def _refuse(stream: trio.abc.Stream, conn: h11.Connection, err: HttpError) -> None:
@@ -839,9 +839,32 @@ async def serve_websocket(
     )
     # Spec: 2025-06-18/basic/transports#security-warning.2
     listeners = await trio.open_tcp_listeners(port, host=host)
+    bound = listeners[0].socket.getsockname()[1]
+    log.info("MCP WebSocket server on ws://%s:%s%s", host, bound, path or "/")
+    task_status.started(bound)  # the listeners are bound and listening already
+    await _serve_listeners(
+        target,
+        listeners,
+        path=path,
+        allowed_origins=origins,
+        allowed_hosts=hosts,
+        max_connections=max_connections,
+        **kw,
+    )
+
+
+async def _serve_listeners(
+    target: ChannelServer | Handler,
+    listeners: Sequence[trio.abc.Listener[Any]],
+    *,
+    max_connections: int,
+    **kw: Any,
+) -> NoReturn:
+    """Accept on ``listeners`` forever, one :func:`serve_websocket_stream` per
+    connection, at most ``max_connections`` at once (503 beyond)."""
     active = 0
 
-    async def handle(stream: trio.SocketStream) -> None:
+    async def handle(stream: trio.abc.Stream) -> None:
         nonlocal active
         if active >= max_connections:
             with trio.move_on_after(kw.get("handshake_timeout", DEFAULT_HANDSHAKE_TIMEOUT)):
@@ -850,16 +873,11 @@ async def serve_websocket(
             return
         active += 1
         try:
-            await serve_websocket_stream(
-                stream, target, path=path, allowed_origins=origins, allowed_hosts=hosts, **kw
-            )
+            await serve_websocket_stream(stream, target, **kw)
         finally:
             active -= 1
 
-    bound = listeners[0].socket.getsockname()[1]
-    log.info("MCP WebSocket server on ws://%s:%s%s", host, bound, path or "/")
-    task_status.started(bound)  # the listeners are bound and listening already
-    await trio.serve_listeners(handle, listeners)
+    await trio.serve_listeners(handle, list(listeners))
     raise AssertionError("trio.serve_listeners returned")  # pragma: no cover
 
 
@@ -979,6 +997,7 @@ async def open_websocket_client(
     ping_timeout: float = DEFAULT_PING_TIMEOUT,
     close_timeout: float = DEFAULT_CLOSE_TIMEOUT,
     connect_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+    stream: trio.abc.Stream | None = None,
     **client_kw: Any,
 ) -> AsyncIterator[Client]:
     """Connect to a WebSocket MCP server, initialize, and yield a
@@ -991,7 +1010,7 @@ async def open_websocket_client(
 
     Args:
         url, origin, headers, ping_interval, ping_timeout, close_timeout,
-        connect_timeout: see :func:`open_websocket_channel`.
+        connect_timeout, stream: see :func:`open_websocket_channel`.
         max_message_bytes: the largest message accepted, in bytes (channel and session).
         **client_kw: options of :func:`mcp_ref.client.open_client` (``client_info``,
             ``protocol_version``, ``sampling_handler``, ``roots``, ``timeout``...).
@@ -1014,6 +1033,7 @@ async def open_websocket_client(
             ping_timeout=ping_timeout,
             close_timeout=close_timeout,
             connect_timeout=connect_timeout,
+            stream=stream,
         ) as channel,
         open_client(channel, **client_kw) as client,
     ):
