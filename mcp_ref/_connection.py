@@ -429,11 +429,10 @@ class Connection:
             raise RemoteProtocolError(
                 describe_refusal(self.our_role, self.state, RECEIVE, k), code=INVALID_REQUEST
             )
-        if not self._capability_ok(spec):
-            raise RemoteProtocolError(
-                f"{method} needs the capability {'.'.join(spec.capability)}, not negotiated",
-                code=METHOD_NOT_FOUND,
-            )
+        # A notification of a capability the peer did not declare breaks
+        # 2025-06-18/basic/lifecycle#operation.1 on the peer's side, but it asks nothing
+        # of us: it is delivered (dropping a log line helps no one).  We never send one
+        # (see _send_notification), and requests of such capabilities are refused.
         try:
             params = self._structure_params(spec, payload)
         except ConversionError as exc:

@@ -199,6 +199,9 @@ def test_capabilities_not_negotiated_are_refused_both_ways() -> None:
     # Sub-capabilities too: no listChanged declared, no list_changed notification.
     with pytest.raises(LocalProtocolError):
         server.send(Notification(method="notifications/tools/list_changed"))
+    # Received anyway (the peer's fault, no harm to us): delivered, not refused.
+    (note,) = deliver(b'{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n', client)
+    assert note.method == "notifications/tools/list_changed"
     # And the server cannot ask for sampling the client did not declare.
     client2, server2 = initialized_pair(client_caps=t.ClientCapabilities())
     with pytest.raises(LocalProtocolError, match="sampling"):

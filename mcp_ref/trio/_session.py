@@ -671,7 +671,13 @@ class Session:
                     error=McpError(
                         REQUEST_TIMEOUT,
                         f"request {event.method} timed out after {event.elapsed:.3g} s "
-                        "and was cancelled",
+                        # initialize is never cancelled, only abandoned (the core sends
+                        # no notifications/cancelled for it).
+                        + (
+                            "and was abandoned"
+                            if event.method == "initialize"
+                            else "and was cancelled"
+                        ),
                         {"method": event.method, "elapsed": event.elapsed},
                     )
                 )
