@@ -96,10 +96,18 @@ class FunctionInfo:
     returns: Any
     doc: Docstring
     blocking: bool = True
+    names: frozenset[str] = attrs.field(init=False)
+    """The names of ``params``."""
+
+    @names.default
+    def _names(self) -> frozenset[str]:
+        return frozenset(p.name for p in self.params)
 
     def param(self, name: str) -> Param | None:
         """The parameter called ``name``, or None."""
-        return next((p for p in self.params if p.name == name), None)
+        if name not in self.names:
+            return None
+        return next(p for p in self.params if p.name == name)
 
 
 def _is_context(annotation: Any) -> bool:

@@ -807,7 +807,8 @@ class Server:
     async def serve_stdio(self, **session_kw: Any) -> None:
         """Serve one session on this process's stdin and stdout until stdin ends.
 
-        Only MCP messages go to stdout: ``sys.stdout`` points at stderr meanwhile, so a
+        Like :func:`mcp_ref.trio.serve_stdio`, but the session runs through
+        :meth:`serve`, so it gets its change notifier.  Only MCP messages go to stdout: ``sys.stdout`` points at stderr meanwhile, so a
         stray ``print`` in a handler cannot corrupt the stream
         (2025-06-18/basic/transports#stdio).  The file descriptors' blocking modes are
         restored at the end.  Unix only (``trio.lowlevel.FdStream``).

@@ -170,7 +170,7 @@ class ToolDef:
                         errors.extend(exc.messages)
                 elif p.required:
                     errors.append(f"missing required argument @ $.{p.name}")
-            unknown = [k for k in arguments if info.param(k) is None]
+            unknown = [k for k in arguments if k not in info.names]
             if unknown and not info.var_keyword:
                 errors.append(f"unknown argument(s): {', '.join(sorted(unknown))} @ $")
             else:
