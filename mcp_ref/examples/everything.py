@@ -209,7 +209,10 @@ def make_server() -> Server:
             "the rest of the protocol."
         ),
         # Generous: enough for benchmarks, still a cap on a runaway client.
-        rate_limits={**DEFAULT_RATE_LIMITS, "tools/call": RateLimit(per_second=2000, burst=5000)},
+        rate_limits={
+            **DEFAULT_RATE_LIMITS,
+            "tools/call": RateLimit(per_second=10_000, burst=20_000),
+        },
     )
     _conformance_tools(server)
     _realistic_tools(server)
