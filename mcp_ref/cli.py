@@ -18,8 +18,8 @@ Errors are one line on stderr and exit status 1, never a traceback.  A tool resu
 ``isError: true`` is printed and exits with status 1 too.
 
 Hooks for other transports: ``--http`` runs ``mcp_ref.trio.serve_http(server, host,
-port)`` and ``--ws`` runs ``mcp_ref.trio.serve_ws(server, host, port)`` when those
-functions exist, and says they are not available yet otherwise.
+port)`` and ``--ws`` runs ``mcp_ref.trio.serve_websocket(server, host, port)`` once
+``mcp_ref.trio`` exports them, and says they are not available yet until then.
 """
 
 from __future__ import annotations
@@ -137,6 +137,17 @@ def _address(text: str) -> tuple[str, int]:
 
 # ---------------------------------------------------------------------------- serve
 
+_TRANSPORTS: Final = {"http": ("serve_http",), "ws": ("serve_websocket", "serve_ws")}
+
+
+def _transport(module: Any, kind: str) -> Any:
+    """The ``serve_*(server, host, port)`` function of a transport, or None."""
+    for name in _TRANSPORTS[kind]:
+        runner = getattr(module, name, None)
+        if runner is not None:
+            return runner
+    return None
+
 
 def _serve(args: argparse.Namespace) -> int:
     server = _load_server(args.server)
@@ -145,7 +156,7 @@ def _serve(args: argparse.Namespace) -> int:
         host, port = _address(address)
         from . import trio as mcp_trio
 
-        runner = getattr(mcp_trio, "serve_http" if kind == "http" else "serve_ws", None)
+        runner = _transport(mcp_trio, kind)
         if runner is None:
             label = "Streamable HTTP" if kind == "http" else "WebSocket"
             raise CliError(f"serve --{kind}: the {label} transport is not available yet")
@@ -518,14 +529,12 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument(
         "--http",
         metavar="HOST:PORT",
-        help="serve Streamable HTTP instead"
-        if hasattr(mcp_trio, "serve_http")
-        else argparse.SUPPRESS,
+        help="serve Streamable HTTP instead" if _transport(mcp_trio, "http") else argparse.SUPPRESS,
     )
     where.add_argument(
         "--ws",
         metavar="HOST:PORT",
-        help="serve WebSocket instead" if hasattr(mcp_trio, "serve_ws") else argparse.SUPPRESS,
+        help="serve WebSocket instead" if _transport(mcp_trio, "ws") else argparse.SUPPRESS,
     )
 
     demo = sub.add_parser("demo", help="print an annotated transcript against the reference server")

@@ -226,7 +226,7 @@ async def test_serve_speaks_mcp_on_stdio() -> None:
 def test_serve_http_and_ws_hooks(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for name in ("serve_http", "serve_ws"):
+    for name in ("serve_http", "serve_websocket", "serve_ws"):
         monkeypatch.delattr(mcp_ref.trio, name, raising=False)
     assert main(["serve", "--http", "127.0.0.1:8000"]) == 1
     assert_one_line_error(capsys.readouterr().err, "Streamable HTTP transport is not available yet")
@@ -239,9 +239,11 @@ def test_serve_http_and_ws_hooks(
         calls.append((server, host, port))
 
     monkeypatch.setattr(mcp_ref.trio, "serve_http", fake_serve, raising=False)
+    monkeypatch.setattr(mcp_ref.trio, "serve_websocket", fake_serve, raising=False)
     assert main(["serve", "--http", "[::1]:8080"]) == 0
-    server, host, port = calls[0]
-    assert (host, port) == ("::1", 8080)
+    assert main(["serve", "--ws", "localhost:8081"]) == 0
+    (server, host, port), (_, ws_host, ws_port) = calls
+    assert (host, port, ws_host, ws_port) == ("::1", 8080, "localhost", 8081)
     assert "echo" in server.tools
 
 
