@@ -577,6 +577,16 @@ class _HttpServer:
         method = bytes(req.method)
         parts = urlsplit(bytes(req.target).decode("latin-1"))
         try:
+            # h11 bounds a head still arriving; one that came whole is measured here.
+            size = len(req.target) + sum(len(k) + len(v) + 4 for k, v in headers)
+            if size > self.limits.max_header_bytes:
+                raise _Refused(
+                    http_error(
+                        431,
+                        f"request head larger than {self.limits.max_header_bytes} bytes",
+                        clause=None,
+                    )
+                )
             err = rules.check_origin(headers, self.allowed_origins) or rules.check_host(
                 headers, self.allowed_hosts
             )
