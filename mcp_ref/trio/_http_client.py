@@ -933,14 +933,21 @@ async def open_http_channel(url: str, **channel_kw: Any) -> AsyncIterator[HttpCl
     """
     supervisor = Supervisor()
     channel = HttpClientChannel(url, supervisor, **channel_kw)
+    body_error: BaseException | None = None
     async with trio.open_nursery() as nursery:
         await nursery.start(supervisor.run)
         try:
             yield channel
+        except BaseException as exc:
+            if isinstance(exc, GeneratorExit):
+                raise
+            body_error = exc  # re-raised below, not wrapped in an exception group
         finally:
             with trio.CancelScope(shield=True):
                 await channel.aclose()
             nursery.cancel_scope.cancel()
+    if body_error is not None:
+        raise body_error
 
 
 @asynccontextmanager
