@@ -347,6 +347,7 @@ async def test_body_too_large_is_413() -> None:
 
 
 @pytest.mark.spec(T + "sending-messages-to-the-server.6", T + "sending-messages-to-the-server.7")
+@pytest.mark.spec(T + "sending-messages-to-the-server.4")
 async def test_bad_json_is_400_with_a_parse_error_body() -> None:
     with trio.fail_after(TIMEOUT):
         async with serve() as (info, _):
@@ -473,6 +474,7 @@ async def test_batches_of_2025_03_26_are_answered() -> None:
     T + "sending-messages-to-the-server.11",
     T + "sending-messages-to-the-server.12",
     T + "listening-for-messages-from-the-server.4",
+    T + "listening-for-messages-from-the-server.6",
     T + "listening-for-messages-from-the-server.5",
     T + "multiple-connections.2",
 )

@@ -276,6 +276,8 @@ async def _standard(req: Req, reply: Reply, *, session: str = "s1") -> bool:
 
 
 @pytest.mark.spec(
+    T + "sending-messages-to-the-server.1",
+    T + "sending-messages-to-the-server.2",
     T + "sending-messages-to-the-server.3",
     T + "session-management.4",
     T + "protocol-version-header.1",
@@ -302,6 +304,10 @@ async def test_headers_of_every_request() -> None:
             assert ("GET", None) in methods
             assert ("POST", "tools/call") in methods
             assert methods[-1] == ("DELETE", None)
+            for req in fake.requests:  # every message its own POST to the endpoint
+                assert req.target == "/mcp"
+                if req.method == "POST":
+                    assert isinstance(req.json, dict) and req.json["jsonrpc"] == "2.0"
 
 
 @pytest.mark.spec(T + "resumability-and-redelivery.3")

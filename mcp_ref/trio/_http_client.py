@@ -319,6 +319,9 @@ class HttpClientChannel:
     ) -> list[tuple[bytes, bytes]]:
         legacy = self.mode == "legacy"
         out = [(b"host", self._host_header)]
+        # Spec: 2025-06-18/basic/transports#session-management.4
+        # Spec: 2025-06-18/basic/transports#protocol-version-header.1
+        # Spec: 2025-06-18/basic/transports#protocol-version-header.2
         out += rules.client_request_headers(
             method,
             session_id=None if legacy else self.session_id,
@@ -472,7 +475,8 @@ class HttpClientChannel:
         except (OSError, trio.BrokenResourceError, h11.ProtocolError) as exc:
             raise HttpTransportError(f"cannot reach {self.url}: {exc}") from exc
         if 400 <= ex.status < 500 and ex.status not in (401, 403) and self._legacy_fallback:
-            # Spec: 2025-06-18/basic/transports#backwards-compatibility
+            # 2025-06-18/basic/transports, "Backwards compatibility": a 4xx to the POST
+            # of initialize means an old server; try its GET stream.
             await ex.conn.aclose()
             log.info("POST initialize got %s: trying the 2024-11-05 HTTP+SSE transport", ex.status)
             await self._fall_back(data)
@@ -490,6 +494,10 @@ class HttpClientChannel:
     async def _send_request(self, data: bytes, rid: RequestId | None) -> None:
         await self._posts.acquire()
         try:
+            # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.1
+            # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.2
+            # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.4
+            # One POST per message: the session hands us exactly one message per send.
             ex = await self._start(b"POST", self._post_target, data, fresh=False)
         except (OSError, trio.BrokenResourceError, h11.ProtocolError) as exc:
             self._posts.release()

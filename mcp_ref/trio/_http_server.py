@@ -163,8 +163,8 @@ def close_sse_stream(request_id: RequestId) -> bool:
     stream = sess.routes.get(request_key(request_id))
     if stream is None or stream.json_mode or stream.id in (STANDALONE, LEGACY):
         return False
-    if stream.delivered_id is None and not stream.attached:
-        return False
+    if stream.delivered_id is None and not sess.primes:
+        return False  # the client would hold no event id to resume from
     stream.close_requested = True
     stream.wake()
     return True
@@ -257,6 +257,9 @@ class _HttpSession:
 
     def route(self, data: bytes, related: RequestId | None) -> None:
         """Put one outgoing message on exactly one logical stream.  Never blocks."""
+        # Spec: 2025-06-18/basic/transports#multiple-connections.2
+        # Each message is appended to one stream's events; only that stream's attached
+        # response writes it (and a resumption of that stream replays it).
         info = peek_message(data)
         stream: _Stream | None = None
         if related is not None:
@@ -671,6 +674,7 @@ class _HttpServer:
         raise _Refused(http_error(408, "request body not received in time", clause=None))
 
     def _messages(self, body: bytes) -> list[MessageInfo]:
+        # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.4
         infos = peek_body(body)
         if isinstance(infos, str):
             code = -32700 if infos.startswith("parse error") else -32600
