@@ -691,3 +691,18 @@ async def test_stateless_mode_answers_each_post_without_a_session() -> None:
             assert ans.status == 202
             await ans.body()
             await conn.aclose()
+
+
+async def test_quiet_streams_get_keepalive_comments(clock: trio.testing.MockClock) -> None:
+    with trio.fail_after(TIMEOUT + 6):  # the mock clock jumps 6 s
+        async with serve(limits=HttpLimits(keepalive_seconds=5)) as (info, _):
+            sid, _ = await open_session(info.port)
+            conn = await RawConnection.open(info.port)
+            stream = await conn.request("GET", session_id=sid)
+            priming = await conn.next_chunk()
+            assert priming is not None and priming.startswith(b"id: ")
+            await trio.testing.wait_all_tasks_blocked()
+            clock.jump(6)
+            assert await conn.next_chunk() == b": keepalive\n"
+            assert stream.status == 200
+            await conn.aclose()

@@ -404,3 +404,15 @@ async def test_bad_urls_are_refused() -> None:
     with pytest.raises(ValueError):
         async with open_http_channel("ftp://example.com/"):
             pass
+
+
+async def test_no_fallback_when_the_get_is_no_sse_stream_either() -> None:
+    async def script(req: Req, reply: Reply) -> None:
+        await reply.status(404)
+
+    with trio.fail_after(TIMEOUT):
+        async with fake_server(script) as (url, fake):
+            with pytest.raises(SessionClosed, match="not a 2024-11-05 HTTP\\+SSE server either"):
+                async with open_http_client(url):
+                    pass
+            assert [r.method for r in fake.requests] == ["POST", "GET"]
