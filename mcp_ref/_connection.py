@@ -261,7 +261,10 @@ class Connection:
                 if line is None:
                     if self._eof and not self._closed_reported:
                         self._closed_reported = True
-                        self.state = State.CLOSED
+                        # CLOSING: we may still answer what we accepted.
+                        self.state = (
+                            next_state(self.our_role, self.state, RECEIVE, Kind.CLOSE) or self.state
+                        )
                         return ConnectionClosed()
                     return NEED_DATA
                 if line is TOO_LONG:
@@ -592,6 +595,14 @@ class Connection:
             )
         # Spec: 2025-06-18/basic/transports#stdio.1
         return frame(payload) if self.newline_framing else payload
+
+    def close(self) -> None:
+        """Mark the connection closed on our side: nothing more is sent or read.
+
+        A driver calls it when it stops, e.g. after end of input once the requests it
+        accepted are answered (state CLOSING).  Idempotent.
+        """
+        self.state = State.CLOSED
 
     def send_failed(self) -> None:
         """Tell the core that writing the bytes of a ``send`` failed or was cancelled.

@@ -28,7 +28,10 @@ Server (ours = SERVER)::
                                                                                 v
                                                                            OPERATING
 
-Any state --CLOSE (end of input, either way)--> CLOSED.
+Any state --recv CLOSE (end of input)--> CLOSING --send CLOSE--> CLOSED, and any
+state --send CLOSE (we stop, or a write failed)--> CLOSED.  In CLOSING the peer will
+send nothing more, but we may still answer the requests we accepted (with their
+progress and log notifications): nothing accepted is lost.
 
 The special cases, kept beside the table rather than in it:
 
@@ -108,6 +111,8 @@ class State(_FastHashEnum):
     """The initialize result went out; ``notifications/initialized`` has not yet."""
     OPERATING = "OPERATING"
     """Normal operation under the negotiated version and capabilities."""
+    CLOSING = "CLOSING"
+    """The peer's input ended; we may still answer requests we accepted, then close."""
     CLOSED = "CLOSED"
     """End of input; nothing more is read or written."""
 
@@ -137,11 +142,12 @@ class Kind(_FastHashEnum):
 
 _T = dict[tuple[State, Direction, Kind], State]
 
-PRE, ING, ED, OP, CLOSED = (
+PRE, ING, ED, OP, CLOSING, CLOSED = (
     State.PRE_INIT,
     State.INITIALIZING,
     State.INITIALIZED,
     State.OPERATING,
+    State.CLOSING,
     State.CLOSED,
 )
 K = Kind
@@ -151,13 +157,21 @@ def _loops(state: State, direction: Direction, *kinds: Kind) -> _T:
     return {(state, direction, kind): state for kind in kinds}
 
 
-def _close_from_everywhere() -> _T:
-    return {
-        (state, direction, K.CLOSE): CLOSED
-        for state in State
-        for direction in Direction
-        if state is not CLOSED
-    }
+def _close_from_everywhere(role: Role) -> _T:
+    table: _T = {}
+    for state in State:
+        if state in (CLOSING, CLOSED):
+            continue
+        # End of input: the peer is done, we may still answer (CLOSING).
+        table[(state, RECEIVE, K.CLOSE)] = CLOSING
+        # We stop (or a write failed): nothing more either way.
+        table[(state, SEND, K.CLOSE)] = CLOSED
+    # While CLOSING: answers to accepted requests, with their notifications, then close.
+    table.update(_loops(CLOSING, SEND, K.RESPONSE, K.NOTIFICATION))
+    if role is SERVER:
+        table.update(_loops(CLOSING, SEND, K.INITIALIZE_RESULT, K.INITIALIZE_ERROR))
+    table[(CLOSING, SEND, K.CLOSE)] = CLOSED
+    return table
 
 
 CLIENT_TRANSITIONS: _T = {
@@ -180,7 +194,7 @@ CLIENT_TRANSITIONS: _T = {
     **_loops(ED, RECEIVE, K.PING, K.NOTIFICATION, K.RESPONSE),
     **_loops(OP, SEND, K.PING, K.REQUEST, K.NOTIFICATION, K.RESPONSE),
     **_loops(OP, RECEIVE, K.PING, K.REQUEST, K.NOTIFICATION, K.RESPONSE),
-    **_close_from_everywhere(),
+    **_close_from_everywhere(CLIENT),
 }
 """The client's table: ``(state, direction, kind) -> next state``."""
 
@@ -202,7 +216,7 @@ SERVER_TRANSITIONS: _T = {
     **_loops(ED, SEND, K.PING, K.NOTIFICATION, K.RESPONSE),
     **_loops(OP, SEND, K.PING, K.REQUEST, K.NOTIFICATION, K.RESPONSE),
     **_loops(OP, RECEIVE, K.PING, K.REQUEST, K.NOTIFICATION, K.RESPONSE),
-    **_close_from_everywhere(),
+    **_close_from_everywhere(SERVER),
 }
 """The server's table: ``(state, direction, kind) -> next state``."""
 

@@ -255,16 +255,30 @@ def test_table_miss_names_role_state_direction_and_kind() -> None:
         for (state, direction, kind), new in table.items():
             assert isinstance(direction, Direction) and isinstance(kind, Kind)
             if kind is Kind.CLOSE:
-                assert new is State.CLOSED
+                expected = State.CLOSING if direction is Direction.RECEIVE else State.CLOSED
+                assert new is expected
             assert state is not State.CLOSED, role
+            if state is State.CLOSING:
+                assert direction is Direction.SEND
 
 
-def test_end_of_input_closes() -> None:
+def test_end_of_input_closes_after_answering_what_was_accepted() -> None:
+    from mcp_ref import NEED_DATA, ConnectionClosed
+
     client, server = initialized_pair()
+    # The client sends a request and closes its output (e.g. `printf ... | mcp-ref serve`).
+    server.receive_data(client.send(Request(id=1, method="tools/list")) + b"")
     server.receive_data(b"")
-    from mcp_ref import ConnectionClosed
-
+    assert isinstance(server.next_event(), Request)
     assert isinstance(server.next_event(), ConnectionClosed)
+    assert server.next_event() is NEED_DATA
+    assert server.state is State.CLOSING
+    # The accepted request is still answered; nothing new may start.
+    with pytest.raises(LocalProtocolError, match="CLOSING"):
+        server.send(Request(id=5, method="ping"))
+    (resp,) = deliver(server.send(Response(id=1, result=t.ListToolsResult(tools=[]))), client)
+    assert resp.id == 1
+    server.close()
     assert server.state is State.CLOSED
-    with pytest.raises(LocalProtocolError):
+    with pytest.raises(LocalProtocolError, match="closed"):
         server.send(Notification(method="notifications/tools/list_changed"))

@@ -286,6 +286,7 @@ class Session:
         max_concurrent_requests: int,
         send_timeout: float | None,
         max_queued_notifications: int,
+        drain_timeout: float = 30.0,
     ) -> None:
         self.connection = connection
         self.role: Role = connection.our_role
@@ -304,6 +305,10 @@ class Session:
         self._write_scope: trio.CancelScope | None = None
         self._nudge = trio.Event()
         self._closed_event = trio.Event()
+        # Set at end of input: why the peer will send nothing more.
+        self._input_ended: str | None = None
+        self._drain_timeout = drain_timeout
+        self._handlers_changed = trio.Event()
         self._notes_in, self._notes_out = trio.open_memory_channel[Notification](
             max_queued_notifications
         )
@@ -383,6 +388,9 @@ class Session:
         2025-06-18/basic/utilities/cancellation#cancellation-flow.
         """
         self._check_open()
+        if self._input_ended is not None:
+            # The peer's input ended: it can no longer answer.
+            raise SessionClosed(self._input_ended)
         conn = self.connection
         rid = conn.next_request_id()
         if on_progress is not None:
@@ -515,6 +523,9 @@ class Session:
                 return
             if not data:
                 conn.receive_data(b"")
+                async with self._dispatch_lock:
+                    await self._drain()
+                return  # end of input: nothing more to read
             elif lines:
                 conn.receive_data(data)
             else:
@@ -558,6 +569,7 @@ class Session:
                 await self._send_reply(ctx, reply)
         finally:
             self._handlers.pop(_key(ctx.request_id), None)
+            self._handlers_changed.set()
 
     async def _call_handler(self, ctx: RequestContext) -> Response | ErrorResponse:
         rid = ctx.request_id
@@ -688,7 +700,7 @@ class Session:
                 waiter.add_progress(event)
         elif kind is ConnectionClosed:
             eof = getattr(self._channel, "eof_reason", None)
-            self._close(
+            self._end_of_input(
                 f"the peer closed the connection; {eof}"
                 if eof
                 else "the peer closed the connection"
@@ -729,12 +741,45 @@ class Session:
 
     # ---------------------------------------------------------------------- closing
 
+    def _end_of_input(self, reason: str) -> None:
+        """The peer will send nothing more: fail our requests to it, finish the peer's
+        requests we accepted (nothing accepted is lost), then close.
+
+        Source: 2025-06-18/basic/lifecycle#shutdown and #stdio.1 (the transport's end ends the
+        session); the core is in state CLOSING meanwhile.
+        """
+        if self.closed or self._input_ended is not None:
+            return
+        self._input_ended = reason
+        for waiter in self._waiters.values():
+            waiter.finish(error=SessionClosed(reason))
+        self._notes_in.close()
+        if not self._handlers or self._nursery is None:
+            self._close(reason)
+        else:
+            self._nursery.start_soon(self._drain_handlers, reason)
+
+    async def _drain_handlers(self, reason: str) -> None:
+        """Wait (at most ``drain_timeout`` seconds) for accepted requests to be answered."""
+        with trio.move_on_after(self._drain_timeout):
+            while self._handlers and not self.closed:
+                self._handlers_changed = trio.Event()
+                await self._handlers_changed.wait()
+        if self._handlers:
+            log.warning(
+                "%d request(s) still running %.3g s after end of input; cancelled",
+                len(self._handlers),
+                self._drain_timeout,
+            )
+        self._close(reason)
+
     def _close(self, reason: str) -> None:
         """End the session (idempotent): fail waiters, cancel handlers and writes."""
         if self.closed:
             return
         self.closed = True
         self.close_reason = reason
+        self.connection.close()
         for waiter in self._waiters.values():
             waiter.finish(error=SessionClosed(reason))
         for ctx in self._handlers.values():
@@ -783,6 +828,7 @@ async def open_session(
     max_concurrent_requests: int = 256,
     send_timeout: float | None = 30.0,
     max_queued_notifications: int = 64,
+    drain_timeout: float = 30.0,
 ) -> AsyncIterator[Session]:
     """Run an MCP session over ``channel`` for the duration of an ``async with`` block.
 
@@ -799,6 +845,8 @@ async def open_session(
             peer (default 30); None for no limit.
         max_queued_notifications: notifications waiting for the notification handler
             before the reader stops reading (default 64).
+        drain_timeout: at end of input, seconds to let the peer's accepted requests
+            finish and be answered before they are cancelled (default 30).
 
     Yields:
         The :class:`Session`.  Initialization is not done here: a client sends
@@ -828,6 +876,7 @@ async def open_session(
         max_concurrent_requests=max_concurrent_requests,
         send_timeout=send_timeout,
         max_queued_notifications=max_queued_notifications,
+        drain_timeout=drain_timeout,
     )
     body_error: BaseException | None = None
     try:
