@@ -706,3 +706,17 @@ async def test_quiet_streams_get_keepalive_comments(clock: trio.testing.MockCloc
             assert await conn.next_chunk() == b": keepalive\n"
             assert stream.status == 200
             await conn.aclose()
+
+
+async def test_requests_in_progress_per_session_are_bounded_429() -> None:
+    with trio.fail_after(TIMEOUT):
+        async with serve(limits=HttpLimits(max_streams_per_session=1)) as (info, _):
+            sid, _ = await open_session(info.port)
+            conn = await RawConnection.open(info.port)
+            ans = await conn.request("POST", body=call(2, "block"), session_id=sid)
+            assert ans.status == 200
+            status, _ = await _status(
+                info, "POST", body=call(3, "echo", {"text": "x"}), session_id=sid
+            )
+            assert status == 429
+            await conn.aclose()

@@ -18,6 +18,7 @@ import attrs
 import h11
 import pytest
 import trio
+import trio.testing
 
 from mcp_ref import McpError
 from mcp_ref._sse import SSEEvent, encode_event
@@ -416,3 +417,17 @@ async def test_no_fallback_when_the_get_is_no_sse_stream_either() -> None:
                 async with open_http_client(url):
                     pass
             assert [r.method for r in fake.requests] == ["POST", "GET"]
+
+
+async def test_requests_past_the_bound_fail_at_once_and_never_block_sends() -> None:
+    with trio.fail_after(TIMEOUT):
+        async with (
+            serve() as (info, _),
+            open_http_client(info.url, max_concurrent_posts=1) as client,
+        ):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(client.call_tool, "block")
+                await trio.testing.wait_all_tasks_blocked()
+                with pytest.raises(McpError, match="more than 1 requests"):
+                    await client.call_tool("echo", {"text": "x"})
+                nursery.cancel_scope.cancel()

@@ -193,7 +193,7 @@ class HttpClientChannel:
         limits: HttpLimits | None = None,
         legacy_fallback: bool = True,
         get_stream: bool = True,
-        max_concurrent_posts: int = 16,
+        max_concurrent_posts: int = 64,
         connect_timeout: float = 10.0,
         io_timeout: float = 20.0,
         default_retry: float = 1.0,
@@ -225,6 +225,7 @@ class HttpClientChannel:
         self._default_retry = default_retry
         self._pool_idle = pool_idle_seconds
         self._ssl_context = ssl_context
+        self._max_posts = max_concurrent_posts
         self._posts = trio.Semaphore(max_concurrent_posts)
         self._pool: list[tuple[float, H11Stream]] = []
         self._in_send, self._in_receive = trio.open_memory_channel[bytes](_INCOMING_QUEUE)
@@ -492,7 +493,18 @@ class HttpClientChannel:
         self._supervisor.start_soon(self._read_answer, ex, rid, self._generation, False)
 
     async def _send_request(self, data: bytes, rid: RequestId | None) -> None:
-        await self._posts.acquire()
+        try:
+            # Never wait here: the session holds its send lock while we run, and a wait
+            # could keep back the answer a pending request needs (an elicitation).
+            self._posts.acquire_nowait()
+        except trio.WouldBlock:
+            if rid is not None:
+                self._supervisor.start_soon(
+                    self._feed_error,
+                    rid,
+                    f"more than {self._max_posts} requests awaiting answers",
+                )
+            return
         try:
             # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.1
             # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.2
@@ -927,7 +939,7 @@ async def open_http_channel(url: str, **channel_kw: Any) -> AsyncIterator[HttpCl
         **channel_kw: ``headers`` (extra request headers, e.g. authorization), ``limits``
             (:class:`~mcp_ref._http.HttpLimits`), ``legacy_fallback`` (default True),
             ``get_stream`` (open the GET stream; default True), ``max_concurrent_posts``
-            (16), ``connect_timeout`` (10 s), ``io_timeout`` (20 s per one-way POST),
+            (64; a request past it is answered at once with an error), ``connect_timeout`` (10 s), ``io_timeout`` (20 s per one-way POST),
             ``default_retry`` (1 s when the server gave no ``retry``),
             ``pool_idle_seconds`` (4 s), ``ssl_context``.
 
@@ -966,7 +978,7 @@ async def open_http_client(
     limits: HttpLimits | None = None,
     legacy_fallback: bool = True,
     get_stream: bool = True,
-    max_concurrent_posts: int = 16,
+    max_concurrent_posts: int = 64,
     connect_timeout: float = 10.0,
     default_retry: float = 1.0,
     **client_kw: Any,
@@ -982,7 +994,8 @@ async def open_http_client(
         legacy_fallback: when the POST of ``initialize`` gets a 4xx, try the 2024-11-05
             HTTP+SSE transport at the same URL.
         get_stream: open the server's GET stream after initialization.
-        max_concurrent_posts: requests awaiting their answers at once (the next one waits).
+        max_concurrent_posts: requests awaiting their answers at once; a request past it
+            fails at once with an error response (McpError -32603), never waits.
         connect_timeout: seconds to open a connection.
         default_retry: seconds before resuming a stream when the server gave no ``retry``.
         **client_kw: passed to :func:`mcp_ref.client.open_client` (``client_info``,
