@@ -42,11 +42,8 @@ Sync handler functions run in worker threads bounded by one ``trio.CapacityLimit
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import logging
-import os
-import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, TypeVar, overload
 
@@ -65,8 +62,8 @@ from .._errors import (
 from .._methods import capability_present
 from .._pagination import DEFAULT_PAGE_SIZE, InvalidCursor, paginate
 from .._state import SERVER
-from ..trio import RequestContext, Session, SessionClosed, open_session
-from ..trio._channel import MessageChannel, StreamChannel
+from ..trio import RequestContext, Session, SessionClosed, open_session, serve_stdio
+from ..trio._channel import MessageChannel
 from ._completion import CompletionDef, make_completion
 from ._content import for_version
 from ._context import Context
@@ -807,23 +804,11 @@ class Server:
     async def serve_stdio(self, **session_kw: Any) -> None:
         """Serve one session on this process's stdin and stdout until stdin ends.
 
-        Like :func:`mcp_ref.trio.serve_stdio`, but the session runs through
-        :meth:`serve`, so it gets its change notifier.  Only MCP messages go to stdout: ``sys.stdout`` points at stderr meanwhile, so a
-        stray ``print`` in a handler cannot corrupt the stream
-        (2025-06-18/basic/transports#stdio).  The file descriptors' blocking modes are
-        restored at the end.  Unix only (``trio.lowlevel.FdStream``).
+        :func:`mcp_ref.trio.serve_stdio` with this server; it runs through :meth:`serve`,
+        so the session gets its change notifier.  Only MCP messages go to stdout
+        (2025-06-18/basic/transports#stdio).  Unix only.
         """
-        sys.stdout.flush()
-        blocking = {fd: os.get_blocking(fd) for fd in (0, 1)}
-        stdin = trio.lowlevel.FdStream(os.dup(0))
-        stdout = trio.lowlevel.FdStream(os.dup(1))
-        try:
-            with contextlib.redirect_stdout(sys.stderr):
-                await self.serve(StreamChannel(stdout, stdin), **session_kw)
-        finally:
-            for fd, mode in blocking.items():
-                with contextlib.suppress(OSError):
-                    os.set_blocking(fd, mode)
+        await serve_stdio(self, **session_kw)
 
     def run_stdio(self, **session_kw: Any) -> None:
         """Run :meth:`serve_stdio` in a new trio run (for ``if __name__ == "__main__"``)."""

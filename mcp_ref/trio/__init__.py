@@ -23,8 +23,9 @@ from ._session import (
     Session,
     SessionClosed,
     open_session,
+    serve_channel,
 )
-from ._stdio import ProcessChannel, StderrMode, open_stdio_process, serve_stdio
+from ._stdio import ProcessChannel, StderrMode, open_stdio_process, serve_stdio, stdio_channel
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -41,5 +42,7 @@ __all__ = [
     "memory_channel_pair",
     "open_session",
     "open_stdio_process",
+    "serve_channel",
     "serve_stdio",
+    "stdio_channel",
 ]

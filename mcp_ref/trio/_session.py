@@ -910,3 +910,19 @@ async def open_session(
             closed_hook(session)
     if body_error is not None:
         raise body_error
+
+
+async def serve_channel(handler: Handler, channel: MessageChannel, **session_kw: Any) -> None:
+    """Serve one session of ``handler`` on ``channel`` until it ends.
+
+    A handler with a ``serve(channel, **session_kw)`` coroutine method (such as
+    ``mcp_ref.server.Server``, which runs tasks of its own beside the session) serves
+    itself; any other handler gets a plain :func:`open_session`.  Every transport's
+    server side calls this, so all of them treat handlers alike.
+    """
+    serve = getattr(handler, "serve", None)
+    if serve is not None:
+        await serve(channel, **session_kw)
+        return
+    async with open_session(channel, SERVER, handler, **session_kw) as session:
+        await session.wait_closed()

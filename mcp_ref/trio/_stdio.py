@@ -41,12 +41,11 @@ from typing import Any, Literal
 
 import trio
 
-from .._state import SERVER
 from ..events import RequestId
 from ._channel import DEFAULT_RECEIVE_SIZE, StreamChannel
-from ._session import Handler, open_session
+from ._session import Handler, serve_channel
 
-__all__ = ["ProcessChannel", "StderrMode", "open_stdio_process", "serve_stdio"]
+__all__ = ["ProcessChannel", "StderrMode", "open_stdio_process", "serve_stdio", "stdio_channel"]
 
 log = logging.getLogger("mcp_ref.trio.stdio")
 
@@ -65,6 +64,32 @@ Source: 2025-06-18/basic/transports#stdio.3 (clients may capture, forward or ign
 _MAX_STDERR_LINE = 1000
 
 
+@asynccontextmanager
+async def stdio_channel() -> AsyncIterator[StreamChannel]:
+    """This process's stdin and stdout as a :class:`StreamChannel`, for a server.
+
+    Meanwhile ``sys.stdout`` points at stderr, so a stray ``print`` cannot corrupt the
+    stream; the descriptors' blocking modes are restored at the end.  No worker
+    threads (``trio.lowlevel.FdStream``); Unix only.
+
+    Source: 2025-06-18/basic/transports#stdio.
+    """
+    sys.stdout.flush()
+    blocking = {fd: os.get_blocking(fd) for fd in (0, 1)}
+    stdin = trio.lowlevel.FdStream(os.dup(0))
+    stdout = trio.lowlevel.FdStream(os.dup(1))
+    try:
+        # Spec: 2025-06-18/basic/transports#stdio.4
+        with redirect_stdout(sys.stderr):
+            yield StreamChannel(stdout, stdin)
+    finally:
+        for fd, mode in blocking.items():
+            try:
+                os.set_blocking(fd, mode)
+            except OSError:
+                pass
+
+
 async def serve_stdio(handler: Handler, **session_kw: Any) -> None:
     """Serve one MCP session on this process's stdin and stdout, until end of input.
 
@@ -74,26 +99,12 @@ async def serve_stdio(handler: Handler, **session_kw: Any) -> None:
         **session_kw: passed to :func:`~mcp_ref.trio.open_session`.
 
     Only MCP messages are written to stdout; ``sys.stdout`` points at stderr meanwhile.
-    Returns when the client closes our stdin.  Unix only (``trio.lowlevel.FdStream``).
+    Returns when the client closes our stdin and the requests it sent are answered.
 
     Source: 2025-06-18/basic/transports#stdio, 2025-06-18/basic/lifecycle#stdio.
     """
-    sys.stdout.flush()
-    blocking = {fd: os.get_blocking(fd) for fd in (0, 1)}
-    stdin = trio.lowlevel.FdStream(os.dup(0))
-    stdout = trio.lowlevel.FdStream(os.dup(1))
-    channel = StreamChannel(stdout, stdin)
-    try:
-        # Spec: 2025-06-18/basic/transports#stdio.4
-        with redirect_stdout(sys.stderr):
-            async with open_session(channel, SERVER, handler, **session_kw) as session:
-                await session.wait_closed()
-    finally:
-        for fd, mode in blocking.items():
-            try:
-                os.set_blocking(fd, mode)
-            except OSError:
-                pass
+    async with stdio_channel() as channel:
+        await serve_channel(handler, channel, **session_kw)
 
 
 class _StderrTail:
