@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import struct
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
@@ -102,7 +102,7 @@ class Peer:
         self.eof = False
 
     async def handshake(
-        self, subprotocols: list[str] | None = None, extra: list[tuple[bytes, bytes]] = ()
+        self, subprotocols: list[str] | None = None, extra: Sequence[tuple[bytes, bytes]] = ()
     ) -> Event:
         """Send an upgrade request; return AcceptConnection or RejectConnection."""
         request = Request(

@@ -48,7 +48,7 @@ import trio
 from mcp_ref import LocalProtocolError, McpError, RequestTimeout
 from mcp_ref import _jsonrpc as rpc
 from mcp_ref import types as t
-from mcp_ref._convert import unstructure
+from mcp_ref._convert import structure, unstructure
 from mcp_ref._errors import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -78,7 +78,10 @@ answers with an id-less -32600 the client cannot match, so the wait ends in a ti
 DRAIN_TIMEOUT: Final = 1.0
 """Seconds a conformance server lets a request run after its client went away (the
 session's ``drain_timeout``), before cancelling it."""
-SESSION_KW: Final = {"max_message_bytes": LIMIT_BYTES, "drain_timeout": DRAIN_TIMEOUT}
+SESSION_KW: Final[dict[str, Any]] = {
+    "max_message_bytes": LIMIT_BYTES,
+    "drain_timeout": DRAIN_TIMEOUT,
+}
 """The session options of every conformance server."""
 STEP_LIMIT: Final = 20.0
 """Seconds (real or mock) any one scenario may take."""
@@ -215,11 +218,12 @@ async def _ask(ctx: Context, kind: str, kw: dict[str, Any]) -> str:
         listed = await ctx.send_request("roots/list", None, **kw)
         return "roots: " + ",".join(root.uri for root in listed.roots)
     if kind == "elicitation":
-        schema = t.ElicitRequestFormParamsRequestedSchema(
-            properties={"name": {"type": "string"}}, required=["name"]
+        schema = structure(
+            {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+            t.ElicitRequestFormParamsRequestedSchema,
         )
-        params = t.ElicitRequestFormParams(message="name?", requested_schema=schema)
-        answer = await ctx.send_request("elicitation/create", params, **kw)
+        form = t.ElicitRequestFormParams(message="name?", requested_schema=schema)
+        answer = await ctx.send_request("elicitation/create", form, **kw)
         return f"elicited: {answer.action} {json.dumps(answer.content, sort_keys=True)}"
     raise ToolError(f"unknown kind {kind!r}")
 
@@ -363,7 +367,7 @@ def _text(result: t.CallToolResult) -> str:
 
 
 def _is_block_start(data: Any) -> bool:
-    return data == "block started"
+    return bool(data == "block started")
 
 
 class TrioConn:
