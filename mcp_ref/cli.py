@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -585,6 +586,12 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     except KeyboardInterrupt:
         print("mcp-ref: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (``mcp-ref inspect ... | head``): not an error.  Point
+        # stdout at devnull so the interpreter's final flush does not fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except Exception as exc:  # every error is one line, never a traceback
         print(f"mcp-ref: {_explain(exc)}", file=sys.stderr)
         return 1

@@ -272,3 +272,22 @@ def test_console_script_is_declared() -> None:
     if "mcp-ref" not in scripts:
         pytest.skip("mcp-ref is not installed in this environment (pip install -e .)")
     assert scripts["mcp-ref"] == "mcp_ref.cli:main"
+
+
+def test_a_reader_that_goes_away_is_not_an_error() -> None:
+    """``mcp-ref demo | head -1``: the closed pipe ends the command quietly, exit 0."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcp_ref", "demo"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.readline()
+    proc.stdout.close()  # like `head -1` exiting
+    rc = proc.wait(timeout=60)
+    err = proc.stderr.read().decode()
+    assert rc == 0, err
+    assert "BrokenPipe" not in err and "Traceback" not in err
