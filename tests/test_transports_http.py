@@ -720,3 +720,18 @@ async def test_requests_in_progress_per_session_are_bounded_429() -> None:
             )
             assert status == 429
             await conn.aclose()
+
+
+async def test_stateless_mode_with_sse_answers() -> None:
+    with trio.fail_after(TIMEOUT):
+        async with serve(stateless=True) as (info, _):
+            conn = await RawConnection.open(info.port)
+            ans = await conn.request("POST", body=call(2, "announce", {"text": "s"}))
+            assert ans.status == 200 and ans.content_type == "text/event-stream"
+            messages = []
+            while (got := await ans.message()) is not None:
+                messages.append(got[1])
+            # The related log and the response; the unrelated notification has no stream.
+            assert [m.get("params", {}).get("data") for m in messages[:-1]] == ["related s"]
+            assert messages[-1]["id"] == 2
+            await conn.aclose()
