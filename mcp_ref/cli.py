@@ -152,8 +152,31 @@ def _transport(module: Any, kind: str) -> Any:
 
 def _serve(args: argparse.Namespace) -> int:
     server = _load_server(args.server)
-    if args.http or args.ws:
-        kind, address = ("http", args.http) if args.http else ("ws", args.ws)
+    if (args.stateless or args.json_response) and not args.http:
+        raise CliError("--stateless and --json-response need --http HOST:PORT")
+    if args.http:
+        host, port = _address(args.http)
+        from .trio import serve_http
+
+        async def run_http() -> None:
+            async with trio.open_nursery() as nursery:
+                info = await nursery.start(
+                    partial(
+                        serve_http,
+                        server,
+                        host,
+                        port,
+                        stateless=args.stateless,
+                        json_response=args.json_response,
+                    )
+                )
+                # Spec: 2025-06-18/basic/transports#security-warning.2 (localhost by default)
+                print(f"mcp-ref: serving {args.server} on {info.url}", file=sys.stderr, flush=True)
+
+        trio.run(run_http)
+        return 0
+    if args.ws:
+        kind, address = "ws", args.ws
         host, port = _address(address)
         from . import trio as mcp_trio
 
@@ -530,12 +553,21 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument(
         "--http",
         metavar="HOST:PORT",
-        help="serve Streamable HTTP instead" if _transport(mcp_trio, "http") else argparse.SUPPRESS,
+        help="serve Streamable HTTP on http://HOST:PORT/mcp instead (port 0: any free port)",
     )
     where.add_argument(
         "--ws",
         metavar="HOST:PORT",
         help="serve WebSocket instead" if _transport(mcp_trio, "ws") else argparse.SUPPRESS,
+    )
+
+    serve.add_argument(
+        "--stateless", action="store_true", help="with --http: no sessions, each POST on its own"
+    )
+    serve.add_argument(
+        "--json-response",
+        action="store_true",
+        help="with --http: answer requests with JSON bodies instead of SSE streams",
     )
 
     demo = sub.add_parser("demo", help="print an annotated transcript against the reference server")

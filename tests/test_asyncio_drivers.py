@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import re
 import signal
 import socket
 import subprocess
@@ -367,37 +368,22 @@ def test_stdio_client_reference_server() -> None:
     assert code == 0
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def test_http_client_reference_server() -> None:
     missing = reference_server_missing()
     if missing:
         pytest.skip(missing)
-    help_text = subprocess.run(
-        [*REFERENCE, "--help"], capture_output=True, text=True, timeout=30
-    ).stdout
-    if "--http" not in help_text:
-        pytest.skip("`python -m mcp_ref serve` has no --http option yet (no trio HTTP server)")
-    port = _free_port()
 
     async def main() -> Any:
-        proc = await asyncio.create_subprocess_exec(*REFERENCE, "--http", f"127.0.0.1:{port}")
+        # Port 0: the server picks a free port and prints its URL once it listens.
+        proc = await asyncio.create_subprocess_exec(
+            *REFERENCE, "--http", "127.0.0.1:0", stderr=asyncio.subprocess.PIPE
+        )
+        assert proc.stderr is not None
         try:
-            while True:  # readiness: the port accepts (bounded by run's timeout)
-                if proc.returncode is not None:
-                    raise AssertionError(f"the server exited with {proc.returncode}")
-                try:
-                    _, probe = await asyncio.open_connection("127.0.0.1", port)
-                    probe.close()
-                    break
-                except OSError:
-                    await asyncio.sleep(0.05)
-            async with open_http_client(f"http://127.0.0.1:{port}/mcp") as client:
+            line = (await proc.stderr.readline()).decode()
+            match = re.search(r"(http://\S+)", line)
+            assert match, f"no URL in the server's first line: {line!r}"
+            async with open_http_client(match.group(1)) as client:
                 tools = await client.list_tools()
                 result = await client.call_tool("echo", echo_arguments(tools, "over http"))
                 await client.ping()

@@ -39,7 +39,6 @@ Each call to :func:`make_server` builds a fresh server with its own state.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import io
 import json
 import struct
@@ -63,6 +62,7 @@ from ..server import (
     text,
     user,
 )
+from ..trio import close_sse_stream
 
 __all__ = ["PNG_1X1", "WAV_SHORT", "main", "make_server"]
 
@@ -235,13 +235,7 @@ def _needs_2025_11_25(ctx: Context) -> None:
 def _close_http_stream(ctx: Context) -> bool:
     """End the request's SSE stream before its result, when served over Streamable HTTP
     (the transport's ``close_sse_stream``); False elsewhere."""
-    close = getattr(importlib.import_module("mcp_ref.trio"), "close_sse_stream", None)
-    if close is None:
-        try:
-            close = importlib.import_module("mcp_ref.trio._http_server").close_sse_stream
-        except (ImportError, AttributeError):
-            return False
-    return bool(close(ctx.request_id))
+    return close_sse_stream(ctx.request_id)
 
 
 def _conformance_tools(server: Server) -> None:

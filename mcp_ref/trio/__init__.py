@@ -15,6 +15,13 @@ from ._channel import (
     StreamChannel,
     memory_channel_pair,
 )
+from ._http_client import (
+    HttpClientChannel,
+    HttpTransportError,
+    open_http_channel,
+    open_http_client,
+)
+from ._http_server import HttpServerInfo, close_sse_stream, open_http_server, serve_http
 from ._session import (
     DEFAULT_TIMEOUT,
     SESSION_DEFAULT,
@@ -31,6 +38,9 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "SESSION_DEFAULT",
     "Handler",
+    "HttpClientChannel",
+    "HttpServerInfo",
+    "HttpTransportError",
     "MemoryMessageChannel",
     "MessageChannel",
     "ProcessChannel",
@@ -39,10 +49,15 @@ __all__ = [
     "SessionClosed",
     "StderrMode",
     "StreamChannel",
+    "close_sse_stream",
     "memory_channel_pair",
+    "open_http_channel",
+    "open_http_client",
+    "open_http_server",
     "open_session",
     "open_stdio_process",
     "serve_channel",
+    "serve_http",
     "serve_stdio",
     "stdio_channel",
 ]
