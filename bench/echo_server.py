@@ -5,9 +5,9 @@ SDKs, so the stdio rows compare like with like.
 
 * ``api`` (the default): our high-level server, ``mcp_ref.server.Server``, with the tool
   declared by a decorator, served by ``server.run_stdio()``;
-* ``http PORT json|sse``: our high-level server on Streamable HTTP at
-  ``http://127.0.0.1:PORT/mcp``, answering with JSON bodies or SSE streams (once the HTTP
-  driver exists: see :func:`http_server_available`);
+* ``http PORT json|sse``: our high-level server on Streamable HTTP
+  (``mcp_ref.trio.serve_http``) at ``http://127.0.0.1:PORT/mcp``, answering with JSON
+  bodies or SSE streams;
 * ``session``: the trio session layer alone (``mcp_ref.trio.open_session`` over stdin
   and stdout) with a bare handler, for when the high-level server is not built, and to
   show what the high-level server adds.
@@ -46,14 +46,13 @@ def main(argv: list[str]) -> int:
         server.run_stdio()
         return 0
     if layer == "http":
-        from .ours import make_echo_server
+        import trio
 
         ok, why = http_server_available()
         if not ok:
             print(f"the HTTP server is not built yet: {why}", file=sys.stderr)
             return 2
-        server = make_echo_server()
-        server.run_http(host="127.0.0.1", port=int(argv[1]), json_response=argv[2] == "json")
+        trio.run(_serve_http, int(argv[1]), argv[2] == "json")
         return 0
     if layer == "session":
         import trio
@@ -67,21 +66,36 @@ def main(argv: list[str]) -> int:
     return 2
 
 
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
-
-
 def http_server_available() -> tuple[bool, str]:
-    """Whether our Streamable HTTP server can run the echo server: ``(ok, what is missing)``.
+    """Whether our Streamable HTTP server exists: ``(ok, what is missing)``.
 
-    Looks for ``mcp_ref.server.Server.run_http`` (host, port, json_response keyword).
+    Looks for ``mcp_ref.trio.serve_http`` (the trio + h11 server driver).
     """
     from .ours import NotBuilt, need
 
     try:
-        server_cls = need("mcp_ref.server", "Server")
+        need("mcp_ref.trio._http_server", "serve_http")
+        need("mcp_ref.server", "Server")
     except NotBuilt as exc:
         return False, str(exc)
-    if not hasattr(server_cls, "run_http"):
-        return False, "mcp_ref.server.Server.run_http"
     return True, ""
+
+
+async def _serve_http(port: int, json_response: bool) -> None:
+    from mcp_ref._http import HttpLimits
+    from mcp_ref.trio._http_server import serve_http
+
+    from .ours import make_echo_server
+
+    # The bench keeps 100 requests in flight on one session, each POST its own stream,
+    # and reuses connections for its whole run (the SDK server has neither bound).
+    limits = HttpLimits(
+        max_streams_per_session=256, stored_streams=256, max_requests_per_connection=10**9
+    )
+    await serve_http(
+        make_echo_server(), "127.0.0.1", port, json_response=json_response, limits=limits
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
