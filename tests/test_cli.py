@@ -6,6 +6,7 @@ import io
 import json
 import subprocess
 import sys
+from functools import partial
 from importlib.metadata import entry_points
 from typing import Any
 
@@ -223,13 +224,9 @@ async def test_serve_speaks_mcp_on_stdio() -> None:
     assert replies[1]["result"]["content"] == [{"type": "text", "text": "x"}]
 
 
-def test_serve_http_and_ws_hooks(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    for name in ("serve_http", "serve_websocket", "serve_ws"):
+def test_serve_ws_hook(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    for name in ("serve_websocket", "serve_ws"):
         monkeypatch.delattr(mcp_ref.trio, name, raising=False)
-    assert main(["serve", "--http", "127.0.0.1:8000"]) == 1
-    assert_one_line_error(capsys.readouterr().err, "Streamable HTTP transport is not available yet")
     assert main(["serve", "--ws", "127.0.0.1:8001"]) == 1
     assert_one_line_error(capsys.readouterr().err, "WebSocket transport is not available yet")
 
@@ -238,13 +235,50 @@ def test_serve_http_and_ws_hooks(
     async def fake_serve(server: Any, host: str, port: int) -> None:
         calls.append((server, host, port))
 
-    monkeypatch.setattr(mcp_ref.trio, "serve_http", fake_serve, raising=False)
     monkeypatch.setattr(mcp_ref.trio, "serve_websocket", fake_serve, raising=False)
-    assert main(["serve", "--http", "[::1]:8080"]) == 0
     assert main(["serve", "--ws", "localhost:8081"]) == 0
-    (server, host, port), (_, ws_host, ws_port) = calls
-    assert (host, port, ws_host, ws_port) == ("::1", 8080, "localhost", 8081)
+    ((server, host, port),) = calls
+    assert (host, port) == ("localhost", 8081)
     assert "echo" in server.tools
+
+
+def test_http_options_need_http(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--stateless"]) == 1
+    assert_one_line_error(capsys.readouterr().err, "need --http")
+
+
+@pytest.mark.parametrize("extra", [[], ["--json-response"], ["--stateless"]])
+async def test_serve_http_for_real(extra: list[str]) -> None:
+    """``mcp-ref serve --http 127.0.0.1:0`` prints its URL once it listens; a client
+    calls the reference server's echo tool there."""
+    import re
+    import sys
+
+    import trio
+
+    from mcp_ref.trio import open_http_client
+
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            proc = await nursery.start(
+                partial(
+                    trio.run_process,
+                    [sys.executable, "-m", "mcp_ref", "serve", "--http", "127.0.0.1:0", *extra],
+                    stderr=subprocess.PIPE,
+                    check=False,
+                )
+            )
+            buf = b""
+            while b"\n" not in buf:
+                chunk = await proc.stderr.receive_some()
+                assert chunk, f"the server exited: {buf!r}"
+                buf += chunk
+            match = re.search(rb"(http://\S+)", buf)
+            assert match, buf
+            async with open_http_client(match.group(1).decode()) as client:
+                result = await client.call_tool("echo", {"text": "over http"})
+            assert result.content[0].text == "over http"
+            proc.terminate()
 
 
 @pytest.mark.parametrize(
