@@ -104,6 +104,7 @@ class ServerState:
     def __init__(self) -> None:
         self.cancelled = 0
         self.blocks_started = 0
+        self.client_started = trio.Event()
         self.vanish: Callable[[], Awaitable[None]] | None = None
         self._changed = trio.Event()
 
@@ -130,8 +131,9 @@ def make_server(state: ServerState | None = None) -> Server:
       until cancelled, counting the cancellation;
     * ``cancellations(at_least, wait)`` returns the count once it reaches ``at_least``
       (or after ``wait`` seconds);
-    * ``ask(kind, timeout, cancel_after)`` sends the client ``sampling/createMessage``,
-      ``roots/list`` or ``elicitation/create`` and describes the outcome as text;
+    * ``ask(kind, timeout, cancel)`` sends the client ``sampling/createMessage``,
+      ``roots/list`` or ``elicitation/create`` and describes the outcome as text; with
+      ``cancel`` it cancels the request once the client's handler called ``started()``;
     * ``vanish()`` drops the server abruptly;
     * ``filler0`` ... ``filler6`` fill the pages.
     """
@@ -174,21 +176,37 @@ def make_server(state: ServerState | None = None) -> Server:
 
     @server.tool()
     async def ask(
-        ctx: Context, kind: str, timeout: float | None = None, cancel_after: float | None = None
+        ctx: Context, kind: str, timeout: float | None = None, cancel: bool = False
     ) -> str:
-        """Send the client a request (``kind``: sampling, roots or elicitation)."""
+        """Send the client a request (``kind``: sampling, roots or elicitation); with
+        ``cancel``, cancel it once the client called ``started``."""
         kw: dict[str, Any] = {}
         if timeout is not None:
             kw["timeout"] = RequestTimeout(seconds=timeout)
         try:
-            with trio.move_on_after(math.inf if cancel_after is None else cancel_after) as scope:
+            if not cancel:
                 return await _ask(ctx, kind, kw)
-            assert scope.cancelled_caught
-            return "cancelled"
+            state.client_started = trio.Event()
+            with trio.CancelScope() as scope:
+                async with trio.open_nursery() as nursery:
+
+                    async def canceller() -> None:
+                        await state.client_started.wait()
+                        scope.cancel()
+
+                    nursery.start_soon(canceller)
+                    await _ask(ctx, kind, kw)
+            return "cancelled" if scope.cancelled_caught else "not cancelled"
         except LocalProtocolError as exc:
             return f"refused: {exc}"
         except McpError as exc:
             return f"error {exc.code}"
+
+    @server.tool()
+    async def started() -> str:
+        """Called by the client's handler for ``ask(cancel=True)`` once it runs."""
+        state.client_started.set()
+        return "ok"
 
     @server.tool()
     async def vanish() -> str:
@@ -235,6 +253,7 @@ TOOL_NAMES: Final = [
     "block",
     "cancellations",
     "ask",
+    "started",
     "vanish",
     *(f"filler{i}" for i in range(FILLERS)),
 ]
@@ -908,6 +927,8 @@ class ClientSide:
 
     def __init__(self, *, block: bool = False) -> None:
         self.block = block
+        self.conn: Conn | None = None
+        """Set to tell the server (tool ``started``) when a blocking handler runs."""
         self.started = 0
         self.cancelled = 0
         self._changed = trio.Event()
@@ -921,6 +942,8 @@ class ClientSide:
         self._note()
         if self.block:
             try:
+                if self.conn is not None:
+                    await self.conn.call("started")
                 await trio.sleep_forever()
             except trio.Cancelled:
                 self.cancelled += 1
@@ -953,7 +976,8 @@ async def check_cancel_server_to_client(connect: Connect) -> None:
     side = ClientSide(block=True)
     with trio.fail_after(STEP_LIMIT):
         async with connect(**side.kw()) as conn:
-            answer = await conn.call("ask", {"kind": "sampling", "cancel_after": 0.05})
+            side.conn = conn
+            answer = await conn.call("ask", {"kind": "sampling", "cancel": True})
             assert _text(answer) == "cancelled"
             await side.wait_cancelled(1)
             assert side.started == 1
