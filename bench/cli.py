@@ -209,12 +209,13 @@ def leak_rows(size: dict[str, Any], log: Callable[[str], None] = _log) -> list[R
 
     from .compare import _env, _ours_stdio_command
     from .loadgen import StdioTarget, TargetError
+    from .ours import leak_warmup
 
     argv, stdio_layer = _ours_stdio_command()
     log(f"  stdio server long run ({n} requests)")
     try:
         with StdioTarget(argv, env=_env(), cwd=str(ROOT)) as t:
-            t.run(requests=max(1000, n // 10), concurrency=10)
+            t.run(requests=leak_warmup(n), concurrency=10)
             before = proc_rss(t.pid)[0] if t.pid else None
             t.run(requests=n, concurrency=10)
             after = proc_rss(t.pid)[0] if t.pid else None
