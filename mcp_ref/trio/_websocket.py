@@ -71,10 +71,9 @@ from .._http import (
     check_origin,
     http_error,
 )
-from .._state import SERVER
 from ..events import RequestId
 from ._channel import MessageChannel
-from ._session import Handler, open_session
+from ._session import Handler, serve_channel
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -759,7 +758,8 @@ async def serve_websocket_stream(
         async with trio.open_nursery() as nursery:
             await nursery.start(channel.run)
             try:
-                await _serve_channel(target, channel, max_message_bytes, session_kw)
+                session_kw.setdefault("max_message_bytes", max_message_bytes)
+                await serve_channel(target, channel, **session_kw)
             finally:
                 with trio.CancelScope(shield=True):
                     await channel.aclose()
@@ -768,22 +768,6 @@ async def serve_websocket_stream(
     finally:
         with trio.CancelScope(shield=True):
             await trio.aclose_forcefully(stream)
-
-
-async def _serve_channel(
-    target: ChannelServer | Handler,
-    channel: WebSocketChannel,
-    max_message_bytes: int,
-    session_kw: dict[str, Any],
-) -> None:
-    session_kw.setdefault("max_message_bytes", max_message_bytes)
-    serve = getattr(target, "serve", None)
-    if serve is not None:
-        await serve(channel, **session_kw)
-        return
-    assert isinstance(target, Handler)
-    async with open_session(channel, SERVER, target, **session_kw) as session:
-        await session.wait_closed()
 
 
 async def serve_websocket(
