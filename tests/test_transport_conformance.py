@@ -308,6 +308,12 @@ async def websocket_endpoint(combo: Combo) -> AsyncIterator[Endpoint]:
     class Tracking:
         """The server, remembering its connections so ``vanish`` can drop them."""
 
+        async def handle_request(self, ctx: Any) -> Any:
+            return await server.handle_request(ctx)
+
+        async def handle_notification(self, session: Any, notification: Any) -> None:
+            await server.handle_notification(session, notification)
+
         async def serve(self, channel: Any, **kw: Any) -> None:
             channels.add(channel)
             try:

@@ -41,7 +41,7 @@ import logging
 import math
 from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, Final, Literal, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, Final, Literal, NoReturn
 from urllib.parse import urlsplit
 
 import h11
@@ -72,7 +72,6 @@ from .._http import (
     http_error,
 )
 from ..events import RequestId
-from ._channel import MessageChannel
 from ._session import Handler, serve_channel
 
 if TYPE_CHECKING:
@@ -86,7 +85,6 @@ __all__ = [
     "CLOSE_UNSUPPORTED_DATA",
     "DEFAULT_PATH",
     "SUBPROTOCOL",
-    "ChannelServer",
     "HandshakeError",
     "WebSocketChannel",
     "open_websocket_channel",
@@ -699,21 +697,13 @@ def _check_request(
 # ------------------------------------------------------------------------ server
 
 
-class ChannelServer(Protocol):
-    """Anything that serves one session on a channel, like :class:`mcp_ref.server.Server`."""
-
-    async def serve(self, channel: MessageChannel, **session_kw: Any) -> None:
-        """Serve one session on ``channel`` until it ends."""
-        ...
-
-
 def _is_loopback(host: str) -> bool:
     return host in ("localhost", "::1") or host.startswith("127.")
 
 
 async def serve_websocket_stream(
     stream: trio.abc.Stream,
-    target: ChannelServer | Handler,
+    target: Handler,
     *,
     path: str | None = DEFAULT_PATH,
     allowed_origins: Collection[str] = LOCALHOST_ORIGINS,
@@ -729,8 +719,9 @@ async def serve_websocket_stream(
 
     Args:
         stream: the accepted connection (closed on return).
-        target: a :class:`ChannelServer` (``mcp_ref.server.Server``) or a session
-            :class:`~mcp_ref.trio.Handler`.
+        target: a session :class:`~mcp_ref.trio.Handler`; one with a
+            ``serve(channel, **session_kw)`` method (``mcp_ref.server.Server``) serves
+            itself (see :func:`~mcp_ref.trio.serve_channel`).
         path, allowed_origins, allowed_hosts: see :func:`websocket_server_handshake`.
         max_message_bytes: the largest message, in bytes (the channel closes with 1009
             above it; the session gets the same bound).
@@ -771,7 +762,7 @@ async def serve_websocket_stream(
 
 
 async def serve_websocket(
-    target: ChannelServer | Handler,
+    target: Handler,
     host: str = "127.0.0.1",
     port: int = 0,
     *,
@@ -790,8 +781,9 @@ async def serve_websocket(
         port = await nursery.start(serve_websocket, server)   # ws://127.0.0.1:<port>/mcp
 
     Args:
-        target: a :class:`ChannelServer` (``mcp_ref.server.Server``) or a session
-            :class:`~mcp_ref.trio.Handler`; one serves every connection.
+        target: a session :class:`~mcp_ref.trio.Handler`, e.g. an
+            ``mcp_ref.server.Server``; one serves every connection (see
+            :func:`~mcp_ref.trio.serve_channel`).
         host: the address to bind (default loopback only).
         port: the TCP port; 0 picks a free one (given to ``task_status``).
         path: the MCP endpoint path (default ``/mcp``); None accepts any.
@@ -838,7 +830,7 @@ async def serve_websocket(
 
 
 async def _serve_listeners(
-    target: ChannelServer | Handler,
+    target: Handler,
     listeners: Sequence[trio.abc.Listener[Any]],
     *,
     max_connections: int,
