@@ -37,7 +37,7 @@ from collections import deque
 from typing import Any, Final
 
 from . import _jsonrpc as rpc
-from ._convert import ConversionError, structure, unstructure
+from ._convert import ConversionError, structure_fn, unstructure_fn
 from ._errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -46,7 +46,7 @@ from ._errors import (
     LocalProtocolError,
     RemoteProtocolError,
 )
-from ._framing import DEFAULT_MAX_MESSAGE_BYTES, TOO_LONG, LineBuffer, frame
+from ._framing import DEFAULT_MAX_MESSAGE_BYTES, TOO_LONG, LineBuffer
 from ._inflight import Incoming, InFlight, Outgoing, RequestTimeout
 from ._methods import (
     BATCH_VERSIONS,
@@ -62,6 +62,7 @@ from ._state import (
     RECEIVE,
     SEND,
     SERVER,
+    TRANSITIONS,
     Kind,
     Role,
     State,
@@ -101,6 +102,17 @@ _DEFAULT: Final = object()
 
 _CANCELLED = "notifications/cancelled"
 _PROGRESS = "notifications/progress"
+
+
+_STRUCTURERS: dict[Any, Any] = {}
+
+
+def _structurer(cls: Any) -> Any:
+    """The compiled structure function of ``cls``, looked up once per class."""
+    fn = _STRUCTURERS.get(cls)
+    if fn is None:
+        fn = _STRUCTURERS[cls] = structure_fn(cls)
+    return fn
 
 
 class Connection:
@@ -158,6 +170,10 @@ class Connection:
         self._next_id = 0
         self._init_id: Any = None
         self._refusals: deque[ErrorResponse] = deque(maxlen=64)
+        # Our role's lifecycle table, and per-method receive decisions (see _plan_request).
+        self._table = TRANSITIONS[our_role]
+        self._request_plans: dict[str, tuple[MethodSpec, Kind]] = {}
+        self._notification_plans: dict[str, tuple[MethodSpec, Kind]] = {}
         #: The negotiated protocol version (None until initialize completes).
         self.protocol_version: str | None = None
         #: The version the client asked for in ``initialize``.
@@ -361,9 +377,16 @@ class Connection:
             if spec.params_required:
                 raise ConversionError("params: required")
             return None
-        return structure(payload, spec.params_type)
+        return _structurer(spec.params_type)(payload)
 
-    def _receive_request(self, rid: Any, method: str, payload: Any) -> Event:
+    def _forget_plans(self) -> None:
+        """Version or capabilities changed: what may be received must be decided anew."""
+        self._request_plans.clear()
+        self._notification_plans.clear()
+
+    def _plan_request(self, rid: Any, method: str) -> tuple[MethodSpec, Kind]:
+        """Decide, once per method until the version or capabilities change, whether the
+        peer may send us this request: the method table, then the capabilities."""
         spec = self._lookup(method, sender=self.their_role)
         if spec is None or spec.kind == NOTIFICATION:
             raise self._refuse(rid, METHOD_NOT_FOUND, f"method not found: {method}")
@@ -374,8 +397,7 @@ class Connection:
             if method == "ping"
             else Kind.REQUEST
         )
-        new_state = next_state(self.our_role, self.state, RECEIVE, k)
-        if new_state is None:
+        if self._table.get((self.state, RECEIVE, k)) is None:
             raise self._refuse(
                 rid, INVALID_REQUEST, describe_refusal(self.our_role, self.state, RECEIVE, k)
             )
@@ -386,6 +408,17 @@ class Connection:
                 f"method not available: {method} needs the "
                 f"{spec.capability_of.value if spec.capability_of else ''} capability "
                 f"{'.'.join(spec.capability)}, which was not negotiated",
+            )
+        plan = self._request_plans[method] = (spec, k)
+        return plan
+
+    def _receive_request(self, rid: Any, method: str, payload: Any) -> Event:
+        plan = self._request_plans.get(method)
+        spec, k = plan if plan is not None else self._plan_request(rid, method)
+        new_state = self._table.get((self.state, RECEIVE, k))
+        if new_state is None:
+            raise self._refuse(
+                rid, INVALID_REQUEST, describe_refusal(self.our_role, self.state, RECEIVE, k)
             )
         inflight = self._inflight
         if inflight.is_incoming_known(rid):
@@ -416,6 +449,7 @@ class Connection:
             self.requested_version = params.protocol_version
             self.capabilities[CLIENT] = params.capabilities
             self.peer_info = params.client_info
+            self._forget_plans()
         inflight.add_incoming(Incoming(id=rid, method=method, progress_token=token))
         self.state = new_state
         return Request(id=rid, method=method, params=params)
@@ -423,11 +457,15 @@ class Connection:
     def _receive_notification(self, method: str, payload: Any) -> Event | None:
         # Spec: 2025-06-18/basic#notifications.1
         # Every failure below raises without an event_hint: no response to a notification.
-        spec = self._lookup(method, sender=self.their_role)
-        if spec is None or spec.kind != NOTIFICATION:
-            raise RemoteProtocolError(f"unknown notification: {method}", code=METHOD_NOT_FOUND)
-        k = Kind.INITIALIZED if method == "notifications/initialized" else Kind.NOTIFICATION
-        new_state = next_state(self.our_role, self.state, RECEIVE, k)
+        plan = self._notification_plans.get(method)
+        if plan is None:
+            spec = self._lookup(method, sender=self.their_role)
+            if spec is None or spec.kind != NOTIFICATION:
+                raise RemoteProtocolError(f"unknown notification: {method}", code=METHOD_NOT_FOUND)
+            k = Kind.INITIALIZED if method == "notifications/initialized" else Kind.NOTIFICATION
+            plan = self._notification_plans[method] = (spec, k)
+        spec, k = plan
+        new_state = self._table.get((self.state, RECEIVE, k))
         if new_state is None:
             raise RemoteProtocolError(
                 describe_refusal(self.our_role, self.state, RECEIVE, k), code=INVALID_REQUEST
@@ -519,7 +557,7 @@ class Connection:
                 method=method,
             )
         try:
-            result = structure(payload, METHODS[method].result_type)
+            result = _structurer(METHODS[method].result_type)(payload)
         except ConversionError as exc:
             self.state = new_state if not answers_init else State.PRE_INIT
             return ErrorResponse(
@@ -543,6 +581,7 @@ class Connection:
             self.capabilities[SERVER] = result.capabilities
             self.peer_info = result.server_info
             self.instructions = result.instructions
+            self._forget_plans()
         self.state = new_state
         return Response(id=rid, result=result, method=method)
 
@@ -588,13 +627,17 @@ class Connection:
             raise LocalProtocolError(f"cannot send {type(event).__name__}")
         if message is None:
             return b""
-        payload = rpc.encode(message)
-        if len(payload) > self.max_message_bytes:
+        try:
+            # Spec: 2025-06-18/basic/transports#stdio.1
+            # (JSON text holds no raw newline: the framed line is one line by construction)
+            data = rpc.encode(message, newline=self.newline_framing)
+        except ValueError as exc:
+            raise LocalProtocolError(f"cannot serialize the message: {exc}") from None
+        if len(data) - self.newline_framing > self.max_message_bytes:
             raise LocalProtocolError(
-                f"message of {len(payload)} bytes exceeds the limit of {self.max_message_bytes}"
+                f"message of {len(data)} bytes exceeds the limit of {self.max_message_bytes}"
             )
-        # Spec: 2025-06-18/basic/transports#stdio.1
-        return frame(payload) if self.newline_framing else payload
+        return data
 
     def close(self) -> None:
         """Mark the connection closed on our side: nothing more is sent or read.
@@ -623,7 +666,7 @@ class Connection:
                 f"not {type(params).__name__}",
                 code=INVALID_PARAMS,
             )
-        data: dict[str, Any] = unstructure(params)
+        data: dict[str, Any] = unstructure_fn(type(params))(params)
         return data
 
     def _send_request(self, event: Request, now: float | None, timeout: Any) -> dict[str, Any]:
@@ -685,6 +728,7 @@ class Connection:
             self._init_id = rid
             self.requested_version = event.params.protocol_version
             self.capabilities[CLIENT] = event.params.capabilities
+            self._forget_plans()
         self.state = new_state
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
@@ -722,8 +766,10 @@ class Connection:
 
     def _send_cancel(self, params: Any) -> bool:
         rid = params.request_id
-        if rid is None:
-            raise LocalProtocolError("notifications/cancelled needs a requestId")
+        if not rpc.valid_id(rid):
+            raise LocalProtocolError(
+                f"notifications/cancelled needs a str or int requestId: {rid!r}"
+            )
         inflight = self._inflight
         out = inflight.get_outgoing(rid)
         if out is None:
@@ -739,6 +785,8 @@ class Connection:
 
     def _send_progress(self, params: Any) -> None:
         token = params.progress_token
+        if not rpc.valid_id(token):
+            raise LocalProtocolError(f"a progress token is a str or an int, not {token!r}")
         req = self._inflight.incoming_for_token(token)
         # Spec: 2025-06-18/basic/utilities/progress#behavior-requirements.1
         # Spec: 2025-06-18/basic/utilities/progress#implementation-notes.3
@@ -761,6 +809,8 @@ class Connection:
 
     def _send_response(self, event: Response) -> dict[str, Any] | None:
         rid = event.id
+        if not rpc.valid_id(rid):
+            raise LocalProtocolError(f"response id must be a str or an int, not {rid!r}")
         req = self._answerable(rid)
         if req is False:
             return None
@@ -788,11 +838,12 @@ class Connection:
             # Spec: 2025-06-18/basic/lifecycle#version-negotiation.4
             if version not in SUPPORTED_VERSIONS:
                 raise LocalProtocolError(f"cannot answer with unsupported version {version!r}")
-        data = unstructure(result)
+        data = unstructure_fn(type(result))(result)
         self._inflight.pop_incoming(rid, "answered")
         if is_init:
             self.protocol_version = result.protocol_version
             self.capabilities[SERVER] = result.capabilities
+            self._forget_plans()
         self.state = new_state
         # Spec: 2025-06-18/basic#responses.1
         return {"jsonrpc": "2.0", "id": rid, "result": data}
@@ -853,6 +904,5 @@ class Connection:
                 "method": _CANCELLED,
                 "params": {"requestId": req.id, "reason": "timed out"},
             }
-            payload = rpc.encode(message)
-            out.append(frame(payload) if self.newline_framing else payload)
+            out.append(rpc.encode(message, newline=self.newline_framing))
         return out

@@ -55,7 +55,7 @@ from typing import Any, Final, Literal, TypeVar, Union
 import attrs
 import cattrs
 
-__all__ = ["ConversionError", "structure", "unstructure"]
+__all__ = ["ConversionError", "structure", "structure_fn", "unstructure", "unstructure_fn"]
 
 T = TypeVar("T")
 Fn = Callable[[Any], Any]
@@ -789,6 +789,24 @@ _CONVERTER.register_structure_hook_factory(lambda _tp: True, _structure_factory)
 for _primitive in (str, int, float, bool):
     _CONVERTER.register_structure_hook(_primitive, _structure_factory(_primitive))
 _CONVERTER.register_unstructure_hook_factory(attrs.has, _unstructure_factory)
+
+
+def structure_fn(cls: Any) -> Callable[[Any], Any]:
+    """The compiled structure function of ``cls``: ``structure_fn(cls)(data)`` is
+    ``structure(data, cls)`` without the converter's dispatch (for hot paths).
+
+    Raises (when called): :class:`ConversionError`, as :func:`structure`.
+    """
+    return _COMPILER.structure_fn(cls)
+
+
+def unstructure_fn(cls: Any) -> Callable[[Any], Any]:
+    """The compiled unstructure function of the attrs class ``cls`` (for hot paths):
+    ``unstructure_fn(type(obj))(obj)`` is ``unstructure(obj)``."""
+    fn = _COMPILER.unstructure_fn(cls)
+    if fn is None:
+        return unstructure
+    return fn
 
 
 def structure(data: Any, cls: type[T]) -> T:

@@ -113,9 +113,9 @@ class _Recent:
         return key in self._items
 
 
-def _key(request_id: Any) -> tuple[type, Any]:
-    # "7" and 7 are different ids; so are 1 and True, but bools never get here.
-    return (type(request_id), request_id)
+# Ids and progress tokens are dict keys as they are: every one that reaches these
+# tables was checked to be a str or an int that is not a bool (_jsonrpc.valid_id), so
+# "7" and 7 stay apart and True never stands in for 1.
 
 
 class InFlight:
@@ -130,13 +130,13 @@ class InFlight:
     def __init__(self, *, max_outgoing: int, max_incoming: int, remember: int) -> None:
         self.max_outgoing = max_outgoing
         self.max_incoming = max_incoming
-        self.outgoing: dict[tuple[type, Any], Outgoing] = {}
-        self.incoming: dict[tuple[type, Any], Incoming] = {}
-        self.out_tokens: dict[tuple[type, Any], Outgoing] = {}
-        self.in_tokens: dict[tuple[type, Any], Incoming] = {}
+        self.outgoing: dict[Any, Outgoing] = {}
+        self.incoming: dict[Any, Incoming] = {}
+        self.out_tokens: dict[Any, Outgoing] = {}
+        self.in_tokens: dict[Any, Incoming] = {}
         self.finished_out = _Recent(remember)
         self.finished_in = _Recent(remember)
-        self._heap: list[tuple[float, int, tuple[type, Any]]] = []
+        self._heap: list[tuple[float, int, Any]] = []
         self._seq = 0
 
     # -- outgoing -----------------------------------------------------------------
@@ -148,14 +148,14 @@ class InFlight:
             LocalProtocolError: the id is in flight or was used recently, the progress
                 token is in use, or the table is full.
         """
-        k = _key(req.id)
+        k = req.id
         # Spec: 2025-06-18/basic#requests.3
         if k in self.outgoing or k in self.finished_out:
             raise LocalProtocolError(f"request id {req.id!r} was already used in this session")
         if len(self.outgoing) >= self.max_outgoing:
             raise LocalProtocolError(f"too many requests in flight (at most {self.max_outgoing})")
         if req.progress_token is not None:
-            tk = _key(req.progress_token)
+            tk = req.progress_token
             # Spec: 2025-06-18/basic/utilities/progress#progress-flow.2
             if tk in self.out_tokens:
                 raise LocalProtocolError(
@@ -168,68 +168,68 @@ class InFlight:
 
     def pop_outgoing(self, request_id: Any, why: str) -> Outgoing | None:
         """Forget a request we sent (answered, cancelled or timed out); None if unknown."""
-        k = _key(request_id)
+        k = request_id
         req = self.outgoing.pop(k, None)
         if req is not None:
             self.finished_out.add(k, why)
             if req.progress_token is not None:
-                self.out_tokens.pop(_key(req.progress_token), None)
+                self.out_tokens.pop(req.progress_token, None)
         return req
 
     def outgoing_finished(self, request_id: Any) -> str | None:
         """Why a request we sent finished, if it did recently."""
-        return self.finished_out.get(_key(request_id))
+        return self.finished_out.get(request_id)
 
     def get_outgoing(self, request_id: Any) -> Outgoing | None:
         """The request we sent with this id, if in flight."""
-        return self.outgoing.get(_key(request_id))
+        return self.outgoing.get(request_id)
 
     def outgoing_for_token(self, token: Any) -> Outgoing | None:
         """The in-flight request we sent with this progress token."""
-        return self.out_tokens.get(_key(token))
+        return self.out_tokens.get(token)
 
     # -- incoming -----------------------------------------------------------------
 
     def is_incoming_known(self, request_id: Any) -> bool:
         """True if an id is in flight from the peer or was used by it recently."""
-        k = _key(request_id)
+        k = request_id
         return k in self.incoming or k in self.finished_in
 
     def incoming_token_in_use(self, token: Any) -> bool:
         """True if a peer's active request already uses this progress token."""
-        return _key(token) in self.in_tokens
+        return token in self.in_tokens
 
     def add_incoming(self, req: Incoming) -> None:
         """Register a request received from the peer (the caller checked the bounds)."""
-        self.incoming[_key(req.id)] = req
+        self.incoming[req.id] = req
         if req.progress_token is not None:
-            self.in_tokens[_key(req.progress_token)] = req
+            self.in_tokens[req.progress_token] = req
 
     def pop_incoming(self, request_id: Any, why: str) -> Incoming | None:
         """Forget a request from the peer (answered or cancelled); None if unknown."""
-        k = _key(request_id)
+        k = request_id
         req = self.incoming.pop(k, None)
         if req is not None:
             self.finished_in.add(k, why)
             if req.progress_token is not None:
-                self.in_tokens.pop(_key(req.progress_token), None)
+                self.in_tokens.pop(req.progress_token, None)
         return req
 
     def get_incoming(self, request_id: Any) -> Incoming | None:
         """The peer's unanswered request with this id."""
-        return self.incoming.get(_key(request_id))
+        return self.incoming.get(request_id)
 
     def incoming_finished(self, request_id: Any) -> str | None:
         """Why a peer's request finished, if it did recently."""
-        return self.finished_in.get(_key(request_id))
+        return self.finished_in.get(request_id)
 
     def incoming_for_token(self, token: Any) -> Incoming | None:
         """The peer's active request with this progress token."""
-        return self.in_tokens.get(_key(token))
+        return self.in_tokens.get(token)
 
     # -- deadlines ----------------------------------------------------------------
 
-    def _push(self, deadline: float, k: tuple[type, Any]) -> None:
+    def _push(self, deadline: float, k: Any) -> None:
         self._seq += 1
         heapq.heappush(self._heap, (deadline, self._seq, k))
         # Entries of answered requests stay until they surface; keep them bounded.

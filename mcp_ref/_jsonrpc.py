@@ -58,6 +58,22 @@ _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=F
 _dumps_ascii = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
 
+def _no_default(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+try:
+    # JSONEncoder.encode builds a new C encoder on every call; build it once.  markers
+    # None skips the cycle check: a cyclic value ends in RecursionError, caught below.
+    from json.encoder import c_encode_basestring, c_make_encoder  # type: ignore[attr-defined]
+
+    _c_encode = c_make_encoder(
+        None, _no_default, c_encode_basestring, None, ":", ",", False, False, False
+    )
+except ImportError:  # pragma: no cover - CPython always has the C accelerator
+    _c_encode = None
+
+
 def valid_id(value: object) -> bool:
     """True if ``value`` is a legal MCP request id: a str, or an int that is not a bool.
 
@@ -198,14 +214,33 @@ def classify(obj: Any) -> tuple[int, Any, Any, Any]:
     return ERROR, rid, None, error
 
 
-def encode(message: dict[str, Any]) -> bytes:
-    """Serialize one JSON-ready message as compact UTF-8 JSON, without a newline.
+def encode(message: dict[str, Any], *, newline: bool = False) -> bytes:
+    """Serialize one JSON-ready message as compact UTF-8 JSON.
+
+    Args:
+        message: the JSON-ready message (dicts, lists, str, int, float, bool, None).
+        newline: append the ``\n`` that frames it on a byte stream.  JSON text never
+            holds a raw newline (control characters inside strings are escaped), so
+            the result is one line (2025-06-18/basic/transports#stdio.1).
 
     Raises:
-        ValueError: the message holds NaN or infinity (not JSON).
+        ValueError: the message holds NaN or infinity, or a value that is not JSON
+            (e.g. a set), or is nested too deeply or cyclic.
     """
     try:
-        return _dumps(message).encode("utf-8")
+        if _c_encode is not None:
+            text = "".join(_c_encode(message, 0))
+        else:  # pragma: no cover
+            text = _dumps(message)
+    except TypeError as exc:
+        raise ValueError(str(exc)) from None
+    except RecursionError:
+        raise ValueError("message nested too deeply (or cyclic)") from None
+    if newline:
+        text += "\n"
+    try:
+        return text.encode("utf-8")
     except UnicodeEncodeError:
         # Lone surrogates (legal in Python str, not in UTF-8): escape them instead.
-        return _dumps_ascii(message).encode("ascii")
+        ascii_text = _dumps_ascii(message) + ("\n" if newline else "")
+        return ascii_text.encode("ascii")
