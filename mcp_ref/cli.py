@@ -17,9 +17,9 @@ Subcommands::
 Errors are one line on stderr and exit status 1, never a traceback.  A tool result with
 ``isError: true`` is printed and exits with status 1 too.
 
-Hooks for other transports: ``--http`` runs ``mcp_ref.trio.serve_http(server, host,
-port)`` and ``--ws`` runs ``mcp_ref.trio.serve_websocket(server, host, port)`` once
-``mcp_ref.trio`` exports them, and says they are not available yet until then.
+``serve --http HOST:PORT`` serves Streamable HTTP at ``http://HOST:PORT/mcp`` and
+``serve --ws HOST:PORT`` WebSocket at ``ws://HOST:PORT/mcp`` (port 0 picks a free port);
+either prints the URL on stderr once it listens.
 """
 
 from __future__ import annotations
@@ -138,17 +138,6 @@ def _address(text: str) -> tuple[str, int]:
 
 # ---------------------------------------------------------------------------- serve
 
-_TRANSPORTS: Final = {"http": ("serve_http",), "ws": ("serve_websocket", "serve_ws")}
-
-
-def _transport(module: Any, kind: str) -> Any:
-    """The ``serve_*(server, host, port)`` function of a transport, or None."""
-    for name in _TRANSPORTS[kind]:
-        runner = getattr(module, name, None)
-        if runner is not None:
-            return runner
-    return None
-
 
 def _serve(args: argparse.Namespace) -> int:
     server = _load_server(args.server)
@@ -176,16 +165,21 @@ def _serve(args: argparse.Namespace) -> int:
         trio.run(run_http)
         return 0
     if args.ws:
-        kind, address = "ws", args.ws
-        host, port = _address(address)
-        from . import trio as mcp_trio
+        host, port = _address(args.ws)
+        from .trio import serve_websocket
 
-        runner = _transport(mcp_trio, kind)
-        if runner is None:
-            label = "Streamable HTTP" if kind == "http" else "WebSocket"
-            raise CliError(f"serve --{kind}: the {label} transport is not available yet")
-        print(f"mcp-ref: serving {args.server} on {kind} {host}:{port}", file=sys.stderr)
-        trio.run(partial(runner, server, host, port))
+        async def run_ws() -> None:
+            async with trio.open_nursery() as nursery:
+                bound = await nursery.start(partial(serve_websocket, server, host, port))
+                # Spec: 2025-06-18/basic/transports#security-warning.2 (localhost by default)
+                name = f"[{host}]" if ":" in host else host
+                print(
+                    f"mcp-ref: serving {args.server} on ws://{name}:{bound}/mcp",
+                    file=sys.stderr,
+                    flush=True,
+                )
+
+        trio.run(run_ws)
         return 0
     if sys.stdin.isatty():
         print(
@@ -545,8 +539,6 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--server", default=DEFAULT_SERVER, metavar="MODULE:ATTR", help="the server to run"
     )
-    from . import trio as mcp_trio
-
     # Transports that are not built yet are accepted but left out of --help (which
     # lists what works), and say so when used.
     where = serve.add_mutually_exclusive_group()
@@ -558,7 +550,7 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument(
         "--ws",
         metavar="HOST:PORT",
-        help="serve WebSocket instead" if _transport(mcp_trio, "ws") else argparse.SUPPRESS,
+        help="serve WebSocket on ws://HOST:PORT/mcp instead (a custom transport, docs/websocket.md)",
     )
 
     serve.add_argument(

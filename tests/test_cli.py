@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 import trio
 
-import mcp_ref.trio
 from mcp_ref import cli
 from mcp_ref.cli import Transcript, main, parse_arguments, parse_value
 
@@ -224,32 +223,22 @@ async def test_serve_speaks_mcp_on_stdio() -> None:
     assert replies[1]["result"]["content"] == [{"type": "text", "text": "x"}]
 
 
-def test_serve_ws_hook(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    for name in ("serve_websocket", "serve_ws"):
-        monkeypatch.delattr(mcp_ref.trio, name, raising=False)
-    assert main(["serve", "--ws", "127.0.0.1:8001"]) == 1
-    assert_one_line_error(capsys.readouterr().err, "WebSocket transport is not available yet")
-
-    calls: list[tuple[Any, str, int]] = []
-
-    async def fake_serve(server: Any, host: str, port: int) -> None:
-        calls.append((server, host, port))
-
-    monkeypatch.setattr(mcp_ref.trio, "serve_websocket", fake_serve, raising=False)
-    assert main(["serve", "--ws", "localhost:8081"]) == 0
-    ((server, host, port),) = calls
-    assert (host, port) == ("localhost", 8081)
-    assert "echo" in server.tools
-
-
 def test_http_options_need_http(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["serve", "--stateless"]) == 1
     assert_one_line_error(capsys.readouterr().err, "need --http")
 
 
-@pytest.mark.parametrize("extra", [[], ["--json-response"], ["--stateless"]])
-async def test_serve_http_for_real(extra: list[str]) -> None:
-    """``mcp-ref serve --http 127.0.0.1:0`` prints its URL once it listens; a client
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ["--http", "127.0.0.1:0"],
+        ["--http", "127.0.0.1:0", "--json-response"],
+        ["--http", "127.0.0.1:0", "--stateless"],
+        ["--ws", "127.0.0.1:0"],
+    ],
+)
+async def test_serve_over_the_network_for_real(extra: list[str]) -> None:
+    """``mcp-ref serve --http|--ws 127.0.0.1:0`` prints its URL once it listens; a client
     calls the reference server's echo tool there."""
     import re
     import sys
@@ -263,7 +252,7 @@ async def test_serve_http_for_real(extra: list[str]) -> None:
             proc = await nursery.start(
                 partial(
                     trio.run_process,
-                    [sys.executable, "-m", "mcp_ref", "serve", "--http", "127.0.0.1:0", *extra],
+                    [sys.executable, "-m", "mcp_ref", "serve", *extra],
                     stderr=subprocess.PIPE,
                     check=False,
                 )
@@ -273,11 +262,13 @@ async def test_serve_http_for_real(extra: list[str]) -> None:
                 chunk = await proc.stderr.receive_some()
                 assert chunk, f"the server exited: {buf!r}"
                 buf += chunk
-            match = re.search(rb"(http://\S+)", buf)
+            match = re.search(rb"((?:http|ws)://\S+)", buf)
             assert match, buf
-            async with open_http_client(match.group(1).decode()) as client:
-                result = await client.call_tool("echo", {"text": "over http"})
-            assert result.content[0].text == "over http"
+            url = match.group(1).decode()
+            opener = open_websocket_client if url.startswith("ws:") else open_http_client
+            async with opener(url) as client:
+                result = await client.call_tool("echo", {"text": "over the network"})
+            assert result.content[0].text == "over the network"
             proc.terminate()
 
 

@@ -33,11 +33,20 @@ from ._session import (
     serve_channel,
 )
 from ._stdio import ProcessChannel, StderrMode, open_stdio_process, serve_stdio, stdio_channel
+from ._websocket import (
+    HandshakeError,
+    WebSocketChannel,
+    open_websocket_channel,
+    open_websocket_client,
+    serve_websocket,
+    serve_websocket_stream,
+)
 
 __all__ = [
     "DEFAULT_TIMEOUT",
     "SESSION_DEFAULT",
     "Handler",
+    "HandshakeError",
     "HttpClientChannel",
     "HttpServerInfo",
     "HttpTransportError",
@@ -49,6 +58,7 @@ __all__ = [
     "SessionClosed",
     "StderrMode",
     "StreamChannel",
+    "WebSocketChannel",
     "close_sse_stream",
     "memory_channel_pair",
     "open_http_channel",
@@ -56,8 +66,12 @@ __all__ = [
     "open_http_server",
     "open_session",
     "open_stdio_process",
+    "open_websocket_channel",
+    "open_websocket_client",
     "serve_channel",
     "serve_http",
     "serve_stdio",
+    "serve_websocket",
+    "serve_websocket_stream",
     "stdio_channel",
 ]
