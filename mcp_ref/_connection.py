@@ -174,6 +174,7 @@ class Connection:
         self._table = TRANSITIONS[our_role]
         self._request_plans: dict[str, tuple[MethodSpec, Kind]] = {}
         self._notification_plans: dict[str, tuple[MethodSpec, Kind]] = {}
+        self._send_plans: dict[str, tuple[MethodSpec, Kind]] = {}
         #: The negotiated protocol version (None until initialize completes).
         self.protocol_version: str | None = None
         #: The version the client asked for in ``initialize``.
@@ -273,7 +274,9 @@ class Connection:
             if self._batch:
                 event = self._handle(self._batch.popleft())
             else:
-                line = self._next_raw()
+                line = self._lines.next_line() if not self._messages else self._next_message()
+                if line is None and self._eof:
+                    line = self._lines.take_rest() or None
                 if line is None:
                     if self._eof and not self._closed_reported:
                         self._closed_reported = True
@@ -304,17 +307,12 @@ class Connection:
             if event is not None:
                 return event
 
-    def _next_raw(self) -> bytes | object | None:
-        if self._messages:
-            data = self._messages.popleft()
-            if len(data) > self.max_message_bytes:
-                return TOO_LONG
-            return data
-        line = self._lines.next_line()
-        if line is None and self._eof:
-            rest = self._lines.take_rest()
-            return rest or None
-        return line
+    def _next_message(self) -> bytes | object:
+        """The next whole message fed with ``receive_message`` (or TOO_LONG)."""
+        data = self._messages.popleft()
+        if len(data) > self.max_message_bytes:
+            return TOO_LONG
+        return data
 
     def _split_batch(self, items: list[Any]) -> None:
         # Spec: 2025-06-18/basic#messages.1 (no batches from 2025-06-18 on)
@@ -383,6 +381,7 @@ class Connection:
         """Version or capabilities changed: what may be received must be decided anew."""
         self._request_plans.clear()
         self._notification_plans.clear()
+        self._send_plans.clear()
 
     def _plan_request(self, rid: Any, method: str) -> tuple[MethodSpec, Kind]:
         """Decide, once per method until the version or capabilities change, whether the
@@ -669,12 +668,9 @@ class Connection:
         data: dict[str, Any] = unstructure_fn(type(params))(params)
         return data
 
-    def _send_request(self, event: Request, now: float | None, timeout: Any) -> dict[str, Any]:
-        rid, method = event.id, event.method
-        # Spec: 2025-06-18/basic#requests.1
-        # Spec: 2025-06-18/basic#requests.2
-        if not rpc.valid_id(rid):
-            raise LocalProtocolError(f"request id must be a str or an int, not {rid!r}")
+    def _plan_send_request(self, method: str) -> tuple[MethodSpec, Kind]:
+        """Decide, once per method until the version or capabilities change, whether we
+        may send this request (the method table, then the peer's capabilities)."""
         spec = self._lookup(method, sender=self.our_role)
         if spec is None or spec.kind == NOTIFICATION:
             raise LocalProtocolError(
@@ -691,13 +687,25 @@ class Connection:
             if method == "ping"
             else Kind.REQUEST
         )
-        new_state = check_send(self.our_role, self.state, k)
+        check_send(self.our_role, self.state, k)  # a lifecycle refusal names the state first
         if not self._capability_ok(spec):
             raise LocalProtocolError(
                 f"{method} needs the peer's capability {'.'.join(spec.capability)}, "
                 "which was not negotiated",
                 code=METHOD_NOT_FOUND,
             )
+        plan = self._send_plans[method] = (spec, k)
+        return plan
+
+    def _send_request(self, event: Request, now: float | None, timeout: Any) -> dict[str, Any]:
+        rid, method = event.id, event.method
+        # Spec: 2025-06-18/basic#requests.1
+        # Spec: 2025-06-18/basic#requests.2
+        if not rpc.valid_id(rid):
+            raise LocalProtocolError(f"request id must be a str or an int, not {rid!r}")
+        plan = self._send_plans.get(method)
+        spec, k = plan if plan is not None else self._plan_send_request(method)
+        new_state = check_send(self.our_role, self.state, k)
         params = self._check_params(spec, event.params)
         token = None
         meta = getattr(event.params, "meta", None)

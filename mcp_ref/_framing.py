@@ -88,6 +88,8 @@ class LineBuffer:
             self._too_long_pending = False
             return TOO_LONG
         buf = self._buf
+        if self._start == len(buf):
+            return None  # nothing held (the common case between messages)
         nl = buf.find(b"\n", max(self._scan, self._start))
         if nl < 0:
             self._scan = len(buf)

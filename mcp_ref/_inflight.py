@@ -27,6 +27,7 @@ never expires earlier than the policy says, and at most ``seconds`` later.
 from __future__ import annotations
 
 import heapq
+from collections import OrderedDict
 from typing import Any
 
 import attrs
@@ -97,14 +98,16 @@ class _Recent:
     __slots__ = ("_items", "_max")
 
     def __init__(self, maximum: int) -> None:
-        self._items: dict[Any, str] = {}
+        # OrderedDict: popping the oldest is O(1) (a plain dict's next(iter()) rescans
+        # the deleted slots at its front).
+        self._items: OrderedDict[Any, str] = OrderedDict()
         self._max = maximum
 
     def add(self, key: Any, why: str) -> None:
         items = self._items
         items[key] = why
         if len(items) > self._max:
-            del items[next(iter(items))]
+            items.popitem(last=False)
 
     def get(self, key: Any) -> str | None:
         return self._items.get(key)

@@ -54,6 +54,7 @@ RESPONSE: Final = 2
 ERROR: Final = 3
 
 _loads = json.loads
+_scan_once = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 _dumps_ascii = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
@@ -114,6 +115,16 @@ def decode(line: bytes) -> Any:
         text = line.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _fail(f"parse error: invalid UTF-8 at byte {exc.start}", PARSE_ERROR) from None
+    try:
+        # The C scanner directly (json.loads adds two Python-level layers); anything
+        # but one clean value (leading or trailing whitespace, errors) goes the long way.
+        obj, end = _scan_once(text, 0)
+        if end == len(text):
+            return obj
+    except (StopIteration, ValueError):
+        pass
+    except RecursionError:
+        raise _fail("parse error: JSON nested too deeply", PARSE_ERROR) from None
     try:
         return _loads(text)
     except ValueError as exc:
