@@ -246,3 +246,23 @@ def test_blank_lines_are_skipped() -> None:
     server.receive_data(b"\n  \n\r\n")
     assert server.next_event() is NEED_DATA
     assert events(server) == []
+
+
+@pytest.mark.parametrize(
+    ("line", "ok"),
+    [
+        (b'  {"jsonrpc":"2.0","id":1,"method":"ping"}  ', True),
+        (b'{"jsonrpc":"2.0","id":1,"method":"ping"} x', False),
+        (b'{"jsonrpc":"2.0","id":1,"method":"ping"}{}', False),
+        (b"\t{}", False),  # parses, but is no message: -32600, not -32700
+    ],
+)
+def test_one_json_value_per_line(line: bytes, ok: bool) -> None:
+    _, server = initialized_pair()
+    server.receive_data(line + b"\n")
+    if ok:
+        assert server.next_event().id == 1
+        return
+    with pytest.raises(RemoteProtocolError) as exc:
+        server.next_event()
+    assert exc.value.code == (INVALID_REQUEST if line.strip() == b"{}" else PARSE_ERROR)
