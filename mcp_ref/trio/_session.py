@@ -170,6 +170,20 @@ class Handler(Protocol):
         ...
 
 
+async def _acquire(lock: trio.Lock) -> None:
+    """``await lock.acquire()``, without the trip through the scheduler when it is free.
+
+    ``trio.Lock.acquire`` always yields, even uncontended; this still raises
+    ``trio.Cancelled`` in a cancelled scope, waits its turn (FIFO) when the lock is held
+    or has waiters, and yields only then.
+    """
+    await trio.lowlevel.checkpoint_if_cancelled()
+    try:
+        lock.acquire_nowait()
+    except trio.WouldBlock:
+        await lock.acquire()
+
+
 def _key(request_id: Any) -> tuple[type, Any]:
     # The same keying as the core: "7" and 7 are different ids.
     return (type(request_id), request_id)
@@ -400,7 +414,9 @@ class Session:
         self._waiters[key] = waiter
         sent = False
         try:
-            async with self._send_lock:
+            lock = self._send_lock
+            await _acquire(lock)
+            try:
                 self._check_open()
                 data = conn.send(
                     Request(id=rid, method=method, params=params),
@@ -410,6 +426,8 @@ class Session:
                 sent = True
                 self._nudge.set()  # the next deadline may have moved closer
                 await self._write_locked(data, related_request_id)
+            finally:
+                lock.release()
             await self._wait(waiter)
         except BaseException:
             if sent and not waiter.done and not self.closed:
@@ -478,11 +496,15 @@ class Session:
     async def _send_event(
         self, event: Event, *, related_request_id: RequestId | None = None
     ) -> None:
-        async with self._send_lock:
+        lock = self._send_lock
+        await _acquire(lock)
+        try:
             self._check_open()
             data = self.connection.send(event)
             if data:
                 await self._write_locked(data, related_request_id)
+        finally:
+            lock.release()
 
     async def _write_locked(self, data: bytes, related_request_id: RequestId | None) -> None:
         """Write bytes the core produced; the caller holds ``_send_lock``."""
@@ -523,15 +545,21 @@ class Session:
                 return
             if not data:
                 conn.receive_data(b"")
-                async with self._dispatch_lock:
-                    await self._drain()
+                await self._drain_locked()
                 return  # end of input: nothing more to read
             elif lines:
                 conn.receive_data(data)
             else:
                 conn.receive_message(data)
-            async with self._dispatch_lock:
-                await self._drain()
+            await self._drain_locked()
+
+    async def _drain_locked(self) -> None:
+        lock = self._dispatch_lock
+        await _acquire(lock)
+        try:
+            await self._drain()
+        finally:
+            lock.release()
 
     async def _timer(self) -> None:
         conn = self.connection
@@ -545,14 +573,16 @@ class Session:
                 return
             # Spec: 2025-06-18/basic/lifecycle#timeouts.2
             for data in conn.handle_timeout(trio.current_time()):
+                lock = self._send_lock
+                await _acquire(lock)
                 try:
-                    async with self._send_lock:
-                        self._check_open()
-                        await self._write_locked(data, None)
+                    self._check_open()
+                    await self._write_locked(data, None)
                 except SessionClosed:
                     return
-            async with self._dispatch_lock:
-                await self._drain()
+                finally:
+                    lock.release()
+            await self._drain_locked()
 
     async def _notification_worker(self) -> None:
         async with self._notes_out:
