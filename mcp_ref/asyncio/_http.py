@@ -233,7 +233,16 @@ class HttpClient(ClientSession):
             await asyncio.wait((post, answer), return_when=asyncio.FIRST_COMPLETED)
             if answer.done():
                 return answer.result()
-            post.result()  # raises what ended the POST
+            try:
+                post.result()  # raises what ended the POST
+            except (h11.ProtocolError, OSError) as exc:
+                if self._never_accepted(exc):
+                    raise
+                # The server's answer broke off (it died, or the connection was cut):
+                # the session is gone, as on every other transport.
+                reason = f"the server's HTTP answer broke off: {exc}"
+                self._close(reason)
+                raise SessionClosed(reason) from exc
             # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.16
             raise McpError(
                 rules.HTTP_SERVER_ERROR, "the server ended its answer without a response"
@@ -326,9 +335,10 @@ async def open_http_client(
     Raises:
         ValueError: not an http(s) URL.
         OSError: the server could not be reached.
-        h11.RemoteProtocolError: the server's HTTP is malformed.
+        h11.RemoteProtocolError: the server's HTTP is malformed (while connecting).
         McpError: an HTTP error status (its JSON-RPC error when the body has one), or
-            an error response; SessionClosed: as for any ClientSession.
+            an error response; SessionClosed: as for any ClientSession, and when an
+            answer breaks off mid-call (the server died or the connection was cut).
 
     Source: 2025-06-18/basic/transports#streamable-http.
     """
