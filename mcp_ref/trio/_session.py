@@ -318,6 +318,8 @@ class Session:
         self._handlers: dict[tuple[type, Any], RequestContext] = {}
         self._write_scope: trio.CancelScope | None = None
         self._nudge = trio.Event()
+        # The deadline the timer task sleeps until (-inf while it is not sleeping).
+        self._timer_at = -math.inf
         self._closed_event = trio.Event()
         # Set at end of input: why the peer will send nothing more.
         self._input_ended: str | None = None
@@ -424,7 +426,9 @@ class Session:
                     timeout=self._resolve(timeout),
                 )
                 sent = True
-                self._nudge.set()  # the next deadline may have moved closer
+                deadline = conn.next_deadline()
+                if deadline is not None and deadline < self._timer_at:
+                    self._nudge.set()  # the timer sleeps past this request's deadline
                 await self._write_locked(data, related_request_id)
             finally:
                 lock.release()
@@ -565,10 +569,13 @@ class Session:
         conn = self.connection
         while not self.closed:
             deadline = conn.next_deadline()
+            # Requests sent meanwhile wake us only when their deadline comes earlier.
+            self._timer_at = math.inf if deadline is None else deadline
             nudge = self._nudge = trio.Event()
-            with trio.move_on_at(math.inf if deadline is None else deadline):
+            with trio.move_on_at(self._timer_at):
                 await nudge.wait()
                 continue
+            self._timer_at = -math.inf  # busy: next_deadline() is read again below
             if self.closed:
                 return
             # Spec: 2025-06-18/basic/lifecycle#timeouts.2
