@@ -46,7 +46,7 @@ from ._errors import (
     LocalProtocolError,
     RemoteProtocolError,
 )
-from ._framing import DEFAULT_MAX_MESSAGE_BYTES, TOO_LONG, LineBuffer
+from ._framing import DEFAULT_MAX_MESSAGE_BYTES, PEEK_BYTES, TOO_LONG, LineBuffer
 from ._inflight import Incoming, InFlight, Outgoing, RequestTimeout
 from ._methods import (
     BATCH_VERSIONS,
@@ -287,15 +287,10 @@ class Connection:
                         return ConnectionClosed()
                     return NEED_DATA
                 if line is TOO_LONG:
-                    raise RemoteProtocolError(
-                        f"message longer than {self.max_message_bytes} bytes",
-                        code=INVALID_REQUEST,
-                        event_hint=rpc.error_reply(
-                            None,
-                            INVALID_REQUEST,
-                            f"message longer than {self.max_message_bytes} bytes",
-                        ),
-                    )
+                    event = self._too_long()
+                    if event is not None:
+                        return event
+                    continue
                 assert isinstance(line, bytes)
                 if not line.strip():
                     continue
@@ -311,8 +306,38 @@ class Connection:
         """The next whole message fed with ``receive_message`` (or TOO_LONG)."""
         data = self._messages.popleft()
         if len(data) > self.max_message_bytes:
+            self._lines.too_long_prefix = data[:PEEK_BYTES]
             return TOO_LONG
         return data
+
+    def _too_long(self) -> Event | None:
+        """A message over ``max_message_bytes`` was skipped: answer it by its id when its
+        first bytes show one (a request gets -32600 with its id; a response to one of
+        our requests fails that request now rather than at its timeout).
+
+        Raises:
+            RemoteProtocolError: for a request, or when no id can be read (id null).
+        """
+        message = f"message longer than {self.max_message_bytes} bytes"
+        rid, is_request = rpc.peek(self._lines.too_long_prefix)
+        if rid is not None and is_request:
+            raise self._refuse(rid, INVALID_REQUEST, message)
+        if rid is not None:
+            out = self._inflight.get_outgoing(rid)
+            if out is not None and out.method != "initialize":
+                self._inflight.pop_outgoing(rid, "answered")
+                return ErrorResponse(
+                    id=rid,
+                    code=INTERNAL_ERROR,
+                    message=f"the response was dropped: {message}",
+                    method=out.method,
+                )
+            return None  # a response we are not waiting for: nothing to do
+        raise RemoteProtocolError(
+            message,
+            code=INVALID_REQUEST,
+            event_hint=rpc.error_reply(None, INVALID_REQUEST, message),
+        )
 
     def _split_batch(self, items: list[Any]) -> None:
         # Spec: 2025-06-18/basic#messages.1 (no batches from 2025-06-18 on)

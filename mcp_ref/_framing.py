@@ -37,6 +37,9 @@ class _TooLong:
 
 
 TOO_LONG = _TooLong()
+
+PEEK_BYTES = 4096
+"""How much of an over-long message is kept to find its id (bytes)."""
 """Returned once by :meth:`LineBuffer.next_line` for each over-long line."""
 
 
@@ -51,7 +54,15 @@ class LineBuffer:
     it).  Over-long lines produce :data:`TOO_LONG` once and are then skipped.
     """
 
-    __slots__ = ("_buf", "_discarding", "_max", "_scan", "_start", "_too_long_pending")
+    __slots__ = (
+        "_buf",
+        "_discarding",
+        "_max",
+        "_scan",
+        "_start",
+        "_too_long_pending",
+        "too_long_prefix",
+    )
 
     def __init__(self, max_line_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
         if max_line_bytes < 1:
@@ -62,6 +73,8 @@ class LineBuffer:
         self._scan = 0  # bytes before this index hold no newline
         self._discarding = False  # inside an over-long line, until its newline
         self._too_long_pending = False
+        #: The first PEEK_BYTES of the last over-long line (for its id, see _jsonrpc.peek).
+        self.too_long_prefix = b""
 
     @property
     def max_line_bytes(self) -> int:
@@ -95,6 +108,7 @@ class LineBuffer:
             self._scan = len(buf)
             if len(buf) - self._start > self._max:
                 # Drop what we hold of the over-long line and skip to its newline.
+                self.too_long_prefix = bytes(buf[self._start : self._start + PEEK_BYTES])
                 self._reset()
                 self._discarding = True
                 return TOO_LONG
@@ -104,6 +118,8 @@ class LineBuffer:
             end -= 1
         too_long = end - self._start > self._max
         line = None if too_long else bytes(buf[self._start : end])
+        if too_long:
+            self.too_long_prefix = bytes(buf[self._start : self._start + PEEK_BYTES])
         self._start = nl + 1
         self._scan = self._start
         if self._start == len(buf):

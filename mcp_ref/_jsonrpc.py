@@ -45,6 +45,7 @@ __all__ = [
     "decode",
     "encode",
     "error_reply",
+    "peek",
     "valid_id",
 ]
 
@@ -223,6 +224,76 @@ def classify(obj: Any) -> tuple[int, Any, Any, Any]:
     if rid is not None and not valid_id(rid):
         raise _fail("invalid error response: bad id", INVALID_REQUEST, reply=False)
     return ERROR, rid, None, error
+
+
+def _skip_ws(text: str, i: int) -> int:
+    while i < len(text) and text[i] in " \t\r\n":
+        i += 1
+    return i
+
+
+def peek(prefix: bytes) -> tuple[Any, bool]:
+    """Read the id of a message too long to decode, from its first bytes.
+
+    Walks the top-level object of ``prefix`` (strings, nesting) and reads the values of
+    its ``"id"`` key, when that value ends inside the prefix, and whether it has a
+    ``"method"`` key.  Used only on the error path, so the error answers the right id
+    ("all with an id where one can be known").
+
+    Returns:
+        ``(id or None, has_method)``; the id only when it is a legal request id.
+    """
+    text = prefix.decode("utf-8", "replace")
+    i = _skip_ws(text, 0)
+    if i >= len(text) or text[i] != "{":
+        return None, False
+    found: Any = None
+    has_method = False
+    depth, expect_key, in_string = 0, False, False
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if in_string:
+            if c == "\\":
+                i += 2
+                continue
+            if c == '"':
+                in_string = False
+            i += 1
+            continue
+        if c == '"':
+            if depth == 1 and expect_key:
+                try:
+                    key, j = _scan_once(text, i)
+                except (StopIteration, ValueError):
+                    break
+                j = _skip_ws(text, j)
+                if j >= n or text[j] != ":":
+                    break
+                j = _skip_ws(text, j + 1)
+                if key == "method":
+                    has_method = True
+                elif key == "id":
+                    try:
+                        value, end = _scan_once(text, j)
+                    except (StopIteration, ValueError):
+                        break
+                    end = _skip_ws(text, end)
+                    if end < n and text[end] in ",}" and valid_id(value):
+                        found = value
+                expect_key = False
+                i = j
+                continue
+            in_string = True
+        elif c in "{[":
+            depth += 1
+            expect_key = depth == 1
+        elif c in "}]":
+            depth -= 1
+        elif c == "," and depth == 1:
+            expect_key = True
+        i += 1
+    return found, has_method
 
 
 def encode(message: dict[str, Any], *, newline: bool = False) -> bytes:

@@ -87,3 +87,32 @@ def test_connection_refuses_oversized_message_and_survives() -> None:
     assert exc.value.code == INVALID_REQUEST and exc.value.event_hint is not None
     conn.receive_data(b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n')
     assert conn.next_event().id == 2
+
+
+def test_oversized_request_is_refused_with_its_id() -> None:
+    conn = Connection(SERVER, max_message_bytes=160)
+    big = b'{"jsonrpc":"2.0","id":"big-1","method":"ping","params":{"x":"' + b"a" * 400 + b'"}}\n'
+    # Whole, then in two pieces (the second piece completes the line).
+    for data, complete in ((big, True), (big[:30], False), (big[30:], True)):
+        conn.receive_data(data)
+        if not complete:
+            continue
+        with pytest.raises(RemoteProtocolError) as exc:
+            conn.next_event()
+        assert exc.value.event_hint is not None and exc.value.event_hint.id == "big-1"
+        assert exc.value.code == INVALID_REQUEST
+        conn.send(exc.value.event_hint)
+
+
+def test_oversized_response_fails_our_request_at_once() -> None:
+    from mcp_ref import CLIENT, ErrorResponse, Request
+
+    from ._pair import initialized_pair
+
+    client, _ = initialized_pair(max_message_bytes=400)
+    client.send(Request(id=9, method="tools/list"))
+    client.receive_data(b'{"jsonrpc":"2.0","id":9,"result":{"tools":[' + b"{}," * 200 + b"{}]}}\n")
+    ev = client.next_event()
+    assert isinstance(ev, ErrorResponse) and ev.id == 9 and ev.method == "tools/list"
+    assert client.requests_in_flight() == ([], [])
+    assert CLIENT is client.our_role
