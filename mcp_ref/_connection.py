@@ -638,26 +638,32 @@ class Connection:
         """
         if self.state is State.CLOSED:
             raise LocalProtocolError("connection is closed")
-        message: dict[str, Any] | None
+        # Each helper checks everything, encodes, and only then changes the state, so a
+        # refusal leaves the connection as it was.
         if type(event) is Request:
-            message = self._send_request(event, now, timeout)
-        elif type(event) is Response:
-            message = self._send_response(event)
-        elif type(event) is ErrorResponse:
-            message = self._send_error(event)
-        elif type(event) is Notification:
-            message = self._send_notification(event)
-        else:
-            raise LocalProtocolError(f"cannot send {type(event).__name__}")
-        if message is None:
-            return b""
+            return self._send_request(event, now, timeout)
+        if type(event) is Response:
+            return self._send_response(event)
+        if type(event) is ErrorResponse:
+            return self._send_error(event)
+        if type(event) is Notification:
+            return self._send_notification(event)
+        raise LocalProtocolError(f"cannot send {type(event).__name__}")
+
+    def _encode(self, message: dict[str, Any], *, bounded: bool = True) -> bytes:
+        """Serialize a message we send (framed when ``newline_framing``).
+
+        Raises:
+            LocalProtocolError: not serializable, or (when ``bounded``) longer than
+                ``max_message_bytes``.
+        """
         try:
             # Spec: 2025-06-18/basic/transports#stdio.1
             # (JSON text holds no raw newline: the framed line is one line by construction)
             data = rpc.encode(message, newline=self.newline_framing)
         except ValueError as exc:
             raise LocalProtocolError(f"cannot serialize the message: {exc}") from None
-        if len(data) - self.newline_framing > self.max_message_bytes:
+        if bounded and len(data) - self.newline_framing > self.max_message_bytes:
             raise LocalProtocolError(
                 f"message of {len(data)} bytes exceeds the limit of {self.max_message_bytes}"
             )
@@ -722,7 +728,7 @@ class Connection:
         plan = self._send_plans[method] = (spec, k)
         return plan
 
-    def _send_request(self, event: Request, now: float | None, timeout: Any) -> dict[str, Any]:
+    def _send_request(self, event: Request, now: float | None, timeout: Any) -> bytes:
         rid, method = event.id, event.method
         # Spec: 2025-06-18/basic#requests.1
         # Spec: 2025-06-18/basic#requests.2
@@ -756,19 +762,20 @@ class Connection:
                 raise LocalProtocolError(
                     f"initialize must ask for a version we support, not {version!r}"
                 )
-        self._inflight.add_outgoing(out)
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            message["params"] = params
+        data = self._encode(message)
+        self._inflight.add_outgoing(out)  # checks (id reuse, bounds) before adding
         if k is Kind.INITIALIZE:
             self._init_id = rid
             self.requested_version = event.params.protocol_version
             self.capabilities[CLIENT] = event.params.capabilities
             self._forget_plans()
         self.state = new_state
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
-        if params is not None:
-            message["params"] = params
-        return message
+        return data
 
-    def _send_notification(self, event: Notification) -> dict[str, Any] | None:
+    def _send_notification(self, event: Notification) -> bytes:
         method = event.method
         spec = self._lookup(method, sender=self.our_role)
         if spec is None or spec.kind != NOTIFICATION:
@@ -786,16 +793,18 @@ class Connection:
                 code=METHOD_NOT_FOUND,
             )
         params = self._check_params(spec, event.params)
-        if method == _CANCELLED:
-            if not self._send_cancel(event.params):
-                return None
-        elif method == _PROGRESS:
-            self._send_progress(event.params)
-        self.state = new_state
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = params
-        return message
+        data = self._encode(message)
+        # The two checks below raise before they change anything.
+        if method == _CANCELLED:
+            if not self._send_cancel(event.params):
+                return b""
+        elif method == _PROGRESS:
+            self._send_progress(event.params)
+        self.state = new_state
+        return data
 
     def _send_cancel(self, params: Any) -> bool:
         rid = params.request_id
@@ -840,13 +849,13 @@ class Connection:
             return False
         return req
 
-    def _send_response(self, event: Response) -> dict[str, Any] | None:
+    def _send_response(self, event: Response) -> bytes:
         rid = event.id
         if not rpc.valid_id(rid):
             raise LocalProtocolError(f"response id must be a str or an int, not {rid!r}")
         req = self._answerable(rid)
         if req is False:
-            return None
+            return b""
         if req is None or req is True:
             raise LocalProtocolError(f"no request with id {rid!r} awaits a response")
         assert isinstance(req, Incoming)
@@ -871,17 +880,19 @@ class Connection:
             # Spec: 2025-06-18/basic/lifecycle#version-negotiation.4
             if version not in SUPPORTED_VERSIONS:
                 raise LocalProtocolError(f"cannot answer with unsupported version {version!r}")
-        data = unstructure_fn(type(result))(result)
+        # Spec: 2025-06-18/basic#responses.1
+        data = self._encode(
+            {"jsonrpc": "2.0", "id": rid, "result": unstructure_fn(type(result))(result)}
+        )
         self._inflight.pop_incoming(rid, "answered")
         if is_init:
             self.protocol_version = result.protocol_version
             self.capabilities[SERVER] = result.capabilities
             self._forget_plans()
         self.state = new_state
-        # Spec: 2025-06-18/basic#responses.1
-        return {"jsonrpc": "2.0", "id": rid, "result": data}
+        return data
 
-    def _send_error(self, event: ErrorResponse) -> dict[str, Any] | None:
+    def _send_error(self, event: ErrorResponse) -> bytes:
         rid = event.id
         if rid is not None and not rpc.valid_id(rid):
             raise LocalProtocolError(f"error response id must be a str, an int or None: {rid!r}")
@@ -893,17 +904,20 @@ class Connection:
         if rid is not None and not refusal:
             req = self._answerable(rid)
             if req is False:
-                return None
+                return b""
         is_init = req is not None and req.method == "initialize"
         k = Kind.INITIALIZE_ERROR if is_init else Kind.RESPONSE
         new_state = check_send(self.our_role, self.state, k)
-        if req is not None:
-            self._inflight.pop_incoming(rid, "answered")
-        self.state = new_state
         error: dict[str, Any] = {"code": event.code, "message": event.message}
         if event.data is not None:
             error["data"] = event.data
-        return {"jsonrpc": "2.0", "id": rid, "error": error}
+        # Unbounded: an error reply (often to a message refused for its size) must
+        # always be deliverable; the peer's own bound still applies on its side.
+        data = self._encode({"jsonrpc": "2.0", "id": rid, "error": error}, bounded=False)
+        if req is not None:
+            self._inflight.pop_incoming(rid, "answered")
+        self.state = new_state
+        return data
 
     # ------------------------------------------------------------------------ time
 

@@ -154,3 +154,26 @@ def test_deep_nesting_is_a_parse_error(line: bytes) -> None:
     with pytest.raises(RemoteProtocolError) as exc:
         server.next_event()
     assert exc.value.code == -32700
+
+
+@settings(max_examples=500)
+@given(
+    st.binary(max_size=200)
+    | st.text(alphabet='{}[]",:\\ id method 0123456789', max_size=80).map(str.encode)
+)
+def test_peek_never_fails(prefix: bytes) -> None:
+    from mcp_ref._jsonrpc import peek, valid_id
+
+    rid, _ = peek(prefix)
+    assert rid is None or valid_id(rid)
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(messages, min_size=1, max_size=3), st.integers(min_value=20, max_value=200))
+def test_arbitrary_input_with_a_small_size_limit(msgs: list[dict[str, object]], limit: int) -> None:
+    from mcp_ref import SERVER, Connection
+
+    conn = Connection(SERVER, max_message_bytes=limit)
+    errors: list[RemoteProtocolError] = []
+    conn.receive_data(b"".join(json.dumps(m).encode() + b"\n" for m in msgs))
+    drain(conn, errors)

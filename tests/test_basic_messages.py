@@ -266,3 +266,23 @@ def test_one_json_value_per_line(line: bytes, ok: bool) -> None:
     with pytest.raises(RemoteProtocolError) as exc:
         server.next_event()
     assert exc.value.code == (INVALID_REQUEST if line.strip() == b"{}" else PARSE_ERROR)
+
+
+def test_a_refused_send_leaves_the_connection_unchanged() -> None:
+    """LocalProtocolError means nothing was sent and nothing changed: the same id can
+    then be sent small, and the peer's request can still be answered."""
+    client, server = initialized_pair(max_message_bytes=600)
+    big = t.CallToolRequestParams(name="x", arguments={"text": "a" * 1000})
+    with pytest.raises(LocalProtocolError, match="exceeds"):
+        client.send(Request(id=7, method="tools/call", params=big))
+    assert client.requests_in_flight() == ([], [])
+    deliver(
+        client.send(Request(id=7, method="tools/call", params=t.CallToolRequestParams(name="x"))),
+        server,
+    )
+    huge = t.CallToolResult(content=[t.TextContent(text="b" * 1000)])
+    with pytest.raises(LocalProtocolError, match="exceeds"):
+        server.send(Response(id=7, result=huge))
+    assert server.requests_in_flight() == ([], [7])
+    (resp,) = deliver(server.send(Response(id=7, result=t.CallToolResult(content=[]))), client)
+    assert resp.id == 7
