@@ -457,3 +457,28 @@ async def test_client_not_connected() -> None:
         client.session  # noqa: B018
     with pytest.raises(RuntimeError):
         client.server_info  # noqa: B018
+
+
+@spec("2025-06-18/client/roots#root.1", "2025-06-18/client/roots#security-considerations.1")
+async def test_roots_are_checked_before_they_are_exposed() -> None:
+    from mcp_ref.client import check_roots
+
+    assert check_roots([t.Root(uri="file:///home/me/project")])
+    for bad in (
+        "https://example.com/x",
+        "file://relative",
+        "file:///a/../etc",
+        "file:///a/%2e%2e/b",
+    ):
+        with pytest.raises(ValueError):
+            check_roots([t.Root(uri=bad)])
+    with trio.fail_after(5):
+        async with memory_client(roots=[t.Root(uri="file:///ok")]) as (client, server, wire):
+            with pytest.raises(ValueError):
+                await client.set_roots([t.Root(uri="file:///ok/../../etc")])
+        # A callable's roots are checked each time the server asks: the request fails.
+        async with memory_client(roots=lambda: [t.Root(uri="ftp://x")]) as (client, server, wire):
+            await client.ping()  # the server has our initialized notification by now
+            with pytest.raises(McpError) as exc:
+                await server.send_request("roots/list")
+            assert exc.value.code == INTERNAL_ERROR

@@ -37,6 +37,7 @@ def wire(data: bytes) -> Any:
 
 
 @spec(
+    "2025-06-18/basic#overview.1",
     "2025-06-18/basic/lifecycle#initialization.4",
     "2025-06-18/server/utilities/pagination#implementation-guidelines.3",
     "2025-06-18/basic/utilities/cancellation#behavior-requirements.3",

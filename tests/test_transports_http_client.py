@@ -283,6 +283,7 @@ async def _standard(req: Req, reply: Reply, *, session: str = "s1") -> bool:
     T + "session-management.4",
     T + "protocol-version-header.1",
     T + "session-management.8",
+    "2025-06-18/basic/lifecycle#version-negotiation.7",
 )
 async def test_headers_of_every_request() -> None:
     async def script(req: Req, reply: Reply) -> None:

@@ -12,6 +12,7 @@ from ._client import (
     ElicitationHandler,
     RootsArg,
     SamplingHandler,
+    check_roots,
     open_client,
     open_stdio_client,
 )
@@ -25,6 +26,7 @@ __all__ = [
     "OutputSchemaError",
     "RootsArg",
     "SamplingHandler",
+    "check_roots",
     "open_client",
     "open_stdio_client",
 ]

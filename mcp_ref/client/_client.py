@@ -33,6 +33,7 @@ from __future__ import annotations
 import importlib.metadata
 import inspect
 import logging
+import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -101,6 +102,32 @@ async def _maybe_await(value: T | Awaitable[T]) -> T:
     return value
 
 
+def check_roots(roots: Sequence[t.Root]) -> list[t.Root]:
+    """Check roots before the client exposes them; returns them as a list.
+
+    Each root must be a ``file://`` URI with an absolute path and no ``..`` segment
+    (after percent-decoding), so a root cannot climb out of the directory it names.
+    Which directories to expose, and with what permissions, is the host's decision.
+
+    Raises:
+        ValueError: naming the first bad root.
+
+    Source: 2025-06-18/client/roots#root.1, 2025-06-18/client/roots#security-considerations.1.
+    """
+    checked = []
+    for root in roots:
+        parts = urllib.parse.urlsplit(root.uri)
+        # Spec: 2025-06-18/client/roots#root.1
+        if parts.scheme != "file":
+            raise ValueError(f"a root must be a file:// URI, not {root.uri!r}")
+        path = urllib.parse.unquote(parts.path)
+        # Spec: 2025-06-18/client/roots#security-considerations.1
+        if not path.startswith("/") or ".." in path.split("/"):
+            raise ValueError(f"a root must be an absolute path without '..': {root.uri!r}")
+        checked.append(root)
+    return checked
+
+
 class _ClientHandler:
     """The session handler of a :class:`Client` (kept apart so it is not public API)."""
 
@@ -153,7 +180,7 @@ class Client:
     ) -> None:
         self._sampling_handler = sampling_handler
         self._elicitation_handler = elicitation_handler
-        self._roots = roots
+        self._roots = roots if roots is None or callable(roots) else check_roots(roots)
         self.on_log = on_log
         self.on_notification = on_notification
         self._output_schemas = OutputSchemas()
@@ -459,7 +486,7 @@ class Client:
         if roots is None:
             return []
         if callable(roots):
-            return await _maybe_await(roots())
+            return check_roots(await _maybe_await(roots()))
         return roots
 
     async def set_roots(self, roots: RootsArg) -> None:
@@ -479,7 +506,7 @@ class Client:
             raise LocalProtocolError(
                 "this client did not declare the roots capability; open it with roots=[...]"
             )
-        self._roots = roots
+        self._roots = roots if callable(roots) else check_roots(roots)
         caps = self.session.our_capabilities
         if caps is not None and caps.roots is not None and caps.roots.list_changed:
             # Spec: 2025-06-18/client/roots#root-list-changes.1

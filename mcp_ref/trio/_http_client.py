@@ -323,6 +323,7 @@ class HttpClientChannel:
         # Spec: 2025-06-18/basic/transports#session-management.4
         # Spec: 2025-06-18/basic/transports#protocol-version-header.1
         # Spec: 2025-06-18/basic/transports#protocol-version-header.2
+        # Spec: 2025-06-18/basic/lifecycle#version-negotiation.7
         out += rules.client_request_headers(
             method,
             session_id=None if legacy else self.session_id,

@@ -208,6 +208,8 @@ class ProcessChannel(StreamChannel):
                 is set first).
         """
         try:
+            # Spec: 2025-06-18/basic/transports#stdio.5
+            # Only what the core framed reaches the child's stdin: one message a line.
             await super().send(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             if not self._closing:
