@@ -116,9 +116,9 @@ def e2e_rows(size: dict[str, Any], log: Callable[[str], None] = _log) -> list[Ro
         ("in-process, session layer", "inproc-session", True),
         ("in-process, client+server", "inproc", True),
         ("stdio", "stdio", False),
-        ("HTTP JSON", None, False),
-        ("HTTP SSE", None, False),
-        ("WebSocket", None, False),
+        ("HTTP JSON", "http-json", False),
+        ("HTTP SSE", "http-sse", False),
+        ("WebSocket", "websocket", False),
     ]
     levels = (1, 100)
     for name, key, in_process in transports:

@@ -18,7 +18,10 @@ input.
 
 from __future__ import annotations
 
+import functools
 import sys
+
+import trio
 
 
 async def _serve_session() -> None:
@@ -54,13 +57,19 @@ def main(argv: list[str]) -> int:
             return 2
         trio.run(_serve_http, int(argv[1]), argv[2] == "json")
         return 0
+    if layer == "ws":
+        import trio
+
+        trio.run(_serve_ws, int(argv[1]))
+        return 0
     if layer == "session":
         import trio
 
         trio.run(_serve_session)
         return 0
     print(
-        f"usage: python -m bench.echo_server [api|session|http PORT json|sse], not {layer!r}",
+        "usage: python -m bench.echo_server [api|session|http PORT json|sse|ws PORT], "
+        f"not {layer!r}",
         file=sys.stderr,
     )
     return 2
@@ -92,9 +101,31 @@ async def _serve_http(port: int, json_response: bool) -> None:
     limits = HttpLimits(
         max_streams_per_session=256, stored_streams=256, max_requests_per_connection=10**9
     )
-    await serve_http(
-        make_echo_server(), "127.0.0.1", port, json_response=json_response, limits=limits
-    )
+    async with trio.open_nursery() as nursery:
+        info = await nursery.start(
+            functools.partial(
+                serve_http,
+                make_echo_server(),
+                "127.0.0.1",
+                port,
+                json_response=json_response,
+                limits=limits,
+            )
+        )
+        print(info.port, flush=True)  # the bound port: the bench reads it (port 0)
+
+
+async def _serve_ws(port: int) -> None:
+    """Serve the echo server over WebSocket; prints the bound port once listening."""
+    from mcp_ref.trio import serve_websocket
+
+    from .ours import make_echo_server
+
+    async with trio.open_nursery() as nursery:
+        bound = await nursery.start(
+            functools.partial(serve_websocket, make_echo_server(), "127.0.0.1", port)
+        )
+        print(bound, flush=True)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -196,10 +197,72 @@ def _pid_of(client: Any) -> int | None:
     return None
 
 
+@contextlib.asynccontextmanager
+async def _open_network(layer: list[str], scheme: str, label: str) -> AsyncIterator[Target]:
+    """Our client driving our echo server in a subprocess over the network (loopback).
+
+    The server (``python -m bench.echo_server <layer> 0 ...``) prints its bound port on
+    its first line; the opener connects there.
+    """
+    if scheme == "http":
+        opener = need("mcp_ref.trio", "open_http_client")
+    else:
+        opener = need("mcp_ref.trio", "open_websocket_client")
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "bench.echo_server", *layer],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=str(ROOT),
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None
+        line = b""
+        while not line.endswith(b"\n"):
+            chunk = await proc.stdout.receive_some(64)
+            if not chunk:
+                raise RuntimeError(f"the echo server exited before listening ({layer})")
+            line += chunk
+        url = f"{scheme}://127.0.0.1:{int(line)}/mcp"
+        # 100 requests in flight: above the HTTP client's default bound on concurrent
+        # POSTs (64), as the echo server raises its stream bounds.
+        kw = {"max_concurrent_posts": 256} if scheme == "http" else {}
+        async with opener(url, **kw) as client:
+            call_tool = client.call_tool
+
+            async def call(text: str) -> str:
+                return _text_of(await call_tool("echo", {"text": text}))
+
+            yield Target(call, proc.pid, label)
+    finally:
+        proc.terminate()
+        with trio.move_on_after(5):
+            await proc.wait()
+
+
+def open_http_json() -> Any:
+    """Streamable HTTP, JSON answers: our trio client -> our server (subprocess)."""
+    return _open_network(["http", "0", "json"], "http", "mcp-ref client -> server (HTTP JSON)")
+
+
+def open_http_sse() -> Any:
+    """Streamable HTTP, SSE answers: our trio client -> our server (subprocess)."""
+    return _open_network(["http", "0", "sse"], "http", "mcp-ref client -> server (HTTP SSE)")
+
+
+def open_websocket() -> Any:
+    """WebSocket: our trio client -> our server (subprocess)."""
+    return _open_network(["ws", "0"], "ws", "mcp-ref client -> server (WebSocket)")
+
+
 OPENERS: dict[str, Any] = {
     "inproc": open_inproc,
     "inproc-session": open_inproc_session,
     "stdio": open_stdio,
+    "http-json": open_http_json,
+    "http-sse": open_http_sse,
+    "websocket": open_websocket,
 }
 """Row name -> opener, for :func:`main`."""
 
