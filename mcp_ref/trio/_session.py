@@ -513,21 +513,23 @@ class Session:
     async def _write_locked(self, data: bytes, related_request_id: RequestId | None) -> None:
         """Write bytes the core produced; the caller holds ``_send_lock``."""
         failure: str | None = None
-        limit = trio.CancelScope()
-        with trio.CancelScope(shield=True) as scope:
+        # One scope: the shield keeps the caller's cancellation out (half a message would
+        # break the stream), while the scope's own deadline (send_timeout) and _close()
+        # (which cancels it) still apply inside.
+        deadline = trio.current_time() + self._send_timeout
+        with trio.CancelScope(shield=True, deadline=deadline) as scope:
             self._write_scope = scope
             try:
-                with trio.move_on_after(self._send_timeout) as limit:
-                    await self._channel.send(data, related_request_id=related_request_id)
+                await self._channel.send(data, related_request_id=related_request_id)
             except Exception as exc:
                 failure = f"sending to the peer failed: {exc!r}"
             finally:
                 self._write_scope = None
-        if failure is None:
-            if limit.cancelled_caught:
-                failure = f"sending a message took longer than {self._send_timeout} s"
-            elif scope.cancelled_caught:
+        if failure is None and scope.cancelled_caught:
+            if self.closed:
                 failure = self.close_reason or "the session closed while sending"
+            else:
+                failure = f"sending a message took longer than {self._send_timeout} s"
         if failure is not None:
             # The stream may hold half a message: the connection cannot go on.
             self.connection.send_failed()
