@@ -309,6 +309,7 @@ class Session:
         self.close_reason: str | None = None
         self.default_timeout: RequestTimeout | None = connection.default_timeout
         self._channel = channel
+        self._try_send: Callable[..., int] | None = getattr(channel, "try_send", None)
         self._handler = handler
         self._max_handlers = max_concurrent_requests
         self._send_timeout = math.inf if send_timeout is None else send_timeout
@@ -429,7 +430,7 @@ class Session:
                 deadline = conn.next_deadline()
                 if deadline is not None and deadline < self._timer_at:
                     self._nudge.set()  # the timer sleeps past this request's deadline
-                await self._write_locked(data, related_request_id)
+                await self._write(data, related_request_id)
             finally:
                 lock.release()
             await self._wait(waiter)
@@ -506,9 +507,22 @@ class Session:
             self._check_open()
             data = self.connection.send(event)
             if data:
-                await self._write_locked(data, related_request_id)
+                await self._write(data, related_request_id)
         finally:
             lock.release()
+
+    async def _write(self, data: bytes, related_request_id: RequestId | None) -> None:
+        """Write bytes the core produced; the caller holds ``_send_lock``.  What the
+        channel's ``try_send`` takes at once needs no await; the rest goes through
+        :meth:`_write_locked`."""
+        try_send = self._try_send
+        if try_send is not None:
+            taken = try_send(data, related_request_id=related_request_id)
+            if taken >= len(data):
+                return
+            if taken:
+                data = data[taken:]  # a byte stream took the first part
+        await self._write_locked(data, related_request_id)
 
     async def _write_locked(self, data: bytes, related_request_id: RequestId | None) -> None:
         """Write bytes the core produced; the caller holds ``_send_lock``."""
@@ -586,7 +600,7 @@ class Session:
                 await _acquire(lock)
                 try:
                     self._check_open()
-                    await self._write_locked(data, None)
+                    await self._write(data, None)
                 except SessionClosed:
                     return
                 finally:

@@ -200,6 +200,11 @@ class ProcessChannel(StreamChannel):
             await self._explain()
         return data
 
+    def try_send(self, data: bytes, *, related_request_id: RequestId | None = None) -> int:
+        """Write what the child's stdin pipe takes now (:meth:`StreamChannel.try_send`);
+        a broken pipe gives 0, and :meth:`send` then explains it."""
+        return super().try_send(data)
+
     async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
         """Write to the child's stdin.
 
