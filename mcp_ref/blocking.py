@@ -14,7 +14,8 @@ How it drives the core, step by step
 ------------------------------------
 1. ``conn = Connection(CLIENT, default_timeout=RequestTimeout(seconds=60))``.
 2. ``request()``: ``rid = conn.next_request_id()``; ``data = conn.send(Request(...),
-   now=time.monotonic())``; write ``data`` to the server's stdin.  The pipe is
+   now=time.monotonic())``; write ``data`` to the server's stdin.  With
+   ``on_progress``, the params carry ``rid`` as ``_meta.progressToken``.  The pipe is
    non-blocking and the write waits on a selector that also watches the server's
    stdout, reading what arrives meanwhile, so a server that writes while we write
    cannot deadlock us.
@@ -26,7 +27,8 @@ How it drives the core, step by step
    c. write what ``conn.handle_timeout(time.monotonic())`` returns (the
       ``notifications/cancelled`` of an expired request);
    d. drain ``conn.next_event()``: the Response or ErrorResponse for ``rid`` ends the
-      wait; RequestTimedOut for it raises ``McpError(REQUEST_TIMEOUT)``; a ``ping``
+      wait; RequestTimedOut for it raises ``McpError(REQUEST_TIMEOUT)``; a Progress
+      for it (the core matched the token) goes to ``on_progress``; a ``ping``
       from the server is answered; any other server request gets -32601.  Requests
       that need client capabilities (sampling, roots, elicitation) never get that
       far: this client declares none, so the core refuses them itself and hands us
@@ -48,6 +50,8 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+import attrs
+
 from . import types as t
 from ._connection import NEED_DATA, Connection
 from ._convert import ConversionError, structure
@@ -60,7 +64,7 @@ from ._errors import (
     RemoteProtocolError,
 )
 from ._inflight import RequestTimeout
-from ._methods import LATEST_PROTOCOL_VERSION, METHODS
+from ._methods import LATEST_PROTOCOL_VERSION, METHODS, SUPPORTED_VERSIONS
 from ._pagination import PageWalker
 from ._state import CLIENT, State
 from .events import (
@@ -68,6 +72,7 @@ from .events import (
     ErrorResponse,
     Event,
     Notification,
+    Progress,
     Request,
     RequestId,
     RequestTimedOut,
@@ -129,13 +134,19 @@ class Client:
         self._selector.register(self._out, selectors.EVENT_READ)
         self._write_timeout = write_timeout
         self._waiting: RequestId | None = None
+        self._on_progress: Callable[[Progress], object] | None = None
         self._answer: Event | Exception | None = None
         self._closed: str | None = None
 
     # -- requests ------------------------------------------------------------------
 
     def request(
-        self, method: str, params: Any = None, *, timeout: float | RequestTimeout | None = _DEFAULT
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        timeout: float | RequestTimeout | None = _DEFAULT,
+        on_progress: Callable[[Progress], object] | None = None,
     ) -> Any:
         """Send a request, wait for the answer, return its typed result.
 
@@ -144,6 +155,11 @@ class Client:
             params: typed params (``mcp_ref.types``), a dict in wire form, or None.
             timeout: seconds (or a RequestTimeout); None for none; default: the
                 client's.
+            on_progress: called, on this thread while the call waits, with each
+                :class:`~mcp_ref.events.Progress` the server reports for this request
+                (its id goes out as the progress token).  Like ``on_notification``, it
+                must not make requests; an exception it raises cancels the request and
+                propagates.
 
         Raises:
             McpError: an error response; ``REQUEST_TIMEOUT`` (-32001) on timeout.
@@ -152,13 +168,17 @@ class Client:
             RuntimeError: called while another request waits (from on_notification).
 
         Source: 2025-06-18/basic/lifecycle#timeouts;
-        2025-06-18/basic/utilities/cancellation#cancellation-flow.
+        2025-06-18/basic/utilities/cancellation#cancellation-flow;
+        2025-06-18/basic/utilities/progress#progress-flow.
         """
         self._check_open()
         if self._waiting is not None:
             raise RuntimeError("the blocking client makes one request at a time")
         conn = self.connection
         rid = conn.next_request_id()
+        params = _typed(method, params)
+        if on_progress is not None:
+            params = _with_progress_token(method, params, rid)
         kw: dict[str, Any] = {}
         if timeout is not _DEFAULT:
             kw["timeout"] = (
@@ -166,12 +186,8 @@ class Client:
                 if timeout is None or isinstance(timeout, RequestTimeout)
                 else RequestTimeout(seconds=timeout)
             )
-        data = conn.send(
-            Request(id=rid, method=method, params=_typed(method, params)),
-            now=time.monotonic(),
-            **kw,
-        )
-        self._waiting, self._answer = rid, None
+        data = conn.send(Request(id=rid, method=method, params=params), now=time.monotonic(), **kw)
+        self._waiting, self._answer, self._on_progress = rid, None, on_progress
         try:
             self._write(data)
             while self._answer is None:
@@ -182,6 +198,7 @@ class Client:
             raise
         finally:
             answer, self._waiting, self._answer = self._answer, None, None
+            self._on_progress = None
         if isinstance(answer, Exception):
             raise answer
         if isinstance(answer, ErrorResponse):
@@ -218,12 +235,15 @@ class Client:
         protocol_version: str = LATEST_PROTOCOL_VERSION,
     ) -> t.InitializeResult:
         """``initialize`` (declaring no client capabilities), then
-        ``notifications/initialized``.  Raises as :meth:`request`.
+        ``notifications/initialized``.  ``protocol_version`` is the revision asked for;
+        the server may answer another supported one.  Raises as :meth:`request`, and
+        ValueError for a version mcp-ref does not speak.
 
-        Source: 2025-06-18/basic/lifecycle#initialization.
+        Source: 2025-06-18/basic/lifecycle#initialization;
+        2025-06-18/basic/lifecycle#version-negotiation.1.
         """
         params = t.InitializeRequestParams(
-            protocol_version=protocol_version,
+            protocol_version=_check_version(protocol_version),
             capabilities=t.ClientCapabilities(),
             client_info=client_info,
         )
@@ -259,13 +279,17 @@ class Client:
         arguments: dict[str, Any] | None = None,
         *,
         timeout: float | None = _DEFAULT,
+        on_progress: Callable[[Progress], object] | None = None,
     ) -> t.CallToolResult:
-        """Call a tool and return its result.  Raises as :meth:`request`.
+        """Call a tool and return its result.  ``timeout`` and ``on_progress`` are as
+        for :meth:`request`; raises as :meth:`request`.
 
         Source: 2025-06-18/server/tools#calling-tools.
         """
         params = t.CallToolRequestParams(name=name, arguments=arguments)
-        result: t.CallToolResult = self.request("tools/call", params, timeout=timeout)
+        result: t.CallToolResult = self.request(
+            "tools/call", params, timeout=timeout, on_progress=on_progress
+        )
         return result
 
     # -- the loop ------------------------------------------------------------------
@@ -363,6 +387,9 @@ class Client:
                     id=event.id, code=METHOD_NOT_FOUND, message=f"not handled: {event.method}"
                 )
             self._write(self.connection.send(reply))
+        elif isinstance(event, Progress):
+            if event.request_id == self._waiting and self._on_progress is not None:
+                self._on_progress(event)
         elif isinstance(event, Notification):
             if self.on_notification is not None:
                 self.on_notification(event)
@@ -402,6 +429,33 @@ def _typed(method: str, params: Any) -> Any:
         raise LocalProtocolError(f"bad params for {method}: {exc}", code=INVALID_PARAMS) from None
 
 
+def _with_progress_token(method: str, params: Any, token: RequestId) -> Any:
+    """``params`` (typed, or None) with ``_meta.progressToken`` set to ``token``; params
+    that cannot carry ``_meta`` are returned unchanged."""
+    if params is None:
+        spec = METHODS.get(method)
+        if spec is None or spec.params_type is None:
+            return None
+        try:
+            params = spec.params_type()
+        except TypeError:  # required fields: the core refuses the request anyway
+            return None
+    if not attrs.has(type(params)) or not hasattr(params, "meta"):
+        return params
+    # Spec: 2025-06-18/basic/utilities/progress#progress-flow.2 (request ids are unique)
+    return attrs.evolve(params, meta={**(params.meta or {}), "progressToken": token})
+
+
+def _check_version(version: str) -> str:
+    # Spec: 2025-06-18/basic/lifecycle#version-negotiation.1
+    if version not in SUPPORTED_VERSIONS:
+        raise ValueError(
+            f"protocol version {version!r} is not supported; use one of "
+            + ", ".join(SUPPORTED_VERSIONS)
+        )
+    return version
+
+
 @contextlib.contextmanager
 def connect_stdio(
     command: Sequence[str],
@@ -411,6 +465,7 @@ def connect_stdio(
     stderr: int | None = None,
     timeout: float | None = 60.0,
     client_info: t.Implementation = DEFAULT_CLIENT_INFO,
+    protocol_version: str = LATEST_PROTOCOL_VERSION,
     on_notification: Callable[[Notification], object] | None = None,
     shutdown_grace: float = 2.0,
 ) -> Iterator[Client]:
@@ -424,10 +479,13 @@ def connect_stdio(
         timeout: default per-request timeout in seconds, also the bound on one write
             (None: none).
         client_info: the ``clientInfo`` of ``initialize``.
+        protocol_version: the revision to ask for (default the latest); the server may
+            answer another supported one (``client.initialize_result``).
         on_notification: called with each Notification the server sends.
         shutdown_grace: seconds to wait at each step of the shutdown.
 
     Raises:
+        ValueError: ``protocol_version`` is not supported (nothing is started).
         OSError: the command could not be started.
         McpError, SessionClosed: initialization failed.
 
@@ -435,6 +493,7 @@ def connect_stdio(
     """
     import subprocess
 
+    _check_version(protocol_version)
     process = subprocess.Popen(
         list(command),
         stdin=subprocess.PIPE,
@@ -453,7 +512,7 @@ def connect_stdio(
             write_timeout=timeout,
         )
         try:
-            client.initialize(client_info=client_info)
+            client.initialize(client_info=client_info, protocol_version=protocol_version)
             yield client
         finally:
             client.close()
