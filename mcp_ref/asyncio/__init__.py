@@ -11,7 +11,10 @@ uses h11 (sans-IO HTTP/1.1; see :mod:`mcp_ref.asyncio._http`).
 * :func:`open_http_client` -- a Streamable HTTP client, :class:`HttpClient`.
 
 Both clients are a :class:`ClientSession`: ``request(method, params)`` returning the
-typed result, ``notify``, ``ping``, ``list_tools``, ``call_tool``.
+typed result (``on_progress=`` for progress), ``notify``, ``ping``, ``list_tools``,
+``call_tool``, ``abort``.  The ``open_*`` functions take ``protocol_version`` and the
+client-side handlers (``sampling_handler``, ``elicitation_handler``, ``roots``), each of
+which declares its capability.
 
 Driving the core from a loop of your own, in five steps
 -------------------------------------------------------
@@ -33,16 +36,26 @@ out for a server and a client; :mod:`mcp_ref.blocking` does the same with no eve
 loop at all.
 """
 
-from ._client import DEFAULT_CLIENT_INFO, ClientSession, SessionClosed
+from ._client import (
+    DEFAULT_CLIENT_INFO,
+    ClientSession,
+    ElicitationHandler,
+    ProgressCallback,
+    SamplingHandler,
+    SessionClosed,
+)
 from ._http import HttpClient, open_http_client
 from ._stdio import Handler, RequestContext, StdioClient, open_stdio_client, serve_stdio
 
 __all__ = [
     "DEFAULT_CLIENT_INFO",
     "ClientSession",
+    "ElicitationHandler",
     "Handler",
     "HttpClient",
+    "ProgressCallback",
     "RequestContext",
+    "SamplingHandler",
     "SessionClosed",
     "StdioClient",
     "open_http_client",

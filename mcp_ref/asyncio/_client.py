@@ -27,7 +27,17 @@ back with ``receive_data`` or ``receive_message`` followed by
 5. Cancellation: when the task awaiting a future is cancelled, send
    ``notifications/cancelled`` for its id.  The core returns ``b""`` (send nothing)
    when the answer already arrived.
-6. End of input gives ConnectionClosed: fail every pending future.
+6. Progress: a request made with ``on_progress`` carries its id as
+   ``_meta.progressToken``; the core matches the server's ``notifications/progress``
+   to it and hands us a Progress event, which goes to that request's callback.
+7. Server requests: the capabilities declared in ``initialize`` follow from the
+   handlers given (``sampling_handler``, ``elicitation_handler``, ``roots``), so the
+   core refuses the others itself.  A request that passes runs its handler in a task
+   of its own, which sends ``conn.send(Response(...))`` when done; RequestCancelled
+   (the server's ``notifications/cancelled``, also sent when its timeout expires)
+   cancels that task.
+8. End of input gives ConnectionClosed: fail every pending future.  :meth:`abort`
+   does the same at once and drops the transport with no goodbye.
 
 No task here outlives the ``async with`` of the ``open_*`` function that made it.
 """
@@ -35,14 +45,20 @@ No task here outlives the ``async with`` of the ``open_*`` function that made it
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
-from collections.abc import Callable
+import urllib.parse
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any, Final
+
+import attrs
 
 from .. import types as t
 from .._connection import NEED_DATA, Connection
 from .._convert import ConversionError, structure
 from .._errors import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     REQUEST_TIMEOUT,
@@ -51,7 +67,7 @@ from .._errors import (
     RemoteProtocolError,
 )
 from .._inflight import RequestTimeout
-from .._methods import LATEST_PROTOCOL_VERSION, METHODS
+from .._methods import LATEST_PROTOCOL_VERSION, METHODS, SUPPORTED_VERSIONS
 from .._pagination import PageWalker
 from .._state import State
 from ..events import (
@@ -59,13 +75,22 @@ from ..events import (
     ErrorResponse,
     Event,
     Notification,
+    Progress,
     Request,
+    RequestCancelled,
     RequestId,
     RequestTimedOut,
     Response,
 )
 
-__all__ = ["DEFAULT_CLIENT_INFO", "ClientSession", "SessionClosed"]
+__all__ = [
+    "DEFAULT_CLIENT_INFO",
+    "ClientSession",
+    "ElicitationHandler",
+    "ProgressCallback",
+    "SamplingHandler",
+    "SessionClosed",
+]
 
 log = logging.getLogger("mcp_ref.asyncio")
 
@@ -73,6 +98,19 @@ DEFAULT_CLIENT_INFO: Final = t.Implementation(name="mcp-ref-asyncio", version="0
 """The ``clientInfo`` sent in ``initialize`` unless another is given."""
 
 _DEFAULT: Final[Any] = object()
+
+SamplingHandler = Callable[
+    [t.CreateMessageRequestParams], "t.CreateMessageResult | Awaitable[t.CreateMessageResult]"
+]
+"""Answers ``sampling/createMessage``: ``(params) -> t.CreateMessageResult``, a plain or
+an async function (run on the loop)."""
+
+ElicitationHandler = Callable[[Any], "t.ElicitResult | Awaitable[t.ElicitResult]"]
+"""Answers ``elicitation/create``: ``(params) -> t.ElicitResult``, plain or async; params
+are ``t.ElicitRequestFormParams`` or (2025-11-25) ``t.ElicitRequestURLParams``."""
+
+ProgressCallback = Callable[[Progress], object]
+"""Called (synchronously, from the reading task) with each Progress of one request."""
 
 
 class SessionClosed(ConnectionError):
@@ -96,6 +134,64 @@ def typed_params(method: str, params: Any) -> Any:
         raise LocalProtocolError(f"bad params for {method}: {exc}", code=INVALID_PARAMS) from None
 
 
+def with_progress_token(method: str, params: Any, token: RequestId) -> Any:
+    """``params`` (typed, or None) with ``_meta.progressToken`` set to ``token``.
+
+    Params that cannot carry ``_meta`` (a method without params) are returned as they
+    are; the core then refuses them or the server sends no progress.
+
+    Source: 2025-06-18/basic/utilities/progress#progress-flow.1.
+    """
+    if params is None:
+        spec = METHODS.get(method)
+        if spec is None or spec.params_type is None:
+            return None
+        try:
+            params = spec.params_type()
+        except TypeError:  # required fields: the core will refuse the request anyway
+            return None
+    if not attrs.has(type(params)) or not hasattr(params, "meta"):
+        return params
+    meta = dict(params.meta or {})
+    # Spec: 2025-06-18/basic/utilities/progress#progress-flow.2 (request ids are unique)
+    meta["progressToken"] = token
+    return attrs.evolve(params, meta=meta)
+
+
+def check_version(version: str) -> str:
+    """``version`` if mcp-ref speaks it (:data:`mcp_ref._methods.SUPPORTED_VERSIONS`).
+
+    Raises:
+        ValueError: an unsupported version, naming the supported ones.
+
+    Source: 2025-06-18/basic/lifecycle#version-negotiation.1.
+    """
+    if version not in SUPPORTED_VERSIONS:
+        raise ValueError(
+            f"protocol version {version!r} is not supported; use one of "
+            + ", ".join(SUPPORTED_VERSIONS)
+        )
+    return version
+
+
+def check_roots(roots: Sequence[t.Root]) -> list[t.Root]:
+    """The roots as a list, once each is a ``file://`` URI with an absolute path and no
+    ``..`` segment (after percent-decoding).
+
+    Raises:
+        ValueError: naming the first bad root.
+
+    Source: 2025-06-18/client/roots#root.1; 2025-06-18/client/roots#security-considerations.1.
+    """
+    for root in roots:
+        parts = urllib.parse.urlsplit(root.uri)
+        path = urllib.parse.unquote(parts.path)
+        # Spec: 2025-06-18/client/roots#root.1
+        if parts.scheme != "file" or not path.startswith("/") or ".." in path.split("/"):
+            raise ValueError(f"a root must be a file:// URI of an absolute path: {root.uri!r}")
+    return list(roots)
+
+
 def result_of(event: Event) -> Any:
     """The typed result of a Response; an ErrorResponse raises :class:`McpError`."""
     if isinstance(event, ErrorResponse):
@@ -116,8 +212,17 @@ class ClientSession:
         on_notification: called (synchronously, from the reading task) with each
             Notification the server sends; None ignores them.  An exception it raises
             ends the session.
+        sampling_handler: answers ``sampling/createMessage``; declares ``sampling``.
+        elicitation_handler: answers ``elicitation/create``; declares ``elicitation``.
+        roots: the client's roots (``file://`` URIs, checked by :func:`check_roots`),
+            answered to ``roots/list``; declares ``roots``.  None: no roots capability.
 
-    Source: 2025-06-18/basic/lifecycle (the client's side of the lifecycle).
+    A handler runs in a task of its own; it may make requests of its own.  It is
+    cancelled when the server cancels its request (or the session ends).  McpError
+    becomes that error response; any other exception -32603.
+
+    Source: 2025-06-18/basic/lifecycle (the client's side of the lifecycle);
+    2025-06-18/client/sampling; 2025-06-18/client/elicitation; 2025-06-18/client/roots.
     """
 
     def __init__(
@@ -125,12 +230,24 @@ class ClientSession:
         connection: Connection,
         *,
         on_notification: Callable[[Notification], object] | None = None,
+        sampling_handler: SamplingHandler | None = None,
+        elicitation_handler: ElicitationHandler | None = None,
+        roots: Sequence[t.Root] | None = None,
     ) -> None:
         self.connection = connection
         self.on_notification = on_notification
         self.initialize_result: t.InitializeResult | None = None
         """The server's answer to ``initialize`` (None before it)."""
+        self._handlers: dict[str, Callable[[Any], Any]] = {}
+        if sampling_handler is not None:
+            self._handlers["sampling/createMessage"] = sampling_handler
+        if elicitation_handler is not None:
+            self._handlers["elicitation/create"] = elicitation_handler
+        self._roots = None if roots is None else check_roots(roots)
         self._pending: dict[RequestId, asyncio.Future[Event]] = {}
+        self._progress: dict[RequestId, ProgressCallback] = {}
+        self._serving: dict[RequestId, asyncio.Task[None]] = {}
+        """Server requests being handled (bounded by the core's incoming table)."""
         self._wake = asyncio.Event()
         self._closed: str | None = None
 
@@ -157,7 +274,12 @@ class ClientSession:
     # -- requests ------------------------------------------------------------------
 
     async def request(
-        self, method: str, params: Any = None, *, timeout: float | RequestTimeout | None = _DEFAULT
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        timeout: float | RequestTimeout | None = _DEFAULT,
+        on_progress: ProgressCallback | None = None,
     ) -> Any:
         """Send a request and return its typed result.
 
@@ -166,7 +288,11 @@ class ClientSession:
             params: the typed params (``mcp_ref.types``), a dict in wire form, or None.
             timeout: seconds (or a RequestTimeout) before the core gives up and sends
                 ``notifications/cancelled``; None for no timeout; default: the
-                session's.
+                session's.  A RequestTimeout with ``reset_on_progress`` restarts on
+                each progress notification.
+            on_progress: called with each :class:`~mcp_ref.events.Progress` the server
+                reports for this request (its id is sent as the progress token); an
+                exception it raises ends the session.
 
         Raises:
             McpError: the server answered with an error; or ``REQUEST_TIMEOUT``
@@ -177,12 +303,16 @@ class ClientSession:
                 ``notifications/cancelled``.
 
         Source: 2025-06-18/basic/lifecycle#timeouts;
-        2025-06-18/basic/utilities/cancellation#cancellation-flow.
+        2025-06-18/basic/utilities/cancellation#cancellation-flow;
+        2025-06-18/basic/utilities/progress#progress-flow.
         """
         self._check_open()
         conn = self.connection
         loop = asyncio.get_running_loop()
         rid = conn.next_request_id()
+        params = typed_params(method, params)
+        if on_progress is not None:
+            params = with_progress_token(method, params, rid)
         kw: dict[str, Any] = {}
         if timeout is not _DEFAULT:
             kw["timeout"] = (
@@ -190,10 +320,11 @@ class ClientSession:
                 if timeout is None or isinstance(timeout, RequestTimeout)
                 else RequestTimeout(seconds=timeout)
             )
-        event = Request(id=rid, method=method, params=typed_params(method, params))
-        data = conn.send(event, now=loop.time(), **kw)
+        data = conn.send(Request(id=rid, method=method, params=params), now=loop.time(), **kw)
         answer: asyncio.Future[Event] = loop.create_future()
         self._pending[rid] = answer
+        if on_progress is not None:
+            self._progress[rid] = on_progress
         self._wake.set()  # Spec: 2025-06-18/basic/lifecycle#timeouts.1 (the clock re-reads)
         try:
             reply = await self._exchange(data, answer)
@@ -206,6 +337,7 @@ class ClientSession:
             raise
         finally:
             del self._pending[rid]
+            self._progress.pop(rid, None)
         return result_of(reply)
 
     def _give_up(self, rid: RequestId, method: str, *, tell_server: bool = True) -> None:
@@ -245,18 +377,36 @@ class ClientSession:
     ) -> t.InitializeResult:
         """Run the initialization phase: ``initialize``, then ``notifications/initialized``.
 
-        No client capabilities are declared, so the core refuses the server's
-        sampling, roots and elicitation requests with -32601 on its own.
+        Only the capabilities of the handlers given are declared, so the core refuses
+        the server's other sampling, roots and elicitation requests on its own.
+
+        Args:
+            client_info: our ``clientInfo``.
+            protocol_version: the revision we ask for; the server may answer another
+                supported one (``initialize_result.protocol_version``).
 
         Raises:
+            ValueError: ``protocol_version`` is not one mcp-ref speaks.
             McpError, SessionClosed: as :meth:`request`; also SessionClosed when the
                 server answers a protocol version mcp-ref does not speak.
 
-        Source: 2025-06-18/basic/lifecycle#initialization.
+        Source: 2025-06-18/basic/lifecycle#initialization;
+        2025-06-18/basic/lifecycle#version-negotiation.1.
         """
         params = t.InitializeRequestParams(
-            protocol_version=protocol_version,
-            capabilities=t.ClientCapabilities(),
+            protocol_version=check_version(protocol_version),
+            capabilities=t.ClientCapabilities(
+                # Spec: 2025-06-18/client/sampling#capabilities.1
+                sampling=t.ClientCapabilitiesSampling()
+                if "sampling/createMessage" in self._handlers
+                else None,
+                # Spec: 2025-06-18/client/elicitation#capabilities.1
+                elicitation=t.ClientCapabilitiesElicitation()
+                if "elicitation/create" in self._handlers
+                else None,
+                # Spec: 2025-06-18/client/roots#capabilities.1 (no list_changed: fixed roots)
+                roots=t.ClientCapabilitiesRoots() if self._roots is not None else None,
+            ),
             client_info=client_info,
         )
         result: t.InitializeResult = await self.request("initialize", params)
@@ -295,8 +445,11 @@ class ClientSession:
         arguments: dict[str, Any] | None = None,
         *,
         timeout: float | None = _DEFAULT,
+        on_progress: ProgressCallback | None = None,
     ) -> t.CallToolResult:
         """Call a tool; return its result (``is_error`` set when the tool failed).
+
+        ``timeout`` and ``on_progress`` are as for :meth:`request`.
 
         Raises:
             McpError, SessionClosed: as :meth:`request` (e.g. -32602 for an unknown tool).
@@ -304,7 +457,9 @@ class ClientSession:
         Source: 2025-06-18/server/tools#calling-tools.
         """
         params = t.CallToolRequestParams(name=name, arguments=arguments)
-        result: t.CallToolResult = await self.request("tools/call", params, timeout=timeout)
+        result: t.CallToolResult = await self.request(
+            "tools/call", params, timeout=timeout, on_progress=on_progress
+        )
         return result
 
     # -- what comes in ---------------------------------------------------------------
@@ -345,6 +500,13 @@ class ClientSession:
                     )
                 )
         elif isinstance(event, Request):
+            if event.method in self._handlers or (
+                event.method == "roots/list" and self._roots is not None
+            ):
+                task = asyncio.create_task(self._serve(event))
+                self._serving[event.id] = task
+                task.add_done_callback(partial(self._forget, event.id))
+                return
             reply: Event
             if event.method == "ping":
                 # Spec: 2025-06-18/basic/utilities/ping#behavior-requirements.1
@@ -354,12 +516,59 @@ class ClientSession:
                     id=event.id, code=METHOD_NOT_FOUND, message=f"not handled: {event.method}"
                 )
             self._transmit_soon(self.connection.send(reply))
+        elif isinstance(event, RequestCancelled):
+            serving = self._serving.get(event.id)
+            if serving is not None:
+                # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.3
+                serving.cancel()
+        elif isinstance(event, Progress):
+            callback = self._progress.get(event.request_id)
+            if callback is not None:
+                callback(event)
         elif isinstance(event, Notification):
             if self.on_notification is not None:
                 self.on_notification(event)
         elif isinstance(event, ConnectionClosed):
             self._close("the server closed the connection")
-        # Progress, ProgressDropped, UnexpectedResponse, RequestCancelled: nothing to do.
+        # ProgressDropped, UnexpectedResponse: nothing to do.
+
+    async def _serve(self, request: Request) -> None:
+        """Answer one server request with its handler (step 7); cancelled: no answer."""
+        reply: Event
+        try:
+            if request.method == "roots/list":
+                assert self._roots is not None
+                result: Any = t.ListRootsResult(roots=self._roots)
+            else:
+                result = self._handlers[request.method](request.params)
+                if inspect.isawaitable(result):
+                    result = await result
+            reply = Response(id=request.id, result=result)
+        except McpError as exc:
+            reply = ErrorResponse(id=request.id, code=exc.code, message=exc.message, data=exc.data)
+        except Exception:
+            log.exception("the %s handler failed", request.method)
+            reply = ErrorResponse(id=request.id, code=INTERNAL_ERROR, message="handler failed")
+        if self.closed:
+            return
+        try:
+            data = self.connection.send(reply)  # b"" when the server cancelled it meanwhile
+        except LocalProtocolError as exc:
+            log.error("invalid answer to %s: %s", request.method, exc)
+            failed = ErrorResponse(id=request.id, code=INTERNAL_ERROR, message="invalid result")
+            data = self.connection.send(failed)
+        self._transmit_soon(data)
+
+    def _forget(self, rid: RequestId, task: asyncio.Task[None]) -> None:
+        if self._serving.get(rid) is task:
+            del self._serving[rid]
+
+    async def _stop_handlers(self) -> None:
+        """Cancel the server requests still being handled and wait for them."""
+        tasks = list(self._serving.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _clock(self) -> None:
         """Run the core's timeouts until cancelled (step 4 of the module docstring)."""
@@ -379,6 +588,19 @@ class ClientSession:
 
     # -- the end -------------------------------------------------------------------
 
+    def abort(self) -> None:
+        """Drop the session at once, with no goodbye: pending requests fail with
+        SessionClosed, the transport is cut (stdio: the server's stdin closed without
+        waiting; HTTP: open connections reset, no DELETE).  What a crash looks like to
+        the server; leaving the ``async with`` afterwards still reaps what is left.
+        """
+        self._close("the client aborted the session")
+        self._drop_transport()
+
+    def _drop_transport(self) -> None:
+        """Cut the transport abruptly (what a transport provides for :meth:`abort`)."""
+        raise NotImplementedError
+
     def _close(self, reason: str) -> None:
         """End the session: every pending request fails with SessionClosed(reason)."""
         if self._closed is None:
@@ -386,6 +608,8 @@ class ClientSession:
         for answer in self._pending.values():
             if not answer.done():
                 answer.set_exception(SessionClosed(reason))
+        for task in self._serving.values():
+            task.cancel()  # nobody to answer any more
 
     def _check_open(self) -> None:
         if self._closed is not None:

@@ -27,7 +27,9 @@ How it drives the core, step by step
    or for the POST to end; the caller's cancellation (or the core's timeout) ends the
    POST and POSTs ``notifications/cancelled``.  Timeouts come from
    ``conn.next_deadline()`` and ``conn.handle_timeout(loop.time())`` as on stdio.
-5. Closing sends ``DELETE`` with the session id.
+5. Closing sends ``DELETE`` with the session id.  :meth:`HttpClient.abort` instead
+   resets every open connection and sends nothing more (no DELETE): the server sees
+   its streams break off, as when a client crashes.
 
 Not done: the optional GET stream, resuming with ``Last-Event-ID``, and starting a new
 session after a 404 (the client closes and raises :class:`SessionClosed`; open a new
@@ -41,7 +43,7 @@ import json
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Final, cast
+from typing import Any, Final, cast
 from urllib.parse import urlsplit
 
 import h11
@@ -51,11 +53,20 @@ from .. import types as t
 from .._connection import Connection
 from .._errors import McpError
 from .._inflight import RequestTimeout
+from .._methods import LATEST_PROTOCOL_VERSION
 from .._sse import NEED_DATA as SSE_NEED_DATA
 from .._sse import SSEDecoder
 from .._state import CLIENT
 from ..events import Event, Notification
-from ._client import DEFAULT_CLIENT_INFO, ClientSession, SessionClosed
+from ._client import (
+    DEFAULT_CLIENT_INFO,
+    ClientSession,
+    ElicitationHandler,
+    SamplingHandler,
+    SessionClosed,
+    check_roots,
+    check_version,
+)
 
 __all__ = ["HttpClient", "open_http_client"]
 
@@ -113,10 +124,10 @@ class HttpClient(ClientSession):
         connection: Connection,
         *,
         headers: Sequence[tuple[str, str]] = (),
-        on_notification: Callable[[Notification], object] | None = None,
         io_timeout: float | None = 60.0,
+        **session_kw: Any,
     ) -> None:
-        super().__init__(connection, on_notification=on_notification)
+        super().__init__(connection, **session_kw)
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {url!r}")
@@ -130,13 +141,19 @@ class HttpClient(ClientSession):
         self._extra = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers]
         self._io_timeout = io_timeout
         self._background: set[asyncio.Task[None]] = set()
+        self._sockets: set[asyncio.StreamWriter] = set()
+        """The open connections (bounded: one per POST, and POSTs are bounded)."""
+        self._aborted = False
 
     @asynccontextmanager
     async def _http(
         self, method: bytes, mcp_headers: list[tuple[bytes, bytes]], body: bytes
     ) -> AsyncIterator[tuple[h11.Response, _Exchange]]:
         """Send one HTTP request; yield its response head and the exchange to read on."""
+        if self._aborted:
+            raise SessionClosed("the client aborted the session")
         reader, writer = await asyncio.open_connection(self._host, self._port, ssl=self._tls)
+        self._sockets.add(writer)
         try:
             ex = _Exchange(reader, writer)
             headers = [(b"host", self._authority), *mcp_headers, *self._extra]
@@ -155,6 +172,7 @@ class HttpClient(ClientSession):
                     raise h11.RemoteProtocolError(f"expected a response, got {response!r}")
             yield response, ex
         finally:
+            self._sockets.discard(writer)
             writer.close()
 
     async def _post(self, body: bytes) -> None:
@@ -277,17 +295,24 @@ class HttpClient(ClientSession):
         if not task.cancelled() and task.exception() is not None:
             log.warning("POST in the background failed: %r", task.exception())
 
+    def _drop_transport(self) -> None:
+        self._aborted = True  # no new connection, no DELETE
+        for writer in list(self._sockets):
+            writer.transport.abort()  # reset, without flushing or a FIN handshake
+
     async def aclose(self) -> None:
-        """End the session: fail pending requests, stop background POSTs, send DELETE.
+        """End the session: fail pending requests, stop background POSTs, send DELETE
+        (not after :meth:`abort`).
 
         Source: 2025-06-18/basic/transports#session-management.8.
         """
         self._close("the client was closed")
+        await self._stop_handlers()
         tasks = list(self._background)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        if self.session_id is None:
+        if self.session_id is None or self._aborted:
             return
         headers = rules.client_request_headers(
             b"DELETE", session_id=self.session_id, protocol_version=self.connection.protocol_version
@@ -314,8 +339,12 @@ async def open_http_client(
     *,
     timeout: float | None = 60.0,
     client_info: t.Implementation = DEFAULT_CLIENT_INFO,
+    protocol_version: str = LATEST_PROTOCOL_VERSION,
     headers: Sequence[tuple[str, str]] = (),
     on_notification: Callable[[Notification], object] | None = None,
+    sampling_handler: SamplingHandler | None = None,
+    elicitation_handler: ElicitationHandler | None = None,
+    roots: Sequence[t.Root] | None = None,
 ) -> AsyncIterator[HttpClient]:
     """Yield an initialized Streamable HTTP client for the MCP endpoint ``url``.
 
@@ -329,11 +358,17 @@ async def open_http_client(
         timeout: default per-request timeout in seconds, also the bound on POSTs of
             notifications and on the closing DELETE (None: none).
         client_info: the ``clientInfo`` of ``initialize``.
+        protocol_version: the revision to ask for (default the latest); the server may
+            answer another supported one, which later POSTs carry in
+            ``MCP-Protocol-Version``.
         headers: extra request headers, e.g. ``[("authorization", "Bearer ...")]``.
-        on_notification: see :class:`~mcp_ref.asyncio.ClientSession`.
+        on_notification, sampling_handler, elicitation_handler, roots: see
+            :class:`~mcp_ref.asyncio.ClientSession` (each handler declares its
+            capability).
 
     Raises:
-        ValueError: not an http(s) URL.
+        ValueError: not an http(s) URL, an unsupported ``protocol_version``, or a root
+            that is not an absolute ``file://`` URI.
         OSError: the server could not be reached.
         h11.RemoteProtocolError: the server's HTTP is malformed (while connecting).
         McpError: an HTTP error status (its JSON-RPC error when the body has one), or
@@ -342,14 +377,22 @@ async def open_http_client(
 
     Source: 2025-06-18/basic/transports#streamable-http.
     """
+    check_version(protocol_version)
     default = RequestTimeout(seconds=timeout) if timeout is not None else None
     conn = Connection(CLIENT, newline_framing=False, default_timeout=default)
     client = HttpClient(
-        url, conn, headers=headers, on_notification=on_notification, io_timeout=timeout
+        url,
+        conn,
+        headers=headers,
+        io_timeout=timeout,
+        on_notification=on_notification,
+        sampling_handler=sampling_handler,
+        elicitation_handler=elicitation_handler,
+        roots=None if roots is None else check_roots(roots),
     )
     clock = asyncio.create_task(client._clock())
     try:
-        await client.initialize(client_info=client_info)
+        await client.initialize(client_info=client_info, protocol_version=protocol_version)
         yield client
     finally:
         clock.cancel()

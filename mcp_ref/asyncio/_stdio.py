@@ -28,6 +28,8 @@ server without ``tools`` is refused with -32601 before the handler sees it.
 The client (:func:`open_stdio_client`) is :class:`~mcp_ref.asyncio.ClientSession`
 with a reader task that feeds the child's stdout to the core, and the shutdown the
 lifecycle page asks for: close the child's stdin, wait, SIGTERM, wait, SIGKILL.
+:meth:`~mcp_ref.asyncio.ClientSession.abort` closes the child's stdin at once (what
+the server sees when its client crashes); the shutdown still follows on exit.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from .. import types as t
 from .._connection import NEED_DATA, Connection
 from .._errors import INTERNAL_ERROR, LocalProtocolError, McpError, RemoteProtocolError
 from .._inflight import RequestTimeout
+from .._methods import LATEST_PROTOCOL_VERSION
 from .._state import CLIENT, SERVER
 from ..events import (
     ConnectionClosed,
@@ -56,7 +59,16 @@ from ..events import (
     RequestId,
     Response,
 )
-from ._client import DEFAULT_CLIENT_INFO, ClientSession, SessionClosed, typed_params
+from ._client import (
+    DEFAULT_CLIENT_INFO,
+    ClientSession,
+    ElicitationHandler,
+    SamplingHandler,
+    SessionClosed,
+    check_roots,
+    check_version,
+    typed_params,
+)
 
 __all__ = ["Handler", "RequestContext", "StdioClient", "open_stdio_client", "serve_stdio"]
 
@@ -268,13 +280,9 @@ class StdioClient(ClientSession):
     """
 
     def __init__(
-        self,
-        process: asyncio.subprocess.Process,
-        connection: Connection,
-        *,
-        on_notification: Callable[[Notification], object] | None = None,
+        self, process: asyncio.subprocess.Process, connection: Connection, **session_kw: Any
     ) -> None:
-        super().__init__(connection, on_notification=on_notification)
+        super().__init__(connection, **session_kw)
         self.process = process
         assert process.stdin is not None and process.stdout is not None
         self._stdin: asyncio.StreamWriter = process.stdin
@@ -293,6 +301,9 @@ class StdioClient(ClientSession):
         except ConnectionError as exc:
             self._close(f"writing to the server failed: {exc!r}")
             raise SessionClosed(self._closed) from exc
+
+    def _drop_transport(self) -> None:
+        self._stdin.close()  # no goodbye: whatever is buffered is all the server gets
 
     async def _read(self) -> None:
         """Feed the child's stdout to the core until it ends (steps 3 and 6)."""
@@ -316,7 +327,11 @@ async def open_stdio_client(
     stderr: int | None = None,
     timeout: float | None = 60.0,
     client_info: t.Implementation = DEFAULT_CLIENT_INFO,
+    protocol_version: str = LATEST_PROTOCOL_VERSION,
     on_notification: Callable[[Notification], object] | None = None,
+    sampling_handler: SamplingHandler | None = None,
+    elicitation_handler: ElicitationHandler | None = None,
+    roots: Sequence[t.Root] | None = None,
     shutdown_grace: float = 2.0,
 ) -> AsyncIterator[StdioClient]:
     """Start an MCP server process and yield an initialized client talking to it.
@@ -333,15 +348,23 @@ async def open_stdio_client(
             or ``asyncio.subprocess.DEVNULL`` or a file descriptor.
         timeout: default per-request timeout in seconds (None: none).
         client_info: the ``clientInfo`` of ``initialize``.
-        on_notification: see :class:`~mcp_ref.asyncio.ClientSession`.
+        protocol_version: the revision to ask for (default the latest); the server may
+            answer another supported one (``client.initialize_result``).
+        on_notification, sampling_handler, elicitation_handler, roots: see
+            :class:`~mcp_ref.asyncio.ClientSession` (each handler declares its
+            capability).
         shutdown_grace: seconds to wait at each step of the shutdown.
 
     Raises:
+        ValueError: ``protocol_version`` is not supported, or a root is not an
+            absolute ``file://`` URI (before anything is started).
         OSError: the command could not be started.
         McpError, SessionClosed: initialization failed.
 
     Source: 2025-06-18/basic/transports#stdio; 2025-06-18/basic/lifecycle#stdio.1.
     """
+    check_version(protocol_version)
+    roots = None if roots is None else check_roots(roots)
     process = await asyncio.create_subprocess_exec(
         *command,
         stdin=asyncio.subprocess.PIPE,
@@ -352,15 +375,21 @@ async def open_stdio_client(
     )
     default = RequestTimeout(seconds=timeout) if timeout is not None else None
     client = StdioClient(
-        process, Connection(CLIENT, default_timeout=default), on_notification=on_notification
+        process,
+        Connection(CLIENT, default_timeout=default),
+        on_notification=on_notification,
+        sampling_handler=sampling_handler,
+        elicitation_handler=elicitation_handler,
+        roots=roots,
     )
     tasks = [asyncio.create_task(client._read()), asyncio.create_task(client._clock())]
     try:
-        await client.initialize(client_info=client_info)
+        await client.initialize(client_info=client_info, protocol_version=protocol_version)
         yield client
     finally:
         client._close("the client was closed")
         try:
+            await client._stop_handlers()
             await _shutdown(process, shutdown_grace)
         finally:
             if process.returncode is None:
