@@ -425,6 +425,8 @@ class Connection:
             raise self._refuse(
                 rid, INVALID_REQUEST, describe_refusal(self.our_role, self.state, RECEIVE, k)
             )
+        # Spec: 2025-06-18/basic/lifecycle#error-handling.1 (capability not negotiated)
+        # Spec: 2025-06-18/client/roots#error-handling.1 (a client without roots: -32601)
         if not self._capability_ok(spec):
             raise self._refuse(
                 rid,
@@ -450,6 +452,9 @@ class Connection:
         if len(inflight.incoming) >= inflight.max_incoming:
             raise self._refuse(rid, INTERNAL_ERROR, "too many requests in flight")
         try:
+            # Spec: 2025-06-18/client/sampling#security-considerations.2
+            # Params are checked against the schema; sampling messages (role, content
+            # blocks) included.  A malformed one is refused with -32602.
             params = self._structure_params(spec, payload)
         except ConversionError as exc:
             raise self._refuse(rid, INVALID_PARAMS, f"invalid params for {method}: {exc}") from None
@@ -512,6 +517,9 @@ class Connection:
         return Notification(method=method, params=params)
 
     def _receive_cancel(self, params: Any) -> Event | None:
+        # Spec: 2025-06-18/basic/utilities/cancellation#error-handling.1
+        # Unknown, finished or absent ids are ignored below; one with params of the
+        # wrong shape never gets here (RemoteProtocolError without a reply, above).
         rid = params.request_id
         # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.2
         # Only a server receives the client's initialize; ids of requests going the
@@ -581,6 +589,7 @@ class Connection:
                 method=method,
             )
         try:
+            # Spec: 2025-06-18/client/sampling#security-considerations.2 (results too)
             result = _structurer(METHODS[method].result_type)(payload)
         except ConversionError as exc:
             self.state = new_state if not answers_init else State.PRE_INIT
@@ -595,6 +604,7 @@ class Connection:
             version = result.protocol_version
             if version not in SUPPORTED_VERSIONS:
                 # Spec: 2025-06-18/basic/lifecycle#version-negotiation.6
+                # Spec: 2025-06-18/basic/lifecycle#error-handling.1 (version mismatch)
                 self.state = State.CLOSED
                 raise RemoteProtocolError(
                     f"server answered protocol version {version!r}, which mcp-ref does not "
@@ -744,6 +754,8 @@ class Connection:
             token = meta.get("progressToken")
             if token is not None and not rpc.valid_id(token):
                 raise LocalProtocolError("progressToken must be a str or an int")
+        # Spec: 2025-06-18/basic/lifecycle#timeouts.3
+        # Each request may bring its own timeout; the connection's default otherwise.
         if timeout is _DEFAULT:
             timeout = self.default_timeout
         out = Outgoing(id=rid, method=method, progress_token=token)
@@ -939,6 +951,7 @@ class Connection:
         Source: 2025-06-18/basic/lifecycle#timeouts.
         """
         out: list[bytes] = []
+        # Spec: 2025-06-18/basic/lifecycle#error-handling.1 (request timeouts)
         for req in self._inflight.expire(now):
             self._events.append(
                 RequestTimedOut(id=req.id, method=req.method, elapsed=now - req.sent_at)

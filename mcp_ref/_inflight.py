@@ -164,6 +164,7 @@ class InFlight:
                 raise LocalProtocolError(
                     f"progress token {req.progress_token!r} is in use by another active request"
                 )
+            # Spec: 2025-06-18/basic/utilities/progress#implementation-notes.1
             self.out_tokens[tk] = req
         self.outgoing[k] = req
         if req.deadline is not None:
@@ -206,6 +207,7 @@ class InFlight:
         """Register a request received from the peer (the caller checked the bounds)."""
         self.incoming[req.id] = req
         if req.progress_token is not None:
+            # Spec: 2025-06-18/basic/utilities/progress#implementation-notes.1
             self.in_tokens[req.progress_token] = req
 
     def pop_incoming(self, request_id: Any, why: str) -> Incoming | None:
@@ -269,6 +271,8 @@ class InFlight:
             o = self.outgoing.get(k)
             if o is None or o.deadline != d or o.timeout is None:
                 continue
+            # Spec: 2025-06-18/basic/lifecycle#timeouts.5
+            # Progress moves the deadline, never past the hard limit since sending.
             hard = o.sent_at + o.timeout.hard_limit
             if o.progressed and o.timeout.reset_on_progress and now < hard:
                 o.progressed = False

@@ -42,6 +42,8 @@ __all__ = [
 SUPPORTED_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 """Protocol revisions mcp-ref speaks, newest first."""
 
+# Spec: 2025-06-18/basic/lifecycle#version-negotiation.2
+# (the clients' default protocol_version; a client asks for our newest revision)
 LATEST_PROTOCOL_VERSION: Final = SUPPORTED_VERSIONS[0]
 """The revision a client asks for by default and a server falls back to."""
 
@@ -436,4 +438,5 @@ def negotiate_version(requested: str) -> str:
     if requested in SUPPORTED_VERSIONS:
         return requested
     # Spec: 2025-06-18/basic/lifecycle#version-negotiation.4
+    # Spec: 2025-06-18/basic/lifecycle#version-negotiation.5
     return LATEST_PROTOCOL_VERSION

@@ -154,6 +154,8 @@ class PageWalker:
         # Pages of any size are accepted; only the cursor says whether more follow.
         self.items.extend(page)
         self._pages += 1
+        # Spec: 2025-06-18/server/utilities/pagination#implementation-guidelines.2
+        # No nextCursor ends the walk, so an unpaginated result is a one-page walk.
         if next_cursor is None:
             self._done = True
             return

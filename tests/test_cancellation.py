@@ -99,3 +99,26 @@ def test_server_request_with_the_initialize_id_can_be_cancelled() -> None:
     deliver(server.send(Request(id=0, method="roots/list")), client)
     (ev,) = deliver(server.send(cancel(0)), client)
     assert ev == RequestCancelled(id=0, reason=None)
+
+
+@spec("2025-06-18/basic/utilities/cancellation#error-handling.1")
+def test_malformed_cancellation_is_ignored_without_a_reply() -> None:
+    from mcp_ref import RemoteProtocolError
+
+    client, server = initialized_pair()
+    deliver(client.send(Request(id=1, method="ping")), server)
+    # No requestId (optional since 2025-11-25): nothing to cancel, no event.
+    assert (
+        deliver(b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}\n', server) == []
+    )
+    for bad in (
+        b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":null}}\n',
+        b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":[1]}}\n',
+    ):
+        server.receive_data(bad)
+        with pytest.raises(RemoteProtocolError) as exc:
+            server.next_event()
+        assert exc.value.event_hint is None  # a notification is never answered
+    # The request it may have meant is untouched: its response still goes out.
+    reply = server.send(Response(id=1, result=t.EmptyResult()))
+    assert json.loads(reply)["id"] == 1

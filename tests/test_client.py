@@ -17,6 +17,7 @@ import trio.testing
 from mcp_ref import SERVER, LocalProtocolError, McpError, RequestTimeout
 from mcp_ref import types as t
 from mcp_ref._errors import INTERNAL_ERROR, METHOD_NOT_FOUND, REQUEST_TIMEOUT
+from mcp_ref._methods import SUPPORTED_VERSIONS
 from mcp_ref.client import Client, OutputSchemaError, _schema, open_client, open_stdio_client
 from mcp_ref.events import Notification, Progress
 from mcp_ref.trio import Session, SessionClosed, StreamChannel, open_session
@@ -66,10 +67,15 @@ async def elicitor(params: Any) -> t.ElicitResult:
     "2025-06-18/client/sampling#capabilities.1",
     "2025-06-18/client/elicitation#capabilities.1",
     "2025-06-18/client/roots#capabilities.1",
+    "2025-06-18/basic/lifecycle#version-negotiation.2",
 )
 async def test_initialize_and_declared_capabilities() -> None:
     with trio.fail_after(LIMIT):
         async with memory_client() as (client, server, wire):
+            # The client asks for the newest revision it speaks.
+            assert sent(wire, "initialize")[0]["params"]["protocolVersion"] == max(
+                SUPPORTED_VERSIONS
+            )
             assert client.server_info.name == "stdio-test-server"
             assert client.protocol_version == "2025-11-25"
             assert client.instructions == "test server"

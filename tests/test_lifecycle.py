@@ -170,7 +170,10 @@ def test_client_must_request_a_version_it_supports() -> None:
         Connection(CLIENT).send(init_request("1999-01-01"))
 
 
-@spec("2025-06-18/basic/lifecycle#version-negotiation.6")
+@spec(
+    "2025-06-18/basic/lifecycle#version-negotiation.6",
+    "2025-06-18/basic/lifecycle#error-handling.1",
+)
 def test_client_reports_a_version_it_cannot_speak() -> None:
     client = Connection(CLIENT)
     client.send(init_request())
@@ -183,7 +186,7 @@ def test_client_reports_a_version_it_cannot_speak() -> None:
     assert client.state is State.CLOSED
 
 
-@spec("2025-06-18/basic/lifecycle#operation.1")
+@spec("2025-06-18/basic/lifecycle#operation.1", "2025-06-18/basic/lifecycle#error-handling.1")
 def test_capabilities_not_negotiated_are_refused_both_ways() -> None:
     client, server = initialized_pair(
         server_caps=t.ServerCapabilities(tools=t.ServerCapabilitiesTools())

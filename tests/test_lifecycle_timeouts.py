@@ -32,6 +32,7 @@ def call(rid: object, token: object = None) -> Request:
     "2025-06-18/basic/lifecycle#timeouts.1",
     "2025-06-18/basic/lifecycle#timeouts.2",
     "2025-06-18/basic/lifecycle#timeouts.3",
+    "2025-06-18/basic/lifecycle#error-handling.1",
 )
 def test_timed_out_request_message_by_message() -> None:
     client, server = initialized_pair()

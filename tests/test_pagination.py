@@ -54,3 +54,18 @@ def test_walker_refuses_a_repeated_cursor_and_bounds_pages() -> None:
     walker.add_page([1], "a")
     with pytest.raises(RemoteProtocolError):
         walker.add_page([1], "b")
+
+
+@spec("2025-06-18/server/utilities/pagination#implementation-guidelines.2")
+def test_walker_treats_a_missing_cursor_as_the_end() -> None:
+    # Non-paginated flow: one result without nextCursor is the whole list.
+    walker = PageWalker()
+    assert walker.next_cursor() is None
+    walker.add_page(["a", "b"], None)
+    assert walker.next_cursor() is PageWalker.DONE and walker.items == ["a", "b"]
+    # Paginated flow: the walk goes on while a cursor comes back, and stops without one.
+    walker = PageWalker()
+    walker.add_page([1], "c1")
+    assert walker.next_cursor() == "c1"
+    walker.add_page([2], None)
+    assert walker.next_cursor() is PageWalker.DONE and walker.items == [1, 2]

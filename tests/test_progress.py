@@ -96,6 +96,7 @@ def test_progress_must_increase() -> None:
 @spec(
     "2025-06-18/basic/utilities/progress#behavior-requirements.1",
     "2025-06-18/basic/utilities/progress#implementation-notes.3",
+    "2025-06-18/basic/utilities/progress#implementation-notes.1",
 )
 def test_progress_only_for_active_requests() -> None:
     client, server = initialized_pair()

@@ -23,8 +23,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import types as t
-from .._convert import ConversionError, structure
+from .._convert import ConversionError, structure, unstructure
+from .._errors import INTERNAL_ERROR, McpError
 from .._methods import capability_present
+from ._elicitation import elicited_content_problem
 from ._logging import LogPolicy, send_log
 
 if TYPE_CHECKING:
@@ -195,9 +197,12 @@ class Context:
         Raises:
             ValueError: ``requested_schema`` is not a valid requested schema.
             LocalProtocolError: the client did not declare ``elicitation``.
-            McpError, SessionClosed: as :meth:`send_request`.
+            McpError: as :meth:`send_request`; also (code -32603) when the client
+                accepted with content that does not fit ``requested_schema``.
+            SessionClosed: as :meth:`send_request`.
 
-        Source: 2025-06-18/client/elicitation#creating-elicitation-requests.
+        Source: 2025-06-18/client/elicitation#creating-elicitation-requests,
+        2025-06-18/client/elicitation#security-considerations.3.
         """
         if isinstance(requested_schema, dict):
             try:
@@ -208,6 +213,17 @@ class Context:
                 raise ValueError(f"invalid requested_schema: {exc}") from None
         params = t.ElicitRequestFormParams(message=message, requested_schema=requested_schema)
         result: t.ElicitResult = await self.send_request("elicitation/create", params)
+        if result.action == "accept":
+            # Spec: 2025-06-18/client/elicitation#security-considerations.3
+            schema_json = unstructure(requested_schema)
+            problem = elicited_content_problem(schema_json, result.content or {})
+            if problem is not None:
+                raise McpError(
+                    INTERNAL_ERROR,
+                    f"the client's elicitation content does not match the requested "
+                    f"schema: {problem}",
+                    {"content": result.content},
+                )
         return result
 
     async def list_roots(self) -> list[t.Root]:

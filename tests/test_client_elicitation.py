@@ -1,0 +1,94 @@
+"""2025-06-18/client/elicitation: the server checks accepted content against the schema
+it asked with."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+
+from mcp_ref import McpError
+from mcp_ref import types as t
+from mcp_ref._errors import INTERNAL_ERROR
+from mcp_ref.server import Context
+from mcp_ref.server._elicitation import elicited_content_problem
+
+spec = pytest.mark.spec
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "minLength": 1, "maxLength": 5},
+        "age": {"type": "integer", "minimum": 0, "maximum": 150},
+        "ratio": {"type": "number"},
+        "ok": {"type": "boolean"},
+        "color": {"type": "string", "enum": ["red", "blue"]},
+        "size": {"type": "string", "oneOf": [{"const": "s", "title": "S"}]},
+        "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}, "maxItems": 2},
+    },
+    "required": ["name"],
+}
+
+
+@spec("2025-06-18/client/elicitation#security-considerations.3")
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ({"name": "bob"}, None),
+        (
+            {"name": "ann", "age": 3, "ratio": 0.5, "ok": True, "color": "red", "size": "s"},
+            None,
+        ),
+        ({"name": "ann", "tags": ["a", "b"]}, None),
+        ({}, "name: required"),
+        ({"name": ""}, "shorter"),
+        ({"name": "toolong"}, "longer"),
+        ({"name": "a", "age": "3"}, "expected a integer"),
+        ({"name": "a", "age": True}, "expected a integer"),
+        ({"name": "a", "age": 2.5}, "expected an integer"),
+        ({"name": "a", "age": -1}, "minimum"),
+        ({"name": "a", "ok": 1}, "boolean"),
+        ({"name": "a", "color": "green"}, "allowed"),
+        ({"name": "a", "size": "xl"}, "allowed"),
+        ({"name": "a", "tags": ["c"]}, "allowed"),
+        ({"name": "a", "tags": ["a", "a", "b"]}, "more than 2"),
+        ({"name": "a", "extra": 1}, None),  # JSON Schema allows other properties
+        (["name"], "expected an object"),
+    ],
+)
+def test_content_is_checked_against_the_requested_schema(content: Any, problem: str | None) -> None:
+    found = elicited_content_problem(SCHEMA, content)
+    if problem is None:
+        assert found is None
+    else:
+        assert found is not None and problem in found
+
+
+class _FakeRequest:
+    """Just enough of a RequestContext for Context.elicit: answers with ``result``."""
+
+    def __init__(self, result: t.ElicitResult) -> None:
+        self.result = result
+        self.request_id = 1
+
+    async def send_request(self, method: str, params: Any = None, **kw: Any) -> Any:
+        await trio.lowlevel.checkpoint()
+        assert method == "elicitation/create"
+        return self.result
+
+
+@spec("2025-06-18/client/elicitation#security-considerations.3")
+async def test_context_elicit_refuses_content_that_does_not_fit() -> None:
+    good = t.ElicitResult(action="accept", content={"name": "bob"})
+    ctx = Context(_FakeRequest(good), None, None)  # type: ignore[arg-type]
+    assert await ctx.elicit("name?", SCHEMA) is good
+    bad = t.ElicitResult(action="accept", content={"name": 7})
+    ctx = Context(_FakeRequest(bad), None, None)  # type: ignore[arg-type]
+    with pytest.raises(McpError) as exc:
+        await ctx.elicit("name?", SCHEMA)
+    assert exc.value.code == INTERNAL_ERROR and "name" in exc.value.message
+    # Declined or cancelled answers carry no content to check.
+    declined = t.ElicitResult(action="decline")
+    ctx = Context(_FakeRequest(declined), None, None)  # type: ignore[arg-type]
+    assert await ctx.elicit("name?", SCHEMA) is declined
