@@ -128,6 +128,7 @@ async def test_logging_tool_sends_three_info_messages(autojump_clock: Any) -> No
     assert elapsed >= 0.1  # about 50 ms between the messages
 
 
+@spec("2025-06-18/basic/utilities/progress#progress-flow.6")
 async def test_progress_tool_reports_0_50_100(autojump_clock: Any) -> None:
     progress: list[Any] = []
     with trio.fail_after(5):
@@ -139,6 +140,7 @@ async def test_progress_tool_reports_0_50_100(autojump_clock: Any) -> None:
             )
             quiet = await client.call_tool("test_tool_with_progress", {})  # no token: no progress
     assert [(p.progress, p.total) for p in progress] == [(0, 100), (50, 100), (100, 100)]
+    assert [p.message for p in progress] == ["Started", "Half way", "Done"]
     assert text_of(result) and text_of(quiet)
 
 

@@ -288,6 +288,8 @@ def _conformance_tools(server: Server) -> None:
     @server.tool()
     async def test_tool_with_progress(ctx: Context) -> str:
         """Reports progress 0, 50 and 100 of 100 while it runs."""
+        # Spec: 2025-06-18/basic/utilities/progress#progress-flow.6
+        # Each step says in words where the tool is.
         await ctx.report_progress(0, 100, "Started")
         await trio.sleep(_STEP)
         await ctx.report_progress(50, 100, "Half way")
