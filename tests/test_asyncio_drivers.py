@@ -11,6 +11,7 @@ loopback stub written here with h11, and against the reference server's
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import json
 import re
@@ -19,12 +20,13 @@ import socket
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 import h11
 import pytest
 
-from mcp_ref import McpError, Notification
+from mcp_ref import McpError, Notification, Progress
 from mcp_ref import _http as rules
 from mcp_ref import types as t
 from mcp_ref._errors import INTERNAL_ERROR, INVALID_PARAMS, PARSE_ERROR, REQUEST_TIMEOUT
@@ -45,7 +47,10 @@ REFERENCE = [sys.executable, "-m", "mcp_ref", "serve"]
 
 # A JSON-lines server with no mcp_ref in it, for behaviours a good server never shows.
 # argv[1]: "ask" sends the client a ping and a sampling request and reports the answers;
-# "exit" dies on the first tools/call; "stubborn" ignores end of input and SIGTERM.
+# "exit" dies on the first tools/call; "stubborn" ignores end of input and SIGTERM;
+# "progress" reports progress twice on the call's token (and once on another token);
+# "handlers" sends a sampling request and cancels it at once, then sampling, roots and
+# elicitation requests, and reports the client's capabilities and the three answers.
 RAW_SERVER = r"""
 import json, signal, sys, time
 mode = sys.argv[1]
@@ -69,6 +74,31 @@ if mode == "stubborn":
 call = recv()
 if mode == "exit":
     sys.exit(3)
+if mode == "progress":
+    token = call["params"]["_meta"]["progressToken"]
+    for tk, n, msg in ((token, 1, "a"), ("other", 1, "x"), (token, 2, "b")):
+        send({"jsonrpc": "2.0", "method": "notifications/progress",
+              "params": {"progressToken": tk, "progress": n, "total": 2, "message": msg}})
+    send({"jsonrpc": "2.0", "id": call["id"],
+          "result": {"content": [{"type": "text", "text": json.dumps(token)}]}})
+    recv()
+if mode == "handlers":
+    sample = {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+              "maxTokens": 5}
+    slow = {"messages": [{"role": "user", "content": {"type": "text", "text": "slow"}}],
+            "maxTokens": 5}
+    send({"jsonrpc": "2.0", "id": "s5", "method": "sampling/createMessage", "params": slow})
+    send({"jsonrpc": "2.0", "method": "notifications/cancelled",
+          "params": {"requestId": "s5", "reason": "changed my mind"}})
+    send({"jsonrpc": "2.0", "id": "s2", "method": "sampling/createMessage", "params": sample})
+    send({"jsonrpc": "2.0", "id": "s3", "method": "roots/list"})
+    send({"jsonrpc": "2.0", "id": "s4", "method": "elicitation/create", "params": {
+        "message": "name?", "requestedSchema": {"type": "object", "properties": {}}}})
+    answers = [recv(), recv(), recv()]  # an answer to s5 would be among them
+    report = {"capabilities": init["params"]["capabilities"], "answers": answers}
+    send({"jsonrpc": "2.0", "id": call["id"],
+          "result": {"content": [{"type": "text", "text": json.dumps(report)}]}})
+    recv()
 send({"jsonrpc": "2.0", "id": "s1", "method": "ping"})
 send({"jsonrpc": "2.0", "id": "s2", "method": "sampling/createMessage",
       "params": {"messages": [], "maxTokens": 1}})
@@ -203,6 +233,109 @@ def test_stdio_client_answers_ping_and_refuses_sampling() -> None:
     answers = {a["id"]: a for a in json.loads(text_of(run(main)))}
     assert answers["s1"] == {"jsonrpc": "2.0", "id": "s1", "result": {}}
     assert answers["s2"]["error"]["code"] == -32601  # no sampling capability declared
+
+
+@spec(
+    "2025-06-18/basic/utilities/progress#progress-flow.1",
+    "2025-06-18/basic/utilities/progress#progress-flow.4",
+)
+def test_stdio_client_on_progress() -> None:
+    async def main() -> Any:
+        seen: list[Progress] = []
+        async with open_stdio_client(raw_server("progress")) as client:
+            result = await client.call_tool("anything", on_progress=seen.append)
+        return seen, json.loads(text_of(result))
+
+    seen, token = run(main)
+    assert [(p.progress_token, p.progress, p.total, p.message) for p in seen] == [
+        (token, 1, 2, "a"),
+        (token, 2, 2, "b"),
+    ]  # the progress for another token was dropped by the core
+
+
+@spec(
+    "2025-06-18/client/sampling#capabilities.1",
+    "2025-06-18/client/elicitation#capabilities.1",
+    "2025-06-18/client/roots#capabilities.1",
+    "2025-06-18/basic/utilities/cancellation#behavior-requirements.3",
+)
+def test_stdio_client_handlers_answer_and_are_cancelled() -> None:
+    slow = {"started": 0, "cancelled": 0}
+
+    async def sample(params: t.CreateMessageRequestParams) -> t.CreateMessageResult:
+        text = params.messages[0].content.text  # type: ignore[union-attr]
+        if text == "slow":  # s5, which the server cancels at once
+            slow["started"] += 1
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                slow["cancelled"] += 1
+                raise
+        return t.CreateMessageResult(
+            role="assistant", content=t.TextContent(text=f"re: {text}"), model="m"
+        )
+
+    def elicit(params: Any) -> t.ElicitResult:  # a plain function works too
+        assert params.message == "name?"
+        return t.ElicitResult(action="decline")
+
+    async def main() -> Any:
+        async with open_stdio_client(
+            raw_server("handlers"),
+            sampling_handler=sample,
+            elicitation_handler=elicit,
+            roots=[t.Root(uri="file:///srv/data", name="data")],
+        ) as client:
+            report = json.loads(text_of(await client.call_tool("anything")))
+            # s5's task ran before s2's: it was cancelled, or never started
+            assert slow["started"] == slow["cancelled"] <= 1
+            return report
+
+    report = run(main)
+    assert report["capabilities"] == {"sampling": {}, "elicitation": {}, "roots": {}}
+    answers = {a["id"]: a for a in report["answers"]}
+    assert set(answers) == {"s2", "s3", "s4"}  # s5 was cancelled: never answered
+    assert answers["s2"]["result"]["content"] == {"type": "text", "text": "re: hi"}
+    assert answers["s3"]["result"] == {"roots": [{"uri": "file:///srv/data", "name": "data"}]}
+    assert answers["s4"]["result"] == {"action": "decline"}
+
+
+def test_clients_refuse_bad_versions_and_roots_before_starting() -> None:
+    async def main(**kw: Any) -> None:
+        async with open_stdio_client(["/no/such/program"], **kw):
+            pass
+
+    with pytest.raises(ValueError, match="2025-06-18"):
+        run(partial(main, protocol_version="1999-01-01"))
+    with pytest.raises(ValueError, match="file://"):
+        run(partial(main, roots=[t.Root(uri="file:///a/../etc")]))
+
+
+@spec("2025-06-18/basic/lifecycle#version-negotiation.1")
+def test_stdio_client_asks_for_an_older_version() -> None:
+    async def main() -> Any:
+        async with open_stdio_client(EXAMPLE, protocol_version="2025-03-26") as client:
+            assert client.initialize_result is not None
+            return client.initialize_result.protocol_version, client.connection.protocol_version
+
+    assert run(main) == ("2025-03-26", "2025-03-26")
+
+
+def test_stdio_client_abort() -> None:
+    async def main() -> Any:
+        async with open_stdio_client(EXAMPLE) as client:
+            call = asyncio.create_task(client.call_tool("sleep", {"seconds": 60}))
+            await client.ping()  # the call was written before the ping
+            client.abort()
+            with pytest.raises(SessionClosed, match="aborted"):
+                await call
+            with pytest.raises(SessionClosed):
+                await client.ping()
+        return client
+
+    client = run(main)
+    # end of input was all the server saw: it cancelled the call and exited by itself
+    assert client.process.returncode == 0
 
 
 def test_stdio_client_server_exit_fails_pending_request() -> None:
@@ -409,6 +542,7 @@ class Stub:
     """
 
     def __init__(self) -> None:
+        self.hanging: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.seen: list[tuple[str, list[tuple[bytes, bytes]], Any]] = []
         self.ping_answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.cancelled: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -518,7 +652,10 @@ class Stub:
             writer.write(h.send(h11.Response(status_code=200, headers=sse)))
             writer.write(h.send(h11.Data(data=b": nothing yet\n\n")))
             await writer.drain()
-            await reader.read()  # until the client gives up and closes
+            if not self.hanging.done():
+                self.hanging.set_result(None)
+            with contextlib.suppress(ConnectionError):
+                await reader.read()  # until the client gives up and closes
             return None
         return await self.respond(h, writer, 404, [(b"content-length", b"0")])
 
@@ -602,6 +739,23 @@ def test_http_client_session_gone() -> None:
 
     # no DELETE for a session the server already ended
     assert run(main) == ["POST", "POST", "POST"]
+
+
+def test_http_client_abort_sends_no_delete() -> None:
+    async def main() -> Any:
+        stub = Stub()
+        server = await asyncio.start_server(stub.serve, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        async with server:
+            async with open_http_client(f"http://127.0.0.1:{port}/") as client:
+                call = asyncio.create_task(client.call_tool("hang"))
+                await stub.hanging
+                client.abort()
+                with pytest.raises(SessionClosed, match="aborted"):
+                    await call
+        return [method for method, _, _ in stub.seen]
+
+    assert run(main) == ["POST", "POST", "POST"]  # initialize, initialized, the call
 
 
 def test_http_client_refuses_other_schemes() -> None:

@@ -198,3 +198,28 @@ def test_blocking_client_reference_server() -> None:
         client.ping()
     assert "from a script" in text_of(result)
     assert client.process.returncode == 0
+
+
+@spec(
+    "2025-06-18/basic/utilities/progress#progress-flow.1",
+    "2025-06-18/basic/utilities/progress#progress-flow.4",
+)
+def test_blocking_client_on_progress() -> None:
+    seen: list[Progress] = []
+    with connect_stdio(raw_server("progress")) as client:
+        token = json.loads(text_of(client.call_tool("anything", on_progress=seen.append)))
+    assert [(p.progress_token, p.progress, p.total, p.message) for p in seen] == [
+        (token, 1, 2, "a"),
+        (token, 2, 2, "b"),
+    ]  # the progress for another token was dropped by the core
+
+
+@spec("2025-06-18/basic/lifecycle#version-negotiation.1")
+def test_blocking_client_protocol_version() -> None:
+    with pytest.raises(ValueError, match="2025-06-18"):  # refused before anything starts
+        with connect_stdio(["/no/such/program"], protocol_version="1999-01-01"):
+            pass
+    with connect_stdio(EXAMPLE, protocol_version="2024-11-05") as client:
+        assert client.initialize_result is not None
+        assert client.initialize_result.protocol_version == "2024-11-05"
+        assert text_of(client.call_tool("echo", {"text": "old"})) == "old"
