@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
@@ -122,3 +123,26 @@ def test_malformed_cancellation_is_ignored_without_a_reply() -> None:
     # The request it may have meant is untouched: its response still goes out.
     reply = server.send(Response(id=1, result=t.EmptyResult()))
     assert json.loads(reply)["id"] == 1
+
+
+@spec("2025-06-18/basic/utilities/cancellation#implementation-notes.1")
+async def test_the_session_logs_the_cancellation_reason(caplog: pytest.LogCaptureFixture) -> None:
+    import trio
+
+    from .test_trio_session import LIMIT, ServerHandler, call, session_pair
+
+    sh = ServerHandler()
+    with caplog.at_level(logging.DEBUG, logger="mcp_ref"), trio.fail_after(LIMIT):
+        async with session_pair(sh) as (client, server, c_wire, s_wire):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(call, client, "slow")
+                await sh.started_event("slow").wait()
+                nursery.cancel_scope.cancel()
+            while not sh.cancelled:
+                await trio.lowlevel.checkpoint()
+    (note,) = [m for m in c_wire.sent if m.get("method") == "notifications/cancelled"]
+    reason = note["params"].get("reason")
+    assert reason
+    assert any(
+        "cancelled request" in r.getMessage() and reason in r.getMessage() for r in caplog.records
+    )

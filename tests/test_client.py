@@ -416,6 +416,7 @@ def server_command(mode: str = "normal") -> list[str]:
 @spec(
     "2025-06-18/basic/transports#stdio.1",
     "2025-06-18/basic/lifecycle#stdio.1",
+    "2025-06-18/basic/transports#transports.2",
 )
 async def test_open_stdio_client_round_trip() -> None:
     logs: list[Any] = []

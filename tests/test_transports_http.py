@@ -166,7 +166,11 @@ async def test_notifications_and_responses_get_202_without_body() -> None:
             await conn.aclose()
 
 
-@pytest.mark.spec(T + "sending-messages-to-the-server.14")
+@pytest.mark.spec(
+    T + "sending-messages-to-the-server.14",
+    T + "sending-messages-to-the-server.10",
+    T + "sending-messages-to-the-server.13",
+)
 async def test_stream_ends_after_the_response_and_the_connection_is_reused() -> None:
     with trio.fail_after(TIMEOUT):
         async with serve() as (info, _):
