@@ -137,6 +137,8 @@ class _ClientHandler:
     async def handle_request(self, ctx: RequestContext) -> Any:
         c = self._client
         if ctx.method == "sampling/createMessage" and c._sampling_handler is not None:
+            # Spec: 2025-06-18/client/sampling#error-handling.1
+            # (an McpError from the handler goes back to the server as the error)
             return await _maybe_await(c._sampling_handler(ctx.params))
         if ctx.method == "elicitation/create" and c._elicitation_handler is not None:
             return await _maybe_await(c._elicitation_handler(ctx.params))
@@ -406,6 +408,7 @@ class Client:
 
     async def list_prompts(self, *, timeout: TimeoutArg = SESSION_DEFAULT) -> list[t.Prompt]:
         """Every prompt, walking all pages.  Source: 2025-06-18/server/prompts#listing-prompts."""
+        # Spec: 2025-06-18/server/prompts#implementation-considerations.2
         return await self._walk("prompts/list", "prompts", timeout)
 
     async def list_prompts_page(
@@ -566,6 +569,7 @@ async def open_client(
 
 
 @asynccontextmanager
+# Spec: 2025-06-18/basic/transports#transports.2 (stdio: the client side)
 async def open_stdio_client(
     command: Sequence[str],
     *,

@@ -35,6 +35,8 @@ timer, in a nursery of its own; the ``open_*``/``serve_*`` functions start it in
 Every write goes through one lock, so control frames never split a data frame.
 """
 
+# Spec: 2025-06-18/basic/transports#custom-transports.3 (documented in docs/websocket.md)
+
 from __future__ import annotations
 
 import logging
