@@ -17,9 +17,12 @@ The server side of every combination is :func:`make_server`: an
 WebSocket, HTTP) or as a child process over stdio: ``python -m tests.transport_check``
 from the repository root.
 
-The asyncio and blocking clients have smaller APIs than the trio one.  What they cannot
-do is listed in :data:`UNSUPPORTED`, with the reason, so the test module can skip
-honestly.  Where a smaller API still has a defined behaviour, the scenario checks that
+The blocking client has a smaller API than the others (one thread, no cancellation
+from outside, no client capabilities).  What a client cannot do is listed in
+:data:`UNSUPPORTED`, with the reason, so the test module can skip honestly.  The
+asyncio client's sampling and elicitation handlers are the trio ones of
+:class:`ClientSide`, run in the test's trio run through :meth:`AsyncioConn.bridge`.
+Where a smaller API still has a defined behaviour, the scenario checks that
 behaviour instead of skipping.  A client that declares no sampling capability, for
 example, must see the server's ``sampling/createMessage`` refused without a hang.
 
@@ -294,40 +297,19 @@ CLOSED_ERRORS = _closed_errors()
 _DEFAULT: Final[Any] = object()
 
 UNSUPPORTED: Final[dict[tuple[str, str], str]] = {
-    ("asyncio", "versions"): (
-        "mcp_ref.asyncio's open_stdio_client/open_http_client take no protocol_version: "
-        "they always ask for the latest revision"
-    ),
-    ("blocking", "versions"): (
-        "mcp_ref.blocking.connect_stdio takes no protocol_version: it always asks for the "
-        "latest revision"
-    ),
-    ("asyncio", "progress"): (
-        "the asyncio client has no progress callback (it drops notifications/progress)"
-    ),
-    ("blocking", "progress"): (
-        "the blocking client has no progress callback (it drops notifications/progress)"
-    ),
     ("blocking", "cancel"): (
         "a blocking call cannot be cancelled from outside its thread (it cancels its "
         "request only on KeyboardInterrupt or on its timeout, which "
         "test_timeout_client_request covers)"
     ),
-    ("asyncio", "handlers"): (
-        "the asyncio client declares no client capabilities (no sampling/roots/"
-        "elicitation handlers), so the server has no request to send it that could time "
-        "out or be cancelled; test_server_to_client_requests checks the refusals"
-    ),
     ("blocking", "handlers"): (
-        "the blocking client declares no client capabilities (no sampling/roots/"
-        "elicitation handlers), so the server has no request to send it that could time "
-        "out or be cancelled; test_server_to_client_requests checks the refusals"
-    ),
-    ("asyncio", "abort"): (
-        "the asyncio clients keep their transport private: no hook to drop it abruptly"
+        "the blocking client declares no client capabilities: it runs on the caller's "
+        "thread only, so a handler it ran could not be cancelled midway, which both "
+        "scenarios need; test_server_to_client_requests checks the refusals"
     ),
     ("blocking", "abort"): (
-        "the blocking client keeps its pipes private: no hook to drop them abruptly"
+        "a blocking call owns the client's thread until it returns, and the client is "
+        "single-threaded by design: nothing may drop its pipes from outside mid-call"
     ),
 }
 """(client flavour, feature) -> why the scenarios needing the feature cannot run."""
@@ -368,6 +350,11 @@ class Conn(Protocol):
 
     async def predict_request_id(self) -> int:
         """The id the next request will carry."""
+        ...
+
+    async def wait_block_started(self, before: int) -> None:
+        """Wait until the server logged the start of more than ``before`` ``block``
+        calls on this connection."""
         ...
 
     async def abort(self) -> None:
@@ -463,6 +450,11 @@ class TrioConn:
     async def predict_request_id(self) -> int:
         return int(self.client.session.connection.next_request_id()) + 1
 
+    async def wait_block_started(self, before: int) -> None:
+        """Wait until more than ``before`` ``block`` calls logged their start."""
+        while sum(map(_is_block_start, self.logs)) <= before:
+            await self._log_event.wait()
+
     async def abort(self) -> None:
         assert self._abort is not None
         await self._abort()
@@ -517,6 +509,33 @@ class AsyncioConn:
         self.client: Any = None
         self.logs: list[Any] = []
         self._log_events: set[asyncio.Event] = set()
+        self._trio_token = trio.lowlevel.current_trio_token()
+
+    def bridge(self, handler: Callable[[Any], Awaitable[T]]) -> Callable[[Any], Awaitable[T]]:
+        """``handler`` (a trio function, e.g. of :class:`ClientSide`) as an asyncio one:
+        it runs in the test's trio run, and cancelling the asyncio task cancels it."""
+        token = self._trio_token
+
+        async def on_asyncio(params: Any) -> T:  # on the loop's thread
+            scope = trio.CancelScope()
+
+            async def in_trio() -> T:
+                with scope:
+                    return await handler(params)
+                raise asyncio.CancelledError  # cancelled from the asyncio side
+
+            def run() -> T:
+                return trio.from_thread.run(in_trio, trio_token=token)
+
+            loop = asyncio.get_running_loop()
+            try:
+                return await loop.run_in_executor(None, run)
+            except asyncio.CancelledError:
+                cancel = partial(trio.from_thread.run_sync, scope.cancel, trio_token=token)
+                await loop.run_in_executor(None, cancel)
+                raise
+
+        return on_asyncio
 
     def on_notification(self, note: Any) -> None:  # on the loop's thread
         if note.method == "notifications/message":
@@ -546,7 +565,11 @@ class AsyncioConn:
     async def call_with_progress(
         self, name: str, arguments: dict[str, Any]
     ) -> tuple[t.CallToolResult, list[Progress]]:
-        raise NotImplementedError(UNSUPPORTED[("asyncio", "progress")])
+        seen: list[Progress] = []  # appended on the loop's thread, read after the call
+        result: t.CallToolResult = await self.loop.run(
+            partial(self.client.call_tool, name, arguments, on_progress=seen.append)
+        )
+        return result, seen
 
     async def list_tool_names(self) -> list[str]:
         tools = await self.loop.run(self.client.list_tools)
@@ -586,8 +609,26 @@ class AsyncioConn:
 
         return await self.loop.run(peek)
 
+    async def wait_block_started(self, before: int) -> None:
+        """Wait until more than ``before`` ``block`` calls logged their start."""
+
+        async def wait() -> None:  # on the loop
+            event = asyncio.Event()
+            self._log_events.add(event)
+            try:
+                while sum(map(_is_block_start, self.logs)) <= before:
+                    await event.wait()
+                    event.clear()
+            finally:
+                self._log_events.discard(event)
+
+        await self.loop.run(wait)
+
     async def abort(self) -> None:
-        raise NotImplementedError(UNSUPPORTED[("asyncio", "abort")])
+        async def abort() -> None:
+            self.client.abort()
+
+        await self.loop.run(abort)
 
 
 @asynccontextmanager
@@ -600,6 +641,9 @@ async def asyncio_conn(
     conn = AsyncioConn(loop)
     ready: concurrent.futures.Future[Any] = concurrent.futures.Future()
     stop = asyncio.Event()
+    for name in ("sampling_handler", "elicitation_handler"):
+        if open_kw.get(name) is not None:
+            open_kw[name] = conn.bridge(open_kw[name])
 
     async def hold() -> None:
         try:
@@ -662,7 +706,11 @@ class BlockingConn:
     async def call_with_progress(
         self, name: str, arguments: dict[str, Any]
     ) -> tuple[t.CallToolResult, list[Progress]]:
-        raise NotImplementedError(UNSUPPORTED[("blocking", "progress")])
+        seen: list[Progress] = []  # appended on the calling thread, read after the call
+        result: t.CallToolResult = await self._run(
+            self.client.call_tool, name, arguments, on_progress=seen.append
+        )
+        return result, seen
 
     async def list_tool_names(self) -> list[str]:
         return [tool.name for tool in await self._run(self.client.list_tools)]
@@ -680,6 +728,9 @@ class BlockingConn:
 
     async def predict_request_id(self) -> int:
         return int(self.client.connection.next_request_id()) + 1
+
+    async def wait_block_started(self, before: int) -> None:
+        raise NotImplementedError(UNSUPPORTED[("blocking", "abort")])
 
     async def abort(self) -> None:
         raise NotImplementedError(UNSUPPORTED[("blocking", "abort")])
@@ -1116,9 +1167,7 @@ async def check_client_vanishes(
                         await conn.call("block")
 
                 nursery.start_soon(orphan)
-                assert isinstance(conn, TrioConn)
-                while not any(map(_is_block_start, conn.logs)):
-                    await conn._log_event.wait()
+                await conn.wait_block_started(0)
                 await conn.abort()
         if after is not None:
             await after()
