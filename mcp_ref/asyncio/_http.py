@@ -21,8 +21,10 @@ How it drives the core, step by step
    body is one message: ``conn.receive_message(body)``); ``200`` with
    ``text/event-stream`` (each chunk into the SSE decoder, each event's data into
    ``conn.receive_message``).  After each message, drain ``conn.next_event()``, as on
-   any transport.  Server requests on the stream (``ping``) are answered by POSTing
-   the core's response.
+   any transport.  Server requests on the stream (``ping``, and those the declared
+   handlers take) are answered by POSTing the core's response; a server's
+   ``notifications/cancelled`` reaches us only on a request's stream, as this client
+   opens no GET stream.
 4. A request's POST runs in a task of its own while the caller waits for the answer
    or for the POST to end; the caller's cancellation (or the core's timeout) ends the
    POST and POSTs ``notifications/cancelled``.  Timeouts come from
