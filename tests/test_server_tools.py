@@ -790,3 +790,28 @@ async def test_a_sync_tool_uses_the_context_through_trio_from_thread() -> None:
             (log,) = await client.wait_for("notifications/message")
     assert result.content == [t.TextContent(text="sent=True")]
     assert log.data == "from a thread"
+
+
+@spec("2025-06-18/basic/utilities/progress#implementation-notes.2")
+async def test_context_progress_is_rate_limited(autojump_clock: trio.testing.MockClock) -> None:
+    sent: list[bool] = []
+
+    async def work(ctx: Context) -> str:
+        """Reports progress faster than the limit."""
+        for value in (1, 2, 3):  # no time passes: only the first goes
+            sent.append(await ctx.report_progress(value))
+        await trio.sleep(Context.MIN_PROGRESS_INTERVAL)
+        sent.append(await ctx.report_progress(4))
+        sent.append(await ctx.report_progress(5, 5))  # final: always sent
+        return "done"
+
+    progress: list[Any] = []
+    with trio.fail_after(5):
+        async with connect(server_with(work)) as client:
+            await client.session.send_request(
+                "tools/call",
+                t.CallToolRequestParams(name="work", arguments={}),
+                on_progress=progress.append,
+            )
+    assert sent == [True, False, False, True, True]
+    assert [p.progress for p in progress] == [1, 4, 5]

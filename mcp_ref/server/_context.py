@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import trio
+
 from .. import types as t
 from .._convert import ConversionError, structure, unstructure
 from .._errors import INTERNAL_ERROR, McpError
@@ -30,8 +32,6 @@ from ._elicitation import elicited_content_problem
 from ._logging import LogPolicy, send_log
 
 if TYPE_CHECKING:
-    import trio
-
     from ..trio import RequestContext, Session
 
 __all__ = ["Context"]
@@ -45,12 +45,17 @@ class Context:
         server: the :class:`~mcp_ref.server.Server` handling the request.
     """
 
-    __slots__ = ("_log_policy", "request", "server")
+    __slots__ = ("_last_progress_at", "_log_policy", "request", "server")
+
+    MIN_PROGRESS_INTERVAL = 0.01
+    """Seconds between two progress notifications of one request (at most 100 a
+    second); the final one (``progress >= total``) always goes."""
 
     def __init__(self, request: RequestContext, server: Any, log_policy: LogPolicy) -> None:
         self.request = request
         self.server = server
         self._log_policy = log_policy
+        self._last_progress_at: float | None = None
 
     @property
     def session(self) -> Session:
@@ -120,16 +125,32 @@ class Context:
 
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
-    ) -> None:
+    ) -> bool:
         """Send ``notifications/progress`` (a no-op without a progress token).
+
+        Rate-limited: an update less than :attr:`MIN_PROGRESS_INTERVAL` seconds after
+        the last one sent is dropped (returns False), unless it is the final one
+        (``total`` given and ``progress >= total``).  Values still must increase.
+
+        Returns:
+            True when sent.
 
         Raises:
             LocalProtocolError: ``progress`` does not increase.
             SessionClosed: the session ended.
 
-        Source: 2025-06-18/basic/utilities/progress#progress-flow.4.
+        Source: 2025-06-18/basic/utilities/progress#progress-flow.4,
+        2025-06-18/basic/utilities/progress#implementation-notes.2.
         """
+        now = trio.current_time()
+        final = total is not None and progress >= total
+        last = self._last_progress_at
+        # Spec: 2025-06-18/basic/utilities/progress#implementation-notes.2
+        if not final and last is not None and now - last < self.MIN_PROGRESS_INTERVAL:
+            return False
         await self.request.report_progress(progress, total, message)
+        self._last_progress_at = now
+        return True
 
     async def send_request(self, method: str, params: Any = None, **kw: Any) -> Any:
         """Send a request to the client (``sampling/createMessage``, ``roots/list``,
