@@ -25,6 +25,7 @@ stored for others to spawn into: they hand a job to a bounded queue instead.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
 
@@ -33,6 +34,7 @@ import h11
 import trio
 
 from .._http import MessageKind
+from ._channel import _fileno_of
 
 __all__ = [
     "RECEIVE_SIZE",
@@ -185,6 +187,7 @@ class H11Stream:
         self.conn = h11.Connection(role, max_incomplete_event_size=max_incomplete_event_size)
         self.received = 0
         """Bytes received so far."""
+        self._fileno = _fileno_of(stream)
 
     async def receive_some(self) -> bytes:
         """Read one chunk from the socket into h11; ``b""`` at end of stream (also for a
@@ -215,17 +218,47 @@ class H11Stream:
                 continue
             return event
 
-    async def send(self, event: Any) -> None:
-        """Write one h11 event.
+    async def send(self, *events: Any) -> None:
+        """Write h11 events, several in one write (a response head and its body).
+
+        A socket that takes the bytes at once costs one ``os.write`` and no trip through
+        the scheduler; the rest (or everything, for other streams) goes through
+        ``send_all``.
 
         Raises:
             trio.BrokenResourceError, trio.ClosedResourceError: the socket failed (h11
                 is then told with ``send_failed``).
-            h11.LocalProtocolError: the event is not allowed now.
+            h11.LocalProtocolError: an event is not allowed now (the events before it
+                are still written).
         """
-        data = self.conn.send(event)
-        if not data:
-            return
+        conn = self.conn
+        if len(events) == 1:
+            data = conn.send(events[0])
+        else:
+            parts: list[bytes] = []
+            try:
+                for event in events:
+                    parts.append(conn.send(event) or b"")
+            except h11.LocalProtocolError:
+                if any(parts):  # h11 counts those as sent: write them, as one by one would
+                    await self._write(b"".join(parts))
+                raise
+            data = b"".join(parts)
+        if data:
+            await self._write(data)
+
+    async def _write(self, data: bytes) -> None:
+        fileno = self._fileno
+        if fileno is not None:
+            fd = fileno()
+            if fd >= 0:
+                try:
+                    taken = os.write(fd, data)
+                except OSError:
+                    taken = 0  # full, or broken: send_all says which
+                if taken >= len(data):
+                    return
+                data = data[taken:]
         try:
             await self.stream.send_all(data)
         except BaseException:

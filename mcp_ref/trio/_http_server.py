@@ -189,10 +189,15 @@ class _Stream:
         self.base_id = base  # an empty event before every real one: the first cursor
         self.last_id = base  # the last event appended
         self.delivered_id: str | None = None  # the last event written to a socket
+        # Scopes of responses waiting for news of this stream while they watch their
+        # socket (see _wait_change); one per attached response, so a handful at most.
+        self.watchers: set[trio.CancelScope] = set()
 
     def wake(self) -> None:
         self.changed.set()
         self.changed = trio.Event()
+        for scope in self.watchers:
+            scope.cancel()
 
 
 class _HttpSession:
@@ -333,7 +338,10 @@ class _HttpSession:
     async def deliver(self, body: bytes) -> bool:
         """Hand one POST body to the session; False when the session has ended."""
         try:
-            await self.input_send.send(body)
+            try:
+                self.input_send.send_nowait(body)
+            except trio.WouldBlock:
+                await self.input_send.send(body)  # the queue is full: wait for room
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             return False
         return True
@@ -366,6 +374,11 @@ class _ServerChannel:
         except (trio.EndOfChannel, trio.ClosedResourceError):
             self.eof_reason = self._sess.end_reason or None
             return b""
+
+    def try_send(self, data: bytes, *, related_request_id: RequestId | None = None) -> int:
+        """Route one message onto its stream at once: ``len(data)`` (never fails)."""
+        self._sess.route(data, related_request_id)
+        return len(data)
 
     async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
         """Route one message onto its stream (never blocks, never fails)."""
@@ -655,21 +668,30 @@ class _HttpServer:
         if h.conn.they_are_waiting_for_100_continue:
             await h.send(h11.InformationalResponse(status_code=100, headers=[]))
         body = bytearray()
-        with trio.move_on_after(limits.idle_timeout_seconds) as scope:
-            while True:
-                event = await h.next_event()
-                if isinstance(event, h11.Data):
-                    body += event.data
-                    if len(body) > limits.max_body_bytes:
-                        raise _Refused(
-                            http_error(
-                                413, f"body larger than {limits.max_body_bytes} bytes", clause=None
-                            )
+
+        def add(event: Any) -> bool:
+            """Take one body event; True at its end."""
+            if isinstance(event, h11.Data):
+                body.extend(event.data)
+                if len(body) > limits.max_body_bytes:
+                    raise _Refused(
+                        http_error(
+                            413, f"body larger than {limits.max_body_bytes} bytes", clause=None
                         )
-                elif isinstance(event, h11.EndOfMessage):
-                    return bytes(body)
-                else:
-                    raise trio.BrokenResourceError("the client went away during the body")
+                    )
+                return False
+            if isinstance(event, h11.EndOfMessage):
+                return True
+            raise trio.BrokenResourceError("the client went away during the body")
+
+        # Usually the body came with the head: no waiting, no timer.
+        while (event := h.conn.next_event()) is not h11.NEED_DATA:
+            if add(event):
+                return bytes(body)
+        with trio.move_on_after(limits.idle_timeout_seconds) as scope:
+            while not add(await h.next_event()):
+                pass
+            return bytes(body)
         assert scope.cancelled_caught
         raise _Refused(http_error(408, "request body not received in time", clause=None))
 
@@ -821,14 +843,9 @@ class _HttpServer:
         batch: bool,
         last: bool,
     ) -> None:
-        with trio.CancelScope() as scope:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(_watch_eof, h, scope)
-                while not stream.finished and not sess.ended:
-                    await stream.changed.wait()
-                nursery.cancel_scope.cancel()
-        if scope.cancelled_caught:
-            return  # the client went away
+        while not stream.finished and not sess.ended:
+            if await _wait_change(h, stream, math.inf) == "eof":
+                return  # the client went away
         if not stream.finished:
             raise _Refused(_gone())
         parts = stream.json_parts
@@ -843,9 +860,11 @@ class _HttpServer:
         )
         if last:
             headers.append((b"connection", b"close"))
-        await h.send(h11.Response(status_code=200, headers=headers, reason=b"OK"))
-        await h.send(h11.Data(data=body))
-        await h.send(h11.EndOfMessage())
+        await h.send(
+            h11.Response(status_code=200, headers=headers, reason=b"OK"),
+            h11.Data(data=body),
+            h11.EndOfMessage(),
+        )
 
     async def answer_sse(
         self,
@@ -871,20 +890,20 @@ class _HttpServer:
         generation = stream.generation
         stream.attached = True
         stream.wake()
-        with trio.CancelScope() as scope:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(_watch_eof, h, scope)
-                await self._pump(h, sess, stream, cursor, generation)
-                nursery.cancel_scope.cancel()
-        if stream.generation == generation:
-            stream.attached = False
+        try:
+            client_left = await self._pump(h, sess, stream, cursor, generation)
+        finally:
+            if stream.generation == generation:
+                stream.attached = False
         sess.touch()
-        if not scope.cancelled_caught:
+        if not client_left:
             await h.send(h11.EndOfMessage())
 
     async def _pump(
         self, h: H11Stream, sess: _HttpSession, stream: _Stream, cursor: str, generation: int
-    ) -> None:
+    ) -> bool:
+        """Write the stream's events from ``cursor`` until it ends; True when the client
+        closed its side first."""
         if sess.primes:
             # Spec: 2025-06-18/basic/transports#resumability-and-redelivery.1
             # 2025-11-25: prime the stream with an id and empty data, and say when to
@@ -895,11 +914,11 @@ class _HttpServer:
         while True:
             changed = stream.changed
             if stream.generation != generation:
-                return  # another response took the stream over
+                return False  # another response took the stream over
             replay = sess.store.replay_after(cursor)
             if isinstance(replay, HttpError):
                 log.warning("stream %s of session %s lost events: %s", stream.id, sess.id, replay)
-                return
+                return False
             for event_id, data in replay.events:
                 if data:
                     event = rules.message_event(data, event_id=event_id)
@@ -910,15 +929,16 @@ class _HttpServer:
             if stream.finished and cursor == stream.last_id:
                 # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.14
                 sess.store.forget_stream(stream.id)
-                return
+                return False
             if sess.ended:
-                return
+                return False
             if stream.close_requested:
                 stream.close_requested = False
-                return
-            with trio.move_on_after(keepalive) as quiet:
-                await changed.wait()
-            if quiet.cancelled_caught:
+                return False
+            got = await _wait_change(h, stream, keepalive, changed)
+            if got == "eof":
+                return True
+            if got == "timeout":
                 await h.send(h11.Data(data=encode_comment("keepalive")))
 
     # -- stateless ----------------------------------------------------------------------
@@ -1059,15 +1079,36 @@ def _cancel_from(sess: _HttpSession, body: bytes) -> None:
                 sess.cancel_request(rid)
 
 
-async def _watch_eof(h: H11Stream, scope: trio.CancelScope) -> None:
-    """While a response streams, notice the client closing its side: cancel ``scope``."""
-    while h.conn.their_state is not h11.CLOSED:
-        if len(h.conn.trailing_data[0]) > _MAX_PIPELINED:
-            await trio.sleep_forever()  # pipelined input piles up: stop reading it
-        if not await h.receive_some():
-            scope.cancel()
-            return
-    scope.cancel()
+async def _wait_change(
+    h: H11Stream, stream: _Stream, timeout: float, changed: trio.Event | None = None
+) -> Literal["changed", "eof", "timeout"]:
+    """Wait for news of ``stream`` (its ``changed`` event, or the one given) while
+    watching the client's side of the connection, at most ``timeout`` seconds.
+
+    Returns ``"changed"``, ``"eof"`` (the client closed its side: nobody will read the
+    rest) or ``"timeout"``.  Input the client pipelines meanwhile goes into h11 for the
+    next request (up to ``_MAX_PIPELINED`` bytes; past that the socket is not read).
+    One task and one cancel scope: :meth:`_Stream.wake` cancels the scope, which ends
+    the read (a cancelled ``receive_some`` loses nothing).
+    """
+    if changed is None:
+        changed = stream.changed
+    if changed.is_set():
+        return "changed"
+    with trio.CancelScope(deadline=trio.current_time() + timeout) as scope:
+        stream.watchers.add(scope)
+        try:
+            while h.conn.their_state is not h11.CLOSED:
+                if len(h.conn.trailing_data[0]) > _MAX_PIPELINED:
+                    await changed.wait()  # pipelined input piles up: stop reading it
+                    break
+                if not await h.receive_some():
+                    return "eof"
+            else:
+                return "eof"
+        finally:
+            stream.watchers.discard(scope)
+    return "changed" if changed.is_set() else "timeout"
 
 
 def _reason(status: int) -> bytes:
@@ -1082,18 +1123,21 @@ async def _send_simple(
 ) -> None:
     if last:
         headers = [*headers, (b"connection", b"close")]
-    await h.send(h11.Response(status_code=status, headers=headers, reason=_reason(status)))
-    await h.send(h11.EndOfMessage())
+    await h.send(
+        h11.Response(status_code=status, headers=headers, reason=_reason(status)),
+        h11.EndOfMessage(),
+    )
 
 
 async def _send_error(h: H11Stream, err: HttpError, *, close: bool) -> None:
     headers = list(err.headers)
     if close:
         headers.append((b"connection", b"close"))
-    await h.send(h11.Response(status_code=err.status, headers=headers, reason=err.reason))
+    response = h11.Response(status_code=err.status, headers=headers, reason=err.reason)
     if err.body:
-        await h.send(h11.Data(data=err.body))
-    await h.send(h11.EndOfMessage())
+        await h.send(response, h11.Data(data=err.body), h11.EndOfMessage())
+    else:
+        await h.send(response, h11.EndOfMessage())
 
 
 async def serve_http(

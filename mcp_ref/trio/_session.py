@@ -517,7 +517,10 @@ class Session:
         :meth:`_write_locked`."""
         try_send = self._try_send
         if try_send is not None:
-            taken = try_send(data, related_request_id=related_request_id)
+            try:
+                taken = try_send(data, related_request_id=related_request_id)
+            except Exception:
+                taken = 0  # it should not raise: let send() report the trouble
             if taken >= len(data):
                 return
             if taken:
