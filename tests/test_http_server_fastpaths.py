@@ -117,3 +117,64 @@ async def test_pipelined_requests_are_answered_in_order(json_response: bool) -> 
             assert [a["id"] for a in answers] == [2, 3, 4]
             assert [a["result"]["content"][0]["text"] for a in answers] == ["t2", "t3", "t4"]
             await stream.aclose()
+
+
+def _bare_server() -> Any:
+    from mcp_ref._http import HttpLimits
+    from mcp_ref.trio._http_server import _HttpServer
+
+    return _HttpServer(
+        make_server(Control()),
+        path="/mcp",
+        json_response=True,
+        stateless=False,
+        enable_get_stream=True,
+        allowed_origins=(),
+        allowed_hosts=("*",),
+        limits=HttpLimits(),
+        legacy_sse=False,
+        legacy_sse_path="/sse",
+        legacy_messages_path="/messages",
+        retry_ms=1000,
+        session_kw={},
+    )
+
+
+def _request(target: bytes = b"/mcp", **headers: str) -> h11.Request:
+    items = [("host", "x")] + [(k.replace("_", "-"), v) for k, v in headers.items()]
+    return h11.Request(method="POST", target=target, headers=items)
+
+
+async def test_header_rule_outcomes_are_shared_per_header_set_and_bounded() -> None:
+    from mcp_ref.trio._http_server import _MAX_MEMOS
+
+    server = _bare_server()
+    a = server.headers_of(_request(content_length="10", accept="a"))
+    b = server.headers_of(_request(content_length="99", accept="a"))
+    c = server.headers_of(_request(content_length="10", accept="b"))
+    d = server.headers_of(_request(b"/other", content_length="10", accept="a"))
+    assert a.memo is b.memo  # only Content-Length differs
+    assert a.memo is not c.memo and a.memo is not d.memo
+    assert list(b) == [(b"host", b"x"), (b"accept", b"a"), (b"content-length", b"99")]
+    assert b.size == len(b"/mcp") + sum(len(k) + len(v) + 4 for k, v in b)
+    calls: list[int] = []
+    assert a.rule("r", lambda: calls.append(1) or "x") == "x"
+    assert b.rule("r", lambda: calls.append(2) or "y") == "x"  # computed once
+    assert c.rule("r", lambda: calls.append(3) or "z") == "z"
+    assert calls == [1, 3]
+    for i in range(3 * _MAX_MEMOS):
+        server.headers_of(_request(x_n=str(i)))
+        assert len(server._memos) <= _MAX_MEMOS
+
+
+async def test_json_headers_are_the_rules_headers() -> None:
+    from mcp_ref import _http as rules
+    from mcp_ref.trio._http_server import _HttpSession
+
+    server = _bare_server()
+    sess = _HttpSession(server, "ab" * 16, kind="streamable")
+    for sid in ("ab" * 16, None):
+        for length in (0, 7, 1234, 10**7):
+            assert sess.json_headers(sid, length) == rules.response_headers(
+                rules.PostReply.JSON, session_id=sid, content_length=length
+            )

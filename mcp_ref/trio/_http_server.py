@@ -79,7 +79,7 @@ import math
 import secrets
 from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 import attrs
@@ -118,6 +118,8 @@ _INPUT_QUEUE: Final = 64
 _STATELESS_INIT_ID: Final = "mcp-ref:stateless-initialize"
 _CLOSE_GRACE: Final = 5.0
 _MAX_PIPELINED: Final = 64 * 1024
+
+_T = TypeVar("_T")
 
 _CURRENT: contextvars.ContextVar[_HttpSession | None] = contextvars.ContextVar(
     "mcp_ref_http_session", default=None
@@ -233,6 +235,7 @@ class _HttpSession:
         self.started = trio.Event()
         self.done = trio.Event()
         self.cancel_scope = trio.CancelScope()
+        self._json_heads: dict[str | None, list[tuple[bytes, bytes]]] = {}
         if kind == "streamable":
             self.streams[STANDALONE] = self.new_stream(STANDALONE, json_mode=False)
         elif kind == "legacy":
@@ -246,6 +249,16 @@ class _HttpSession:
             stream_id = f"p{self._next_stream}"
         base = "" if json_mode else self.store.append(stream_id, "")
         return _Stream(stream_id, json_mode=json_mode, pending=pending or set(), base=base)
+
+    def json_headers(self, session_id: str | None, length: int) -> list[tuple[bytes, bytes]]:
+        """``rules.response_headers(PostReply.JSON, session_id=..., content_length=...)``,
+        built (and the session id validated) once per session: only the length changes."""
+        base = self._json_heads.get(session_id)
+        if base is None:
+            base = rules.response_headers(PostReply.JSON, session_id=session_id, content_length=0)
+            self._json_heads[session_id] = base  # two at most: with and without the id
+        value = str(length).encode("ascii")
+        return [(k, value) if k == _CONTENT_LENGTH else (k, v) for k, v in base]
 
     @property
     def primes(self) -> bool:
@@ -401,11 +414,42 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def _header(headers: Sequence[tuple[bytes, bytes]], name: bytes) -> bytes | None:
+def _header(headers: _Headers, name: bytes) -> bytes | None:
     for key, value in headers:
         if key == name:
             return value
     return None
+
+
+_MAX_MEMOS: Final = 256
+_CONTENT_LENGTH: Final = b"content-length"
+
+
+class _Headers(list[tuple[bytes, bytes]]):
+    """One request's headers (lowercase names), plus ``memo``: the outcome of each
+    header rule for this exact target and header set, shared with every later request
+    that repeats them (a client sends the same headers each time; only
+    ``Content-Length`` changes, so it is not part of the set and is checked anew).
+
+    ``size`` is the head's size in bytes as the 431 rule counts it.
+    """
+
+    __slots__ = ("memo", "size")
+
+    def __init__(self, items: list[tuple[bytes, bytes]], memo: dict[Any, Any], size: int) -> None:
+        super().__init__(items)
+        self.memo = memo
+        self.size = size
+
+    def rule(self, key: Any, compute: Callable[[], _T]) -> _T:
+        """``compute()``, once per distinct header set (the rules are pure functions of
+        the headers and of the server's fixed settings)."""
+        memo = self.memo
+        try:
+            value: _T = memo[key]
+        except KeyError:
+            value = memo[key] = compute()
+        return value
 
 
 class _Refused(Exception):
@@ -449,6 +493,28 @@ class _HttpServer:
         self.live = 0  # owner tasks running (sessions of every kind)
         self.supervisor = Supervisor()
         self.reaper_nudge = trio.Event()
+        # Header-rule outcomes per (target, header set); see _Headers.  Bounded.
+        self._memos: dict[tuple[Any, ...], dict[Any, Any]] = {}
+
+    def headers_of(self, req: h11.Request) -> _Headers:
+        """The request's headers with the memo of their header set."""
+        items = []
+        rest = []
+        size = len(req.target)
+        for name, value in req.headers:
+            size += len(name) + len(value) + 4
+            if name == _CONTENT_LENGTH:
+                rest.append((name, value))
+            else:
+                items.append((name, value))
+        key = (req.target, *items)
+        memo = self._memos.get(key)
+        if memo is None:
+            if len(self._memos) >= _MAX_MEMOS:
+                self._memos.clear()
+            memo = self._memos[key] = {}
+        items.extend(rest)
+        return _Headers(items, memo, size)
 
     # -- sessions ------------------------------------------------------------------------
 
@@ -589,13 +655,12 @@ class _HttpServer:
             pass
 
     async def handle_request(self, h: H11Stream, req: h11.Request, last: bool) -> None:
-        headers = [(bytes(k), bytes(v)) for k, v in req.headers]
+        headers = self.headers_of(req)
         method = bytes(req.method)
-        parts = urlsplit(bytes(req.target).decode("latin-1"))
+        parts = headers.rule("target", lambda: urlsplit(bytes(req.target).decode("latin-1")))
         try:
             # h11 bounds a head still arriving; one that came whole is measured here.
-            size = len(req.target) + sum(len(k) + len(v) + 4 for k, v in headers)
-            if size > self.limits.max_header_bytes:
+            if headers.size > self.limits.max_header_bytes:
                 raise _Refused(
                     http_error(
                         431,
@@ -603,8 +668,12 @@ class _HttpServer:
                         clause=None,
                     )
                 )
-            err = rules.check_origin(headers, self.allowed_origins) or rules.check_host(
-                headers, self.allowed_hosts
+            err = headers.rule(
+                "origin, host",
+                lambda: (
+                    rules.check_origin(headers, self.allowed_origins)
+                    or rules.check_host(headers, self.allowed_hosts)
+                ),
             )
             if err is not None:
                 raise _Refused(err)
@@ -658,11 +727,11 @@ class _HttpServer:
 
     # -- POST ----------------------------------------------------------------------------
 
-    async def read_body(self, h: H11Stream, headers: Sequence[tuple[bytes, bytes]]) -> bytes:
+    async def read_body(self, h: H11Stream, headers: _Headers) -> bytes:
         limits = self.limits
-        err = rules.check_content_type(headers) or rules.check_content_length(
-            headers, limits.max_body_bytes
-        )
+        err = headers.rule(
+            "content-type", lambda: rules.check_content_type(headers)
+        ) or rules.check_content_length(headers, limits.max_body_bytes)
         if err is not None:
             raise _Refused(err)
         if h.conn.they_are_waiting_for_100_continue:
@@ -711,20 +780,27 @@ class _HttpServer:
             )
         return infos
 
-    def _version(self, headers: Sequence[tuple[bytes, bytes]]) -> str:
+    def _version(self, headers: _Headers) -> str:
         # Spec: 2025-06-18/basic/transports#protocol-version-header.4
         # Spec: 2025-06-18/basic/transports#protocol-version-header.3
         # Any supported version passes: we do not hold the client to the negotiated one.
-        version = rules.check_protocol_version(headers, None, SUPPORTED_VERSIONS)
+        version = headers.rule(
+            "version", lambda: rules.check_protocol_version(headers, None, SUPPORTED_VERSIONS)
+        )
         if isinstance(version, HttpError):
             raise _Refused(version)
         return version
 
-    def _session_of(self, headers: Sequence[tuple[bytes, bytes]]) -> _HttpSession:
-        got = rules.check_session(headers, is_initialize=False, active_sessions=self.sessions)
-        if isinstance(got, HttpError):
-            raise _Refused(got)
-        assert got is not None
+    def _session_of(self, headers: _Headers) -> _HttpSession:
+        known = headers.memo.get("session")
+        if known is not None and known in self.sessions:
+            got = known  # a well-formed id seen before, of a live session
+        else:
+            got = rules.check_session(headers, is_initialize=False, active_sessions=self.sessions)
+            if isinstance(got, HttpError):
+                raise _Refused(got)
+            assert got is not None
+            headers.memo["session"] = got
         sess = self.sessions[got]
         if sess.kind != "streamable":
             raise _Refused(
@@ -732,8 +808,8 @@ class _HttpServer:
             )
         return sess
 
-    async def post(self, h: H11Stream, headers: Sequence[tuple[bytes, bytes]], last: bool) -> None:
-        err = rules.check_accept(headers, b"POST")
+    async def post(self, h: H11Stream, headers: _Headers, last: bool) -> None:
+        err = headers.rule("accept POST", lambda: rules.check_accept(headers, b"POST"))
         if err is not None:
             raise _Refused(err)
         body = await self.read_body(h, headers)
@@ -855,9 +931,7 @@ class _HttpServer:
             return
         if sess.init_failed:
             session_id = None
-        headers = rules.response_headers(
-            PostReply.JSON, session_id=session_id, content_length=len(body)
-        )
+        headers = sess.json_headers(session_id, len(body))
         if last:
             headers.append((b"connection", b"close"))
         await h.send(
@@ -946,7 +1020,7 @@ class _HttpServer:
     async def stateless_post(
         self,
         h: H11Stream,
-        headers: Sequence[tuple[bytes, bytes]],
+        headers: _Headers,
         body: bytes,
         infos: list[MessageInfo],
         is_init: bool,
@@ -982,7 +1056,7 @@ class _HttpServer:
 
     # -- GET and DELETE ------------------------------------------------------------------
 
-    async def get(self, h: H11Stream, headers: Sequence[tuple[bytes, bytes]], last: bool) -> None:
+    async def get(self, h: H11Stream, headers: _Headers, last: bool) -> None:
         err = rules.check_method(
             b"GET", allow_get=self.enable_get_stream, allow_delete=not self.stateless
         ) or rules.check_accept(headers, b"GET")
@@ -1010,9 +1084,7 @@ class _HttpServer:
         sess.touch()
         await self.answer_sse(h, sess, stream, sess.id, last=last, cursor=cursor)
 
-    async def delete(
-        self, h: H11Stream, headers: Sequence[tuple[bytes, bytes]], last: bool
-    ) -> None:
+    async def delete(self, h: H11Stream, headers: _Headers, last: bool) -> None:
         if self.stateless:
             err = rules.check_method(b"DELETE", allow_get=False, allow_delete=False)
             assert err is not None
@@ -1036,9 +1108,7 @@ class _HttpServer:
         finally:
             sess.end("the SSE connection closed")
 
-    async def legacy_post(
-        self, h: H11Stream, headers: Sequence[tuple[bytes, bytes]], query: str, last: bool
-    ) -> None:
+    async def legacy_post(self, h: H11Stream, headers: _Headers, query: str, last: bool) -> None:
         values = parse_qs(query).get("session_id") or [""]
         sess = self.sessions.get(values[0])
         if not values[0]:
