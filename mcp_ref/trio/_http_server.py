@@ -118,6 +118,7 @@ _INPUT_QUEUE: Final = 64
 _STATELESS_INIT_ID: Final = "mcp-ref:stateless-initialize"
 _CLOSE_GRACE: Final = 5.0
 _MAX_PIPELINED: Final = 64 * 1024
+_WATCH_AFTER: Final = 0.1  # seconds a POST's answer waits before it watches its socket
 
 _T = TypeVar("_T")
 
@@ -920,7 +921,7 @@ class _HttpServer:
         last: bool,
     ) -> None:
         while not stream.finished and not sess.ended:
-            if await _wait_change(h, stream, math.inf) == "eof":
+            if await _wait_change(h, stream, math.inf, watch_after=_WATCH_AFTER) == "eof":
                 return  # the client went away
         if not stream.finished:
             raise _Refused(_gone())
@@ -985,6 +986,8 @@ class _HttpServer:
             priming = SSEEvent(data="", id=cursor, retry=self.retry_ms)
             await h.send(h11.Data(data=encode_event(priming)))
         keepalive = self.limits.keepalive_seconds
+        # A POST's stream ends with its answer: no hurry to notice the client leaving.
+        watch_after = 0.0 if stream.id in (STANDALONE, LEGACY) else _WATCH_AFTER
         while True:
             changed = stream.changed
             if stream.generation != generation:
@@ -1009,7 +1012,7 @@ class _HttpServer:
             if stream.close_requested:
                 stream.close_requested = False
                 return False
-            got = await _wait_change(h, stream, keepalive, changed)
+            got = await _wait_change(h, stream, keepalive, changed, watch_after=watch_after)
             if got == "eof":
                 return True
             if got == "timeout":
@@ -1150,7 +1153,12 @@ def _cancel_from(sess: _HttpSession, body: bytes) -> None:
 
 
 async def _wait_change(
-    h: H11Stream, stream: _Stream, timeout: float, changed: trio.Event | None = None
+    h: H11Stream,
+    stream: _Stream,
+    timeout: float,
+    changed: trio.Event | None = None,
+    *,
+    watch_after: float = 0.0,
 ) -> Literal["changed", "eof", "timeout"]:
     """Wait for news of ``stream`` (its ``changed`` event, or the one given) while
     watching the client's side of the connection, at most ``timeout`` seconds.
@@ -1158,14 +1166,25 @@ async def _wait_change(
     Returns ``"changed"``, ``"eof"`` (the client closed its side: nobody will read the
     rest) or ``"timeout"``.  Input the client pipelines meanwhile goes into h11 for the
     next request (up to ``_MAX_PIPELINED`` bytes; past that the socket is not read).
-    One task and one cancel scope: :meth:`_Stream.wake` cancels the scope, which ends
-    the read (a cancelled ``receive_some`` loses nothing).
+    It reads the socket, in one task and one cancel scope, until :meth:`_Stream.wake`
+    cancels the scope (a cancelled ``receive_some`` loses nothing).  With
+    ``watch_after`` (the answer to a POST, which ends its response) it first waits that
+    many seconds for the change alone: a client that leaves is then noticed that much
+    later, and a quick answer costs no socket read.  GET streams (whose end may end the
+    session) watch at once.
     """
     if changed is None:
         changed = stream.changed
     if changed.is_set():
         return "changed"
-    with trio.CancelScope(deadline=trio.current_time() + timeout) as scope:
+    deadline = trio.current_time() + timeout
+    if watch_after > 0:
+        # Most answers come within milliseconds: wait for them alone first, and watch
+        # the socket (a read to cancel, two epoll changes) only past ``watch_after``.
+        with trio.CancelScope(deadline=min(deadline, trio.current_time() + watch_after)):
+            await changed.wait()
+            return "changed"
+    with trio.CancelScope(deadline=deadline) as scope:
         stream.watchers.add(scope)
         try:
             while h.conn.their_state is not h11.CLOSED:
