@@ -13,8 +13,11 @@ import json
 from typing import Any
 
 import h11
+import hypothesis
+import hypothesis.strategies as st
 import pytest
 import trio
+import trio.testing
 
 from mcp_ref.trio._http_server import open_http_server
 
@@ -178,3 +181,249 @@ async def test_json_headers_are_the_rules_headers() -> None:
             assert sess.json_headers(sid, length) == rules.response_headers(
                 rules.PostReply.JSON, session_id=sid, content_length=length
             )
+
+
+# -- requests served without h11: the same requests, states and bytes as h11 -------------
+
+
+def _h11_parse(data: bytes) -> tuple[Any, bytes] | None:
+    """What h11 makes of ``data``: (Request, body) when it holds one whole request."""
+    conn = h11.Connection(h11.SERVER)
+    conn.receive_data(data)
+    try:
+        request = conn.next_event()
+        if not isinstance(request, h11.Request):
+            return None
+        body = b""
+        while True:
+            event = conn.next_event()
+            if isinstance(event, h11.Data):
+                body += event.data
+            elif isinstance(event, h11.EndOfMessage):
+                return request, body
+            else:
+                return None
+    except h11.RemoteProtocolError:
+        return None
+
+
+def _fast_parse(data: bytes) -> tuple[Any, Any] | None:
+    from mcp_ref.trio._http_common import H11Stream
+
+    h = H11Stream(trio.testing.memory_stream_pair()[0], h11.SERVER, fast_requests=True)
+    request = h._fast_cycle(data)
+    return None if request is None else (request, h)
+
+
+def _same_as_h11(data: bytes) -> bool:
+    """Fast path taken: it must equal h11's reading.  Returns whether it was taken."""
+    fast = _fast_parse(data)
+    if fast is None:
+        return False
+    request, h = fast
+    expected = _h11_parse(data)
+    assert expected is not None, data
+    want, body = expected
+    assert request.method == want.method
+    assert request.target == want.target
+    assert request.http_version == want.http_version
+    assert list(request.headers) == list(want.headers)
+    got_body = b""
+    while not isinstance(event := h.conn.next_event(), h11.EndOfMessage):
+        got_body += event.data
+    assert got_body == body
+    assert h.conn.their_state is h11.DONE and h.conn.our_state is h11.SEND_RESPONSE
+    return True
+
+
+PLAIN = (
+    b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nContent-Type: application/json\r\n"
+    b"Accept: application/json, text/event-stream\r\nContent-Length: 2\r\n\r\n{}"
+)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        PLAIN,
+        PLAIN.replace(b"Content-Length: 2", b"content-length:2  "),
+        PLAIN.replace(b"Host: 127.0.0.1:8000\r\n", b"").replace(
+            b"Content-Length: 2\r\n", b"Content-Length: 2\r\nHost: h\r\n"
+        ),
+        b"GET /mcp HTTP/1.1\r\nhost: x\r\naccept: text/event-stream\r\n\r\n",
+        b"DELETE /mcp?a=b HTTP/1.1\r\nHost: x\r\nX-Empty:\r\nX-Tab:\tv  a\t\r\n\r\n",
+        b"POST /mcp HTTP/1.1\r\nHost: x\r\nConnection: Keep-Alive\r\nContent-Length: 0\r\n\r\n",
+        b"POST /mcp HTTP/1.1\r\nHost: x\r\nX-Obs: \xe9t\xe9\r\nContent-Length: 3\r\n\r\nabc",
+        b"POST /mcp HTTP/1.1\r\nContent-Length: 00003\r\nHost: x\r\n\r\nabcNEXT",
+    ],
+)
+async def test_plain_requests_are_read_as_h11_reads_them(data: bytes) -> None:
+    assert _same_as_h11(data)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        PLAIN[:-1],  # the body is not all here
+        PLAIN[:40],  # nor the head
+        PLAIN.replace(b"HTTP/1.1", b"HTTP/1.0"),
+        PLAIN.replace(b"POST", b"HEAD"),
+        PLAIN.replace(b"POST", b"PUT"),
+        PLAIN.replace(b"Content-Length: 2", b"Transfer-Encoding: chunked"),
+        PLAIN.replace(b"Content-Length: 2", b"Content-Length: 2\r\nContent-Length: 2"),
+        PLAIN.replace(b"Content-Length: 2", b"Content-Length: 2, 2"),
+        PLAIN.replace(b"Content-Length: 2", b"Content-Length: 2\r\nExpect: 100-continue"),
+        PLAIN.replace(b"Content-Length: 2", b"Content-Length: 2\r\nConnection: close"),
+        PLAIN.replace(b"Content-Length: 2", b"Content-Length: 2\r\nUpgrade: h2c"),
+        PLAIN.replace(b"Content-Length: 2", b"Content-Length: 2\r\nHost: again"),
+        PLAIN.replace(b"Host: 127.0.0.1:8000\r\n", b""),
+        PLAIN.replace(b"Accept:", b" Accept:"),  # obs-fold
+        PLAIN.replace(b"Accept:", b"Accept :"),
+        PLAIN.replace(b"\r\n", b"\n"),
+        PLAIN.replace(b"/mcp", b"/m cp"),
+        PLAIN.replace(b"Accept: ", b"Accept: \x00"),
+    ],
+)
+async def test_other_requests_are_left_to_h11(data: bytes) -> None:
+    assert _fast_parse(data) is None
+
+
+def _responses() -> list[list[Any]]:
+    sid = (b"mcp-session-id", b"ab" * 16)
+    return [
+        [
+            h11.Response(
+                status_code=200,
+                headers=[(b"content-type", b"application/json"), (b"content-length", b"5"), sid],
+                reason=b"OK",
+            ),
+            h11.Data(data=b"12345"),
+            h11.EndOfMessage(),
+        ],
+        [
+            h11.Response(
+                status_code=200,
+                headers=[(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")],
+                reason=b"OK",
+            ),
+            h11.Data(data=b"event: message\ndata: {}\n\n"),
+            h11.Data(data=b""),
+            h11.Data(data=b": keepalive\n\n"),
+            h11.EndOfMessage(),
+        ],
+        [
+            h11.Response(
+                status_code=202,
+                headers=[(b"content-length", b"0"), (b"connection", b"close")],
+                reason=b"Accepted",
+            ),
+            h11.EndOfMessage(),
+        ],
+        [
+            h11.Response(
+                status_code=404,
+                headers=[(b"Content-Type", b"application/json"), (b"Content-Length", b"2")],
+                reason=b"Not Found",
+            ),
+            h11.Data(data=b"{}"),
+            h11.EndOfMessage(),
+        ],
+    ]
+
+
+@pytest.mark.parametrize("case", range(4))
+async def test_fast_cycles_write_h11s_bytes_and_states(case: int) -> None:
+    events = _responses()[case]
+    fast = _fast_parse(PLAIN)
+    assert fast is not None
+    _request, h = fast
+    real = h11.Connection(h11.SERVER)
+    real.receive_data(PLAIN)
+    for _ in range(3):
+        real.next_event()  # Request, Data, EndOfMessage
+        h.conn.next_event()
+    for event in events:
+        assert h.conn.send(event) == (real.send(event) or b"")
+        assert (h.conn.our_state, h.conn.their_state) == (real.our_state, real.their_state)
+    assert h.conn.trailing_data == real.trailing_data
+
+
+async def test_a_fast_cycle_refuses_what_h11_refuses() -> None:
+    for events in (
+        [h11.Data(data=b"x")],  # no response yet
+        [h11.Response(status_code=200, headers=[(b"content-length", b"1")]), h11.EndOfMessage()],
+        [
+            h11.Response(status_code=200, headers=[(b"content-length", b"1")]),
+            h11.Data(data=b"xy"),
+        ],
+    ):
+        fast = _fast_parse(PLAIN)
+        assert fast is not None
+        conn = fast[1].conn
+        with pytest.raises(h11.LocalProtocolError):
+            for event in events:
+                conn.send(event)
+
+
+_TOKEN = "-!#$%&'*+.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_names = st.sampled_from(["accept", "X-A", "connection", "host", "content-length", "Expect"]) | (
+    st.text(alphabet=_TOKEN, min_size=1, max_size=6)
+)
+_values = (
+    st.sampled_from([b"", b"keep-alive", b"close", b"a\tb", b"\xff\x80", b" x "])
+    | (st.binary(max_size=6).map(lambda b: b.replace(b"\r", b"").replace(b"\n", b"")))
+    | st.text(alphabet="abc ,;=\t/*", max_size=8).map(str.encode)
+)
+
+
+@st.composite
+def _requests(draw: st.DrawFn) -> bytes:
+    """Mostly plain requests (one Host, a Content-Length matching the body), with odd
+    names, values, spacing and bytes mixed in."""
+    method = draw(st.sampled_from([b"POST", b"GET", b"DELETE", b"HEAD"]))
+    target = draw(st.sampled_from([b"/mcp", b"/m?x=1", b"*", b"/\x80", b"/a b"]))
+    body = draw(st.binary(max_size=8))
+    lines = [
+        n.encode() + b":" + v for n, v in draw(st.lists(st.tuples(_names, _values), max_size=4))
+    ]
+    lines.insert(draw(st.integers(0, len(lines))), b"Host: " + draw(_values))
+    if draw(st.booleans()):
+        pad = draw(st.sampled_from([b"", b" ", b"\t", b"  "]))
+        zeros = draw(st.sampled_from([b"", b"0", b"00"]))
+        name = draw(st.sampled_from([b"Content-Length", b"content-length", b"CONTENT-length"]))
+        cl = name + b":" + pad + zeros + str(len(body)).encode() + pad
+        lines.insert(draw(st.integers(0, len(lines))), cl)
+    head = method + b" " + target + b" HTTP/1.1\r\n" + b"".join(x + b"\r\n" for x in lines)
+    return head + b"\r\n" + body + draw(st.sampled_from([b"", b"GET / HTTP/1.1\r\n"]))
+
+
+@hypothesis.settings(max_examples=500, deadline=None)
+@hypothesis.given(data=_requests())
+def test_any_request_the_fast_path_takes_is_h11s(data: bytes) -> None:
+    _same_as_h11(data)
+
+
+async def test_pipelined_leftover_starts_the_next_cycle() -> None:
+    """What follows a fast request stays for the next cycle, fast or not."""
+    from mcp_ref.trio._http_common import FastRequest, H11Stream
+
+    left, right = trio.testing.memory_stream_pair()
+    h = H11Stream(left, h11.SERVER, fast_requests=True)
+    chunked = PLAIN.replace(b"Content-Length: 2", b"Transfer-Encoding: chunked").replace(
+        b"\r\n\r\n{}", b"\r\n\r\n2\r\n{}\r\n0\r\n\r\n"
+    )
+    await right.send_all(PLAIN + PLAIN + chunked)
+    for expected in (FastRequest, FastRequest, h11.Request):
+        request = await h.next_event()
+        assert type(request) is expected
+        events = []
+        while not isinstance(event := await h.next_event(), h11.EndOfMessage):
+            events.append(event)
+        assert b"".join(e.data for e in events) == b"{}"
+        await h.send(
+            h11.Response(status_code=202, headers=[(b"content-length", b"0")]),
+            h11.EndOfMessage(),
+        )
+        h.conn.start_next_cycle()
+    await right.send_eof()
+    assert isinstance(await h.next_event(), h11.ConnectionClosed)

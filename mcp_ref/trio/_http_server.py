@@ -100,7 +100,15 @@ from .._methods import SUPPORTED_VERSIONS
 from .._sse import SSEEvent, encode_comment, encode_event
 from .._state import SERVER
 from ..events import RequestId
-from ._http_common import H11Stream, MessageInfo, Supervisor, peek_body, peek_message, request_key
+from ._http_common import (
+    FastRequest,
+    H11Stream,
+    MessageInfo,
+    Supervisor,
+    peek_body,
+    peek_message,
+    request_key,
+)
 from ._session import Handler, open_session
 
 __all__ = ["HttpServerInfo", "close_sse_stream", "serve_http"]
@@ -495,10 +503,20 @@ class _HttpServer:
         self.supervisor = Supervisor()
         self.reaper_nudge = trio.Event()
         # Header-rule outcomes per (target, header set); see _Headers.  Bounded.
-        self._memos: dict[tuple[Any, ...], dict[Any, Any]] = {}
+        self._memos: dict[tuple[Any, ...] | bytes, dict[Any, Any]] = {}
 
-    def headers_of(self, req: h11.Request) -> _Headers:
+    def headers_of(self, req: h11.Request | FastRequest) -> _Headers:
         """The request's headers with the memo of their header set."""
+        if type(req) is FastRequest:
+            # Its head's bytes without Content-Length already name the header set.
+            fast_key = req.head_key
+            memo = self._memos.get(fast_key)
+            if memo is None:
+                if len(self._memos) >= _MAX_MEMOS:
+                    self._memos.clear()
+                memo = self._memos[fast_key] = {}
+            size = len(req.target) + sum(len(k) + len(v) + 4 for k, v in req.headers)
+            return _Headers(req.headers, memo, size)
         items = []
         rest = []
         size = len(req.target)
@@ -611,7 +629,12 @@ class _HttpServer:
 
     async def handle_connection(self, stream: trio.abc.Stream) -> None:
         limits = self.limits
-        h = H11Stream(stream, h11.SERVER, max_incomplete_event_size=limits.max_header_bytes)
+        h = H11Stream(
+            stream,
+            h11.SERVER,
+            max_incomplete_event_size=limits.max_header_bytes,
+            fast_requests=True,
+        )
         served = 0
         try:
             while True:
@@ -629,7 +652,7 @@ class _HttpServer:
                         err = http_error(408, "request head not received in time", clause=None)
                         await self._quick_error(h, err)
                     return
-                if not isinstance(event, h11.Request):
+                if not isinstance(event, h11.Request | FastRequest):
                     return  # ConnectionClosed (or PAUSED: nothing more to serve)
                 served += 1
                 last = served >= limits.max_requests_per_connection
@@ -655,7 +678,9 @@ class _HttpServer:
         except (trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError):
             pass
 
-    async def handle_request(self, h: H11Stream, req: h11.Request, last: bool) -> None:
+    async def handle_request(
+        self, h: H11Stream, req: h11.Request | FastRequest, last: bool
+    ) -> None:
         headers = self.headers_of(req)
         method = bytes(req.method)
         parts = headers.rule("target", lambda: urlsplit(bytes(req.target).decode("latin-1")))
