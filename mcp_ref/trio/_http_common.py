@@ -394,10 +394,24 @@ class H11Stream:
         self._heads: dict[bytes, tuple[bytes, bytes, list[tuple[bytes, bytes]]] | None] = {}
 
     async def _read(self) -> bytes:
-        try:
-            data = bytes(await self.stream.receive_some(RECEIVE_SIZE))
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            data = b""
+        fileno = self._fileno
+        if fileno is not None and (fd := fileno()) >= 0:
+            # A socket: wait until it is readable, then one read.  (SocketStream would
+            # try a read first, which on a keep-alive connection finds nothing.)
+            while True:
+                try:
+                    await trio.lowlevel.wait_readable(fd)
+                    data = os.read(fd, RECEIVE_SIZE)
+                except BlockingIOError:
+                    continue  # readable, yet nothing to read after all: wait again
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    data = b""  # closed, reset...: the end of the stream
+                break
+        else:
+            try:
+                data = bytes(await self.stream.receive_some(RECEIVE_SIZE))
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                data = b""
         self.received += len(data)
         return data
 
