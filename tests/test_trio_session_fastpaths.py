@@ -270,3 +270,42 @@ async def test_process_channel_write_to_a_closed_stdin_is_explained() -> None:
                     await session.send_request("ping")
                 assert "sending to the peer failed" in info.value.reason
                 assert "still running" in info.value.reason
+
+
+async def test_session_lock_is_fifo_hands_over_and_survives_cancelled_waiters() -> None:
+    from mcp_ref.trio._session import _Lock
+
+    lock = _Lock()
+    order: list[str] = []
+    with trio.fail_after(LIMIT):
+        await lock.acquire()  # free: taken at once
+        assert lock.locked()
+
+        async def waiter(name: str, scope_box: list[trio.CancelScope] | None = None) -> None:
+            with trio.CancelScope() as scope:
+                if scope_box is not None:
+                    scope_box.append(scope)
+                await lock.acquire()
+                order.append(name)
+                await trio.sleep(0)
+                lock.release()
+            if scope.cancelled_caught:
+                order.append(name + " cancelled")
+
+        box: list[trio.CancelScope] = []
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(waiter, "a")
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(waiter, "b", box)
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(waiter, "c")
+            await trio.testing.wait_all_tasks_blocked()
+            box[0].cancel()  # b leaves the queue
+            await trio.testing.wait_all_tasks_blocked()
+            lock.release()  # handed to a, then c
+        assert order == ["b cancelled", "a", "c"]
+        assert not lock.locked()
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await lock.acquire()  # a cancelled caller does not take a free lock
+        assert scope.cancelled_caught and not lock.locked()

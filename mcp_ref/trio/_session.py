@@ -170,18 +170,37 @@ class Handler(Protocol):
         ...
 
 
-async def _acquire(lock: trio.Lock) -> None:
-    """``await lock.acquire()``, without the trip through the scheduler when it is free.
+class _Lock:
+    """The session's own FIFO lock: taken without a trip through the scheduler when it
+    is free (``trio.Lock.acquire`` always yields), else waited for in arrival order.
 
-    ``trio.Lock.acquire`` always yields, even uncontended; this still raises
-    ``trio.Cancelled`` in a cancelled scope, waits its turn (FIFO) when the lock is held
-    or has waiters, and yields only then.
+    ``acquire`` raises ``trio.Cancelled`` in a cancelled scope, free or not; a waiter
+    cancelled while it waits leaves the queue.  ``release`` hands the lock straight to
+    the first waiter, so no one can take it in between.
     """
-    await trio.lowlevel.checkpoint_if_cancelled()
-    try:
-        lock.acquire_nowait()
-    except trio.WouldBlock:
-        await lock.acquire()
+
+    __slots__ = ("_held", "_lot")
+
+    def __init__(self) -> None:
+        self._held = False
+        self._lot = trio.lowlevel.ParkingLot()
+
+    def locked(self) -> bool:
+        """Whether someone holds it."""
+        return self._held
+
+    async def acquire(self) -> None:
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if self._held:
+            await self._lot.park()  # release() hands it over: still held, now ours
+        else:
+            self._held = True
+
+    def release(self) -> None:
+        if self._lot:
+            self._lot.unpark()
+        else:
+            self._held = False
 
 
 def _key(request_id: Any) -> tuple[type, Any]:
@@ -197,7 +216,7 @@ class _Waiter:
     def __init__(self, method: str, on_progress: Callable[[Progress], Any] | None) -> None:
         self.method = method
         self.on_progress = on_progress
-        self.progress: deque[Progress] = deque(maxlen=_MAX_QUEUED_PROGRESS)
+        self.progress: deque[Progress] | None = None  # made for the first one
         self.wake = trio.Event()
         self.done = False
         self.result: Any = None
@@ -214,6 +233,8 @@ class _Waiter:
     def add_progress(self, progress: Progress) -> None:
         if self.on_progress is None or self.done:
             return
+        if self.progress is None:
+            self.progress = deque(maxlen=_MAX_QUEUED_PROGRESS)
         self.progress.append(progress)  # the oldest is dropped when the caller lags
         self.wake.set()
 
@@ -313,8 +334,8 @@ class Session:
         self._handler = handler
         self._max_handlers = max_concurrent_requests
         self._send_timeout = math.inf if send_timeout is None else send_timeout
-        self._send_lock = trio.Lock()
-        self._dispatch_lock = trio.Lock()
+        self._send_lock = _Lock()
+        self._dispatch_lock = _Lock()
         self._waiters: dict[tuple[type, Any], _Waiter] = {}
         self._handlers: dict[tuple[type, Any], RequestContext] = {}
         self._write_scope: trio.CancelScope | None = None
@@ -418,7 +439,7 @@ class Session:
         sent = False
         try:
             lock = self._send_lock
-            await _acquire(lock)
+            await lock.acquire()
             try:
                 self._check_open()
                 data = conn.send(
@@ -502,7 +523,7 @@ class Session:
         self, event: Event, *, related_request_id: RequestId | None = None
     ) -> None:
         lock = self._send_lock
-        await _acquire(lock)
+        await lock.acquire()
         try:
             self._check_open()
             data = self.connection.send(event)
@@ -578,7 +599,7 @@ class Session:
 
     async def _drain_locked(self) -> None:
         lock = self._dispatch_lock
-        await _acquire(lock)
+        await lock.acquire()
         try:
             await self._drain()
         finally:
@@ -600,7 +621,7 @@ class Session:
             # Spec: 2025-06-18/basic/lifecycle#timeouts.2
             for data in conn.handle_timeout(trio.current_time()):
                 lock = self._send_lock
-                await _acquire(lock)
+                await lock.acquire()
                 try:
                     self._check_open()
                     await self._write(data, None)
@@ -625,7 +646,8 @@ class Session:
                 await self._send_reply(ctx, reply)
         finally:
             self._handlers.pop(_key(ctx.request_id), None)
-            self._handlers_changed.set()
+            if self._input_ended is not None:
+                self._handlers_changed.set()  # _drain_handlers waits for it
 
     async def _call_handler(self, ctx: RequestContext) -> Response | ErrorResponse:
         rid = ctx.request_id
