@@ -320,6 +320,22 @@ def _responses() -> list[list[Any]]:
             h11.EndOfMessage(),
         ],
         [
+            h11.Response(status_code=204, headers=[(b"x-a", b"1")], reason=b"No Content"),
+            h11.EndOfMessage(),
+        ],
+        [
+            h11.Response(
+                status_code=200,
+                headers=[
+                    (b"Transfer-Encoding", b"chunked"),
+                    (b"content-length", b"7"),
+                    (b"x-b", b"2"),
+                ],
+            ),
+            h11.Data(data=b"abc"),
+            h11.EndOfMessage(),
+        ],
+        [
             h11.Response(
                 status_code=404,
                 headers=[(b"Content-Type", b"application/json"), (b"Content-Length", b"2")],
@@ -331,7 +347,7 @@ def _responses() -> list[list[Any]]:
     ]
 
 
-@pytest.mark.parametrize("case", range(4))
+@pytest.mark.parametrize("case", range(6))
 async def test_fast_cycles_write_h11s_bytes_and_states(case: int) -> None:
     events = _responses()[case]
     fast = _fast_parse(PLAIN)
@@ -427,3 +443,54 @@ async def test_pipelined_leftover_starts_the_next_cycle() -> None:
         h.conn.start_next_cycle()
     await right.send_eof()
     assert isinstance(await h.next_event(), h11.ConnectionClosed)
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "body"),
+    [
+        (200, [(b"content-type", b"application/json"), (b"content-length", b"2")], b"{}"),
+        (
+            200,
+            [
+                (b"content-type", b"application/json"),
+                (b"content-length", b"2"),
+                (b"mcp-session-id", b"ab" * 16),
+                (b"connection", b"close"),
+            ],
+            b"{}",
+        ),
+        (200, [(b"content-length", b"3"), (b"x-host", b"h"), (b"host", b"odd")], b"abc"),
+        (200, [(b"content-length", b"9")], b"abc"),  # wrong length: h11 refuses it
+        (200, [(b"content-type", b"text/plain")], b"abc"),  # no length: chunked, by h11
+        (204, [(b"content-length", b"0")], b""),
+    ],
+)
+async def test_send_whole_writes_what_the_three_events_write(
+    status: int, headers: list[tuple[bytes, bytes]], body: bytes
+) -> None:
+    """send_whole on a fast cycle gives h11's bytes and states, or h11's error."""
+    from mcp_ref.trio._http_common import H11Stream
+
+    async def run(fast: bool) -> tuple[bytes, Any, Any] | type[Exception]:
+        left, right = trio.testing.memory_stream_pair()
+        h = H11Stream(left, h11.SERVER, fast_requests=fast)
+        await right.send_all(PLAIN)
+        await h.next_event()
+        while not isinstance(await h.next_event(), h11.EndOfMessage):
+            pass
+        try:
+            await h.send_whole(status, b"OK", list(headers), body, valid_headers=True)
+        except h11.LocalProtocolError:
+            return h11.LocalProtocolError
+        got = b""
+        while chunk := await _drain(right):
+            got += chunk
+        return got, h.conn.our_state, h.conn.their_state
+
+    assert await run(True) == await run(False)
+
+
+async def _drain(stream: Any) -> bytes:
+    with trio.move_on_after(0.01):
+        return bytes(await stream.receive_some(65536))
+    return b""

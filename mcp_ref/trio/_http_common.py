@@ -323,29 +323,68 @@ class _FastCycle:
         raise h11.LocalProtocolError(f"can't send {kind.__name__} now (fast cycle)")
 
     def _head(self, response: h11.Response) -> bytes:
-        if response.status_code in (204, 304):
-            self._our = h11.ERROR  # never sent by the server; h11 frames these
-            raise h11.LocalProtocolError("no fast framing for 204/304")
+        # h11's framing of a response to a keep-alive HTTP/1.1 request that is not HEAD:
+        # 204 and 304 have no body; else Transfer-Encoding wins over Content-Length;
+        # without either, chunked.  A chunked response loses its own Content-Length and
+        # Transfer-Encoding headers and gets "Transfer-Encoding: chunked" last.
         items = response.headers.raw_items()
         lengths: list[bytes] = []
+        chunked = False
         close = False
         for name, value in response.headers:
-            if name == b"transfer-encoding":
-                self._our = h11.ERROR
-                raise h11.LocalProtocolError("no fast framing with Transfer-Encoding")
             if name == b"content-length":
                 lengths.extend(v.strip() for v in value.lower().split(b","))
+            elif name == b"transfer-encoding":
+                chunked = True
             elif name == b"connection":
                 close = close or b"close" in (v.strip() for v in value.lower().split(b","))
-        if lengths:
-            self._remaining = int(lengths[0])
+        if response.status_code in (204, 304):
+            self._remaining = 0
+        elif chunked or not lengths:
+            items = [
+                (n, v)
+                for n, v in items
+                if n.lower() not in (b"content-length", b"transfer-encoding")
+            ]
+            items.append((b"Transfer-Encoding", b"chunked"))
         else:
-            items = [*items, (b"Transfer-Encoding", b"chunked")]
+            self._remaining = int(lengths[0])
         out = [b"HTTP/1.1 %d %s\r\n" % (response.status_code, response.reason)]
         out += [b"%s: %s\r\n" % (n, v) for n, v in items if n.lower() == b"host"]
         out += [b"%s: %s\r\n" % (n, v) for n, v in items if n.lower() != b"host"]
         out.append(b"\r\n")
         self._our = h11.SEND_BODY
+        if close:
+            self._keep_alive = False
+        return b"".join(out)
+
+    def whole(
+        self, status: int, reason: bytes, headers: list[tuple[bytes, bytes]], body: bytes
+    ) -> bytes | None:
+        """The bytes of ``Response`` + ``Data(body)`` + ``EndOfMessage`` with headers
+        known to be valid, as h11 would write them; None when this needs h11's own
+        handling (no or a wrong Content-Length, Transfer-Encoding, 204/304, not now)."""
+        if self._our is not h11.SEND_RESPONSE or status in (204, 304):
+            return None
+        length = b"%d" % len(body)
+        lengths = 0
+        close = False
+        for name, value in headers:
+            if name == b"content-length":
+                if value != length:
+                    return None
+                lengths += 1
+            elif name == b"transfer-encoding":
+                return None
+            elif name == b"connection":
+                close = close or b"close" in (v.strip() for v in value.lower().split(b","))
+        if lengths != 1:
+            return None
+        out = [b"HTTP/1.1 %d %s\r\n" % (status, reason)]
+        out += [b"%s: %s\r\n" % (n, v) for n, v in headers if n == b"host"]
+        out += [b"%s: %s\r\n" % (n, v) for n, v in headers if n != b"host"]
+        out += (b"\r\n", body)
+        self._our = h11.DONE
         if close:
             self._keep_alive = False
         return b"".join(out)
@@ -526,6 +565,31 @@ class H11Stream:
             data = b"".join(parts)
         if data:
             await self._write(data)
+
+    async def send_whole(
+        self,
+        status: int,
+        reason: bytes,
+        headers: list[tuple[bytes, bytes]],
+        body: bytes,
+        *,
+        valid_headers: bool = False,
+    ) -> None:
+        """``send(Response(status, headers, reason), Data(body), EndOfMessage())``.
+
+        With ``valid_headers`` (the caller built them from headers h11 already accepted:
+        lowercase token names, field values, the body's Content-Length), a fast cycle
+        writes them without building h11 events; otherwise, and under h11, the events go
+        through :meth:`send` as usual.
+        """
+        conn = self.conn
+        if valid_headers and type(conn) is _FastCycle:
+            data = conn.whole(status, reason, headers, body)
+            if data is not None:
+                await self._write(data)
+                return
+        response = h11.Response(status_code=status, headers=headers, reason=reason)
+        await self.send(response, h11.Data(data=body), h11.EndOfMessage())
 
     async def _write(self, data: bytes) -> None:
         fileno = self._fileno

@@ -261,10 +261,12 @@ class _HttpSession:
 
     def json_headers(self, session_id: str | None, length: int) -> list[tuple[bytes, bytes]]:
         """``rules.response_headers(PostReply.JSON, session_id=..., content_length=...)``,
-        built (and the session id validated) once per session: only the length changes."""
+        built (the session id validated, the headers checked by h11) once per session:
+        only the length changes."""
         base = self._json_heads.get(session_id)
         if base is None:
             base = rules.response_headers(PostReply.JSON, session_id=session_id, content_length=0)
+            h11.Response(status_code=200, headers=base)  # h11 checks them, once
             self._json_heads[session_id] = base  # two at most: with and without the id
         value = str(length).encode("ascii")
         return [(k, value) if k == _CONTENT_LENGTH else (k, v) for k, v in base]
@@ -960,11 +962,8 @@ class _HttpServer:
         headers = sess.json_headers(session_id, len(body))
         if last:
             headers.append((b"connection", b"close"))
-        await h.send(
-            h11.Response(status_code=200, headers=headers, reason=b"OK"),
-            h11.Data(data=body),
-            h11.EndOfMessage(),
-        )
+        # json_headers() had h11 check its headers: valid as they are.
+        await h.send_whole(200, b"OK", headers, body, valid_headers=True)
 
     async def answer_sse(
         self,
