@@ -494,3 +494,37 @@ async def _drain(stream: Any) -> bytes:
     with trio.move_on_after(0.01):
         return bytes(await stream.receive_some(65536))
     return b""
+
+
+@pytest.mark.parametrize("first", [None, b"event: endpoint\ndata: /messages\n\n"])
+@pytest.mark.parametrize("close", [False, True])
+async def test_send_head_writes_what_the_response_event_writes(
+    first: bytes | None, close: bool
+) -> None:
+    from mcp_ref import _http as rules
+    from mcp_ref.trio._http_common import H11Stream
+    from mcp_ref.trio._http_server import _HttpSession
+
+    sess = _HttpSession(_bare_server(), "cd" * 16, kind="streamable")
+    for sid in ("cd" * 16, None):
+        assert sess.sse_headers(sid) == rules.response_headers(rules.PostReply.SSE, session_id=sid)
+
+    async def run(fast: bool) -> tuple[bytes, Any, Any]:
+        left, right = trio.testing.memory_stream_pair()
+        h = H11Stream(left, h11.SERVER, fast_requests=fast)
+        await right.send_all(PLAIN)
+        await h.next_event()
+        while not isinstance(await h.next_event(), h11.EndOfMessage):
+            pass
+        headers = sess.sse_headers("cd" * 16)
+        if close:
+            headers.append((b"connection", b"close"))
+        then = None if first is None else h11.Data(data=first)
+        await h.send_head(200, b"OK", headers, valid_headers=True, then=then)
+        await h.send(h11.Data(data=b"data: x\n\n"), h11.EndOfMessage())
+        got = b""
+        while chunk := await _drain(right):
+            got += chunk
+        return got, h.conn.our_state, h.conn.their_state
+
+    assert await run(True) == await run(False)

@@ -303,7 +303,7 @@ class _FastCycle:
     def send(self, event: Any) -> bytes:
         kind = type(event)
         if kind is h11.Response and self._our is h11.SEND_RESPONSE:
-            return self._head(event)
+            return self.head(event.status_code, event.reason, event.headers.raw_items())
         if kind is h11.Data and self._our is h11.SEND_BODY:
             data = bytes(event.data)
             if self._remaining is None:
@@ -322,23 +322,27 @@ class _FastCycle:
         self._our = h11.ERROR
         raise h11.LocalProtocolError(f"can't send {kind.__name__} now (fast cycle)")
 
-    def _head(self, response: h11.Response) -> bytes:
+    def head(self, status: int, reason: bytes, items: list[tuple[bytes, bytes]]) -> bytes:
+        """The bytes of a response head (h11 accepted ``items`` already, raw names)."""
         # h11's framing of a response to a keep-alive HTTP/1.1 request that is not HEAD:
         # 204 and 304 have no body; else Transfer-Encoding wins over Content-Length;
         # without either, chunked.  A chunked response loses its own Content-Length and
         # Transfer-Encoding headers and gets "Transfer-Encoding: chunked" last.
-        items = response.headers.raw_items()
+        if self._our is not h11.SEND_RESPONSE:
+            self._our = h11.ERROR
+            raise h11.LocalProtocolError("can't send Response now (fast cycle)")
         lengths: list[bytes] = []
         chunked = False
         close = False
-        for name, value in response.headers:
+        for raw_name, value in items:
+            name = raw_name.lower()
             if name == b"content-length":
                 lengths.extend(v.strip() for v in value.lower().split(b","))
             elif name == b"transfer-encoding":
                 chunked = True
             elif name == b"connection":
                 close = close or b"close" in (v.strip() for v in value.lower().split(b","))
-        if response.status_code in (204, 304):
+        if status in (204, 304):
             self._remaining = 0
         elif chunked or not lengths:
             items = [
@@ -349,7 +353,7 @@ class _FastCycle:
             items.append((b"Transfer-Encoding", b"chunked"))
         else:
             self._remaining = int(lengths[0])
-        out = [b"HTTP/1.1 %d %s\r\n" % (response.status_code, response.reason)]
+        out = [b"HTTP/1.1 %d %s\r\n" % (status, reason)]
         out += [b"%s: %s\r\n" % (n, v) for n, v in items if n.lower() == b"host"]
         out += [b"%s: %s\r\n" % (n, v) for n, v in items if n.lower() != b"host"]
         out.append(b"\r\n")
@@ -590,6 +594,31 @@ class H11Stream:
                 return
         response = h11.Response(status_code=status, headers=headers, reason=reason)
         await self.send(response, h11.Data(data=body), h11.EndOfMessage())
+
+    async def send_head(
+        self,
+        status: int,
+        reason: bytes,
+        headers: list[tuple[bytes, bytes]],
+        *,
+        valid_headers: bool = False,
+        then: Any = None,
+    ) -> None:
+        """``send(Response(status, headers, reason))`` (and the event ``then``, in the
+        same write); with ``valid_headers`` (h11 accepted these headers before), a fast
+        cycle writes the head without building the h11 event."""
+        conn = self.conn
+        if valid_headers and type(conn) is _FastCycle:
+            data = conn.head(status, reason, headers)
+            if then is not None:
+                data += conn.send(then)
+            await self._write(data)
+            return
+        response = h11.Response(status_code=status, headers=headers, reason=reason)
+        if then is not None:
+            await self.send(response, then)
+        else:
+            await self.send(response)
 
     async def _write(self, data: bytes) -> None:
         fileno = self._fileno

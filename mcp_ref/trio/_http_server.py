@@ -244,7 +244,8 @@ class _HttpSession:
         self.started = trio.Event()
         self.done = trio.Event()
         self.cancel_scope = trio.CancelScope()
-        self._json_heads: dict[str | None, list[tuple[bytes, bytes]]] = {}
+        # Answer headers built once: JSON by session id, SSE by ("sse", session id).
+        self._json_heads: dict[Any, list[tuple[bytes, bytes]]] = {}
         if kind == "streamable":
             self.streams[STANDALONE] = self.new_stream(STANDALONE, json_mode=False)
         elif kind == "legacy":
@@ -270,6 +271,17 @@ class _HttpSession:
             self._json_heads[session_id] = base  # two at most: with and without the id
         value = str(length).encode("ascii")
         return [(k, value) if k == _CONTENT_LENGTH else (k, v) for k, v in base]
+
+    def sse_headers(self, session_id: str | None) -> list[tuple[bytes, bytes]]:
+        """``rules.response_headers(PostReply.SSE, session_id=...)`` (a fresh list), built
+        and checked by h11 once per session."""
+        key = ("sse", session_id)
+        base = self._json_heads.get(key)
+        if base is None:
+            base = rules.response_headers(PostReply.SSE, session_id=session_id)
+            h11.Response(status_code=200, headers=base)  # h11 checks them, once
+            self._json_heads[key] = base  # two at most: with and without the id
+        return base.copy()
 
     @property
     def primes(self) -> bool:
@@ -977,12 +989,11 @@ class _HttpServer:
         first: SSEEvent | None = None,
     ) -> None:
         """Attach ``stream`` to this response and write its events from ``cursor``."""
-        headers = rules.response_headers(PostReply.SSE, session_id=session_id)
+        headers = sess.sse_headers(session_id)
         if last:
             headers.append((b"connection", b"close"))
-        await h.send(h11.Response(status_code=200, headers=headers, reason=b"OK"))
-        if first is not None:
-            await h.send(h11.Data(data=encode_event(first)))
+        first_data = None if first is None else h11.Data(data=encode_event(first))
+        await h.send_head(200, b"OK", headers, valid_headers=True, then=first_data)
         if cursor is None:
             cursor = stream.delivered_id or stream.base_id
         stream.generation += 1
