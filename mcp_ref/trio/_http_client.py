@@ -115,6 +115,8 @@ class _Exchange:
     ) -> None:
         self.conn = conn
         self.reused = reused
+        self.received_before = conn.received
+        """Bytes the connection had received before this exchange."""
         self.method = method
         self.target = target
         self.body = body
@@ -235,6 +237,7 @@ class HttpClientChannel:
         self._generation = 0
         self._reinit_lock = trio.Lock()
         self._readers: dict[Any, trio.CancelScope] = {}
+        self._head_cache: dict[tuple[bytes, str | None, str | None], list[tuple[bytes, bytes]]] = {}
         self._get_scope: trio.CancelScope | None = None
         self.closed = False
 
@@ -319,17 +322,30 @@ class HttpClientChannel:
         self, method: bytes, *, last_event_id: str | None = None, body: bytes = b""
     ) -> list[tuple[bytes, bytes]]:
         legacy = self.mode == "legacy"
-        out = [(b"host", self._host_header)]
-        # Spec: 2025-06-18/basic/transports#session-management.4
-        # Spec: 2025-06-18/basic/transports#protocol-version-header.1
-        # Spec: 2025-06-18/basic/transports#protocol-version-header.2
-        # Spec: 2025-06-18/basic/lifecycle#version-negotiation.7
-        out += rules.client_request_headers(
-            method,
-            session_id=None if legacy else self.session_id,
-            protocol_version=None if legacy else self.protocol_version,
-            last_event_id=last_event_id,
-        )
+        session_id = None if legacy else self.session_id
+        version = None if legacy else self.protocol_version
+        # The same headers go on every request of a session: built once per
+        # (method, session id, version); a resuming GET's Last-Event-ID is never kept.
+        key = (method, session_id, version)
+        cached = self._head_cache.get(key) if last_event_id is None else None
+        if cached is None:
+            out = [(b"host", self._host_header)]
+            # Spec: 2025-06-18/basic/transports#session-management.4
+            # Spec: 2025-06-18/basic/transports#protocol-version-header.1
+            # Spec: 2025-06-18/basic/transports#protocol-version-header.2
+            # Spec: 2025-06-18/basic/lifecycle#version-negotiation.7
+            out += rules.client_request_headers(
+                method,
+                session_id=session_id,
+                protocol_version=version,
+                last_event_id=last_event_id,
+            )
+            cached = out
+            if last_event_id is None:
+                if len(self._head_cache) >= 8:
+                    self._head_cache.clear()
+                self._head_cache[key] = cached
+        out = cached.copy()
         if method == b"POST":
             out.append((b"content-length", str(len(body)).encode("ascii")))
         out += self._extra
@@ -380,11 +396,13 @@ class HttpClientChannel:
             body=body,
             last_event_id=last_event_id,
         )
+        request = h11.Request(method=method, target=target.encode(), headers=headers)
         try:
-            await conn.send(h11.Request(method=method, target=target.encode(), headers=headers))
+            # Head, body and end in one write.
             if method == b"POST":
-                await conn.send(h11.Data(data=body))
-            await conn.send(h11.EndOfMessage())
+                await conn.send(request, h11.Data(data=body), h11.EndOfMessage())
+            else:
+                await conn.send(request, h11.EndOfMessage())
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             await conn.aclose()
             if not reused:
@@ -407,8 +425,8 @@ class HttpClientChannel:
                 raise trio.BrokenResourceError("the connection closed before an answer")
         except (trio.BrokenResourceError, h11.RemoteProtocolError):
             await ex.conn.aclose()
-            if not ex.reused or ex.conn.received:
-                raise
+            if not ex.reused or ex.conn.received > ex.received_before:
+                raise  # a new connection, or the server answered something: not resent
         again = await self._start(
             ex.method, ex.target, ex.body, fresh=True, last_event_id=ex.last_event_id
         )
@@ -432,7 +450,10 @@ class HttpClientChannel:
         if self.closed:
             return
         try:
-            await self._in_send.send(data)
+            try:
+                self._in_send.send_nowait(data)
+            except trio.WouldBlock:
+                await self._in_send.send(data)  # the session reads slowly: wait for room
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             pass
 
@@ -587,7 +608,7 @@ class HttpClientChannel:
         while True:
             try:
                 if ex.response is None:
-                    await self._head(ex)
+                    ex = await self._head(ex)  # a new exchange when it had to resend
                 if ex.status == 404 and generation != self._generation:
                     return "the session expired"
                 if (
