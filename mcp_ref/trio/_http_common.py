@@ -14,8 +14,10 @@ anything else (another implementation's key order, a batch) is decoded in full. 
 core still parses every message itself: the peek decides routing, never validity.
 
 :class:`H11Stream` is h11 driven over a ``trio.abc.Stream``: ``next_event`` reads until
-h11 has an event, ``send`` writes what h11 produces and calls ``send_failed`` when the
-write fails.
+h11 has an event, ``send`` writes what h11 produces (several events in one write, tried
+first as one non-blocking ``os.write`` on a socket) and calls ``send_failed`` when the
+write fails.  For a server it can serve plain requests without h11 (``fast_requests``,
+see the section "requests served without h11" below): same requests, states and bytes.
 
 :class:`Supervisor` runs tasks in a nursery that is a local variable of its
 :meth:`Supervisor.run` (started by whoever owns the supervisor), so no nursery is ever

@@ -63,6 +63,15 @@ stream starts with an ``endpoint`` event naming ``/messages?session_id=<id>``; P
 there are answered 202 and every server message goes to that one stream.  The session
 ends when the GET's connection does.
 
+Speed.  Plain requests (HTTP/1.1, one Host, a Content-Length, nothing unusual, whole in
+one read) are read and answered without h11, by :class:`~._http_common.H11Stream` with
+``fast_requests``, which gives the very requests, states and bytes h11 would; anything
+else goes through h11.  Header rules are applied once per distinct header set (see
+:class:`_Headers`); answer headers are built once per session.  A response waiting for
+its answer watches its socket (to notice a client that leaves) from the same task; a
+POST's answer starts watching only after ``_WATCH_AFTER`` seconds, so a quick answer
+costs no socket read.
+
 Limits (:class:`~mcp_ref._http.HttpLimits`): request head size (h11: 431), body size
 (413), requests per connection (then ``Connection: close``), seconds to receive a
 request (408, or a silent close when the connection was idle), SSE keepalive comments.

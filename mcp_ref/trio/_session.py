@@ -25,17 +25,22 @@ Theory of operation
 * **one timer task** sleeps until ``Connection.next_deadline()`` (on
   ``trio.current_time()``, so ``MockClock`` drives it in tests), calls
   ``handle_timeout(now)``, writes the ``notifications/cancelled`` it returns and
-  dispatches the ``RequestTimedOut`` events.  It is nudged awake whenever a request is
-  sent, since that may bring the next deadline closer.
+  dispatches the ``RequestTimedOut`` events.  A request sent meanwhile nudges it awake
+  only when its deadline comes before the one the timer sleeps until.
 
 * **one locked send**: every write takes ``_send_lock``, calls ``Connection.send`` (which
-  checks the message and updates the core), and writes the bytes.  The write itself is
-  shielded from the caller's cancellation (a half-written message would break the
-  stream) but bounded by ``send_timeout`` and cancelled when the session closes; a
-  write that fails or times out calls ``Connection.send_failed()`` and ends the session.
+  checks the message and updates the core), and writes the bytes: first with the
+  channel's synchronous ``try_send`` when it has one (a socket, a pipe or a memory
+  channel with room takes the message at once: no await at all), then, for what it did
+  not take, with ``await channel.send``.  That write is shielded from the caller's
+  cancellation (a half-written message would break the stream) but bounded by
+  ``send_timeout`` and cancelled when the session closes (one cancel scope does all
+  three); a write that fails or times out calls ``Connection.send_failed()`` and ends
+  the session.
 
 Two locks keep the core single-owner: ``_send_lock`` for output and ``_dispatch_lock`` for
-draining events (held by the reader or the timer, never both).
+draining events (held by the reader or the timer, never both).  They are the session's
+own FIFO locks (:class:`_Lock`), taken without a trip through the scheduler when free.
 
 Handlers run on the event loop: a synchronous, blocking handler stalls the whole
 session.  The session does not know about sync code; the server API runs sync tool
