@@ -158,7 +158,8 @@ def make_server(state: ServerState | None = None) -> Server:
         """Report progress ``1..steps`` of ``steps``, then answer."""
         for i in range(1, steps + 1):
             await ctx.report_progress(i, steps, f"step {i}")
-            await trio.sleep(0.001)
+            # Spaced at the server's progress rate limit, so every step is sent.
+            await trio.sleep(Context.MIN_PROGRESS_INTERVAL)
         return "done"
 
     @server.tool()

@@ -63,15 +63,6 @@ stream starts with an ``endpoint`` event naming ``/messages?session_id=<id>``; P
 there are answered 202 and every server message goes to that one stream.  The session
 ends when the GET's connection does.
 
-Speed.  Plain requests (HTTP/1.1, one Host, a Content-Length, nothing unusual, whole in
-one read) are read and answered without h11, by :class:`~._http_common.H11Stream` with
-``fast_requests``, which gives the very requests, states and bytes h11 would; anything
-else goes through h11.  Header rules are applied once per distinct header set (see
-:class:`_Headers`); answer headers are built once per session.  A response waiting for
-its answer watches its socket (to notice a client that leaves) from the same task; a
-POST's answer starts watching only after ``_WATCH_AFTER`` seconds, so a quick answer
-costs no socket read.
-
 Limits (:class:`~mcp_ref._http.HttpLimits`): request head size (h11: 431), body size
 (413), requests per connection (then ``Connection: close``), seconds to receive a
 request (408, or a silent close when the connection was idle), SSE keepalive comments.
@@ -109,15 +100,7 @@ from .._methods import SUPPORTED_VERSIONS
 from .._sse import SSEEvent, encode_comment, encode_event
 from .._state import SERVER
 from ..events import RequestId
-from ._http_common import (
-    FastRequest,
-    H11Stream,
-    MessageInfo,
-    Supervisor,
-    peek_body,
-    peek_message,
-    request_key,
-)
+from ._http_common import H11Stream, MessageInfo, Supervisor, peek_body, peek_message, request_key
 from ._session import Handler, open_session
 
 __all__ = ["HttpServerInfo", "close_sse_stream", "serve_http"]
@@ -135,7 +118,6 @@ _INPUT_QUEUE: Final = 64
 _STATELESS_INIT_ID: Final = "mcp-ref:stateless-initialize"
 _CLOSE_GRACE: Final = 5.0
 _MAX_PIPELINED: Final = 64 * 1024
-_WATCH_AFTER: Final = 0.1  # seconds a POST's answer waits before it watches its socket
 
 _T = TypeVar("_T")
 
@@ -253,8 +235,7 @@ class _HttpSession:
         self.started = trio.Event()
         self.done = trio.Event()
         self.cancel_scope = trio.CancelScope()
-        # Answer headers built once: JSON by session id, SSE by ("sse", session id).
-        self._json_heads: dict[Any, list[tuple[bytes, bytes]]] = {}
+        self._json_heads: dict[str | None, list[tuple[bytes, bytes]]] = {}
         if kind == "streamable":
             self.streams[STANDALONE] = self.new_stream(STANDALONE, json_mode=False)
         elif kind == "legacy":
@@ -271,26 +252,13 @@ class _HttpSession:
 
     def json_headers(self, session_id: str | None, length: int) -> list[tuple[bytes, bytes]]:
         """``rules.response_headers(PostReply.JSON, session_id=..., content_length=...)``,
-        built (the session id validated, the headers checked by h11) once per session:
-        only the length changes."""
+        built (and the session id validated) once per session: only the length changes."""
         base = self._json_heads.get(session_id)
         if base is None:
             base = rules.response_headers(PostReply.JSON, session_id=session_id, content_length=0)
-            h11.Response(status_code=200, headers=base)  # h11 checks them, once
             self._json_heads[session_id] = base  # two at most: with and without the id
         value = str(length).encode("ascii")
         return [(k, value) if k == _CONTENT_LENGTH else (k, v) for k, v in base]
-
-    def sse_headers(self, session_id: str | None) -> list[tuple[bytes, bytes]]:
-        """``rules.response_headers(PostReply.SSE, session_id=...)`` (a fresh list), built
-        and checked by h11 once per session."""
-        key = ("sse", session_id)
-        base = self._json_heads.get(key)
-        if base is None:
-            base = rules.response_headers(PostReply.SSE, session_id=session_id)
-            h11.Response(status_code=200, headers=base)  # h11 checks them, once
-            self._json_heads[key] = base  # two at most: with and without the id
-        return base.copy()
 
     @property
     def primes(self) -> bool:
@@ -526,20 +494,10 @@ class _HttpServer:
         self.supervisor = Supervisor()
         self.reaper_nudge = trio.Event()
         # Header-rule outcomes per (target, header set); see _Headers.  Bounded.
-        self._memos: dict[tuple[Any, ...] | bytes, dict[Any, Any]] = {}
+        self._memos: dict[tuple[Any, ...], dict[Any, Any]] = {}
 
-    def headers_of(self, req: h11.Request | FastRequest) -> _Headers:
+    def headers_of(self, req: h11.Request) -> _Headers:
         """The request's headers with the memo of their header set."""
-        if type(req) is FastRequest:
-            # Its head's bytes without Content-Length already name the header set.
-            fast_key = req.head_key
-            memo = self._memos.get(fast_key)
-            if memo is None:
-                if len(self._memos) >= _MAX_MEMOS:
-                    self._memos.clear()
-                memo = self._memos[fast_key] = {}
-            size = len(req.target) + sum(len(k) + len(v) + 4 for k, v in req.headers)
-            return _Headers(req.headers, memo, size)
         items = []
         rest = []
         size = len(req.target)
@@ -652,12 +610,7 @@ class _HttpServer:
 
     async def handle_connection(self, stream: trio.abc.Stream) -> None:
         limits = self.limits
-        h = H11Stream(
-            stream,
-            h11.SERVER,
-            max_incomplete_event_size=limits.max_header_bytes,
-            fast_requests=True,
-        )
+        h = H11Stream(stream, h11.SERVER, max_incomplete_event_size=limits.max_header_bytes)
         served = 0
         try:
             while True:
@@ -675,7 +628,7 @@ class _HttpServer:
                         err = http_error(408, "request head not received in time", clause=None)
                         await self._quick_error(h, err)
                     return
-                if not isinstance(event, h11.Request | FastRequest):
+                if not isinstance(event, h11.Request):
                     return  # ConnectionClosed (or PAUSED: nothing more to serve)
                 served += 1
                 last = served >= limits.max_requests_per_connection
@@ -701,9 +654,7 @@ class _HttpServer:
         except (trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError):
             pass
 
-    async def handle_request(
-        self, h: H11Stream, req: h11.Request | FastRequest, last: bool
-    ) -> None:
+    async def handle_request(self, h: H11Stream, req: h11.Request, last: bool) -> None:
         headers = self.headers_of(req)
         method = bytes(req.method)
         parts = headers.rule("target", lambda: urlsplit(bytes(req.target).decode("latin-1")))
@@ -969,7 +920,7 @@ class _HttpServer:
         last: bool,
     ) -> None:
         while not stream.finished and not sess.ended:
-            if await _wait_change(h, stream, math.inf, watch_after=_WATCH_AFTER) == "eof":
+            if await _wait_change(h, stream, math.inf) == "eof":
                 return  # the client went away
         if not stream.finished:
             raise _Refused(_gone())
@@ -983,8 +934,11 @@ class _HttpServer:
         headers = sess.json_headers(session_id, len(body))
         if last:
             headers.append((b"connection", b"close"))
-        # json_headers() had h11 check its headers: valid as they are.
-        await h.send_whole(200, b"OK", headers, body, valid_headers=True)
+        await h.send(
+            h11.Response(status_code=200, headers=headers, reason=b"OK"),
+            h11.Data(data=body),
+            h11.EndOfMessage(),
+        )
 
     async def answer_sse(
         self,
@@ -998,11 +952,12 @@ class _HttpServer:
         first: SSEEvent | None = None,
     ) -> None:
         """Attach ``stream`` to this response and write its events from ``cursor``."""
-        headers = sess.sse_headers(session_id)
+        headers = rules.response_headers(PostReply.SSE, session_id=session_id)
         if last:
             headers.append((b"connection", b"close"))
-        first_data = None if first is None else h11.Data(data=encode_event(first))
-        await h.send_head(200, b"OK", headers, valid_headers=True, then=first_data)
+        await h.send(h11.Response(status_code=200, headers=headers, reason=b"OK"))
+        if first is not None:
+            await h.send(h11.Data(data=encode_event(first)))
         if cursor is None:
             cursor = stream.delivered_id or stream.base_id
         stream.generation += 1
@@ -1030,8 +985,6 @@ class _HttpServer:
             priming = SSEEvent(data="", id=cursor, retry=self.retry_ms)
             await h.send(h11.Data(data=encode_event(priming)))
         keepalive = self.limits.keepalive_seconds
-        # A POST's stream ends with its answer: no hurry to notice the client leaving.
-        watch_after = 0.0 if stream.id in (STANDALONE, LEGACY) else _WATCH_AFTER
         while True:
             changed = stream.changed
             if stream.generation != generation:
@@ -1056,7 +1009,7 @@ class _HttpServer:
             if stream.close_requested:
                 stream.close_requested = False
                 return False
-            got = await _wait_change(h, stream, keepalive, changed, watch_after=watch_after)
+            got = await _wait_change(h, stream, keepalive, changed)
             if got == "eof":
                 return True
             if got == "timeout":
@@ -1197,12 +1150,7 @@ def _cancel_from(sess: _HttpSession, body: bytes) -> None:
 
 
 async def _wait_change(
-    h: H11Stream,
-    stream: _Stream,
-    timeout: float,
-    changed: trio.Event | None = None,
-    *,
-    watch_after: float = 0.0,
+    h: H11Stream, stream: _Stream, timeout: float, changed: trio.Event | None = None
 ) -> Literal["changed", "eof", "timeout"]:
     """Wait for news of ``stream`` (its ``changed`` event, or the one given) while
     watching the client's side of the connection, at most ``timeout`` seconds.
@@ -1210,25 +1158,14 @@ async def _wait_change(
     Returns ``"changed"``, ``"eof"`` (the client closed its side: nobody will read the
     rest) or ``"timeout"``.  Input the client pipelines meanwhile goes into h11 for the
     next request (up to ``_MAX_PIPELINED`` bytes; past that the socket is not read).
-    It reads the socket, in one task and one cancel scope, until :meth:`_Stream.wake`
-    cancels the scope (a cancelled ``receive_some`` loses nothing).  With
-    ``watch_after`` (the answer to a POST, which ends its response) it first waits that
-    many seconds for the change alone: a client that leaves is then noticed that much
-    later, and a quick answer costs no socket read.  GET streams (whose end may end the
-    session) watch at once.
+    One task and one cancel scope: :meth:`_Stream.wake` cancels the scope, which ends
+    the read (a cancelled ``receive_some`` loses nothing).
     """
     if changed is None:
         changed = stream.changed
     if changed.is_set():
         return "changed"
-    deadline = trio.current_time() + timeout
-    if watch_after > 0:
-        # Most answers come within milliseconds: wait for them alone first, and watch
-        # the socket (a read to cancel, two epoll changes) only past ``watch_after``.
-        with trio.CancelScope(deadline=min(deadline, trio.current_time() + watch_after)):
-            await changed.wait()
-            return "changed"
-    with trio.CancelScope(deadline=deadline) as scope:
+    with trio.CancelScope(deadline=trio.current_time() + timeout) as scope:
         stream.watchers.add(scope)
         try:
             while h.conn.their_state is not h11.CLOSED:

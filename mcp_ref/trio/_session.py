@@ -25,22 +25,17 @@ Theory of operation
 * **one timer task** sleeps until ``Connection.next_deadline()`` (on
   ``trio.current_time()``, so ``MockClock`` drives it in tests), calls
   ``handle_timeout(now)``, writes the ``notifications/cancelled`` it returns and
-  dispatches the ``RequestTimedOut`` events.  A request sent meanwhile nudges it awake
-  only when its deadline comes before the one the timer sleeps until.
+  dispatches the ``RequestTimedOut`` events.  It is nudged awake whenever a request is
+  sent, since that may bring the next deadline closer.
 
 * **one locked send**: every write takes ``_send_lock``, calls ``Connection.send`` (which
-  checks the message and updates the core), and writes the bytes: first with the
-  channel's synchronous ``try_send`` when it has one (a socket, a pipe or a memory
-  channel with room takes the message at once: no await at all), then, for what it did
-  not take, with ``await channel.send``.  That write is shielded from the caller's
-  cancellation (a half-written message would break the stream) but bounded by
-  ``send_timeout`` and cancelled when the session closes (one cancel scope does all
-  three); a write that fails or times out calls ``Connection.send_failed()`` and ends
-  the session.
+  checks the message and updates the core), and writes the bytes.  The write itself is
+  shielded from the caller's cancellation (a half-written message would break the
+  stream) but bounded by ``send_timeout`` and cancelled when the session closes; a
+  write that fails or times out calls ``Connection.send_failed()`` and ends the session.
 
 Two locks keep the core single-owner: ``_send_lock`` for output and ``_dispatch_lock`` for
-draining events (held by the reader or the timer, never both).  They are the session's
-own FIFO locks (:class:`_Lock`), taken without a trip through the scheduler when free.
+draining events (held by the reader or the timer, never both).
 
 Handlers run on the event loop: a synchronous, blocking handler stalls the whole
 session.  The session does not know about sync code; the server API runs sync tool
@@ -175,37 +170,18 @@ class Handler(Protocol):
         ...
 
 
-class _Lock:
-    """The session's own FIFO lock: taken without a trip through the scheduler when it
-    is free (``trio.Lock.acquire`` always yields), else waited for in arrival order.
+async def _acquire(lock: trio.Lock) -> None:
+    """``await lock.acquire()``, without the trip through the scheduler when it is free.
 
-    ``acquire`` raises ``trio.Cancelled`` in a cancelled scope, free or not; a waiter
-    cancelled while it waits leaves the queue.  ``release`` hands the lock straight to
-    the first waiter, so no one can take it in between.
+    ``trio.Lock.acquire`` always yields, even uncontended; this still raises
+    ``trio.Cancelled`` in a cancelled scope, waits its turn (FIFO) when the lock is held
+    or has waiters, and yields only then.
     """
-
-    __slots__ = ("_held", "_lot")
-
-    def __init__(self) -> None:
-        self._held = False
-        self._lot = trio.lowlevel.ParkingLot()
-
-    def locked(self) -> bool:
-        """Whether someone holds it."""
-        return self._held
-
-    async def acquire(self) -> None:
-        await trio.lowlevel.checkpoint_if_cancelled()
-        if self._held:
-            await self._lot.park()  # release() hands it over: still held, now ours
-        else:
-            self._held = True
-
-    def release(self) -> None:
-        if self._lot:
-            self._lot.unpark()
-        else:
-            self._held = False
+    await trio.lowlevel.checkpoint_if_cancelled()
+    try:
+        lock.acquire_nowait()
+    except trio.WouldBlock:
+        await lock.acquire()
 
 
 def _key(request_id: Any) -> tuple[type, Any]:
@@ -221,7 +197,7 @@ class _Waiter:
     def __init__(self, method: str, on_progress: Callable[[Progress], Any] | None) -> None:
         self.method = method
         self.on_progress = on_progress
-        self.progress: deque[Progress] | None = None  # made for the first one
+        self.progress: deque[Progress] = deque(maxlen=_MAX_QUEUED_PROGRESS)
         self.wake = trio.Event()
         self.done = False
         self.result: Any = None
@@ -238,8 +214,6 @@ class _Waiter:
     def add_progress(self, progress: Progress) -> None:
         if self.on_progress is None or self.done:
             return
-        if self.progress is None:
-            self.progress = deque(maxlen=_MAX_QUEUED_PROGRESS)
         self.progress.append(progress)  # the oldest is dropped when the caller lags
         self.wake.set()
 
@@ -339,8 +313,8 @@ class Session:
         self._handler = handler
         self._max_handlers = max_concurrent_requests
         self._send_timeout = math.inf if send_timeout is None else send_timeout
-        self._send_lock = _Lock()
-        self._dispatch_lock = _Lock()
+        self._send_lock = trio.Lock()
+        self._dispatch_lock = trio.Lock()
         self._waiters: dict[tuple[type, Any], _Waiter] = {}
         self._handlers: dict[tuple[type, Any], RequestContext] = {}
         self._write_scope: trio.CancelScope | None = None
@@ -444,7 +418,7 @@ class Session:
         sent = False
         try:
             lock = self._send_lock
-            await lock.acquire()
+            await _acquire(lock)
             try:
                 self._check_open()
                 data = conn.send(
@@ -528,7 +502,7 @@ class Session:
         self, event: Event, *, related_request_id: RequestId | None = None
     ) -> None:
         lock = self._send_lock
-        await lock.acquire()
+        await _acquire(lock)
         try:
             self._check_open()
             data = self.connection.send(event)
@@ -604,7 +578,7 @@ class Session:
 
     async def _drain_locked(self) -> None:
         lock = self._dispatch_lock
-        await lock.acquire()
+        await _acquire(lock)
         try:
             await self._drain()
         finally:
@@ -626,7 +600,7 @@ class Session:
             # Spec: 2025-06-18/basic/lifecycle#timeouts.2
             for data in conn.handle_timeout(trio.current_time()):
                 lock = self._send_lock
-                await lock.acquire()
+                await _acquire(lock)
                 try:
                     self._check_open()
                     await self._write(data, None)
@@ -651,8 +625,7 @@ class Session:
                 await self._send_reply(ctx, reply)
         finally:
             self._handlers.pop(_key(ctx.request_id), None)
-            if self._input_ended is not None:
-                self._handlers_changed.set()  # _drain_handlers waits for it
+            self._handlers_changed.set()
 
     async def _call_handler(self, ctx: RequestContext) -> Response | ErrorResponse:
         rid = ctx.request_id
