@@ -281,6 +281,7 @@ class _HttpSession:
         info = peek_message(data)
         stream: _Stream | None = None
         if related is not None:
+            # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.12
             stream = self.routes.get(request_key(related))
         final_key: Any = None
         if info is not None and info.kind is MessageKind.RESPONSE and info.id is not None:
@@ -304,6 +305,7 @@ class _HttpSession:
                 log.debug("response to an unknown or cancelled request dropped")
                 return
         if stream is None:
+            # Spec: 2025-06-18/basic/transports#listening-for-messages-from-the-server.5
             stream = self.streams.get(LEGACY if self.kind == "legacy" else STANDALONE)
             if stream is None:
                 log.debug("no stream for an unrelated message in a stateless session: dropped")
@@ -1001,6 +1003,8 @@ class _HttpServer:
                 if stream.generation == generation:
                     stream.delivered_id = event_id
             if stream.finished and cursor == stream.last_id:
+                # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.10
+                # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.13
                 # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.14
                 sess.store.forget_stream(stream.id)
                 return False
