@@ -100,6 +100,10 @@ class HttpTransportError(Exception):
     ``initialize``, a failed re-initialization).  ``str(exc)`` says why."""
 
 
+_TRANSPORT_FAILURES = (OSError, trio.BrokenResourceError, h11.ProtocolError, HttpTransportError)
+"""What an HTTP exchange may fail with: the socket, the peer's HTTP, or our own refusal."""
+
+
 class _Exchange:
     """One HTTP request and its response on one connection (from the pool or new)."""
 
@@ -542,21 +546,27 @@ class HttpClientChannel:
             self._posts.release()
             await ex.conn.aclose()
 
+    async def _post_message(self, data: bytes) -> tuple[_Exchange, bytes]:
+        """POST one message whose answer carries no MCP message (202, or an error);
+        returns the exchange and its body (at most _MAX_ERROR_BODY bytes), the
+        connection given back to the pool.
+
+        Raises:
+            any of _TRANSPORT_FAILURES.
+        """
+        ex = await self._request(b"POST", self._post_target, data, fresh=False)
+        body = await ex.read_body(_MAX_ERROR_BODY)
+        self._give_back(ex)
+        return ex, body
+
     async def _send_one_way(self, data: bytes) -> bool:
         """POST a notification or response and wait for its answer (bounded)."""
         for attempt in range(2):
             generation = self._generation
             with trio.move_on_after(self._io_timeout):
                 try:
-                    ex = await self._request(b"POST", self._post_target, data, fresh=False)
-                    body = await ex.read_body(_MAX_ERROR_BODY)
-                    self._give_back(ex)
-                except (
-                    OSError,
-                    trio.BrokenResourceError,
-                    h11.ProtocolError,
-                    HttpTransportError,
-                ) as exc:
+                    ex, body = await self._post_message(data)
+                except _TRANSPORT_FAILURES as exc:
                     log.warning("POST of a message failed: %s", exc)
                     return False
                 if ex.status == 404 and self.session_id is not None and attempt == 0:
@@ -627,12 +637,7 @@ class HttpClientChannel:
                     ex = await self._start(b"POST", self._post_target, ex.body, fresh=False)
                     continue
                 return await self._answer_of(ex, key)
-            except (
-                OSError,
-                trio.BrokenResourceError,
-                h11.ProtocolError,
-                HttpTransportError,
-            ) as exc:
+            except _TRANSPORT_FAILURES as exc:
                 await ex.conn.aclose()
                 return f"the HTTP exchange failed: {exc}"
 
@@ -811,12 +816,7 @@ class HttpClientChannel:
             try:
                 with trio.fail_after(self._io_timeout):
                     ok = await self._replay_handshake(old_version)
-            except (
-                OSError,
-                trio.BrokenResourceError,
-                h11.ProtocolError,
-                HttpTransportError,
-            ) as exc:
+            except _TRANSPORT_FAILURES as exc:
                 log.warning("starting a new session failed: %s", exc)
                 ok = False
             except trio.TooSlowError:
@@ -923,15 +923,8 @@ class HttpClientChannel:
     async def _legacy_send(self, data: bytes) -> None:
         with trio.move_on_after(self._io_timeout):
             try:
-                ex = await self._request(b"POST", self._post_target, data, fresh=False)
-                body = await ex.read_body(_MAX_ERROR_BODY)
-                self._give_back(ex)
-            except (
-                OSError,
-                trio.BrokenResourceError,
-                h11.ProtocolError,
-                HttpTransportError,
-            ) as exc:
+                ex, body = await self._post_message(data)
+            except _TRANSPORT_FAILURES as exc:
                 raise HttpTransportError(f"POST to the 2024-11-05 endpoint failed: {exc}") from exc
             if ex.status >= 300:
                 log.warning(
