@@ -414,13 +414,7 @@ class Connection:
         spec = self._lookup(method, sender=self.their_role)
         if spec is None or spec.kind == NOTIFICATION:
             raise self._refuse(rid, METHOD_NOT_FOUND, f"method not found: {method}")
-        k = (
-            Kind.INITIALIZE
-            if method == "initialize"
-            else Kind.PING
-            if method == "ping"
-            else Kind.REQUEST
-        )
+        k = kind_of(method, is_request=True)
         if self._table.get((self.state, RECEIVE, k)) is None:
             raise self._refuse(
                 rid, INVALID_REQUEST, describe_refusal(self.our_role, self.state, RECEIVE, k)
@@ -491,7 +485,7 @@ class Connection:
             spec = self._lookup(method, sender=self.their_role)
             if spec is None or spec.kind != NOTIFICATION:
                 raise RemoteProtocolError(f"unknown notification: {method}", code=METHOD_NOT_FOUND)
-            k = Kind.INITIALIZED if method == "notifications/initialized" else Kind.NOTIFICATION
+            k = kind_of(method, is_request=False)
             plan = self._notification_plans[method] = (spec, k)
         spec, k = plan
         new_state = self._table.get((self.state, RECEIVE, k))
@@ -721,13 +715,7 @@ class Connection:
                 ),
                 code=METHOD_NOT_FOUND,
             )
-        k = (
-            Kind.INITIALIZE
-            if method == "initialize"
-            else Kind.PING
-            if method == "ping"
-            else Kind.REQUEST
-        )
+        k = kind_of(method, is_request=True)
         check_send(self.our_role, self.state, k)  # a lifecycle refusal names the state first
         if not self._capability_ok(spec):
             raise LocalProtocolError(
@@ -795,7 +783,7 @@ class Connection:
                 f"{self.our_role.value} cannot send notification {method!r}",
                 code=METHOD_NOT_FOUND,
             )
-        k = Kind.INITIALIZED if method == "notifications/initialized" else Kind.NOTIFICATION
+        k = kind_of(method, is_request=False)
         new_state = next_state(self.our_role, self.state, SEND, k)
         if new_state is None:
             raise LocalProtocolError(describe_refusal(self.our_role, self.state, SEND, k))
