@@ -55,7 +55,14 @@ from typing import Any, Final, Literal, TypeVar, Union
 import attrs
 import cattrs
 
-__all__ = ["ConversionError", "structure", "structure_fn", "unstructure", "unstructure_fn"]
+__all__ = [
+    "ConversionError",
+    "json_type_name",
+    "structure",
+    "structure_fn",
+    "unstructure",
+    "unstructure_fn",
+]
 
 T = TypeVar("T")
 Fn = Callable[[Any], Any]
@@ -98,8 +105,9 @@ class ConversionError(ValueError):
 # --- error helpers (cold path) ---------------------------------------------------------
 
 
-def _jtype(value: Any) -> str:
-    """The JSON type name of a decoded value."""
+def json_type_name(value: Any) -> str:
+    """The JSON type name of a decoded value: ``"null"``, ``"boolean"``, ``"string"``,
+    ``"integer"``, ``"number"``, ``"array"``, ``"object"``, or ``"a Python <type>"``."""
     if value is None:
         return "null"
     if value is True or value is False:
@@ -122,11 +130,11 @@ def _show(value: Any) -> str:
     if isinstance(value, (str, int, float)) or value is None:
         text = json.dumps(value)
         return text if len(text) <= 40 else text[:37] + '..."'
-    return _jtype(value)
+    return json_type_name(value)
 
 
 def _wrong(expected: str, value: Any, path: str | int | None = None) -> ConversionError:
-    exc = ConversionError(f"expected {expected}, got {_jtype(value)}")
+    exc = ConversionError(f"expected {expected}, got {json_type_name(value)}")
     return exc if path is None else exc.prefixed(path)
 
 

@@ -40,6 +40,8 @@ from cattrs.cols import list_structure_factory, mapping_structure_factory
 from cattrs.gen import make_dict_structure_fn
 from cattrs.gen.typeddicts import make_dict_structure_fn as make_typeddict_structure_fn
 
+from .._convert import json_type_name
+
 __all__ = ["CONVERTER", "ArgumentError", "StrictTypeError", "structure", "unstructure"]
 
 _NONE: Final = type(None)
@@ -62,21 +64,13 @@ class ArgumentError(ValueError):
 
 
 def _json_kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
+    """``json_type_name`` with its article ("a string", "an object"), for messages."""
+    name = json_type_name(value)
+    if name == "null":
+        return name
+    if name.startswith("a Python "):
+        return type(value).__name__
+    return ("an " if name[0] in "aeiou" else "a ") + name
 
 
 def _wrong(expected: str, value: Any) -> StrictTypeError:
