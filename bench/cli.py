@@ -6,9 +6,12 @@ Sections run in order, each producing :class:`~bench.report.Row` objects:
 
 1-2. ``core``: the sans-IO hot path against the floor (:mod:`bench.hotpath`);
 3.   ``e2e`` and ``leak``: our client and server end to end (:mod:`bench.ours`,
-     :mod:`bench.load`), then long runs that show whether memory stays flat;
+     :mod:`bench.load`), the floors (:mod:`bench.floor`: the least any trio/h11
+     implementation must do on each transport), then long runs that show whether
+     memory stays flat;
 4.   ``compare`` (``--compare``): the same loads against the official SDKs
-     (:mod:`bench.compare`);
+     (:mod:`bench.compare`), with the floors' ratio to the SDK beside ours and the
+     issue's target;
 5.   ``server`` (``--server CMD`` / ``--url URL``): the same load against any server;
      given alone, only this section runs.
 
@@ -166,6 +169,38 @@ def e2e_rows(size: dict[str, Any], log: Callable[[str], None] = _log) -> list[Ro
                     {k: best.get(k) for k in _E2E_KEYS},
                     note="client column = client+server" if in_process else None,
                     detail={"requests": size["e2e"], "runs": mine},
+                )
+            )
+    return rows
+
+
+def floor_rows(floors: dict[str, Any], size: dict[str, Any]) -> list[Row]:
+    """Part 3, the floors (:mod:`bench.floor`): one row per floor and concurrency.
+
+    ``floors`` is what :func:`bench.floor.measure_floors` returned.  The in-process
+    floor's client column is client and server together, like our in-process rows; the
+    stdio and HTTP floors are driven by the load generator of section 4, whose CPU is
+    the client column.
+    """
+    from .floor import FLOORS
+
+    rows: list[Row] = []
+    for key, label in FLOORS.items():
+        got = floors.get(key, "n/a (not measured)")
+        remark = "client column = client+server" if key == "inproc" else "loadgen client"
+        for c in (1, 100):
+            name = f"floor: {label} x{c}"
+            if isinstance(got, str):
+                rows.append(Row("e2e", name, note=got))
+                continue
+            best = got[c]
+            rows.append(
+                Row(
+                    "e2e",
+                    name,
+                    {k: best.get(k) for k in _E2E_KEYS},
+                    note=remark,
+                    detail={"requests": size["e2e"], "floor": key, "run": best},
                 )
             )
     return rows
@@ -344,6 +379,16 @@ def main(argv: list[str] | None = None) -> int:
     else:
         sections = {"core", "e2e", "leak"} | ({"compare"} if args.compare else set())
     rows: list[Row] = []
+    floors: dict[str, Any] | None = None  # measured once, shown in sections 3 and 4
+
+    def measure_floors() -> dict[str, Any]:
+        from .floor import measure_floors
+
+        _log("3-4. floors: the least any trio/h11 implementation must do")
+        return measure_floors(
+            requests=size["e2e"], repeats=size["e2e_repeats"], warmup=size["warmup"], log=_log
+        )
+
     if "core" in sections:
         _log("1-2. core hot path vs floor")
         from .hotpath import run_hotpath
@@ -352,6 +397,8 @@ def main(argv: list[str] | None = None) -> int:
     if "e2e" in sections:
         _log("3. end to end")
         rows += e2e_rows(size)
+        floors = measure_floors()
+        rows += floor_rows(floors, size)
     if "leak" in sections:
         _log("3. long runs")
         rows += leak_rows(size)
@@ -359,11 +406,14 @@ def main(argv: list[str] | None = None) -> int:
         _log("4. side by side with the official SDKs")
         from .compare import compare_rows
 
+        if floors is None:
+            floors = measure_floors()
         rows += compare_rows(
             requests=size["compare"],
             slow_requests=size["slow"],
             repeats=size["compare_repeats"],
             log=_log,
+            floors=floors,
         )
     if args.server or args.url:
         _log("5. your server")

@@ -17,7 +17,9 @@ Rows, each with the same load (N echo calls, 1 or 100 in flight) on both sides:
   ``McpServer``), all driven by the same neutral load generator
   (:mod:`bench.loadgen`), so only the server differs.
 
-``ratio`` is ours/theirs requests per second.  A side that cannot run (an SDK that did
+``ratio`` is ours/theirs requests per second; beside it, when the floors were measured
+(:mod:`bench.floor`), ``floor_ratio`` is floor/theirs on the same transport (the best
+ratio any trio/h11 implementation could show) and ``target_ratio`` issue 6's target.  A side that cannot run (an SDK that did
 not install, a transport we have not built) leaves its cells empty with the reason in
 the row's note.
 """
@@ -234,8 +236,15 @@ def _pair_rows(
     why_not_theirs: str = "",
     log: Callable[[str], None],
     concurrencies: Sequence[int] = (1, 100),
+    floor: dict[int, dict[str, Any]] | str | None = None,
+    target: float | None = None,
 ) -> list[Row]:
-    """One row per concurrency: ``name`` with ``{c}`` replaced by it."""
+    """One row per concurrency: ``name`` with ``{c}`` replaced by it.
+
+    ``floor`` is the matching floor's ``{concurrency: metrics}`` (or why it has none;
+    see :mod:`bench.floor`): its requests per second, server CPU and ratio to theirs
+    (``floor_ratio``) join the row, with the issue's ``target`` ratio when there is one.
+    """
     results: dict[str, dict[int, dict[str, Any]]] = {}
     notes: list[str] = []
     for side, measure, why in (("ours", ours, why_not_ours), ("theirs", theirs, why_not_theirs)):
@@ -247,6 +256,8 @@ def _pair_rows(
             results[side] = _median_runs(measure, requests, concurrencies, repeats)
         except (TargetError, OSError, subprocess.SubprocessError, ValueError) as exc:
             notes.append(f"{side}: failed: {exc}")
+    if isinstance(floor, str):
+        notes.append(f"floor: {floor}")
     rows = []
     for c in concurrencies:
         metrics: dict[str, float | None] = {}
@@ -260,14 +271,32 @@ def _pair_rows(
         ours_rate, theirs_rate = metrics.get("ours_req_per_s"), metrics.get("theirs_req_per_s")
         if ours_rate and theirs_rate:
             metrics["ratio"] = ours_rate / theirs_rate
+        if isinstance(floor, dict):
+            detail["floor"] = floor[c]
+            floor_rate = floor[c].get("req_per_s")
+            metrics["floor_req_per_s"] = floor_rate
+            metrics["floor_server_cpu_us"] = floor[c].get("server_cpu_us")
+            if floor_rate and theirs_rate:
+                metrics["floor_ratio"] = floor_rate / theirs_rate
+        if target is not None:
+            metrics["target_ratio"] = target
         rows.append(
             Row("compare", name.format(c=c), metrics, note="; ".join(notes) or None, detail=detail)
         )
     return rows
 
 
+TARGETS = {"in-process": 10.0, "stdio": 8.0, "HTTP": 5.0}
+"""Issue 6's targets, ours/theirs against the official Python SDK, by transport."""
+
+
 def compare_rows(
-    *, requests: int, slow_requests: int, repeats: int, log: Callable[[str], None]
+    *,
+    requests: int,
+    slow_requests: int,
+    repeats: int,
+    log: Callable[[str], None],
+    floors: dict[str, Any] | None = None,
 ) -> list[Row]:
     """Every side-by-side row.
 
@@ -277,8 +306,11 @@ def compare_rows(
             several times slower; fewer calls keep the run short).
         repeats: runs per side; the median is kept.
         log: progress messages (to stderr).
+        floors: :func:`bench.floor.measure_floors`'s result, shown beside each row
+            (the in-process floor beside in-process, and so on); None: no floor columns.
     """
     rows: list[Row] = []
+    floors = floors or {}
     python, why_py = sdk_python()
     ours_in, layer, why_in = _ours_inproc()
     ours_argv, stdio_layer = _ours_stdio_command()
@@ -291,6 +323,8 @@ def compare_rows(
         requests=slow_requests,
         why_not_ours=why_in,
         why_not_theirs=f"n/a ({why_py})",
+        floor=floors.get("inproc"),
+        target=TARGETS["in-process"],
         **common,
     )
     sdk_stdio = (
@@ -302,6 +336,8 @@ def compare_rows(
         sdk_stdio,
         requests=slow_requests,
         why_not_theirs=f"n/a ({why_py})",
+        floor=floors.get("stdio"),
+        target=TARGETS["stdio"],
         **common,
     )
     ts_argv, ts_cwd, why_ts = ts_server_command()
@@ -311,6 +347,7 @@ def compare_rows(
         _stdio_measure(ts_argv, cwd=ts_cwd) if ts_argv else None,
         requests=requests,
         why_not_theirs=f"n/a ({why_ts})",
+        floor=floors.get("stdio"),
         **common,
     )
     for mode in ("json", "sse"):
@@ -327,6 +364,8 @@ def compare_rows(
             requests=slow_requests,
             why_not_ours=why_http,
             why_not_theirs=f"n/a ({why_py})",
+            floor=floors.get(f"http-{mode}"),
+            target=TARGETS["HTTP"],
             **common,
         )
     return rows

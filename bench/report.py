@@ -95,10 +95,14 @@ COLUMNS: dict[str, list[tuple[str, str, str]]] = {
         ("ours_req_per_s", "ours req/s", "rate"),
         ("theirs_req_per_s", "theirs req/s", "rate"),
         ("ratio", "ours/theirs", "x"),
+        ("floor_ratio", "floor/theirs", "x"),
+        ("target_ratio", "target", "x"),
         ("ours_p50_ms", "ours p50 ms", "f3"),
         ("theirs_p50_ms", "theirs p50 ms", "f3"),
         ("ours_server_cpu_us", "ours srv us", "f1"),
         ("theirs_server_cpu_us", "theirs srv us", "f1"),
+        ("floor_req_per_s", "floor req/s", "rate"),
+        ("floor_server_cpu_us", "floor srv us", "f1"),
     ],
     "leak": [
         ("requests", "requests", "f0"),
@@ -115,7 +119,8 @@ TITLES = {
     "core": "1-2. Sans-IO core hot path vs the floor (json.loads + dict lookup + json.dumps)",
     "e2e": "3. End to end, mcp-ref client <-> mcp-ref server (echo tool)",
     "leak": "3. Long runs: RSS growth (must stay flat)",
-    "compare": "4. Side by side with the official SDKs (same load, ratio = ours/theirs)",
+    "compare": "4. Side by side with the official SDKs (same load, ratio = ours/theirs; "
+    "floor = bench.floor on the same transport)",
     "server": "5. Your server",
 }
 
