@@ -65,6 +65,11 @@ def test_core_e2e_leak_and_own_server(tmp_path: Path) -> None:
     for row in core:  # the core needs nothing but itself: every row has every number
         assert all(v is not None for v in row["metrics"].values()), row
     assert any(has_number(r) for r in by_section["e2e"]), "no end-to-end row ran"
+    # The floors (bench/floor.py) need only trio, h11 and json: all eight always run.
+    floors = [r for r in by_section["e2e"] if r["name"].startswith("floor: ")]
+    assert len(floors) == 8, [r["name"] for r in floors]
+    for row in floors:
+        assert row["metrics"]["req_per_s"], row
     assert all(has_number(r) for r in by_section["leak"])
     server_rows = by_section["server"]
     assert [r["name"].rsplit(" ", 1)[1] for r in server_rows] == ["x1", "x100"]
@@ -78,5 +83,9 @@ def test_compare(tmp_path: Path) -> None:
     in_process = [r for r in rows if r["name"].startswith(("in-process", "stdio"))]
     for row in in_process:  # our side of these rows exists today
         assert row["metrics"].get("ours_req_per_s"), row
+    for row in rows:  # every row has its transport's floor beside it
+        assert row["metrics"].get("floor_req_per_s"), row
+        if row["metrics"].get("theirs_req_per_s"):
+            assert row["metrics"].get("floor_ratio"), row
     if not any(r["metrics"].get("theirs_req_per_s") for r in rows):
         pytest.skip("no official SDK is installed in the peers cache; only our side ran")
