@@ -34,6 +34,7 @@ Sending runs the same checks the other way round.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import Any, Final
 
 from . import _jsonrpc as rpc
@@ -115,6 +116,17 @@ def _structurer(cls: Any) -> Any:
     return fn
 
 
+_UNSTRUCTURERS: dict[Any, Any] = {}
+
+
+def _unstructurer(cls: Any) -> Any:
+    """The compiled unstructure function of the attrs class ``cls``, looked up once."""
+    fn = _UNSTRUCTURERS.get(cls)
+    if fn is None:
+        fn = _UNSTRUCTURERS[cls] = unstructure_fn(cls)
+    return fn
+
+
 class Connection:
     """One side of an MCP session, with no I/O.
 
@@ -174,7 +186,7 @@ class Connection:
         self._table = TRANSITIONS[our_role]
         self._request_plans: dict[str, tuple[MethodSpec, Kind]] = {}
         self._notification_plans: dict[str, tuple[MethodSpec, Kind]] = {}
-        self._send_plans: dict[str, tuple[MethodSpec, Kind]] = {}
+        self._send_plans: dict[str, tuple[MethodSpec, Kind, Callable[[Any], Any]]] = {}
         #: The negotiated protocol version (None until initialize completes).
         self.protocol_version: str | None = None
         #: The version the client asked for in ``initialize``.
@@ -557,7 +569,7 @@ class Connection:
             return ErrorResponse(
                 id=None, code=payload["code"], message=payload["message"], data=payload.get("data")
             )
-        out = inflight.get_outgoing(rid)
+        out = inflight.outgoing.get(rid)
         if out is None:
             if inflight.outgoing_finished(rid) in ("cancelled", "timed out"):
                 # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.5
@@ -566,8 +578,12 @@ class Connection:
             return UnexpectedResponse(id=rid, message=obj)
         method = out.method
         answers_init = method == "initialize"
-        k = kind_of(None, is_request=False, answers_initialize=answers_init, is_error=is_error)
-        new_state = next_state(self.our_role, self.state, RECEIVE, k)
+        k = (
+            kind_of(None, is_request=False, answers_initialize=True, is_error=is_error)
+            if answers_init
+            else Kind.RESPONSE
+        )
+        new_state = self._table.get((self.state, RECEIVE, k))
         if new_state is None:
             raise RemoteProtocolError(
                 describe_refusal(self.our_role, self.state, RECEIVE, k), code=INVALID_REQUEST
@@ -584,7 +600,7 @@ class Connection:
             )
         try:
             # Spec: 2025-06-18/client/sampling#security-considerations.2 (results too)
-            result = _structurer(METHODS[method].result_type)(payload)
+            result = (out.structure_result or _structurer(METHODS[method].result_type))(payload)
         except ConversionError as exc:
             self.state = new_state if not answers_init else State.PRE_INIT
             return ErrorResponse(
@@ -700,10 +716,10 @@ class Connection:
                 f"not {type(params).__name__}",
                 code=INVALID_PARAMS,
             )
-        data: dict[str, Any] = unstructure_fn(type(params))(params)
+        data: dict[str, Any] = _unstructurer(type(params))(params)
         return data
 
-    def _plan_send_request(self, method: str) -> tuple[MethodSpec, Kind]:
+    def _plan_send_request(self, method: str) -> tuple[MethodSpec, Kind, Callable[[Any], Any]]:
         """Decide, once per method until the version or capabilities change, whether we
         may send this request (the method table, then the peer's capabilities)."""
         spec = self._lookup(method, sender=self.our_role)
@@ -723,7 +739,7 @@ class Connection:
                 "which was not negotiated",
                 code=METHOD_NOT_FOUND,
             )
-        plan = self._send_plans[method] = (spec, k)
+        plan = self._send_plans[method] = (spec, k, _structurer(spec.result_type))
         return plan
 
     def _send_request(self, event: Request, now: float | None, timeout: Any) -> bytes:
@@ -733,8 +749,10 @@ class Connection:
         if not rpc.valid_id(rid):
             raise LocalProtocolError(f"request id must be a str or an int, not {rid!r}")
         plan = self._send_plans.get(method)
-        spec, k = plan if plan is not None else self._plan_send_request(method)
-        new_state = check_send(self.our_role, self.state, k)
+        spec, k, structure_result = plan if plan is not None else self._plan_send_request(method)
+        new_state = self._table.get((self.state, SEND, k))
+        if new_state is None:
+            new_state = check_send(self.our_role, self.state, k)  # raises: names why
         params = self._check_params(spec, event.params)
         token = None
         meta = getattr(event.params, "meta", None)
@@ -746,7 +764,9 @@ class Connection:
         # Each request may bring its own timeout; the connection's default otherwise.
         if timeout is _DEFAULT:
             timeout = self.default_timeout
-        out = Outgoing(id=rid, method=method, progress_token=token)
+        out = Outgoing(
+            id=rid, method=method, progress_token=token, structure_result=structure_result
+        )
         if timeout is not None:
             if not isinstance(timeout, RequestTimeout):
                 raise TypeError("timeout must be a RequestTimeout or None")
@@ -882,7 +902,7 @@ class Connection:
                 raise LocalProtocolError(f"cannot answer with unsupported version {version!r}")
         # Spec: 2025-06-18/basic#responses.1
         data = self._encode(
-            {"jsonrpc": "2.0", "id": rid, "result": unstructure_fn(type(result))(result)}
+            {"jsonrpc": "2.0", "id": rid, "result": _unstructurer(type(result))(result)}
         )
         self._inflight.pop_incoming(rid, "answered")
         if is_init:

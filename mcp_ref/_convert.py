@@ -395,11 +395,27 @@ class _Compiler:
             if not isinstance(v, list):
                 raise _wrong("array", v)
             try:
-                return [g(x) for x in v]
+                return list(map(g, v))
             except ConversionError:
                 raise _locate(g, v, range(len(v))) from None
 
-        return structure_list
+        tagged = self._tagged_items(item)
+        if tagged is None:
+            return structure_list
+        key, table = tagged
+
+        def structure_tagged_list(v: Any) -> Any:
+            # A list of tagged objects (content blocks): look each one's class up by its
+            # tag directly.  Anything odd (not a dict, no or unknown tag, a bad field)
+            # takes the general path, which reports the error with its place.
+            if v.__class__ is list:
+                try:
+                    return [table[x[key]](x) for x in v]
+                except (KeyError, TypeError, ConversionError):
+                    pass
+            return structure_list(v)
+
+        return structure_tagged_list
 
     def _structure_dict(self, value: Any) -> Fn:
         g = self.structure_fn(value)
@@ -497,16 +513,33 @@ class _Compiler:
         return info
 
     def _class_union(self, classes: list[type]) -> Fn:
+        tagged = self._tag_table(classes)
+        if tagged is not None:
+            key, table = tagged
+            return self._dispatch_on(key, table, tuple(table))
         infos = [self._info(c) for c in classes]
         fns = [self.structure_fn(c) for c in classes]
-        # A key every class requires with its own single constant: dispatch on it.
+        return self._try_in_order(infos, fns)
+
+    def _tag_table(self, classes: list[type]) -> tuple[str, dict[Any, Fn]] | None:
+        """A key every class requires with its own single constant (e.g. ``type`` of
+        the content blocks): ``(key, {constant: structure function})``, or None."""
+        infos = [self._info(c) for c in classes]
         for key in sorted(set.intersection(*(set(i.required_consts) for i in infos))):
             values = [i.consts[key] for i in infos]
             if all(len(v) == 1 for v in values) and len({v[0] for v in values}) == len(values):
-                table = {v[0]: fn for v, fn in zip(values, fns, strict=True)}
-                allowed = tuple(v[0] for v in values)
-                return self._dispatch_on(key, table, allowed)
-        return self._try_in_order(infos, fns)
+                fns = [self.structure_fn(c) for c in classes]
+                return key, {v[0]: fn for v, fn in zip(values, fns, strict=True)}
+        return None
+
+    def _tagged_items(self, item: Any) -> tuple[str, dict[Any, Fn]] | None:
+        """For a union made only of classes with a tag key: its tag table."""
+        if not _is_union(item):
+            return None
+        args = typing.get_args(item)
+        if not all(isinstance(a, type) and attrs.has(a) for a in args):
+            return None
+        return self._tag_table(list(args))
 
     @staticmethod
     def _dispatch_on(key: str, table: dict[Any, Fn], allowed: tuple[Any, ...]) -> Fn:
@@ -578,12 +611,17 @@ class _Compiler:
             "def structure(d):",
             "    if not isinstance(d, dict):",
             "        raise _wrong('object', d)",
-            "    n = 0",
         ]
+        optional_lines: list[str] = []
         args: list[str] = []
+        required_args: list[str] = []
+        absent_args: list[str] = []  # the optional fields' values when none is present
         known: list[str] = []
         n_required = 0
         has_extra = False
+        # Required fields first, then a fast exit when the object holds nothing else
+        # (the common case: most results carry only their required keys), then the
+        # optional fields one by one.
         for i, field in enumerate(attrs.fields(cls)):
             if field.name == "extra":
                 has_extra = True
@@ -595,6 +633,7 @@ class _Compiler:
             args.append(f"{field.name}={local}")
             if _wire_required(field):
                 n_required += 1
+                required_args.append(f"{field.name}={local}")
                 lines += [
                     "    try:",
                     f"        v = d[{wire!r}]",
@@ -609,15 +648,26 @@ class _Compiler:
                 else:
                     ns[f"default{i}"] = field.default
                     absent = f"default{i}"
-                lines += [
+                absent_args.append(f"{field.name}={absent}")
+                optional_lines += [
                     f"    v = d.get({wire!r}, _MISSING)",
                     "    if v is _MISSING:",
                     f"        {local} = {absent}",
                     "    else:",
                     "        n += 1",
                 ]
-                lines += self._field_lines(tp, wire, local, ns, i, "        ")
+                optional_lines += self._field_lines(tp, wire, local, ns, i, "        ")
         ns["KNOWN"] = frozenset(known)
+        if optional_lines:
+            extra_arg = ["extra={}"] if has_extra else []
+            lines += [
+                f"    if len(d) == {n_required}:",
+                f"        return CLS({', '.join(required_args + absent_args + extra_arg)})",
+                "    n = 0",
+                *optional_lines,
+            ]
+        else:
+            lines.append("    n = 0")
         lines.append(f"    if len(d) != n + {n_required}:")
         if has_extra:
             lines.append("        extra = {k: x for k, x in d.items() if k not in KNOWN}")

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import heapq
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -80,6 +81,8 @@ class Outgoing:
     sent_at: float = 0.0
     deadline: float | None = None
     progressed: bool = False
+    structure_result: Callable[[Any], Any] | None = None
+    """Turns the JSON result into the method's result class (set by the connection)."""
 
 
 @attrs.define(slots=True)

@@ -188,6 +188,27 @@ def test_paths_name_the_first_bad_value() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ([{"type": "text", "text": "a"}, 5], "content[1]: expected object, got integer"),
+        (["text"], "content[0]: expected object, got string"),
+        ([[{"type": "text"}]], "content[0]: expected object, got array"),
+        ([{"type": ["text"], "text": "a"}], 'content[0].type: expected one of "text", '),
+        ([{"type": "text", "text": "a"}, {"type": 1}], "content[1].type: expected one of "),
+        ("abc", "content: expected array, got string"),
+    ],
+)
+def test_lists_of_tagged_objects_report_odd_items_like_any_list(content: Any, message: str) -> None:
+    # A list of content blocks takes a fast path (the class looked up by its "type");
+    # whatever it cannot take must get the same error, with its place, as any list.
+    assert fails({"content": content}, t.CallToolResult).startswith(message)
+    good = [{"type": "text", "text": "a"}, {"type": "image", "data": "AA==", "mimeType": "x/y"}]
+    got = structure({"content": good}, t.CallToolResult).content
+    assert [type(c) for c in got] == [t.TextContent, t.ImageContent]
+    assert structure({"content": []}, t.CallToolResult).content == []
+
+
 def test_conversion_error_is_a_value_error_with_path_and_reason() -> None:
     with pytest.raises(ValueError) as info:
         structure({"content": [{"type": "text", "text": 1}]}, t.CallToolResult)
