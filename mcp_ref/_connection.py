@@ -102,6 +102,8 @@ NEED_DATA: Final = _NeedData()
 _DEFAULT: Final = object()
 
 _CANCELLED = "notifications/cancelled"
+_BLANK: Final = frozenset(b" \t\r\n")
+"""Bytes a whitespace-only line may start with (JSON's insignificant whitespace)."""
 _PROGRESS = "notifications/progress"
 
 
@@ -304,8 +306,8 @@ class Connection:
                         return event
                     continue
                 assert isinstance(line, bytes)
-                if not line.strip():
-                    continue
+                if not line or (line[0] in _BLANK and not line.strip()):
+                    continue  # a blank line (strip() copies: only when it may be one)
                 obj = rpc.decode(line)
                 if type(obj) is list:
                     self._split_batch(obj)
