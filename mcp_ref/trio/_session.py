@@ -197,7 +197,9 @@ class _Waiter:
     def __init__(self, method: str, on_progress: Callable[[Progress], Any] | None) -> None:
         self.method = method
         self.on_progress = on_progress
-        self.progress: deque[Progress] = deque(maxlen=_MAX_QUEUED_PROGRESS)
+        self.progress: deque[Progress] | None = (
+            None if on_progress is None else deque(maxlen=_MAX_QUEUED_PROGRESS)
+        )
         self.wake = trio.Event()
         self.done = False
         self.result: Any = None
@@ -212,7 +214,7 @@ class _Waiter:
         self.wake.set()
 
     def add_progress(self, progress: Progress) -> None:
-        if self.on_progress is None or self.done:
+        if self.progress is None or self.done:
             return
         self.progress.append(progress)  # the oldest is dropped when the caller lags
         self.wake.set()
@@ -418,7 +420,9 @@ class Session:
         sent = False
         try:
             lock = self._send_lock
-            await _acquire(lock)
+            held = lock.locked()  # another write is under way: queue behind it
+            if held:
+                await _acquire(lock)
             try:
                 self._check_open()
                 data = conn.send(
@@ -430,9 +434,15 @@ class Session:
                 deadline = conn.next_deadline()
                 if deadline is not None and deadline < self._timer_at:
                     self._nudge.set()  # the timer sleeps past this request's deadline
-                await self._write(data, related_request_id)
+                rest = self._write_now(data, related_request_id)
+                if rest:
+                    if not held:
+                        lock.acquire_nowait()  # free: nothing yielded since locked()
+                        held = True
+                    await self._write_locked(rest, related_request_id)
             finally:
-                lock.release()
+                if held:
+                    lock.release()
             await self._wait(waiter)
         except BaseException:
             if sent and not waiter.done and not self.closed:
@@ -475,6 +485,8 @@ class Session:
     async def _wait(self, waiter: _Waiter) -> None:
         while True:
             await waiter.wake.wait()
+            if waiter.done and not waiter.progress:
+                return
             waiter.wake = trio.Event()
             while waiter.progress and waiter.on_progress is not None:
                 outcome = waiter.on_progress(waiter.progress.popleft())
@@ -501,31 +513,41 @@ class Session:
     async def _send_event(
         self, event: Event, *, related_request_id: RequestId | None = None
     ) -> None:
+        # The send lock keeps messages whole and in order across awaits.  A write the
+        # channel takes at once has no await: then nothing can come between the core's
+        # send() and the channel, and the lock is taken only when another write holds
+        # it or this one must wait.
         lock = self._send_lock
-        await _acquire(lock)
+        held = lock.locked()
+        if held:
+            await _acquire(lock)
         try:
             self._check_open()
             data = self.connection.send(event)
-            if data:
-                await self._write(data, related_request_id)
+            rest = self._write_now(data, related_request_id) if data else b""
+            if rest:
+                if not held:
+                    lock.acquire_nowait()  # free: nothing yielded since locked()
+                    held = True
+                await self._write_locked(rest, related_request_id)
         finally:
-            lock.release()
+            if held:
+                lock.release()
 
-    async def _write(self, data: bytes, related_request_id: RequestId | None) -> None:
-        """Write bytes the core produced; the caller holds ``_send_lock``.  What the
-        channel's ``try_send`` takes at once needs no await; the rest goes through
+    def _write_now(self, data: bytes, related_request_id: RequestId | None) -> bytes:
+        """Give bytes the core produced to the channel's ``try_send``, which takes what
+        it can without waiting; return the rest (``b""`` when it took everything), for
         :meth:`_write_locked`."""
         try_send = self._try_send
-        if try_send is not None:
-            try:
-                taken = try_send(data, related_request_id=related_request_id)
-            except Exception:
-                taken = 0  # it should not raise: let send() report the trouble
-            if taken >= len(data):
-                return
-            if taken:
-                data = data[taken:]  # a byte stream took the first part
-        await self._write_locked(data, related_request_id)
+        if try_send is None:
+            return data
+        try:
+            taken = try_send(data, related_request_id=related_request_id)
+        except Exception:
+            taken = 0  # it should not raise: let send() report the trouble
+        if taken >= len(data):
+            return b""
+        return data[taken:] if taken else data  # a byte stream may take the first part
 
     async def _write_locked(self, data: bytes, related_request_id: RequestId | None) -> None:
         """Write bytes the core produced; the caller holds ``_send_lock``."""
@@ -577,12 +599,43 @@ class Session:
             await self._drain_locked()
 
     async def _drain_locked(self) -> None:
+        """Dispatch every event the core has ready, in order.
+
+        Most events are dispatched at once, with no await: a response wakes its caller,
+        a request starts its handler task.  The dispatch lock is taken only around a
+        dispatch that awaits (answering a ping, queueing a notification when the queue
+        is full, a protocol error's reply), and waited for when another task (the
+        timer, or the reader) is in the middle of one, so events never overtake.
+        """
         lock = self._dispatch_lock
-        await _acquire(lock)
-        try:
-            await self._drain()
-        finally:
-            lock.release()
+        conn = self.connection
+        while not self.closed:
+            if lock.locked():
+                await _acquire(lock)  # another task is dispatching: it goes first
+                try:
+                    await self._drain()
+                finally:
+                    lock.release()
+                return
+            try:
+                event = conn.next_event()
+            except RemoteProtocolError as exc:
+                lock.acquire_nowait()
+                try:
+                    await self._on_protocol_error(exc)
+                finally:
+                    lock.release()
+                continue
+            if event is NEED_DATA:
+                return
+            assert isinstance(event, Event)
+            if self._dispatch_now(event):
+                continue
+            lock.acquire_nowait()  # free: nothing yielded since locked()
+            try:
+                await self._dispatch(event)
+            finally:
+                lock.release()
 
     async def _timer(self) -> None:
         conn = self.connection
@@ -603,7 +656,9 @@ class Session:
                 await _acquire(lock)
                 try:
                     self._check_open()
-                    await self._write(data, None)
+                    rest = self._write_now(data, None)
+                    if rest:
+                        await self._write_locked(rest, None)
                 except SessionClosed:
                     return
                 finally:
@@ -696,14 +751,41 @@ class Session:
             self._close(f"protocol error: {exc.message}")
 
     async def _dispatch(self, event: Event) -> None:
+        """Dispatch one event, awaiting where it must (caller holds the dispatch lock)."""
+        if self._dispatch_now(event):
+            return
+        if type(event) is Request:
+            await self._on_request(event)
+        elif type(event) is Notification:
+            try:
+                await self._notes_in.send(event)  # bounded: the reader waits when full
+            except (trio.ClosedResourceError, trio.BrokenResourceError):
+                pass
+
+    def _dispatch_now(self, event: Event) -> bool:
+        """Dispatch one event if that needs no await; False when it does (a ping to
+        answer, initialize, a request beyond the concurrency bound, a notification
+        when the queue is full): then :meth:`_dispatch` does it."""
         kind = type(event)
         if kind is Request:
             assert isinstance(event, Request)
-            await self._on_request(event)
+            method = event.method
+            if (
+                method == "ping"
+                or method == "initialize"
+                or len(self._handlers) >= self._max_handlers
+                or self._nursery is None
+            ):
+                return False
+            ctx = RequestContext(self, event.id, method, event.params)
+            self._handlers[_key(event.id)] = ctx
+            self._nursery.start_soon(self._run_handler, ctx)
         elif kind is Notification:
             assert isinstance(event, Notification)
             try:
-                await self._notes_in.send(event)  # bounded: the reader waits when full
+                self._notes_in.send_nowait(event)
+            except trio.WouldBlock:
+                return False
             except (trio.ClosedResourceError, trio.BrokenResourceError):
                 pass
         elif kind is Response:
@@ -719,18 +801,18 @@ class Session:
                     event.message,
                     event.code,
                 )
-                return
+                return True
             waiter = self._waiters.get(_key(event.id))
             if waiter is not None:
                 waiter.finish(error=McpError(event.code, event.message, event.data))
         elif kind is RequestCancelled:
             assert isinstance(event, RequestCancelled)
-            ctx = self._handlers.get(_key(event.id))
+            running = self._handlers.get(_key(event.id))
             # Spec: 2025-06-18/basic/utilities/cancellation#implementation-notes.1
             log.debug("the peer cancelled request %r: %s", event.id, event.reason)
-            if ctx is not None:
+            if running is not None:
                 # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.3
-                ctx.cancel_scope.cancel()
+                running.cancel_scope.cancel()
         elif kind is RequestTimedOut:
             assert isinstance(event, RequestTimedOut)
             waiter = self._waiters.get(_key(event.id))
@@ -763,8 +845,10 @@ class Session:
             )
         elif kind in (ProgressDropped, UnexpectedResponse):
             log.debug("ignored input from the peer: %r", event)
+        return True
 
     async def _on_request(self, event: Request) -> None:
+        """A request :meth:`_dispatch_now` left: ping, initialize, or one too many."""
         if event.method == "ping":
             # Spec: 2025-06-18/basic/utilities/ping#behavior-requirements.1
             await self._quiet_send(Response(id=event.id, result=t.Result()))
@@ -779,13 +863,10 @@ class Session:
                 )
             )
             return
+        # initialize: answered before reading on, so the lifecycle moves in input order.
         ctx = RequestContext(self, event.id, event.method, event.params)
         self._handlers[_key(event.id)] = ctx
-        if event.method == "initialize":
-            # Answered before reading on, so the lifecycle moves in input order.
-            await self._run_handler(ctx)
-        else:
-            self._nursery.start_soon(self._run_handler, ctx)
+        await self._run_handler(ctx)
 
     async def _quiet_send(self, event: Event) -> None:
         try:
