@@ -102,6 +102,15 @@ NEED_DATA: Final = _NeedData()
 _DEFAULT: Final = object()
 
 _CANCELLED = "notifications/cancelled"
+# Enum members and module constants as globals: the hot paths read them per message.
+_K_INITIALIZE: Final = Kind.INITIALIZE
+_K_INIT_RESULT: Final = Kind.INITIALIZE_RESULT
+_K_INIT_ERROR: Final = Kind.INITIALIZE_ERROR
+_K_RESPONSE: Final = Kind.RESPONSE
+_CLOSED: Final = State.CLOSED
+_REQUEST: Final = rpc.REQUEST
+_NOTIFICATION: Final = rpc.NOTIFICATION
+_ERROR: Final = rpc.ERROR
 _BLANK: Final = frozenset(b" \t\r\n")
 """Bytes a whitespace-only line may start with (JSON's insignificant whitespace)."""
 _PROGRESS = "notifications/progress"
@@ -187,7 +196,7 @@ class Connection:
         # Our role's lifecycle table, and per-method receive decisions (see _plan_request).
         self._table = TRANSITIONS[our_role]
         self._request_plans: dict[str, tuple[MethodSpec, Kind]] = {}
-        self._notification_plans: dict[str, tuple[MethodSpec, Kind]] = {}
+        self._notification_plans: dict[str, tuple[MethodSpec, Kind, Callable[[Any], Any]]] = {}
         self._send_plans: dict[str, tuple[MethodSpec, Kind, Callable[[Any], Any]]] = {}
         #: The negotiated protocol version (None until initialize completes).
         self.protocol_version: str | None = None
@@ -379,9 +388,9 @@ class Connection:
 
     def _handle(self, obj: Any) -> Event | None:
         kind, rid, method, payload = rpc.classify(obj)
-        if kind == rpc.REQUEST:
+        if kind == _REQUEST:
             return self._receive_request(rid, method, payload)
-        if kind == rpc.NOTIFICATION:
+        if kind == _NOTIFICATION:
             return self._receive_notification(method, payload)
         return self._receive_response(kind, rid, payload, obj)
 
@@ -481,7 +490,7 @@ class Connection:
                     raise self._refuse(
                         rid, INVALID_PARAMS, f"progress token {token!r} is already in use"
                     )
-        if k is Kind.INITIALIZE:
+        if k is _K_INITIALIZE:
             self._init_id = rid
             self.requested_version = params.protocol_version
             self.capabilities[CLIENT] = params.capabilities
@@ -500,8 +509,8 @@ class Connection:
             if spec is None or spec.kind != NOTIFICATION:
                 raise RemoteProtocolError(f"unknown notification: {method}", code=METHOD_NOT_FOUND)
             k = kind_of(method, is_request=False)
-            plan = self._notification_plans[method] = (spec, k)
-        spec, k = plan
+            plan = self._notification_plans[method] = (spec, k, _structurer(spec.params_type))
+        spec, k, structure_params = plan
         new_state = self._table.get((self.state, RECEIVE, k))
         if new_state is None:
             raise RemoteProtocolError(
@@ -512,7 +521,10 @@ class Connection:
         # of us: it is delivered (dropping a log line helps no one).  We never send one
         # (see _send_notification), and requests of such capabilities are refused.
         try:
-            params = self._structure_params(spec, payload)
+            if payload is None:
+                params = self._structure_params(spec, None)  # None, or raises
+            else:
+                params = structure_params(payload)
         except ConversionError as exc:
             raise RemoteProtocolError(
                 f"invalid params for {method}: {exc}", code=INVALID_PARAMS
@@ -565,7 +577,7 @@ class Connection:
 
     def _receive_response(self, kind: int, rid: Any, payload: Any, obj: Any) -> Event | None:
         inflight = self._inflight
-        is_error = kind == rpc.ERROR
+        is_error = kind == _ERROR
         if rid is None:
             # The peer could not read one of our messages.
             return ErrorResponse(
@@ -583,7 +595,7 @@ class Connection:
         k = (
             kind_of(None, is_request=False, answers_initialize=True, is_error=is_error)
             if answers_init
-            else Kind.RESPONSE
+            else _K_RESPONSE
         )
         new_state = self._table.get((self.state, RECEIVE, k))
         if new_state is None:
@@ -658,7 +670,7 @@ class Connection:
             LocalProtocolError: the event breaks the protocol; nothing is sent and the
                 connection is unchanged.
         """
-        if self.state is State.CLOSED:
+        if self.state is _CLOSED:
             raise LocalProtocolError("connection is closed")
         # Each helper checks everything, encodes, and only then changes the state, so a
         # refusal leaves the connection as it was.
@@ -777,7 +789,7 @@ class Connection:
             out.timeout = timeout
             out.sent_at = now
             out.deadline = now + timeout.seconds
-        if k is Kind.INITIALIZE:
+        if k is _K_INITIALIZE:
             version = event.params.protocol_version
             # Spec: 2025-06-18/basic/lifecycle#version-negotiation.1
             if version not in SUPPORTED_VERSIONS:
@@ -789,7 +801,7 @@ class Connection:
             message["params"] = params
         data = self._encode(message)
         self._inflight.add_outgoing(out)  # checks (id reuse, bounds) before adding
-        if k is Kind.INITIALIZE:
+        if k is _K_INITIALIZE:
             self._init_id = rid
             self.requested_version = event.params.protocol_version
             self.capabilities[CLIENT] = event.params.capabilities
@@ -883,7 +895,7 @@ class Connection:
         assert isinstance(req, Incoming)
         spec = METHODS[req.method]
         is_init = req.method == "initialize"
-        k = Kind.INITIALIZE_RESULT if is_init else Kind.RESPONSE
+        k = _K_INIT_RESULT if is_init else _K_RESPONSE
         new_state = check_send(self.our_role, self.state, k)
         result = event.result
         if not isinstance(result, spec.result_type):
@@ -928,7 +940,7 @@ class Connection:
             if req is False:
                 return b""
         is_init = req is not None and req.method == "initialize"
-        k = Kind.INITIALIZE_ERROR if is_init else Kind.RESPONSE
+        k = _K_INIT_ERROR if is_init else _K_RESPONSE
         new_state = check_send(self.our_role, self.state, k)
         error: dict[str, Any] = {"code": event.code, "message": event.message}
         if event.data is not None:

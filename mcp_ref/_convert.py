@@ -262,6 +262,11 @@ def _check_expr(tp: Any, var: str) -> str | None:
     if tp is _NONE or tp is None:
         return f"{var} is None"
     if _is_literal(tp):
+        values = typing.get_args(tp)
+        if len(values) > 2 and all(v.__class__ is str for v in values):
+            # One hashed lookup: CPython folds ``in {constants}`` into a frozenset.
+            members = ", ".join(repr(v) for v in values)
+            return f"({var}.__class__ is str and {var} in {{{members}}})"
         parts = [
             f"({var}.__class__ is {type(v).__name__} and {var} == {v!r})"
             for v in typing.get_args(tp)
