@@ -143,6 +143,16 @@ def _serve(args: argparse.Namespace) -> int:
     server = _load_server(args.server)
     if (args.stateless or args.json_response) and not args.http:
         raise CliError("--stateless and --json-response need --http HOST:PORT")
+    session_kw: dict[str, Any] = {}
+    if args.keepalive is not None:
+        if args.http:
+            raise CliError("--keepalive works on stdio and --ws, not --http")
+        from .trio import Keepalive
+
+        try:
+            session_kw["keepalive"] = Keepalive(interval=args.keepalive)
+        except ValueError as exc:
+            raise CliError(f"--keepalive: {exc}") from None
     if args.http:
         host, port = _address(args.http)
         from .trio import serve_http
@@ -170,7 +180,9 @@ def _serve(args: argparse.Namespace) -> int:
 
         async def run_ws() -> None:
             async with trio.open_nursery() as nursery:
-                bound = await nursery.start(partial(serve_websocket, server, host, port))
+                bound = await nursery.start(
+                    partial(serve_websocket, server, host, port, **session_kw)
+                )
                 # Spec: 2025-06-18/basic/transports#security-warning.2 (localhost by default)
                 name = f"[{host}]" if ":" in host else host
                 print(
@@ -187,7 +199,7 @@ def _serve(args: argparse.Namespace) -> int:
             "end input (Ctrl-D) to stop",
             file=sys.stderr,
         )
-    server.run_stdio()
+    server.run_stdio(**session_kw)
     return 0
 
 
@@ -560,6 +572,13 @@ def _parser() -> argparse.ArgumentParser:
         "--json-response",
         action="store_true",
         help="with --http: answer requests with JSON bodies instead of SSE streams",
+    )
+    serve.add_argument(
+        "--keepalive",
+        type=float,
+        metavar="SECONDS",
+        help="on stdio or --ws: ping a client silent for this long; end the session "
+        "after two unanswered pings",
     )
 
     demo = sub.add_parser("demo", help="print an annotated transcript against the reference server")

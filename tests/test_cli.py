@@ -229,6 +229,20 @@ def test_http_options_need_http(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--keepalive", "0"], "--keepalive: Keepalive.interval must be > 0"),
+        (["--keepalive", "5", "--http", "127.0.0.1:0"], "--keepalive works on stdio"),
+    ],
+)
+def test_bad_keepalive_options_are_one_line_errors(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["serve", *args]) == 1
+    assert_one_line_error(capsys.readouterr().err, message)
+
+
+@pytest.mark.parametrize(
     "extra",
     [
         ["--http", "127.0.0.1:0"],

@@ -22,6 +22,7 @@ from ._http_client import (
     open_http_client,
 )
 from ._http_server import HttpServerInfo, close_sse_stream, open_http_server, serve_http
+from ._keepalive import Keepalive
 from ._session import (
     DEFAULT_TIMEOUT,
     SESSION_DEFAULT,
@@ -50,6 +51,7 @@ __all__ = [
     "HttpClientChannel",
     "HttpServerInfo",
     "HttpTransportError",
+    "Keepalive",
     "MemoryMessageChannel",
     "MessageChannel",
     "ProcessChannel",

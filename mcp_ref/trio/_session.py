@@ -89,6 +89,7 @@ from ..events import (
     UnexpectedResponse,
 )
 from ._channel import MessageChannel
+from ._keepalive import Keepalive, run_keepalive
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -289,6 +290,8 @@ class Session:
         app_state: a dict for the application's per-session state (log level,
             subscriptions, ...); the session never reads it.
         closed: True once the session has ended.
+        last_input_at: when input last came from the peer (``trio.current_time()``
+            seconds; the session's start until then); keepalive pings wait on it.
         close_reason: why it ended (None while open).
         default_timeout: the :class:`RequestTimeout` of ``send_request`` when none is given.
     """
@@ -333,6 +336,7 @@ class Session:
         )
         # The session's own nursery: private, only the session spawns into it.
         self._nursery: trio.Nursery | None = None
+        self.last_input_at = trio.current_time()
 
     # ----------------------------------------------------------------- properties
 
@@ -588,6 +592,7 @@ class Session:
                 data = b""
             if self.closed:
                 return
+            self.last_input_at = trio.current_time()
             if not data:
                 conn.receive_data(b"")
                 await self._drain_locked()
@@ -910,6 +915,13 @@ class Session:
             )
         self._close(reason)
 
+    def abort(self, reason: str) -> None:
+        """End the session now, as if the connection broke: pending ``send_request``
+        callers get :class:`SessionClosed` with ``reason``, running handlers are
+        cancelled, :meth:`wait_closed` returns.  Idempotent; the owner of the session
+        still leaves its ``async with`` block to release the channel."""
+        self._close(reason)
+
     def _close(self, reason: str) -> None:
         """End the session (idempotent): fail waiters, cancel handlers and writes."""
         if self.closed:
@@ -966,6 +978,7 @@ async def open_session(
     send_timeout: float | None = 30.0,
     max_queued_notifications: int = 64,
     drain_timeout: float = 30.0,
+    keepalive: Keepalive | None = None,
 ) -> AsyncIterator[Session]:
     """Run an MCP session over ``channel`` for the duration of an ``async with`` block.
 
@@ -984,6 +997,8 @@ async def open_session(
             before the reader stops reading (default 64).
         drain_timeout: at end of input, seconds to let the peer's accepted requests
             finish and be answered before they are cancelled (default 30).
+        keepalive: ping the peer after this much silence and end the session when it
+            stops answering (:class:`~mcp_ref.trio.Keepalive`); default None, no pings.
 
     Yields:
         The :class:`Session`.  Initialization is not done here: a client sends
@@ -1022,6 +1037,8 @@ async def open_session(
             nursery.start_soon(session._reader)
             nursery.start_soon(session._timer)
             nursery.start_soon(session._notification_worker)
+            if keepalive is not None:
+                nursery.start_soon(run_keepalive, session, keepalive)
             opened = getattr(handler, "session_opened", None)
             if opened is not None:
                 opened(session)

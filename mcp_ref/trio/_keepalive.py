@@ -1,0 +1,130 @@
+"""Keepalive: ping a silent peer, and end the session when it stops answering.
+
+Theory of operation
+-------------------
+A session started with ``keepalive=Keepalive(interval=...)`` runs one more task.  It
+watches when input last came from the peer (:attr:`Session.last_input_at`, any bytes at
+all).  Once the peer has been silent for ``interval`` seconds it sends ``ping``, a
+request with its own ``timeout``.  Any answer counts, even an error response: the peer
+is there.  A ping that gets no answer in time is a failure, logged as a warning; after
+``max_failures`` failures in a row the session ends, like a broken connection, and
+pending requests get :class:`~mcp_ref.trio.SessionClosed`.
+
+A busy session never pings: input resets the wait, so pings travel only over a quiet
+connection, one at a time.  A ping refused by the lifecycle (the session is still
+closing its handshake, or closing down) is skipped until the next interval.
+
+Source: 2025-06-18/basic/utilities/ping#implementation-considerations (periodic pings,
+configurable frequency and timeouts, no excessive pinging) and
+2025-06-18/basic/utilities/ping#error-handling (timeouts are connection failures,
+repeated failures reset the connection, failures are logged).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import attrs
+import trio
+
+from .._errors import REQUEST_TIMEOUT, LocalProtocolError, McpError
+from .._inflight import RequestTimeout
+
+if TYPE_CHECKING:
+    from ._session import Session
+
+__all__ = ["Keepalive", "run_keepalive"]
+
+log = logging.getLogger("mcp_ref.trio")
+
+
+def _positive(instance: object, attribute: attrs.Attribute[float], value: float) -> None:
+    if not value > 0:
+        raise ValueError(f"Keepalive.{attribute.name} must be > 0, not {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class Keepalive:
+    """When a session pings its peer, and when it gives up on it.
+
+    Attributes:
+        interval: seconds of silence from the peer before a ping (> 0).
+        timeout: seconds to wait for the answer to one ping (> 0; default 10).
+        max_failures: unanswered pings in a row that end the session (>= 1; default 2).
+
+    Raises:
+        ValueError: a value out of range.
+
+    Source: 2025-06-18/basic/utilities/ping#implementation-considerations.2 (the
+    frequency is configurable) and #implementation-considerations.3 (so are timeouts).
+    """
+
+    # Spec: 2025-06-18/basic/utilities/ping#implementation-considerations.2
+    interval: float = attrs.field(validator=_positive)
+    # Spec: 2025-06-18/basic/utilities/ping#implementation-considerations.3
+    timeout: float = attrs.field(default=10.0, validator=_positive)
+    max_failures: int = attrs.field(default=2)
+
+    @max_failures.validator
+    def _check_failures(self, attribute: attrs.Attribute[int], value: int) -> None:
+        if value < 1:
+            raise ValueError(f"Keepalive.max_failures must be >= 1, not {value!r}")
+
+
+async def run_keepalive(session: Session, keepalive: Keepalive) -> None:
+    """Ping ``session``'s peer after each ``keepalive.interval`` seconds of silence
+    until the session closes; close it after ``max_failures`` unanswered pings.
+
+    Runs as one of the session's tasks (:func:`~mcp_ref.trio.open_session` starts it);
+    returns when the session is closed.  Never raises.
+
+    Source: 2025-06-18/basic/utilities/ping#implementation-considerations.1 and
+    2025-06-18/basic/utilities/ping#error-handling.1.
+    """
+    from ._session import SessionClosed
+
+    failures = 0
+    not_before = session.last_input_at
+    while not session.closed:
+        heard = session.last_input_at
+        # Spec: 2025-06-18/basic/utilities/ping#implementation-considerations.4
+        # (no ping while the peer is talking: each input restarts the wait)
+        await trio.sleep_until(max(heard, not_before) + keepalive.interval)
+        if session.closed:
+            return
+        if session.last_input_at != heard:
+            continue
+        not_before = trio.current_time()  # at most one ping per interval, whatever happens
+        try:
+            # Spec: 2025-06-18/basic/utilities/ping#implementation-considerations.1
+            await session.send_request("ping", timeout=RequestTimeout(seconds=keepalive.timeout))
+        except McpError as exc:
+            if exc.code != REQUEST_TIMEOUT:
+                failures = 0  # an error response is still an answer
+                continue
+            failures += 1
+            # Spec: 2025-06-18/basic/utilities/ping#error-handling.3
+            log.warning(
+                "%s session: no answer to ping within %.3g s (%d of %d)",
+                session.role.value,
+                keepalive.timeout,
+                failures,
+                keepalive.max_failures,
+            )
+            if failures >= keepalive.max_failures:
+                # Spec: 2025-06-18/basic/utilities/ping#error-handling.1
+                # Spec: 2025-06-18/basic/utilities/ping#error-handling.2
+                session.abort(
+                    f"the peer did not answer {failures} ping(s) "
+                    f"(timeout {keepalive.timeout:.3g} s each): connection considered lost"
+                )
+                return
+            continue
+        except LocalProtocolError as exc:
+            # e.g. the lifecycle does not allow a ping in this state: try again later.
+            log.debug("keepalive ping not sent: %s", exc)
+            continue
+        except SessionClosed:
+            return
+        failures = 0
