@@ -118,6 +118,8 @@ _INPUT_QUEUE: Final = 64
 _STATELESS_INIT_ID: Final = "mcp-ref:stateless-initialize"
 _CLOSE_GRACE: Final = 5.0
 _MAX_PIPELINED: Final = 64 * 1024
+_WATCH_AFTER: Final = 0.1
+"""Seconds a waiting response waits for its stream before it also watches its socket."""
 
 _T = TypeVar("_T")
 
@@ -922,7 +924,7 @@ class _HttpServer:
         last: bool,
     ) -> None:
         while not stream.finished and not sess.ended:
-            if await _wait_change(h, stream, math.inf) == "eof":
+            if await _wait_change(h, stream, math.inf, watch_after=_WATCH_AFTER) == "eof":
                 return  # the client went away
         if not stream.finished:
             raise _Refused(_gone())
@@ -987,6 +989,8 @@ class _HttpServer:
             priming = SSEEvent(data="", id=cursor, retry=self.retry_ms)
             await h.send(h11.Data(data=encode_event(priming)))
         keepalive = self.limits.keepalive_seconds
+        # A POST's stream usually ends within moments; a GET's lives on.
+        watch_after = 0.0 if stream.id in (STANDALONE, LEGACY) else _WATCH_AFTER
         while True:
             changed = stream.changed
             if stream.generation != generation:
@@ -1013,7 +1017,7 @@ class _HttpServer:
             if stream.close_requested:
                 stream.close_requested = False
                 return False
-            got = await _wait_change(h, stream, keepalive, changed)
+            got = await _wait_change(h, stream, keepalive, changed, watch_after=watch_after)
             if got == "eof":
                 return True
             if got == "timeout":
@@ -1154,21 +1158,38 @@ def _cancel_from(sess: _HttpSession, body: bytes) -> None:
 
 
 async def _wait_change(
-    h: H11Stream, stream: _Stream, timeout: float, changed: trio.Event | None = None
+    h: H11Stream,
+    stream: _Stream,
+    timeout: float,
+    changed: trio.Event | None = None,
+    *,
+    watch_after: float = 0.0,
 ) -> Literal["changed", "eof", "timeout"]:
-    """Wait for news of ``stream`` (its ``changed`` event, or the one given) while
-    watching the client's side of the connection, at most ``timeout`` seconds.
+    """Wait for news of ``stream`` (its ``changed`` event, or the one given), at most
+    ``timeout`` seconds, watching the client's side of the connection after the first
+    ``watch_after`` seconds.
 
     Returns ``"changed"``, ``"eof"`` (the client closed its side: nobody will read the
-    rest) or ``"timeout"``.  Input the client pipelines meanwhile goes into h11 for the
+    rest) or ``"timeout"``.  The answer to a POST usually comes within moments, so its
+    first wait (``watch_after``) is on the event alone: no socket registration to undo
+    when the answer comes; a client that left is then noticed that much later.  Then
+    the socket is read too: input the client pipelines meanwhile goes into h11 for the
     next request (up to ``_MAX_PIPELINED`` bytes; past that the socket is not read).
-    One task and one cancel scope: :meth:`_Stream.wake` cancels the scope, which ends
-    the read (a cancelled ``receive_some`` loses nothing).
+    :meth:`_Stream.wake` cancels that read's scope (a cancelled ``receive_some`` loses
+    nothing).
     """
     if changed is None:
         changed = stream.changed
     if changed.is_set():
         return "changed"
+    if watch_after > 0:
+        grace = min(timeout, watch_after)
+        with trio.move_on_after(grace):
+            await changed.wait()
+            return "changed"
+        if timeout <= grace:
+            return "timeout"
+        timeout -= grace
     with trio.CancelScope(deadline=trio.current_time() + timeout) as scope:
         stream.watchers.add(scope)
         try:
