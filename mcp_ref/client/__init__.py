@@ -6,8 +6,11 @@ server, initializes, and gives a :class:`Client` with typed methods (``list_tool
 over any :class:`~mcp_ref.trio.MessageChannel`.
 """
 
+from .._ratelimit import RateLimit
 from ._client import (
     DEFAULT_CLIENT_INFO,
+    DEFAULT_ELICITATION_RATE_LIMIT,
+    DEFAULT_SAMPLING_RATE_LIMIT,
     Client,
     ElicitationHandler,
     RootsArg,
@@ -20,10 +23,13 @@ from ._schema import JSONSCHEMA_AVAILABLE, OutputSchemaError
 
 __all__ = [
     "DEFAULT_CLIENT_INFO",
+    "DEFAULT_ELICITATION_RATE_LIMIT",
+    "DEFAULT_SAMPLING_RATE_LIMIT",
     "JSONSCHEMA_AVAILABLE",
     "Client",
     "ElicitationHandler",
     "OutputSchemaError",
+    "RateLimit",
     "RootsArg",
     "SamplingHandler",
     "check_roots",

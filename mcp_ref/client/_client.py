@@ -45,6 +45,7 @@ from .._errors import METHOD_NOT_FOUND, LocalProtocolError, McpError
 from .._inflight import RequestTimeout
 from .._methods import LATEST_PROTOCOL_VERSION
 from .._pagination import PageWalker
+from .._ratelimit import RateLimit, TokenBucket, take_or_refuse
 from .._state import CLIENT
 from ..events import Notification, Progress
 from ..trio import (
@@ -90,6 +91,14 @@ SamplingHandler = Callable[
 ElicitationHandler = Callable[[Any], "t.ElicitResult | Awaitable[t.ElicitResult]"]
 """Answers ``elicitation/create``: ``(params) -> t.ElicitResult``, sync or async; params are
 ``t.ElicitRequestFormParams`` or (2025-11-25) ``t.ElicitRequestURLParams``."""
+
+DEFAULT_SAMPLING_RATE_LIMIT = RateLimit(per_second=2.0, burst=20)
+"""At most 20 ``sampling/createMessage`` requests at once, then 2 per second, per
+session (2025-06-18/client/sampling#security-considerations.4)."""
+
+DEFAULT_ELICITATION_RATE_LIMIT = RateLimit(per_second=1.0, burst=10)
+"""At most 10 ``elicitation/create`` requests at once, then 1 per second, per session
+(2025-06-18/client/elicitation#security-considerations.6)."""
 
 RootsArg = Sequence[t.Root] | Callable[[], "Sequence[t.Root] | Awaitable[Sequence[t.Root]]"] | None
 """The client's roots: a list of ``t.Root``, a (sync or async) callable returning one, or
@@ -137,10 +146,14 @@ class _ClientHandler:
     async def handle_request(self, ctx: RequestContext) -> Any:
         c = self._client
         if ctx.method == "sampling/createMessage" and c._sampling_handler is not None:
+            # Spec: 2025-06-18/client/sampling#security-considerations.4
+            c._check_rate(ctx.method, c._sampling_rate_limit)
             # Spec: 2025-06-18/client/sampling#error-handling.1
             # (an McpError from the handler goes back to the server as the error)
             return await _maybe_await(c._sampling_handler(ctx.params))
         if ctx.method == "elicitation/create" and c._elicitation_handler is not None:
+            # Spec: 2025-06-18/client/elicitation#security-considerations.6
+            c._check_rate(ctx.method, c._elicitation_rate_limit)
             return await _maybe_await(c._elicitation_handler(ctx.params))
         if ctx.method == "roots/list" and c._roots is not None:
             return t.ListRootsResult(roots=list(await c._current_roots()))
@@ -179,9 +192,14 @@ class Client:
         roots: RootsArg,
         on_log: Callable[[t.LoggingMessageNotificationParams], Any] | None,
         on_notification: Callable[[Notification], Any] | None,
+        sampling_rate_limit: RateLimit | None = DEFAULT_SAMPLING_RATE_LIMIT,
+        elicitation_rate_limit: RateLimit | None = DEFAULT_ELICITATION_RATE_LIMIT,
     ) -> None:
         self._sampling_handler = sampling_handler
         self._elicitation_handler = elicitation_handler
+        self._sampling_rate_limit = sampling_rate_limit
+        self._elicitation_rate_limit = elicitation_rate_limit
+        self._buckets: dict[str, TokenBucket] = {}
         self._roots = roots if roots is None or callable(roots) else check_roots(roots)
         self.on_log = on_log
         self.on_notification = on_notification
@@ -189,6 +207,16 @@ class Client:
         self._session: Session | None = None
         self._init: t.InitializeResult | None = None
         self.process: trio.Process | None = None
+
+    def _check_rate(self, method: str, limit: RateLimit | None) -> None:
+        """Refuse a server request beyond its rate limit (McpError -32603 with
+        ``data.retryAfter``); None: no limit."""
+        if limit is None:
+            return
+        bucket = self._buckets.get(method)
+        if bucket is None:
+            bucket = self._buckets[method] = TokenBucket()
+        take_or_refuse(bucket, limit, method, trio.current_time())
 
     # ------------------------------------------------------------- initialization
 
@@ -528,6 +556,8 @@ async def open_client(
     on_log: Callable[[t.LoggingMessageNotificationParams], Any] | None = None,
     on_notification: Callable[[Notification], Any] | None = None,
     timeout: RequestTimeout | None = DEFAULT_TIMEOUT,
+    sampling_rate_limit: RateLimit | None = DEFAULT_SAMPLING_RATE_LIMIT,
+    elicitation_rate_limit: RateLimit | None = DEFAULT_ELICITATION_RATE_LIMIT,
     **session_kw: Any,
 ) -> AsyncIterator[Client]:
     """Connect over ``channel``, initialize, and yield a :class:`Client`.
@@ -543,6 +573,11 @@ async def open_client(
         on_log, on_notification: callbacks for server notifications (see :class:`Client`).
         timeout: the default per-request :class:`~mcp_ref.RequestTimeout` (also for
             ``initialize``); None for none.
+        sampling_rate_limit, elicitation_rate_limit: how many of these requests the
+            server may make (:class:`~mcp_ref.client.RateLimit`, per session; defaults
+            :data:`DEFAULT_SAMPLING_RATE_LIMIT` and :data:`DEFAULT_ELICITATION_RATE_LIMIT`;
+            None for no limit).  One beyond is answered -32603 with ``data.retryAfter``
+            (seconds) and never reaches the handler.
         **session_kw: passed to :func:`~mcp_ref.trio.open_session` (``send_timeout``,
             ``max_concurrent_requests``, ...).
 
@@ -559,6 +594,8 @@ async def open_client(
         roots=roots,
         on_log=on_log,
         on_notification=on_notification,
+        sampling_rate_limit=sampling_rate_limit,
+        elicitation_rate_limit=elicitation_rate_limit,
     )
     async with open_session(
         channel, CLIENT, _ClientHandler(client), default_timeout=timeout, **session_kw

@@ -37,6 +37,7 @@ Schema from annotations, strict argument conversion), :mod:`._functions` (sync/a
 calls), :mod:`._content` (content helpers).
 """
 
+from .._ratelimit import RateLimit
 from ._completion import MAX_VALUES, CompletionDef
 from ._content import (
     assistant,
@@ -51,7 +52,6 @@ from ._content import (
 from ._context import Context
 from ._logging import LEVELS, LogPolicy
 from ._prompts import PromptDef
-from ._ratelimit import RateLimit
 from ._resources import ResourceDef, TemplateDef
 from ._schema import schema_for
 from ._server import DEFAULT_RATE_LIMITS, MAX_COMPLETION_INPUT, ResourceNotFound, Server

@@ -26,7 +26,7 @@ import trio
 from .. import types as t
 from .._errors import INVALID_PARAMS, McpError
 from .._methods import capability_present
-from ._ratelimit import RateLimit
+from .._ratelimit import RateLimit
 from ._session_state import state_of
 
 __all__ = ["LEVELS", "LogPolicy", "check_level", "send_log", "set_level"]

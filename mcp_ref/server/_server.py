@@ -52,7 +52,6 @@ import trio
 
 from .. import types as t
 from .._errors import (
-    INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     RESOURCE_NOT_FOUND,
@@ -61,6 +60,7 @@ from .._errors import (
 )
 from .._methods import capability_present
 from .._pagination import DEFAULT_PAGE_SIZE, InvalidCursor, paginate
+from .._ratelimit import RateLimit, TokenBucket, take_or_refuse
 from .._state import SERVER
 from ..trio import RequestContext, Session, SessionClosed, open_session, serve_stdio
 from ..trio._channel import MessageChannel
@@ -69,7 +69,6 @@ from ._content import for_version
 from ._context import Context
 from ._logging import LogPolicy, set_level
 from ._prompts import PromptDef, make_prompt
-from ._ratelimit import RateLimit, TokenBucket
 from ._resources import ResourceDef, TemplateDef, check_uri, make_resource, make_template
 from ._session_state import state_of
 from ._tools import ToolDef, make_tool
@@ -596,14 +595,7 @@ class Server:
         bucket = buckets.get(ctx.method)
         if bucket is None:
             bucket = buckets[ctx.method] = TokenBucket()
-        if not bucket.take(limit, trio.current_time()):
-            wait = bucket.wait_time(limit)
-            raise McpError(
-                INTERNAL_ERROR,
-                f"rate limit exceeded for {ctx.method}: at most {limit.per_second:g} per "
-                f"second (bursts of {limit.burst}); retry in {wait:.2g} s",
-                {"retryAfter": wait},
-            )
+        take_or_refuse(bucket, limit, ctx.method, trio.current_time())
 
     async def handle_notification(self, session: Session, notification: Any) -> None:
         """Run the hooks registered with :meth:`on_notification` for it."""

@@ -17,7 +17,7 @@ from typing import Any, Final, Protocol
 import attrs
 
 from .. import types as t
-from ._ratelimit import TokenBucket
+from .._ratelimit import TokenBucket
 
 __all__ = ["APP_STATE_KEY", "SessionState", "state_of"]
 
