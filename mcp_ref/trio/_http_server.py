@@ -204,6 +204,37 @@ class _Stream:
             scope.cancel()
 
 
+class _SseOut:
+    """What one SSE response has yet to write: h11 events, written together by
+    :meth:`flush`, and the id of the last event among them."""
+
+    __slots__ = ("delivered", "events", "generation", "h", "stream")
+
+    def __init__(self, h: H11Stream, stream: _Stream, head: h11.Response) -> None:
+        self.h = h
+        self.stream = stream
+        self.generation = 0  # the stream's generation when this response attached it
+        self.events: list[Any] = [head]
+        self.delivered: str | None = None  # id of the last event in ``events``
+
+    def add(self, data: bytes) -> None:
+        self.events.append(h11.Data(data=data))
+
+    async def flush(self, *, end: bool = False) -> None:
+        """Write what is pending (with the end of the response when ``end``); then the
+        stream's ``delivered_id`` is the last event written."""
+        events = self.events
+        if end:
+            events.append(h11.EndOfMessage())
+        if events:
+            self.events = []
+            await self.h.send(*events)
+        if self.delivered is not None:
+            if self.stream.generation == self.generation:
+                self.stream.delivered_id = self.delivered
+            self.delivered = None
+
+
 class _HttpSession:
     """One MCP session of the HTTP server: its channel, streams and event store."""
 
@@ -238,6 +269,7 @@ class _HttpSession:
         self.done = trio.Event()
         self.cancel_scope = trio.CancelScope()
         self._json_heads: dict[str | None, list[tuple[bytes, bytes]]] = {}
+        self._sse_heads: dict[str | None, list[tuple[bytes, bytes]]] = {}
         if kind == "streamable":
             self.streams[STANDALONE] = self.new_stream(STANDALONE, json_mode=False)
         elif kind == "legacy":
@@ -261,6 +293,15 @@ class _HttpSession:
             self._json_heads[session_id] = base  # two at most: with and without the id
         value = str(length).encode("ascii")
         return [(k, value) if k == _CONTENT_LENGTH else (k, v) for k, v in base]
+
+    def sse_headers(self, session_id: str | None, last: bool) -> list[tuple[bytes, bytes]]:
+        """``rules.response_headers(PostReply.SSE, session_id=...)`` (plus ``Connection:
+        close`` when ``last``), built (and the session id validated) once per session."""
+        base = self._sse_heads.get(session_id)
+        if base is None:
+            base = rules.response_headers(PostReply.SSE, session_id=session_id)
+            self._sse_heads[session_id] = base  # two at most: with and without the id
+        return [*base, _CLOSE] if last else base
 
     @property
     def primes(self) -> bool:
@@ -427,6 +468,7 @@ def _header(headers: _Headers, name: bytes) -> bytes | None:
 
 _MAX_MEMOS: Final = 256
 _CONTENT_LENGTH: Final = b"content-length"
+_CLOSE: Final = (b"connection", b"close")
 
 
 class _Headers(list[tuple[bytes, bytes]]):
@@ -956,56 +998,59 @@ class _HttpServer:
         first: SSEEvent | None = None,
     ) -> None:
         """Attach ``stream`` to this response and write its events from ``cursor``."""
-        headers = rules.response_headers(PostReply.SSE, session_id=session_id)
-        if last:
-            headers.append((b"connection", b"close"))
-        await h.send(h11.Response(status_code=200, headers=headers, reason=b"OK"))
+        head = h11.Response(
+            status_code=200, headers=sess.sse_headers(session_id, last), reason=b"OK"
+        )
+        out = _SseOut(h, stream, head)
         if first is not None:
-            await h.send(h11.Data(data=encode_event(first)))
+            out.add(encode_event(first))
         if cursor is None:
             cursor = stream.delivered_id or stream.base_id
         stream.generation += 1
-        generation = stream.generation
+        out.generation = stream.generation
         stream.attached = True
         stream.wake()
         try:
-            client_left = await self._pump(h, sess, stream, cursor, generation)
+            client_left = await self._pump(out, sess, cursor)
         finally:
-            if stream.generation == generation:
+            if stream.generation == out.generation:
                 stream.attached = False
         sess.touch()
         if not client_left:
-            await h.send(h11.EndOfMessage())
+            await out.flush(end=True)
 
-    async def _pump(
-        self, h: H11Stream, sess: _HttpSession, stream: _Stream, cursor: str, generation: int
-    ) -> bool:
+    async def _pump(self, out: _SseOut, sess: _HttpSession, cursor: str) -> bool:
         """Write the stream's events from ``cursor`` until it ends; True when the client
-        closed its side first."""
+        closed its side first.  The events, and the head, are written together before
+        each wait: a POST's head waits up to ``_WATCH_AFTER`` seconds for the first
+        events, so a quick answer costs one write (head, events, end)."""
+        stream, generation = out.stream, out.generation
         if sess.primes:
             # Spec: 2025-06-18/basic/transports#resumability-and-redelivery.1
             # 2025-11-25: prime the stream with an id and empty data, and say when to
             # reconnect.
-            priming = SSEEvent(data="", id=cursor, retry=self.retry_ms)
-            await h.send(h11.Data(data=encode_event(priming)))
+            out.add(encode_event(SSEEvent(data="", id=cursor, retry=self.retry_ms)))
         keepalive = self.limits.keepalive_seconds
-        # A POST's stream usually ends within moments; a GET's lives on.
-        watch_after = 0.0 if stream.id in (STANDALONE, LEGACY) else _WATCH_AFTER
+        # A POST's stream usually ends within moments (a GET's lives on): its head waits
+        # for the first events.  Once anything is written the socket is watched at each
+        # wait, so that events are not written after the client left (they stay for a
+        # resumption); before, the client holds no event id to resume from.
+        head_waits = stream.id not in (STANDALONE, LEGACY)
         while True:
             changed = stream.changed
             if stream.generation != generation:
                 return False  # another response took the stream over
-            replay = sess.store.replay_after(cursor)
-            if isinstance(replay, HttpError):
-                log.warning("stream %s of session %s lost events: %s", stream.id, sess.id, replay)
-                return False
-            for event_id, data in replay.events:
-                if data:
-                    event = rules.message_event(data, event_id=event_id)
-                    await h.send(h11.Data(data=encode_event(event)))
-                cursor = event_id
-                if stream.generation == generation:
-                    stream.delivered_id = event_id
+            if cursor != stream.last_id:
+                replay = sess.store.replay_after(cursor)
+                if isinstance(replay, HttpError):
+                    log.warning(
+                        "stream %s of session %s lost events: %s", stream.id, sess.id, replay
+                    )
+                    return False
+                for event_id, data in replay.events:
+                    if data:
+                        out.add(encode_event(rules.message_event(data, event_id=event_id)))
+                    cursor = out.delivered = event_id
             if stream.finished and cursor == stream.last_id:
                 # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.10
                 # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.13
@@ -1017,11 +1062,18 @@ class _HttpServer:
             if stream.close_requested:
                 stream.close_requested = False
                 return False
-            got = await _wait_change(h, stream, keepalive, changed, watch_after=watch_after)
+            if head_waits:
+                head_waits = False
+                if out.delivered is None:  # nothing but the head: wait a moment for more
+                    with trio.move_on_after(_WATCH_AFTER):
+                        await changed.wait()
+                    continue
+            await out.flush()
+            got = await _wait_change(out.h, stream, keepalive, changed)
             if got == "eof":
                 return True
             if got == "timeout":
-                await h.send(h11.Data(data=encode_comment("keepalive")))
+                out.add(encode_comment("keepalive"))
 
     # -- stateless ----------------------------------------------------------------------
 
