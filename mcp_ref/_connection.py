@@ -38,6 +38,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from . import _jsonrpc as rpc
+from ._batch import BatchReplies
 from ._convert import ConversionError, structure_fn, unstructure_fn
 from ._errors import (
     INTERNAL_ERROR,
@@ -181,8 +182,15 @@ class Connection:
         self.max_message_bytes = max_message_bytes
         self._lines = LineBuffer(max_message_bytes)
         self._messages: deque[bytes] = deque()
-        self._batch: deque[Any] = deque()
-        self._events: deque[Event] = deque()
+        # Events ready for next_event; a batch's refused items wait here as the
+        # RemoteProtocolError to raise in their turn.
+        self._events: deque[Event | RemoteProtocolError] = deque()
+        # Batches (2025-03-26): the replies owed, by request id and by refusal.
+        self._batch_of: dict[Any, BatchReplies] = {}
+        self._batch_hints: deque[tuple[ErrorResponse, BatchReplies]] = deque(
+            maxlen=4 * max_requests_in_flight
+        )
+        self._outbox: list[bytes] = []
         self._eof = False
         self._closed_reported = False
         self._inflight = InFlight(
@@ -293,35 +301,36 @@ class Connection:
         """
         while True:
             if self._events:
-                return self._events.popleft()
-            if self._batch:
-                event = self._handle(self._batch.popleft())
-            else:
-                line = self._lines.next_line() if not self._messages else self._next_message()
-                if line is None and self._eof:
-                    line = self._lines.take_rest() or None
-                if line is None:
-                    if self._eof and not self._closed_reported:
-                        self._closed_reported = True
-                        # CLOSING: we may still answer what we accepted.
-                        self.state = (
-                            next_state(self.our_role, self.state, RECEIVE, Kind.CLOSE) or self.state
-                        )
-                        return ConnectionClosed()
-                    return NEED_DATA
-                if line is TOO_LONG:
-                    event = self._too_long()
-                    if event is not None:
-                        return event
-                    continue
-                assert isinstance(line, bytes)
-                if not line or (line[0] in _BLANK and not line.strip()):
-                    continue  # a blank line (strip() copies: only when it may be one)
-                obj = rpc.decode(line)
-                if type(obj) is list:
-                    self._split_batch(obj)
-                    continue
-                event = self._handle(obj)
+                ready = self._events.popleft()
+                if type(ready) is RemoteProtocolError:
+                    raise ready
+                assert not isinstance(ready, RemoteProtocolError)
+                return ready
+            line = self._lines.next_line() if not self._messages else self._next_message()
+            if line is None and self._eof:
+                line = self._lines.take_rest() or None
+            if line is None:
+                if self._eof and not self._closed_reported:
+                    self._closed_reported = True
+                    # CLOSING: we may still answer what we accepted.
+                    self.state = (
+                        next_state(self.our_role, self.state, RECEIVE, Kind.CLOSE) or self.state
+                    )
+                    return ConnectionClosed()
+                return NEED_DATA
+            if line is TOO_LONG:
+                event = self._too_long()
+                if event is not None:
+                    return event
+                continue
+            assert isinstance(line, bytes)
+            if not line or (line[0] in _BLANK and not line.strip()):
+                continue  # a blank line (strip() copies: only when it may be one)
+            obj = rpc.decode(line)
+            if type(obj) is list:
+                self._split_batch(obj)
+                continue
+            event = self._handle(obj)
             if event is not None:
                 return event
 
@@ -382,7 +391,26 @@ class Connection:
                 code=INVALID_REQUEST,
                 event_hint=rpc.error_reply(None, INVALID_REQUEST, "batch too large"),
             )
-        self._batch.extend(items)
+        # Every item is handled now, in order; their events (and refusals, raised in
+        # their turn) queue for next_event.  On a byte stream the replies they are owed
+        # are counted, to go back as one array (see _batch); a message transport
+        # (Streamable HTTP) assembles the replies to a batch body itself.
+        replies = BatchReplies()
+        for item in items:
+            try:
+                event = self._handle(item)
+            except RemoteProtocolError as exc:
+                if exc.event_hint is not None and self.newline_framing:
+                    replies.owed += 1
+                    self._batch_hints.append((exc.event_hint, replies))
+                self._events.append(exc)
+                continue
+            if event is None:
+                continue
+            if type(event) is Request and self.newline_framing:
+                replies.owed += 1
+                self._batch_of[event.id] = replies
+            self._events.append(event)
 
     # -------------------------------------------------------------- receive paths
 
@@ -551,6 +579,11 @@ class Connection:
         req = self._inflight.pop_incoming(rid, "cancelled")
         if req is None:
             return None
+        replies = self._batch_of.pop(rid, None)
+        if replies is not None:
+            array = replies.drop()  # no reply is owed for it any more
+            if array:
+                self._outbox.append(array + b"\n" if self.newline_framing else array)
         return RequestCancelled(id=rid, reason=params.reason)
 
     def _receive_progress(self, params: Any) -> Event:
@@ -677,9 +710,11 @@ class Connection:
         if type(event) is Request:
             return self._send_request(event, now, timeout)
         if type(event) is Response:
-            return self._send_response(event)
+            data = self._send_response(event)
+            return self._batched(event, data) if self._batch_of else data
         if type(event) is ErrorResponse:
-            return self._send_error(event)
+            data = self._send_error(event)
+            return self._batched(event, data) if self._batch_of or self._batch_hints else data
         if type(event) is Notification:
             return self._send_notification(event)
         raise LocalProtocolError(f"cannot send {type(event).__name__}")
@@ -924,6 +959,45 @@ class Connection:
             self.capabilities[SERVER] = result.capabilities
             self._forget_plans()
         self.state = new_state
+        return data
+
+    def _batched(self, event: Response | ErrorResponse, data: bytes) -> bytes:
+        """A reply that belongs to a batch is held until the batch's last one; that
+        one brings the array (see :mod:`._batch`).  Other replies pass unchanged."""
+        replies = None
+        for i, (hint, owner) in enumerate(self._batch_hints):
+            if hint is event:
+                replies = owner
+                del self._batch_hints[i]
+                break
+        if replies is None:
+            if not rpc.valid_id(event.id):
+                return data
+            replies = self._batch_of.pop(event.id, None)
+            if replies is None:
+                return data
+        if not data:
+            array = replies.drop()  # cancelled by the peer: no reply
+        else:
+            array = replies.add(data[:-1] if self.newline_framing else data)
+        return array + b"\n" if array and self.newline_framing else array
+
+    @property
+    def has_data_to_send(self) -> bool:
+        """True when :meth:`data_to_send` has bytes."""
+        return bool(self._outbox)
+
+    def data_to_send(self) -> bytes:
+        """Bytes the connection produced by itself, to write now; ``b""`` when none.
+
+        Only a batch makes any: when the peer cancels the last request of a batch whose
+        other replies are held, the array of those replies is here (after the
+        :class:`RequestCancelled` event).  A driver calls it after handling that event.
+        """
+        if not self._outbox:
+            return b""
+        data = b"".join(self._outbox)
+        self._outbox.clear()
         return data
 
     def _send_error(self, event: ErrorResponse) -> bytes:

@@ -538,6 +538,23 @@ class Session:
             if held:
                 lock.release()
 
+    async def _send_bytes(self, data: bytes) -> None:
+        """Write bytes the core produced outside ``send`` (timeouts' cancellations, a
+        batch's replies), in turn with other writes.
+
+        Raises:
+            SessionClosed: the session is closed, or the write failed.
+        """
+        lock = self._send_lock
+        await _acquire(lock)
+        try:
+            self._check_open()
+            rest = self._write_now(data, None)
+            if rest:
+                await self._write_locked(rest, None)
+        finally:
+            lock.release()
+
     def _write_now(self, data: bytes, related_request_id: RequestId | None) -> bytes:
         """Give bytes the core produced to the channel's ``try_send``, which takes what
         it can without waiting; return the rest (``b""`` when it took everything), for
@@ -657,17 +674,10 @@ class Session:
                 return
             # Spec: 2025-06-18/basic/lifecycle#timeouts.2
             for data in conn.handle_timeout(trio.current_time()):
-                lock = self._send_lock
-                await _acquire(lock)
                 try:
-                    self._check_open()
-                    rest = self._write_now(data, None)
-                    if rest:
-                        await self._write_locked(rest, None)
+                    await self._send_bytes(data)
                 except SessionClosed:
                     return
-                finally:
-                    lock.release()
             await self._drain_locked()
 
     async def _notification_worker(self) -> None:
@@ -757,6 +767,11 @@ class Session:
 
     async def _dispatch(self, event: Event) -> None:
         """Dispatch one event, awaiting where it must (caller holds the dispatch lock)."""
+        if type(event) is RequestCancelled and self.connection.has_data_to_send:
+            assert isinstance(event, RequestCancelled)
+            self._on_cancelled(event)
+            await self._send_bytes(self.connection.data_to_send())
+            return
         if self._dispatch_now(event):
             return
         if type(event) is Request:
@@ -812,12 +827,9 @@ class Session:
                 waiter.finish(error=McpError(event.code, event.message, event.data))
         elif kind is RequestCancelled:
             assert isinstance(event, RequestCancelled)
-            running = self._handlers.get(_key(event.id))
-            # Spec: 2025-06-18/basic/utilities/cancellation#implementation-notes.1
-            log.debug("the peer cancelled request %r: %s", event.id, event.reason)
-            if running is not None:
-                # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.3
-                running.cancel_scope.cancel()
+            if self.connection.has_data_to_send:
+                return False  # it settled a batch: its replies must be written
+            self._on_cancelled(event)
         elif kind is RequestTimedOut:
             assert isinstance(event, RequestTimedOut)
             waiter = self._waiters.get(_key(event.id))
@@ -851,6 +863,14 @@ class Session:
         elif kind in (ProgressDropped, UnexpectedResponse):
             log.debug("ignored input from the peer: %r", event)
         return True
+
+    def _on_cancelled(self, event: RequestCancelled) -> None:
+        running = self._handlers.get(_key(event.id))
+        # Spec: 2025-06-18/basic/utilities/cancellation#implementation-notes.1
+        log.debug("the peer cancelled request %r: %s", event.id, event.reason)
+        if running is not None:
+            # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.3
+            running.cancel_scope.cancel()
 
     async def _on_request(self, event: Request) -> None:
         """A request :meth:`_dispatch_now` left: ping, initialize, or one too many."""

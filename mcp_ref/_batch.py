@@ -1,0 +1,58 @@
+"""Replies to a JSON-RPC batch: collected, then sent as one array.
+
+Theory of operation
+-------------------
+Protocol version 2025-03-26 allows JSON-RPC batches (2025-06-18 removed them again).
+The Streamable HTTP server answers a batch body with one array itself, and message
+transports (WebSocket) reply item by item.  When the connection reads a batch from a
+byte stream (stdio, newline framing), it handles every item at once and
+opens one :class:`BatchReplies` for it, owing one reply per request it produced an event
+for and per item it refused with an error reply.  Each reply the application sends for
+the batch is serialized as usual, then held here; the one that settles the last debt
+returns the whole array, ``[reply, reply, ...]``, to write in place of itself.  A
+request the peer cancels is owed nothing more (:meth:`BatchReplies.drop`).  A batch
+that owes nothing (only notifications and responses) is answered with nothing.
+
+Source: JSON-RPC 2.0 section 6 (batch): the replies SHOULD come back as an array once
+all the requests are processed, and an empty array MUST NOT be sent;
+2025-03-26 basic (batches may be received).
+"""
+
+from __future__ import annotations
+
+import attrs
+
+__all__ = ["BatchReplies"]
+
+
+@attrs.define
+class BatchReplies:
+    """The replies owed to one batch.
+
+    Attributes:
+        owed: replies still to come (>= 0).
+        parts: the replies held so far, each one serialized JSON message (no newline).
+    """
+
+    owed: int = 0
+    parts: list[bytes] = attrs.Factory(list)
+
+    def add(self, message: bytes) -> bytes:
+        """Hold one reply (``message``: serialized, unframed); return the array
+        ``b"[...]"`` when it was the last one owed, else ``b""``."""
+        self.owed -= 1
+        self.parts.append(message)
+        return self._done()
+
+    def drop(self) -> bytes:
+        """One reply is owed no more (its request was cancelled); return the array when
+        that settles the batch, else ``b""``."""
+        self.owed -= 1
+        return self._done()
+
+    def _done(self) -> bytes:
+        if self.owed > 0 or not self.parts:
+            return b""  # more to come, or nothing at all to send (never "[]")
+        array = b"[" + b",".join(self.parts) + b"]"
+        self.parts = []
+        return array
