@@ -119,7 +119,8 @@ _STATELESS_INIT_ID: Final = "mcp-ref:stateless-initialize"
 _CLOSE_GRACE: Final = 5.0
 _MAX_PIPELINED: Final = 64 * 1024
 _WATCH_AFTER: Final = 0.1
-"""Seconds a waiting response waits for its stream before it also watches its socket."""
+"""Seconds (up to twice that) a POST's answer waits for its stream before it also
+watches its socket (see :class:`_LateWatch`)."""
 
 _T = TypeVar("_T")
 
@@ -196,12 +197,55 @@ class _Stream:
         # Scopes of responses waiting for news of this stream while they watch their
         # socket (see _wait_change); one per attached response, so a handful at most.
         self.watchers: set[trio.CancelScope] = set()
+        # Set by _LateWatch once a response has waited a while: from then on every wait
+        # watches the socket too.
+        self.watch = False
 
     def wake(self) -> None:
         self.changed.set()
         self.changed = trio.Event()
         for scope in self.watchers:
             scope.cancel()
+
+
+class _LateWatch:
+    """Tells the responses waiting too long for their stream to watch their socket.
+
+    A POST's answer usually comes within moments, so it first waits on its stream's
+    ``changed`` event alone: no timer, no socket registration.  It puts its stream in
+    ``young``; every ``delay`` seconds one task (:meth:`run`) sets ``watch`` on the
+    streams still waiting since the tick before and wakes them, so a response starts
+    watching its socket after ``delay`` to ``2 * delay`` seconds.  One sleeping task for
+    the whole server, instead of a cancel scope per request.
+    """
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self._young: set[_Stream] = set()
+        self._old: set[_Stream] = set()
+        self._work = trio.Event()
+
+    def add(self, stream: _Stream) -> None:
+        self._young.add(stream)
+        if not self._work.is_set():
+            self._work.set()
+
+    def discard(self, stream: _Stream) -> None:
+        self._young.discard(stream)
+        self._old.discard(stream)
+
+    async def run(self) -> None:
+        """Tick while some stream waits; sleep on an event otherwise (runs until
+        cancelled)."""
+        while True:
+            if not self._young and not self._old:
+                self._work = trio.Event()
+                await self._work.wait()
+            await trio.sleep(self.delay)
+            due, self._old, self._young = self._old, self._young, set()
+            for stream in due:
+                stream.watch = True
+                stream.wake()
 
 
 class _SseOut:
@@ -539,6 +583,7 @@ class _HttpServer:
         self.live = 0  # owner tasks running (sessions of every kind)
         self.supervisor = Supervisor()
         self.reaper_nudge = trio.Event()
+        self.late_watch = _LateWatch(_WATCH_AFTER)
         # Header-rule outcomes per (target, header set); see _Headers.  Bounded.
         self._memos: dict[tuple[Any, ...], dict[Any, Any]] = {}
 
@@ -949,7 +994,7 @@ class _HttpServer:
             if json_mode:
                 await self.answer_json(h, sess, stream, session_id, batch=len(infos) > 1, last=last)
             else:
-                await self.answer_sse(h, sess, stream, session_id, last=last)
+                await self.answer_sse(h, sess, stream, session_id, last=last, post=True)
         finally:
             sess.touch()
             if is_init and sess.init_failed and sess.kind == "streamable":
@@ -966,7 +1011,7 @@ class _HttpServer:
         last: bool,
     ) -> None:
         while not stream.finished and not sess.ended:
-            if await _wait_change(h, stream, math.inf, watch_after=_WATCH_AFTER) == "eof":
+            if await _wait_change(h, stream, math.inf, late=self.late_watch) == "eof":
                 return  # the client went away
         if not stream.finished:
             raise _Refused(_gone())
@@ -996,8 +1041,10 @@ class _HttpServer:
         last: bool,
         cursor: str | None = None,
         first: SSEEvent | None = None,
+        post: bool = False,
     ) -> None:
-        """Attach ``stream`` to this response and write its events from ``cursor``."""
+        """Attach ``stream`` to this response and write its events from ``cursor``
+        (``post``: the answer to the POST that carried the stream's requests)."""
         head = h11.Response(
             status_code=200, headers=sess.sse_headers(session_id, last), reason=b"OK"
         )
@@ -1011,7 +1058,7 @@ class _HttpServer:
         stream.attached = True
         stream.wake()
         try:
-            client_left = await self._pump(out, sess, cursor)
+            client_left = await self._pump(out, sess, cursor, post)
         finally:
             if stream.generation == out.generation:
                 stream.attached = False
@@ -1019,11 +1066,12 @@ class _HttpServer:
         if not client_left:
             await out.flush(end=True)
 
-    async def _pump(self, out: _SseOut, sess: _HttpSession, cursor: str) -> bool:
+    async def _pump(self, out: _SseOut, sess: _HttpSession, cursor: str, post: bool) -> bool:
         """Write the stream's events from ``cursor`` until it ends; True when the client
         closed its side first.  The events, and the head, are written together before
-        each wait: a POST's head waits up to ``_WATCH_AFTER`` seconds for the first
-        events, so a quick answer costs one write (head, events, end)."""
+        each wait: a POST's head waits for the first events (``_WATCH_AFTER`` seconds
+        or so at most, see :class:`_LateWatch`), so a quick answer costs one write
+        (head, events, end)."""
         stream, generation = out.stream, out.generation
         if sess.primes:
             # Spec: 2025-06-18/basic/transports#resumability-and-redelivery.1
@@ -1031,11 +1079,11 @@ class _HttpServer:
             # reconnect.
             out.add(encode_event(SSEEvent(data="", id=cursor, retry=self.retry_ms)))
         keepalive = self.limits.keepalive_seconds
-        # A POST's stream usually ends within moments (a GET's lives on): its head waits
-        # for the first events.  Once anything is written the socket is watched at each
-        # wait, so that events are not written after the client left (they stay for a
-        # resumption); before, the client holds no event id to resume from.
-        head_waits = stream.id not in (STANDALONE, LEGACY)
+        # A POST's stream usually ends within moments: its head waits for the first
+        # events.  Once anything is written the socket is watched at each wait, so that
+        # events are not written after the client left (they stay for a resumption);
+        # before, the client holds no event id to resume from.
+        head_waits = post
         while True:
             changed = stream.changed
             if stream.generation != generation:
@@ -1062,12 +1110,11 @@ class _HttpServer:
             if stream.close_requested:
                 stream.close_requested = False
                 return False
-            if head_waits:
-                head_waits = False
-                if out.delivered is None:  # nothing but the head: wait a moment for more
-                    with trio.move_on_after(_WATCH_AFTER):
-                        await changed.wait()
-                    continue
+            if head_waits and out.delivered is None and not stream.watch:
+                # Nothing but the head yet: wait a moment for more.
+                await _wait_change(out.h, stream, keepalive, changed, late=self.late_watch)
+                continue
+            head_waits = False
             await out.flush()
             got = await _wait_change(out.h, stream, keepalive, changed)
             if got == "eof":
@@ -1215,33 +1262,32 @@ async def _wait_change(
     timeout: float,
     changed: trio.Event | None = None,
     *,
-    watch_after: float = 0.0,
+    late: _LateWatch | None = None,
 ) -> Literal["changed", "eof", "timeout"]:
-    """Wait for news of ``stream`` (its ``changed`` event, or the one given), at most
-    ``timeout`` seconds, watching the client's side of the connection after the first
-    ``watch_after`` seconds.
+    """Wait for news of ``stream`` (its ``changed`` event, or the one given) while
+    watching the client's side of the connection, at most ``timeout`` seconds.
 
     Returns ``"changed"``, ``"eof"`` (the client closed its side: nobody will read the
-    rest) or ``"timeout"``.  The answer to a POST usually comes within moments, so its
-    first wait (``watch_after``) is on the event alone: no socket registration to undo
-    when the answer comes; a client that left is then noticed that much later.  Then
-    the socket is read too: input the client pipelines meanwhile goes into h11 for the
-    next request (up to ``_MAX_PIPELINED`` bytes; past that the socket is not read).
-    :meth:`_Stream.wake` cancels that read's scope (a cancelled ``receive_some`` loses
-    nothing).
+    rest) or ``"timeout"``.  With ``late`` (the answer to a POST, which usually comes
+    within moments) and until ``late`` sets the stream's ``watch``, the wait is on the
+    event alone, without timeout, and may return ``"changed"`` for no news: no timer and
+    no socket registration to undo when the answer comes; a client that left is then
+    noticed up to ``2 * _WATCH_AFTER`` seconds late.  Otherwise the socket is read too:
+    input the client pipelines meanwhile goes into h11 for the next request (up to
+    ``_MAX_PIPELINED`` bytes; past that the socket is not read).  :meth:`_Stream.wake`
+    cancels that read's scope (a cancelled ``receive_some`` loses nothing).
     """
     if changed is None:
         changed = stream.changed
     if changed.is_set():
         return "changed"
-    if watch_after > 0:
-        grace = min(timeout, watch_after)
-        with trio.move_on_after(grace):
+    if late is not None and not stream.watch:
+        late.add(stream)
+        try:
             await changed.wait()
-            return "changed"
-        if timeout <= grace:
-            return "timeout"
-        timeout -= grace
+        finally:
+            late.discard(stream)
+        return "changed"
     with trio.CancelScope(deadline=trio.current_time() + timeout) as scope:
         stream.watchers.add(scope)
         try:
@@ -1376,6 +1422,7 @@ async def serve_http(
         async with trio.open_nursery() as nursery:
             await nursery.start(server.supervisor.run)
             nursery.start_soon(server.reaper)
+            nursery.start_soon(server.late_watch.run)
             await nursery.start(trio.serve_listeners, server.handle_connection, listeners)
             log.info("serving MCP on %s", info.url)
             task_status.started(info)
