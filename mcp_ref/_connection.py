@@ -33,6 +33,7 @@ Sending runs the same checks the other way round.
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from collections.abc import Callable
 from typing import Any, Final
@@ -117,26 +118,10 @@ _BLANK: Final = frozenset(b" \t\r\n")
 _PROGRESS = "notifications/progress"
 
 
-_STRUCTURERS: dict[Any, Any] = {}
-
-
-def _structurer(cls: Any) -> Any:
-    """The compiled structure function of ``cls``, looked up once per class."""
-    fn = _STRUCTURERS.get(cls)
-    if fn is None:
-        fn = _STRUCTURERS[cls] = structure_fn(cls)
-    return fn
-
-
-_UNSTRUCTURERS: dict[Any, Any] = {}
-
-
-def _unstructurer(cls: Any) -> Any:
-    """The compiled unstructure function of the attrs class ``cls``, looked up once."""
-    fn = _UNSTRUCTURERS.get(cls)
-    if fn is None:
-        fn = _UNSTRUCTURERS[cls] = unstructure_fn(cls)
-    return fn
+# The compiled (un)structure function of each class, looked up once per class (the
+# classes are the schema's: a fixed, finite set).
+_structurer: Callable[[Any], Callable[[Any], Any]] = functools.cache(structure_fn)
+_unstructurer: Callable[[Any], Callable[[Any], Any]] = functools.cache(unstructure_fn)
 
 
 class Connection:

@@ -422,31 +422,22 @@ class Session:
         key = _key(rid)
         self._waiters[key] = waiter
         sent = False
+
+        def produce() -> bytes:
+            nonlocal sent
+            data = conn.send(
+                Request(id=rid, method=method, params=params),
+                now=trio.current_time(),
+                timeout=self._resolve(timeout),
+            )
+            sent = True
+            deadline = conn.next_deadline()
+            if deadline is not None and deadline < self._timer_at:
+                self._nudge.set()  # the timer sleeps past this request's deadline
+            return data
+
         try:
-            lock = self._send_lock
-            held = lock.locked()  # another write is under way: queue behind it
-            if held:
-                await _acquire(lock)
-            try:
-                self._check_open()
-                data = conn.send(
-                    Request(id=rid, method=method, params=params),
-                    now=trio.current_time(),
-                    timeout=self._resolve(timeout),
-                )
-                sent = True
-                deadline = conn.next_deadline()
-                if deadline is not None and deadline < self._timer_at:
-                    self._nudge.set()  # the timer sleeps past this request's deadline
-                rest = self._write_now(data, related_request_id)
-                if rest:
-                    if not held:
-                        lock.acquire_nowait()  # free: nothing yielded since locked()
-                        held = True
-                    await self._write_locked(rest, related_request_id)
-            finally:
-                if held:
-                    lock.release()
+            await self._emit(produce, related_request_id)
             await self._wait(waiter)
         except BaseException:
             if sent and not waiter.done and not self.closed:
@@ -517,17 +508,38 @@ class Session:
     async def _send_event(
         self, event: Event, *, related_request_id: RequestId | None = None
     ) -> None:
-        # The send lock keeps messages whole and in order across awaits.  A write the
-        # channel takes at once has no await: then nothing can come between the core's
-        # send() and the channel, and the lock is taken only when another write holds
-        # it or this one must wait.
+        await self._emit(lambda: self.connection.send(event), related_request_id)
+
+    async def _send_bytes(self, data: bytes) -> None:
+        """Write bytes the core produced outside ``send`` (timeouts' cancellations, a
+        batch's replies), in turn with other writes.
+
+        Raises:
+            SessionClosed: the session is closed, or the write failed.
+        """
+        await self._emit(lambda: data, None)
+
+    async def _emit(
+        self, produce: Callable[[], bytes], related_request_id: RequestId | None
+    ) -> None:
+        """Call ``produce`` (the core's ``send``, which may raise LocalProtocolError)
+        and write the bytes it returns, in turn with other writes.
+
+        The send lock keeps messages whole and in order across awaits.  A write the
+        channel takes at once has no await: then nothing can come between the core's
+        send and the channel, so the lock is taken only when another write holds it or
+        this one must wait.
+
+        Raises:
+            SessionClosed: the session is closed, or the write failed.
+        """
         lock = self._send_lock
-        held = lock.locked()
+        held = lock.locked()  # another write is under way: queue behind it
         if held:
             await _acquire(lock)
         try:
             self._check_open()
-            data = self.connection.send(event)
+            data = produce()
             rest = self._write_now(data, related_request_id) if data else b""
             if rest:
                 if not held:
@@ -537,23 +549,6 @@ class Session:
         finally:
             if held:
                 lock.release()
-
-    async def _send_bytes(self, data: bytes) -> None:
-        """Write bytes the core produced outside ``send`` (timeouts' cancellations, a
-        batch's replies), in turn with other writes.
-
-        Raises:
-            SessionClosed: the session is closed, or the write failed.
-        """
-        lock = self._send_lock
-        await _acquire(lock)
-        try:
-            self._check_open()
-            rest = self._write_now(data, None)
-            if rest:
-                await self._write_locked(rest, None)
-        finally:
-            lock.release()
 
     def _write_now(self, data: bytes, related_request_id: RequestId | None) -> bytes:
         """Give bytes the core produced to the channel's ``try_send``, which takes what
