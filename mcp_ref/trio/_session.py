@@ -28,14 +28,24 @@ Theory of operation
   dispatches the ``RequestTimedOut`` events.  It is nudged awake whenever a request is
   sent, since that may bring the next deadline closer.
 
-* **one locked send**: every write takes ``_send_lock``, calls ``Connection.send`` (which
-  checks the message and updates the core), and writes the bytes.  The write itself is
-  shielded from the caller's cancellation (a half-written message would break the
-  stream) but bounded by ``send_timeout`` and cancelled when the session closes; a
-  write that fails or times out calls ``Connection.send_failed()`` and ends the session.
+* **one keepalive task**, only with ``keepalive=``: pings the peer after a silence and
+  ends the session when it stops answering (:mod:`._keepalive`).
 
-Two locks keep the core single-owner: ``_send_lock`` for output and ``_dispatch_lock`` for
-draining events (held by the reader or the timer, never both).
+* **one write path** (:meth:`Session._emit`): ``Connection.send`` checks the message and
+  updates the core, then the channel's ``try_send`` takes the bytes at once if it can
+  (no await, so nothing can come between the two).  Only a write that must wait, or one
+  that finds another write waiting, goes through ``_send_lock``, so messages stay whole
+  and in order.  The waiting write is shielded from the caller's cancellation (a
+  half-written message would break the stream) but bounded by ``send_timeout`` and
+  cancelled when the session closes; a write that fails or times out calls
+  ``Connection.send_failed()`` and ends the session.
+
+* **dispatch without awaiting** where it can (:meth:`Session._drain_locked`): a response
+  wakes its caller, a request starts its task, a notification joins its queue, with no
+  await between ``next_event()`` and the dispatch.  An event whose dispatch awaits
+  (answering a ping, a full notification queue, a protocol error's reply, a batch's
+  replies) takes ``_dispatch_lock``; the reader and the timer wait for it in turn, so
+  events are dispatched in the order the core produced them.
 
 Handlers run on the event loop: a synchronous, blocking handler stalls the whole
 session.  The session does not know about sync code; the server API runs sync tool
