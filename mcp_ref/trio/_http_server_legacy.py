@@ -1,0 +1,80 @@
+"""The 2024-11-05 HTTP+SSE endpoints of the HTTP server (:mod:`._http_server`).
+
+Theory of operation
+-------------------
+``GET /sse`` opens a session whose one stream (``LEGACY``) starts with an ``endpoint``
+event naming ``/messages?session_id=<id>``; POSTs there are answered 202 and every server
+message goes to that one stream.  The session ends when the GET's connection does.
+
+Source: 2024-11-05/basic/transports "HTTP with SSE";
+2025-06-18/basic/transports#backwards-compatibility.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qs
+
+from .. import _http as rules
+from .._http import PostReply, http_error
+from ._http_common import H11Stream
+from ._http_server_answers import answer_sse
+from ._http_server_requests import (
+    Refused,
+    RequestHeaders,
+    gone,
+    messages_of,
+    read_body,
+    send_simple,
+)
+from ._http_server_streams import LEGACY
+
+if TYPE_CHECKING:
+    from ._http_server_routing import HttpServer
+
+__all__ = ["legacy_get", "legacy_post"]
+
+
+async def legacy_get(server: HttpServer, h: H11Stream, last: bool) -> None:
+    """Answer ``GET`` of the SSE endpoint: a new session whose one stream this response
+    writes, starting with the ``endpoint`` event; the session ends with the response.
+
+    Raises:
+        Refused: 503 past ``limits.max_sessions``.
+    """
+    sess = await server.table.open("legacy")
+    assert sess.id is not None
+    try:
+        # Source: 2024-11-05/basic/transports "HTTP with SSE": the first event names
+        # the URL to POST messages to.
+        endpoint = rules.endpoint_event(f"{server.legacy_messages_path}?session_id={sess.id}")
+        await answer_sse(server, h, sess, sess.streams[LEGACY], None, last=True, first=endpoint)
+    finally:
+        sess.end("the SSE connection closed")
+
+
+async def legacy_post(
+    server: HttpServer, h: H11Stream, headers: RequestHeaders, query: str, last: bool
+) -> None:
+    """Answer a POST to the message endpoint: 202, the message(s) going to the session
+    named by the ``session_id`` query parameter.
+
+    Raises:
+        Refused: 400 without ``session_id``, 404 for an unknown or ended session, and
+            the body rules of :func:`~._http_server_requests.read_body`.
+    """
+    values = parse_qs(query).get("session_id") or [""]
+    sess = server.table.sessions.get(values[0])
+    if not values[0]:
+        raise Refused(http_error(400, "missing session_id", clause=None))
+    if sess is None or sess.kind != "legacy":
+        raise Refused(http_error(404, "session not found", clause=None))
+    body = await read_body(h, headers, server.limits)
+    infos = messages_of(body)
+    sess.touch()
+    if not await sess.deliver(body):
+        raise Refused(gone())
+    for m in infos:
+        if m.method == "notifications/cancelled":
+            sess.cancel_from(body)
+    await send_simple(h, 202, rules.response_headers(PostReply.ACCEPTED), last)

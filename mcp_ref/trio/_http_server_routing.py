@@ -1,0 +1,202 @@
+"""Connections and routing of the Streamable HTTP server (:mod:`._http_server`).
+
+Theory of operation
+-------------------
+:class:`HttpServer` holds one server's settings, its
+:class:`~._http_server_sessions.SessionTable` and its
+:class:`~._http_server_streams.LateWatch`.  :meth:`HttpServer.handle_connection` serves
+one connection's requests in turn: h11 parses each head (within
+``limits.idle_timeout_seconds``: else 408, or a silent close when the connection was
+idle), :meth:`HttpServer.handle_request` checks what every request must pass (head size,
+``Origin``, ``Host``) and routes it by path and method to the handlers of
+:mod:`._http_server_answers` (the MCP endpoint) or :mod:`._http_server_legacy` (the
+2024-11-05 endpoints).  A handler refuses a request by raising
+:class:`~._http_server_requests.Refused`; the answer is then that error's.  After
+``limits.max_requests_per_connection`` requests the connection closes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Collection
+from typing import Any
+from urllib.parse import urlsplit
+
+import h11
+import trio
+
+from .. import _http as rules
+from .._http import HttpError, HttpLimits, http_error
+from ._http_common import H11Stream
+from ._http_server_answers import delete, get, post
+from ._http_server_legacy import legacy_get, legacy_post
+from ._http_server_requests import Refused, headers_of, send_error
+from ._http_server_sessions import SessionTable
+from ._http_server_streams import WATCH_AFTER, LateWatch
+from ._session import Handler
+
+__all__ = ["HttpServer"]
+
+log = logging.getLogger("mcp_ref.trio.http")
+
+
+class HttpServer:
+    """One server's settings, sessions and connections (see :func:`serve_http
+    <mcp_ref.trio.serve_http>` for the arguments).
+
+    Run :meth:`handle_connection` per accepted connection; start ``table.supervisor.run``,
+    ``table.reaper`` and ``late_watch.run`` beside it.
+    """
+
+    def __init__(
+        self,
+        handler: Handler | Callable[[], Handler],
+        *,
+        path: str,
+        json_response: bool,
+        stateless: bool,
+        enable_get_stream: bool,
+        allowed_origins: Collection[str],
+        allowed_hosts: Collection[str],
+        limits: HttpLimits,
+        legacy_sse: bool,
+        legacy_sse_path: str,
+        legacy_messages_path: str,
+        retry_ms: int,
+        session_kw: dict[str, Any],
+    ) -> None:
+        self.path = path
+        self.json_response = json_response
+        self.stateless = stateless
+        self.enable_get_stream = enable_get_stream and not stateless
+        self.allowed_origins = allowed_origins
+        self.allowed_hosts = allowed_hosts
+        self.limits = limits
+        self.legacy_sse = legacy_sse
+        self.legacy_sse_path = legacy_sse_path
+        self.legacy_messages_path = legacy_messages_path
+        self.retry_ms = retry_ms
+        self.table = SessionTable(handler, limits=limits, session_kw=session_kw)
+        self.late_watch = LateWatch(WATCH_AFTER)
+        # Header-rule outcomes per (target, header set); see RequestHeaders.  Bounded.
+        self._memos: dict[tuple[Any, ...], dict[Any, Any]] = {}
+
+    async def handle_connection(self, stream: trio.abc.Stream) -> None:
+        """Serve the requests of one connection until it closes, errs or idles."""
+        limits = self.limits
+        h = H11Stream(stream, h11.SERVER, max_incomplete_event_size=limits.max_header_bytes)
+        served = 0
+        try:
+            while True:
+                event: Any = None
+                with trio.move_on_after(limits.idle_timeout_seconds):
+                    try:
+                        event = await h.next_event()
+                    except h11.RemoteProtocolError as exc:
+                        status = exc.error_status_hint or 400
+                        await self._quick_error(h, http_error(status, str(exc), clause=None))
+                        return
+                if event is None:
+                    # Idle: close quietly; in the middle of a request head: 408.
+                    if h.conn.their_state is not h11.IDLE or h.conn.trailing_data[0]:
+                        err = http_error(408, "request head not received in time", clause=None)
+                        await self._quick_error(h, err)
+                    return
+                if not isinstance(event, h11.Request):
+                    return  # ConnectionClosed (or PAUSED: nothing more to serve)
+                served += 1
+                last = served >= limits.max_requests_per_connection
+                await self.handle_request(h, event, last)
+                if last or h.conn.our_state is not h11.DONE or h.conn.their_state is not h11.DONE:
+                    return
+                h.conn.start_next_cycle()
+        except (trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError) as exc:
+            log.debug("HTTP connection ended: %r", exc)
+        except Exception:
+            # A bug of ours must not take the server down with it: this connection ends.
+            log.exception("error while serving an HTTP connection")
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(1):
+                await h.aclose()
+
+    async def _quick_error(self, h: H11Stream, err: HttpError) -> None:
+        """Answer with ``err`` and ``Connection: close`` when h11 still lets us."""
+        if h.conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
+            return
+        try:
+            await send_error(h, err, close=True)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError):
+            pass
+
+    async def handle_request(self, h: H11Stream, req: h11.Request, last: bool) -> None:
+        """Check the request's head (size, ``Origin``, ``Host``), route it by path and
+        method, and answer it (with the error of a :class:`Refused` when one is raised)."""
+        headers = headers_of(req, self._memos)
+        method = bytes(req.method)
+        parts = headers.rule("target", lambda: urlsplit(bytes(req.target).decode("latin-1")))
+        try:
+            # h11 bounds a head still arriving; one that came whole is measured here.
+            if headers.size > self.limits.max_header_bytes:
+                raise Refused(
+                    http_error(
+                        431,
+                        f"request head larger than {self.limits.max_header_bytes} bytes",
+                        clause=None,
+                    )
+                )
+            err = headers.rule(
+                "origin, host",
+                lambda: (
+                    rules.check_origin(headers, self.allowed_origins)
+                    or rules.check_host(headers, self.allowed_hosts)
+                ),
+            )
+            if err is not None:
+                raise Refused(err)
+            if parts.path == self.path:
+                if method == b"POST":
+                    await post(self, h, headers, last)
+                elif method == b"GET":
+                    await get(self, h, headers, last)
+                elif method == b"DELETE":
+                    await delete(self, h, headers, last)
+                else:
+                    err = rules.check_method(
+                        method,
+                        allow_get=self.enable_get_stream,
+                        allow_delete=not self.stateless,
+                    )
+                    raise Refused(err or http_error(405, "method not allowed", clause=None))
+            elif self.legacy_sse and parts.path == self.legacy_sse_path:
+                if method != b"GET":
+                    raise Refused(
+                        http_error(
+                            405,
+                            "the 2024-11-05 SSE endpoint takes GET only",
+                            clause=None,
+                            headers=[(b"allow", b"GET")],
+                        )
+                    )
+                await legacy_get(self, h, last)
+            elif self.legacy_sse and parts.path == self.legacy_messages_path:
+                if method != b"POST":
+                    raise Refused(
+                        http_error(
+                            405,
+                            "the 2024-11-05 message endpoint takes POST only",
+                            clause=None,
+                            headers=[(b"allow", b"POST")],
+                        )
+                    )
+                await legacy_post(self, h, headers, parts.query, last)
+            else:
+                raise Refused(http_error(404, f"no MCP endpoint at {parts.path}", clause=None))
+        except Refused as refused:
+            await self._refuse(h, refused.error, last)
+
+    async def _refuse(self, h: H11Stream, err: HttpError, last: bool) -> None:
+        if h.conn.our_state is not h11.SEND_RESPONSE:
+            return  # a response is already under way: it cannot be replaced
+        # The body may not have been read: then the connection cannot be reused.
+        close = last or h.conn.their_state is not h11.DONE
+        await send_error(h, err, close=close)
