@@ -12,7 +12,7 @@ The response writing a stream waits for its ``changed`` event (:func:`wait_chang
 POST's answer usually comes within moments: it waits on the event alone, its SSE head not
 yet written, until the :class:`~._http_server_streams.LateWatch` tells it to watch the
 socket too; so a quick answer costs one write (head, events, end: :class:`SseOut`) and
-no timer.  Once an SSE response has written anything it watches its socket at every wait,
+no timer.  (From 2025-11-25 on, the head goes at once with its priming event.)  Once an SSE response has written anything it watches its socket at every wait,
 so that events meant for a client that left stay in the store for a resumption.
 """
 
@@ -237,8 +237,8 @@ async def _pump(
     """Write the stream's events from ``cursor`` until it ends; True when the client
     closed its side first.  The events, and the head, are written together before
     each wait: a POST's head waits for the first events (``WATCH_AFTER`` seconds
-    or so at most, see :class:`LateWatch`), so a quick answer costs one write
-    (head, events, end)."""
+    or so at most, see :class:`LateWatch`; not when a priming event goes first), so
+    a quick answer costs one write (head, events, end)."""
     stream, generation = out.stream, out.generation
     if sess.primes:
         # Spec: 2025-06-18/basic/transports#resumability-and-redelivery.1
@@ -249,8 +249,9 @@ async def _pump(
     # A POST's stream usually ends within moments: its head waits for the first
     # events.  Once anything is written the socket is watched at each wait, so that
     # events are not written after the client left (they stay for a resumption);
-    # before, the client holds no event id to resume from.
-    head_waits = post
+    # before, the client holds no event id to resume from.  A priming event is
+    # written at once, head and all: it is there to give the client an id at once.
+    head_waits = post and not sess.primes
     while True:
         changed = stream.changed
         if stream.generation != generation:
