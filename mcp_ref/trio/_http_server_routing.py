@@ -18,6 +18,7 @@ idle), :meth:`HttpServer.handle_request` checks what every request must pass (he
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Collection
 from typing import Any
 from urllib.parse import urlsplit
@@ -88,28 +89,35 @@ class HttpServer:
         served = 0
         try:
             while True:
+                # One scope for the connection's requests: its deadline is set while a
+                # request is awaited, and lifted while it is served.
                 event: Any = None
-                with trio.move_on_after(limits.idle_timeout_seconds):
-                    try:
-                        event = await h.next_event()
-                    except h11.RemoteProtocolError as exc:
-                        status = exc.error_status_hint or 400
-                        await self._quick_error(h, http_error(status, str(exc), clause=None))
-                        return
+                with trio.CancelScope() as idle:
+                    while True:
+                        event = None
+                        idle.deadline = trio.current_time() + limits.idle_timeout_seconds
+                        try:
+                            event = await h.next_event()
+                        except h11.RemoteProtocolError as exc:
+                            status = exc.error_status_hint or 400
+                            err = http_error(status, str(exc), clause=None)
+                            await self._quick_error(h, err)
+                            return
+                        idle.deadline = math.inf
+                        if idle.cancel_called:
+                            break  # the deadline passed as the request came: serve it below
+                        served += 1
+                        if not await self._serve(h, event, served):
+                            return
                 if event is None:
                     # Idle: close quietly; in the middle of a request head: 408.
                     if h.conn.their_state is not h11.IDLE or h.conn.trailing_data[0]:
                         err = http_error(408, "request head not received in time", clause=None)
                         await self._quick_error(h, err)
                     return
-                if not isinstance(event, h11.Request):
-                    return  # ConnectionClosed (or PAUSED: nothing more to serve)
                 served += 1
-                last = served >= limits.max_requests_per_connection
-                await self.handle_request(h, event, last)
-                if last or h.conn.our_state is not h11.DONE or h.conn.their_state is not h11.DONE:
+                if not await self._serve(h, event, served):
                     return
-                h.conn.start_next_cycle()
         except (trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError) as exc:
             log.debug("HTTP connection ended: %r", exc)
         except Exception:
@@ -118,6 +126,18 @@ class HttpServer:
         finally:
             with trio.CancelScope(shield=True), trio.move_on_after(1):
                 await h.aclose()
+
+    async def _serve(self, h: H11Stream, event: Any, served: int) -> bool:
+        """Answer one request (the ``served``-th of the connection); whether the
+        connection goes on to the next."""
+        if not isinstance(event, h11.Request):
+            return False  # ConnectionClosed (or PAUSED: nothing more to serve)
+        last = served >= self.limits.max_requests_per_connection
+        await self.handle_request(h, event, last)
+        if last or h.conn.our_state is not h11.DONE or h.conn.their_state is not h11.DONE:
+            return False
+        h.conn.start_next_cycle()
+        return True
 
     async def _quick_error(self, h: H11Stream, err: HttpError) -> None:
         """Answer with ``err`` and ``Connection: close`` when h11 still lets us."""
