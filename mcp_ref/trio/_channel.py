@@ -74,6 +74,11 @@ class MessageChannel(Protocol):
     Optional method (read with ``getattr``): ``try_send(data, *, related_request_id=None)
     -> int``, the bytes of ``data`` written at once without waiting (all or none for
     ``"messages"``); never raises (see the module docstring).
+
+    Optional method (read with ``getattr``): ``attach_session(session)``, called with the
+    :class:`~mcp_ref.trio.Session` once it runs; a ``"messages"`` channel whose input
+    arrives in other tasks may then hand messages over with ``await session.push(data)``
+    instead of queueing them for ``receive`` (one task switch less per message).
     """
 
     framing: Literal["lines", "messages"]

@@ -30,6 +30,7 @@ from .. import _http as rules
 from .._http import EventStore, HttpLimits, MessageKind, PostReply
 from ..events import RequestId
 from ._http_common import peek_message, request_key
+from ._session import Session, SessionClosed
 
 __all__ = [
     "CURRENT",
@@ -198,6 +199,10 @@ class HttpSession:
         self.init_key: Any = None
         self.init_failed = False
         self.input_send, self.input_receive = trio.open_memory_channel[bytes](_INPUT_QUEUE)
+        # The MCP session, once it runs (ServerChannel.attach_session); and how many
+        # bodies wait in the input queue, which pushed ones must not overtake.
+        self.session: Session | None = None
+        self.queued = 0
         self.channel = ServerChannel(self)
         self.last_used = trio.current_time()
         self.ended = False
@@ -349,14 +354,38 @@ class HttpSession:
     # -- input (to the session) ----------------------------------------------------------
 
     async def deliver(self, body: bytes) -> bool:
-        """Hand one POST body to the session; False when the session has ended."""
+        """Hand one POST body to the session; False when the session has ended.
+
+        Once the session runs and nothing waits in the input queue, the body is pushed
+        to it from this (the connection's) task; before that, it queues for the
+        session's reader.
+        """
+        if self.ended:
+            return False
+        session = self.session
+        if session is not None and self.queued == 0:
+            # Handlers started by this body see their HTTP session, as when the
+            # session's reader starts them (close_sse_stream reads it).
+            token = CURRENT.set(self)
+            try:
+                await session.push(body)
+            except SessionClosed:
+                return False
+            finally:
+                CURRENT.reset(token)
+            return True
+        self.queued += 1
         try:
             try:
                 self.input_send.send_nowait(body)
             except trio.WouldBlock:
                 await self.input_send.send(body)  # the queue is full: wait for room
         except (trio.ClosedResourceError, trio.BrokenResourceError):
+            self.queued -= 1
             return False
+        except BaseException:
+            self.queued -= 1  # cancelled while waiting for room: not queued
+            raise
         return True
 
     def end(self, reason: str) -> None:
@@ -381,12 +410,20 @@ class ServerChannel:
         self._sess = sess
 
     async def receive(self) -> bytes:
-        """The next POSTed message; ``b""`` once the session was ended."""
+        """The next queued POST body; ``b""`` once the session was ended."""
         try:
-            return await self._sess.input_receive.receive()
+            data = await self._sess.input_receive.receive()
         except (trio.EndOfChannel, trio.ClosedResourceError):
             self.eof_reason = self._sess.end_reason or None
             return b""
+        # The session feeds it to its core before it next yields: from here on, pushed
+        # bodies cannot overtake it.
+        self._sess.queued -= 1
+        return data
+
+    def attach_session(self, session: Session) -> None:
+        """The MCP session runs: later bodies may be pushed to it (HttpSession.deliver)."""
+        self._sess.session = session
 
     def try_send(self, data: bytes, *, related_request_id: RequestId | None = None) -> int:
         """Route one message onto its stream at once: ``len(data)`` (never fails)."""

@@ -633,6 +633,11 @@ class Session:
         dispatch that awaits (answering a ping, queueing a notification when the queue
         is full, a protocol error's reply), and waited for when another task (the
         timer, or the reader) is in the middle of one, so events never overtake.
+
+        A dispatch that awaits is shielded from cancellation: an event taken from the
+        core is never lost half-way (it ends anyway when the session closes, which
+        closes what it waits on).  Callers other than the reader (:meth:`push`) may
+        be cancelled.
         """
         lock = self._dispatch_lock
         conn = self.connection
@@ -640,7 +645,8 @@ class Session:
             if lock.locked():
                 await _acquire(lock)  # another task is dispatching: it goes first
                 try:
-                    await self._drain()
+                    with trio.CancelScope(shield=True):
+                        await self._drain()
                 finally:
                     lock.release()
                 return
@@ -649,7 +655,8 @@ class Session:
             except RemoteProtocolError as exc:
                 lock.acquire_nowait()
                 try:
-                    await self._on_protocol_error(exc)
+                    with trio.CancelScope(shield=True):
+                        await self._on_protocol_error(exc)
                 finally:
                     lock.release()
                 continue
@@ -660,7 +667,8 @@ class Session:
                 continue
             lock.acquire_nowait()  # free: nothing yielded since locked()
             try:
-                await self._dispatch(event)
+                with trio.CancelScope(shield=True):
+                    await self._dispatch(event)
             finally:
                 lock.release()
 
@@ -940,6 +948,28 @@ class Session:
             )
         self._close(reason)
 
+    async def push(self, data: bytes) -> None:
+        """Give the session one whole message from the caller's task, instead of through
+        ``channel.receive()`` (for ``"messages"`` channels whose input arrives in other
+        tasks, like a Streamable HTTP POST): the core takes it, and its events are
+        dispatched before this returns, as the reader would (requests start their
+        tasks; nothing waits for their answers).
+
+        The channel must keep the order: a message it still holds for ``receive()``
+        must reach the session before any pushed after it.  If the caller is cancelled
+        while this waits (its turn to dispatch), what the core took stays queued there
+        for the next dispatch; a dispatch under way is shielded and never lost.
+
+        Raises:
+            SessionClosed: the session is closed; the message was not taken.
+        """
+        self._check_open()
+        if self._input_ended is not None:
+            raise SessionClosed(self._input_ended)
+        self.last_input_at = trio.current_time()
+        self.connection.receive_message(data)
+        await self._drain_locked()
+
     def abort(self, reason: str) -> None:
         """End the session now, as if the connection broke: pending ``send_request``
         callers get :class:`SessionClosed` with ``reason``, running handlers are
@@ -1059,6 +1089,9 @@ async def open_session(
     try:
         async with trio.open_nursery() as nursery:
             session._nursery = nursery
+            attach = getattr(channel, "attach_session", None)
+            if attach is not None:
+                attach(session)  # the channel may now push() input to it
             nursery.start_soon(session._reader)
             nursery.start_soon(session._timer)
             nursery.start_soon(session._notification_worker)
