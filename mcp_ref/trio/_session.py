@@ -956,9 +956,10 @@ class Session:
         tasks; nothing waits for their answers).
 
         The channel must keep the order: a message it still holds for ``receive()``
-        must reach the session before any pushed after it.  If the caller is cancelled
-        while this waits (its turn to dispatch), what the core took stays queued there
-        for the next dispatch; a dispatch under way is shielded and never lost.
+        must reach the session before any pushed after it.  This waits while another
+        task is dispatching, and while the notification queue is full (the same
+        backpressure the reader applies); a dispatch under way is shielded from the
+        caller's cancellation, so a message the core took is never lost.
 
         Raises:
             SessionClosed: the session is closed; the message was not taken.

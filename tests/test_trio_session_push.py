@@ -1,0 +1,152 @@
+"""Session.push: a "messages" channel hands input to the session from another task
+(what the Streamable HTTP server does with each POST body)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from mcp_ref import SERVER, Notification
+from mcp_ref import types as t
+from mcp_ref.events import RequestId
+from mcp_ref.trio import RequestContext, Session, SessionClosed, open_session
+
+from ._pair import SERVER_CAPS, SERVER_INFO
+
+LIMIT = 10
+
+
+class PushChannel:
+    """A "messages" channel whose input is pushed; what the session sends is kept."""
+
+    framing = "messages"
+    eof_reason = None
+
+    def __init__(self) -> None:
+        self.session: Session | None = None
+        self.attached = trio.Event()
+        self.sent: list[dict[str, Any]] = []
+        self.got = trio.Event()
+        self._end = trio.Event()
+
+    def attach_session(self, session: Session) -> None:
+        self.session = session
+        self.attached.set()
+
+    async def receive(self) -> bytes:
+        await self._end.wait()
+        return b""
+
+    def try_send(self, data: bytes, *, related_request_id: RequestId | None = None) -> int:
+        self.sent.append(json.loads(data))
+        self.got.set()
+        return len(data)
+
+    async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
+        self.try_send(data)
+
+    async def aclose(self) -> None:
+        self._end.set()
+
+    async def wait_sent(self, n: int) -> None:
+        while len(self.sent) < n:
+            self.got = trio.Event()
+            await self.got.wait()
+
+
+class Handler:
+    def __init__(self) -> None:
+        self.notes: list[str] = []
+        self.release = trio.Event()
+
+    async def handle_request(self, ctx: RequestContext) -> Any:
+        if ctx.method == "initialize":
+            return t.InitializeResult(
+                protocol_version="2025-06-18", capabilities=SERVER_CAPS, server_info=SERVER_INFO
+            )
+        return t.CallToolResult(content=[t.TextContent(text=ctx.params.name)])
+
+    async def handle_notification(self, session: Session, notification: Notification) -> None:
+        await self.release.wait()  # slow: the notification queue fills up
+        params = notification.params
+        self.notes.append(params.meta["n"] if params and params.meta else notification.method)
+
+
+def message(**fields: Any) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", **fields}).encode()
+
+
+INIT = message(
+    id=0,
+    method="initialize",
+    params={
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "c", "version": "1"},
+    },
+)
+
+
+async def test_pushed_messages_are_handled_like_received_ones() -> None:
+    channel = PushChannel()
+    with trio.fail_after(LIMIT):
+        async with open_session(channel, SERVER, Handler()) as session:
+            await channel.attached.wait()
+            assert channel.session is session
+            await session.push(INIT)
+            await channel.wait_sent(1)
+            await session.push(message(method="notifications/initialized"))
+            await session.push(message(id=1, method="tools/call", params={"name": "echo"}))
+            await session.push(message(id=2, method="ping"))
+            await channel.wait_sent(3)
+    assert [m["id"] for m in channel.sent] == [0, 2, 1]  # the ping is answered in push
+    assert channel.sent[2]["result"]["content"][0]["text"] == "echo"
+
+
+async def test_a_push_after_the_session_closed_is_refused() -> None:
+    channel = PushChannel()
+    with trio.fail_after(LIMIT):
+        async with open_session(channel, SERVER, Handler()) as session:
+            session.abort("gone")
+            with pytest.raises(SessionClosed):
+                await session.push(INIT)
+
+
+async def test_a_push_waits_for_room_and_loses_nothing(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The notification queue holds one, and the handler of notifications is stuck on
+    # the first: a push that brings one more waits for room (backpressure), even past
+    # its caller's deadline: what the core took is dispatched whole, never dropped.
+    channel = PushChannel()
+    handler = Handler()
+
+    async def release_later() -> None:
+        await trio.sleep(5)
+        handler.release.set()
+
+    def note(n: int) -> bytes:
+        params = {"_meta": {"n": n}}
+        return message(method="notifications/roots/list_changed", params=params)
+
+    with trio.fail_after(LIMIT):
+        async with (
+            open_session(channel, SERVER, handler, max_queued_notifications=1) as session,
+            trio.open_nursery() as nursery,
+        ):
+            await session.push(INIT)
+            await session.push(message(method="notifications/initialized"))
+            await session.push(note(1))  # queued: the handler is stuck on the first
+            nursery.start_soon(release_later)
+            start = trio.current_time()
+            with trio.move_on_after(1):
+                await session.push(note(2))  # no room until the release
+            assert trio.current_time() - start == pytest.approx(5)
+            await session.push(note(3))
+            while len(handler.notes) < 4:
+                await trio.sleep(0.1)
+    assert handler.notes == ["notifications/initialized", 1, 2, 3]
