@@ -521,6 +521,8 @@ class ClientSession:
             if serving is not None:
                 # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.3
                 serving.cancel()
+            if self.connection.has_data_to_send:  # a batch's replies (see _batch)
+                self._transmit_soon(self.connection.data_to_send())
         elif isinstance(event, Progress):
             callback = self._progress.get(event.request_id)
             if callback is not None:

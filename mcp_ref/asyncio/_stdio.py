@@ -236,11 +236,14 @@ async def serve_stdio(
                     task = asyncio.create_task(_answer(conn, handler, ctx))
                     running[event.id] = (task, ctx)
                     task.add_done_callback(functools.partial(_forget, running, event.id))
-                elif isinstance(event, RequestCancelled) and event.id in running:
-                    # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.3
-                    task, ctx = running[event.id]
-                    ctx.cancelled, ctx.cancel_reason = True, event.reason
-                    task.cancel()
+                elif isinstance(event, RequestCancelled):
+                    if event.id in running:
+                        # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.3
+                        task, ctx = running[event.id]
+                        ctx.cancelled, ctx.cancel_reason = True, event.reason
+                        task.cancel()
+                    # The replies of a batch whose last request this was (see _batch).
+                    writer.write(conn.data_to_send())
                 elif isinstance(event, Notification):
                     await handler.handle_notification(event)
             try:
