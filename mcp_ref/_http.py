@@ -162,6 +162,7 @@ MAX_SESSION_ID_LENGTH: Final = 1024
 
 _MAX_SEQ_DIGITS: Final = 19
 _MAX_STREAM_ID_LENGTH: Final = 128
+_SEQ_LIMIT: Final = 10**_MAX_SEQ_DIGITS
 
 # -- errors --------------------------------------------------------------------------
 
@@ -834,10 +835,13 @@ def client_request_headers(
 
 
 def _check_stream_id(stream_id: str) -> None:
+    # Visible ASCII ("!".."~"): ASCII, printable (no controls, no DEL), and no space.
     if not (
         isinstance(stream_id, str)
         and 0 < len(stream_id) <= _MAX_STREAM_ID_LENGTH
-        and all("!" <= c <= "~" for c in stream_id)
+        and stream_id.isascii()
+        and stream_id.isprintable()
+        and " " not in stream_id
     ):
         raise LocalProtocolError(
             f"stream id must be 1..{_MAX_STREAM_ID_LENGTH} visible ASCII chars: {stream_id!r}"
@@ -860,9 +864,19 @@ def make_event_id(stream_id: str, seq: int) -> str:
     session's streams); "In other words" paragraph (a per-stream cursor).
     """
     _check_stream_id(stream_id)
-    if isinstance(seq, bool) or not isinstance(seq, int) or not 0 <= seq < 10**_MAX_SEQ_DIGITS:
+    if isinstance(seq, bool) or not isinstance(seq, int) or not 0 <= seq < _SEQ_LIMIT:
         raise LocalProtocolError(f"event sequence number must be an int >= 0, not {seq!r}")
     return f"{stream_id}/{seq}"
+
+
+def _seq_ok(digits: str) -> bool:
+    """Whether ``digits`` is a sequence number as :func:`make_event_id` writes it."""
+    return (
+        0 < len(digits) <= _MAX_SEQ_DIGITS
+        and digits.isascii()
+        and digits.isdigit()
+        and (digits == "0" or not digits.startswith("0"))
+    )
 
 
 def parse_event_id(s: str | bytes) -> tuple[str, int]:
@@ -879,13 +893,7 @@ def parse_event_id(s: str | bytes) -> tuple[str, int]:
     if isinstance(s, bytes):
         s = s.decode("latin-1")
     stream_id, sep, digits = s.rpartition("/")
-    ok = (
-        sep
-        and 0 < len(digits) <= _MAX_SEQ_DIGITS
-        and digits.isascii()
-        and digits.isdigit()
-        and (digits == "0" or not digits.startswith("0"))
-    )
+    ok = sep and _seq_ok(digits)
     if ok:
         try:
             _check_stream_id(stream_id)
@@ -908,7 +916,8 @@ class Replay:
 
 @attrs.define
 class _Stream:
-    events: deque[tuple[int, str, int]] = attrs.field(factory=deque)  # (seq, data, size)
+    # (seq, event id, data, UTF-8 size of data), oldest first
+    events: deque[tuple[int, str, str, int]] = attrs.field(factory=deque)
     evicted_through: int = -1  # highest seq of this stream no longer held
     last_seq: int = -1
 
@@ -979,14 +988,17 @@ class EventStore:
 
         Source: 2025-06-18/basic/transports#resumability-and-redelivery.2.
         """
-        _check_stream_id(stream_id)
         if not isinstance(data, str):
             raise LocalProtocolError("event data must be a str")
+        stream = self._streams.get(stream_id)
+        if stream is None:
+            _check_stream_id(stream_id)  # a stream held was checked when it came
         # Spec: 2025-06-18/basic/transports#resumability-and-redelivery.2
         # One counter for the whole store: ids never repeat, even for a reused stream id.
         seq = self._next_seq
+        if seq >= _SEQ_LIMIT:
+            raise LocalProtocolError("event sequence numbers exhausted")
         self._next_seq += 1
-        stream = self._streams.get(stream_id)
         if stream is None:
             while len(self._streams) >= self.max_streams:
                 self._evict_stream(next(iter(self._streams)))
@@ -995,13 +1007,13 @@ class EventStore:
             stream = self._streams[stream_id] = _Stream(evicted_through=seq - 1)
         else:
             self._streams.move_to_end(stream_id)
-        event_id = make_event_id(stream_id, seq)
+        event_id = f"{stream_id}/{seq}"  # make_event_id, both parts already checked
         stream.last_seq = seq
-        size = len(data.encode("utf-8", "surrogatepass"))
+        size = len(data) if data.isascii() else len(data.encode("utf-8", "surrogatepass"))
         if size > self.max_total_bytes:
             stream.evicted_through = seq
             return event_id
-        stream.events.append((seq, data, size))
+        stream.events.append((seq, event_id, data, size))
         self._order[seq] = stream_id
         self.total_bytes += size
         if len(stream.events) > self.max_events_per_stream:
@@ -1032,14 +1044,23 @@ class EventStore:
         the last event id, on the stream that was disconnected);
         #resumability-and-redelivery.5 (never another stream's messages).
         """
-        try:
-            stream_id, seq = parse_event_id(last_event_id)
-        except RemoteProtocolError as exc:
-            return http_error(
-                400, exc.message, clause="2025-06-18/basic/transports#resumability-and-redelivery.3"
-            )
+        text = (
+            last_event_id.decode("latin-1") if isinstance(last_event_id, bytes) else last_event_id
+        )
+        stream_id, sep, digits = text.rpartition("/")
+        stream = self._streams.get(stream_id) if sep else None
+        if stream is not None and _seq_ok(digits):
+            seq = int(digits)  # a held stream's id was checked when it came
+        else:
+            try:
+                stream_id, seq = parse_event_id(text)
+            except RemoteProtocolError as exc:
+                return http_error(
+                    400,
+                    exc.message,
+                    clause="2025-06-18/basic/transports#resumability-and-redelivery.3",
+                )
         clause = "2025-06-18/basic/transports#resumability-and-redelivery.4"
-        stream = self._streams.get(stream_id)
         if stream is None:
             return http_error(409, f"no stored events for stream {stream_id!r}", clause=clause)
         if seq > stream.last_seq:
@@ -1049,11 +1070,14 @@ class EventStore:
                 409, f"events after {seq} on {stream_id!r} are no longer stored", clause=clause
             )
         # Spec: 2025-06-18/basic/transports#resumability-and-redelivery.5
-        # Only this stream's events; they are in order of seq.
-        events = tuple(
-            (make_event_id(stream_id, s), data) for s, data, _ in stream.events if s > seq
-        )
-        return Replay(stream_id=stream_id, events=events)
+        # Only this stream's events; they are in order of seq: read back from the newest.
+        later: list[tuple[str, str]] = []
+        for s, event_id, data, _ in reversed(stream.events):
+            if s <= seq:
+                break
+            later.append((event_id, data))
+        later.reverse()
+        return Replay(stream_id=stream_id, events=tuple(later))
 
     def forget_stream(self, stream_id: str) -> None:
         """Drop a stream and its events (e.g. when the session ends).  Unknown ids pass."""
@@ -1061,14 +1085,14 @@ class EventStore:
             self._evict_stream(stream_id)
 
     def _evict_oldest_of(self, stream: _Stream) -> None:
-        seq, _, size = stream.events.popleft()
+        seq, _, _, size = stream.events.popleft()
         del self._order[seq]
         self.total_bytes -= size
         stream.evicted_through = max(stream.evicted_through, seq)
 
     def _evict_stream(self, stream_id: str) -> None:
         stream = self._streams.pop(stream_id)
-        for seq, _, size in stream.events:
+        for seq, _, _, size in stream.events:
             del self._order[seq]
             self.total_bytes -= size
 

@@ -148,8 +148,12 @@ def encode_event(ev: SSEEvent) -> bytes:
         lines.append(f"id: {ev.id}" if ev.id else "id:")
     if ev.retry is not None:
         lines.append(f"retry: {ev.retry}")
-    for line in _SPLIT_LINES.split(ev.data):
-        lines.append(f"data: {line}" if line else "data:")
+    data = ev.data
+    if "\r" in data or "\n" in data:
+        for line in _SPLIT_LINES.split(data):
+            lines.append(f"data: {line}" if line else "data:")
+    else:
+        lines.append(f"data: {data}" if data else "data:")  # one line: no split
     lines.append("\n")
     try:
         return "\n".join(lines).encode("utf-8")
