@@ -58,7 +58,7 @@ from ..trio import (
     open_session,
     open_stdio_process,
 )
-from ..trio._session import TimeoutArg
+from ..trio._handler import TimeoutArg
 from ._schema import OutputSchemas
 
 __all__ = [

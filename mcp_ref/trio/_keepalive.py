@@ -30,6 +30,7 @@ import trio
 
 from .._errors import REQUEST_TIMEOUT, LocalProtocolError, McpError
 from .._inflight import RequestTimeout
+from ._handler import SessionClosed
 
 if TYPE_CHECKING:
     from ._session import Session
@@ -82,8 +83,6 @@ async def run_keepalive(session: Session, keepalive: Keepalive) -> None:
     Source: 2025-06-18/basic/utilities/ping#implementation-considerations.1 and
     2025-06-18/basic/utilities/ping#error-handling.1.
     """
-    from ._session import SessionClosed
-
     failures = 0
     not_before = session.last_input_at
     while not session.closed:
