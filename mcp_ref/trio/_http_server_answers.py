@@ -52,6 +52,7 @@ log = logging.getLogger("mcp_ref.trio.http")
 
 _STATELESS_INIT_ID: Final = "mcp-ref:stateless-initialize"
 _MAX_PIPELINED: Final = 64 * 1024
+_END: Final = h11.EndOfMessage()
 
 
 async def post(server: HttpServer, h: H11Stream, headers: RequestHeaders, last: bool) -> None:
@@ -211,8 +212,7 @@ async def answer_sse(
 ) -> None:
     """Attach ``stream`` to this response and write its events from ``cursor``
     (``post``: the answer to the POST that carried the stream's requests)."""
-    head = h11.Response(status_code=200, headers=sess.sse_headers(session_id, last), reason=b"OK")
-    out = SseOut(h, stream, head)
+    out = SseOut(h, stream, sess.sse_head(session_id, last))
     if first is not None:
         out.add(encode_event(first))
     if cursor is None:
@@ -381,30 +381,38 @@ async def delete(server: HttpServer, h: H11Stream, headers: RequestHeaders, last
 
 
 class SseOut:
-    """What one SSE response has yet to write: h11 events, written together by
-    :meth:`flush`, and the id of the last event among them."""
+    """What one SSE response has yet to write: its head (until first written) and
+    encoded events, written together by :meth:`flush` (the events as one chunk), and
+    the id of the last event among them."""
 
-    __slots__ = ("delivered", "events", "generation", "h", "stream")
+    __slots__ = ("chunks", "delivered", "generation", "h", "head", "stream")
 
     def __init__(self, h: H11Stream, stream: LogicalStream, head: h11.Response) -> None:
         self.h = h
         self.stream = stream
         self.generation = 0  # the stream's generation when this response attached it
-        self.events: list[Any] = [head]
-        self.delivered: str | None = None  # id of the last event in ``events``
+        self.head: h11.Response | None = head  # None once written
+        self.chunks: list[bytes] = []
+        self.delivered: str | None = None  # id of the last event in ``chunks``
 
     def add(self, data: bytes) -> None:
         """Queue one encoded SSE event (or comment)."""
-        self.events.append(h11.Data(data=data))
+        self.chunks.append(data)
 
     async def flush(self, *, end: bool = False) -> None:
         """Write what is pending (with the end of the response when ``end``); then the
         stream's ``delivered_id`` is the last event written."""
-        events = self.events
+        events: list[Any] = []
+        if self.head is not None:
+            events.append(self.head)
+            self.head = None
+        chunks = self.chunks
+        if chunks:
+            self.chunks = []
+            events.append(h11.Data(data=chunks[0] if len(chunks) == 1 else b"".join(chunks)))
         if end:
-            events.append(h11.EndOfMessage())
+            events.append(_END)
         if events:
-            self.events = []
             await self.h.send(*events)
         if self.delivered is not None:
             if self.stream.generation == self.generation:

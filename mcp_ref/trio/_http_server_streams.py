@@ -24,6 +24,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Final, Literal
 
+import h11
 import trio
 
 from .. import _http as rules
@@ -212,7 +213,7 @@ class HttpSession:
         self.cancel_scope = trio.CancelScope()
         self._on_end = on_end  # the session table forgets it
         self._json_heads: dict[str | None, list[tuple[bytes, bytes]]] = {}
-        self._sse_heads: dict[str | None, list[tuple[bytes, bytes]]] = {}
+        self._sse_heads: dict[tuple[str | None, bool], h11.Response] = {}
         if kind == "streamable":
             self.streams[STANDALONE] = self.new_stream(STANDALONE, json_mode=False)
         elif kind == "legacy":
@@ -239,14 +240,21 @@ class HttpSession:
         value = str(length).encode("ascii")
         return [(k, value) if k == rules.CONTENT_LENGTH else (k, v) for k, v in base]
 
-    def sse_headers(self, session_id: str | None, last: bool) -> list[tuple[bytes, bytes]]:
-        """``rules.response_headers(PostReply.SSE, session_id=...)`` (plus ``Connection:
-        close`` when ``last``), built (and the session id validated) once per session."""
-        base = self._sse_heads.get(session_id)
-        if base is None:
-            base = rules.response_headers(PostReply.SSE, session_id=session_id)
-            self._sse_heads[session_id] = base  # two at most: with and without the id
-        return [*base, _CLOSE] if last else base
+    def sse_head(self, session_id: str | None, last: bool) -> h11.Response:
+        """The head of an SSE answer: 200 with ``rules.response_headers(PostReply.SSE,
+        session_id=...)`` (plus ``Connection: close`` when ``last``).
+
+        Built once per session and kind (h11 validates the headers of a new
+        ``h11.Response``; the event is immutable, so each answer sends the same one)."""
+        key = (session_id, last)
+        head = self._sse_heads.get(key)
+        if head is None:
+            headers = rules.response_headers(PostReply.SSE, session_id=session_id)
+            if last:
+                headers.append(_CLOSE)
+            head = h11.Response(status_code=200, headers=headers, reason=b"OK")
+            self._sse_heads[key] = head  # four at most: with and without id and close
+        return head
 
     @property
     def primes(self) -> bool:
