@@ -93,8 +93,11 @@ def headers_of(req: h11.Request, memos: dict[Any, dict[Any, Any]]) -> RequestHea
     items = []
     rest = []
     size = len(req.target)
-    for name, value in req.headers:
-        size += len(name) + len(value) + 4
+    # raw_items: the names as sent (h11 lowercases them when iterated, one item at a
+    # time through Sequence.__getitem__; lowercasing them here is cheaper).
+    for raw_name, value in req.headers.raw_items():
+        size += len(raw_name) + len(value) + 4
+        name = raw_name.lower()
         if name == rules.CONTENT_LENGTH:
             rest.append((name, value))
         else:
@@ -125,13 +128,16 @@ async def read_body(h: H11Stream, headers: RequestHeaders, limits: HttpLimits) -
         raise Refused(err)
     if h.conn.they_are_waiting_for_100_continue:
         await h.send(h11.InformationalResponse(status_code=100, headers=[]))
-    body = bytearray()
+    chunks: list[bytes] = []
+    size = 0
 
     def add(event: Any) -> bool:
         """Take one body event; True at its end."""
+        nonlocal size
         if isinstance(event, h11.Data):
-            body.extend(event.data)
-            if len(body) > limits.max_body_bytes:
+            chunks.append(event.data)
+            size += len(event.data)
+            if size > limits.max_body_bytes:
                 raise Refused(
                     http_error(413, f"body larger than {limits.max_body_bytes} bytes", clause=None)
                 )
@@ -143,13 +149,21 @@ async def read_body(h: H11Stream, headers: RequestHeaders, limits: HttpLimits) -
     # Usually the body came with the head: no waiting, no timer.
     while (event := h.conn.next_event()) is not h11.NEED_DATA:
         if add(event):
-            return bytes(body)
+            return _joined(chunks)
     with trio.move_on_after(limits.idle_timeout_seconds) as scope:
         while not add(await h.next_event()):
             pass
-        return bytes(body)
+        return _joined(chunks)
     assert scope.cancelled_caught
     raise Refused(http_error(408, "request body not received in time", clause=None))
+
+
+def _joined(chunks: list[bytes]) -> bytes:
+    """The body from its chunks (h11 gives ``bytes`` or ``bytearray``; no copy of one
+    ``bytes`` chunk)."""
+    if len(chunks) == 1 and type(chunks[0]) is bytes:
+        return chunks[0]
+    return b"".join(chunks)
 
 
 def messages_of(body: bytes) -> list[MessageInfo]:
