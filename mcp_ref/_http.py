@@ -744,7 +744,11 @@ def post_reply(kind: MessageKind, *, stream: bool) -> PostReply:
 
 
 def response_headers(
-    reply: PostReply, *, session_id: str | None = None, content_length: int | None = None
+    reply: PostReply,
+    *,
+    session_id: str | None = None,
+    content_length: int | None = None,
+    post: bool = False,
 ) -> list[tuple[bytes, bytes]]:
     """Headers of a successful answer (to a POST, or a GET stream with ``PostReply.SSE``).
 
@@ -752,12 +756,17 @@ def response_headers(
         reply: the answer chosen by :func:`post_reply`.
         session_id: the session id to send (always on the ``initialize`` answer).
         content_length: body length in bytes, for :attr:`PostReply.JSON`.
+        post: the SSE stream answers a POST (not a GET).
 
     Returns:
         ``[(name, value), ...]``: for ACCEPTED ``content-length: 0``; for JSON the
-        content type and length; for SSE the content type and ``cache-control:
-        no-cache`` (h11 frames the stream with chunked encoding); plus
-        ``mcp-session-id`` when given.
+        content type and length; for SSE the content type, and ``cache-control:
+        no-cache`` on a GET's stream (h11 frames the stream with chunked encoding);
+        plus ``mcp-session-id`` when given.  A POST's stream goes without
+        ``cache-control``: a response to POST is cacheable only with explicit
+        freshness information and ``Content-Location`` (RFC 9110 section 9.3.3),
+        which it never has, so the header would say nothing (and costs h11 a
+        validation per answer).
 
     Raises:
         LocalProtocolError: a malformed ``session_id``; JSON without ``content_length``.
@@ -775,7 +784,8 @@ def response_headers(
         out.append((CONTENT_LENGTH, str(content_length).encode("ascii")))
     else:
         out.append((CONTENT_TYPE, CONTENT_TYPE_SSE))
-        out.append((b"cache-control", b"no-cache"))
+        if not post:
+            out.append((b"cache-control", b"no-cache"))
     if session_id is not None:
         if not validate_session_id(session_id):
             raise LocalProtocolError(f"malformed session id {session_id!r}")

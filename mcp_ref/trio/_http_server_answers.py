@@ -212,7 +212,7 @@ async def answer_sse(
 ) -> None:
     """Attach ``stream`` to this response and write its events from ``cursor``
     (``post``: the answer to the POST that carried the stream's requests)."""
-    out = SseOut(h, stream, sess.sse_head(session_id, last))
+    out = SseOut(h, stream, sess.sse_head(session_id, last, post=post))
     if first is not None:
         out.add(encode_event(first))
     if cursor is None:
@@ -220,13 +220,15 @@ async def answer_sse(
     stream.generation += 1
     out.generation = stream.generation
     stream.attached = True
-    stream.wake()
+    if out.generation > 1:
+        stream.wake()  # the response writing it before stops
     try:
         client_left = await _pump(server, out, sess, cursor, post)
     finally:
         if stream.generation == out.generation:
             stream.attached = False
-    sess.touch()
+    if not post:
+        sess.touch()  # (answer_post does, for a POST)
     if not client_left:
         await out.flush(end=True)
 

@@ -213,7 +213,7 @@ class HttpSession:
         self.cancel_scope = trio.CancelScope()
         self._on_end = on_end  # the session table forgets it
         self._json_heads: dict[str | None, list[tuple[bytes, bytes]]] = {}
-        self._sse_heads: dict[tuple[str | None, bool], h11.Response] = {}
+        self._sse_heads: dict[tuple[str | None, bool, bool], h11.Response] = {}
         if kind == "streamable":
             self.streams[STANDALONE] = self.new_stream(STANDALONE, json_mode=False)
         elif kind == "legacy":
@@ -240,20 +240,20 @@ class HttpSession:
         value = str(length).encode("ascii")
         return [(k, value) if k == rules.CONTENT_LENGTH else (k, v) for k, v in base]
 
-    def sse_head(self, session_id: str | None, last: bool) -> h11.Response:
+    def sse_head(self, session_id: str | None, last: bool, *, post: bool) -> h11.Response:
         """The head of an SSE answer: 200 with ``rules.response_headers(PostReply.SSE,
-        session_id=...)`` (plus ``Connection: close`` when ``last``).
+        session_id=..., post=post)`` (plus ``Connection: close`` when ``last``).
 
         Built once per session and kind (h11 validates the headers of a new
         ``h11.Response``; the event is immutable, so each answer sends the same one)."""
-        key = (session_id, last)
+        key = (session_id, last, post)
         head = self._sse_heads.get(key)
         if head is None:
-            headers = rules.response_headers(PostReply.SSE, session_id=session_id)
+            headers = rules.response_headers(PostReply.SSE, session_id=session_id, post=post)
             if last:
                 headers.append(_CLOSE)
             head = h11.Response(status_code=200, headers=headers, reason=b"OK")
-            self._sse_heads[key] = head  # four at most: with and without id and close
+            self._sse_heads[key] = head  # eight at most
         return head
 
     @property
