@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
 
@@ -48,9 +49,6 @@ __all__ = [
 
 RECEIVE_SIZE: Final = 65536
 """Bytes asked for per ``receive_some``."""
-
-_PREFIX: Final = b'{"jsonrpc":"2.0",'
-_decoder = json.JSONDecoder()
 
 
 @attrs.frozen
@@ -83,35 +81,42 @@ def _info_of(obj: object) -> MessageInfo | None:
     return None
 
 
+# The core's key order: the id (an int, or a string without escapes) and then the
+# method, result or error; or, for a notification, the method first.  A string holds no
+# quote, backslash or control character, so its bytes are its UTF-8 text.
+_HEAD = re.compile(
+    rb'\{"jsonrpc":"2\.0","(?:'
+    rb'id":(-?(?:0|[1-9][0-9]*)|"[^"\\\x00-\x1f]*"),"(method|result|error)":'
+    rb'|method":"([^"\\\x00-\x1f]*)"(,"id":)?)'
+)
+_METHOD = re.compile(rb'"([^"\\\x00-\x1f]*)"')
+_PEEK_BYTES: Final = 617  # the id and method lie in the first bytes: the prefix and 600
+
+
 def _fast_peek(data: bytes) -> MessageInfo | None:
-    """The core's own key order, decoding only the id and the method; None if not it."""
-    if not data.startswith(_PREFIX):
+    """The core's own key order, reading only the id and the method; None if not it
+    (or a string with escapes: :func:`json.loads` then reads it)."""
+    m = _HEAD.match(data, 0, _PEEK_BYTES)
+    if m is None:
         return None
+    rid_bytes, key, note_method, id_after = m.groups()
     try:
-        text = data[len(_PREFIX) : len(_PREFIX) + 600].decode("utf-8", "strict")
+        data[:_PEEK_BYTES].decode("utf-8")  # the window must be UTF-8 (else the slow path)
+        if rid_bytes is not None:
+            rid: str | int = (
+                rid_bytes[1:-1].decode("utf-8") if rid_bytes[0] == 0x22 else int(rid_bytes)
+            )
+            if key == b"method":
+                method = _METHOD.match(data, m.end(), _PEEK_BYTES)
+                if method is None:
+                    return None
+                return MessageInfo(MessageKind.REQUEST, rid, method.group(1).decode("utf-8"))
+            return MessageInfo(MessageKind.RESPONSE, rid, None)
+        if id_after is not None:
+            return None  # "method" before "id": not the core's order
+        return MessageInfo(MessageKind.NOTIFICATION, None, note_method.decode("utf-8"))
     except UnicodeDecodeError:
-        return None  # cut in the middle of a character: take the slow path
-    try:
-        if text.startswith('"id":'):
-            rid, end = _decoder.raw_decode(text, 5)
-            if not _valid_id(rid):
-                return None
-            rest = text[end:]
-            if rest.startswith(',"method":'):
-                method, _ = _decoder.raw_decode(rest, 10)
-                if isinstance(method, str):
-                    return MessageInfo(MessageKind.REQUEST, rid, method)
-                return None
-            if rest.startswith((',"result":', ',"error":')):
-                return MessageInfo(MessageKind.RESPONSE, rid, None)
-            return None
-        if text.startswith('"method":'):
-            method, end = _decoder.raw_decode(text, 9)
-            if isinstance(method, str) and text[end : end + 6] != ',"id":':
-                return MessageInfo(MessageKind.NOTIFICATION, None, method)
-    except ValueError:
         return None
-    return None
 
 
 def peek_message(data: bytes) -> MessageInfo | None:
