@@ -214,10 +214,17 @@ class H11Stream:
             h11.RemoteProtocolError: the peer broke HTTP/1.1 (``error_status_hint`` is
                 the status to answer with).
         """
+        conn = self.conn
+        if conn.their_state is h11.IDLE and conn.our_role is h11.SERVER:
+            # Between requests h11 has nothing to parse out of an empty buffer: read
+            # first (saves a next_event that would say NEED_DATA).
+            data, closed = conn.trailing_data
+            if not data and not closed:
+                await self.receive_some()
         while True:
-            event = self.conn.next_event()
+            event = conn.next_event()
             if event is h11.NEED_DATA:
-                if self.conn.their_state is h11.CLOSED:
+                if conn.their_state is h11.CLOSED:
                     return h11.ConnectionClosed()
                 await self.receive_some()
                 continue
