@@ -55,6 +55,7 @@ __all__ = [
     "SSEDecoder",
     "SSEEvent",
     "encode_comment",
+    "encode_data",
     "encode_event",
 ]
 
@@ -139,24 +140,36 @@ def encode_event(ev: SSEEvent) -> bytes:
     Source: WHATWG HTML 9.2.6 (field names; a blank line dispatches);
     2025-06-18/basic/transports#resumability-and-redelivery.1 (event ids).
     """
-    lines: list[str] = []
-    if ev.event:
-        _check_field("event name", ev.event)
-        lines.append(f"event: {ev.event}")
-    if ev.id is not None:
-        _check_field("event id", ev.id)
-        lines.append(f"id: {ev.id}" if ev.id else "id:")
-    if ev.retry is not None:
-        lines.append(f"retry: {ev.retry}")
-    data = ev.data
+    return encode_data(ev.data, event=ev.event, id=ev.id, retry=ev.retry)
+
+
+def encode_data(
+    data: str, *, event: str | None = None, id: str | None = None, retry: int | None = None
+) -> bytes:
+    """``encode_event(SSEEvent(data=data, event=event, id=id, retry=retry))``, without
+    building the event (the server's per-message path).
+
+    Raises:
+        LocalProtocolError: as :func:`encode_event`, and for a ``retry`` that is not a
+            non-negative int.
+    """
+    head = ""
+    if event:
+        _check_field("event name", event)
+        head = f"event: {event}\n"
+    if id is not None:
+        _check_field("event id", id)
+        head += f"id: {id}\n" if id else "id:\n"
+    if retry is not None:
+        _check_retry(None, None, retry)
+        head += f"retry: {retry}\n"
     if "\r" in data or "\n" in data:
-        for line in _SPLIT_LINES.split(data):
-            lines.append(f"data: {line}" if line else "data:")
+        lines = [f"data: {line}" if line else "data:" for line in _SPLIT_LINES.split(data)]
+        text = head + "\n".join(lines) + "\n\n"
     else:
-        lines.append(f"data: {data}" if data else "data:")  # one line: no split
-    lines.append("\n")
+        text = head + (f"data: {data}\n\n" if data else "data:\n\n")  # one line: no split
     try:
-        return "\n".join(lines).encode("utf-8")
+        return text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise LocalProtocolError(f"SSE event text is not valid Unicode: {exc}") from None
 

@@ -29,7 +29,7 @@ import trio
 
 from .. import _http as rules
 from .._http import LAST_EVENT_ID, HttpError, MessageKind, PostReply, http_error
-from .._sse import SSEEvent, encode_comment, encode_event
+from .._sse import SSEEvent, encode_comment, encode_data, encode_event
 from ._http_common import H11Stream, MessageInfo, request_key
 from ._http_server_requests import (
     Refused,
@@ -246,7 +246,7 @@ async def _pump(
         # Spec: 2025-06-18/basic/transports#resumability-and-redelivery.1
         # 2025-11-25: prime the stream with an id and empty data, and say when to
         # reconnect.
-        out.add(encode_event(SSEEvent(data="", id=cursor, retry=server.retry_ms)))
+        out.add(encode_data("", id=cursor, retry=server.retry_ms))
     keepalive = server.limits.keepalive_seconds
     # A POST's stream usually ends within moments: its head waits for the first
     # events.  Once anything is written the socket is watched at each wait, so that
@@ -265,7 +265,7 @@ async def _pump(
                 return False
             for event_id, data in replay.events:
                 if data:
-                    out.add(encode_event(rules.message_event(data, event_id=event_id)))
+                    out.add(encode_data(data, event=rules.MESSAGE_EVENT, id=event_id))
                 cursor = out.delivered = event_id
         if stream.finished and cursor == stream.last_id:
             # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.10
