@@ -29,63 +29,32 @@ Every received message passes the same steps, in this order, each in its own mod
    response matching).
 
 Sending runs the same checks the other way round.
+
+The class is written in parts: this module has the public API; :mod:`._receive` the
+receive paths, :mod:`._send` the send paths, and :mod:`._conn_state` the state they share.
 """
 
 from __future__ import annotations
 
-import functools
-from collections import deque
-from collections.abc import Callable
 from typing import Any, Final
 
 from . import _jsonrpc as rpc
-from ._batch import BatchReplies
-from ._convert import ConversionError, structure_fn, unstructure_fn
-from ._errors import (
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
-    LocalProtocolError,
-    RemoteProtocolError,
-)
-from ._framing import DEFAULT_MAX_MESSAGE_BYTES, PEEK_BYTES, TOO_LONG, LineBuffer
-from ._inflight import Incoming, InFlight, Outgoing, RequestTimeout
-from ._methods import (
-    BATCH_VERSIONS,
-    METHODS,
-    NOTIFICATION,
-    SUPPORTED_VERSIONS,
-    MethodSpec,
-    capability_present,
-    negotiate_version,
-)
-from ._state import (
-    CLIENT,
-    RECEIVE,
-    SEND,
-    SERVER,
-    TRANSITIONS,
-    Kind,
-    Role,
-    State,
-    check_send,
-    describe_refusal,
-    kind_of,
-    next_state,
-)
+from ._conn_state import _CANCELLED, _CLOSED, _DEFAULT
+from ._errors import LocalProtocolError, RemoteProtocolError
+from ._framing import PEEK_BYTES, TOO_LONG
+from ._inflight import RequestTimeout
+from ._methods import negotiate_version
+from ._receive import ReceivePaths
+from ._send import SendPaths
+from ._state import RECEIVE, Kind, State, next_state
 from .events import (
     ConnectionClosed,
     ErrorResponse,
     Event,
     Notification,
-    Progress,
-    ProgressDropped,
     Request,
-    RequestCancelled,
     RequestTimedOut,
     Response,
-    UnexpectedResponse,
 )
 
 __all__ = ["NEED_DATA", "Connection"]
@@ -101,30 +70,11 @@ class _NeedData:
 NEED_DATA: Final = _NeedData()
 """Returned by ``next_event()`` when no complete message is buffered."""
 
-_DEFAULT: Final = object()
-
-_CANCELLED = "notifications/cancelled"
-# Enum members and module constants as globals: the hot paths read them per message.
-_K_INITIALIZE: Final = Kind.INITIALIZE
-_K_INIT_RESULT: Final = Kind.INITIALIZE_RESULT
-_K_INIT_ERROR: Final = Kind.INITIALIZE_ERROR
-_K_RESPONSE: Final = Kind.RESPONSE
-_CLOSED: Final = State.CLOSED
-_REQUEST: Final = rpc.REQUEST
-_NOTIFICATION: Final = rpc.NOTIFICATION
-_ERROR: Final = rpc.ERROR
 _BLANK: Final = frozenset(b" \t\r\n")
 """Bytes a whitespace-only line may start with (JSON's insignificant whitespace)."""
-_PROGRESS = "notifications/progress"
 
 
-# The compiled (un)structure function of each class, looked up once per class (the
-# classes are the schema's: a fixed, finite set).
-_structurer: Callable[[Any], Callable[[Any], Any]] = functools.cache(structure_fn)
-_unstructurer: Callable[[Any], Callable[[Any], Any]] = functools.cache(unstructure_fn)
-
-
-class Connection:
+class Connection(ReceivePaths, SendPaths):
     """One side of an MCP session, with no I/O.
 
     Args:
@@ -144,65 +94,6 @@ class Connection:
 
     Source: 2025-06-18/basic (messages), 2025-06-18/basic/lifecycle.
     """
-
-    def __init__(
-        self,
-        our_role: Role,
-        *,
-        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-        max_requests_in_flight: int = 1024,
-        default_timeout: RequestTimeout | None = None,
-        newline_framing: bool = True,
-        remember_ids: int = 4096,
-    ) -> None:
-        if our_role not in (CLIENT, SERVER):
-            raise ValueError("our_role must be CLIENT or SERVER")
-        # Spec: 2025-06-18/basic#overview.1
-        # The base protocol and the lifecycle are this class; every role gets both.
-        self.our_role: Final = our_role
-        self.their_role: Final = our_role.peer
-        self.state = State.PRE_INIT
-        self.default_timeout = default_timeout
-        self.newline_framing = newline_framing
-        self.max_message_bytes = max_message_bytes
-        self._lines = LineBuffer(max_message_bytes)
-        self._messages: deque[bytes] = deque()
-        # Events ready for next_event; a batch's refused items wait here as the
-        # RemoteProtocolError to raise in their turn.
-        self._events: deque[Event | RemoteProtocolError] = deque()
-        # Batches (2025-03-26): the replies owed, by request id and by refusal.
-        self._batch_of: dict[Any, BatchReplies] = {}
-        self._batch_hints: deque[tuple[ErrorResponse, BatchReplies]] = deque(
-            maxlen=4 * max_requests_in_flight
-        )
-        self._outbox: list[bytes] = []
-        self._eof = False
-        self._closed_reported = False
-        self._inflight = InFlight(
-            max_outgoing=max_requests_in_flight,
-            max_incoming=max_requests_in_flight,
-            remember=remember_ids,
-        )
-        self._next_id = 0
-        self._init_id: Any = None
-        self._refusals: deque[ErrorResponse] = deque(maxlen=64)
-        # Our role's lifecycle table, and per-method receive decisions (see _plan_request).
-        self._table = TRANSITIONS[our_role]
-        self._request_plans: dict[str, tuple[MethodSpec, Kind]] = {}
-        self._notification_plans: dict[str, tuple[MethodSpec, Kind, Callable[[Any], Any]]] = {}
-        self._send_plans: dict[str, tuple[MethodSpec, Kind, Callable[[Any], Any]]] = {}
-        #: The negotiated protocol version (None until initialize completes).
-        self.protocol_version: str | None = None
-        #: The version the client asked for in ``initialize``.
-        self.requested_version: str | None = None
-        #: Capabilities by role: typed ClientCapabilities / ServerCapabilities.
-        self.capabilities: dict[Role, Any] = {CLIENT: None, SERVER: None}
-        #: The peer's ``Implementation`` (clientInfo or serverInfo).
-        self.peer_info: Any = None
-        #: The server's instructions, when we are the client.
-        self.instructions: str | None = None
-
-    # ------------------------------------------------------------------ properties
 
     @property
     def our_state(self) -> State:
@@ -240,8 +131,6 @@ class Connection:
             [o.id for o in self._inflight.outgoing.values()],
             [i.id for i in self._inflight.incoming.values()],
         )
-
-    # --------------------------------------------------------------------- input
 
     def receive_data(self, data: bytes) -> None:
         """Feed bytes received from the peer; ``b""`` means end of input.
@@ -327,342 +216,6 @@ class Connection:
             return TOO_LONG
         return data
 
-    def _too_long(self) -> Event | None:
-        """A message over ``max_message_bytes`` was skipped: answer it by its id when its
-        first bytes show one (a request gets -32600 with its id; a response to one of
-        our requests fails that request now rather than at its timeout).
-
-        Raises:
-            RemoteProtocolError: for a request, or when no id can be read (id null).
-        """
-        message = f"message longer than {self.max_message_bytes} bytes"
-        rid, is_request = rpc.peek(self._lines.too_long_prefix)
-        if rid is not None and is_request:
-            raise self._refuse(rid, INVALID_REQUEST, message)
-        if rid is not None:
-            out = self._inflight.get_outgoing(rid)
-            if out is not None and out.method != "initialize":
-                self._inflight.pop_outgoing(rid, "answered")
-                return ErrorResponse(
-                    id=rid,
-                    code=INTERNAL_ERROR,
-                    message=f"the response was dropped: {message}",
-                    method=out.method,
-                )
-            return None  # a response we are not waiting for: nothing to do
-        raise RemoteProtocolError(
-            message,
-            code=INVALID_REQUEST,
-            event_hint=rpc.error_reply(None, INVALID_REQUEST, message),
-        )
-
-    def _split_batch(self, items: list[Any]) -> None:
-        # Spec: 2025-06-18/basic#messages.1 (no batches from 2025-06-18 on)
-        if self.protocol_version not in BATCH_VERSIONS:
-            raise RemoteProtocolError(
-                f"JSON-RPC batches are not allowed in protocol version {self.protocol_version}",
-                code=INVALID_REQUEST,
-                event_hint=rpc.error_reply(None, INVALID_REQUEST, "batches are not supported"),
-            )
-        if not items:
-            raise RemoteProtocolError(
-                "empty batch",
-                code=INVALID_REQUEST,
-                event_hint=rpc.error_reply(None, INVALID_REQUEST, "empty batch"),
-            )
-        if len(items) > self._inflight.max_incoming:
-            raise RemoteProtocolError(
-                "batch too large",
-                code=INVALID_REQUEST,
-                event_hint=rpc.error_reply(None, INVALID_REQUEST, "batch too large"),
-            )
-        # Every item is handled now, in order; their events (and refusals, raised in
-        # their turn) queue for next_event.  On a byte stream the replies they are owed
-        # are counted, to go back as one array (see _batch); a message transport
-        # (Streamable HTTP) assembles the replies to a batch body itself.
-        replies = BatchReplies()
-        for item in items:
-            try:
-                event = self._handle(item)
-            except RemoteProtocolError as exc:
-                if exc.event_hint is not None and self.newline_framing:
-                    replies.owed += 1
-                    self._batch_hints.append((exc.event_hint, replies))
-                self._events.append(exc)
-                continue
-            if event is None:
-                continue
-            if type(event) is Request and self.newline_framing:
-                replies.owed += 1
-                self._batch_of[event.id] = replies
-            self._events.append(event)
-
-    # -------------------------------------------------------------- receive paths
-
-    def _handle(self, obj: Any) -> Event | None:
-        kind, rid, method, payload = rpc.classify(obj)
-        if kind == _REQUEST:
-            return self._receive_request(rid, method, payload)
-        if kind == _NOTIFICATION:
-            return self._receive_notification(method, payload)
-        return self._receive_response(kind, rid, payload, obj)
-
-    def _refuse(self, rid: Any, code: int, message: str) -> RemoteProtocolError:
-        hint = rpc.error_reply(rid, code, message)
-        self._refusals.append(hint)
-        return RemoteProtocolError(message, code=code, event_hint=hint, request_id=rid)
-
-    def _lookup(self, method: str, *, sender: Role) -> MethodSpec | None:
-        spec = METHODS.get(method)
-        if (
-            spec is None
-            or sender not in spec.senders
-            or not spec.available_in(self.protocol_version)
-        ):
-            return None
-        return spec
-
-    def _capability_ok(self, spec: MethodSpec) -> bool:
-        if not spec.capability or spec.capability_of is None:
-            return True
-        version = self.protocol_version
-        if version is not None and version < spec.capability_since:
-            return True
-        # Spec: 2025-06-18/basic/lifecycle#operation.1
-        return capability_present(self.capabilities[spec.capability_of], spec.capability)
-
-    def _structure_params(self, spec: MethodSpec, payload: Any) -> Any:
-        if payload is None:
-            if spec.params_required:
-                raise ConversionError("params: required")
-            return None
-        return _structurer(spec.params_type)(payload)
-
-    def _forget_plans(self) -> None:
-        """Version or capabilities changed: what may be received must be decided anew."""
-        self._request_plans.clear()
-        self._notification_plans.clear()
-        self._send_plans.clear()
-
-    def _plan_request(self, rid: Any, method: str) -> tuple[MethodSpec, Kind]:
-        """Decide, once per method until the version or capabilities change, whether the
-        peer may send us this request: the method table, then the capabilities."""
-        spec = self._lookup(method, sender=self.their_role)
-        if spec is None or spec.kind == NOTIFICATION:
-            raise self._refuse(rid, METHOD_NOT_FOUND, f"method not found: {method}")
-        k = kind_of(method, is_request=True)
-        if self._table.get((self.state, RECEIVE, k)) is None:
-            raise self._refuse(
-                rid, INVALID_REQUEST, describe_refusal(self.our_role, self.state, RECEIVE, k)
-            )
-        # Spec: 2025-06-18/basic/lifecycle#error-handling.1 (capability not negotiated)
-        # Spec: 2025-06-18/client/roots#error-handling.1 (a client without roots: -32601)
-        if not self._capability_ok(spec):
-            raise self._refuse(
-                rid,
-                METHOD_NOT_FOUND,
-                f"method not available: {method} needs the "
-                f"{spec.capability_of.value if spec.capability_of else ''} capability "
-                f"{'.'.join(spec.capability)}, which was not negotiated",
-            )
-        plan = self._request_plans[method] = (spec, k)
-        return plan
-
-    def _receive_request(self, rid: Any, method: str, payload: Any) -> Event:
-        plan = self._request_plans.get(method)
-        spec, k = plan if plan is not None else self._plan_request(rid, method)
-        new_state = self._table.get((self.state, RECEIVE, k))
-        if new_state is None:
-            raise self._refuse(
-                rid, INVALID_REQUEST, describe_refusal(self.our_role, self.state, RECEIVE, k)
-            )
-        inflight = self._inflight
-        if inflight.is_incoming_known(rid):
-            raise self._refuse(rid, INVALID_REQUEST, f"request id {rid!r} was already used")
-        if len(inflight.incoming) >= inflight.max_incoming:
-            raise self._refuse(rid, INTERNAL_ERROR, "too many requests in flight")
-        try:
-            # Spec: 2025-06-18/client/sampling#security-considerations.2
-            # Params are checked against the schema; sampling messages (role, content
-            # blocks) included.  A malformed one is refused with -32602.
-            params = self._structure_params(spec, payload)
-        except ConversionError as exc:
-            raise self._refuse(rid, INVALID_PARAMS, f"invalid params for {method}: {exc}") from None
-        token = None
-        meta = getattr(params, "meta", None)
-        if meta is not None:
-            token = meta.get("progressToken")
-            if token is not None:
-                # Spec: 2025-06-18/basic/utilities/progress#progress-flow.1
-                if not rpc.valid_id(token):
-                    raise self._refuse(
-                        rid, INVALID_PARAMS, "progressToken must be a string or an integer"
-                    )
-                # Spec: 2025-06-18/basic/utilities/progress#progress-flow.2
-                if inflight.incoming_token_in_use(token):
-                    raise self._refuse(
-                        rid, INVALID_PARAMS, f"progress token {token!r} is already in use"
-                    )
-        if k is _K_INITIALIZE:
-            self._init_id = rid
-            self.requested_version = params.protocol_version
-            self.capabilities[CLIENT] = params.capabilities
-            self.peer_info = params.client_info
-            self._forget_plans()
-        inflight.add_incoming(Incoming(id=rid, method=method, progress_token=token))
-        self.state = new_state
-        return Request(id=rid, method=method, params=params)
-
-    def _receive_notification(self, method: str, payload: Any) -> Event | None:
-        # Spec: 2025-06-18/basic#notifications.1
-        # Every failure below raises without an event_hint: no response to a notification.
-        plan = self._notification_plans.get(method)
-        if plan is None:
-            spec = self._lookup(method, sender=self.their_role)
-            if spec is None or spec.kind != NOTIFICATION:
-                raise RemoteProtocolError(f"unknown notification: {method}", code=METHOD_NOT_FOUND)
-            k = kind_of(method, is_request=False)
-            plan = self._notification_plans[method] = (spec, k, _structurer(spec.params_type))
-        spec, k, structure_params = plan
-        new_state = self._table.get((self.state, RECEIVE, k))
-        if new_state is None:
-            raise RemoteProtocolError(
-                describe_refusal(self.our_role, self.state, RECEIVE, k), code=INVALID_REQUEST
-            )
-        # A notification of a capability the peer did not declare breaks
-        # 2025-06-18/basic/lifecycle#operation.1 on the peer's side, but it asks nothing
-        # of us: it is delivered (dropping a log line helps no one).  We never send one
-        # (see _send_notification), and requests of such capabilities are refused.
-        try:
-            if payload is None:
-                params = self._structure_params(spec, None)  # None, or raises
-            else:
-                params = structure_params(payload)
-        except ConversionError as exc:
-            raise RemoteProtocolError(
-                f"invalid params for {method}: {exc}", code=INVALID_PARAMS
-            ) from None
-        self.state = new_state
-        if method == _CANCELLED:
-            return self._receive_cancel(params)
-        if method == _PROGRESS:
-            return self._receive_progress(params)
-        return Notification(method=method, params=params)
-
-    def _receive_cancel(self, params: Any) -> Event | None:
-        # Spec: 2025-06-18/basic/utilities/cancellation#error-handling.1
-        # Unknown, finished or absent ids are ignored below; one with params of the
-        # wrong shape never gets here (RemoteProtocolError without a reply, above).
-        rid = params.request_id
-        # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.2
-        # Only a server receives the client's initialize; ids of requests going the
-        # other way may equal it and are cancellable.
-        if self.our_role is SERVER and rid == self._init_id and type(rid) is type(self._init_id):
-            return None
-        # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.4
-        # Unknown or already answered requests: ignore the notification.
-        req = self._inflight.pop_incoming(rid, "cancelled")
-        if req is None:
-            return None
-        replies = self._batch_of.pop(rid, None)
-        if replies is not None:
-            array = replies.drop()  # no reply is owed for it any more
-            if array:
-                self._outbox.append(array + b"\n" if self.newline_framing else array)
-        return RequestCancelled(id=rid, reason=params.reason)
-
-    def _receive_progress(self, params: Any) -> Event:
-        token = params.progress_token
-        out = self._inflight.outgoing_for_token(token)
-        # Spec: 2025-06-18/basic/utilities/progress#behavior-requirements.1
-        if out is None:
-            return ProgressDropped(progress_token=token, reason="no active request has this token")
-        # Spec: 2025-06-18/basic/utilities/progress#progress-flow.4
-        if out.last_progress is not None and not params.progress > out.last_progress:
-            return ProgressDropped(
-                progress_token=token,
-                reason=f"progress {params.progress} does not increase past {out.last_progress}",
-            )
-        out.last_progress = params.progress
-        out.progressed = True
-        return Progress(
-            request_id=out.id,
-            progress_token=token,
-            progress=params.progress,
-            total=params.total,
-            message=params.message,
-        )
-
-    def _receive_response(self, kind: int, rid: Any, payload: Any, obj: Any) -> Event | None:
-        inflight = self._inflight
-        is_error = kind == _ERROR
-        if rid is None:
-            # The peer could not read one of our messages.
-            return ErrorResponse(
-                id=None, code=payload["code"], message=payload["message"], data=payload.get("data")
-            )
-        out = inflight.outgoing.get(rid)
-        if out is None:
-            if inflight.outgoing_finished(rid) in ("cancelled", "timed out"):
-                # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.5
-                # Spec: 2025-06-18/basic/utilities/cancellation#timing-considerations.1
-                return None  # a late answer to a request we gave up on: dropped
-            return UnexpectedResponse(id=rid, message=obj)
-        method = out.method
-        answers_init = method == "initialize"
-        k = (
-            kind_of(None, is_request=False, answers_initialize=True, is_error=is_error)
-            if answers_init
-            else _K_RESPONSE
-        )
-        new_state = self._table.get((self.state, RECEIVE, k))
-        if new_state is None:
-            raise RemoteProtocolError(
-                describe_refusal(self.our_role, self.state, RECEIVE, k), code=INVALID_REQUEST
-            )
-        inflight.pop_outgoing(rid, "answered")
-        if is_error:
-            self.state = new_state
-            return ErrorResponse(
-                id=rid,
-                code=payload["code"],
-                message=payload["message"],
-                data=payload.get("data"),
-                method=method,
-            )
-        try:
-            # Spec: 2025-06-18/client/sampling#security-considerations.2 (results too)
-            result = (out.structure_result or _structurer(METHODS[method].result_type))(payload)
-        except ConversionError as exc:
-            self.state = new_state if not answers_init else State.PRE_INIT
-            return ErrorResponse(
-                id=rid,
-                code=INTERNAL_ERROR,
-                message=f"invalid result from peer for {method}: {exc}",
-                data={"result": payload},
-                method=method,
-            )
-        if answers_init:
-            version = result.protocol_version
-            if version not in SUPPORTED_VERSIONS:
-                # Spec: 2025-06-18/basic/lifecycle#version-negotiation.6
-                # Spec: 2025-06-18/basic/lifecycle#error-handling.1 (version mismatch)
-                self.state = State.CLOSED
-                raise RemoteProtocolError(
-                    f"server answered protocol version {version!r}, which mcp-ref does not "
-                    f"support ({', '.join(SUPPORTED_VERSIONS)}); disconnect",
-                    code=INVALID_PARAMS,
-                )
-            self.protocol_version = version
-            self.capabilities[SERVER] = result.capabilities
-            self.peer_info = result.server_info
-            self.instructions = result.instructions
-            self._forget_plans()
-        self.state = new_state
-        return Response(id=rid, result=result, method=method)
-
-    # ---------------------------------------------------------------------- output
-
     def send(
         self,
         event: Event,
@@ -704,25 +257,6 @@ class Connection:
             return self._send_notification(event)
         raise LocalProtocolError(f"cannot send {type(event).__name__}")
 
-    def _encode(self, message: dict[str, Any], *, bounded: bool = True) -> bytes:
-        """Serialize a message we send (framed when ``newline_framing``).
-
-        Raises:
-            LocalProtocolError: not serializable, or (when ``bounded``) longer than
-                ``max_message_bytes``.
-        """
-        try:
-            # Spec: 2025-06-18/basic/transports#stdio.1
-            # (JSON text holds no raw newline: the framed line is one line by construction)
-            data = rpc.encode(message, newline=self.newline_framing)
-        except ValueError as exc:
-            raise LocalProtocolError(f"cannot serialize the message: {exc}") from None
-        if bounded and len(data) - self.newline_framing > self.max_message_bytes:
-            raise LocalProtocolError(
-                f"message of {len(data)} bytes exceeds the limit of {self.max_message_bytes}"
-            )
-        return data
-
     def close(self) -> None:
         """Mark the connection closed on our side: nothing more is sent or read.
 
@@ -738,234 +272,6 @@ class Connection:
         ``send`` calls raise LocalProtocolError.
         """
         self.state = State.CLOSED
-
-    def _check_params(self, spec: MethodSpec, params: Any) -> dict[str, Any] | None:
-        if params is None:
-            if spec.params_required:
-                raise LocalProtocolError(f"{spec.method} requires params", code=INVALID_PARAMS)
-            return None
-        if not isinstance(params, spec.params_type):
-            raise LocalProtocolError(
-                f"{spec.method} params must be {spec.params_type.__name__}, "
-                f"not {type(params).__name__}",
-                code=INVALID_PARAMS,
-            )
-        data: dict[str, Any] = _unstructurer(type(params))(params)
-        return data
-
-    def _plan_send_request(self, method: str) -> tuple[MethodSpec, Kind, Callable[[Any], Any]]:
-        """Decide, once per method until the version or capabilities change, whether we
-        may send this request (the method table, then the peer's capabilities)."""
-        spec = self._lookup(method, sender=self.our_role)
-        if spec is None or spec.kind == NOTIFICATION:
-            raise LocalProtocolError(
-                f"{self.our_role.value} cannot send request {method!r}"
-                + (
-                    f" in protocol version {self.protocol_version}" if self.protocol_version else ""
-                ),
-                code=METHOD_NOT_FOUND,
-            )
-        k = kind_of(method, is_request=True)
-        check_send(self.our_role, self.state, k)  # a lifecycle refusal names the state first
-        if not self._capability_ok(spec):
-            raise LocalProtocolError(
-                f"{method} needs the peer's capability {'.'.join(spec.capability)}, "
-                "which was not negotiated",
-                code=METHOD_NOT_FOUND,
-            )
-        plan = self._send_plans[method] = (spec, k, _structurer(spec.result_type))
-        return plan
-
-    def _send_request(self, event: Request, now: float | None, timeout: Any) -> bytes:
-        rid, method = event.id, event.method
-        # Spec: 2025-06-18/basic#requests.1
-        # Spec: 2025-06-18/basic#requests.2
-        if not rpc.valid_id(rid):
-            raise LocalProtocolError(f"request id must be a str or an int, not {rid!r}")
-        plan = self._send_plans.get(method)
-        spec, k, structure_result = plan if plan is not None else self._plan_send_request(method)
-        new_state = self._table.get((self.state, SEND, k))
-        if new_state is None:
-            new_state = check_send(self.our_role, self.state, k)  # raises: names why
-        params = self._check_params(spec, event.params)
-        token = None
-        meta = getattr(event.params, "meta", None)
-        if meta is not None:
-            token = meta.get("progressToken")
-            if token is not None and not rpc.valid_id(token):
-                raise LocalProtocolError("progressToken must be a str or an int")
-        # Spec: 2025-06-18/basic/lifecycle#timeouts.3
-        # Each request may bring its own timeout; the connection's default otherwise.
-        if timeout is _DEFAULT:
-            timeout = self.default_timeout
-        out = Outgoing(
-            id=rid, method=method, progress_token=token, structure_result=structure_result
-        )
-        if timeout is not None:
-            if not isinstance(timeout, RequestTimeout):
-                raise TypeError("timeout must be a RequestTimeout or None")
-            if now is None:
-                raise LocalProtocolError("a request with a timeout needs now=")
-            out.timeout = timeout
-            out.sent_at = now
-            out.deadline = now + timeout.seconds
-        if k is _K_INITIALIZE:
-            version = event.params.protocol_version
-            # Spec: 2025-06-18/basic/lifecycle#version-negotiation.1
-            if version not in SUPPORTED_VERSIONS:
-                raise LocalProtocolError(
-                    f"initialize must ask for a version we support, not {version!r}"
-                )
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
-        if params is not None:
-            message["params"] = params
-        data = self._encode(message)
-        self._inflight.add_outgoing(out)  # checks (id reuse, bounds) before adding
-        if k is _K_INITIALIZE:
-            self._init_id = rid
-            self.requested_version = event.params.protocol_version
-            self.capabilities[CLIENT] = event.params.capabilities
-            self._forget_plans()
-        self.state = new_state
-        return data
-
-    def _send_notification(self, event: Notification) -> bytes:
-        method = event.method
-        spec = self._lookup(method, sender=self.our_role)
-        if spec is None or spec.kind != NOTIFICATION:
-            raise LocalProtocolError(
-                f"{self.our_role.value} cannot send notification {method!r}",
-                code=METHOD_NOT_FOUND,
-            )
-        k = kind_of(method, is_request=False)
-        new_state = next_state(self.our_role, self.state, SEND, k)
-        if new_state is None:
-            raise LocalProtocolError(describe_refusal(self.our_role, self.state, SEND, k))
-        if not self._capability_ok(spec):
-            raise LocalProtocolError(
-                f"{method} needs the capability {'.'.join(spec.capability)}, not negotiated",
-                code=METHOD_NOT_FOUND,
-            )
-        params = self._check_params(spec, event.params)
-        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            message["params"] = params
-        data = self._encode(message)
-        # The two checks below raise before they change anything.
-        if method == _CANCELLED:
-            if not self._send_cancel(event.params):
-                return b""
-        elif method == _PROGRESS:
-            self._send_progress(event.params)
-        self.state = new_state
-        return data
-
-    def _send_cancel(self, params: Any) -> bool:
-        rid = params.request_id
-        if not rpc.valid_id(rid):
-            raise LocalProtocolError(
-                f"notifications/cancelled needs a str or int requestId: {rid!r}"
-            )
-        inflight = self._inflight
-        out = inflight.get_outgoing(rid)
-        if out is None:
-            if inflight.outgoing_finished(rid):
-                return False  # already answered (or given up on): nothing to cancel
-            # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.1
-            raise LocalProtocolError(f"cannot cancel {rid!r}: no such request was sent")
-        # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.2
-        if out.method == "initialize":
-            raise LocalProtocolError("the initialize request must not be cancelled")
-        inflight.pop_outgoing(rid, "cancelled")
-        return True
-
-    def _send_progress(self, params: Any) -> None:
-        token = params.progress_token
-        if not rpc.valid_id(token):
-            raise LocalProtocolError(f"a progress token is a str or an int, not {token!r}")
-        req = self._inflight.incoming_for_token(token)
-        # Spec: 2025-06-18/basic/utilities/progress#behavior-requirements.1
-        # Spec: 2025-06-18/basic/utilities/progress#implementation-notes.3
-        if req is None:
-            raise LocalProtocolError(f"progress token {token!r} belongs to no active request")
-        # Spec: 2025-06-18/basic/utilities/progress#progress-flow.4
-        if req.last_progress is not None and not params.progress > req.last_progress:
-            raise LocalProtocolError(
-                f"progress must increase: {params.progress} after {req.last_progress}"
-            )
-        req.last_progress = params.progress
-
-    def _answerable(self, rid: Any) -> Incoming | bool | None:
-        """The incoming request ``rid`` answers; False when the answer must be dropped."""
-        req = self._inflight.get_incoming(rid)
-        if req is None and self._inflight.incoming_finished(rid) == "cancelled":
-            # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.3
-            return False
-        return req
-
-    def _send_response(self, event: Response) -> bytes:
-        rid = event.id
-        if not rpc.valid_id(rid):
-            raise LocalProtocolError(f"response id must be a str or an int, not {rid!r}")
-        req = self._answerable(rid)
-        if req is False:
-            return b""
-        if req is None or req is True:
-            raise LocalProtocolError(f"no request with id {rid!r} awaits a response")
-        assert isinstance(req, Incoming)
-        spec = METHODS[req.method]
-        is_init = req.method == "initialize"
-        k = _K_INIT_RESULT if is_init else _K_RESPONSE
-        new_state = check_send(self.our_role, self.state, k)
-        result = event.result
-        if not isinstance(result, spec.result_type):
-            raise LocalProtocolError(
-                f"the result of {req.method} must be {spec.result_type.__name__}, "
-                f"not {type(result).__name__}"
-            )
-        if is_init:
-            requested = self.requested_version or ""
-            version = result.protocol_version
-            # Spec: 2025-06-18/basic/lifecycle#version-negotiation.3
-            if requested in SUPPORTED_VERSIONS and version != requested:
-                raise LocalProtocolError(
-                    f"the client asked for {requested}, which we support: answer it, not {version}"
-                )
-            # Spec: 2025-06-18/basic/lifecycle#version-negotiation.4
-            if version not in SUPPORTED_VERSIONS:
-                raise LocalProtocolError(f"cannot answer with unsupported version {version!r}")
-        # Spec: 2025-06-18/basic#responses.1
-        data = self._encode(
-            {"jsonrpc": "2.0", "id": rid, "result": _unstructurer(type(result))(result)}
-        )
-        self._inflight.pop_incoming(rid, "answered")
-        if is_init:
-            self.protocol_version = result.protocol_version
-            self.capabilities[SERVER] = result.capabilities
-            self._forget_plans()
-        self.state = new_state
-        return data
-
-    def _batched(self, event: Response | ErrorResponse, data: bytes) -> bytes:
-        """A reply that belongs to a batch is held until the batch's last one; that
-        one brings the array (see :mod:`._batch`).  Other replies pass unchanged."""
-        replies = None
-        for i, (hint, owner) in enumerate(self._batch_hints):
-            if hint is event:
-                replies = owner
-                del self._batch_hints[i]
-                break
-        if replies is None:
-            if not rpc.valid_id(event.id):
-                return data
-            replies = self._batch_of.pop(event.id, None)
-            if replies is None:
-                return data
-        if not data:
-            array = replies.drop()  # cancelled by the peer: no reply
-        else:
-            array = replies.add(data[:-1] if self.newline_framing else data)
-        return array + b"\n" if array and self.newline_framing else array
 
     @property
     def has_data_to_send(self) -> bool:
@@ -984,35 +290,6 @@ class Connection:
         data = b"".join(self._outbox)
         self._outbox.clear()
         return data
-
-    def _send_error(self, event: ErrorResponse) -> bytes:
-        rid = event.id
-        if rid is not None and not rpc.valid_id(rid):
-            raise LocalProtocolError(f"error response id must be a str, an int or None: {rid!r}")
-        if type(event.code) is not int:
-            # Spec: 2025-06-18/basic#responses.5
-            raise LocalProtocolError("error codes must be integers")
-        refusal = any(event is r for r in self._refusals)
-        req: Any = None
-        if rid is not None and not refusal:
-            req = self._answerable(rid)
-            if req is False:
-                return b""
-        is_init = req is not None and req.method == "initialize"
-        k = _K_INIT_ERROR if is_init else _K_RESPONSE
-        new_state = check_send(self.our_role, self.state, k)
-        error: dict[str, Any] = {"code": event.code, "message": event.message}
-        if event.data is not None:
-            error["data"] = event.data
-        # Unbounded: an error reply (often to a message refused for its size) must
-        # always be deliverable; the peer's own bound still applies on its side.
-        data = self._encode({"jsonrpc": "2.0", "id": rid, "error": error}, bounded=False)
-        if req is not None:
-            self._inflight.pop_incoming(rid, "answered")
-        self.state = new_state
-        return data
-
-    # ------------------------------------------------------------------------ time
 
     def next_deadline(self) -> float | None:
         """The time (same clock as ``now``) at which ``handle_timeout`` must be called,
