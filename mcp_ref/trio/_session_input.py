@@ -1,0 +1,434 @@
+"""How a trio session takes what the peer sends: reading, dispatching, running handlers.
+
+Theory of operation
+-------------------
+The reader task (:meth:`SessionInput._reader`) feeds the channel's bytes to the core,
+or a channel pushes whole messages from its own tasks (:meth:`SessionInput.push`); either
+way :meth:`SessionInput._drain_locked` takes the core's events in order and dispatches
+each: a request gets a task of its own with its own cancel scope
+(:meth:`SessionInput._run_handler`), a response wakes the caller waiting for it, a
+notification joins the bounded queue the notification task reads, a cancellation
+cancels a handler's scope.  Most events need no await; one that does (a ping to answer,
+a full notification queue, a protocol error's reply) takes ``_dispatch_lock`` so events
+never overtake.  The timer task expires our requests at ``Connection.next_deadline()``.
+At end of input the requests we accepted are still answered (``drain_timeout``), then the
+session closes.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import TYPE_CHECKING, cast
+
+import trio
+
+from .. import types as t
+from .._connection import NEED_DATA
+from .._errors import (
+    INTERNAL_ERROR,
+    REQUEST_TIMEOUT,
+    LocalProtocolError,
+    McpError,
+    RemoteProtocolError,
+)
+from .._pagination import InvalidCursor
+from .._state import SERVER, State
+from ..events import (
+    ConnectionClosed,
+    ErrorResponse,
+    Event,
+    Notification,
+    Progress,
+    ProgressDropped,
+    Request,
+    RequestCancelled,
+    RequestTimedOut,
+    Response,
+    UnexpectedResponse,
+)
+from ._handler import RequestContext, SessionClosed
+from ._session_base import SessionBase, _acquire, _key
+
+if TYPE_CHECKING:
+    from ._session import Session
+
+__all__ = ["SessionInput"]
+
+log = logging.getLogger("mcp_ref.trio")
+
+
+class SessionInput(SessionBase):
+    """The input half of :class:`~mcp_ref.trio.Session`."""
+
+    @property
+    def _as_session(self) -> Session:
+        """This object as what it always is, a :class:`~mcp_ref.trio.Session` (the type
+        handlers receive)."""
+        return cast("Session", self)
+
+    async def _reader(self) -> None:
+        conn = self.connection
+        lines = self._channel.framing == "lines"
+        while not self.closed:
+            try:
+                data = await self._channel.receive()
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                data = b""
+            if self.closed:
+                return
+            self.last_input_at = trio.current_time()
+            if not data:
+                conn.receive_data(b"")
+                await self._drain_locked()
+                return  # end of input: nothing more to read
+            elif lines:
+                conn.receive_data(data)
+            else:
+                conn.receive_message(data)
+            await self._drain_locked()
+
+    async def push(self, data: bytes) -> None:
+        """Give the session one whole message from the caller's task, instead of through
+        ``channel.receive()`` (for ``"messages"`` channels whose input arrives in other
+        tasks, like a Streamable HTTP POST): the core takes it, and its events are
+        dispatched before this returns, as the reader would (requests start their
+        tasks; nothing waits for their answers).
+
+        The channel must keep the order: a message it still holds for ``receive()``
+        must reach the session before any pushed after it.  This waits while another
+        task is dispatching, and while the notification queue is full (the same
+        backpressure the reader applies); a dispatch under way is shielded from the
+        caller's cancellation, so a message the core took is never lost.
+
+        Raises:
+            SessionClosed: the session is closed; the message was not taken.
+        """
+        self._check_open()
+        if self._input_ended is not None:
+            raise SessionClosed(self._input_ended)
+        self.last_input_at = trio.current_time()
+        self.connection.receive_message(data)
+        await self._drain_locked()
+
+    async def _drain_locked(self) -> None:
+        """Dispatch every event the core has ready, in order.
+
+        Most events are dispatched at once, with no await: a response wakes its caller,
+        a request starts its handler task.  The dispatch lock is taken only around a
+        dispatch that awaits (answering a ping, queueing a notification when the queue
+        is full, a protocol error's reply), and waited for when another task (the
+        timer, or the reader) is in the middle of one, so events never overtake.
+
+        A dispatch that awaits is shielded from cancellation: an event taken from the
+        core is never lost half-way (it ends anyway when the session closes, which
+        closes what it waits on).  Callers other than the reader (:meth:`push`) may
+        be cancelled.
+        """
+        lock = self._dispatch_lock
+        conn = self.connection
+        while not self.closed:
+            if lock.locked():
+                await _acquire(lock)  # another task is dispatching: it goes first
+                try:
+                    with trio.CancelScope(shield=True):
+                        await self._drain()
+                finally:
+                    lock.release()
+                return
+            try:
+                event = conn.next_event()
+            except RemoteProtocolError as exc:
+                lock.acquire_nowait()
+                try:
+                    with trio.CancelScope(shield=True):
+                        await self._on_protocol_error(exc)
+                finally:
+                    lock.release()
+                continue
+            if event is NEED_DATA:
+                return
+            assert isinstance(event, Event)
+            if self._dispatch_now(event):
+                continue
+            lock.acquire_nowait()  # free: nothing yielded since locked()
+            try:
+                with trio.CancelScope(shield=True):
+                    await self._dispatch(event)
+            finally:
+                lock.release()
+
+    async def _drain(self) -> None:
+        conn = self.connection
+        while not self.closed:
+            try:
+                event = conn.next_event()
+            except RemoteProtocolError as exc:
+                await self._on_protocol_error(exc)
+                continue
+            if event is NEED_DATA:
+                return
+            assert isinstance(event, Event)
+            await self._dispatch(event)
+
+    async def _on_protocol_error(self, exc: RemoteProtocolError) -> None:
+        log.warning("%s session: bad input from the peer: %s", self.role.value, exc.message)
+        if exc.event_hint is not None:
+            try:
+                await self._send_event(exc.event_hint)
+            except SessionClosed:
+                return
+            except LocalProtocolError as err:
+                log.warning("cannot send the error reply: %s", err)
+        if self.connection.state is State.CLOSED:
+            self._close(f"protocol error: {exc.message}")
+
+    async def _dispatch(self, event: Event) -> None:
+        """Dispatch one event, awaiting where it must (caller holds the dispatch lock)."""
+        if type(event) is RequestCancelled and self.connection.has_data_to_send:
+            assert isinstance(event, RequestCancelled)
+            self._on_cancelled(event)
+            await self._send_bytes(self.connection.data_to_send())
+            return
+        if self._dispatch_now(event):
+            return
+        if type(event) is Request:
+            await self._on_request(event)
+        elif type(event) is Notification:
+            try:
+                await self._notes_in.send(event)  # bounded: the reader waits when full
+            except (trio.ClosedResourceError, trio.BrokenResourceError):
+                pass
+
+    def _dispatch_now(self, event: Event) -> bool:
+        """Dispatch one event if that needs no await; False when it does (a ping to
+        answer, initialize, a request beyond the concurrency bound, a notification
+        when the queue is full): then :meth:`_dispatch` does it."""
+        kind = type(event)
+        if kind is Request:
+            assert isinstance(event, Request)
+            method = event.method
+            if (
+                method == "ping"
+                or method == "initialize"
+                or len(self._handlers) >= self._max_handlers
+                or self._nursery is None
+            ):
+                return False
+            ctx = RequestContext(self._as_session, event.id, method, event.params)
+            self._handlers[_key(event.id)] = ctx
+            self._nursery.start_soon(self._run_handler, ctx)
+        elif kind is Notification:
+            assert isinstance(event, Notification)
+            try:
+                self._notes_in.send_nowait(event)
+            except trio.WouldBlock:
+                return False
+            except (trio.ClosedResourceError, trio.BrokenResourceError):
+                pass
+        elif kind is Response:
+            assert isinstance(event, Response)
+            waiter = self._waiters.get(_key(event.id))
+            if waiter is not None:
+                waiter.finish(result=event.result)
+        elif kind is ErrorResponse:
+            assert isinstance(event, ErrorResponse)
+            if event.id is None:
+                log.warning(
+                    "the peer could not read a message we sent: %s (code %s)",
+                    event.message,
+                    event.code,
+                )
+                return True
+            waiter = self._waiters.get(_key(event.id))
+            if waiter is not None:
+                waiter.finish(error=McpError(event.code, event.message, event.data))
+        elif kind is RequestCancelled:
+            assert isinstance(event, RequestCancelled)
+            if self.connection.has_data_to_send:
+                return False  # it settled a batch: its replies must be written
+            self._on_cancelled(event)
+        elif kind is RequestTimedOut:
+            assert isinstance(event, RequestTimedOut)
+            waiter = self._waiters.get(_key(event.id))
+            if waiter is not None:
+                waiter.finish(
+                    error=McpError(
+                        REQUEST_TIMEOUT,
+                        f"request {event.method} timed out after {event.elapsed:.3g} s "
+                        # initialize is never cancelled, only abandoned (the core sends
+                        # no notifications/cancelled for it).
+                        + (
+                            "and was abandoned"
+                            if event.method == "initialize"
+                            else "and was cancelled"
+                        ),
+                        {"method": event.method, "elapsed": event.elapsed},
+                    )
+                )
+        elif kind is Progress:
+            assert isinstance(event, Progress)
+            waiter = self._waiters.get(_key(event.request_id))
+            if waiter is not None:
+                waiter.add_progress(event)
+        elif kind is ConnectionClosed:
+            eof = getattr(self._channel, "eof_reason", None)
+            self._end_of_input(
+                f"the peer closed the connection; {eof}"
+                if eof
+                else "the peer closed the connection"
+            )
+        elif kind in (ProgressDropped, UnexpectedResponse):
+            log.debug("ignored input from the peer: %r", event)
+        return True
+
+    def _on_cancelled(self, event: RequestCancelled) -> None:
+        running = self._handlers.get(_key(event.id))
+        # Spec: 2025-06-18/basic/utilities/cancellation#implementation-notes.1
+        log.debug("the peer cancelled request %r: %s", event.id, event.reason)
+        if running is not None:
+            # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.3
+            running.cancel_scope.cancel()
+
+    async def _on_request(self, event: Request) -> None:
+        """A request :meth:`_dispatch_now` left: ping, initialize, or one too many."""
+        if event.method == "ping":
+            # Spec: 2025-06-18/basic/utilities/ping#behavior-requirements.1
+            await self._quiet_send(Response(id=event.id, result=t.Result()))
+            return
+        if len(self._handlers) >= self._max_handlers or self._nursery is None:
+            who = "server" if self.role is SERVER else "client"
+            await self._quiet_send(
+                ErrorResponse(
+                    id=event.id,
+                    code=INTERNAL_ERROR,
+                    message=f"{who} busy: {len(self._handlers)} requests are being handled",
+                )
+            )
+            return
+        # initialize: answered before reading on, so the lifecycle moves in input order.
+        ctx = RequestContext(self._as_session, event.id, event.method, event.params)
+        self._handlers[_key(event.id)] = ctx
+        await self._run_handler(ctx)
+
+    async def _run_handler(self, ctx: RequestContext) -> None:
+        try:
+            with ctx.cancel_scope:
+                reply = await self._call_handler(ctx)
+                await self._send_reply(ctx, reply)
+        finally:
+            self._handlers.pop(_key(ctx.request_id), None)
+            self._handlers_changed.set()
+
+    async def _call_handler(self, ctx: RequestContext) -> Response | ErrorResponse:
+        rid = ctx.request_id
+        try:
+            result = await self._handler.handle_request(ctx)
+        except McpError as exc:
+            return ErrorResponse(id=rid, code=exc.code, message=exc.message, data=exc.data)
+        except InvalidCursor as exc:
+            # Spec: 2025-06-18/server/utilities/pagination#error-handling.1
+            return ErrorResponse(id=rid, code=exc.code, message=exc.message)
+        except Exception as exc:
+            mcp = _only_mcp_errors(exc)
+            if mcp is not None:
+                return ErrorResponse(id=rid, code=mcp.code, message=mcp.message, data=mcp.data)
+            log.exception("the handler of %s (id %r) failed", ctx.method, rid)
+            # Never a traceback to the peer: only the method and the exception's type.
+            return ErrorResponse(
+                id=rid,
+                code=INTERNAL_ERROR,
+                message=f"internal error while handling {ctx.method} ({type(exc).__name__})",
+            )
+        return Response(id=rid, result=result)
+
+    async def _send_reply(self, ctx: RequestContext, reply: Response | ErrorResponse) -> None:
+        rid = ctx.request_id
+        try:
+            await self._send_event(reply, related_request_id=rid)
+            return
+        except SessionClosed:
+            return
+        except (LocalProtocolError, ValueError, TypeError) as exc:
+            log.error("cannot send the answer to %s (id %r): %s", ctx.method, rid, exc)
+        fallback = ErrorResponse(
+            id=rid,
+            code=INTERNAL_ERROR,
+            message=f"internal error: the answer to {ctx.method} could not be sent",
+        )
+        try:
+            await self._send_event(fallback, related_request_id=rid)
+        except (SessionClosed, LocalProtocolError) as exc:
+            log.error("cannot answer %s (id %r) at all: %s", ctx.method, rid, exc)
+
+    async def _notification_worker(self) -> None:
+        async with self._notes_out:
+            async for note in self._notes_out:
+                try:
+                    await self._handler.handle_notification(self._as_session, note)
+                except Exception:
+                    log.exception("the handler of %s failed", note.method)
+
+    async def _timer(self) -> None:
+        conn = self.connection
+        while not self.closed:
+            deadline = conn.next_deadline()
+            # Requests sent meanwhile wake us only when their deadline comes earlier.
+            self._timer_at = math.inf if deadline is None else deadline
+            nudge = self._nudge = trio.Event()
+            with trio.move_on_at(self._timer_at):
+                await nudge.wait()
+                continue
+            self._timer_at = -math.inf  # busy: next_deadline() is read again below
+            if self.closed:
+                return
+            # Spec: 2025-06-18/basic/lifecycle#timeouts.2
+            for data in conn.handle_timeout(trio.current_time()):
+                try:
+                    await self._send_bytes(data)
+                except SessionClosed:
+                    return
+            await self._drain_locked()
+
+    def _end_of_input(self, reason: str) -> None:
+        """The peer will send nothing more: fail our requests to it, finish the peer's
+        requests we accepted (nothing accepted is lost), then close.
+
+        Source: 2025-06-18/basic/lifecycle#shutdown and #stdio.1 (the transport's end ends the
+        session); the core is in state CLOSING meanwhile.
+        """
+        if self.closed or self._input_ended is not None:
+            return
+        self._input_ended = reason
+        for waiter in self._waiters.values():
+            waiter.finish(error=SessionClosed(reason))
+        self._notes_in.close()
+        if not self._handlers or self._nursery is None:
+            self._close(reason)
+        else:
+            self._nursery.start_soon(self._drain_handlers, reason)
+
+    async def _drain_handlers(self, reason: str) -> None:
+        """Wait (at most ``drain_timeout`` seconds) for accepted requests to be answered."""
+        with trio.move_on_after(self._drain_timeout):
+            while self._handlers and not self.closed:
+                self._handlers_changed = trio.Event()
+                await self._handlers_changed.wait()
+        if self._handlers:
+            log.warning(
+                "%d request(s) still running %.3g s after end of input; cancelled",
+                len(self._handlers),
+                self._drain_timeout,
+            )
+        self._close(reason)
+
+
+def _only_mcp_errors(exc: BaseException) -> McpError | None:
+    """The first McpError of an exception group made only of McpErrors, else None."""
+    if isinstance(exc, McpError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        found = [_only_mcp_errors(e) for e in exc.exceptions]
+        if found and all(f is not None for f in found):
+            return found[0]
+    return None
