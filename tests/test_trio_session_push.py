@@ -150,3 +150,19 @@ async def test_a_push_waits_for_room_and_loses_nothing(
             while len(handler.notes) < 4:
                 await trio.sleep(0.1)
     assert handler.notes == ["notifications/initialized", 1, 2, 3]
+
+
+async def test_a_cancelled_caller_sends_nothing() -> None:
+    channel = PushChannel()
+    with trio.fail_after(LIMIT):
+        async with open_session(channel, SERVER, Handler()) as session:
+            await session.push(INIT)
+            await session.push(message(method="notifications/initialized"))
+            await channel.wait_sent(1)
+            with trio.CancelScope() as scope:
+                scope.cancel()
+                await session.send_request("ping")
+            with trio.CancelScope() as scope:
+                scope.cancel()
+                await session.send_notification("notifications/tools/list_changed")
+    assert [m.get("id") for m in channel.sent] == [0]  # the initialize answer only

@@ -192,6 +192,8 @@ class Session(SessionInput):
         Source: 2025-06-18/basic/lifecycle#timeouts.2,
         2025-06-18/basic/utilities/cancellation#cancellation-flow.
         """
+        # A caller already cancelled sends nothing (a checkpoint only when cancelled).
+        await trio.lowlevel.checkpoint_if_cancelled()
         self._check_open()
         if self._input_ended is not None:
             # The peer's input ended: it can no longer answer.
@@ -248,6 +250,7 @@ class Session(SessionInput):
             LocalProtocolError: the notification breaks the protocol (wrong state,
                 capability not negotiated, progress not increasing); nothing was sent.
         """
+        await trio.lowlevel.checkpoint_if_cancelled()  # a cancelled caller sends nothing
         await self._send_event(
             Notification(method=method, params=params), related_request_id=related_request_id
         )
