@@ -622,7 +622,6 @@ class _Compiler:
         required_args: list[str] = []
         absent_args: list[str] = []  # the optional fields' values when none is present
         known: list[str] = []
-        n_required = 0
         has_extra = False
         # Required fields first, then a fast exit when the object holds nothing else
         # (the common case: most results carry only their required keys), then the
@@ -637,7 +636,6 @@ class _Compiler:
             local = f"a{i}"
             args.append(f"{field.name}={local}")
             if _wire_required(field):
-                n_required += 1
                 required_args.append(f"{field.name}={local}")
                 lines += [
                     "    try:",
@@ -663,6 +661,7 @@ class _Compiler:
                 ]
                 optional_lines += self._field_lines(tp, wire, local, ns, i, "        ")
         ns["KNOWN"] = frozenset(known)
+        n_required = len(required_args)
         if optional_lines:
             extra_arg = ["extra={}"] if has_extra else []
             lines += [
