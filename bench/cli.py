@@ -35,7 +35,7 @@ from typing import Any
 
 from . import report
 from ._measure import describe_machine
-from .report import Row
+from .report import E2E_KEYS, Row
 
 __all__ = ["SIZES", "main"]
 
@@ -92,16 +92,6 @@ def _log(msg: str) -> None:
 
 
 # --- part 3 -----------------------------------------------------------------------------------
-
-_E2E_KEYS = (
-    "req_per_s",
-    "p50_ms",
-    "p99_ms",
-    "client_cpu_us",
-    "server_cpu_us",
-    "peak_rss_mb",
-    "rss_growth_kb",
-)
 
 
 def e2e_rows(size: dict[str, Any], log: Callable[[str], None] = _log) -> list[Row]:
@@ -166,7 +156,7 @@ def e2e_rows(size: dict[str, Any], log: Callable[[str], None] = _log) -> list[Ro
                 Row(
                     "e2e",
                     label,
-                    {k: best.get(k) for k in _E2E_KEYS},
+                    {k: best.get(k) for k in E2E_KEYS},
                     note="client column = client+server" if in_process else None,
                     detail={"requests": size["e2e"], "runs": mine},
                 )
@@ -198,7 +188,7 @@ def floor_rows(floors: dict[str, Any], size: dict[str, Any]) -> list[Row]:
                 Row(
                     "e2e",
                     name,
-                    {k: best.get(k) for k in _E2E_KEYS},
+                    {k: best.get(k) for k in E2E_KEYS},
                     note=remark,
                     detail={"requests": size["e2e"], "floor": key, "run": best},
                 )

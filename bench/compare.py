@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from .loadgen import HttpTarget, StdioTarget, TargetError, free_port, wait_for_port
-from .report import Row
+from .report import E2E_KEYS, Row
 
 __all__ = ["compare_rows", "server_rows"]
 
@@ -416,19 +416,8 @@ def server_rows(
                 Row(
                     "server",
                     f"{name} x{c}",
-                    {k: result.get(k) for k in _E2E_KEYS},
+                    {k: result.get(k) for k in E2E_KEYS},
                     detail={"requests": requests, "concurrency": c},
                 )
             )
     return rows
-
-
-_E2E_KEYS = (
-    "req_per_s",
-    "p50_ms",
-    "p99_ms",
-    "client_cpu_us",
-    "server_cpu_us",
-    "peak_rss_mb",
-    "rss_growth_kb",
-)

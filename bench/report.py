@@ -115,6 +115,9 @@ COLUMNS: dict[str, list[tuple[str, str, str]]] = {
 }
 COLUMNS["server"] = COLUMNS["e2e"]
 
+E2E_KEYS: tuple[str, ...] = tuple(key for key, _, _ in COLUMNS["e2e"])
+"""The metrics an end-to-end row (ours, a floor, or a user's server) keeps from a load run."""
+
 TITLES = {
     "core": "1-2. Sans-IO core hot path vs the floor (json.loads + dict lookup + json.dumps)",
     "e2e": "3. End to end, mcp-ref client <-> mcp-ref server (echo tool)",
