@@ -154,7 +154,7 @@ class SessionInput(SessionBase):
             lock.acquire_nowait()  # free: nothing yielded since locked()
             try:
                 with trio.CancelScope(shield=True):
-                    await self._dispatch(event)
+                    await self._dispatch_awaiting(event)
             finally:
                 lock.release()
 
@@ -185,13 +185,12 @@ class SessionInput(SessionBase):
 
     async def _dispatch(self, event: Event) -> None:
         """Dispatch one event, awaiting where it must (caller holds the dispatch lock)."""
-        if type(event) is RequestCancelled and self.connection.has_data_to_send:
-            assert isinstance(event, RequestCancelled)
-            self._on_cancelled(event)
-            await self._send_bytes(self.connection.data_to_send())
-            return
-        if self._dispatch_now(event):
-            return
+        if not self._dispatch_now(event):
+            await self._dispatch_awaiting(event)
+
+    async def _dispatch_awaiting(self, event: Event) -> None:
+        """The rest of an event :meth:`_dispatch_now` could not finish without awaiting
+        (caller holds the dispatch lock)."""
         if type(event) is Request:
             await self._on_request(event)
         elif type(event) is Notification:
@@ -199,11 +198,15 @@ class SessionInput(SessionBase):
                 await self._notes_in.send(event)  # bounded: the reader waits when full
             except (trio.ClosedResourceError, trio.BrokenResourceError):
                 pass
+        elif type(event) is RequestCancelled:
+            # It settled a batch whose other replies were held: write them now.
+            await self._send_bytes(self.connection.data_to_send())
 
     def _dispatch_now(self, event: Event) -> bool:
-        """Dispatch one event if that needs no await; False when it does (a ping to
-        answer, initialize, a request beyond the concurrency bound, a notification
-        when the queue is full): then :meth:`_dispatch` does it."""
+        """Dispatch one event, or as much of it as needs no await; False when the rest
+        must await (a ping to answer, initialize, a request beyond the concurrency
+        bound, a notification when the queue is full, a batch's replies to write after
+        a cancellation): then :meth:`_dispatch_awaiting` does it."""
         kind = type(event)
         if kind is Request:
             assert isinstance(event, Request)
@@ -245,9 +248,13 @@ class SessionInput(SessionBase):
                 waiter.finish(error=McpError(event.code, event.message, event.data))
         elif kind is RequestCancelled:
             assert isinstance(event, RequestCancelled)
-            if self.connection.has_data_to_send:
-                return False  # it settled a batch: its replies must be written
-            self._on_cancelled(event)
+            running = self._handlers.get(_key(event.id))
+            # Spec: 2025-06-18/basic/utilities/cancellation#implementation-notes.1
+            log.debug("the peer cancelled request %r: %s", event.id, event.reason)
+            if running is not None:
+                # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.3
+                running.cancel_scope.cancel()
+            return not self.connection.has_data_to_send
         elif kind is RequestTimedOut:
             assert isinstance(event, RequestTimedOut)
             waiter = self._waiters.get(_key(event.id))
@@ -281,14 +288,6 @@ class SessionInput(SessionBase):
         elif kind in (ProgressDropped, UnexpectedResponse):
             log.debug("ignored input from the peer: %r", event)
         return True
-
-    def _on_cancelled(self, event: RequestCancelled) -> None:
-        running = self._handlers.get(_key(event.id))
-        # Spec: 2025-06-18/basic/utilities/cancellation#implementation-notes.1
-        log.debug("the peer cancelled request %r: %s", event.id, event.reason)
-        if running is not None:
-            # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.3
-            running.cancel_scope.cancel()
 
     async def _on_request(self, event: Request) -> None:
         """A request :meth:`_dispatch_now` left: ping, initialize, or one too many."""
