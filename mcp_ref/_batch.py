@@ -32,27 +32,30 @@ class BatchReplies:
     Attributes:
         owed: replies still to come (>= 0).
         parts: the replies held so far, each one serialized JSON message (no newline).
+
+    Batches are answered as one array only on byte streams (newline framing), so what
+    comes in and goes out here are framed lines.
     """
 
     owed: int = 0
     parts: list[bytes] = attrs.Factory(list)
 
-    def add(self, message: bytes) -> bytes:
-        """Hold one reply (``message``: serialized, unframed); return the array
-        ``b"[...]"`` when it was the last one owed, else ``b""``."""
+    def add(self, line: bytes) -> bytes:
+        """Hold one reply (``line``: its serialized message and newline); return the
+        array line ``b"[...]\\n"`` when it was the last one owed, else ``b""``."""
         self.owed -= 1
-        self.parts.append(message)
+        self.parts.append(line.rstrip(b"\n"))
         return self._done()
 
     def drop(self) -> bytes:
-        """One reply is owed no more (its request was cancelled); return the array when
-        that settles the batch, else ``b""``."""
+        """One reply is owed no more (its request was cancelled); return the array line
+        when that settles the batch, else ``b""``."""
         self.owed -= 1
         return self._done()
 
     def _done(self) -> bytes:
         if self.owed > 0 or not self.parts:
             return b""  # more to come, or nothing at all to send (never "[]")
-        array = b"[" + b",".join(self.parts) + b"]"
+        array = b"[" + b",".join(self.parts) + b"]\n"
         self.parts = []
         return array

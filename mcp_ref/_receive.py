@@ -111,19 +111,19 @@ class ReceivePaths(ConnectionState):
         # their turn) queue for next_event.  On a byte stream the replies they are owed
         # are counted, to go back as one array (see _batch); a message transport
         # (Streamable HTTP) assembles the replies to a batch body itself.
-        replies = BatchReplies()
+        replies = BatchReplies() if self.newline_framing else None
         for item in items:
             try:
                 event = self._handle(item)
             except RemoteProtocolError as exc:
-                if exc.event_hint is not None and self.newline_framing:
+                if exc.event_hint is not None and replies is not None:
                     replies.owed += 1
                     self._batch_hints.append((exc.event_hint, replies))
                 self._events.append(exc)
                 continue
             if event is None:
                 continue
-            if type(event) is Request and self.newline_framing:
+            if type(event) is Request and replies is not None:
                 replies.owed += 1
                 self._batch_of[event.id] = replies
             self._events.append(event)
@@ -265,7 +265,7 @@ class ReceivePaths(ConnectionState):
         if replies is not None:
             array = replies.drop()  # no reply is owed for it any more
             if array:
-                self._outbox.append(array + b"\n" if self.newline_framing else array)
+                self._outbox.append(array)
         return RequestCancelled(id=rid, reason=params.reason)
 
     def _receive_progress(self, params: Any) -> Event:

@@ -284,11 +284,8 @@ class SendPaths(ConnectionState):
             replies = self._batch_of.pop(event.id, None)
             if replies is None:
                 return data
-        if not data:
-            array = replies.drop()  # cancelled by the peer: no reply
-        else:
-            array = replies.add(data[:-1] if self.newline_framing else data)
-        return array + b"\n" if array and self.newline_framing else array
+        # cancelled by the peer (no bytes): no reply
+        return replies.add(data) if data else replies.drop()
 
     def _send_error(self, event: ErrorResponse) -> bytes:
         rid = event.id
