@@ -78,13 +78,19 @@ class TokenBucket:
         return max(0.0, missing / limit.per_second)
 
 
-def take_or_refuse(bucket: TokenBucket, limit: RateLimit, method: str, now: float) -> None:
-    """Take a token for one ``method`` request at time ``now`` (seconds).
+def take_or_refuse(
+    buckets: dict[str, TokenBucket], limit: RateLimit, method: str, now: float
+) -> None:
+    """Take a token for one ``method`` request at time ``now`` (seconds) from that
+    method's bucket in ``buckets`` (one session's; a bucket starts full).
 
     Raises:
         McpError: -32603 "rate limit exceeded ...", with ``data = {"retryAfter":
             seconds}``, when the bucket is empty.  The caller answers the request with it.
     """
+    bucket = buckets.get(method)
+    if bucket is None:
+        bucket = buckets[method] = TokenBucket()
     if not bucket.take(limit, now):
         wait = bucket.wait_time(limit)
         raise McpError(

@@ -213,10 +213,7 @@ class Client:
         ``data.retryAfter``); None: no limit."""
         if limit is None:
             return
-        bucket = self._buckets.get(method)
-        if bucket is None:
-            bucket = self._buckets[method] = TokenBucket()
-        take_or_refuse(bucket, limit, method, trio.current_time())
+        take_or_refuse(self._buckets, limit, method, trio.current_time())
 
     # ------------------------------------------------------------- initialization
 

@@ -60,7 +60,7 @@ from .._errors import (
 )
 from .._methods import capability_present
 from .._pagination import DEFAULT_PAGE_SIZE, InvalidCursor, paginate
-from .._ratelimit import RateLimit, TokenBucket, take_or_refuse
+from .._ratelimit import RateLimit, take_or_refuse
 from .._state import SERVER
 from ..trio import RequestContext, Session, SessionClosed, open_session, serve_stdio
 from ..trio._channel import MessageChannel
@@ -591,11 +591,7 @@ class Server:
     def _check_rate(self, ctx: RequestContext, limit: RateLimit) -> None:
         # Spec: 2025-06-18/server/tools#security-considerations.1 (rate limit tool calls)
         # Spec: 2025-06-18/server/utilities/completion#security.1 (rate limiting)
-        buckets = state_of(ctx.session).buckets
-        bucket = buckets.get(ctx.method)
-        if bucket is None:
-            bucket = buckets[ctx.method] = TokenBucket()
-        take_or_refuse(bucket, limit, ctx.method, trio.current_time())
+        take_or_refuse(state_of(ctx.session).buckets, limit, ctx.method, trio.current_time())
 
     async def handle_notification(self, session: Session, notification: Any) -> None:
         """Run the hooks registered with :meth:`on_notification` for it."""
