@@ -75,14 +75,14 @@ class Outgoing:
 
     id: Any
     method: str
+    structure_result: Callable[[Any], Any]
+    """Turns the JSON result into the method's result class (the send plan's)."""
     progress_token: Any = None
     last_progress: float | None = None
     timeout: RequestTimeout | None = None
     sent_at: float = 0.0
     deadline: float | None = None
     progressed: bool = False
-    structure_result: Callable[[Any], Any] | None = None
-    """Turns the JSON result into the method's result class (set by the connection)."""
 
 
 @attrs.define(slots=True)

@@ -38,7 +38,7 @@ from ._errors import (
     RemoteProtocolError,
 )
 from ._inflight import Incoming
-from ._methods import BATCH_VERSIONS, METHODS, NOTIFICATION, SUPPORTED_VERSIONS, MethodSpec
+from ._methods import BATCH_VERSIONS, NOTIFICATION, SUPPORTED_VERSIONS, MethodSpec
 from ._state import CLIENT, RECEIVE, SERVER, Kind, State, describe_refusal, kind_of
 from .events import (
     ErrorResponse,
@@ -329,7 +329,7 @@ class ReceivePaths(ConnectionState):
             )
         try:
             # Spec: 2025-06-18/client/sampling#security-considerations.2 (results too)
-            result = (out.structure_result or _structurer(METHODS[method].result_type))(payload)
+            result = out.structure_result(payload)
         except ConversionError as exc:
             self.state = new_state if not answers_init else State.PRE_INIT
             return ErrorResponse(
