@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -166,3 +167,112 @@ async def test_a_cancelled_caller_sends_nothing() -> None:
                 scope.cancel()
                 await session.send_notification("notifications/tools/list_changed")
     assert [m.get("id") for m in channel.sent] == [0]  # the initialize answer only
+
+
+class Inline:
+    """Records the task each request's handler ran in; ``wait`` blocks until released."""
+
+    def __init__(self) -> None:
+        self.tasks: dict[Any, trio.lowlevel.Task] = {}
+        self.started = trio.Event()
+        self.release = trio.Event()
+        self.finished: list[Any] = []
+
+    async def handle_request(self, ctx: RequestContext) -> Any:
+        if ctx.method == "initialize":
+            return t.InitializeResult(
+                protocol_version="2025-06-18", capabilities=SERVER_CAPS, server_info=SERVER_INFO
+            )
+        self.tasks[ctx.request_id] = trio.lowlevel.current_task()
+        if ctx.params.name == "wait":
+            self.started.set()
+            await self.release.wait()
+        self.finished.append(ctx.request_id)
+        return t.CallToolResult(content=[t.TextContent(text=ctx.params.name)])
+
+    async def handle_notification(self, session: Session, notification: Notification) -> None:
+        pass
+
+
+def call(rid: int, name: str = "echo") -> bytes:
+    return message(id=rid, method="tools/call", params={"name": name})
+
+
+async def start(session: Session, channel: PushChannel) -> None:
+    await session.push(INIT)
+    await session.push(message(method="notifications/initialized"))
+    await channel.wait_sent(1)
+
+
+async def test_run_here_runs_the_handler_in_the_pushing_task() -> None:
+    channel = PushChannel()
+    handler = Inline()
+    with trio.fail_after(LIMIT):
+        async with open_session(channel, SERVER, handler) as session:
+            await start(session, channel)
+            await session.push(call(1), run_here=1)
+            # Answered before push returned, from this very task.
+            assert [m["id"] for m in channel.sent] == [0, 1]
+            assert handler.tasks[1] is trio.lowlevel.current_task()
+            await session.push(call(2))  # without run_here: a task of its own
+            await channel.wait_sent(3)
+            assert handler.tasks[2] is not trio.lowlevel.current_task()
+            await session.push(message(id=3, method="ping"), run_here=3)  # answered as usual
+            assert [m["id"] for m in channel.sent] == [0, 1, 2, 3]
+            assert session.requests_in_progress == 0
+
+
+@pytest.mark.spec("2025-06-18/basic/utilities/cancellation#behavior-requirements.3")
+async def test_a_handler_run_here_is_cancelled_by_the_peer() -> None:
+    channel = PushChannel()
+    handler = Inline()
+    with trio.fail_after(LIMIT):
+        async with open_session(channel, SERVER, handler) as session:
+            await start(session, channel)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(functools.partial(session.push, call(7, "wait"), run_here=7))
+                await handler.started.wait()
+                assert session.requests_in_progress == 1
+                cancel = message(method="notifications/cancelled", params={"requestId": 7})
+                await session.push(cancel)
+            # The pushing task returned: the handler stopped, and nothing answered it.
+            assert handler.finished == []
+            assert [m["id"] for m in channel.sent] == [0]
+            assert session.requests_in_progress == 0
+
+
+async def test_a_request_held_for_a_cancelled_push_still_gets_answered(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Another push holds the dispatch lock (it waits for room in the notification
+    # queue); a push of a request with run_here is cancelled while it waits its turn.
+    # What the core took is never lost: the request gets a task of its own.
+    channel = PushChannel()
+    notes = Handler()  # its notification handler is stuck until released
+
+    class Both(Inline):
+        async def handle_notification(self, session: Session, notification: Notification) -> None:
+            await notes.handle_notification(session, notification)
+
+    both = Both()
+
+    def note() -> bytes:
+        return message(method="notifications/roots/list_changed")
+
+    with trio.fail_after(LIMIT):
+        async with (
+            open_session(channel, SERVER, both, max_queued_notifications=1) as session,
+            trio.open_nursery() as nursery,
+        ):
+            await session.push(INIT)
+            await session.push(message(method="notifications/initialized"))  # stuck on it
+            await session.push(note())  # queued: the queue is full now
+            nursery.start_soon(session.push, note())  # waits for room, holding the lock
+            await trio.testing.wait_all_tasks_blocked()
+            with trio.move_on_after(1) as scope:
+                await session.push(call(5), run_here=5)
+            assert scope.cancelled_caught
+            notes.release.set()
+            await channel.wait_sent(2)
+    assert [m["id"] for m in channel.sent] == [0, 5]
+    assert both.finished == [5]

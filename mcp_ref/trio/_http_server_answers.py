@@ -3,7 +3,11 @@
 Theory of operation
 -------------------
 A POST's body goes to its session (:meth:`~._http_server_streams.HttpSession.deliver`);
-notifications and responses get 202 at once.  Requests get a new logical stream, answered
+notifications and responses get 202 at once.  The handler of a POST's only request runs
+in the POST's own task (``Session.push(run_here=...)``, not when streams are primed), so
+a quick answer is read, handled and written in one go; if the handler sends anything
+before its response, or is still running after ``WATCH_AFTER`` seconds or so, a writer
+task (:class:`_EarlyWriter`) takes its stream over.  Requests get a new logical stream, answered
 either as one JSON body (:func:`answer_json`) or as an SSE stream (:func:`answer_sse`)
 that ends after the last response.  A GET attaches the standalone stream, or with
 ``Last-Event-ID`` the stream that event belongs to, and replays what followed it.
@@ -146,15 +150,33 @@ async def answer_post(
         sess.routes[k] = stream
     if is_init:
         sess.init_key = next(iter(keys))
-    for data in (*extra, body):
-        if not await sess.deliver(data):
-            for k in keys:
-                sess.routes.pop(k, None)
-            sess.streams.pop(stream.id, None)
-            raise Refused(gone())
     session_id = sess.id if sess.kind == "streamable" else None
+    # A POST of one request: its handler runs in this task (Session.push(run_here=)),
+    # so a quick answer costs no task and no trip through the scheduler.  Not when the
+    # session primes its streams: the priming event must go at once.
+    inline = requests[0].id if len(infos) == 1 and (json_mode or not sess.primes) else None
+    early: _EarlyWriter | None = None
+    if inline is not None and not json_mode:
+        # What the handler sends before its response, or the head of a late response,
+        # goes out at once: a writer task then takes the stream over.
+        early = _EarlyWriter(server, h, sess, stream, session_id, last)
+        stream.on_early = early.start
+        server.late_watch.add(stream)
     try:
-        if json_mode:
+        for data in (*extra, body):
+            if not await sess.deliver(data, run_here=inline if data is body else None):
+                for k in keys:
+                    sess.routes.pop(k, None)
+                sess.streams.pop(stream.id, None)
+                raise Refused(gone())
+    finally:
+        if early is not None:
+            stream.on_early = None
+            server.late_watch.discard(stream)
+    try:
+        if early is not None and early.started:
+            await early.wait()
+        elif json_mode:
             await answer_json(server, h, sess, stream, session_id, batch=len(infos) > 1, last=last)
         else:
             await answer_sse(server, h, sess, stream, session_id, last=last, post=True)
@@ -162,6 +184,63 @@ async def answer_post(
         sess.touch()
         if is_init and sess.init_failed and sess.kind == "streamable":
             sess.end("initialize failed")
+
+
+class _EarlyWriter:
+    """Writes a POST's SSE answer from a task of its own when the handler, running in
+    the POST's task, sends something before its response (progress, a request to the
+    client, a log message), or is still running after ``WATCH_AFTER`` seconds or so:
+    the client must get those messages now, not after the response, and the head of a
+    late response (then the writer also notices a client that left)."""
+
+    __slots__ = ("done", "error", "h", "last", "server", "sess", "session_id", "started", "stream")
+
+    def __init__(
+        self,
+        server: HttpServer,
+        h: H11Stream,
+        sess: HttpSession,
+        stream: LogicalStream,
+        session_id: str | None,
+        last: bool,
+    ) -> None:
+        self.server, self.h, self.sess, self.stream = server, h, sess, stream
+        self.session_id, self.last = session_id, last
+        self.started = False
+        self.done = trio.Event()
+        self.error: Exception | None = None
+
+    def start(self) -> None:
+        """Start the writer (the stream's ``on_early``).  When the server refuses new
+        tasks (shutting down), the POST's task writes everything after the handler."""
+        self.started = self.server.table.supervisor.start_soon(self._run)
+        if not self.started:
+            log.debug("no writer task for stream %s: written after its handler", self.stream.id)
+
+    async def _run(self) -> None:
+        try:
+            await answer_sse(
+                self.server,
+                self.h,
+                self.sess,
+                self.stream,
+                self.session_id,
+                last=self.last,
+                post=True,
+            )
+        except Exception as exc:  # the POST's task, which owns the connection, raises it
+            self.error = exc
+        finally:
+            self.done.set()
+
+    async def wait(self) -> None:
+        """Wait until the writer wrote the whole answer.
+
+        Raises:
+            what the writer raised (a broken connection, an h11 error)."""
+        await self.done.wait()
+        if self.error is not None:
+            raise self.error
 
 
 async def answer_json(

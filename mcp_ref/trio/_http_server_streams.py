@@ -123,6 +123,17 @@ class LogicalStream:
         # Set by LateWatch once a response has waited a while: from then on every wait
         # watches the socket too.
         self.watch = False
+        # While the POST's own task runs its request's handler (and so writes nothing):
+        # starts a writer task for the stream (see take_over).
+        self.on_early: Callable[[], None] | None = None
+
+    def take_over(self) -> None:
+        """Start a writer for this stream if its POST's task is running the handler
+        (``on_early``; once): a message came before the response, or the response is
+        late, and the client must see it, or at least the head, now."""
+        start, self.on_early = self.on_early, None
+        if start is not None:
+            start()
 
     def wake(self) -> None:
         """Tell whoever waits for news of this stream: set ``changed`` (then a fresh
@@ -137,8 +148,9 @@ class LateWatch:
     """Tells the responses waiting too long for their stream to watch their socket.
 
     A POST's answer usually comes within moments, so it first waits on its stream's
-    ``changed`` event alone: no timer, no socket registration.  It puts its stream in
-    ``young``; every ``delay`` seconds one task (:meth:`run`) sets ``watch`` on the
+    ``changed`` event alone (or runs the handler itself: then a writer task takes the
+    stream over when due, :meth:`LogicalStream.take_over`): no timer, no socket
+    registration.  It puts its stream in ``young``; every ``delay`` seconds one task (:meth:`run`) sets ``watch`` on the
     streams still waiting since the tick before and wakes them, so a response starts
     watching its socket after ``delay`` to ``2 * delay`` seconds.  One sleeping task for
     the whole server, instead of a cancel scope per request.
@@ -172,6 +184,7 @@ class LateWatch:
             due, self._old, self._young = self._old, self._young, set()
             for stream in due:
                 stream.watch = True
+                stream.take_over()
                 stream.wake()
 
 
@@ -316,6 +329,8 @@ class HttpSession:
             except UnicodeDecodeError:
                 text = data.decode("utf-8", "replace")
             stream.last_id = self.store.append(stream.id, text)
+            if final_key is None:
+                stream.take_over()
         if final_key is not None:
             del self.routes[final_key]
             stream.pending.discard(final_key)
@@ -361,7 +376,7 @@ class HttpSession:
 
     # -- input (to the session) ----------------------------------------------------------
 
-    async def deliver(self, body: bytes) -> bool:
+    async def deliver(self, body: bytes, *, run_here: RequestId | None = None) -> bool:
         """Hand one POST body to the session; False when the session has ended.
 
         Once the session runs and nothing waits in the input queue, the body is pushed
@@ -376,7 +391,7 @@ class HttpSession:
             # session's reader starts them (close_sse_stream reads it).
             token = CURRENT.set(self)
             try:
-                await session.push(body)
+                await session.push(body, run_here=run_here)
             except SessionClosed:
                 return False
             finally:

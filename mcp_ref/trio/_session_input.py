@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import trio
 
@@ -43,6 +43,7 @@ from ..events import (
     ProgressDropped,
     Request,
     RequestCancelled,
+    RequestId,
     RequestTimedOut,
     Response,
     UnexpectedResponse,
@@ -88,18 +89,28 @@ class SessionInput(SessionBase):
                 conn.receive_message(data)
             await self._drain_locked()
 
-    async def push(self, data: bytes) -> None:
+    async def push(self, data: bytes, *, run_here: RequestId | None = None) -> None:
         """Give the session one whole message from the caller's task, instead of through
         ``channel.receive()`` (for ``"messages"`` channels whose input arrives in other
         tasks, like a Streamable HTTP POST): the core takes it, and its events are
         dispatched before this returns, as the reader would (requests start their
         tasks; nothing waits for their answers).
 
+        ``run_here``: the id of a request in ``data`` whose handler the caller runs
+        itself, in its own task, before this returns, instead of in a new task (for a
+        caller that is a task of its own for that one request, like a POST's: it saves
+        starting a task and a trip through the scheduler).  The handler runs as it
+        would in a task of its own (its cancel scope, the concurrency bound, the
+        answer sent by the session), except that cancelling the caller cancels it.  A
+        request that would not get a task (ping, initialize, one over the bound) is
+        handled as usual.
+
         The channel must keep the order: a message it still holds for ``receive()``
         must reach the session before any pushed after it.  This waits while another
         task is dispatching, and while the notification queue is full (the same
         backpressure the reader applies); a dispatch under way is shielded from the
-        caller's cancellation, so a message the core took is never lost.
+        caller's cancellation, so a message the core took is never lost (a request
+        held for ``run_here`` then gets a task of its own after all).
 
         Raises:
             SessionClosed: the session is closed; the message was not taken.
@@ -109,7 +120,31 @@ class SessionInput(SessionBase):
             raise SessionClosed(self._input_ended)
         self.last_input_at = trio.current_time()
         self.connection.receive_message(data)
-        await self._drain_locked()
+        if run_here is None:
+            await self._drain_locked()
+            return
+        key = _key(run_here)
+        self._run_here.add(key)
+        try:
+            await self._drain_locked()
+        except BaseException:
+            self._start_held(key)  # taken by the core: it runs in a task after all
+            raise
+        finally:
+            self._run_here.discard(key)
+        ctx = self._held.pop(key, None)
+        if ctx is not None:
+            await self._run_handler(ctx)
+
+    def _start_held(self, key: tuple[type, Any]) -> None:
+        ctx = self._held.pop(key, None)
+        if ctx is None:
+            return
+        if self._nursery is not None:
+            self._nursery.start_soon(self._run_handler, ctx)
+        else:  # the session is ending: nobody will answer it
+            self._handlers.pop(key, None)
+            self._handlers_changed.set()
 
     async def _drain_locked(self) -> None:
         """Dispatch every event the core has ready, in order.
@@ -219,8 +254,12 @@ class SessionInput(SessionBase):
             ):
                 return False
             ctx = RequestContext(self._as_session, event.id, method, event.params)
-            self._handlers[_key(event.id)] = ctx
-            self._nursery.start_soon(self._run_handler, ctx)
+            key = _key(event.id)
+            self._handlers[key] = ctx
+            if key in self._run_here:
+                self._held[key] = ctx  # push(run_here=...) runs it in its own task
+            else:
+                self._nursery.start_soon(self._run_handler, ctx)
         elif kind is Notification:
             assert isinstance(event, Notification)
             try:

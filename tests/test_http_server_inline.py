@@ -1,0 +1,240 @@
+"""Streamable HTTP: a POST of one request runs its handler in the POST's own task.
+
+Up to 2025-06-18 (no priming event), the server runs the handler of a POST that carries
+one request in the task serving that POST (``Session.push(run_here=...)``), and writes
+the answer after it.  What the handler sends before its response must still reach the
+client at once (a writer task takes over the stream), or a handler that waits for the
+client would wait forever.  These tests run the SSE rules of ``test_transports_http``
+on 2025-06-18 sessions, where that path is taken.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from mcp_ref.server import Context, Server
+from mcp_ref.trio._http_server import HttpServerInfo, open_http_server
+
+from ._http_raw import RawConnection, notification_body, open_session, request_body
+
+TIMEOUT = 10
+T = "2025-06-18/basic/transports#"
+V = "2025-06-18"
+
+
+class Control:
+    def __init__(self) -> None:
+        self.steps_in, self.steps_out = trio.open_memory_channel[int](100)
+        self.tasks: list[trio.lowlevel.Task] = []
+
+
+def make_server(ctrl: Control) -> Server:
+    server = Server("inline-test", "1.0")
+
+    @server.tool()
+    async def echo(text: str) -> str:
+        ctrl.tasks.append(trio.lowlevel.current_task())
+        return text
+
+    @server.tool()
+    async def steps(ctx: Context) -> str:
+        """Log each number the test sends, until -1."""
+        async for n in ctrl.steps_out:
+            if n < 0:
+                break
+            await ctx.log("info", f"step {n}")
+        return "steps done"
+
+    @server.tool()
+    async def ask(ctx: Context) -> str:
+        """Ping the client (over this request's stream) and wait for its answer."""
+        await ctx.send_request("ping")
+        return "asked"
+
+    @server.tool()
+    async def block() -> str:
+        await trio.sleep_forever()
+        return "never"
+
+    return server
+
+
+@asynccontextmanager
+async def serve(**kw: Any) -> AsyncIterator[tuple[HttpServerInfo, Control]]:
+    ctrl = Control()
+    async with open_http_server(make_server(ctrl), **kw) as info:
+        yield info, ctrl
+
+
+def call(rid: int, name: str, arguments: dict[str, Any] | None = None) -> bytes:
+    return request_body(rid, "tools/call", {"name": name, "arguments": arguments or {}})
+
+
+async def post(conn: RawConnection, body: bytes, sid: str | None) -> Any:
+    return await conn.request("POST", body=body, session_id=sid, version=V)
+
+
+@pytest.fixture
+def no_late_watch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The timer that hands a late answer to a writer task never fires: what reaches
+    the client early got there because the handler sent it."""
+    monkeypatch.setattr("mcp_ref.trio._http_server_routing.WATCH_AFTER", 3600.0)
+
+
+async def test_a_quick_answer_comes_from_the_post_task_and_the_connection_is_reused() -> None:
+    with trio.fail_after(TIMEOUT):
+        async with serve() as (info, ctrl):
+            sid, _ = await open_session(info.port, version=V)
+            conn = await RawConnection.open(info.port)
+            for rid in (2, 3):
+                ans = await post(conn, call(rid, "echo", {"text": f"t{rid}"}), sid)
+                assert ans.status == 200 and ans.content_type == "text/event-stream"
+                got = await ans.message()
+                assert got is not None and got[1]["id"] == rid
+                assert got[1]["result"]["content"][0]["text"] == f"t{rid}"
+                assert await ans.message() is None
+            # Both ran in the task serving the connection: one task for both.
+            assert len(ctrl.tasks) == 2 and ctrl.tasks[0] is ctrl.tasks[1]
+            await conn.aclose()
+
+
+@pytest.mark.spec(
+    T + "sending-messages-to-the-server.11",
+    T + "sending-messages-to-the-server.12",
+    T + "sending-messages-to-the-server.13",
+)
+async def test_what_the_handler_sends_before_its_response_is_written_at_once(
+    no_late_watch: None,
+) -> None:
+    with trio.fail_after(TIMEOUT):
+        async with serve() as (info, ctrl):
+            sid, _ = await open_session(info.port, version=V)
+            conn = await RawConnection.open(info.port)
+            await ctrl.steps_in.send(0)  # the head comes with the first message
+            ans = await post(conn, call(2, "steps"), sid)
+            assert ans.status == 200
+            for n in range(3):
+                if n:
+                    await ctrl.steps_in.send(n)
+                got = await ans.message()  # while the handler still runs
+                assert got is not None and got[1]["params"]["data"] == f"step {n}"
+            await ctrl.steps_in.send(-1)
+            got = await ans.message()
+            assert got is not None and got[1]["id"] == 2 and "result" in got[1]
+            assert await ans.message() is None
+            again = await post(conn, call(3, "echo", {"text": "next"}), sid)
+            got = await again.message()
+            assert got is not None and got[1]["id"] == 3
+            await conn.aclose()
+
+
+@pytest.mark.spec(T + "sending-messages-to-the-server.11")
+async def test_a_handler_that_waits_for_the_client_gets_its_answer(no_late_watch: None) -> None:
+    with trio.fail_after(TIMEOUT):
+        async with serve() as (info, _):
+            sid, _ = await open_session(info.port, version=V)
+            conn = await RawConnection.open(info.port)
+            ans = await post(conn, call(2, "ask"), sid)
+            got = await ans.message()
+            assert got is not None and got[1]["method"] == "ping"
+            other = await RawConnection.open(info.port)
+            reply = b'{"jsonrpc":"2.0","id":%s,"result":{}}' % str(got[1]["id"]).encode()
+            assert (await post(other, reply, sid)).status == 202
+            got = await ans.message()
+            assert got is not None and got[1]["id"] == 2
+            assert got[1]["result"]["content"][0]["text"] == "asked"
+            for c in (conn, other):
+                await c.aclose()
+
+
+@pytest.mark.spec(
+    T + "resumability-and-redelivery.3",
+    T + "resumability-and-redelivery.4",
+    T + "sending-messages-to-the-server.15",
+)
+async def test_a_dropped_post_is_resumed_with_nothing_lost() -> None:
+    with trio.fail_after(TIMEOUT):
+        async with serve() as (info, ctrl):
+            sid, _ = await open_session(info.port, version=V)
+            conn = await RawConnection.open(info.port)
+            ans = await post(conn, call(2, "steps"), sid)
+            await ctrl.steps_in.send(0)
+            got = await ans.message()
+            assert got is not None and got[0] is not None
+            last = got[0]
+            await conn.aclose()  # the client goes; the handler goes on
+            for n in (1, 2, -1):
+                await ctrl.steps_in.send(n)
+            await trio.testing.wait_all_tasks_blocked()
+            resumed = await RawConnection.open(info.port)
+            again = await resumed.request("GET", session_id=sid, last_event_id=last, version=V)
+            seen = []
+            while (got := await again.message()) is not None:
+                seen.append(got[1].get("params", {}).get("data") or got[1].get("id"))
+            assert seen == ["step 1", "step 2", 2]
+            await resumed.aclose()
+
+
+@pytest.mark.spec("2025-06-18/basic/utilities/cancellation#behavior-requirements.3")
+async def test_a_cancelled_request_ends_its_stream_without_a_response() -> None:
+    with trio.fail_after(TIMEOUT):
+        async with serve() as (info, _):
+            sid, _ = await open_session(info.port, version=V)
+            conn = await RawConnection.open(info.port)
+            ans = await post(conn, call(2, "block"), sid)
+            other = await RawConnection.open(info.port)
+            cancel = notification_body("notifications/cancelled", {"requestId": 2})
+            assert (await post(other, cancel, sid)).status == 202
+            assert await ans.message() is None
+            again = await post(conn, call(3, "echo", {"text": "after"}), sid)  # still usable
+            got = await again.message()
+            assert got is not None and got[1]["id"] == 3
+            for c in (conn, other):
+                await c.aclose()
+
+
+@pytest.mark.spec(T + "sending-messages-to-the-server.8")
+async def test_json_mode_answers_from_the_post_task_and_logs_go_to_the_get_stream() -> None:
+    with trio.fail_after(TIMEOUT):
+        async with serve(json_response=True) as (info, ctrl):
+            sid, _ = await open_session(info.port, version=V)
+            listen = await RawConnection.open(info.port)
+            stream = await listen.request("GET", session_id=sid, version=V)
+            assert stream.status == 200
+            conn = await RawConnection.open(info.port)
+            async with trio.open_nursery() as nursery:
+                answers: list[Any] = []
+
+                async def steps() -> None:
+                    ans = await post(conn, call(2, "steps"), sid)
+                    answers.append(await ans.json())
+
+                nursery.start_soon(steps)
+                await ctrl.steps_in.send(0)
+                got = await stream.message()
+                assert got is not None and got[1]["params"]["data"] == "step 0"
+                await ctrl.steps_in.send(-1)
+            assert answers[0]["id"] == 2 and "result" in answers[0]
+            for c in (conn, listen):
+                await c.aclose()
+
+
+async def test_a_late_answer_gets_its_head_before_the_handler_ends() -> None:
+    # A handler that sends nothing for a while: the head goes once the answer is late
+    # (WATCH_AFTER seconds or so), so the client's HTTP layer sees a response.
+    with trio.fail_after(TIMEOUT):
+        async with serve() as (info, ctrl):
+            sid, _ = await open_session(info.port, version=V)
+            conn = await RawConnection.open(info.port)
+            ans = await post(conn, call(2, "steps"), sid)  # returns once the head came
+            assert ans.status == 200 and ans.content_type == "text/event-stream"
+            await ctrl.steps_in.send(-1)
+            got = await ans.message()
+            assert got is not None and got[1]["id"] == 2
+            await conn.aclose()
