@@ -10,7 +10,7 @@ import trio
 import trio.testing
 
 from mcp_ref.trio._http_common import H11Stream
-from mcp_ref.trio._http_server_answers import wait_change
+from mcp_ref.trio._http_server_sse import wait_change
 from mcp_ref.trio._http_server_streams import LateWatch, LogicalStream
 
 TIMEOUT = 10

@@ -70,6 +70,7 @@ request (408, or a silent close when the connection was idle), SSE keepalive com
 Modules: :mod:`._http_server_routing` (connections, routing, the checks every request
 passes), :mod:`._http_server_requests` (one request's headers, body and refusal),
 :mod:`._http_server_answers` (POST, GET and DELETE of the MCP endpoint),
+:mod:`._http_server_sse` (writing a logical stream as an SSE response),
 :mod:`._http_server_streams` (logical streams and sessions),
 :mod:`._http_server_sessions` (the session table) and :mod:`._http_server_legacy`
 (2024-11-05); this one holds the entry points.

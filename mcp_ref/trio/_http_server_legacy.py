@@ -18,7 +18,6 @@ from urllib.parse import parse_qs
 from .. import _http as rules
 from .._http import PostReply, http_error
 from ._http_common import H11Stream
-from ._http_server_answers import answer_sse
 from ._http_server_requests import (
     Refused,
     RequestHeaders,
@@ -27,6 +26,7 @@ from ._http_server_requests import (
     read_body,
     send_simple,
 )
+from ._http_server_sse import answer_sse
 from ._http_server_streams import LEGACY
 
 if TYPE_CHECKING:
