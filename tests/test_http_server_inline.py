@@ -21,46 +21,36 @@ import trio.testing
 from mcp_ref.server import Context, Server
 from mcp_ref.trio._http_server import HttpServerInfo, open_http_server
 
-from ._http_raw import RawConnection, notification_body, open_session, request_body
+from . import test_transports_http as transports
+from ._http_raw import RawConnection, notification_body, open_session
+from .test_transports_http import call
 
 TIMEOUT = 10
 T = "2025-06-18/basic/transports#"
 V = "2025-06-18"
 
 
-class Control:
+class Control(transports.Control):
     def __init__(self) -> None:
-        self.steps_in, self.steps_out = trio.open_memory_channel[int](100)
+        super().__init__()
         self.tasks: list[trio.lowlevel.Task] = []
 
 
 def make_server(ctrl: Control) -> Server:
-    server = Server("inline-test", "1.0")
+    """The tools of ``test_transports_http`` (echo, steps, block...) and two more."""
+    server = transports.make_server(ctrl)
 
     @server.tool()
-    async def echo(text: str) -> str:
+    async def where(text: str) -> str:
+        """Echo, noting the task the handler ran in."""
         ctrl.tasks.append(trio.lowlevel.current_task())
         return text
-
-    @server.tool()
-    async def steps(ctx: Context) -> str:
-        """Log each number the test sends, until -1."""
-        async for n in ctrl.steps_out:
-            if n < 0:
-                break
-            await ctx.log("info", f"step {n}")
-        return "steps done"
 
     @server.tool()
     async def ask(ctx: Context) -> str:
         """Ping the client (over this request's stream) and wait for its answer."""
         await ctx.send_request("ping")
         return "asked"
-
-    @server.tool()
-    async def block() -> str:
-        await trio.sleep_forever()
-        return "never"
 
     return server
 
@@ -70,10 +60,6 @@ async def serve(**kw: Any) -> AsyncIterator[tuple[HttpServerInfo, Control]]:
     ctrl = Control()
     async with open_http_server(make_server(ctrl), **kw) as info:
         yield info, ctrl
-
-
-def call(rid: int, name: str, arguments: dict[str, Any] | None = None) -> bytes:
-    return request_body(rid, "tools/call", {"name": name, "arguments": arguments or {}})
 
 
 async def post(conn: RawConnection, body: bytes, sid: str | None) -> Any:
@@ -93,7 +79,7 @@ async def test_a_quick_answer_comes_from_the_post_task_and_the_connection_is_reu
             sid, _ = await open_session(info.port, version=V)
             conn = await RawConnection.open(info.port)
             for rid in (2, 3):
-                ans = await post(conn, call(rid, "echo", {"text": f"t{rid}"}), sid)
+                ans = await post(conn, call(rid, "where", {"text": f"t{rid}"}), sid)
                 assert ans.status == 200 and ans.content_type == "text/event-stream"
                 got = await ans.message()
                 assert got is not None and got[1]["id"] == rid

@@ -19,6 +19,7 @@ is still running after ``WATCH_AFTER`` seconds or so, a writer task
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -153,7 +154,10 @@ async def answer_post(
     if inline is not None and not json_mode:
         # What the handler sends before its response, or the head of a late response,
         # goes out at once: a writer task then takes the stream over.
-        early = EarlyWriter(server, h, sess, stream, session_id, last)
+        write = functools.partial(
+            answer_sse, server, h, sess, stream, session_id, last=last, post=True
+        )
+        early = EarlyWriter(server.table.supervisor, write)
         stream.on_early = early.start
         server.late_watch.add(stream)
     try:

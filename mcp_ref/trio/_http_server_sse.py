@@ -21,6 +21,7 @@ handler sends something before its response or the answer is late.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import h11
@@ -29,7 +30,7 @@ import trio
 from .. import _http as rules
 from .._http import HttpError
 from .._sse import SSEEvent, encode_comment, encode_data, encode_event
-from ._http_common import H11Stream
+from ._http_common import H11Stream, Supervisor
 from ._http_server_streams import HttpSession, LateWatch, LogicalStream
 
 if TYPE_CHECKING:
@@ -141,21 +142,18 @@ class EarlyWriter:
     the POST's task, sends something before its response (progress, a request to the
     client, a log message), or is still running after ``WATCH_AFTER`` seconds or so:
     the client must get those messages now, not after the response, and the head of a
-    late response (then the writer also notices a client that left)."""
+    late response (then the writer also notices a client that left).
 
-    __slots__ = ("done", "error", "h", "last", "server", "sess", "session_id", "started", "stream")
+    Args:
+        supervisor: where the writer task runs (the server's).
+        write: the writer, :func:`answer_sse` with the POST's arguments.
+    """
 
-    def __init__(
-        self,
-        server: HttpServer,
-        h: H11Stream,
-        sess: HttpSession,
-        stream: LogicalStream,
-        session_id: str | None,
-        last: bool,
-    ) -> None:
-        self.server, self.h, self.sess, self.stream = server, h, sess, stream
-        self.session_id, self.last = session_id, last
+    __slots__ = ("_supervisor", "_write", "done", "error", "started")
+
+    def __init__(self, supervisor: Supervisor, write: Callable[[], Awaitable[None]]) -> None:
+        self._supervisor = supervisor
+        self._write = write
         self.started = False
         self.done = trio.Event()
         self.error: Exception | None = None
@@ -163,21 +161,13 @@ class EarlyWriter:
     def start(self) -> None:
         """Start the writer (the stream's ``on_early``).  When the server refuses new
         tasks (shutting down), the POST's task writes everything after the handler."""
-        self.started = self.server.table.supervisor.start_soon(self._run)
+        self.started = self._supervisor.start_soon(self._run)
         if not self.started:
-            log.debug("no writer task for stream %s: written after its handler", self.stream.id)
+            log.debug("no writer task for an early answer: written after its handler")
 
     async def _run(self) -> None:
         try:
-            await answer_sse(
-                self.server,
-                self.h,
-                self.sess,
-                self.stream,
-                self.session_id,
-                last=self.last,
-                post=True,
-            )
+            await self._write()
         except Exception as exc:  # the POST's task, which owns the connection, raises it
             self.error = exc
         finally:
