@@ -134,7 +134,13 @@ def _median_runs(
     measure: Measure, requests: int, concurrencies: Sequence[int], repeats: int
 ) -> dict[int, dict[str, Any]]:
     """Per concurrency, the median run (by requests per second) of ``repeats`` runs."""
-    runs = [measure(requests, concurrencies) for _ in range(repeats)]
+    return _medians([measure(requests, concurrencies) for _ in range(repeats)], concurrencies)
+
+
+def _medians(
+    runs: Sequence[dict[int, dict[str, Any]]], concurrencies: Sequence[int]
+) -> dict[int, dict[str, Any]]:
+    """Per concurrency, the median (by requests per second) of ``runs``."""
     out = {}
     for c in concurrencies:
         mine = sorted((r[c] for r in runs), key=lambda r: r["req_per_s"])
@@ -245,17 +251,24 @@ def _pair_rows(
     see :mod:`bench.floor`): its requests per second, server CPU and ratio to theirs
     (``floor_ratio``) join the row, with the issue's ``target`` ratio when there is one.
     """
-    results: dict[str, dict[int, dict[str, Any]]] = {}
     notes: list[str] = []
+    sides: dict[str, Measure] = {}
     for side, measure, why in (("ours", ours, why_not_ours), ("theirs", theirs, why_not_theirs)):
         if measure is None:
             notes.append(f"{side}: {why}")
-            continue
-        log(f"  {name.format(c='*')} [{side}]")
-        try:
-            results[side] = _median_runs(measure, requests, concurrencies, repeats)
-        except (TargetError, OSError, subprocess.SubprocessError, ValueError) as exc:
-            notes.append(f"{side}: failed: {exc}")
+        else:
+            sides[side] = measure
+    # The sides' runs alternate, so a machine that slows down for a while slows both.
+    runs: dict[str, list[dict[int, dict[str, Any]]]] = {side: [] for side in sides}
+    for i in range(repeats):
+        for side, measure in list(sides.items()):
+            log(f"  {name.format(c='*')} [{side} {i + 1}/{repeats}]")
+            try:
+                runs[side].append(measure(requests, concurrencies))
+            except (TargetError, OSError, subprocess.SubprocessError, ValueError) as exc:
+                notes.append(f"{side}: failed: {exc}")
+                del sides[side], runs[side]
+    results = {side: _medians(got, concurrencies) for side, got in runs.items()}
     if isinstance(floor, str):
         notes.append(f"floor: {floor}")
     rows = []
