@@ -18,6 +18,7 @@ import pytest
 import trio
 import trio.testing
 
+from mcp_ref._http import HttpLimits
 from mcp_ref.server import Context, Server
 from mcp_ref.trio._http_server import HttpServerInfo, open_http_server
 
@@ -224,3 +225,41 @@ async def test_a_late_answer_gets_its_head_before_the_handler_ends() -> None:
             got = await ans.message()
             assert got is not None and got[1]["id"] == 2
             await conn.aclose()
+
+
+@pytest.fixture
+def clock() -> trio.testing.MockClock:
+    """A clock that runs at real speed and can be jumped forward."""
+    return trio.testing.MockClock(rate=1.0)
+
+
+@pytest.mark.parametrize("json_response", [False, True])
+async def test_a_session_with_a_request_in_progress_is_not_idle(
+    clock: trio.testing.MockClock, json_response: bool
+) -> None:
+    # The request's handler runs in its POST's task, and in JSON mode nothing is
+    # attached to a stream: the session is still in use while the request runs.
+    limits = HttpLimits(session_idle_seconds=100)
+    with trio.fail_after(TIMEOUT + 150):  # the mock clock jumps 150 s
+        async with serve(limits=limits, json_response=json_response) as (info, ctrl):
+            sid, _ = await open_session(info.port, version=V)
+            conn = await RawConnection.open(info.port)
+            async with trio.open_nursery() as nursery:
+                got: list[Any] = []
+
+                async def steps() -> None:
+                    ans = await post(conn, call(2, "steps"), sid)
+                    got.append(await (ans.json() if json_response else ans.message()))
+
+                nursery.start_soon(steps)
+                await trio.testing.wait_all_tasks_blocked()
+                clock.jump(150)
+                await trio.testing.wait_all_tasks_blocked()
+                await ctrl.steps_in.send(-1)
+            answer = got[0] if json_response else got[0][1]
+            assert answer["id"] == 2 and "result" in answer
+            other = await RawConnection.open(info.port)
+            ans = await post(other, call(3, "echo", {"text": "still here"}), sid)
+            assert ans.status == 200
+            for c in (conn, other):
+                await c.aclose()

@@ -275,8 +275,10 @@ class HttpSession:
         return self.protocol_version is not None and self.protocol_version >= PRIMING_SINCE
 
     def busy(self) -> bool:
-        """Whether a response writes one of the session's streams."""
-        return any(s.attached for s in self.streams.values())
+        """Whether a request of the session is still being answered (whatever the
+        answer's form, and whether or not a response writes its stream yet), or a
+        response writes one of its streams (the GET stream)."""
+        return bool(self.routes) or any(s.attached for s in self.streams.values())
 
     def touch(self) -> None:
         """The session was used now (the idle reaper counts from here)."""
