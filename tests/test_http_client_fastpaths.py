@@ -10,6 +10,7 @@ import trio
 import trio.testing
 
 from mcp_ref.trio._http_client import open_http_client
+from mcp_ref.trio._http_common import Supervisor
 
 from .test_transports_http_client import Reply, Req, _standard, fake_server, text_result
 
@@ -41,3 +42,28 @@ async def test_a_pooled_connection_closed_by_the_server_is_replaced() -> None:
             assert len(calls) == 2 and calls[0] != calls[1]
             posts = [r for r in fake.requests if r.method == "POST"]
             assert all(r.headers["content-length"] == str(len(r.body)) for r in posts)
+
+
+async def test_supervisor_runs_jobs_handed_before_and_after_it_starts_and_none_after_close() -> (
+    None
+):
+    ran: list[str] = []
+
+    async def job(name: str) -> None:
+        await trio.lowlevel.checkpoint()
+        ran.append(name)
+
+    supervisor = Supervisor(max_pending=2)
+    assert supervisor.start_soon(job, "queued 1")
+    assert supervisor.start_soon(job, "queued 2")
+    assert not supervisor.start_soon(job, "over the bound")  # the queue holds two
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(supervisor.run)
+            assert supervisor.start_soon(job, "after start")
+            await trio.testing.wait_all_tasks_blocked()
+            assert sorted(ran) == ["after start", "queued 1", "queued 2"]
+            supervisor.close()
+            assert not supervisor.start_soon(job, "after close")
+        # run returned by itself after close (the nursery did not need a cancel)
+    assert len(ran) == 3

@@ -291,16 +291,27 @@ Job = tuple[Callable[..., Awaitable[Any]], Sequence[Any]]
 class Supervisor:
     """Runs tasks handed to it, in a nursery private to :meth:`run`.
 
+    Once :meth:`run` has started, :meth:`start_soon` starts the task at once in that
+    nursery; jobs handed to it before wait in a queue.
+
     Args:
-        max_pending: jobs queued before :meth:`start_soon` refuses (a bound).
+        max_pending: jobs queued before :meth:`run` starts, after which
+            :meth:`start_soon` refuses (a bound).
     """
 
     def __init__(self, max_pending: int = 1024) -> None:
         self._send, self._receive = trio.open_memory_channel[Job](max_pending)
+        self._nursery: trio.Nursery | None = None
+        self._closed = False
 
     def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> bool:
-        """Queue ``fn(*args)`` to run as a task; False when the supervisor is closed or
-        its queue is full."""
+        """Start ``fn(*args)`` as a task (or queue it until :meth:`run` starts); False
+        when the supervisor is closed or its queue is full."""
+        if self._closed:
+            return False
+        if self._nursery is not None:
+            self._nursery.start_soon(fn, *args)
+            return True
         try:
             self._send.send_nowait((fn, args))
         except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
@@ -309,13 +320,25 @@ class Supervisor:
 
     def close(self) -> None:
         """Take no more jobs; :meth:`run` returns once the running tasks have ended."""
+        self._closed = True
         self._send.close()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Run queued jobs until :meth:`close`, then wait for the tasks (start it with
-        ``nursery.start``; cancel it to stop every task)."""
+        """Run queued jobs, then each job as it is handed over, until :meth:`close`; then
+        wait for the tasks (start it with ``nursery.start``; cancel it to stop every
+        task)."""
         async with trio.open_nursery() as nursery:
+            while True:  # the jobs queued before now
+                try:
+                    fn, args = self._receive.receive_nowait()
+                except (trio.WouldBlock, trio.EndOfChannel):
+                    break
+                nursery.start_soon(fn, *args)
+            self._nursery = nursery
             task_status.started()
-            async with self._receive:
-                async for fn, args in self._receive:
-                    nursery.start_soon(fn, *args)
+            try:
+                async with self._receive:
+                    async for fn, args in self._receive:  # only until close()
+                        nursery.start_soon(fn, *args)
+            finally:
+                self._nursery = None
