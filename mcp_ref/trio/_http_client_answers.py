@@ -169,13 +169,10 @@ class ClientAnswers(ClientSessions):
         """
         answered = False
         count = 0
-        deadline = math.inf
         try:
-            while True:
-                with trio.move_on_at(deadline):
-                    chunk = await ex.next_chunk()
-                    if chunk is None:
-                        break
+            # One scope for the whole stream: its deadline is set once answered.
+            with trio.CancelScope() as scope:
+                while (chunk := await ex.next_chunk()) is not None:
                     decoder.receive_data(chunk)
                     while (event := decoder.next_event()) is not SSE_NEED_DATA and event:
                         assert isinstance(event, SSEEvent)
@@ -183,10 +180,8 @@ class ClientAnswers(ClientSessions):
                         if event.data and event.event in (None, "message"):
                             data = event.data.encode("utf-8")
                             answered = await self._deliver(data, key) or answered
-                    if answered and deadline == math.inf:
-                        deadline = trio.current_time() + 1.0
-                    continue
-                break
+                    if answered and scope.deadline == math.inf:
+                        scope.deadline = trio.current_time() + 1.0
         except (trio.BrokenResourceError, h11.ProtocolError, OSError) as exc:
             log.debug("SSE stream broke: %r", exc)
         except Exception as exc:  # the decoder's RemoteProtocolError (event too large)
