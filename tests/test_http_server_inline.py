@@ -20,6 +20,7 @@ import trio.testing
 
 from mcp_ref._http import HttpLimits
 from mcp_ref.server import Context, Server
+from mcp_ref.trio._http_common import H11Stream
 from mcp_ref.trio._http_server import HttpServerInfo, open_http_server
 
 from . import test_transports_http as transports
@@ -262,4 +263,42 @@ async def test_a_session_with_a_request_in_progress_is_not_idle(
             ans = await post(other, call(3, "echo", {"text": "still here"}), sid)
             assert ans.status == 200
             for c in (conn, other):
+                await c.aclose()
+
+
+async def test_json_mode_writes_what_the_handler_sent_before_its_answer_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # In JSON mode what the handler sends goes on the GET stream: the server writes it
+    # before the POST's answer, so the client gets them in that order as far as two
+    # connections allow.  (Client and server share this event loop, so the order is
+    # read from the server's writes.)
+    writes: list[str] = []
+    write = H11Stream._write
+
+    async def recording(self: H11Stream, data: bytes) -> None:
+        if b"step " in data:
+            writes.append("log")
+        elif b'"result"' in data:
+            writes.append("answer")
+        await write(self, data)
+
+    monkeypatch.setattr(H11Stream, "_write", recording)
+    with trio.fail_after(TIMEOUT):
+        async with serve(json_response=True) as (info, ctrl):
+            sid, _ = await open_session(info.port, version=V)
+            listen = await RawConnection.open(info.port)
+            stream = await listen.request("GET", session_id=sid, version=V)
+            assert stream.status == 200
+            conn = await RawConnection.open(info.port)
+            for rid in (2, 3, 4):
+                writes.clear()
+                await ctrl.steps_in.send(rid)
+                await ctrl.steps_in.send(-1)
+                answer = await (await post(conn, call(rid, "steps"), sid)).json()
+                assert answer["id"] == rid
+                got = await stream.message()
+                assert got is not None and got[1]["params"]["data"] == f"step {rid}"
+                assert writes == ["log", "answer"]
+            for c in (conn, listen):
                 await c.aclose()

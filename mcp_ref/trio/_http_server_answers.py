@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 import h11
+import trio
 
 from .. import _http as rules
 from .._http import LAST_EVENT_ID, HttpError, MessageKind, PostReply, http_error
@@ -201,6 +202,7 @@ async def answer_json(
             return  # the client went away
     if not stream.finished:
         raise Refused(gone())
+    await _let_get_stream_go_first(sess)
     parts = stream.json_parts
     body = b"[" + b",".join(parts) + b"]" if batch else (parts[0] if parts else b"")
     if not body:
@@ -216,6 +218,22 @@ async def answer_json(
         h11.Data(data=body),
         h11.EndOfMessage(),
     )
+
+
+async def _let_get_stream_go_first(sess: HttpSession) -> None:
+    """What a handler sends before its JSON answer goes on the GET stream: give that
+    stream's writer two passes of the scheduler (at most, and only when it has events
+    to write) to write them before the answer, so that the client receives them in the
+    order they were sent as far as two connections allow."""
+    get_stream = sess.streams.get(STANDALONE)
+    for _ in range(2):
+        if (
+            get_stream is None
+            or not get_stream.attached
+            or get_stream.delivered_id == get_stream.last_id
+        ):
+            return
+        await trio.lowlevel.checkpoint()
 
 
 async def stateless_post(
