@@ -1,8 +1,9 @@
-"""Interop with the official Python SDK (``mcp`` on PyPI), over stdio, both directions.
+"""Interop with the official Python SDK (``mcp`` on PyPI), both directions.
 
 * The SDK's client against our everything server: ``sdk_scripts/sdk_client.py`` runs in
   the SDK's own virtualenv (:func:`tests.interop.peers.python_sdk_python`), starts our
-  server with the command it is given, makes a fixed list of requests and prints a JSON
+  server with the command it is given (or connects to our Streamable HTTP server, run
+  in the test, in JSON and SSE modes), makes a fixed list of requests and prints a JSON
   summary, on which the test asserts.
 * Our client against servers written with the SDK: ``sdk_scripts/sdk_server.py`` in its
   ``mcpserver`` mode (the high-level ``MCPServer``) and its ``lowlevel`` mode (a
@@ -112,7 +113,36 @@ def texts(result: dict[str, Any]) -> list[str]:
 async def test_sdk_client_against_our_server() -> None:
     with trio.fail_after(LIMIT):
         summary = await run_sdk_client(our_server_cmd())
+    check_everything(summary)
 
+
+@spec(
+    "2025-06-18/basic/transports#sending-messages-to-the-server.8",
+    "2025-06-18/basic/transports#sending-messages-to-the-server.11",
+)
+@pytest.mark.parametrize(
+    ("json_response", "version"),
+    [(False, None), (False, "2025-06-18"), (True, "2025-06-18")],
+    ids=["sse-latest", "sse-2025-06-18", "json-2025-06-18"],
+)
+async def test_sdk_client_against_our_http_server(json_response: bool, version: str | None) -> None:
+    # Up to 2025-06-18 the server runs a POST's handler in the POST's own task (a writer
+    # task takes over when the handler sends something first); the SDK's client must
+    # see the same session as over stdio: progress, logs and sampling in order.
+    from mcp_ref.examples.everything import make_server
+    from mcp_ref.trio._http_server import open_http_server
+
+    with trio.fail_after(LIMIT):
+        async with open_http_server(make_server(), json_response=json_response) as info:
+            url = f"http://127.0.0.1:{info.port}/mcp"
+            summary = await run_sdk_client(["--url", url, *([version] if version else [])])
+    if version is not None:
+        assert summary["initialize"]["protocolVersion"] == version
+    check_everything(summary)
+
+
+def check_everything(summary: dict[str, Any]) -> None:
+    """What the SDK client's run against our everything server must show."""
     steps: dict[str, Any] = summary["steps"]
     errors: dict[str, str] = summary["errors"]
     # The only step meant to fail: calling a tool that does not exist.

@@ -1,4 +1,5 @@
-"""Drive an MCP server over stdio with the official Python SDK client; print a JSON summary.
+"""Drive an MCP server with the official Python SDK client (stdio, or Streamable HTTP);
+print a JSON summary.
 
 Runs inside the separate SDK virtualenv (``tests/interop/peers.py: python_sdk_python()``),
 never in the project's own: it imports ``mcp`` and nothing of ``mcp_ref``.
@@ -6,9 +7,10 @@ never in the project's own: it imports ``mcp`` and nothing of ``mcp_ref``.
 Usage::
 
     <sdk python> sdk_client.py <server program> [<server args>...]
+    <sdk python> sdk_client.py --url <Streamable HTTP endpoint> [<protocol version>]
 
 The server (for the interop tests: mcp-ref's everything server) is started by the SDK's
-``stdio_client``.  The script makes a fixed list of requests, each one a *step*, and
+``stdio_client``, or already listens at the URL.  The script makes a fixed list of requests, each one a *step*, and
 prints one JSON object on stdout::
 
     {"initialize": {...}, "steps": {name: <wire-format result>}, "errors": {name: "..."},
@@ -28,7 +30,8 @@ import json
 import os
 import sys
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -52,6 +55,27 @@ def _dump(value: Any) -> Any:
     if hasattr(value, "model_dump"):
         return value.model_dump(mode="json", by_alias=True, exclude_none=True)
     return value
+
+
+@asynccontextmanager
+async def _transport(argv: list[str]) -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK's stdio client starting ``argv``, or with ``--url URL [VERSION]`` its
+    Streamable HTTP client (asking for protocol ``VERSION`` when given)."""
+    if argv[0] != "--url":
+        # The SDK passes the child only a few safe environment variables; run it in our
+        # working directory so ``python -m <module>`` finds the project's package.
+        params = StdioServerParameters(command=argv[0], args=argv[1:], cwd=os.getcwd())
+        async with stdio_client(params) as (read, write):
+            yield read, write
+        return
+    from mcp.client import session as sdk_session
+    from mcp.client.streamable_http import streamable_http_client
+
+    if len(argv) > 2:
+        # The version the SDK's initialize asks for (its latest otherwise).
+        sdk_session.LATEST_HANDSHAKE_VERSION = argv[2]  # type: ignore[attr-defined]
+    async with streamable_http_client(argv[1]) as (read, write, *_):
+        yield read, write
 
 
 async def run(argv: list[str]) -> dict[str, Any]:
@@ -82,11 +106,8 @@ async def run(argv: list[str]) -> dict[str, Any]:
             stop_reason="endTurn",
         )
 
-    # The SDK passes the child only a few safe environment variables; run it in our
-    # working directory so ``python -m <module>`` finds the project's package.
-    params = StdioServerParameters(command=argv[0], args=argv[1:], cwd=os.getcwd())
     async with (
-        stdio_client(params) as (read, write),
+        _transport(argv) as (read, write),
         ClientSession(
             read,
             write,
@@ -156,7 +177,10 @@ async def main_async(argv: list[str]) -> int:
 def main() -> int:
     """Entry point: returns the exit status."""
     if len(sys.argv) < 2:
-        print(f"usage: {sys.argv[0]} <server program> [args...]", file=sys.stderr)
+        print(
+            f"usage: {sys.argv[0]} <server program> [args...] | --url URL [VERSION]",
+            file=sys.stderr,
+        )
         return 2
     try:
         return anyio.run(main_async, sys.argv[1:])
