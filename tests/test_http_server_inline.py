@@ -187,32 +187,6 @@ async def test_a_cancelled_request_ends_its_stream_without_a_response() -> None:
                 await c.aclose()
 
 
-@pytest.mark.spec(T + "sending-messages-to-the-server.8")
-async def test_json_mode_answers_from_the_post_task_and_logs_go_to_the_get_stream() -> None:
-    with trio.fail_after(TIMEOUT):
-        async with serve(json_response=True) as (info, ctrl):
-            sid, _ = await open_session(info.port, version=V)
-            listen = await RawConnection.open(info.port)
-            stream = await listen.request("GET", session_id=sid, version=V)
-            assert stream.status == 200
-            conn = await RawConnection.open(info.port)
-            async with trio.open_nursery() as nursery:
-                answers: list[Any] = []
-
-                async def steps() -> None:
-                    ans = await post(conn, call(2, "steps"), sid)
-                    answers.append(await ans.json())
-
-                nursery.start_soon(steps)
-                await ctrl.steps_in.send(0)
-                got = await stream.message()
-                assert got is not None and got[1]["params"]["data"] == "step 0"
-                await ctrl.steps_in.send(-1)
-            assert answers[0]["id"] == 2 and "result" in answers[0]
-            for c in (conn, listen):
-                await c.aclose()
-
-
 async def test_a_late_answer_gets_its_head_before_the_handler_ends() -> None:
     # A handler that sends nothing for a while: the head goes once the answer is late
     # (WATCH_AFTER seconds or so), so the client's HTTP layer sees a response.
@@ -266,11 +240,12 @@ async def test_a_session_with_a_request_in_progress_is_not_idle(
                 await c.aclose()
 
 
-async def test_json_mode_writes_what_the_handler_sent_before_its_answer_first(
+@pytest.mark.spec(T + "sending-messages-to-the-server.8")
+async def test_json_mode_logs_go_to_the_get_stream_and_are_written_before_the_answer(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # In JSON mode what the handler sends goes on the GET stream: the server writes it
-    # before the POST's answer, so the client gets them in that order as far as two
+    # In JSON mode the POST's answer is one JSON body and what the handler sends goes on
+    # the GET stream: the server writes that before the POST's answer, so the client gets them in that order as far as two
     # connections allow.  (Client and server share this event loop, so the order is
     # read from the server's writes.)
     writes: list[str] = []
