@@ -105,7 +105,7 @@ def e2e_rows(size: dict[str, Any], log: Callable[[str], None] = _log) -> list[Ro
     import subprocess
 
     rows: list[Row] = []
-    transports: list[tuple[str, str | None, bool]] = [
+    transports: list[tuple[str, str, bool]] = [
         ("in-process, session layer", "inproc-session", True),
         ("in-process, client+server", "inproc", True),
         ("stdio", "stdio", False),
@@ -115,12 +115,6 @@ def e2e_rows(size: dict[str, Any], log: Callable[[str], None] = _log) -> list[Ro
     ]
     levels = (1, 100)
     for name, key, in_process in transports:
-        if key is None:
-            note = "n/a (not built yet)"
-            if name.startswith("HTTP") and _http_server_built():
-                note = "n/a (no trio HTTP client yet; our HTTP server is in section 4)"
-            rows += [Row("e2e", f"{name} x{c}", note=note) for c in levels]
-            continue
         log(f"  {name}")
         argv = [
             sys.executable,
@@ -194,12 +188,6 @@ def floor_rows(floors: dict[str, Any], size: dict[str, Any]) -> list[Row]:
                 )
             )
     return rows
-
-
-def _http_server_built() -> bool:
-    from .echo_server import http_server_available
-
-    return http_server_available()[0]
 
 
 def leak_rows(size: dict[str, Any], log: Callable[[str], None] = _log) -> list[Row]:

@@ -98,6 +98,10 @@ def _ours_stdio_command() -> tuple[list[str], str]:
     return [sys.executable, "-m", "bench.echo_server", layer], layer
 
 
+RUN_ERRORS = (TargetError, OSError, subprocess.SubprocessError, ValueError)
+"""What a failed measurement raises: the row gets a note instead of a number."""
+
+
 def _env() -> dict[str, str]:
     return {"PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
 
@@ -176,25 +180,29 @@ def _http_measure(argv: list[str], port: int, env: dict[str, str] | None = None)
     return measure
 
 
+def child_json(
+    argv: list[str], *, why: Callable[[str], str], cwd: Path | None = None
+) -> dict[int, dict[str, Any]]:
+    """Run a measuring child process (at most 600 s) and read the ``{concurrency:
+    metrics}`` JSON object on the last line of its stdout.
+
+    Raises:
+        TargetError: the child exited with an error; the message is ``why(its stderr)``.
+    """
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=cwd, check=False)
+    if out.returncode != 0:
+        raise TargetError(why(out.stderr))
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    return {int(k): v for k, v in result.items()}
+
+
 def _sdk_inproc(python: str) -> Measure:
     def measure(requests: int, concurrencies: Sequence[int]) -> dict[int, dict[str, Any]]:
-        out = subprocess.run(
-            [
-                python,
-                str(PEERS / "sdk_py_peer.py"),
-                "inproc",
-                str(requests),
-                ",".join(map(str, concurrencies)),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
+        levels = ",".join(map(str, concurrencies))
+        return child_json(
+            [python, str(PEERS / "sdk_py_peer.py"), "inproc", str(requests), levels],
+            why=lambda err: f"SDK in-process run failed: {err.strip()[-500:]}",
         )
-        if out.returncode != 0:
-            raise TargetError(f"SDK in-process run failed: {out.stderr.strip()[-500:]}")
-        result = json.loads(out.stdout.strip().splitlines()[-1])
-        return {int(k): v for k, v in result.items()}
 
     return measure
 
@@ -265,7 +273,7 @@ def _pair_rows(
             log(f"  {name.format(c='*')} [{side} {i + 1}/{repeats}]")
             try:
                 runs[side].append(measure(requests, concurrencies))
-            except (TargetError, OSError, subprocess.SubprocessError, ValueError) as exc:
+            except RUN_ERRORS as exc:
                 notes.append(f"{side}: failed: {exc}")
                 del sides[side], runs[side]
     results = {side: _medians(got, concurrencies) for side, got in runs.items()}
@@ -421,7 +429,7 @@ def server_rows(
         log(f"  {name}")
         try:
             results = _median_runs(measure, requests, (1, 100), repeats)
-        except (TargetError, OSError, subprocess.SubprocessError, ValueError) as exc:
+        except RUN_ERRORS as exc:
             rows.append(Row("server", name, note=f"failed: {exc}"))
             continue
         for c, result in results.items():

@@ -25,8 +25,6 @@ import trio
 
 
 async def _serve_session() -> None:
-    import trio
-
     from mcp_ref import SERVER
     from mcp_ref.trio import StreamChannel, open_session
 
@@ -49,8 +47,6 @@ def main(argv: list[str]) -> int:
         server.run_stdio()
         return 0
     if layer == "http":
-        import trio
-
         ok, why = http_server_available()
         if not ok:
             print(f"the HTTP server is not built yet: {why}", file=sys.stderr)
@@ -58,13 +54,9 @@ def main(argv: list[str]) -> int:
         trio.run(_serve_http, int(argv[1]), argv[2] == "json")
         return 0
     if layer == "ws":
-        import trio
-
         trio.run(_serve_ws, int(argv[1]))
         return 0
     if layer == "session":
-        import trio
-
         trio.run(_serve_session)
         return 0
     print(

@@ -40,7 +40,6 @@ import contextlib
 import functools
 import json
 import secrets
-import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -350,20 +349,21 @@ def measure_floors(
     its RSS is its own; the stdio and HTTP floors are server processes driven by
     :mod:`bench.loadgen`, exactly like the servers of section 4.
     """
-    from .compare import Measure, _env, _http_measure, _median_runs, _stdio_measure
-    from .loadgen import TargetError, free_port
+    from .compare import (
+        RUN_ERRORS,
+        Measure,
+        _env,
+        _http_measure,
+        _median_runs,
+        _stdio_measure,
+        child_json,
+    )
+    from .loadgen import free_port
 
     def inproc(n: int, levels: Any) -> dict[int, dict[str, Any]]:
         argv = [sys.executable, "-m", "bench.floor", "inproc", str(n)]
         argv += [",".join(map(str, levels)), str(warmup)]
-        proc = subprocess.run(
-            argv, capture_output=True, text=True, timeout=600, cwd=ROOT, check=False
-        )
-        if proc.returncode != 0:
-            tail = proc.stderr.strip().splitlines()[-1:] or ["no output"]
-            raise TargetError(tail[0])
-        got = json.loads(proc.stdout.strip().splitlines()[-1])
-        return {int(k): v for k, v in got.items()}
+        return child_json(argv, cwd=ROOT, why=_last_line)
 
     me = [sys.executable, "-m", "bench.floor"]
     measures: dict[str, Measure] = {
@@ -378,9 +378,13 @@ def measure_floors(
         log(f"  floor: {FLOORS[key]}")
         try:
             out[key] = _median_runs(measure, requests, (1, 100), repeats)
-        except (TargetError, OSError, subprocess.SubprocessError, ValueError) as exc:
+        except RUN_ERRORS as exc:
             out[key] = f"failed: {exc}"
     return out
+
+
+def _last_line(stderr: str) -> str:
+    return (stderr.strip().splitlines()[-1:] or ["no output"])[0]
 
 
 def main(argv: list[str]) -> int:

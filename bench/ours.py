@@ -171,12 +171,18 @@ async def open_inproc() -> AsyncIterator[Target]:
         nursery.cancel_scope.cancel()
 
 
+def _child_env() -> dict[str, str]:
+    """This environment, with the repository on ``PYTHONPATH`` (for ``python -m bench...``
+    children)."""
+    return {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
 @contextlib.asynccontextmanager
 async def open_stdio() -> AsyncIterator[Target]:
     """Our client driving our echo server as a subprocess over stdio."""
     open_stdio_client = need("mcp_ref.client", "open_stdio_client")
     make_echo_server()  # fail early (NotBuilt) when the server API is missing
-    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env = _child_env()
     async with open_stdio_client(ECHO_SERVER, env=env, cwd=str(ROOT), stderr="discard") as client:
         call_tool = client.call_tool
         pid = _pid_of(client)
@@ -208,7 +214,7 @@ async def _open_network(layer: list[str], scheme: str, label: str) -> AsyncItera
         opener = need("mcp_ref.trio", "open_http_client")
     else:
         opener = need("mcp_ref.trio", "open_websocket_client")
-    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env = _child_env()
     proc = await trio.lowlevel.open_process(
         [sys.executable, "-m", "bench.echo_server", *layer],
         stdout=subprocess.PIPE,

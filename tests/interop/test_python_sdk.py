@@ -130,12 +130,11 @@ async def test_sdk_client_against_our_http_server(json_response: bool, version: 
     # task takes over when the handler sends something first); the SDK's client must
     # see the same session as over stdio: progress, logs and sampling in order.
     from mcp_ref.examples.everything import make_server
-    from mcp_ref.trio._http_server import open_http_server
+    from mcp_ref.trio import open_http_server
 
     with trio.fail_after(LIMIT):
         async with open_http_server(make_server(), json_response=json_response) as info:
-            url = f"http://127.0.0.1:{info.port}/mcp"
-            summary = await run_sdk_client(["--url", url, *([version] if version else [])])
+            summary = await run_sdk_client(["--url", info.url, *([version] if version else [])])
     if version is not None:
         assert summary["initialize"]["protocolVersion"] == version
     check_everything(summary)
