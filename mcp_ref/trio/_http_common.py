@@ -38,6 +38,7 @@ from .._http import MessageKind
 from ._channel import _fileno_of
 
 __all__ = [
+    "CONNECTION_CLOSE",
     "RECEIVE_SIZE",
     "H11Stream",
     "MessageInfo",
@@ -61,6 +62,10 @@ class MessageInfo:
     """The id (None for a notification, or an error response without id)."""
     method: str | None
     """The method of a request or notification; None for a response."""
+
+
+CONNECTION_CLOSE: Final = (b"connection", b"close")
+"""The ``Connection: close`` header of a response after which the connection ends."""
 
 
 def _valid_id(value: object) -> bool:
@@ -302,43 +307,40 @@ class Supervisor:
     def __init__(self, max_pending: int = 1024) -> None:
         self._send, self._receive = trio.open_memory_channel[Job](max_pending)
         self._nursery: trio.Nursery | None = None
-        self._closed = False
+        self._closed = trio.Event()
 
     def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> bool:
         """Start ``fn(*args)`` as a task (or queue it until :meth:`run` starts); False
         when the supervisor is closed or its queue is full."""
-        if self._closed:
+        if self._closed.is_set():
             return False
         if self._nursery is not None:
             self._nursery.start_soon(fn, *args)
             return True
         try:
             self._send.send_nowait((fn, args))
-        except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
+        except trio.WouldBlock:
             return False
         return True
 
     def close(self) -> None:
         """Take no more jobs; :meth:`run` returns once the running tasks have ended."""
-        self._closed = True
-        self._send.close()
+        self._closed.set()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Run queued jobs, then each job as it is handed over, until :meth:`close`; then
-        wait for the tasks (start it with ``nursery.start``; cancel it to stop every
+        """Start the queued jobs, then each job as it is handed over, until :meth:`close`;
+        then wait for the tasks (start it with ``nursery.start``; cancel it to stop every
         task)."""
         async with trio.open_nursery() as nursery:
             while True:  # the jobs queued before now
                 try:
                     fn, args = self._receive.receive_nowait()
-                except (trio.WouldBlock, trio.EndOfChannel):
+                except trio.WouldBlock:
                     break
                 nursery.start_soon(fn, *args)
-            self._nursery = nursery
+            self._nursery = nursery  # from here on start_soon starts tasks itself
             task_status.started()
             try:
-                async with self._receive:
-                    async for fn, args in self._receive:  # only until close()
-                        nursery.start_soon(fn, *args)
+                await self._closed.wait()
             finally:
                 self._nursery = None

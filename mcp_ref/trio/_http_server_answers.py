@@ -31,7 +31,7 @@ import trio
 
 from .. import _http as rules
 from .._http import LAST_EVENT_ID, HttpError, MessageKind, PostReply, http_error
-from ._http_common import H11Stream, MessageInfo, request_key
+from ._http_common import CONNECTION_CLOSE, H11Stream, MessageInfo, request_key
 from ._http_server_requests import (
     Refused,
     RequestHeaders,
@@ -119,9 +119,7 @@ async def answer_post(
         for data in (*extra, body):
             if not await sess.deliver(data):
                 raise Refused(gone())
-        for m in infos:
-            if m.method == "notifications/cancelled":
-                sess.cancel_from(body)
+        sess.cancel_from(body, infos)
         # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.5
         reply = rules.post_reply(infos[0].kind, stream=False)
         await send_simple(h, 202, rules.response_headers(reply), last)
@@ -167,6 +165,12 @@ async def answer_post(
                 for k in keys:
                     sess.routes.pop(k, None)
                 sess.streams.pop(stream.id, None)
+                if early is not None and early.started:
+                    # The writer owns the connection: no answer will come, so it ends
+                    # the response, and the refusal goes only if it wrote nothing.
+                    stream.finished = True
+                    stream.wake()
+                    await early.wait()
                 raise Refused(gone())
     finally:
         if early is not None:
@@ -212,7 +216,7 @@ async def answer_json(
         session_id = None
     headers = sess.json_headers(session_id, len(body))
     if last:
-        headers.append((b"connection", b"close"))
+        headers.append(CONNECTION_CLOSE)
     await h.send(
         h11.Response(status_code=200, headers=headers, reason=b"OK"),
         h11.Data(data=body),
@@ -230,9 +234,9 @@ async def _let_get_stream_go_first(sess: HttpSession) -> None:
         if (
             get_stream is None
             or not get_stream.attached
-            or get_stream.delivered_id == get_stream.last_id
+            or (get_stream.delivered_id or get_stream.base_id) == get_stream.last_id
         ):
-            return
+            return  # nothing it holds is still to be written
         await trio.lowlevel.checkpoint()
 
 

@@ -74,7 +74,5 @@ async def legacy_post(
     sess.touch()
     if not await sess.deliver(body):
         raise Refused(gone())
-    for m in infos:
-        if m.method == "notifications/cancelled":
-            sess.cancel_from(body)
+    sess.cancel_from(body, infos)
     await send_simple(h, 202, rules.response_headers(PostReply.ACCEPTED), last)

@@ -23,7 +23,7 @@ import trio
 from .. import _http as rules
 from .._http import HttpError, HttpLimits, http_error
 from .._methods import SUPPORTED_VERSIONS
-from ._http_common import H11Stream, MessageInfo, peek_body
+from ._http_common import CONNECTION_CLOSE, H11Stream, MessageInfo, peek_body
 
 __all__ = [
     "Refused",
@@ -41,7 +41,6 @@ __all__ = [
 _T = TypeVar("_T")
 
 _MAX_MEMOS: Final = 256
-_CLOSE: Final = (b"connection", b"close")
 
 
 class RequestHeaders(list[tuple[bytes, bytes]]):
@@ -229,7 +228,7 @@ async def send_simple(
 ) -> None:
     """Write a response without body (``Connection: close`` when ``last``)."""
     if last:
-        headers = [*headers, _CLOSE]
+        headers = [*headers, CONNECTION_CLOSE]
     await h.send(
         h11.Response(status_code=status, headers=headers, reason=_reason(status)),
         h11.EndOfMessage(),
@@ -240,7 +239,7 @@ async def send_error(h: H11Stream, err: HttpError, *, close: bool) -> None:
     """Write the response of ``err`` (``Connection: close`` when ``close``)."""
     headers = list(err.headers)
     if close:
-        headers.append(_CLOSE)
+        headers.append(CONNECTION_CLOSE)
     response = h11.Response(status_code=err.status, headers=headers, reason=err.reason)
     if err.body:
         await h.send(response, h11.Data(data=err.body), h11.EndOfMessage())

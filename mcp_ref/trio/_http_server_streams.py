@@ -30,7 +30,7 @@ import trio
 from .. import _http as rules
 from .._http import EventStore, HttpLimits, MessageKind, PostReply
 from ..events import RequestId
-from ._http_common import peek_message, request_key
+from ._http_common import CONNECTION_CLOSE, MessageInfo, peek_message, request_key
 from ._session import Session, SessionClosed
 
 __all__ = [
@@ -60,7 +60,6 @@ WATCH_AFTER: Final = 0.1
 watches its socket (see :class:`LateWatch`)."""
 
 _INPUT_QUEUE: Final = 64
-_CLOSE: Final = (b"connection", b"close")
 
 CURRENT: contextvars.ContextVar[HttpSession | None] = contextvars.ContextVar(
     "mcp_ref_http_session", default=None
@@ -264,7 +263,7 @@ class HttpSession:
         if head is None:
             headers = rules.response_headers(PostReply.SSE, session_id=session_id, post=post)
             if last:
-                headers.append(_CLOSE)
+                headers.append(CONNECTION_CLOSE)
             head = h11.Response(status_code=200, headers=headers, reason=b"OK")
             self._sse_heads[key] = head  # eight at most
         return head
@@ -335,10 +334,7 @@ class HttpSession:
                 stream.take_over()
         if final_key is not None:
             del self.routes[final_key]
-            stream.pending.discard(final_key)
-            if not stream.pending and stream.id not in (STANDALONE, LEGACY):
-                stream.finished = True
-                self.streams.pop(stream.id, None)
+            self._settle(stream, final_key)
         stream.wake()
 
     def _note_initialize_result(self, data: bytes) -> None:
@@ -357,14 +353,23 @@ class HttpSession:
         stream = self.routes.pop(key, None)
         if stream is None:
             return
+        self._settle(stream, key)
+        stream.wake()
+
+    def _settle(self, stream: LogicalStream, key: Any) -> None:
+        """The request ``key`` of ``stream`` is settled (answered or cancelled); a POST's
+        stream with nothing more to wait for is finished."""
         stream.pending.discard(key)
         if not stream.pending and stream.id not in (STANDALONE, LEGACY):
             stream.finished = True
             self.streams.pop(stream.id, None)
-        stream.wake()
 
-    def cancel_from(self, body: bytes) -> None:
-        """Read ``requestId`` of a ``notifications/cancelled`` body and end that stream."""
+    def cancel_from(self, body: bytes, infos: list[MessageInfo]) -> None:
+        """End the streams of the requests that the ``notifications/cancelled`` of a
+        POST body (``infos``: its messages) cancel; the body is read only when it
+        holds one."""
+        if not any(m.method == "notifications/cancelled" for m in infos):
+            return
         try:
             obj = json.loads(body)
         except ValueError:
@@ -382,8 +387,10 @@ class HttpSession:
         """Hand one POST body to the session; False when the session has ended.
 
         Once the session runs and nothing waits in the input queue, the body is pushed
-        to it from this (the connection's) task; before that, it queues for the
-        session's reader.
+        to it from this (the connection's) task, and the handler of the request
+        ``run_here`` names (a request id of the body) runs in this task too, before
+        this returns (``Session.push``); before that, the body queues for the
+        session's reader and ``run_here`` is ignored.
         """
         if self.ended:
             return False
