@@ -4,9 +4,9 @@
 Theory of operation
 -------------------
 A session (:mod:`._session`) calls ``handler.handle_request(ctx)`` in a task of its own
-for each request from the peer (or, for a request given to ``Session.push`` with
-``run_here``, in the pushing task, which is then a task of its own for that request), and ``handler.handle_notification`` for each
-notification, one at a time.  The :class:`RequestContext` names the request (id, method,
+for each request from the peer (for a request given to ``Session.push`` with
+``run_here``: in the pushing task, a task of its own for that request), and
+``handler.handle_notification`` for each notification, one at a time.  The :class:`RequestContext` names the request (id, method,
 typed params, progress token), carries the cancel scope the handler runs in (cancelled
 when the peer cancels the request or the session closes), and sends what the handler
 sends while working on it (progress, requests to the peer, notifications) tagged with

@@ -118,9 +118,8 @@ class SessionBase:
         self._waiters: dict[tuple[type, Any], _Waiter] = {}
         self._handlers: dict[tuple[type, Any], RequestContext] = {}
         # push(run_here=...): the requests (by key) whose handler the pushing task runs
-        # itself, and their contexts once dispatched, until that task takes them.
-        self._run_here: set[tuple[type, Any]] = set()
-        self._held: dict[tuple[type, Any], RequestContext] = {}
+        # itself: None until dispatched, then the context it takes.
+        self._held: dict[tuple[type, Any], RequestContext | None] = {}
         self._write_scope: trio.CancelScope | None = None
         self._nudge = trio.Event()
         # The deadline the timer task sleeps until (-inf while it is not sleeping).

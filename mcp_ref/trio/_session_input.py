@@ -101,9 +101,10 @@ class SessionInput(SessionBase):
         caller that is a task of its own for that one request, like a POST's: it saves
         starting a task and a trip through the scheduler).  The handler runs as it
         would in a task of its own (its cancel scope, the concurrency bound, the
-        answer sent by the session), except that cancelling the caller cancels it.  A
-        request that would not get a task (ping, initialize, one over the bound) is
-        handled as usual.
+        answer sent by the session), except that cancelling the caller cancels it, and
+        then it is not answered (as when the session closes): cancel such a caller only
+        when the session ends.  A request that would not get a task (ping, initialize,
+        one over the bound) is handled as usual.
 
         The channel must keep the order: a message it still holds for ``receive()``
         must reach the session before any pushed after it.  This waits while another
@@ -124,14 +125,12 @@ class SessionInput(SessionBase):
             await self._drain_locked()
             return
         key = _key(run_here)
-        self._run_here.add(key)
+        self._held[key] = None
         try:
             await self._drain_locked()
         except BaseException:
             self._start_held(key)  # taken by the core: it runs in a task after all
             raise
-        finally:
-            self._run_here.discard(key)
         ctx = self._held.pop(key, None)
         if ctx is not None:
             await self._run_handler(ctx)
@@ -139,7 +138,7 @@ class SessionInput(SessionBase):
     def _start_held(self, key: tuple[type, Any]) -> None:
         ctx = self._held.pop(key, None)
         if ctx is None:
-            return
+            return  # not dispatched yet: it gets a task when it is
         if self._nursery is not None:
             self._nursery.start_soon(self._run_handler, ctx)
         else:  # the session is ending: nobody will answer it
@@ -235,7 +234,10 @@ class SessionInput(SessionBase):
                 pass
         elif type(event) is RequestCancelled:
             # It settled a batch whose other replies were held: write them now.
-            await self._send_bytes(self.connection.data_to_send())
+            try:
+                await self._send_bytes(self.connection.data_to_send())
+            except SessionClosed:
+                pass  # the session ended meanwhile: nothing more goes out
 
     def _dispatch_now(self, event: Event) -> bool:
         """Dispatch one event, or as much of it as needs no await; False when the rest
@@ -256,7 +258,7 @@ class SessionInput(SessionBase):
             ctx = RequestContext(self._as_session, event.id, method, event.params)
             key = _key(event.id)
             self._handlers[key] = ctx
-            if key in self._run_here:
+            if key in self._held:
                 self._held[key] = ctx  # push(run_here=...) runs it in its own task
             else:
                 self._nursery.start_soon(self._run_handler, ctx)
