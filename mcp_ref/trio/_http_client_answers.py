@@ -26,7 +26,6 @@ import logging
 import math
 from typing import Any, Final
 
-import h11
 import trio
 
 from .. import _http as rules
@@ -36,6 +35,7 @@ from .._sse import NEED_DATA as SSE_NEED_DATA
 from .._sse import SSEDecoder, SSEEvent
 from ..events import RequestId
 from ._http_client_connections import (
+    _IO_FAILURES,
     _MAX_ERROR_BODY,
     _TRANSPORT_FAILURES,
     _error_message,
@@ -182,7 +182,7 @@ class ClientAnswers(ClientSessions):
                             answered = await self._deliver(data, key) or answered
                     if answered and scope.deadline == math.inf:
                         scope.deadline = trio.current_time() + 1.0
-        except (trio.BrokenResourceError, h11.ProtocolError, OSError) as exc:
+        except _IO_FAILURES as exc:
             log.debug("SSE stream broke: %r", exc)
         except Exception as exc:  # the decoder's RemoteProtocolError (event too large)
             log.warning("bad SSE stream: %s", exc)

@@ -24,12 +24,12 @@ import json
 import logging
 from typing import Literal
 
-import h11
 import trio
 
 from .._http import MessageKind
 from ..events import RequestId
 from ._http_client_connections import (
+    _IO_FAILURES,
     _MAX_ERROR_BODY,
     _TRANSPORT_FAILURES,
     HttpTransportError,
@@ -117,7 +117,7 @@ class HttpClientChannel(ClientGetStream, ClientLegacy):
                     ex = await self._request(b"DELETE", self._target, b"", fresh=False)
                     await ex.read_body(_MAX_ERROR_BODY)
                     log.debug("DELETE answered %s", ex.status)
-                except (OSError, trio.BrokenResourceError, h11.ProtocolError, HttpTransportError):
+                except _TRANSPORT_FAILURES:
                     pass
         for _, conn in self._pool:
             await conn.aclose()
@@ -132,7 +132,7 @@ class HttpClientChannel(ClientGetStream, ClientLegacy):
         self._init_key = request_key(rid)
         try:
             ex = await self._request(b"POST", self._post_target, data, fresh=False)
-        except (OSError, trio.BrokenResourceError, h11.ProtocolError) as exc:
+        except _IO_FAILURES as exc:
             raise HttpTransportError(f"cannot reach {self.url}: {exc}") from exc
         if 400 <= ex.status < 500 and ex.status not in (401, 403) and self._legacy_fallback:
             # 2025-06-18/basic/transports, "Backwards compatibility": a 4xx to the POST
@@ -170,7 +170,7 @@ class HttpClientChannel(ClientGetStream, ClientLegacy):
             # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.4
             # One POST per message: the session hands us exactly one message per send.
             ex = await self._start(b"POST", self._post_target, data, fresh=False)
-        except (OSError, trio.BrokenResourceError, h11.ProtocolError) as exc:
+        except _IO_FAILURES as exc:
             self._posts.release()
             if rid is not None:
                 self._supervisor.start_soon(self._feed_error, rid, f"POST failed: {exc}")

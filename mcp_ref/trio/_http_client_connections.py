@@ -56,7 +56,9 @@ class HttpTransportError(Exception):
     ``initialize``, a failed re-initialization).  ``str(exc)`` says why."""
 
 
-_TRANSPORT_FAILURES = (OSError, trio.BrokenResourceError, h11.ProtocolError, HttpTransportError)
+_IO_FAILURES = (OSError, trio.BrokenResourceError, h11.ProtocolError)
+"""What the socket or the peer's HTTP may fail an exchange with."""
+_TRANSPORT_FAILURES = (*_IO_FAILURES, HttpTransportError)
 """What an HTTP exchange may fail with: the socket, the peer's HTTP, or our own refusal."""
 
 

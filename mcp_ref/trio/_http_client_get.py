@@ -19,13 +19,12 @@ from __future__ import annotations
 import logging
 from typing import Final
 
-import h11
 import trio
 
 from .._http import CONTENT_TYPE_SSE
 from .._sse import SSEDecoder
 from ._http_client_answers import ClientAnswers
-from ._http_client_connections import _Exchange
+from ._http_client_connections import _IO_FAILURES, _Exchange
 
 __all__ = ["ClientGetStream"]
 
@@ -50,7 +49,7 @@ class ClientGetStream(ClientAnswers):
             first = await self._start(b"GET", self._target, b"", fresh=True)
             with trio.move_on_after(min(self._io_timeout, 5.0)):
                 await self._head(first)
-        except (OSError, trio.BrokenResourceError, h11.ProtocolError) as exc:
+        except _IO_FAILURES as exc:
             log.debug("the GET stream could not be opened now: %s", exc)
             first = None
         if not self._supervisor.start_soon(self._get_stream, first) and first is not None:
@@ -80,7 +79,7 @@ class ClientGetStream(ClientAnswers):
                             fresh=True,
                             last_event_id=decoder.last_event_id or None,
                         )
-                except (OSError, trio.BrokenResourceError, h11.ProtocolError) as exc:
+                except _IO_FAILURES as exc:
                     failures += 1
                     if failures > _MAX_GET_FAILURES:
                         log.warning("GET stream given up: %s", exc)

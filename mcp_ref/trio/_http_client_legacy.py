@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 from urllib.parse import urlsplit
 
-import h11
 import trio
 
 from .. import _http as rules
@@ -23,7 +22,12 @@ from .._http import CONTENT_TYPE_SSE
 from .._sse import NEED_DATA as SSE_NEED_DATA
 from .._sse import SSEDecoder, SSEEvent
 from ._http_client_answers import ClientAnswers
-from ._http_client_connections import _TRANSPORT_FAILURES, HttpTransportError, _Exchange
+from ._http_client_connections import (
+    _IO_FAILURES,
+    _TRANSPORT_FAILURES,
+    HttpTransportError,
+    _Exchange,
+)
 
 __all__ = ["ClientLegacy"]
 
@@ -39,7 +43,7 @@ class ClientLegacy(ClientAnswers):
         self.mode = "legacy"
         try:
             ex = await self._request(b"GET", self._target, b"", fresh=True)
-        except (OSError, trio.BrokenResourceError, h11.ProtocolError) as exc:
+        except _IO_FAILURES as exc:
             raise HttpTransportError(f"2024-11-05 fallback: GET failed: {exc}") from exc
         if ex.status != 200 or ex.media_type() != CONTENT_TYPE_SSE:
             await ex.conn.aclose()
@@ -79,7 +83,7 @@ class ClientLegacy(ClientAnswers):
                     break
                 chunk = await ex.next_chunk()
                 decoder.receive_data(chunk or b"")
-        except (trio.BrokenResourceError, h11.ProtocolError, OSError) as exc:
+        except _IO_FAILURES as exc:
             log.debug("the 2024-11-05 SSE stream broke: %r", exc)
         except Exception as exc:  # the decoder's RemoteProtocolError (event too large)
             log.warning("bad 2024-11-05 SSE stream: %s", exc)

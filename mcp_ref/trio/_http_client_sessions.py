@@ -30,7 +30,6 @@ from .._http import CONTENT_TYPE_JSON, MCP_SESSION_ID
 from .._sse import NEED_DATA as SSE_NEED_DATA
 from .._sse import SSEDecoder, SSEEvent
 from ._http_client_connections import (
-    _MAX_ERROR_BODY,
     _TRANSPORT_FAILURES,
     ClientConnections,
     _Exchange,
@@ -119,7 +118,5 @@ class ClientSessions(ClientConnections):
         if self.protocol_version != old_version:
             log.warning("the new session negotiated %s, not %s", self.protocol_version, old_version)
             return False
-        ex = await self._request(b"POST", self._post_target, self._initialized_body, fresh=False)
-        await ex.read_body(_MAX_ERROR_BODY)
-        self._give_back(ex)
+        ex, _ = await self._post_message(self._initialized_body)
         return ex.status < 300
