@@ -79,11 +79,8 @@ class ConnectionState:
         # Events ready for next_event; a batch's refused items wait here as the
         # RemoteProtocolError to raise in their turn.
         self._events: deque[Event | RemoteProtocolError] = deque()
-        # Batches (2025-03-26): the replies owed, by request id and by refusal.
+        # Batches (2025-03-26): the replies owed, by request id (refusals: _refusals).
         self._batch_of: dict[Any, BatchReplies] = {}
-        self._batch_hints: deque[tuple[ErrorResponse, BatchReplies]] = deque(
-            maxlen=4 * max_requests_in_flight
-        )
         self._outbox: list[bytes] = []
         self._eof = False
         self._closed_reported = False
@@ -94,7 +91,12 @@ class ConnectionState:
         )
         self._next_id = 0
         self._init_id: Any = None
-        self._refusals: deque[ErrorResponse] = deque(maxlen=64)
+        # The error replies we suggested (event_hint) for refused messages and not yet
+        # sent, by id() of the reply, each with the batch it answers into (None outside
+        # a batch); see _note_refusal.  The bound holds a whole batch (at most
+        # max_incoming items) several times over.
+        self._refusals: dict[int, tuple[ErrorResponse, BatchReplies | None]] = {}
+        self._max_refusals = max(64, 4 * max_requests_in_flight)
         # Our role's lifecycle table, and per-method receive decisions (see _plan_request).
         self._table = TRANSITIONS[our_role]
         self._request_plans: dict[str, tuple[MethodSpec, Kind]] = {}
@@ -110,6 +112,28 @@ class ConnectionState:
         self.peer_info: Any = None
         #: The server's instructions, when we are the client.
         self.instructions: str | None = None
+
+    def _note_refusal(self, hint: ErrorResponse, replies: BatchReplies | None) -> None:
+        """Remember ``hint``, the error reply suggested for a refused message, with the
+        batch it answers into: None outside a batch (``_refuse`` notes every hint it
+        makes so), then ``_split_batch`` notes a batch item's hint again with its batch.
+
+        Sending it then answers no request of ours in flight with the same id (the
+        refused message may have reused that id), and puts it in its batch's array.
+        The entry holds the hint, so its ``id()`` is not reused while it is kept.  Past
+        the bound the oldest entry is forgotten: a driver sends each hint when
+        ``next_event`` raises, so only one that sends none lets entries pile up.
+        """
+        refusals = self._refusals
+        refusals[id(hint)] = (hint, replies)
+        if len(refusals) > self._max_refusals:
+            del refusals[next(iter(refusals))]
+
+    def _refusal(self, event: ErrorResponse) -> tuple[ErrorResponse, BatchReplies | None] | None:
+        """The entry :meth:`_note_refusal` keeps for ``event`` (that very object), or
+        None when ``event`` is not a refusal's reply still to be sent."""
+        entry = self._refusals.get(id(event))
+        return entry if entry is not None and entry[0] is event else None
 
     def _lookup(self, method: str, *, sender: Role) -> MethodSpec | None:
         spec = METHODS.get(method)

@@ -252,7 +252,7 @@ class Connection(ReceivePaths, SendPaths):
             return self._batched(event, data) if self._batch_of else data
         if type(event) is ErrorResponse:
             data = self._send_error(event)
-            return self._batched(event, data) if self._batch_of or self._batch_hints else data
+            return self._batched(event, data) if self._batch_of or self._refusals else data
         if type(event) is Notification:
             return self._send_notification(event)
         raise LocalProtocolError(f"cannot send {type(event).__name__}")

@@ -118,7 +118,7 @@ class ReceivePaths(ConnectionState):
             except RemoteProtocolError as exc:
                 if exc.event_hint is not None and replies is not None:
                     replies.owed += 1
-                    self._batch_hints.append((exc.event_hint, replies))
+                    self._note_refusal(exc.event_hint, replies)
                 self._events.append(exc)
                 continue
             if event is None:
@@ -138,7 +138,7 @@ class ReceivePaths(ConnectionState):
 
     def _refuse(self, rid: Any, code: int, message: str) -> RemoteProtocolError:
         hint = rpc.error_reply(rid, code, message)
-        self._refusals.append(hint)
+        self._note_refusal(hint, None)
         return RemoteProtocolError(message, code=code, event_hint=hint, request_id=rid)
 
     def _plan_request(self, rid: Any, method: str) -> tuple[MethodSpec, Kind]:

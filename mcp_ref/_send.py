@@ -271,19 +271,21 @@ class SendPaths(ConnectionState):
 
     def _batched(self, event: Response | ErrorResponse, data: bytes) -> bytes:
         """A reply that belongs to a batch is held until the batch's last one; that
-        one brings the array (see :mod:`._batch`).  Other replies pass unchanged."""
-        replies = None
-        for i, (hint, owner) in enumerate(self._batch_hints):
-            if hint is event:
-                replies = owner
-                del self._batch_hints[i]
-                break
+        one brings the array (see :mod:`._batch`).  Other replies pass unchanged.
+
+        A refusal's reply (see ``_note_refusal``) belongs to the batch noted with it,
+        never to the request its id names, and is forgotten once sent.
+        """
+        entry = self._refusal(event) if type(event) is ErrorResponse else None
+        if entry is not None:
+            del self._refusals[id(event)]
+            owner = entry[1]
+            return data if owner is None else owner.add(data)
+        if not rpc.valid_id(event.id):
+            return data
+        replies = self._batch_of.pop(event.id, None)
         if replies is None:
-            if not rpc.valid_id(event.id):
-                return data
-            replies = self._batch_of.pop(event.id, None)
-            if replies is None:
-                return data
+            return data
         # cancelled by the peer (no bytes): no reply
         return replies.add(data) if data else replies.drop()
 
@@ -294,7 +296,7 @@ class SendPaths(ConnectionState):
         if type(event.code) is not int:
             # Spec: 2025-06-18/basic#responses.5
             raise LocalProtocolError("error codes must be integers")
-        refusal = any(event is r for r in self._refusals)
+        refusal = self._refusal(event) is not None
         req: Any = None
         if rid is not None and not refusal:
             req = self._answerable(rid)

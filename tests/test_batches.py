@@ -167,3 +167,49 @@ async def test_a_session_on_a_byte_stream_answers_a_batch_with_one_line(
     array = json.loads(lines[1])
     assert isinstance(array, list) and sorted(m["id"] for m in array) == [1, 2, 3]
     assert [m["id"] for m in array] == [2, 3, 1]  # in the order they were answered
+
+
+@pytest.mark.spec("2025-06-18/basic#requests.3")
+def test_refusing_a_large_batch_of_reused_ids_leaves_the_genuine_request_open() -> None:
+    # Every item reuses the id of a request still in flight: each is refused, and its
+    # error reply (id 1 too) must not count as the answer to the genuine request 1,
+    # however many refusals are waiting to be sent.
+    _, server = initialized_pair(VERSION)
+    server.receive_data((ping(1) + "\n").encode())
+    assert server.next_event().id == 1
+    n = 70
+    server.receive_data(batch(*[ping(1)] * n))
+    hints = []
+    for _ in range(n):
+        with pytest.raises(RemoteProtocolError) as exc:
+            server.next_event()
+        assert exc.value.event_hint is not None and exc.value.event_hint.id == 1
+        hints.append(exc.value.event_hint)
+    assert server.next_event() is NEED_DATA
+    assert all(server.send(hint) == b"" for hint in hints[:-1])
+    array = json.loads(server.send(hints[-1]))
+    assert len(array) == n and all(m["error"]["code"] == INVALID_REQUEST for m in array)
+    assert server.requests_in_flight()[1] == [1]
+    out = server.send(Response(id=1, result=t.EmptyResult()))
+    assert json.loads(out) == {"jsonrpc": "2.0", "id": 1, "result": {}}
+
+
+@pytest.mark.spec("2025-06-18/basic#requests.3")
+def test_a_refusal_outside_a_batch_stays_out_of_its_array() -> None:
+    # A lone message reuses the id of a batch's request still in flight: its error
+    # reply goes out alone, and the batch's array still waits for the genuine answer.
+    _, server = initialized_pair(VERSION)
+    server.receive_data(batch(ping(1), ping(2)))
+    assert [e.id for e in (server.next_event(), server.next_event())] == [1, 2]
+    server.receive_data((ping(1) + "\n").encode())
+    with pytest.raises(RemoteProtocolError) as exc:
+        server.next_event()
+    hint = exc.value.event_hint
+    assert hint is not None and hint.id == 1
+    assert json.loads(server.send(hint))["error"]["code"] == INVALID_REQUEST
+    assert server.send(Response(id=2, result=t.EmptyResult())) == b""
+    array = json.loads(server.send(Response(id=1, result=t.EmptyResult())))
+    assert array == [
+        {"jsonrpc": "2.0", "id": 2, "result": {}},
+        {"jsonrpc": "2.0", "id": 1, "result": {}},
+    ]
