@@ -123,6 +123,21 @@ def _fileno_of(stream: object) -> Callable[[], int] | None:
     return None
 
 
+def _write_now(fileno: Callable[[], int] | None, data: bytes) -> int:
+    """Write what the socket or pipe ``fileno`` (from :func:`_fileno_of`) takes now,
+    without blocking: the number of bytes written, 0 when there is no descriptor, it
+    is closed, full or broken (the caller's blocking write then says which)."""
+    if fileno is None:
+        return 0
+    fd = fileno()
+    if fd < 0:
+        return 0
+    try:
+        return os.write(fd, data)
+    except OSError:
+        return 0
+
+
 class StreamChannel:
     """A ``"lines"`` :class:`MessageChannel` over trio byte streams.
 
@@ -182,16 +197,7 @@ class StreamChannel:
 
         A subclass that overrides ``send`` gets no fast path unless it overrides
         ``try_send`` too."""
-        fileno = self._send_fd
-        if fileno is None:
-            return 0
-        fd = fileno()
-        if fd < 0:
-            return 0
-        try:
-            return os.write(fd, data)
-        except OSError:
-            return 0
+        return _write_now(self._send_fd, data)
 
     async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
         """Write ``data`` whole (``related_request_id`` is ignored by byte streams).

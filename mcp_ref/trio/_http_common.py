@@ -25,7 +25,6 @@ stored for others to spawn into: they hand a job to a bounded queue instead.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
@@ -35,7 +34,7 @@ import h11
 import trio
 
 from .._http import MessageKind
-from ._channel import _fileno_of
+from ._channel import _fileno_of, _write_now
 
 __all__ = [
     "CONNECTION_CLOSE",
@@ -265,17 +264,11 @@ class H11Stream:
             await self._write(data)
 
     async def _write(self, data: bytes) -> None:
-        fileno = self._fileno
-        if fileno is not None:
-            fd = fileno()
-            if fd >= 0:
-                try:
-                    taken = os.write(fd, data)
-                except OSError:
-                    taken = 0  # full, or broken: send_all says which
-                if taken >= len(data):
-                    return
-                data = data[taken:]
+        taken = _write_now(self._fileno, data)  # full, or broken: send_all says which
+        if taken >= len(data):
+            return
+        if taken:
+            data = data[taken:]
         try:
             await self.stream.send_all(data)
         except BaseException:
