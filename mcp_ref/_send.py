@@ -286,8 +286,9 @@ class SendPaths(ConnectionState):
         replies = self._batch_of.pop(event.id, None)
         if replies is None:
             return data
-        # cancelled by the peer (no bytes): no reply
-        return replies.add(data) if data else replies.drop()
+        # A request in _batch_of is still in flight (cancelling it pops it, see
+        # _receive_cancel), so its reply is never the b"" of a cancelled request.
+        return replies.add(data)
 
     def _send_error(self, event: ErrorResponse) -> bytes:
         rid = event.id
