@@ -50,8 +50,6 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-import attrs
-
 from . import types as t
 from ._connection import NEED_DATA, Connection
 from ._convert import ConversionError, structure
@@ -64,7 +62,12 @@ from ._errors import (
     RemoteProtocolError,
 )
 from ._inflight import RequestTimeout
-from ._methods import LATEST_PROTOCOL_VERSION, METHODS, SUPPORTED_VERSIONS
+from ._methods import (
+    LATEST_PROTOCOL_VERSION,
+    METHODS,
+    check_version,
+    with_progress_token,
+)
 from ._pagination import PageWalker
 from ._state import CLIENT, State
 from .events import (
@@ -178,7 +181,7 @@ class Client:
         rid = conn.next_request_id()
         params = _typed(method, params)
         if on_progress is not None:
-            params = _with_progress_token(method, params, rid)
+            params = with_progress_token(method, params, rid)
         kw: dict[str, Any] = {}
         if timeout is not _DEFAULT:
             kw["timeout"] = (
@@ -243,7 +246,7 @@ class Client:
         2025-06-18/basic/lifecycle#version-negotiation.1.
         """
         params = t.InitializeRequestParams(
-            protocol_version=_check_version(protocol_version),
+            protocol_version=check_version(protocol_version),
             capabilities=t.ClientCapabilities(),
             client_info=client_info,
         )
@@ -429,33 +432,6 @@ def _typed(method: str, params: Any) -> Any:
         raise LocalProtocolError(f"bad params for {method}: {exc}", code=INVALID_PARAMS) from None
 
 
-def _with_progress_token(method: str, params: Any, token: RequestId) -> Any:
-    """``params`` (typed, or None) with ``_meta.progressToken`` set to ``token``; params
-    that cannot carry ``_meta`` are returned unchanged."""
-    if params is None:
-        spec = METHODS.get(method)
-        if spec is None or spec.params_type is None:
-            return None
-        try:
-            params = spec.params_type()
-        except TypeError:  # required fields: the core refuses the request anyway
-            return None
-    if not attrs.has(type(params)) or not hasattr(params, "meta"):
-        return params
-    # Spec: 2025-06-18/basic/utilities/progress#progress-flow.2 (request ids are unique)
-    return attrs.evolve(params, meta={**(params.meta or {}), "progressToken": token})
-
-
-def _check_version(version: str) -> str:
-    # Spec: 2025-06-18/basic/lifecycle#version-negotiation.1
-    if version not in SUPPORTED_VERSIONS:
-        raise ValueError(
-            f"protocol version {version!r} is not supported; use one of "
-            + ", ".join(SUPPORTED_VERSIONS)
-        )
-    return version
-
-
 @contextlib.contextmanager
 def connect_stdio(
     command: Sequence[str],
@@ -493,7 +469,7 @@ def connect_stdio(
     """
     import subprocess
 
-    _check_version(protocol_version)
+    check_version(protocol_version)
     process = subprocess.Popen(
         list(command),
         stdin=subprocess.PIPE,

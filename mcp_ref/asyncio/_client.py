@@ -52,8 +52,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any, Final
 
-import attrs
-
 from .. import types as t
 from .._connection import NEED_DATA, Connection
 from .._convert import ConversionError, structure
@@ -67,7 +65,12 @@ from .._errors import (
     RemoteProtocolError,
 )
 from .._inflight import RequestTimeout
-from .._methods import LATEST_PROTOCOL_VERSION, METHODS, SUPPORTED_VERSIONS
+from .._methods import (
+    LATEST_PROTOCOL_VERSION,
+    METHODS,
+    check_version,
+    with_progress_token,
+)
 from .._pagination import PageWalker
 from .._state import State
 from ..events import (
@@ -132,46 +135,6 @@ def typed_params(method: str, params: Any) -> Any:
         return structure(params, spec.params_type)
     except ConversionError as exc:
         raise LocalProtocolError(f"bad params for {method}: {exc}", code=INVALID_PARAMS) from None
-
-
-def with_progress_token(method: str, params: Any, token: RequestId) -> Any:
-    """``params`` (typed, or None) with ``_meta.progressToken`` set to ``token``.
-
-    Params that cannot carry ``_meta`` (a method without params) are returned as they
-    are; the core then refuses them or the server sends no progress.
-
-    Source: 2025-06-18/basic/utilities/progress#progress-flow.1.
-    """
-    if params is None:
-        spec = METHODS.get(method)
-        if spec is None or spec.params_type is None:
-            return None
-        try:
-            params = spec.params_type()
-        except TypeError:  # required fields: the core will refuse the request anyway
-            return None
-    if not attrs.has(type(params)) or not hasattr(params, "meta"):
-        return params
-    meta = dict(params.meta or {})
-    # Spec: 2025-06-18/basic/utilities/progress#progress-flow.2 (request ids are unique)
-    meta["progressToken"] = token
-    return attrs.evolve(params, meta=meta)
-
-
-def check_version(version: str) -> str:
-    """``version`` if mcp-ref speaks it (:data:`mcp_ref._methods.SUPPORTED_VERSIONS`).
-
-    Raises:
-        ValueError: an unsupported version, naming the supported ones.
-
-    Source: 2025-06-18/basic/lifecycle#version-negotiation.1.
-    """
-    if version not in SUPPORTED_VERSIONS:
-        raise ValueError(
-            f"protocol version {version!r} is not supported; use one of "
-            + ", ".join(SUPPORTED_VERSIONS)
-        )
-    return version
 
 
 def check_roots(roots: Sequence[t.Root]) -> list[t.Root]:

@@ -55,7 +55,7 @@ from .. import types as t
 from .._connection import Connection
 from .._errors import McpError
 from .._inflight import RequestTimeout
-from .._methods import LATEST_PROTOCOL_VERSION
+from .._methods import LATEST_PROTOCOL_VERSION, check_version
 from .._sse import NEED_DATA as SSE_NEED_DATA
 from .._sse import SSEDecoder
 from .._state import CLIENT
@@ -67,7 +67,6 @@ from ._client import (
     SamplingHandler,
     SessionClosed,
     check_roots,
-    check_version,
 )
 
 __all__ = ["HttpClient", "open_http_client"]

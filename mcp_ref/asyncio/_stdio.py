@@ -47,7 +47,7 @@ from .. import types as t
 from .._connection import NEED_DATA, Connection
 from .._errors import INTERNAL_ERROR, LocalProtocolError, McpError, RemoteProtocolError
 from .._inflight import RequestTimeout
-from .._methods import LATEST_PROTOCOL_VERSION
+from .._methods import LATEST_PROTOCOL_VERSION, check_version
 from .._state import CLIENT, SERVER
 from ..events import (
     ConnectionClosed,
@@ -66,7 +66,6 @@ from ._client import (
     SamplingHandler,
     SessionClosed,
     check_roots,
-    check_version,
     typed_params,
 )
 
