@@ -1054,22 +1054,15 @@ class EventStore:
         the last event id, on the stream that was disconnected);
         #resumability-and-redelivery.5 (never another stream's messages).
         """
-        text = (
-            last_event_id.decode("latin-1") if isinstance(last_event_id, bytes) else last_event_id
-        )
-        stream_id, sep, digits = text.rpartition("/")
-        stream = self._streams.get(stream_id) if sep else None
-        if stream is not None and _seq_ok(digits):
-            seq = int(digits)  # a held stream's id was checked when it came
-        else:
-            try:
-                stream_id, seq = parse_event_id(text)
-            except RemoteProtocolError as exc:
-                return http_error(
-                    400,
-                    exc.message,
-                    clause="2025-06-18/basic/transports#resumability-and-redelivery.3",
-                )
+        try:
+            stream_id, seq = parse_event_id(last_event_id)
+        except RemoteProtocolError as exc:
+            return http_error(
+                400,
+                exc.message,
+                clause="2025-06-18/basic/transports#resumability-and-redelivery.3",
+            )
+        stream = self._streams.get(stream_id)
         clause = "2025-06-18/basic/transports#resumability-and-redelivery.4"
         if stream is None:
             return http_error(409, f"no stored events for stream {stream_id!r}", clause=clause)
