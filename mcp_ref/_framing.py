@@ -37,10 +37,10 @@ class _TooLong:
 
 
 TOO_LONG = _TooLong()
+"""Returned once by :meth:`LineBuffer.next_line` for each over-long line."""
 
 PEEK_BYTES = 4096
 """How much of an over-long message is kept to find its id (bytes)."""
-"""Returned once by :meth:`LineBuffer.next_line` for each over-long line."""
 
 
 class LineBuffer:
