@@ -137,6 +137,13 @@ def check_roots(roots: Sequence[t.Root]) -> list[t.Root]:
     return checked
 
 
+def _kept_roots(roots: RootsArg) -> RootsArg:
+    """``roots`` as the client keeps it: a list checked now (:func:`check_roots`, which
+    raises ValueError), or a callable (its lists are checked on each call) or None, as
+    given."""
+    return roots if roots is None or callable(roots) else check_roots(roots)
+
+
 class _ClientHandler:
     """The session handler of a :class:`Client` (kept apart so it is not public API)."""
 
@@ -200,7 +207,7 @@ class Client:
         self._sampling_rate_limit = sampling_rate_limit
         self._elicitation_rate_limit = elicitation_rate_limit
         self._buckets: dict[str, TokenBucket] = {}
-        self._roots = roots if roots is None or callable(roots) else check_roots(roots)
+        self._roots = _kept_roots(roots)
         self.on_log = on_log
         self.on_notification = on_notification
         self._output_schemas = OutputSchemas()
@@ -534,7 +541,7 @@ class Client:
             raise LocalProtocolError(
                 "this client did not declare the roots capability; open it with roots=[...]"
             )
-        self._roots = roots if callable(roots) else check_roots(roots)
+        self._roots = _kept_roots(roots)
         caps = self.session.our_capabilities
         if caps is not None and caps.roots is not None and caps.roots.list_changed:
             # Spec: 2025-06-18/client/roots#root-list-changes.1
