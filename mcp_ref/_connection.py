@@ -284,6 +284,10 @@ class Connection(ReceivePaths, SendPaths):
         Only a batch makes any: when the peer cancels the last request of a batch whose
         other replies are held, the array of those replies is here (after the
         :class:`RequestCancelled` event).  A driver calls it after handling that event.
+
+        Source: JSON-RPC 2.0 section 6 (the replies to a batch go back as one array,
+        once all its requests are processed, and never as an empty one); batches are
+        received only in protocol version 2025-03-26 (see :mod:`._batch`).
         """
         if not self._outbox:
             return b""

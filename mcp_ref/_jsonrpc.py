@@ -240,8 +240,19 @@ def peek(prefix: bytes) -> tuple[Any, bool]:
     ``"method"`` key.  Used only on the error path, so the error answers the right id
     ("all with an id where one can be known").
 
+    Input it cannot read (not an object, JSON broken or cut off before the id's value
+    ends) raises no error: it gives no id, and the caller replies with id null.  Bytes
+    that are not UTF-8 are read as U+FFFD.
+
     Returns:
         ``(id or None, has_method)``; the id only when it is a legal request id.
+
+    Raises:
+        RecursionError: only when the ``"id"`` value is an array or object nested
+            deeper than Python's recursion limit (the JSON scanner recurses).
+
+    Source: JSON-RPC 2.0 section 5 (when the id cannot be detected, the error
+    response's id MUST be Null).
     """
     text = prefix.decode("utf-8", "replace")
     i = _skip_ws(text, 0)
