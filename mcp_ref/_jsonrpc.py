@@ -245,11 +245,9 @@ def peek(prefix: bytes) -> tuple[Any, bool]:
     that are not UTF-8 are read as U+FFFD.
 
     Returns:
-        ``(id or None, has_method)``; the id only when it is a legal request id.
-
-    Raises:
-        RecursionError: only when the ``"id"`` value is an array or object nested
-            deeper than Python's recursion limit (the JSON scanner recurses).
+        ``(id or None, has_method)``; the id only when it is a legal request id.  It
+        never raises, not even for an ``"id"`` value nested deeper than the JSON
+        scanner's recursion can go.
 
     Source: JSON-RPC 2.0 section 5 (when the id cannot be detected, the error
     response's id MUST be Null).
@@ -287,8 +285,8 @@ def peek(prefix: bytes) -> tuple[Any, bool]:
                 elif key == "id":
                     try:
                         value, end = _scan_once(text, j)
-                    except (StopIteration, ValueError):
-                        break
+                    except (StopIteration, ValueError, RecursionError):
+                        break  # RecursionError: nested too deep to be an id anyway
                     end = _skip_ws(text, end)
                     if end < n and text[end] in ",}" and valid_id(value):
                         found = value

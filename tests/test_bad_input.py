@@ -112,6 +112,23 @@ def check_survives(chunks: list[bytes]) -> None:
             assert exc.event_hint.id == exc.request_id
 
 
+@pytest.mark.parametrize("close", [False, True])
+def test_an_over_long_message_with_a_deeply_nested_id_is_refused_with_id_null(
+    close: bool,
+) -> None:
+    # The id is read from the first bytes of a message too long to decode; a value
+    # nested deeper than the JSON scanner can recurse is no id (not a RecursionError).
+    from mcp_ref import SERVER, Connection
+
+    nested = b"[" * 1500 + (b"]" * 1500 if close else b"")
+    line = b'{"jsonrpc":"2.0","id":' + nested + b',"method":"ping"' + b" " * 5000 + b"}\n"
+    conn = Connection(SERVER, max_message_bytes=4000)
+    conn.receive_data(line)
+    with pytest.raises(RemoteProtocolError) as err:
+        conn.next_event()
+    assert err.value.event_hint is not None and err.value.event_hint.id is None
+
+
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=300))
 def test_arbitrary_bytes(data: bytes) -> None:
