@@ -129,7 +129,13 @@ class ReceivePaths(ConnectionState):
             self._events.append(event)
 
     def _handle(self, obj: Any) -> Event | None:
-        kind, rid, method, payload = rpc.classify(obj)
+        try:
+            kind, rid, method, payload = rpc.classify(obj)
+        except RemoteProtocolError as exc:
+            if exc.event_hint is not None:
+                # Its reply may carry the id of a request of ours in flight: a refusal.
+                self._note_refusal(exc.event_hint, None)
+            raise
         if kind == _REQUEST:
             return self._receive_request(rid, method, payload)
         if kind == _NOTIFICATION:

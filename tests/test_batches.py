@@ -21,7 +21,7 @@ from mcp_ref import (
     Response,
 )
 from mcp_ref import types as t
-from mcp_ref._errors import INVALID_REQUEST
+from mcp_ref._errors import INVALID_PARAMS, INVALID_REQUEST
 from mcp_ref.trio import StreamChannel, open_session
 
 from ._pair import initialized_pair
@@ -213,3 +213,22 @@ def test_a_refusal_outside_a_batch_stays_out_of_its_array() -> None:
         {"jsonrpc": "2.0", "id": 2, "result": {}},
         {"jsonrpc": "2.0", "id": 1, "result": {}},
     ]
+
+
+@pytest.mark.spec("2025-06-18/basic#requests.3")
+def test_a_malformed_message_reusing_an_id_in_flight_leaves_that_request_open() -> None:
+    # Refused by the JSON-RPC envelope check (params must be structured), with the id
+    # of a request still in flight: its error reply answers that request no more than
+    # a method-level refusal's does.
+    _, server = initialized_pair(VERSION)
+    server.receive_data((ping(1) + "\n").encode())
+    assert server.next_event().id == 1
+    server.receive_data(b'{"jsonrpc":"2.0","id":1,"method":"ping","params":5}\n')
+    with pytest.raises(RemoteProtocolError) as exc:
+        server.next_event()
+    hint = exc.value.event_hint
+    assert hint is not None and hint.id == 1
+    assert json.loads(server.send(hint))["error"]["code"] == INVALID_PARAMS
+    assert server.requests_in_flight()[1] == [1]
+    out = server.send(Response(id=1, result=t.EmptyResult()))
+    assert json.loads(out) == {"jsonrpc": "2.0", "id": 1, "result": {}}
