@@ -47,7 +47,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any, Final
@@ -72,6 +71,7 @@ from .._methods import (
     with_progress_token,
 )
 from .._pagination import PageWalker
+from .._roots import check_roots
 from .._state import State
 from ..events import (
     ConnectionClosed,
@@ -135,24 +135,6 @@ def typed_params(method: str, params: Any) -> Any:
         return structure(params, spec.params_type)
     except ConversionError as exc:
         raise LocalProtocolError(f"bad params for {method}: {exc}", code=INVALID_PARAMS) from None
-
-
-def check_roots(roots: Sequence[t.Root]) -> list[t.Root]:
-    """The roots as a list, once each is a ``file://`` URI with an absolute path and no
-    ``..`` segment (after percent-decoding).
-
-    Raises:
-        ValueError: naming the first bad root.
-
-    Source: 2025-06-18/client/roots#root.1; 2025-06-18/client/roots#security-considerations.1.
-    """
-    for root in roots:
-        parts = urllib.parse.urlsplit(root.uri)
-        path = urllib.parse.unquote(parts.path)
-        # Spec: 2025-06-18/client/roots#root.1
-        if parts.scheme != "file" or not path.startswith("/") or ".." in path.split("/"):
-            raise ValueError(f"a root must be a file:// URI of an absolute path: {root.uri!r}")
-    return list(roots)
 
 
 def result_of(event: Event) -> Any:

@@ -66,7 +66,6 @@ from ._client import (
     ElicitationHandler,
     SamplingHandler,
     SessionClosed,
-    check_roots,
 )
 
 __all__ = ["HttpClient", "open_http_client"]
@@ -389,7 +388,7 @@ async def open_http_client(
         on_notification=on_notification,
         sampling_handler=sampling_handler,
         elicitation_handler=elicitation_handler,
-        roots=None if roots is None else check_roots(roots),
+        roots=roots,  # ClientSession checks them
     )
     clock = asyncio.create_task(client._clock())
     try:

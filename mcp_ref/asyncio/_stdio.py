@@ -48,6 +48,7 @@ from .._connection import NEED_DATA, Connection
 from .._errors import INTERNAL_ERROR, LocalProtocolError, McpError, RemoteProtocolError
 from .._inflight import RequestTimeout
 from .._methods import LATEST_PROTOCOL_VERSION, check_version
+from .._roots import check_roots
 from .._state import CLIENT, SERVER
 from ..events import (
     ConnectionClosed,
@@ -65,7 +66,6 @@ from ._client import (
     ElicitationHandler,
     SamplingHandler,
     SessionClosed,
-    check_roots,
     typed_params,
 )
 

@@ -7,6 +7,7 @@ over any :class:`~mcp_ref.trio.MessageChannel`.
 """
 
 from .._ratelimit import RateLimit
+from .._roots import check_roots
 from ._client import (
     DEFAULT_CLIENT_INFO,
     DEFAULT_ELICITATION_RATE_LIMIT,
@@ -15,7 +16,6 @@ from ._client import (
     ElicitationHandler,
     RootsArg,
     SamplingHandler,
-    check_roots,
     open_client,
     open_stdio_client,
 )

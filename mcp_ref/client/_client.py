@@ -33,7 +33,6 @@ from __future__ import annotations
 import importlib.metadata
 import inspect
 import logging
-import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -46,6 +45,7 @@ from .._inflight import RequestTimeout
 from .._methods import LATEST_PROTOCOL_VERSION
 from .._pagination import PageWalker
 from .._ratelimit import RateLimit, TokenBucket, take_or_refuse
+from .._roots import check_roots
 from .._state import CLIENT
 from ..events import Notification, Progress
 from ..trio import (
@@ -109,32 +109,6 @@ async def _maybe_await(value: T | Awaitable[T]) -> T:
     if inspect.isawaitable(value):
         return await value
     return value
-
-
-def check_roots(roots: Sequence[t.Root]) -> list[t.Root]:
-    """Check roots before the client exposes them; returns them as a list.
-
-    Each root must be a ``file://`` URI with an absolute path and no ``..`` segment
-    (after percent-decoding), so a root cannot climb out of the directory it names.
-    Which directories to expose, and with what permissions, is the host's decision.
-
-    Raises:
-        ValueError: naming the first bad root.
-
-    Source: 2025-06-18/client/roots#root.1, 2025-06-18/client/roots#security-considerations.1.
-    """
-    checked = []
-    for root in roots:
-        parts = urllib.parse.urlsplit(root.uri)
-        # Spec: 2025-06-18/client/roots#root.1
-        if parts.scheme != "file":
-            raise ValueError(f"a root must be a file:// URI, not {root.uri!r}")
-        path = urllib.parse.unquote(parts.path)
-        # Spec: 2025-06-18/client/roots#security-considerations.1
-        if not path.startswith("/") or ".." in path.split("/"):
-            raise ValueError(f"a root must be an absolute path without '..': {root.uri!r}")
-        checked.append(root)
-    return checked
 
 
 def _kept_roots(roots: RootsArg) -> RootsArg:
