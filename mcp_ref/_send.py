@@ -297,6 +297,9 @@ class SendPaths(ConnectionState):
         if type(event.code) is not int:
             # Spec: 2025-06-18/basic#responses.5
             raise LocalProtocolError("error codes must be integers")
+        # Spec: 2025-06-18/basic#requests.3
+        # The reply to a refused message (which may have reused the id of a request
+        # still in flight) answers no request of ours.
         refusal = self._refusal(event) is not None
         req: Any = None
         if rid is not None and not refusal:

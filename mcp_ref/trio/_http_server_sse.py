@@ -147,6 +147,9 @@ class EarlyWriter:
     Args:
         supervisor: where the writer task runs (the server's).
         write: the writer, :func:`answer_sse` with the POST's arguments.
+
+    Source: 2025-06-18/basic/transports#sending-messages-to-the-server.11 (requests and
+    notifications before the response) and .13 (the stream stays open until it).
     """
 
     __slots__ = ("_supervisor", "_write", "done", "error", "started")

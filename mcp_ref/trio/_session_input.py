@@ -115,6 +115,9 @@ class SessionInput(SessionBase):
 
         Raises:
             SessionClosed: the session is closed; the message was not taken.
+
+        Source: 2025-06-18/basic/transports#sending-messages-to-the-server.1 (each POST
+        body is a message the session receives, in the order they arrive).
         """
         self._check_open()
         if self._input_ended is not None:
