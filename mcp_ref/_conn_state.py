@@ -74,6 +74,8 @@ class ConnectionState:
         self.default_timeout = default_timeout
         self.newline_framing = newline_framing
         self.max_message_bytes = max_message_bytes
+        #: The most requests in flight in each direction (also the largest batch).
+        self.max_requests_in_flight = max_requests_in_flight
         self._lines = LineBuffer(max_message_bytes)
         self._messages: deque[bytes] = deque()
         # Events ready for next_event; a batch's refused items wait here as the

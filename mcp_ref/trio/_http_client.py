@@ -25,8 +25,8 @@ exchange:
   it open, reconnecting (with ``Last-Event-ID``) when it ends; a 4xx other than 404
   means the server offers none, and the task stops.
 
-What the channel reads of messages (:func:`~._http_common.peek_message`): kind, id and
-method, and two things more.  The ``protocolVersion`` of the ``initialize`` result,
+What the channel reads of messages (:func:`mcp_ref._http_messages.message_info`, the
+connection's own reader): kind, id and method, and two things more.  The ``protocolVersion`` of the ``initialize`` result,
 because every later request must carry it in ``MCP-Protocol-Version``
 (#protocol-version-header.1); and the ``requestId`` of an outgoing
 ``notifications/cancelled``, to stop reading that request's stream.

@@ -31,6 +31,7 @@ import trio
 from .. import _http as rules
 from .._errors import INTERNAL_ERROR
 from .._http import CONTENT_TYPE_JSON, CONTENT_TYPE_SSE, MessageKind
+from .._http_messages import message_info
 from .._sse import NEED_DATA as SSE_NEED_DATA
 from .._sse import SSEDecoder, SSEEvent
 from ..events import RequestId
@@ -42,7 +43,7 @@ from ._http_client_connections import (
     _Exchange,
 )
 from ._http_client_sessions import ClientSessions
-from ._http_common import peek_message, request_key
+from ._http_common import request_key
 
 __all__ = ["ClientAnswers"]
 
@@ -76,7 +77,7 @@ class ClientAnswers(ClientSessions):
 
     async def _deliver(self, data: bytes, waiting: Any) -> bool:
         """Pass one received message on; True when it is the response to ``waiting``."""
-        info = peek_message(data)
+        info = message_info(data)
         answered = (
             info is not None
             and info.kind is MessageKind.RESPONSE

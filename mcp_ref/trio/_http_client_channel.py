@@ -27,6 +27,7 @@ from typing import Literal
 import trio
 
 from .._http import MessageKind
+from .._http_messages import message_info
 from ..events import RequestId
 from ._http_client_connections import (
     _IO_FAILURES,
@@ -37,7 +38,7 @@ from ._http_client_connections import (
 )
 from ._http_client_get import ClientGetStream
 from ._http_client_legacy import ClientLegacy
-from ._http_common import peek_message, request_key
+from ._http_common import request_key
 
 __all__ = ["HttpClientChannel"]
 
@@ -82,7 +83,7 @@ class HttpClientChannel(ClientGetStream, ClientLegacy):
         """
         if self.closed:
             raise trio.ClosedResourceError("the HTTP channel is closed")
-        info = peek_message(data)
+        info = message_info(data)
         if self.mode == "legacy":
             await self._legacy_send(data)
             return

@@ -27,6 +27,7 @@ import trio
 
 from .. import _http as rules
 from .._http import CONTENT_TYPE_JSON, MCP_SESSION_ID
+from .._http_messages import message_info
 from .._sse import NEED_DATA as SSE_NEED_DATA
 from .._sse import SSEDecoder, SSEEvent
 from ._http_client_connections import (
@@ -34,7 +35,7 @@ from ._http_client_connections import (
     ClientConnections,
     _Exchange,
 )
-from ._http_common import peek_message, request_key
+from ._http_common import request_key
 
 __all__ = ["ClientSessions"]
 
@@ -107,7 +108,7 @@ class ClientSessions(ClientConnections):
                     decoder.receive_data(chunk)
                     while (ev := decoder.next_event()) is not SSE_NEED_DATA and ev is not None:
                         assert isinstance(ev, SSEEvent)
-                        info = peek_message(ev.data.encode()) if ev.data else None
+                        info = message_info(ev.data.encode()) if ev.data else None
                         if info is not None and request_key(info.id) == self._init_key:
                             result = ev.data.encode()
             finally:

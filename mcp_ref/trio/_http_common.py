@@ -1,17 +1,14 @@
-"""What the trio HTTP server and client share: message peeking, h11 over a trio stream,
-and a private task supervisor.
+"""What the trio HTTP server and client share: h11 over a trio stream, request keys and
+a private task supervisor.
 
 Theory of operation
 -------------------
-Streamable HTTP cannot treat messages as opaque bytes everywhere.  The server answers a
-POST of a notification with 202 and a POST of a request with a stream that ends after
-*the response to that request*; the client must know which answer ends a POST's stream.
-So both sides need to know, for one JSON-RPC message, its kind (request, notification,
-response) and its id -- never its params.  :func:`peek_message` reads exactly that.
-Messages the core wrote come in one fixed key order (``{"jsonrpc":"2.0","id":...,
-"method"|"result"|"error":...``), so the peek decodes only the id and the method name;
-anything else (another implementation's key order, a batch) is decoded in full.  The
-core still parses every message itself: the peek decides routing, never validity.
+Streamable HTTP cannot treat messages as opaque bytes everywhere: the server answers a
+POST of a request with a stream that ends after *the response to that request*, and the
+client must know which answer ends a POST's stream.  Neither side reads JSON itself for
+that: both ask the core (:mod:`mcp_ref._http_messages`), which reads a message with the
+very functions the connection uses, so the transport and the connection can never
+disagree about what a message is or which id it carries.
 
 :class:`H11Stream` is h11 driven over a ``trio.abc.Stream``: ``next_event`` reads until
 h11 has an event, ``send`` writes what h11 produces and calls ``send_failed`` when the
@@ -24,26 +21,19 @@ stored for others to spawn into: they hand a job to a bounded queue instead.
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
 
-import attrs
 import h11
 import trio
 
-from .._http import MessageKind
 from ._channel import _fileno_of, _write_now
 
 __all__ = [
     "CONNECTION_CLOSE",
     "RECEIVE_SIZE",
     "H11Stream",
-    "MessageInfo",
     "Supervisor",
-    "peek_body",
-    "peek_message",
     "request_key",
 ]
 
@@ -51,128 +41,8 @@ RECEIVE_SIZE: Final = 65536
 """Bytes asked for per ``receive_some``."""
 
 
-@attrs.frozen
-class MessageInfo:
-    """The kind, id and method of one JSON-RPC message (nothing else is read)."""
-
-    kind: MessageKind
-    """Request, notification or response (a result or an error)."""
-    id: str | int | None
-    """The id (None for a notification, or an error response without id)."""
-    method: str | None
-    """The method of a request or notification; None for a response."""
-
-
 CONNECTION_CLOSE: Final = (b"connection", b"close")
 """The ``Connection: close`` header of a response after which the connection ends."""
-
-
-def _valid_id(value: object) -> bool:
-    return isinstance(value, str | int) and not isinstance(value, bool)
-
-
-def _info_of(obj: object) -> MessageInfo | None:
-    if not isinstance(obj, dict):
-        return None
-    method = obj.get("method")
-    rid = obj.get("id")
-    if isinstance(method, str):
-        if "id" in obj:
-            return MessageInfo(MessageKind.REQUEST, rid, method) if _valid_id(rid) else None
-        return MessageInfo(MessageKind.NOTIFICATION, None, method)
-    if "result" in obj or "error" in obj:
-        return MessageInfo(MessageKind.RESPONSE, rid if _valid_id(rid) else None, None)
-    return None
-
-
-# The core's key order: the id (an int, or a string without escapes) and then the
-# method, result or error; or, for a notification, the method first.  A string holds no
-# quote, backslash or control character, so its bytes are its UTF-8 text.
-_HEAD = re.compile(
-    rb'\{"jsonrpc":"2\.0","(?:'
-    rb'id":(-?(?:0|[1-9][0-9]*)|"[^"\\\x00-\x1f]*"),"(method|result|error)":'
-    rb'|method":"([^"\\\x00-\x1f]*)"(,"id":)?)'
-)
-_METHOD = re.compile(rb'"([^"\\\x00-\x1f]*)"')
-_PEEK_BYTES: Final = 617  # the id and method lie in the first bytes: the prefix and 600
-
-
-def _fast_peek(data: bytes) -> MessageInfo | None:
-    """The core's own key order, reading only the id and the method; None if not it
-    (or a string with escapes: :func:`json.loads` then reads it)."""
-    m = _HEAD.match(data, 0, _PEEK_BYTES)
-    if m is None:
-        return None
-    rid_bytes, key, note_method, id_after = m.groups()
-    try:
-        data[:_PEEK_BYTES].decode("utf-8")  # the window must be UTF-8 (else the slow path)
-        if rid_bytes is not None:
-            rid: str | int = (
-                rid_bytes[1:-1].decode("utf-8") if rid_bytes[0] == 0x22 else int(rid_bytes)
-            )
-            if key == b"method":
-                method = _METHOD.match(data, m.end(), _PEEK_BYTES)
-                if method is None:
-                    return None
-                return MessageInfo(MessageKind.REQUEST, rid, method.group(1).decode("utf-8"))
-            return MessageInfo(MessageKind.RESPONSE, rid, None)
-        if id_after is not None:
-            return None  # "method" before "id": not the core's order
-        return MessageInfo(MessageKind.NOTIFICATION, None, note_method.decode("utf-8"))
-    except UnicodeDecodeError:
-        return None
-
-
-def peek_message(data: bytes) -> MessageInfo | None:
-    """Kind, id and method of one JSON-RPC message.
-
-    Args:
-        data: one message (UTF-8 JSON text, no framing).
-
-    Returns:
-        A :class:`MessageInfo`, or None when ``data`` is not one JSON-RPC message object
-        (invalid JSON, a batch, no method and no result/error, a bad id).
-
-    Source: 2025-06-18/basic#messages (the three kinds and their fields).
-    """
-    info = _fast_peek(data)
-    if info is not None:
-        return info
-    try:
-        obj = json.loads(data)
-    except (ValueError, RecursionError):
-        return None
-    return _info_of(obj)
-
-
-def peek_body(data: bytes) -> list[MessageInfo] | str:
-    """Kinds, ids and methods of the message(s) in a POST body.
-
-    Returns:
-        One :class:`MessageInfo` per message (a batch gives several, in order), or a
-        str saying what is wrong: ``"parse error: ..."`` (not JSON) or
-        ``"invalid: ..."`` (JSON, but not a message or an array of messages).
-
-    Source: 2025-06-18/basic/transports#sending-messages-to-the-server.4; batches of
-    2025-03-26.
-    """
-    info = _fast_peek(data)
-    if info is not None:
-        return [info]
-    try:
-        obj = json.loads(data)
-    except (ValueError, RecursionError) as exc:
-        return f"parse error: {exc}"
-    items = obj if isinstance(obj, list) else [obj]
-    if not items:
-        return "invalid: empty batch"
-    out: list[MessageInfo] = []
-    for item in items:
-        got = _info_of(item)
-        if got is None:
-            return "invalid: not a JSON-RPC request, notification or response"
-        out.append(got)
-    return out
 
 
 def request_key(rid: str | int | None) -> tuple[type, Any]:

@@ -31,7 +31,9 @@ import trio
 
 from .. import _http as rules
 from .._http import LAST_EVENT_ID, HttpError, MessageKind, PostReply, http_error
-from ._http_common import CONNECTION_CLOSE, H11Stream, MessageInfo, request_key
+from .._http_messages import MessageInfo, with_request_id
+from .._methods import BATCH_VERSIONS
+from ._http_common import CONNECTION_CLOSE, H11Stream, request_key
 from ._http_server_requests import (
     Refused,
     RequestHeaders,
@@ -55,9 +57,19 @@ log = logging.getLogger("mcp_ref.trio.http")
 _STATELESS_INIT_ID: Final = "mcp-ref:stateless-initialize"
 
 
+_MAX_BATCH: Final = 64
+"""The most messages of one POSTed batch (2025-03-26), unless the session's connection
+allows fewer requests in flight."""
+
+
 async def post(server: HttpServer, h: H11Stream, headers: RequestHeaders, last: bool) -> None:
     """Answer a POST to the MCP endpoint: 202 for notifications and responses, else
     the answer of its request(s) as JSON or an SSE stream.
+
+    The body is read by the core's own reader (:func:`~._http_server_requests.messages_of`),
+    so every request this POST waits for is one the session's connection takes with the
+    same id: it is answered, or the session ends.  A refusal of a body holding one
+    request carries that request's id.
 
     Raises:
         Refused: the request breaks a rule (the error says which).
@@ -66,7 +78,25 @@ async def post(server: HttpServer, h: H11Stream, headers: RequestHeaders, last: 
     if err is not None:
         raise Refused(err)
     body = await read_body(h, headers, server.limits)
-    infos = messages_of(body)
+    infos = messages_of(body, max_items=_MAX_BATCH)
+    try:
+        await _post_messages(server, h, headers, body, infos, last)
+    except Refused as exc:
+        requests = [m for m in infos if m.kind is MessageKind.REQUEST]
+        if len(requests) == 1 and requests[0].id is not None:
+            raise Refused(with_request_id(exc.error, requests[0].id)) from None
+        raise
+
+
+async def _post_messages(
+    server: HttpServer,
+    h: H11Stream,
+    headers: RequestHeaders,
+    body: bytes,
+    infos: list[MessageInfo],
+    last: bool,
+) -> None:
+    """The rest of :func:`post`, once the body is read: its session, then its answer."""
     is_init = any(m.method == "initialize" for m in infos)
     if is_init and len(infos) > 1:
         raise Refused(
@@ -77,6 +107,8 @@ async def post(server: HttpServer, h: H11Stream, headers: RequestHeaders, last: 
             )
         )
     if server.stateless:
+        if len(infos) > 1:
+            _check_batch(version_of(headers), len(infos), None)
         await stateless_post(server, h, headers, body, infos, is_init, last)
         return
     if is_init:
@@ -89,17 +121,32 @@ async def post(server: HttpServer, h: H11Stream, headers: RequestHeaders, last: 
     else:
         sess = server.table.of_headers(headers)
         version_of(headers)
-        if len(infos) > 1 and sess.protocol_version not in ("2025-03-26", None):
-            # Spec: 2025-06-18/basic#messages.1 (no batches from 2025-06-18 on)
-            raise Refused(
-                http_error(
-                    400,
-                    f"JSON-RPC batches are not allowed in {sess.protocol_version}",
-                    clause="2025-06-18/basic/transports#sending-messages-to-the-server.4",
-                )
-            )
+        if len(infos) > 1:
+            _check_batch(sess.protocol_version, len(infos), sess)
     sess.touch()
     await answer_post(server, h, sess, body, infos, is_init=is_init, last=last)
+
+
+def _check_batch(version: str | None, size: int, sess: HttpSession | None) -> None:
+    """Refuse a batch the session's connection would refuse whole (with id null, which
+    would answer none of the POST's requests): outside 2025-03-26, or larger than the
+    connection takes.
+
+    Raises:
+        Refused: 400 with a -32600 body.
+    """
+    # Spec: 2025-06-18/basic#messages.1 (no batches from 2025-06-18 on)
+    if version not in BATCH_VERSIONS:
+        raise Refused(
+            http_error(
+                400,
+                f"JSON-RPC batches are not allowed in protocol version {version}",
+                clause="2025-06-18/basic/transports#sending-messages-to-the-server.4",
+            )
+        )
+    session = sess.session if sess is not None else None
+    if session is not None and size > session.connection.max_requests_in_flight:
+        raise Refused(http_error(400, "batch too large", clause=None))
 
 
 async def answer_post(
@@ -119,7 +166,7 @@ async def answer_post(
         for data in (*extra, body):
             if not await sess.deliver(data):
                 raise Refused(gone())
-        sess.cancel_from(body, infos)
+        sess.cancel_from(infos)
         # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.5
         reply = rules.post_reply(infos[0].kind, stream=False)
         await send_simple(h, 202, rules.response_headers(reply), last)

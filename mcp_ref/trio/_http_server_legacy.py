@@ -74,5 +74,5 @@ async def legacy_post(
     sess.touch()
     if not await sess.deliver(body):
         raise Refused(gone())
-    sess.cancel_from(body, infos)
+    sess.cancel_from(infos)
     await send_simple(h, 202, rules.response_headers(PostReply.ACCEPTED), last)

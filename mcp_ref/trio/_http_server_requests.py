@@ -22,8 +22,9 @@ import trio
 
 from .. import _http as rules
 from .._http import HttpError, HttpLimits, http_error
+from .._http_messages import MessageInfo, read_post_body
 from .._methods import SUPPORTED_VERSIONS
-from ._http_common import CONNECTION_CLOSE, H11Stream, MessageInfo, peek_body
+from ._http_common import CONNECTION_CLOSE, H11Stream
 
 __all__ = [
     "Refused",
@@ -165,26 +166,25 @@ def _joined(chunks: list[bytes]) -> bytes:
     return b"".join(chunks)
 
 
-def messages_of(body: bytes) -> list[MessageInfo]:
-    """Kind, id and method of each message of a POST body.
+def messages_of(body: bytes, *, max_items: int = 64) -> list[MessageInfo]:
+    """Kind, id and method of each message of a POST body, as the session's connection
+    will read them (:func:`mcp_ref._http_messages.read_post_body`).
+
+    Args:
+        body: the POST body.
+        max_items: the most messages a batch may hold.
 
     Raises:
-        Refused: 400 for a body that is not a message or a batch of them (with a
-            JSON-RPC error body: -32700 or -32600).
+        Refused: 400 for a body that is not a message or a batch of them, with the
+            JSON-RPC error body the connection would have sent (-32700, -32600 or
+            -32602; the request's id wherever it can be read).
     """
     # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.4
-    infos = peek_body(body)
-    if isinstance(infos, str):
-        code = -32700 if infos.startswith("parse error") else -32600
-        # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.6
-        raise Refused(
-            http_error(
-                400,
-                infos,
-                clause="2025-06-18/basic/transports#sending-messages-to-the-server.4",
-                code=code,
-            )
-        )
+    # "The body of the POST request MUST be a single JSON-RPC request, notification, or
+    # response."
+    infos = read_post_body(body, max_items=max_items)
+    if isinstance(infos, HttpError):
+        raise Refused(infos)
     return infos
 
 

@@ -19,7 +19,6 @@ their socket too.  No I/O here but the session's input queue.
 from __future__ import annotations
 
 import contextvars
-import json
 import logging
 from collections.abc import Callable
 from typing import Any, Final, Literal
@@ -29,8 +28,9 @@ import trio
 
 from .. import _http as rules
 from .._http import EventStore, HttpLimits, MessageKind, PostReply
+from .._http_messages import MessageInfo, message_info
 from ..events import RequestId
-from ._http_common import CONNECTION_CLOSE, MessageInfo, peek_message, request_key
+from ._http_common import CONNECTION_CLOSE, request_key
 from ._session import Session, SessionClosed
 
 __all__ = [
@@ -290,7 +290,7 @@ class HttpSession:
         # Spec: 2025-06-18/basic/transports#multiple-connections.2
         # Each message is appended to one stream's events; only that stream's attached
         # response writes it (and a resumption of that stream replays it).
-        info = peek_message(data)
+        info = message_info(data)
         stream: LogicalStream | None = None
         if related is not None:
             # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.12
@@ -304,7 +304,7 @@ class HttpSession:
             if owner is not None and (stream is None or stream is owner):
                 stream, final_key = owner, key
         if final_key is not None and final_key == self.init_key:
-            self._note_initialize_result(data)
+            self._note_initialize_result()
         if stream is not None and stream.json_mode and final_key is None:
             # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.8
             # A JSON answer holds one response only: other messages use the GET stream.
@@ -337,14 +337,14 @@ class HttpSession:
             self._settle(stream, final_key)
         stream.wake()
 
-    def _note_initialize_result(self, data: bytes) -> None:
-        try:
-            obj = json.loads(data)
-            version = obj["result"]["protocolVersion"]
-        except (ValueError, KeyError, TypeError):
+    def _note_initialize_result(self) -> None:
+        """The answer to ``initialize`` is being routed: the session's connection has
+        just sent it, so it knows the negotiated version (None: initialize failed)."""
+        session = self.session
+        version = session.connection.protocol_version if session is not None else None
+        if version is None:
             self.init_failed = True
-            return
-        if isinstance(version, str):
+        else:
             self.protocol_version = version
 
     def cancel_request(self, rid: RequestId) -> None:
@@ -364,22 +364,12 @@ class HttpSession:
             stream.finished = True
             self.streams.pop(stream.id, None)
 
-    def cancel_from(self, body: bytes, infos: list[MessageInfo]) -> None:
-        """End the streams of the requests that the ``notifications/cancelled`` of a
-        POST body (``infos``: its messages) cancel; the body is read only when it
-        holds one."""
-        if not any(m.method == "notifications/cancelled" for m in infos):
-            return
-        try:
-            obj = json.loads(body)
-        except ValueError:
-            return
-        for item in obj if isinstance(obj, list) else [obj]:
-            if isinstance(item, dict) and item.get("method") == "notifications/cancelled":
-                params = item.get("params")
-                rid = params.get("requestId") if isinstance(params, dict) else None
-                if isinstance(rid, str | int) and not isinstance(rid, bool):
-                    self.cancel_request(rid)
+    def cancel_from(self, infos: list[MessageInfo]) -> None:
+        """End the streams of the requests that the ``notifications/cancelled`` among a
+        POST body's messages (``infos``, read by the core) cancel."""
+        for info in infos:
+            if info.cancels is not None:
+                self.cancel_request(info.cancels)
 
     # -- input (to the session) ----------------------------------------------------------
 
