@@ -1,7 +1,7 @@
 """mcp_ref.types against the official schema (2025-11-25): names, fields, round trips.
 
-Reads ``$MCP_SPEC_DIR`` (or ``../shared/spec`` beside the repo) and skips, with the
-reason, when it is absent.
+Reads the vendored copies of the official schema.json files and example messages
+(tests/vendor/, see tests/_spec.py), so nothing here depends on ``../shared``.
 """
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from __future__ import annotations
 import ast
 import copy
 import json
-import os
 import typing
 from pathlib import Path
 from typing import Any
 
 import attrs
+import jsonschema
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -22,35 +22,13 @@ from hypothesis import strategies as st
 from mcp_ref import types as t
 from mcp_ref._convert import ConversionError, _wire_name, _wire_required, structure, unstructure
 
-jsonschema = pytest.importorskip("jsonschema")
+from ._spec import REPO, examples_dir, schema_for, schema_path
 
-REPO = Path(__file__).resolve().parent.parent
 REVISION = "2025-11-25"
 NEWEST = "2026-07-28"
 
-
-def _spec_dir() -> Path | None:
-    env = os.environ.get("MCP_SPEC_DIR")
-    path = Path(env) if env else REPO.parent / "shared" / "spec"
-    return path if (path / "schema" / REVISION / "schema.json").is_file() else None
-
-
-SPEC = _spec_dir()
-pytestmark = pytest.mark.skipif(
-    SPEC is None, reason="the MCP spec folder is absent: set MCP_SPEC_DIR to run these tests"
-)
-
-
-def _load(revision: str) -> dict[str, Any]:
-    assert SPEC is not None
-    data: dict[str, Any] = json.loads((SPEC / "schema" / revision / "schema.json").read_text())
-    return data
-
-
-DEFS: dict[str, Any] = _load(REVISION)["$defs"] if SPEC else {}
-NEW_DEFS: dict[str, Any] = (
-    _load(NEWEST)["$defs"] if SPEC and (SPEC / "schema" / NEWEST).is_dir() else {}
-)
+DEFS: dict[str, Any] = schema_for(REVISION)["$defs"]
+NEW_DEFS: dict[str, Any] = schema_for(NEWEST)["$defs"]
 
 
 def _validator(name: str, defs: dict[str, Any] | None = None) -> Any:
@@ -135,8 +113,7 @@ def test_generated_file_is_not_stale() -> None:
     if not ruff.exists() and shutil.which("ruff") is None:
         pytest.skip("ruff is not installed; the generator formats its output with it")
     gen = importlib.import_module("spec_map.gen_types")
-    schema = SPEC / "schema" / REVISION / "schema.json"  # type: ignore[operator]
-    fresh = gen.generate(schema)
+    fresh = gen.generate(schema_path(REVISION))
     assert fresh == (REPO / "mcp_ref" / "types.py").read_text(), (
         "mcp_ref/types.py is stale: run python spec_map/gen_types.py"
     )
@@ -187,11 +164,7 @@ def _changed(name: str) -> list[str]:
 
 
 def _examples() -> list[tuple[str, str]]:
-    if SPEC is None:
-        return []
-    root = SPEC / "examples" / NEWEST
-    if not root.is_dir():
-        return []
+    root = examples_dir(NEWEST)
     return [
         (folder.name, path.name)
         for folder in sorted(root.iterdir())
@@ -201,41 +174,40 @@ def _examples() -> list[tuple[str, str]]:
 
 
 def _example(type_name: str, file_name: str) -> Any:
-    assert SPEC is not None
-    return json.loads((SPEC / "examples" / NEWEST / type_name / file_name).read_text())
+    return json.loads((examples_dir(NEWEST) / type_name / file_name).read_text())
 
 
 EXAMPLES = _examples()
+# The examples whose type (and everything it refers to) did not change from 2025-11-25
+# to 2026-07-28, and those that are valid 2025-11-25 messages: chosen when collecting,
+# so the tests below run on real vectors instead of skipping the rest.
+UNCHANGED = [(n, f) for n, f in EXAMPLES if not _changed(n)]
+VALID_IN_REVISION = [(n, f) for n, f in EXAMPLES if _validator(n).is_valid(_example(n, f))]
 
 
-@pytest.mark.parametrize(("type_name", "file_name"), EXAMPLES)
+@pytest.mark.parametrize(("type_name", "file_name"), UNCHANGED)
 def test_unchanged_examples_round_trip(type_name: str, file_name: str) -> None:
     """Examples of types whose schema (and everything it refers to) did not change from
     2025-11-25 to 2026-07-28 round-trip losslessly."""
-    changed = _changed(type_name)
-    if changed:
-        pytest.skip(f"{type_name} changed after {REVISION} (in {', '.join(changed)})")
     data = _example(type_name, file_name)
     obj = structure(copy.deepcopy(data), getattr(t, type_name))
     assert unstructure(obj) == data
 
 
-@pytest.mark.parametrize(("type_name", "file_name"), EXAMPLES)
+@pytest.mark.parametrize(("type_name", "file_name"), VALID_IN_REVISION)
 def test_examples_valid_in_2025_11_25_round_trip(type_name: str, file_name: str) -> None:
     """Any example that is also a valid 2025-11-25 message round-trips losslessly
     (newer fields, such as ``resultType``, land in ``extra`` and come back)."""
     data = _example(type_name, file_name)
-    errors = list(_validator(type_name).iter_errors(data))
-    if errors:
-        pytest.skip(f"not a valid {REVISION} {type_name}: {errors[0].message[:100]}")
     obj = structure(copy.deepcopy(data), getattr(t, type_name))
     assert unstructure(obj) == data
 
 
-def test_some_examples_are_unchanged() -> None:
-    """The skip logic above must leave real test vectors."""
-    unchanged = [n for n, _ in EXAMPLES if not _changed(n)]
-    assert len(unchanged) >= 5
+def test_enough_examples_are_test_vectors() -> None:
+    """The selection above must leave real test vectors: at least 5 unchanged examples,
+    and at least 20 that are valid 2025-11-25 messages."""
+    assert len(UNCHANGED) >= 5
+    assert len(VALID_IN_REVISION) >= 20
 
 
 # --- what we produce validates -----------------------------------------------------------
@@ -379,10 +351,10 @@ def _as_converted(node: Any) -> Any:
     return node
 
 
-CONVERTED_DEFS = _as_converted(DEFS) if DEFS else {}
+CONVERTED_DEFS = _as_converted(DEFS)
 
 # Examples that are valid 2025-11-25 messages: the seeds of the mutation test.
-SEEDS = [(n, f) for n, f in EXAMPLES if SPEC is not None and _validator(n).is_valid(_example(n, f))]
+SEEDS = VALID_IN_REVISION
 
 json_scalars = st.one_of(
     st.none(),
@@ -423,8 +395,7 @@ def test_converter_accepts_exactly_what_the_schema_accepts(data: st.DataObject) 
     """Mutate a valid example (replace, delete or add one value): the converter accepts
     the result exactly when the schema does (ranges and ``_meta`` contents aside), and whatever it accepts
     round-trips losslessly."""
-    if not SEEDS:
-        pytest.skip("no valid example to mutate")
+    assert SEEDS, "no valid example to mutate"
     type_name, file_name = data.draw(st.sampled_from(SEEDS))
     doc = _example(type_name, file_name)
     path = data.draw(st.sampled_from(_paths(doc)))

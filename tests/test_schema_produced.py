@@ -1,11 +1,12 @@
 """Every message the core produces validates against the schema of the negotiated
-revision (the official schema.json files under ../shared/spec/schema/)."""
+revision (the official schema.json files, vendored under tests/vendor/schema/)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+import jsonschema
 import pytest
 
 from mcp_ref import CLIENT, SERVER, Connection, ErrorResponse, Notification, Request, Response
@@ -13,8 +14,6 @@ from mcp_ref import types as t
 
 from ._pair import deliver, init_request, init_result
 from ._spec import schema_for
-
-jsonschema = pytest.importorskip("jsonschema")
 
 
 def validator(version: str) -> Any:

@@ -119,7 +119,7 @@ def test_error_body_has_no_id_unless_given() -> None:
 
 def _spec_dir() -> Path | None:
     env = os.environ.get("MCP_SPEC_DIR")
-    path = Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "spec"
+    path = Path(env) if env else Path(__file__).resolve().parent / "vendor"  # tests/_spec.py
     return path if path.is_dir() else None
 
 
