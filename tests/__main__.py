@@ -2,38 +2,39 @@
 
 In order: ruff lint, ruff format check, mypy --strict on the library, the pytest suite
 (which records the clauses each passing test proves), and ``python -m spec_map check``.
-Extra arguments go to pytest.  The last line repeats pytest's counts
-("tests: N passed, N failed, N skipped"), so the closing line of the run is the test
-count whatever the later steps print.  Exits non-zero if any step fails.
+Extra arguments go to pytest.  After the steps it lists every skipped test with its
+reason, and the last line gives pytest's counts, each kind apart
+("tests: N passed, N failed, N errors, N skipped, N xfailed, N xpassed"), so the closing
+line of the run is the test count whatever the later steps print.  The counts come from
+the plugin tests/_outcomes.py (JUnit XML cannot tell an expected failure from a skip).
+Exits non-zero if any step fails.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 import tempfile
-import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+KINDS = ("passed", "failed", "errors", "skipped", "xfailed", "xpassed")
+"""The counts of the summary line, in its order (see tests/_outcomes.py)."""
 
 
-def _counts(junit: Path) -> tuple[int, int, int]:
-    """(passed, failed, skipped) from a JUnit XML report."""
-    root = ET.parse(junit).getroot()
-    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
-    total = failed = skipped = 0
-    for s in suites:
-        total += int(s.get("tests", 0))
-        failed += int(s.get("failures", 0)) + int(s.get("errors", 0))
-        skipped += int(s.get("skipped", 0))
-    return total - failed - skipped, failed, skipped
+def summary(outcomes: dict[str, Any]) -> str:
+    """The closing line: ``tests: N passed, N failed, ...`` (every kind, zeros too)."""
+    return "tests: " + ", ".join(f"{outcomes.get(k, 0)} {k}" for k in KINDS)
 
 
 def main() -> int:
     py = sys.executable
     with tempfile.TemporaryDirectory() as tmp:
-        junit = Path(tmp) / "junit.xml"
+        report = Path(tmp) / "outcomes.json"
+        env = {**os.environ, "MCP_REF_OUTCOMES": str(report)}
         steps = [
             ("ruff check", [py, "-m", "ruff", "check", "."]),
             ("ruff format --check", [py, "-m", "ruff", "format", "--check", "."]),
@@ -47,7 +48,8 @@ def main() -> int:
                     "-q",
                     "-p",
                     "no:cacheprovider",
-                    f"--junitxml={junit}",
+                    "-p",
+                    "tests._outcomes",
                     *sys.argv[1:],
                 ],
             ),
@@ -56,14 +58,16 @@ def main() -> int:
         status = 0
         for name, cmd in steps:
             print(f"==> {name}", flush=True)
-            rc = subprocess.call(cmd, cwd=ROOT)
+            rc = subprocess.call(cmd, cwd=ROOT, env=env)
             if rc != 0:
                 print(f"==> {name} failed (exit {rc})", flush=True)
                 status = rc
                 break
-        if junit.exists():
-            passed, failed, skipped = _counts(junit)
-            print(f"tests: {passed} passed, {failed} failed, {skipped} skipped", flush=True)
+        if report.exists():
+            outcomes = json.loads(report.read_text(encoding="utf-8"))
+            for nodeid, reason in outcomes["skips"]:
+                print(f"skipped: {nodeid}: {reason}", flush=True)
+            print(summary(outcomes), flush=True)
         elif status == 0:
             print("==> pytest wrote no report", flush=True)
             status = 1
