@@ -44,7 +44,12 @@ table.summary td.n { text-align: right; } table.summary tr.out { color: #888; }
 .unchecked { border-left-color: #bbb; } .unchecked .badge { background: #aaa; }
 .legend span.badge { margin-right: 6px; }
 .passed { color: #2e8b3d; } .failed { color: #c62828; } .skipped { color: #888; }
-.diagram { overflow-x: auto; border: 1px solid #e3e3e3; padding: 6px; }
+/* The diagram is wider than the text column: it takes the window's width (full bleed,
+   24px from each edge, clear of a scroll bar) and shrinks to fit it, keeping its
+   proportions; the container still scrolls if the window is very narrow. */
+.diagram { overflow-x: auto; border: 1px solid #e3e3e3; padding: 6px;
+           margin-left: calc(50% - 50vw + 24px); margin-right: calc(50% - 50vw + 24px); }
+.diagram svg { display: block; max-width: 100%; height: auto; margin: 0 auto; }
 """
 
 _STATUS_TEXT = {
