@@ -200,13 +200,27 @@ class Connection(ReceivePaths, SendPaths):
             assert isinstance(line, bytes)
             if not line or (line[0] in _BLANK and not line.strip()):
                 continue  # a blank line (strip() copies: only when it may be one)
-            obj = rpc.decode(line)
+            try:
+                obj = rpc.decode(line)
+            except RemoteProtocolError as exc:
+                raise self._parse_error(line, exc) from None
             if type(obj) is list:
                 self._split_batch(obj)
                 continue
             event = self._handle(obj)
             if event is not None:
                 return event
+
+    def _parse_error(self, line: bytes, exc: RemoteProtocolError) -> RemoteProtocolError:
+        """The refusal of a message that is not JSON: -32700, answering the id of the
+        request it was meant to be when its first bytes show one (a truncated
+        ``tools/call``), else id null."""
+        # Spec: JSON-RPC 2.0 section 5: "If there was an error in detecting the id in
+        # the Request object (e.g. Parse error/Invalid Request), it MUST be Null."
+        rid, is_request = rpc.peek(line[:PEEK_BYTES])
+        if rid is None or not is_request:
+            return exc
+        return self._refuse(rid, exc.code, exc.message)
 
     def _next_message(self) -> bytes | object:
         """The next whole message fed with ``receive_message`` (or TOO_LONG)."""

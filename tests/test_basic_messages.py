@@ -38,7 +38,7 @@ def refused(conn: Connection, line: bytes) -> RemoteProtocolError:
 
 def test_parse_error_answers_32700_with_null_id_and_survives() -> None:
     client, server = initialized_pair()
-    err = refused(server, b'{"jsonrpc": "2.0", "id": 3, "method": ')
+    err = refused(server, b'{"jsonrpc": "2.0", "method": "ping", "id": ')
     assert err.code == PARSE_ERROR
     assert err.event_hint is not None and err.event_hint.id is None
     reply = json.loads(server.send(err.event_hint))
@@ -48,6 +48,27 @@ def test_parse_error_answers_32700_with_null_id_and_survives() -> None:
         "error": {"code": -32700, "message": err.message},
     }
     # The next good message still works.
+    (req,) = deliver(client.send(Request(id=1, method="ping")), server)
+    assert req.id == 1
+
+
+def test_parse_error_answers_the_id_its_first_bytes_show() -> None:
+    """A request broken after its id (truncated, trailing bytes, nested too deep) is
+    answered -32700 with that id, so its sender can tell which request failed."""
+    client, server = initialized_pair()
+    deep = b"[" * 5000 + b"]" * 5000
+    for rid, line in [
+        (3, b'{"jsonrpc": "2.0", "id": 3, "method": '),
+        ("a", b'{"jsonrpc":"2.0","id":"a","method":"ping"} trailing'),
+        (4, b'{"jsonrpc":"2.0","id":4,"method":"ping","params":{"x":' + deep + b"}}"),
+    ]:
+        err = refused(server, line)
+        assert err.code == PARSE_ERROR
+        assert err.event_hint is not None and err.event_hint.id == rid
+        assert json.loads(server.send(err.event_hint))["id"] == rid
+    # A broken response (no method) names no request of the peer's: id null.
+    err = refused(server, b'{"jsonrpc":"2.0","id":5,"result":')
+    assert err.event_hint is not None and err.event_hint.id is None
     (req,) = deliver(client.send(Request(id=1, method="ping")), server)
     assert req.id == 1
 
