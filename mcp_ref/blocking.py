@@ -27,7 +27,8 @@ How it drives the core, step by step
    c. write what ``conn.handle_timeout(time.monotonic())`` returns (the
       ``notifications/cancelled`` of an expired request);
    d. drain ``conn.next_event()``: the Response or ErrorResponse for ``rid`` ends the
-      wait; RequestTimedOut for it raises ``McpError(REQUEST_TIMEOUT)``; a Progress
+      wait; RequestTimedOut for it raises :class:`NoAnswerError` (an McpError with
+      code ``REQUEST_TIMEOUT`` that no server sent: we gave up waiting); a Progress
       for it (the core matched the token) goes to ``on_progress``; a ``ping``
       from the server is answered; any other server request gets -32601.  Requests
       that need client capabilities (sampling, roots, elicitation) never get that
@@ -86,7 +87,7 @@ if TYPE_CHECKING:
     import selectors
     import subprocess
 
-__all__ = ["DEFAULT_CLIENT_INFO", "Client", "SessionClosed", "connect_stdio"]
+__all__ = ["DEFAULT_CLIENT_INFO", "Client", "NoAnswerError", "SessionClosed", "connect_stdio"]
 
 DEFAULT_CLIENT_INFO: Final = t.Implementation(name="mcp-ref-blocking", version="0.1.0")
 """The ``clientInfo`` sent in ``initialize`` unless another is given."""
@@ -98,6 +99,37 @@ _CHUNK: Final = 65536
 class SessionClosed(ConnectionError):
     """The session ended (the server exited or closed its stdout, a write failed, or
     the client was closed) before the answer came, or a request was made after."""
+
+
+# NoAnswerError is shared by the three clients (blocking, asyncio, trio).  It lives in
+# this module because this is the one client module that imports no event loop, so
+# each of them can import it; its natural home is mcp_ref/_errors.py.
+class NoAnswerError(McpError):
+    """We gave up waiting: the peer sent no answer to a request within its timeout.
+
+    Raised by the clients' requests instead of a plain :class:`~mcp_ref.McpError`,
+    so "the peer never answered" stays apart from "the peer answered with an error"
+    (which is a plain McpError, whatever its code, -32001 included).  It is an
+    McpError with ``code`` ``REQUEST_TIMEOUT`` (-32001) and ``data``
+    ``{"method": ..., "elapsed": ...}``, so code that caught the timeout as
+    ``McpError`` before still does; catch ``NoAnswerError`` first to tell them apart.
+
+    Attributes:
+        method: the request's method, e.g. ``"initialize"``.
+        elapsed: seconds between sending the request and giving up.
+
+    Source: 2025-06-18/basic/lifecycle#timeouts (the sender stops waiting and, except
+    for ``initialize``, sends ``notifications/cancelled``).
+    """
+
+    def __init__(self, method: str, elapsed: float) -> None:
+        super().__init__(
+            REQUEST_TIMEOUT,
+            f"no answer to {method} within {elapsed:.3g} s",
+            {"method": method, "elapsed": elapsed},
+        )
+        self.method = method
+        self.elapsed = elapsed
 
 
 class Client:
@@ -165,7 +197,8 @@ class Client:
                 propagates.
 
         Raises:
-            McpError: an error response; ``REQUEST_TIMEOUT`` (-32001) on timeout.
+            NoAnswerError: no answer within the timeout (an McpError, code -32001).
+            McpError: the server answered with an error response.
             SessionClosed: the session ended first.
             LocalProtocolError: the request breaks the protocol (nothing was sent).
             RuntimeError: called while another request waits (from on_notification).
@@ -375,9 +408,9 @@ class Client:
             if self._waiting is None or event.id != self._waiting:
                 return  # the core already dropped late answers; nothing else can match
             if isinstance(event, RequestTimedOut):
-                self._answer = McpError(
-                    REQUEST_TIMEOUT, f"{event.method}: no answer after {event.elapsed:.3g} s"
-                )
+                # Spec: 2025-06-18/basic/lifecycle#timeouts.2 ("stop waiting for that
+                # response"; the core wrote the notifications/cancelled)
+                self._answer = NoAnswerError(event.method, event.elapsed)
             else:
                 self._answer = event
         elif isinstance(event, Request):
@@ -463,6 +496,8 @@ def connect_stdio(
     Raises:
         ValueError: ``protocol_version`` is not supported (nothing is started).
         OSError: the command could not be started.
+        NoAnswerError: no answer to ``initialize`` within ``timeout`` (not an MCP
+            server, or a slow one).
         McpError, SessionClosed: initialization failed.
 
     Source: 2025-06-18/basic/transports#stdio; 2025-06-18/basic/lifecycle#stdio.1.

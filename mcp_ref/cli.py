@@ -8,11 +8,15 @@ Subcommands::
     mcp-ref demo [--full] [-- CMD...]
         Run a client against the reference server (a child process) and print the wire
         transcript, each message annotated with the spec section that governs it.
-    mcp-ref inspect [--json] -- CMD...
+    mcp-ref inspect [--json] [--timeout SECONDS] -- CMD...
         Connect to any stdio server and print its tools, resources, templates, prompts.
-    mcp-ref call [--json] -- CMD... TOOL [key=value ...]
+    mcp-ref call [--json] [--timeout SECONDS] -- CMD... TOOL [key=value ...]
         Call one tool.  The trailing ``key=value`` words are the arguments (a value is
         JSON when it parses as JSON, else a string); the word before them is the tool.
+        ``--timeout`` bounds the wait for each answer; without it, ``initialize`` gets
+        10 s (INITIALIZE_TIMEOUT) and the rest 60 s.  A server that never answers is
+        named as such ("no answer to initialize from CMD within 10 s: ..."), never
+        blamed for an error it did not send.
 
 Errors are one line on stderr and exit status 1, never a traceback.  A tool result with
 ``isError: true`` is printed and exits with status 1 too.
@@ -29,6 +33,7 @@ import importlib
 import json
 import os
 import re
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -98,6 +103,10 @@ def _explain(exc: BaseException) -> str:
             if not isinstance(inner, trio.Cancelled):
                 return _explain(inner)
         return "cancelled"
+    from .blocking import NoAnswerError
+
+    if isinstance(exc, NoAnswerError):  # we gave up waiting: nobody answered
+        return exc.message
     if isinstance(exc, McpError):
         return f"the server answered with error {exc.code}: {exc.message}"
     if isinstance(exc, FileNotFoundError):
@@ -288,19 +297,93 @@ def _show_prompt(prompt: t.Prompt) -> tuple[str, str | None]:
     return f"{prompt.name}({names})", prompt.description
 
 
-async def _inspect(command: list[str], as_json: bool, out: TextIO) -> int:
-    from .client import open_stdio_client
+INITIALIZE_TIMEOUT: Final = 10.0
+"""Seconds ``inspect`` and ``call`` wait for the answer to ``initialize`` when no
+``--timeout`` is given (their other requests keep the client's default, 60 s restarted
+by progress).  A server answers ``initialize`` as soon as it has started, in well under
+a second for the servers we know; a program that is not one (a bare ``python`` waiting
+for its script on stdin, a command missing an argument) never answers, and a minute of
+silence before saying so helps nobody.  A server that starts slowly (``npx -y``
+fetching its package the first time) needs ``--timeout``."""
 
-    async with open_stdio_client(command) as client:
-        caps = client.server_capabilities
-        listing: dict[str, Any] = {}
-        if caps.tools is not None:
-            listing["tools"] = await client.list_tools()
-        if caps.resources is not None:
-            listing["resources"] = await client.list_resources()
-            listing["templates"] = await client.list_resource_templates()
-        if caps.prompts is not None:
-            listing["prompts"] = await client.list_prompts()
+
+def _seconds(text: str) -> float:
+    """``--timeout``'s value: a finite number of seconds above zero."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected seconds above 0, not {text!r}")
+    return value
+
+
+def _timeouts(timeout: float | None) -> dict[str, Any]:
+    """The timeouts of :func:`~mcp_ref.client.open_stdio_client` for ``--timeout
+    SECONDS`` (None: not given): the wait for each answer, ``initialize``'s included;
+    not given, :data:`INITIALIZE_TIMEOUT` for ``initialize`` and the client's default
+    for the rest.  Source: 2025-06-18/basic/lifecycle#timeouts.3."""
+    from ._inflight import RequestTimeout
+    from .trio import DEFAULT_TIMEOUT
+
+    # Spec: 2025-06-18/basic/lifecycle#timeouts.3 ("allow these timeouts to be
+    # configured on a per-request basis")
+    if timeout is None:
+        return {
+            "timeout": DEFAULT_TIMEOUT,
+            "initialize_timeout": RequestTimeout(seconds=INITIALIZE_TIMEOUT),
+        }
+    each = RequestTimeout(seconds=timeout)
+    return {"timeout": each, "initialize_timeout": each}
+
+
+def _no_answer(
+    exc: Any, command: Sequence[str], timeout: float | None, tool: str | None = None
+) -> CliError:
+    """The one-line error for ``exc``, a :class:`~mcp_ref.client.NoAnswerError`: what
+    went unanswered, from which command, within how long (the configured seconds, or
+    the time waited); for ``initialize``, ask whether it is an MCP server at all."""
+    if timeout is not None:
+        within = f"{timeout:g}"
+    elif exc.method == "initialize":
+        within = f"{INITIALIZE_TIMEOUT:g}"
+    else:
+        within = f"{float(f'{exc.elapsed:.3g}'):g}"
+    text = f"no answer to {exc.method} from {shlex.join(command)} within {within} s"
+    if exc.method != "initialize":
+        return CliError(text)
+    text += ": is it an MCP server?"
+    if tool is not None and (
+        "/" in tool or tool.endswith((".py", ".js", ".mjs", ".cjs", ".ts")) or os.path.isfile(tool)
+    ):
+        # ``mcp-ref call -- python server.py``: the script was taken for the tool.
+        text += (
+            f" ({tool} was taken as the tool's name: "
+            "mcp-ref call -- CMD [ARGS...] TOOL [key=value ...])"
+        )
+    elif timeout is None:
+        text += " (a server slow to start needs a longer --timeout SECONDS)"
+    return CliError(text)
+
+
+async def _inspect(
+    command: list[str], as_json: bool, out: TextIO, timeout: float | None = None
+) -> int:
+    from .client import NoAnswerError, open_stdio_client
+
+    try:
+        async with open_stdio_client(command, **_timeouts(timeout)) as client:
+            caps = client.server_capabilities
+            listing: dict[str, Any] = {}
+            if caps.tools is not None:
+                listing["tools"] = await client.list_tools()
+            if caps.resources is not None:
+                listing["resources"] = await client.list_resources()
+                listing["templates"] = await client.list_resource_templates()
+            if caps.prompts is not None:
+                listing["prompts"] = await client.list_prompts()
+    except NoAnswerError as exc:
+        raise _no_answer(exc, command, timeout) from None
     if as_json:
         from ._convert import unstructure
 
@@ -330,13 +413,18 @@ def _describe_block(block: Any) -> str:
     return repr(block)
 
 
-async def _call(words: Sequence[str], as_json: bool, out: TextIO) -> int:
+async def _call(
+    words: Sequence[str], as_json: bool, out: TextIO, timeout: float | None = None
+) -> int:
     from ._convert import unstructure
-    from .client import open_stdio_client
+    from .client import NoAnswerError, open_stdio_client
 
     command, tool, arguments = parse_arguments(words)
-    async with open_stdio_client(command) as client:
-        result = await client.call_tool(tool, arguments)
+    try:
+        async with open_stdio_client(command, **_timeouts(timeout)) as client:
+            result = await client.call_tool(tool, arguments)
+    except NoAnswerError as exc:
+        raise _no_answer(exc, command, timeout, tool) from None
     if as_json:
         print(json.dumps(unstructure(result), indent=2, ensure_ascii=False), file=out)
     else:
@@ -587,10 +675,24 @@ def _parser() -> argparse.ArgumentParser:
 
     inspect = sub.add_parser("inspect", help="list a stdio server's tools, resources, prompts")
     inspect.add_argument("--json", action="store_true", help="print JSON")
+    inspect.add_argument(
+        "--timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="wait at most this long for each answer, initialize's included "
+        f"(default: {INITIALIZE_TIMEOUT:g} s for initialize, 60 s for the others)",
+    )
     inspect.add_argument("server_command", nargs=argparse.REMAINDER, metavar="-- CMD")
 
     call = sub.add_parser("call", help="call one tool of a stdio server")
     call.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    call.add_argument(
+        "--timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="wait at most this long for each answer, initialize's included "
+        f"(default: {INITIALIZE_TIMEOUT:g} s for initialize, 60 s for the call)",
+    )
     call.add_argument("words", nargs=argparse.REMAINDER, metavar="-- CMD TOOL key=value")
     return parser
 
@@ -606,10 +708,10 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         command = words or [sys.executable, "-m", "mcp_ref", "serve"]
         runner = partial(_demo, command, args.full, out)
     elif args.command == "inspect":
-        runner = partial(_inspect, _command(args.server_command), args.json, out)
+        runner = partial(_inspect, _command(args.server_command), args.json, out, args.timeout)
     elif args.command == "call":
         parse_arguments(args.words)  # usage errors before starting anything
-        runner = partial(_call, args.words, args.json, out)
+        runner = partial(_call, args.words, args.json, out, args.timeout)
     else:
         raise CliError("give a command: serve, demo, inspect or call (see mcp-ref --help)")
     result: int = trio.run(runner)

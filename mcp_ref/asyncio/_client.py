@@ -22,7 +22,8 @@ back with ``receive_data`` or ``receive_message`` followed by
    ``conn.next_deadline()`` (on the ``loop.time()`` clock, the one passed as ``now``),
    then calls ``conn.handle_timeout(loop.time())`` and writes what it returns: the
    ``notifications/cancelled`` of each expired request.  The RequestTimedOut events
-   that follow fail their futures.  Sending a request wakes the task, as its deadline
+   that follow fail their futures with :class:`~mcp_ref.blocking.NoAnswerError` (we
+   gave up waiting), never a plain McpError (the server answered with an error).  Sending a request wakes the task, as its deadline
    may be earlier than the one being waited for.
 5. Cancellation: when the task awaiting a future is cancelled, send
    ``notifications/cancelled`` for its id.  The core returns ``b""`` (send nothing)
@@ -58,7 +59,6 @@ from .._errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
-    REQUEST_TIMEOUT,
     LocalProtocolError,
     McpError,
     RemoteProtocolError,
@@ -73,6 +73,7 @@ from .._methods import (
 from .._pagination import PageWalker
 from .._roots import check_roots
 from .._state import State
+from ..blocking import NoAnswerError  # the clients' shared exception; loads no I/O
 from ..events import (
     ConnectionClosed,
     ErrorResponse,
@@ -90,6 +91,7 @@ __all__ = [
     "DEFAULT_CLIENT_INFO",
     "ClientSession",
     "ElicitationHandler",
+    "NoAnswerError",
     "ProgressCallback",
     "SamplingHandler",
     "SessionClosed",
@@ -240,8 +242,9 @@ class ClientSession:
                 exception it raises ends the session.
 
         Raises:
-            McpError: the server answered with an error; or ``REQUEST_TIMEOUT``
-                (-32001) when the timeout expired.
+            NoAnswerError: no answer within the timeout (an McpError, code -32001,
+                that the server did not send).
+            McpError: the server answered with an error.
             SessionClosed: the session ended first.
             LocalProtocolError: the request breaks the protocol (nothing was sent).
             asyncio.CancelledError: the caller was cancelled; the server was sent
@@ -439,11 +442,7 @@ class ClientSession:
             answer = self._pending.get(event.id)
             if answer is not None and not answer.done():
                 # Spec: 2025-06-18/basic/lifecycle#timeouts.2 (the core wrote the cancel)
-                answer.set_exception(
-                    McpError(
-                        REQUEST_TIMEOUT, f"{event.method}: no answer after {event.elapsed:.3g} s"
-                    )
-                )
+                answer.set_exception(NoAnswerError(event.method, event.elapsed))
         elif isinstance(event, Request):
             if event.method in self._handlers or (
                 event.method == "roots/list" and self._roots is not None

@@ -16,10 +16,19 @@ the server's request for it with -32601 before any code of ours runs
 
 Every method sends one request (list methods: one per page, walking every page with
 :class:`~mcp_ref._pagination.PageWalker`) and returns the typed result of
-:mod:`mcp_ref.types`.  They all raise :class:`~mcp_ref.McpError` for an error response
-or a timeout (code ``REQUEST_TIMEOUT``), :class:`~mcp_ref.trio.SessionClosed` when the
-session ended, and :class:`~mcp_ref.LocalProtocolError` when the server did not declare
-the capability the method needs.
+:mod:`mcp_ref.types`.  They all raise :class:`~mcp_ref.McpError` for an error response,
+:class:`NoAnswerError` (an McpError subclass, code ``REQUEST_TIMEOUT``) when the server
+sent no answer within the timeout, :class:`~mcp_ref.trio.SessionClosed` when the session
+ended, and :class:`~mcp_ref.LocalProtocolError` when the server did not declare the
+capability the method needs.
+
+Telling "no answer" from "an error answer": the trio session reports its own timeout as
+``McpError(REQUEST_TIMEOUT, ..., {"method": ..., "elapsed": ...})``, which a server could
+also send on the wire.  :meth:`Client.request` knows which requests could have timed out
+and when: it turns the session's error into :class:`NoAnswerError` only when the request
+had a timeout, at least that many seconds passed, and the error carries exactly the
+session's ``data`` for that method (:func:`_gave_up`).  A server's -32001 answer stays a
+plain McpError.
 
 Server notifications go to two optional callbacks, sync or async, run one at a time in
 arrival order: ``on_log(params)`` for ``notifications/message`` and
@@ -40,13 +49,14 @@ from typing import Any, TypeVar
 import trio
 
 from .. import types as t
-from .._errors import METHOD_NOT_FOUND, LocalProtocolError, McpError
+from .._errors import METHOD_NOT_FOUND, REQUEST_TIMEOUT, LocalProtocolError, McpError
 from .._inflight import RequestTimeout
 from .._methods import LATEST_PROTOCOL_VERSION
 from .._pagination import PageWalker
 from .._ratelimit import RateLimit, TokenBucket, take_or_refuse
 from .._roots import check_roots
 from .._state import CLIENT
+from ..blocking import NoAnswerError  # the clients' shared exception; loads no I/O
 from ..events import Notification, Progress
 from ..trio import (
     DEFAULT_TIMEOUT,
@@ -65,6 +75,7 @@ __all__ = [
     "DEFAULT_CLIENT_INFO",
     "Client",
     "ElicitationHandler",
+    "NoAnswerError",
     "RootsArg",
     "SamplingHandler",
     "open_client",
@@ -109,6 +120,32 @@ async def _maybe_await(value: T | Awaitable[T]) -> T:
     if inspect.isawaitable(value):
         return await value
     return value
+
+
+def _gave_up(exc: McpError, method: str, limit: RequestTimeout | None, waited: float) -> bool:
+    """Whether ``exc``, raised by ``Session.send_request(method, ...)``, is the session
+    giving up on a request with timeout ``limit`` after ``waited`` seconds (True), not
+    an error the peer answered (False).
+
+    The session's own timeout error has code ``REQUEST_TIMEOUT`` and ``data`` exactly
+    ``{"method": method, "elapsed": e}`` with ``e >= limit.seconds``; and the caller
+    waited at least as long.  A request without a timeout never times out here.
+    """
+    if isinstance(exc, NoAnswerError):
+        return True
+    data = exc.data
+    if exc.code != REQUEST_TIMEOUT or limit is None or not isinstance(data, dict):
+        return False
+    elapsed = data.get("elapsed")
+    floor = limit.seconds * (1 - 1e-9)  # the core's deadline is a float sum: allow rounding
+    return (
+        data.keys() == {"method", "elapsed"}
+        and data["method"] == method
+        and isinstance(elapsed, int | float)
+        and not isinstance(elapsed, bool)
+        and elapsed >= floor
+        and waited >= floor
+    )
 
 
 def _kept_roots(roots: RootsArg) -> RootsArg:
@@ -223,7 +260,7 @@ class Client:
             client_info=client_info,
         )
         # Spec: 2025-06-18/basic/lifecycle#initialization.2
-        result = await self.session.send_request("initialize", params, timeout=timeout)
+        result = await self.request("initialize", params, timeout=timeout)
         assert isinstance(result, t.InitializeResult)
         self._init = result
         # Spec: 2025-06-18/basic/lifecycle#initialization.4
@@ -274,11 +311,38 @@ class Client:
         timeout: TimeoutArg = SESSION_DEFAULT,
         on_progress: Callable[[Progress], Any] | None = None,
     ) -> Any:
-        """Send any request and return its typed result (see
-        :meth:`~mcp_ref.trio.Session.send_request` for the errors)."""
-        return await self.session.send_request(
-            method, params, timeout=timeout, on_progress=on_progress
-        )
+        """Send any request and return its typed result.
+
+        Args:
+            method: e.g. ``"tools/call"``.
+            params: its typed params (``mcp_ref.types``), or None.
+            timeout: a :class:`~mcp_ref.RequestTimeout`, None for none, or
+                ``SESSION_DEFAULT`` (the ``timeout`` given to :func:`open_client`).
+            on_progress: called (sync or async) with each :class:`~mcp_ref.Progress`.
+
+        Raises:
+            NoAnswerError: no answer within the timeout: we stopped waiting (and, but
+                for ``initialize``, sent ``notifications/cancelled``).
+            McpError: the server answered with an error response.
+            SessionClosed, LocalProtocolError: as
+                :meth:`~mcp_ref.trio.Session.send_request`.
+
+        Source: 2025-06-18/basic/lifecycle#timeouts.2, #timeouts.3.
+        """
+        session = self.session
+        limit = session.default_timeout if timeout is SESSION_DEFAULT else timeout
+        started = trio.current_time()
+        try:
+            return await session.send_request(
+                method, params, timeout=timeout, on_progress=on_progress
+            )
+        except McpError as exc:
+            waited = trio.current_time() - started
+            if isinstance(exc, NoAnswerError) or not _gave_up(exc, method, limit, waited):
+                raise
+            # Spec: 2025-06-18/basic/lifecycle#timeouts.2 ("stop waiting for a response")
+            assert isinstance(exc.data, dict)
+            raise NoAnswerError(method, float(exc.data["elapsed"])) from exc
 
     async def _page(self, method: str, cursor: str | None, timeout: TimeoutArg) -> Any:
         params = t.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
@@ -342,7 +406,8 @@ class Client:
                 optional ``jsonschema`` package: without it, and for tools never listed,
                 results without ``structuredContent`` or with ``isError``, nothing is
                 checked.
-            McpError: an error response (unknown tool: -32602) or a timeout.
+            McpError: an error response (unknown tool: -32602).
+            NoAnswerError: no answer within the timeout.
 
         Source: 2025-06-18/server/tools#calling-tools,
         2025-06-18/server/tools#output-schema.2.
@@ -534,6 +599,7 @@ async def open_client(
     on_log: Callable[[t.LoggingMessageNotificationParams], Any] | None = None,
     on_notification: Callable[[Notification], Any] | None = None,
     timeout: RequestTimeout | None = DEFAULT_TIMEOUT,
+    initialize_timeout: TimeoutArg = SESSION_DEFAULT,
     sampling_rate_limit: RateLimit | None = DEFAULT_SAMPLING_RATE_LIMIT,
     elicitation_rate_limit: RateLimit | None = DEFAULT_ELICITATION_RATE_LIMIT,
     **session_kw: Any,
@@ -549,8 +615,13 @@ async def open_client(
         elicitation_handler: answers ``elicitation/create``; declares ``elicitation``.
         roots: our roots (a list or a callable); declares ``roots`` with ``listChanged``.
         on_log, on_notification: callbacks for server notifications (see :class:`Client`).
-        timeout: the default per-request :class:`~mcp_ref.RequestTimeout` (also for
-            ``initialize``); None for none.
+        timeout: the default per-request :class:`~mcp_ref.RequestTimeout` (default
+            :data:`~mcp_ref.trio.DEFAULT_TIMEOUT`: 60 s, restarted by progress, at most
+            600 s); None for none.
+        initialize_timeout: how long to wait for the answer to ``initialize``: a
+            :class:`~mcp_ref.RequestTimeout`, None for ever, or ``SESSION_DEFAULT``
+            (the default: ``timeout``).  A program that is not an MCP server never
+            answers; a short wait here says so sooner.
         sampling_rate_limit, elicitation_rate_limit: how many of these requests the
             server may make (:class:`~mcp_ref.client.RateLimit`, per session; defaults
             :data:`DEFAULT_SAMPLING_RATE_LIMIT` and :data:`DEFAULT_ELICITATION_RATE_LIMIT`;
@@ -560,11 +631,13 @@ async def open_client(
             ``max_concurrent_requests``, ...).
 
     Raises:
+        NoAnswerError: no answer to ``initialize`` within ``initialize_timeout``.
         McpError: the server refused ``initialize``.
         SessionClosed: the connection ended during initialization, or the server answered
             a protocol version we do not support (we disconnect, as the spec asks).
 
-    Source: 2025-06-18/basic/lifecycle#initialization.
+    Source: 2025-06-18/basic/lifecycle#initialization; 2025-06-18/basic/lifecycle#timeouts.3
+    (``initialize_timeout``: a timeout per request).
     """
     client = Client(
         sampling_handler=sampling_handler,
@@ -579,7 +652,7 @@ async def open_client(
         channel, CLIENT, _ClientHandler(client), default_timeout=timeout, **session_kw
     ) as session:
         client._session = session
-        await client._initialize(client_info, protocol_version, SESSION_DEFAULT)
+        await client._initialize(client_info, protocol_version, initialize_timeout)
         yield client
 
 
@@ -611,7 +684,7 @@ async def open_stdio_client(
 
     Raises:
         OSError: the program could not be started.
-        McpError, SessionClosed: as :func:`open_client`.
+        NoAnswerError, McpError, SessionClosed: as :func:`open_client`.
     """
     async with (
         open_stdio_process(
