@@ -32,8 +32,9 @@ Status codes, and why (the spec fixes some; the others are our choice, said here
 
 * 400 Bad Request: unsupported ``MCP-Protocol-Version`` (fixed by the spec); missing
   session id (spec: SHOULD); malformed session id, ``Last-Event-ID`` or header repeated.
-* 403 Forbidden: an ``Origin`` not allowed (2025-11-25 fixes 403); a ``Host`` not
-  allowed (our choice: the same DNS-rebinding refusal).
+* 403 Forbidden: an ``Origin`` not allowed (2025-11-25 fixes 403); a ``Host``, or the
+  host of an absolute-form request target, not allowed (our choice: the same
+  DNS-rebinding refusal).
 * 404 Not Found: a session id that is unknown or terminated (fixed by the spec).
 * 405 Method Not Allowed: GET when the server offers no GET stream, DELETE when it does
   not let clients end sessions (both named by the spec), any other method (our choice).
@@ -41,6 +42,8 @@ Status codes, and why (the spec fixes some; the others are our choice, said here
 * 409 Conflict: ``Last-Event-ID`` names events the :class:`EventStore` no longer holds
   (our choice; 404 would tell the client its *session* is gone, which is false).
 * 413 Content Too Large, 415 Unsupported Media Type: body too big, or not JSON.
+* 429 Too Many Requests, 503 Service Unavailable: one client's share of the sessions,
+  or all of them, in use (:class:`HttpLimits`); both carry ``Retry-After`` in seconds.
 
 Server-sent event ids (:func:`make_event_id`) are ``<stream id>/<seq>``: the stream id
 names the SSE stream inside the session, the sequence number is unique across the whole
@@ -112,6 +115,7 @@ __all__ = [
     "post_reply",
     "resolve_endpoint",
     "response_headers",
+    "split_target",
     "validate_session_id",
 ]
 
@@ -501,24 +505,68 @@ def check_origin(headers: Headers, allowed_origins: Collection[str]) -> HttpErro
     return http_error(403, f"Origin {origin!r} is not allowed", clause=clause)
 
 
-def check_host(headers: Headers, allowed_hosts: Collection[str]) -> HttpError | None:
+_ABSOLUTE_FORM = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)(.*)$", re.DOTALL)
+
+
+def split_target(target: bytes) -> tuple[str | None, str, str]:
+    """Split an HTTP/1.1 request target into ``(authority, path, query)``.
+
+    * origin-form ``/mcp?x=1``: ``(None, "/mcp", "x=1")``;
+    * absolute-form ``http://host:8000/mcp?x=1``: ``("host:8000", "/mcp", "x=1")`` (an
+      empty path is ``"/"``; the authority may be ``""``);
+    * asterisk-form ``*``: ``(None, "*", "")``;
+    * authority-form ``host:443`` (CONNECT) and anything else: ``(target, "", "")``.
+
+    A fragment (``#...``) is dropped.  Only origin-form names a path: a target such as
+    ``//host/mcp`` is origin-form with the path ``//host/mcp``, not the path ``/mcp``.
+
+    Args:
+        target: the request target as h11 gives it (bytes, decoded as Latin-1).
+
+    Source: RFC 9112 section 3.2 (the four forms of request-target).
+    """
+    text = target.decode("latin-1")
+    if text.startswith("/"):
+        rest, authority = text, None
+    elif text == "*":
+        return None, "*", ""
+    else:
+        m = _ABSOLUTE_FORM.match(text)
+        if m is None:
+            return text, "", ""
+        authority, rest = m.group(1), m.group(2) or "/"
+    rest = rest.partition("#")[0]
+    path, _, query = rest.partition("?")
+    return authority, path, query
+
+
+def check_host(
+    headers: Headers, allowed_hosts: Collection[str], *, target: bytes | None = None
+) -> HttpError | None:
     """Refuse a request whose ``Host`` is not allowed (403), against DNS rebinding.
 
     After a rebinding, the victim's browser reaches our loopback address but still names
     the attacker's host; checking ``Host`` catches it even when ``Origin`` is absent.
+    A request target in absolute-form (``POST http://evil.example/mcp HTTP/1.1``), or
+    in authority-form, names a host too, one that HTTP/1.1 says to use instead of the
+    ``Host`` header (RFC 9112 section 3.2.2): with ``target`` given, that host must be
+    allowed as well (both are checked, so neither can smuggle the other past us).
 
     Args:
         headers: request headers.
         allowed_hosts: patterns: ``"*"`` (any, also no header), ``"host"``,
             ``"host:port"``, ``"host:*"`` (any port or none); IPv6 in brackets.
             :data:`LOCALHOST_HOSTS` is the default for a loopback server.
+        target: the request target (bytes), or None to check the header only.
 
     Returns:
         None; a 400 :class:`HttpError` when ``Host`` is missing or repeated (and the
-        patterns are not ``"*"``); a 403 when it is not allowed.
+        patterns are not ``"*"``); a 403 when it, or the target's host, is not allowed
+        (a target authority with user info, e.g. ``user@host``, is never allowed).
 
     Source: 2025-06-18/basic/transports#security-warning.1 (the same DNS-rebinding
-    defence); 2025-06-18/basic/transports#security-warning.2 (loopback servers).
+    defence); 2025-06-18/basic/transports#security-warning.2 (loopback servers);
+    RFC 9112 section 3.2.2 (absolute-form).
     """
     clause = "2025-06-18/basic/transports#security-warning.1"
     if "*" in allowed_hosts:
@@ -530,9 +578,19 @@ def check_host(headers: Headers, allowed_hosts: Collection[str]) -> HttpError | 
         return http_error(400, "missing Host header", clause=clause)
     host = value.decode("latin-1")
     # Spec: 2025-06-18/basic/transports#security-warning.1
-    if any(_authority_matches(host, pattern) for pattern in allowed_hosts):
-        return None
-    return http_error(403, f"Host {host!r} is not allowed", clause=clause)
+    # "Servers MUST validate the Origin header ... to prevent DNS rebinding attacks":
+    # the Host header, and a host in the request target, get the same check.
+    if not any(_authority_matches(host, pattern) for pattern in allowed_hosts):
+        return http_error(403, f"Host {host!r} is not allowed", clause=clause)
+    if target is not None:
+        authority = split_target(target)[0]
+        if authority is not None and not any(
+            _authority_matches(authority, pattern) for pattern in allowed_hosts
+        ):
+            return http_error(
+                403, f"request target host {authority[:200]!r} is not allowed", clause=clause
+            )
+    return None
 
 
 # -- protocol version ------------------------------------------------------------------
@@ -1179,6 +1237,10 @@ class HttpLimits:
     """The bounds of an HTTP MCP server (and client), as plain data.
 
     Every field must be positive.  The defaults suit a local server for a few clients.
+    docs/http-limits.md lists them with what happens past each.
+
+    Source: 2025-06-18/basic/transports#session-management.6 (the server MAY terminate
+    a session at any time: idle, uninitialized and evicted sessions end so).
     """
 
     max_body_bytes: int = attrs.field(default=4 * 1024 * 1024, validator=_positive)
@@ -1191,9 +1253,30 @@ class HttpLimits:
     idle_timeout_seconds: float = attrs.field(default=60.0, validator=_positive)
     """Seconds a connection may wait for its next request (or the rest of one)."""
     max_sessions: int = attrs.field(default=1000, validator=_positive)
-    """Live sessions at once; past it a new session is refused (503)."""
+    """Live sessions at once (1000).  A new session past it takes the place of an
+    evictable session (see ``session_evictable_seconds``), else is refused with 503
+    and ``Retry-After``."""
+    max_sessions_per_peer: int = attrs.field(default=100, validator=_positive)
+    """Live sessions at once per client IP address (100).  A new session past it takes
+    the place of an evictable session of the same address, else is refused with 429
+    and ``Retry-After``.  Every client on the server's own machine connects from a
+    loopback address, so all of them count as one peer (``127.0.0.1`` and ``::1`` are
+    two); so does every client of a connection without an IP address (e.g. an
+    in-memory stream)."""
     session_idle_seconds: float = attrs.field(default=3600.0, validator=_positive)
-    """Seconds without a request after which a session is ended (then 404)."""
+    """Seconds (3600) without a request, and with no request in progress and no
+    stream attached, after which a session is ended (then 404).  Long, because an
+    idle session costs little and makes room when the table is full anyway (see
+    ``session_evictable_seconds``)."""
+    session_evictable_seconds: float = attrs.field(default=5.0, validator=_positive)
+    """Seconds (5) a session must have been idle (no request, none in progress, no
+    stream attached, no input queued) before a new session may take its place when
+    ``max_sessions`` or ``max_sessions_per_peer`` is reached.  Uninitialized sessions
+    go first, then the longest idle."""
+    uninitialized_session_seconds: float = attrs.field(default=10.0, validator=_positive)
+    """Seconds (10) from a session's creation within which its initialization must
+    complete (the server received ``notifications/initialized``); past it the session
+    is ended (then 404), busy or not."""
     max_streams_per_session: int = attrs.field(default=32, validator=_positive)
     """Open SSE streams (POST answers and GET) per session."""
     max_event_bytes: int = attrs.field(default=4 * 1024 * 1024, validator=_positive)

@@ -21,7 +21,6 @@ import logging
 import math
 from collections.abc import Callable, Collection
 from typing import Any
-from urllib.parse import urlsplit
 
 import h11
 import trio
@@ -32,7 +31,7 @@ from ._http_common import H11Stream
 from ._http_server_answers import delete, get, post
 from ._http_server_legacy import legacy_get, legacy_post
 from ._http_server_requests import Refused, headers_of, send_error
-from ._http_server_sessions import SessionTable
+from ._http_server_sessions import PEER, SessionTable, peer_of
 from ._http_server_streams import WATCH_AFTER, LateWatch
 from ._session import Handler
 
@@ -83,8 +82,14 @@ class HttpServer:
         self._memos: dict[tuple[Any, ...], dict[Any, Any]] = {}
 
     async def handle_connection(self, stream: trio.abc.Stream) -> None:
-        """Serve the requests of one connection until it closes, errs or idles."""
+        """Serve the requests of one connection until it closes, errs or idles.
+
+        The sessions it creates count against its client's address
+        (``HttpLimits.max_sessions_per_peer``): :data:`~._http_server_sessions.PEER`
+        holds it while this runs.
+        """
         limits = self.limits
+        peer_token = PEER.set(peer_of(stream))
         h = H11Stream(stream, h11.SERVER, max_incomplete_event_size=limits.max_header_bytes)
         served = 0
         try:
@@ -124,6 +129,7 @@ class HttpServer:
             # A bug of ours must not take the server down with it: this connection ends.
             log.exception("error while serving an HTTP connection")
         finally:
+            PEER.reset(peer_token)
             with trio.CancelScope(shield=True), trio.move_on_after(1):
                 await h.aclose()
 
@@ -153,7 +159,8 @@ class HttpServer:
         method, and answer it (with the error of a :class:`Refused` when one is raised)."""
         headers = headers_of(req, self._memos)
         method = bytes(req.method)
-        parts = headers.rule("target", lambda: urlsplit(bytes(req.target).decode("latin-1")))
+        target = bytes(req.target)
+        _, path, query = headers.rule("target", lambda: rules.split_target(target))
         try:
             # h11 bounds a head still arriving; one that came whole is measured here.
             if headers.size > self.limits.max_header_bytes:
@@ -168,12 +175,12 @@ class HttpServer:
                 "origin, host",
                 lambda: (
                     rules.check_origin(headers, self.allowed_origins)
-                    or rules.check_host(headers, self.allowed_hosts)
+                    or rules.check_host(headers, self.allowed_hosts, target=target)
                 ),
             )
             if err is not None:
                 raise Refused(err)
-            if parts.path == self.path:
+            if path == self.path:
                 if method == b"POST":
                     await post(self, h, headers, last)
                 elif method == b"GET":
@@ -187,7 +194,7 @@ class HttpServer:
                         allow_delete=not self.stateless,
                     )
                     raise Refused(err or http_error(405, "method not allowed", clause=None))
-            elif self.legacy_sse and parts.path == self.legacy_sse_path:
+            elif self.legacy_sse and path == self.legacy_sse_path:
                 if method != b"GET":
                     raise Refused(
                         http_error(
@@ -198,7 +205,7 @@ class HttpServer:
                         )
                     )
                 await legacy_get(self, h, last)
-            elif self.legacy_sse and parts.path == self.legacy_messages_path:
+            elif self.legacy_sse and path == self.legacy_messages_path:
                 if method != b"POST":
                     raise Refused(
                         http_error(
@@ -208,11 +215,17 @@ class HttpServer:
                             headers=[(b"allow", b"POST")],
                         )
                     )
-                await legacy_post(self, h, headers, parts.query, last)
+                await legacy_post(self, h, headers, query, last)
             else:
-                raise Refused(http_error(404, f"no MCP endpoint at {parts.path}", clause=None))
+                raise Refused(http_error(404, f"no MCP endpoint at {path}", clause=None))
         except Refused as refused:
             await self._refuse(h, refused.error, last)
+        except h11.RemoteProtocolError as exc:
+            # The body broke HTTP/1.1 (a bad chunk-size line, a chunk without its CRLF,
+            # the peer gone mid-body, ...): say so with 400, then close, rather than
+            # close in silence.  h11 still lets us answer when no response has started.
+            status = exc.error_status_hint or 400
+            await self._quick_error(h, http_error(status, str(exc), clause=None))
 
     async def _refuse(self, h: H11Stream, err: HttpError, last: bool) -> None:
         if h.conn.our_state is not h11.SEND_RESPONSE:
