@@ -34,6 +34,7 @@ import json
 import os
 import re
 import shlex
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -149,9 +150,18 @@ def _address(text: str) -> tuple[str, int]:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    """``mcp-ref serve``: run until end of input (stdio) or a signal.
+
+    SIGTERM and SIGINT stop the server gracefully (``--grace`` seconds for the requests
+    in progress, then an error answer for each one still running); a second signal
+    stops it at once.  Exit status 0 after SIGTERM, 130 after SIGINT, with one line on
+    stderr.
+    """
     server = _load_server(args.server)
     if (args.stateless or args.json_response) and not args.http:
         raise CliError("--stateless and --json-response need --http HOST:PORT")
+    if args.grace < 0:
+        raise CliError("--grace must not be negative")
     session_kw: dict[str, Any] = {}
     if args.keepalive is not None:
         if args.http:
@@ -162,11 +172,14 @@ def _serve(args: argparse.Namespace) -> int:
             session_kw["keepalive"] = Keepalive(interval=args.keepalive)
         except ValueError as exc:
             raise CliError(f"--keepalive: {exc}") from None
+    from .trio._stdio import serve_until_signal
+
+    serve: Callable[[trio.Event], Any]
     if args.http:
         host, port = _address(args.http)
         from .trio import serve_http
 
-        async def run_http() -> None:
+        async def serve(stop: trio.Event) -> None:
             async with trio.open_nursery() as nursery:
                 info = await nursery.start(
                     partial(
@@ -176,21 +189,29 @@ def _serve(args: argparse.Namespace) -> int:
                         port,
                         stateless=args.stateless,
                         json_response=args.json_response,
+                        stop=stop,
+                        grace_seconds=args.grace,
                     )
                 )
                 # Spec: 2025-06-18/basic/transports#security-warning.2 (localhost by default)
                 print(f"mcp-ref: serving {args.server} on {info.url}", file=sys.stderr, flush=True)
 
-        trio.run(run_http)
-        return 0
-    if args.ws:
+    elif args.ws:
         host, port = _address(args.ws)
         from .trio import serve_websocket
 
-        async def run_ws() -> None:
+        async def serve(stop: trio.Event) -> None:
             async with trio.open_nursery() as nursery:
                 bound = await nursery.start(
-                    partial(serve_websocket, server, host, port, **session_kw)
+                    partial(
+                        serve_websocket,
+                        server,
+                        host,
+                        port,
+                        stop=stop,
+                        grace_seconds=args.grace,
+                        **session_kw,
+                    )
                 )
                 # Spec: 2025-06-18/basic/transports#security-warning.2 (localhost by default)
                 name = f"[{host}]" if ":" in host else host
@@ -200,15 +221,23 @@ def _serve(args: argparse.Namespace) -> int:
                     flush=True,
                 )
 
-        trio.run(run_ws)
-        return 0
-    if sys.stdin.isatty():
-        print(
-            "mcp-ref: serving MCP (JSON-RPC, one message per line) on stdin/stdout; "
-            "end input (Ctrl-D) to stop",
-            file=sys.stderr,
-        )
-    server.run_stdio(**session_kw)
+    else:
+        if sys.stdin.isatty():
+            print(
+                "mcp-ref: serving MCP (JSON-RPC, one message per line) on stdin/stdout; "
+                "end input (Ctrl-D) to stop",
+                file=sys.stderr,
+            )
+
+        async def serve(stop: trio.Event) -> None:
+            await server.serve_stdio(stop=stop, grace_seconds=args.grace, **session_kw)
+
+    got = trio.run(serve_until_signal, serve)
+    if got == signal.SIGINT:
+        print("mcp-ref: interrupted", file=sys.stderr)
+        return 130
+    if got == signal.SIGTERM:
+        print("mcp-ref: stopped (SIGTERM)", file=sys.stderr)
     return 0
 
 
@@ -668,6 +697,15 @@ def _parser() -> argparse.ArgumentParser:
         help="on stdio or --ws: ping a client silent for this long; end the session "
         "after two unanswered pings",
     )
+    serve.add_argument(
+        "--grace",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="on SIGTERM or Ctrl-C (and at end of input on stdio): seconds the requests "
+        "in progress may still take before they are cancelled and answered with an "
+        "error (default 5)",
+    )
 
     demo = sub.add_parser("demo", help="print an annotated transcript against the reference server")
     demo.add_argument("--full", action="store_true", help="print whole messages")
@@ -729,6 +767,13 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     try:
         return _run(args, out or sys.stdout)
     except KeyboardInterrupt:
+        print("mcp-ref: interrupted", file=sys.stderr)
+        return 130
+    except BaseExceptionGroup as group:
+        # Ctrl-C while trio was starting or stopping: it comes wrapped in a group.
+        rest = group.split(KeyboardInterrupt)[1]
+        if rest is not None:
+            raise
         print("mcp-ref: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:

@@ -112,4 +112,6 @@ async def test_drain_is_bounded() -> None:
             await client_end.send_eof()
             await session.wait_closed()
     messages = await read_messages(client_end)
-    assert [m.get("id") for m in messages] == [0]  # the stuck request was cancelled
+    # The stuck request was cancelled, and answered with an error (the pipe still took it).
+    assert [m.get("id") for m in messages] == [0, 1]
+    assert messages[1]["error"]["code"] == -32603

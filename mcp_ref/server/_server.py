@@ -44,6 +44,8 @@ from __future__ import annotations
 
 import inspect
 import logging
+import signal
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, TypeVar, overload
 
@@ -64,6 +66,8 @@ from .._ratelimit import RateLimit, take_or_refuse
 from .._state import SERVER
 from ..trio import RequestContext, Session, SessionClosed, open_session, serve_stdio
 from ..trio._channel import MessageChannel
+from ..trio._session import DEFAULT_GRACE_SECONDS
+from ..trio._stdio import serve_until_signal
 from ._completion import CompletionDef, make_completion
 from ._content import for_version
 from ._context import Context
@@ -789,18 +793,49 @@ class Server:
                 await session.wait_closed()
                 nursery.cancel_scope.cancel()
 
-    async def serve_stdio(self, **session_kw: Any) -> None:
-        """Serve one session on this process's stdin and stdout until stdin ends.
+    async def serve_stdio(
+        self,
+        *,
+        stop: trio.Event | None = None,
+        grace_seconds: float = DEFAULT_GRACE_SECONDS,
+        **session_kw: Any,
+    ) -> None:
+        """Serve one session on this process's stdin and stdout until stdin ends (or
+        ``stop`` is set).
 
         :func:`mcp_ref.trio.serve_stdio` with this server; it runs through :meth:`serve`,
         so the session gets its change notifier.  Only MCP messages go to stdout
         (2025-06-18/basic/transports#stdio).  Unix only.
+
+        Args:
+            stop: set it to stop gracefully (stdin is no longer read).
+            grace_seconds: at the end, seconds the requests in progress may still take
+                (default 5.0); then each one still running is cancelled and answered
+                with an error (-32603).
+            **session_kw: options of :func:`~mcp_ref.trio.open_session`.
         """
-        await serve_stdio(self, **session_kw)
+        await serve_stdio(self, stop=stop, grace_seconds=grace_seconds, **session_kw)
 
-    def run_stdio(self, **session_kw: Any) -> None:
-        """Run :meth:`serve_stdio` in a new trio run (for ``if __name__ == "__main__"``)."""
-        trio.run(self._serve_stdio_main, session_kw)
+    def run_stdio(self, *, grace_seconds: float = DEFAULT_GRACE_SECONDS, **session_kw: Any) -> None:
+        """Run :meth:`serve_stdio` in a new trio run (for ``if __name__ == "__main__"``).
 
-    async def _serve_stdio_main(self, session_kw: dict[str, Any]) -> None:
-        await self.serve_stdio(**session_kw)
+        SIGTERM and SIGINT (Ctrl-C) stop it gracefully: stdin is no longer read, the
+        requests in progress get ``grace_seconds`` (default 5.0), those still running
+        are answered with an error; a second signal stops it at once.  After SIGTERM it
+        returns (exit status 0); after SIGINT it prints one line on stderr and raises
+        ``SystemExit(130)``, never a traceback.
+
+        Source: 2025-06-18/basic/lifecycle#stdio.1 (a client may send SIGTERM).
+        """
+        got = trio.run(self._serve_stdio_main, grace_seconds, session_kw)
+        if got == signal.SIGINT:
+            print("interrupted", file=sys.stderr)
+            raise SystemExit(130)
+
+    async def _serve_stdio_main(
+        self, grace_seconds: float, session_kw: dict[str, Any]
+    ) -> int | None:
+        async def serve(stop: trio.Event) -> None:
+            await self.serve_stdio(stop=stop, grace_seconds=grace_seconds, **session_kw)
+
+        return await serve_until_signal(serve)

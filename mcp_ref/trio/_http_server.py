@@ -78,11 +78,12 @@ passes), :mod:`._http_server_requests` (one request's headers, body and refusal)
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import logging
-from collections.abc import AsyncIterator, Callable, Collection
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Final
 
 import attrs
 import trio
@@ -91,9 +92,15 @@ from .. import _http as rules
 from .._http import HttpLimits
 from ._http_server_routing import HttpServer
 from ._http_server_streams import close_sse_stream
-from ._session import Handler
+from ._session import DEFAULT_GRACE_SECONDS, Handler, Session
 
-__all__ = ["HttpServerInfo", "close_sse_stream", "open_http_server", "serve_http"]
+__all__ = [
+    "CLOSE_WAIT_SECONDS",
+    "HttpServerInfo",
+    "close_sse_stream",
+    "open_http_server",
+    "serve_http",
+]
 
 log = logging.getLogger("mcp_ref.trio.http")
 
@@ -110,6 +117,14 @@ class HttpServerInfo:
     """The MCP endpoint, e.g. ``"http://127.0.0.1:8000/mcp"``."""
     legacy_sse_url: str | None
     """The 2024-11-05 SSE endpoint, or None when not hosted."""
+    stop: trio.Event = attrs.field(factory=trio.Event, repr=False, eq=False)
+    """Set it (or call :meth:`shutdown`) to stop the server gracefully: the ``stop``
+    given to :func:`serve_http`, else one of its own."""
+
+    def shutdown(self) -> None:
+        """Stop the server gracefully (see :func:`serve_http`); returns at once.  Under
+        :func:`open_http_server`, leaving the block then waits for the stop to end."""
+        self.stop.set()
 
 
 async def serve_http(
@@ -128,10 +143,13 @@ async def serve_http(
     legacy_sse_path: str = "/sse",
     legacy_messages_path: str = "/messages",
     retry_ms: int = 1000,
+    stop: trio.Event | None = None,
+    grace_seconds: float = DEFAULT_GRACE_SECONDS,
     task_status: trio.TaskStatus[HttpServerInfo] = trio.TASK_STATUS_IGNORED,
     **session_kw: Any,
 ) -> None:
-    """Serve MCP over Streamable HTTP (and 2024-11-05 HTTP+SSE) until cancelled.
+    """Serve MCP over Streamable HTTP (and 2024-11-05 HTTP+SSE) until cancelled, or
+    until ``stop`` is set and the graceful stop is over.
 
     Args:
         handler: answers every session: a :class:`~mcp_ref.trio.Handler` shared by all
@@ -154,16 +172,31 @@ async def serve_http(
         legacy_sse: also host the 2024-11-05 endpoints at ``legacy_sse_path`` (GET) and
             ``legacy_messages_path`` (POST).
         retry_ms: the ``retry`` field of priming events, in milliseconds.
+        stop: set it to stop gracefully (default: a new event, ``HttpServerInfo.stop``).
+            Then: no new connection is accepted (the listeners close); no connection
+            serves a further request, and those waiting for one close; the requests in
+            progress get ``grace_seconds`` to be answered; each one still running is
+            then cancelled and answered with a JSON-RPC error response (-32603) on its
+            own stream; every session ends, so every SSE response ends whole (its
+            terminating chunk); connections get ``CLOSE_WAIT_SECONDS`` (1 s) to write
+            what they hold, then are cancelled; and this returns normally.  Cancelling
+            this instead stops everything at once.
+        grace_seconds: seconds the requests in progress get after ``stop`` (default
+            5.0).
         task_status: ``started`` with an :class:`HttpServerInfo` once listening.
         **session_kw: passed to the handler's ``serve`` or to
             :func:`~mcp_ref.trio.open_session` (``default_timeout``, ...).
 
     Raises:
         OSError: the address cannot be bound.
+        ValueError: a bad ``path`` or a negative ``grace_seconds``.
 
     Source: 2025-06-18/basic/transports#streamable-http; 2024-11-05/basic/transports
-    "HTTP with SSE"; 2025-06-18/basic/transports#backwards-compatibility.
+    "HTTP with SSE"; 2025-06-18/basic/transports#backwards-compatibility;
+    2025-06-18/basic/lifecycle#shutdown (the stop).
     """
+    if grace_seconds < 0:
+        raise ValueError("grace_seconds must not be negative")
     limits = limits or HttpLimits()
     loopback = _is_loopback(host)
     if allowed_origins is None:
@@ -197,18 +230,99 @@ async def serve_http(
             port=bound[1],
             url=base + path,
             legacy_sse_url=base + legacy_sse_path if server.legacy_sse else None,
+            stop=trio.Event() if stop is None else stop,
         )
         async with trio.open_nursery() as nursery:
             await nursery.start(server.table.supervisor.run)
             nursery.start_soon(server.table.reaper)
             nursery.start_soon(server.late_watch.run)
-            await nursery.start(trio.serve_listeners, server.handle_connection, listeners)
-            log.info("serving MCP on %s", info.url)
-            task_status.started(info)
+            # Connections run in a nursery of their own, apart from the accepting tasks,
+            # so that accepting can stop while they finish.
+            async with trio.open_nursery() as connections:
+                async with trio.open_nursery() as accepting:
+                    for listener in listeners:
+                        accepting.start_soon(
+                            accept_connections, listener, connections, server.handle_connection
+                        )
+                    log.info("serving MCP on %s", info.url)
+                    task_status.started(info)
+                    await info.stop.wait()
+                    accepting.cancel_scope.cancel()
+                await close_listeners(listeners)
+                await _stop_gracefully(server, grace_seconds)
+                connections.cancel_scope.deadline = trio.current_time() + CLOSE_WAIT_SECONDS
+            nursery.cancel_scope.cancel()  # the session tasks left, reaper, late watch
+        log.info("stopped serving MCP on %s", info.url)
     finally:
-        for listener in listeners:
-            with trio.CancelScope(shield=True):
-                await listener.aclose()
+        await close_listeners(listeners)
+
+
+CLOSE_WAIT_SECONDS: Final = 1.0
+"""After a graceful stop's grace, seconds the connections get to write what they hold
+(the error answers, the ends of the SSE responses) before they are cancelled."""
+
+_SHUTDOWN_REASON: Final = "the server is shutting down"
+
+# accept() errors that mean "too many connections now" (trio.serve_listeners waits
+# them out the same way, rather than crash).
+_CAPACITY_ERRNOS: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+
+
+async def accept_connections(
+    listener: trio.SocketListener,
+    connections: trio.Nursery,
+    handle: Callable[[trio.SocketStream], Awaitable[object]],
+) -> None:
+    """Accept connections on ``listener`` and run ``handle(stream)`` for each in
+    ``connections``, until cancelled (``trio.serve_listeners`` with the connections in
+    a nursery of the caller's, so that accepting can stop while they finish).
+
+    Raises:
+        OSError: ``accept`` failed for another reason than too many open connections
+            or files (then it waits 0.1 s and tries again).
+    """
+    while True:
+        try:
+            stream = await listener.accept()
+        except OSError as exc:
+            if exc.errno not in _CAPACITY_ERRNOS:
+                raise
+            log.warning("cannot accept a connection now (%s); trying again in 0.1 s", exc)
+            await trio.sleep(0.1)
+            continue
+        connections.start_soon(handle, stream)
+
+
+async def close_listeners(listeners: Sequence[trio.SocketListener]) -> None:
+    """Close every listener (shielded: even in a cancelled scope)."""
+    for listener in listeners:
+        with trio.CancelScope(shield=True):
+            await listener.aclose()
+
+
+async def _stop_gracefully(server: HttpServer, grace: float) -> None:
+    """The graceful stop of :func:`serve_http`, once the listeners are closed."""
+    # 1. No further request on any connection; the idle ones close now.
+    server.draining = True
+    for scope in list(server.waiting):
+        scope.cancel()
+    # 2. The requests in progress get ``grace`` seconds; those still running are then
+    # cancelled and each answered with an error, which its stream carries.
+    sessions = list(server.table.running)
+    async with trio.open_nursery() as nursery:
+        for sess in sessions:
+            if sess.session is not None:
+                nursery.start_soon(_finish, sess.session, grace)
+    # 3. Every session ends: its streams write what they hold and end whole.
+    # The lifecycle page, "Shutdown": "the underlying transport mechanism should be
+    # used to signal connection termination": each SSE response ends (h11
+    # EndOfMessage), then its connection.
+    for sess in list(server.table.running):
+        sess.end(_SHUTDOWN_REASON)
+
+
+async def _finish(session: Session, grace: float) -> None:
+    await session.finish_requests(grace, reason=_SHUTDOWN_REASON)
 
 
 @asynccontextmanager
@@ -218,14 +332,17 @@ async def open_http_server(
     """Run :func:`serve_http` for the duration of an ``async with`` block (tests, embedding).
 
     Yields:
-        The :class:`HttpServerInfo` of the listening server; leaving the block stops it.
+        The :class:`HttpServerInfo` of the listening server.  Leaving the block stops it
+        at once; after ``info.shutdown()`` it waits for the graceful stop instead (at
+        most ``grace_seconds`` plus ``CLOSE_WAIT_SECONDS`` and a little).
     """
     async with trio.open_nursery() as nursery:
         info: HttpServerInfo = await nursery.start(_serve_with_status, handler, host, port, kw)
         try:
             yield info
         finally:
-            nursery.cancel_scope.cancel()
+            if not info.stop.is_set():
+                nursery.cancel_scope.cancel()
 
 
 async def _serve_with_status(

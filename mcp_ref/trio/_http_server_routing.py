@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import math
+import weakref
 from collections.abc import Callable, Collection
 from typing import Any
 
@@ -80,6 +81,10 @@ class HttpServer:
         self.late_watch = LateWatch(WATCH_AFTER)
         # Header-rule outcomes per (target, header set); see RequestHeaders.  Bounded.
         self._memos: dict[tuple[Any, ...], dict[Any, Any]] = {}
+        # A graceful stop (serve_http's stop): connections serve no further request, and
+        # those waiting for one (their idle scopes, in ``waiting``) are cancelled.
+        self.draining = False
+        self.waiting: weakref.WeakSet[trio.CancelScope] = weakref.WeakSet()
 
     async def handle_connection(self, stream: trio.abc.Stream) -> None:
         """Serve the requests of one connection until it closes, errs or idles.
@@ -101,6 +106,9 @@ class HttpServer:
                     while True:
                         event = None
                         idle.deadline = trio.current_time() + limits.idle_timeout_seconds
+                        if self.draining:
+                            return  # stopping: no further request on this connection
+                        self.waiting.add(idle)
                         try:
                             event = await h.next_event()
                         except h11.RemoteProtocolError as exc:
@@ -109,6 +117,7 @@ class HttpServer:
                             await self._quick_error(h, err)
                             return
                         idle.deadline = math.inf
+                        self.waiting.discard(idle)
                         if idle.cancel_called:
                             break  # the deadline passed as the request came: serve it below
                         served += 1

@@ -154,6 +154,7 @@ class SessionTable:
         self.session_kw = session_kw
         self.sessions: dict[str, HttpSession] = {}  # by id (stateless ones have none)
         self.live = 0  # owner tasks running (sessions of every kind)
+        self.running: set[HttpSession] = set()  # their sessions (a graceful stop ends them)
         self.supervisor = Supervisor()
         self.reaper_nudge = trio.Event()
         self._seats: dict[HttpSession, _Seat] = {}  # sessions opened, until their task ends
@@ -284,6 +285,7 @@ class SessionTable:
     async def _own(self, sess: HttpSession) -> None:
         """The owner task of one session: runs it until it ends."""
         CURRENT.set(sess)
+        self.running.add(sess)
         try:
             with sess.cancel_scope:
                 handler = self._handler()
@@ -302,6 +304,7 @@ class SessionTable:
             sess.started.set()
             sess.end(sess.end_reason or "the session ended")
             self.live -= 1
+            self.running.discard(sess)
             seat = self._seats.pop(sess, None)
             if seat is not None:
                 left = self._per_peer[seat.peer] - 1

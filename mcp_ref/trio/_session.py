@@ -68,7 +68,7 @@ import inspect
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Final
 
 import attrs
 import trio
@@ -95,6 +95,7 @@ from ._session_base import _key, _Waiter
 from ._session_input import SessionInput
 
 __all__ = [
+    "DEFAULT_GRACE_SECONDS",
     "DEFAULT_TIMEOUT",
     "SESSION_DEFAULT",
     "Handler",
@@ -107,6 +108,11 @@ __all__ = [
 log = logging.getLogger("mcp_ref.trio")
 
 _CLOSE_GRACE = 5.0
+
+DEFAULT_GRACE_SECONDS: Final = 5.0
+"""Seconds the requests in progress get to finish when a server stops gracefully (a
+signal, or the end of its input under ``serve_stdio``), before each one still running
+is cancelled and answered with an error (:meth:`Session.finish_requests`)."""
 
 
 class Session(SessionInput):

@@ -129,6 +129,9 @@ class SessionBase:
         self._input_ended: str | None = None
         self._drain_timeout = drain_timeout
         self._handlers_changed = trio.Event()
+        # Requests of the peer we stopped ourselves (a graceful stop whose grace ran
+        # out), by key: the reason their error answer gives.
+        self._abandoned: dict[tuple[type, Any], str] = {}
         self._notes_in, self._notes_out = trio.open_memory_channel[Notification](
             max_queued_notifications
         )

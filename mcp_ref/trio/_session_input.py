@@ -58,6 +58,9 @@ __all__ = ["SessionInput"]
 
 log = logging.getLogger("mcp_ref.trio")
 
+_ABANDON_WAIT = 1.0
+"""Seconds to wait for the handlers cancelled by a graceful stop to end (and answer)."""
+
 
 class SessionInput(SessionBase):
     """The input half of :class:`~mcp_ref.trio.Session`."""
@@ -355,13 +358,87 @@ class SessionInput(SessionBase):
         await self._run_handler(ctx)
 
     async def _run_handler(self, ctx: RequestContext) -> None:
+        key = _key(ctx.request_id)
         try:
             with ctx.cancel_scope:
                 reply = await self._call_handler(ctx)
                 await self._send_reply(ctx, reply)
+                return
+            # Only a cancelled handler gets here.  Cancelled by the peer, or because the
+            # session closed: no answer.  Stopped by us (_abandon): answered below.
+            reason = self._abandoned.get(key)
+            if reason is not None:
+                # Spec: 2025-06-18/basic#responses.4
+                # "errors MUST include an error code and message at minimum": the peer
+                # is still waiting for this answer, and only a response ends its wait.
+                await self._send_reply(
+                    ctx, ErrorResponse(id=ctx.request_id, code=INTERNAL_ERROR, message=reason)
+                )
         finally:
-            self._handlers.pop(_key(ctx.request_id), None)
+            self._abandoned.pop(key, None)
+            self._handlers.pop(key, None)
             self._handlers_changed.set()
+
+    async def _handlers_change(self) -> None:
+        """Wait until a handler ends (any number of tasks may wait at once)."""
+        changed = self._handlers_changed
+        if changed.is_set():
+            changed = self._handlers_changed = trio.Event()
+        await changed.wait()
+
+    def _abandon(self, reason: str) -> int:
+        """Cancel every running handler of the peer's requests; each is then answered
+        with -32603 and ``reason`` (:meth:`_run_handler`).  Returns how many."""
+        for key, ctx in self._handlers.items():
+            self._abandoned.setdefault(key, reason)
+            ctx.cancel_scope.cancel()
+        return len(self._handlers)
+
+    async def _settle_handlers(self, grace: float, reason: str) -> int:
+        """Let the running handlers finish for ``grace`` seconds, then cancel the rest
+        and wait (at most ``_ABANDON_WAIT`` seconds) for their error answers.  Returns
+        how many were cancelled."""
+        with trio.move_on_after(grace):
+            while self._handlers and not self.closed:
+                await self._handlers_change()
+        if not self._handlers or self.closed:
+            return 0
+        stopped = self._abandon(reason)
+        log.info("%d request(s) still running after %.3g s: cancelled (%s)", stopped, grace, reason)
+        # A handler in a worker thread (a sync tool) ends only when its thread does:
+        # wait a little, not for ever.
+        with trio.move_on_after(_ABANDON_WAIT):
+            while self._handlers and not self.closed:
+                await self._handlers_change()
+        return stopped
+
+    async def finish_requests(self, grace: float, *, reason: str) -> int:
+        """Stop gracefully: let the peer's requests in progress run for at most ``grace``
+        seconds, then cancel each one still running and answer it with an error
+        response (code -32603 INTERNAL_ERROR, message ``reason``).
+
+        The session stays open (the caller ends it, e.g. by ending its input); requests
+        that arrive meanwhile are handled as usual.  A handler that ignores its
+        cancellation (a sync tool in a worker thread) is waited for at most 1 s more,
+        then left to the session's close.
+
+        Args:
+            grace: seconds the requests in progress may still take (0: cancel now).
+            reason: the error message of the requests cancelled, e.g. ``"the server is
+                shutting down"``.
+
+        Returns:
+            How many requests were cancelled (0 when all finished within the grace).
+
+        Why an error response and not ``notifications/cancelled``: a cancellation "MUST
+        only reference requests that were previously issued in the same direction"
+        (2025-06-18/basic/utilities/cancellation#behavior-requirements.1), and the
+        peer issued these; the peer is waiting for a response, and an error response
+        "MUST include an error code and message" (2025-06-18/basic#responses.4).
+        No shutdown message exists: the transport's end signals it
+        (2025-06-18/basic/lifecycle#shutdown).
+        """
+        return await self._settle_handlers(grace, reason)
 
     async def _call_handler(self, ctx: RequestContext) -> Response | ErrorResponse:
         rid = ctx.request_id
@@ -452,17 +529,13 @@ class SessionInput(SessionBase):
             self._nursery.start_soon(self._drain_handlers, reason)
 
     async def _drain_handlers(self, reason: str) -> None:
-        """Wait (at most ``drain_timeout`` seconds) for accepted requests to be answered."""
-        with trio.move_on_after(self._drain_timeout):
-            while self._handlers and not self.closed:
-                self._handlers_changed = trio.Event()
-                await self._handlers_changed.wait()
-        if self._handlers:
-            log.warning(
-                "%d request(s) still running %.3g s after end of input; cancelled",
-                len(self._handlers),
-                self._drain_timeout,
-            )
+        """Wait (at most ``drain_timeout`` seconds) for accepted requests to be answered;
+        then cancel the rest, each answered with an error while the channel still takes
+        it (:meth:`finish_requests`), and close."""
+        await self._settle_handlers(
+            self._drain_timeout,
+            f"cancelled: still running {self._drain_timeout:g} s after the end of input",
+        )
         self._close(reason)
 
 

@@ -35,17 +35,26 @@ import signal
 import subprocess
 import sys
 from collections import deque
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, redirect_stdout
 from typing import Any, Literal
 
 import trio
 
 from ..events import RequestId
-from ._channel import DEFAULT_RECEIVE_SIZE, StreamChannel
-from ._session import Handler, serve_channel
+from ._channel import DEFAULT_RECEIVE_SIZE, MessageChannel, StreamChannel
+from ._session import DEFAULT_GRACE_SECONDS, Handler, serve_channel
 
-__all__ = ["ProcessChannel", "StderrMode", "open_stdio_process", "serve_stdio", "stdio_channel"]
+__all__ = [
+    "ProcessChannel",
+    "StderrMode",
+    "StoppableChannel",
+    "open_stdio_process",
+    "serve_channel_until",
+    "serve_stdio",
+    "serve_until_signal",
+    "stdio_channel",
+]
 
 log = logging.getLogger("mcp_ref.trio.stdio")
 
@@ -90,21 +99,167 @@ async def stdio_channel() -> AsyncIterator[StreamChannel]:
                 pass
 
 
-async def serve_stdio(handler: Handler, **session_kw: Any) -> None:
-    """Serve one MCP session on this process's stdin and stdout, until end of input.
+async def serve_stdio(
+    handler: Handler,
+    *,
+    stop: trio.Event | None = None,
+    grace_seconds: float = DEFAULT_GRACE_SECONDS,
+    **session_kw: Any,
+) -> None:
+    """Serve one MCP session on this process's stdin and stdout, until end of input or
+    ``stop``.
 
     Args:
         handler: the server (e.g. an ``mcp_ref.server.Server``), a
             :class:`~mcp_ref.trio.Handler`.
+        stop: set it to stop gracefully (e.g. on SIGTERM): stdin is no longer read,
+            as if it had ended.
+        grace_seconds: at end of input (or ``stop``), seconds the requests in progress
+            may still take (default 5.0); then each one still running is cancelled and
+            answered with an error response (-32603) while stdout still takes it.  The
+            session's ``drain_timeout`` (:func:`~mcp_ref.trio.open_session`), which
+            overrides it when given.
         **session_kw: passed to :func:`~mcp_ref.trio.open_session`.
 
     Only MCP messages are written to stdout; ``sys.stdout`` points at stderr meanwhile.
-    Returns when the client closes our stdin and the requests it sent are answered.
+    Returns when the client closes our stdin (or ``stop`` is set) and the requests it
+    sent are answered.
+
+    Raises:
+        ValueError: ``grace_seconds`` is negative.
 
     Source: 2025-06-18/basic/transports#stdio, 2025-06-18/basic/lifecycle#stdio.
     """
+    if grace_seconds < 0:
+        raise ValueError("grace_seconds must not be negative")
+    session_kw.setdefault("drain_timeout", grace_seconds)
     async with stdio_channel() as channel:
+        await serve_channel_until(handler, channel, stop, **session_kw)
+
+
+class StoppableChannel:
+    """A :class:`~mcp_ref.trio.MessageChannel` whose input can be ended from our side.
+
+    It passes everything through to ``inner``, except that after :meth:`stop` its
+    ``receive()`` returns ``b""`` (end of input; one under way is cancelled, which
+    loses nothing on a trio stream or memory channel), with ``eof_reason`` set.  The
+    session then ends as when the peer closes its side: the requests it accepted get
+    their ``drain_timeout``, then are cancelled and answered with an error, then it
+    closes.  Writes go on meanwhile.
+
+    Args:
+        inner: the transport's channel.
+    """
+
+    def __init__(self, inner: MessageChannel) -> None:
+        self._inner = inner
+        self.framing = inner.framing
+        self.stopped: str | None = None
+        """Why :meth:`stop` ended the input (None until then)."""
+        self._scope: trio.CancelScope | None = None
+
+    @property
+    def eof_reason(self) -> str | None:
+        """Why input ended: the stop's reason, else the inner channel's."""
+        return self.stopped or getattr(self._inner, "eof_reason", None)
+
+    def stop(self, reason: str = "the server is shutting down") -> None:
+        """End the input now (idempotent)."""
+        if self.stopped is None:
+            self.stopped = reason
+        if self._scope is not None:
+            self._scope.cancel()
+
+    async def receive(self) -> bytes:
+        """The inner channel's next input, or ``b""`` once stopped."""
+        if self.stopped is None:
+            with trio.CancelScope() as self._scope:
+                try:
+                    return await self._inner.receive()
+                finally:
+                    self._scope = None
+        await trio.lowlevel.checkpoint()
+        return b""
+
+    def try_send(self, data: bytes, *, related_request_id: RequestId | None = None) -> int:
+        """The inner channel's ``try_send`` (0, i.e. use :meth:`send`, when it has none)."""
+        try_send = getattr(self._inner, "try_send", None)
+        return 0 if try_send is None else int(try_send(data, related_request_id=related_request_id))
+
+    async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
+        """The inner channel's ``send``."""
+        await self._inner.send(data, related_request_id=related_request_id)
+
+    async def aclose(self) -> None:
+        """Close the inner channel."""
+        await self._inner.aclose()
+
+    def __getattr__(self, name: str) -> Any:
+        # attach_session and the like, when the inner channel has them.
+        return getattr(self._inner, name)
+
+
+async def serve_until_signal(serve: Callable[[trio.Event], Awaitable[None]]) -> int | None:
+    """Run ``serve(stop)`` until it returns, with SIGTERM and SIGINT setting ``stop``
+    (a graceful stop); a second signal cancels it at once.
+
+    For programs that serve until told to stop (``mcp-ref serve``,
+    ``Server.run_stdio``): while this runs, SIGINT does not raise
+    ``KeyboardInterrupt``.  Unix signals; call it from the main thread.
+
+    Returns:
+        The first signal received (``signal.SIGTERM`` or ``signal.SIGINT``), or None
+        when ``serve`` returned by itself.
+
+    Source: 2025-06-18/basic/lifecycle#stdio.1 (a client sends SIGTERM to a server
+    that does not exit when its input closes).
+    """
+    stop = trio.Event()
+    got: int | None = None
+    async with trio.open_nursery() as nursery:
+
+        async def watch(task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+            nonlocal got
+            with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                task_status.started()
+                async for signum in signals:
+                    if got is None:
+                        got = signum
+                        log.info("%s: stopping gracefully", signal.Signals(signum).name)
+                        stop.set()
+                    else:
+                        nursery.cancel_scope.cancel()  # a second signal: stop now
+
+        await nursery.start(watch)
+        await serve(stop)
+        nursery.cancel_scope.cancel()
+    return got
+
+
+async def serve_channel_until(
+    handler: Handler, channel: MessageChannel, stop: trio.Event | None, **session_kw: Any
+) -> None:
+    """:func:`~mcp_ref.trio.serve_channel` that ends the channel's input when ``stop``
+    is set (:class:`StoppableChannel`); with ``stop`` None, just ``serve_channel``.
+
+    A graceful stop: the session takes no more input, lets the requests in progress
+    finish for its ``drain_timeout``, answers those still running with an error, and
+    ends.  Source: 2025-06-18/basic/lifecycle#stdio.2 (the server may end the session).
+    """
+    if stop is None:
         await serve_channel(handler, channel, **session_kw)
+        return
+    stoppable = StoppableChannel(channel)
+
+    async def watch(task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        await stop.wait()
+        stoppable.stop()
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(watch)
+        await serve_channel(handler, stoppable, **session_kw)
+        nursery.cancel_scope.cancel()
 
 
 class _StderrTail:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Sequence
-from typing import Any, NoReturn
+from typing import Any, Final
 
 import h11
 import trio
@@ -40,7 +40,9 @@ from .._http import (
     check_origin,
     http_error,
 )
-from ._session import Handler, serve_channel
+from ._http_server import accept_connections, close_listeners
+from ._session import DEFAULT_GRACE_SECONDS, Handler
+from ._stdio import serve_channel_until
 from ._websocket_channel import (
     DEFAULT_CLOSE_TIMEOUT,
     DEFAULT_HANDSHAKE_TIMEOUT,
@@ -212,6 +214,7 @@ async def serve_websocket_stream(
     ping_timeout: float = DEFAULT_PING_TIMEOUT,
     close_timeout: float = DEFAULT_CLOSE_TIMEOUT,
     handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+    stop: trio.Event | None = None,
     **session_kw: Any,
 ) -> None:
     """Serve one MCP session on one accepted connection: handshake, session, close.
@@ -226,6 +229,9 @@ async def serve_websocket_stream(
             above it; the session gets the same bound).
         ping_interval, ping_timeout, close_timeout: see :class:`WebSocketChannel`.
         handshake_timeout: seconds the client has to complete the upgrade request.
+        stop: when set, the session reads no more input and ends as at the end of
+            input: its ``drain_timeout`` for the requests in progress, an error answer
+            for each one still running, then the close handshake.
         **session_kw: options of :func:`~mcp_ref.trio.open_session`.
 
     Never raises for a misbehaving client: refusals are answered and logged.
@@ -243,13 +249,13 @@ async def serve_websocket_stream(
                 ping_timeout=ping_timeout,
                 close_timeout=close_timeout,
             )
-        if channel is None:
+        if channel is None or (stop is not None and stop.is_set()):
             return
         async with trio.open_nursery() as nursery:
             await nursery.start(channel.run)
             try:
                 session_kw.setdefault("max_message_bytes", max_message_bytes)
-                await serve_channel(target, channel, **session_kw)
+                await serve_channel_until(target, channel, stop, **session_kw)
             finally:
                 with trio.CancelScope(shield=True):
                     await channel.aclose()
@@ -269,11 +275,13 @@ async def serve_websocket(
     allowed_origins: Collection[str] | None = None,
     allowed_hosts: Collection[str] | None = None,
     max_connections: int = 256,
+    stop: trio.Event | None = None,
+    grace_seconds: float = DEFAULT_GRACE_SECONDS,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
     **kw: Any,
-) -> NoReturn:
-    """Serve MCP over WebSocket on ``host:port`` until cancelled, one session per
-    connection.
+) -> None:
+    """Serve MCP over WebSocket on ``host:port`` until cancelled (or until ``stop`` is
+    set and the graceful stop is over), one session per connection.
 
     Usage::
 
@@ -292,6 +300,13 @@ async def serve_websocket(
         allowed_hosts: ``Host`` patterns; default: the loopback names on a loopback
             ``host``, else any.
         max_connections: connections served at once; more are refused with 503.
+        stop: set it to stop gracefully: the listeners close; each session reads no
+            more input, its requests in progress get ``grace_seconds``, those still
+            running are cancelled and answered with an error (-32603), and it closes
+            (the WebSocket close handshake); this returns once every connection has
+            ended (at most about ``grace_seconds`` + 2 s, then they are cancelled).
+        grace_seconds: seconds the requests in progress get after ``stop`` (default
+            5.0; the sessions' ``drain_timeout`` unless one is given in ``kw``).
         task_status: receives the bound port (an int).
         **kw: options of :func:`serve_websocket_stream` (``max_message_bytes``,
             ``ping_interval``, ``ping_timeout``, ``close_timeout``,
@@ -299,12 +314,15 @@ async def serve_websocket(
 
     Raises:
         OSError: the address could not be bound.
+        ValueError: ``max_connections`` below 1 or a negative ``grace_seconds``.
 
     Source: 2025-06-18/basic/transports#custom-transports.1 (a custom transport),
     2025-06-18/basic/transports#security-warning.2 (bind to loopback by default).
     """
     if max_connections < 1:
         raise ValueError("max_connections must be at least 1")
+    if grace_seconds < 0:
+        raise ValueError("grace_seconds must not be negative")
     loopback = _is_loopback(host)
     origins = (
         allowed_origins if allowed_origins is not None else (LOCALHOST_ORIGINS if loopback else ())
@@ -317,26 +335,34 @@ async def serve_websocket(
     bound = listeners[0].socket.getsockname()[1]
     log.info("MCP WebSocket server on ws://%s:%s%s", host, bound, path or "/")
     task_status.started(bound)  # the listeners are bound and listening already
-    await _serve_listeners(
-        target,
-        listeners,
-        path=path,
-        allowed_origins=origins,
-        allowed_hosts=hosts,
-        max_connections=max_connections,
-        **kw,
-    )
+    if stop is not None:
+        kw.setdefault("drain_timeout", grace_seconds)
+    try:
+        await _serve_listeners(
+            target,
+            listeners,
+            path=path,
+            allowed_origins=origins,
+            allowed_hosts=hosts,
+            max_connections=max_connections,
+            stop=stop,
+            **kw,
+        )
+    finally:
+        await close_listeners(listeners)
 
 
 async def _serve_listeners(
     target: Handler,
-    listeners: Sequence[trio.abc.Listener[Any]],
+    listeners: Sequence[trio.SocketListener],
     *,
     max_connections: int,
+    stop: trio.Event | None = None,
     **kw: Any,
-) -> NoReturn:
-    """Accept on ``listeners`` forever, one :func:`serve_websocket_stream` per
-    connection, at most ``max_connections`` at once (503 beyond)."""
+) -> None:
+    """Accept on ``listeners``, one :func:`serve_websocket_stream` per connection, at
+    most ``max_connections`` at once (503 beyond), until ``stop`` (for ever without);
+    then wait for the connections to end (``drain_timeout`` plus 2 s at most)."""
     active = 0
 
     async def handle(stream: trio.abc.Stream) -> None:
@@ -348,12 +374,27 @@ async def _serve_listeners(
             return
         active += 1
         try:
-            await serve_websocket_stream(stream, target, **kw)
+            await serve_websocket_stream(stream, target, stop=stop, **kw)
         finally:
             active -= 1
 
-    await trio.serve_listeners(handle, list(listeners))
-    raise AssertionError("trio.serve_listeners returned")  # pragma: no cover
+    async with trio.open_nursery() as connections:
+        async with trio.open_nursery() as accepting:
+            for listener in listeners:
+                accepting.start_soon(accept_connections, listener, connections, handle)
+            if stop is None:
+                await trio.sleep_forever()
+            await stop.wait()
+            accepting.cancel_scope.cancel()
+        await close_listeners(listeners)
+        # The sessions end by themselves (see serve_websocket_stream); a bound anyway.
+        wait = kw["drain_timeout"] + _STOP_SLACK
+        connections.cancel_scope.deadline = trio.current_time() + wait
+
+
+_STOP_SLACK: Final = 2.0
+"""Seconds past the grace a graceful stop waits for WebSocket connections to end (the
+error answers, the close handshake) before it cancels them."""
 
 
 async def _refuse_busy(stream: trio.abc.Stream, limit: int) -> None:
