@@ -98,11 +98,20 @@ def _command(words: Sequence[str]) -> list[str]:
 
 
 def _explain(exc: BaseException) -> str:
-    """One line for an exception (the first interesting one of a group)."""
+    """One line for an exception (the first interesting one of a group).  A message of
+    several lines (a server's last stderr lines) keeps its first and last: the
+    child's traceback ends with the line that names its error."""
+    lines = [line.strip() for line in _describe(exc).splitlines() if line.strip()]
+    if len(lines) > 2:
+        return f"{lines[0]} ... {lines[-1]}"
+    return " ".join(lines)
+
+
+def _describe(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup):
         for inner in exc.exceptions:
             if not isinstance(inner, trio.Cancelled):
-                return _explain(inner)
+                return _describe(inner)
         return "cancelled"
     from .blocking import NoAnswerError
 

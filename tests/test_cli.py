@@ -153,6 +153,16 @@ def test_call_errors_are_one_line() -> None:
     assert_one_line_error(died.stderr, "")
 
 
+def test_a_server_that_crashes_is_one_line_naming_its_error() -> None:
+    """The child's traceback (its last stderr lines) becomes one line ending with the
+    line that names its error."""
+    crash = run("call", "--", PYTHON, "-c", "raise RuntimeError('boom')", "tool")
+    assert crash.returncode == 1
+    assert crash.stderr.count("\n") == 1, crash.stderr
+    assert crash.stderr.startswith("mcp-ref: ")
+    assert crash.stderr.endswith("... RuntimeError: boom\n")
+
+
 def test_demo_prints_an_annotated_transcript() -> None:
     done = run("demo")
     assert done.returncode == 0, done.stderr
