@@ -41,14 +41,19 @@ event: an id and empty data, with a ``retry`` field (``retry_ms``).  The client 
 holds an id it can resume from, so the server may end a stream at any time (polling);
 :func:`close_sse_stream` lets a request handler do so.
 
-The one place this module reads message contents is :func:`~._http_common.peek_message`
-(kind and id, to route and to know which message ends a stream) and, once per session,
-the ``protocolVersion`` of the ``initialize`` result (to know whether to prime streams).
+The server never reads JSON itself: the kind and id of each message (to route it, and
+to know which message ends a stream) come from :mod:`mcp_ref._http_messages`, which reads
+a body with the connection's own decoder, so a POST never waits for a request the
+connection did not take; the negotiated version comes from the connection.
 
 Sessions: ``initialize`` creates one with a random id (16 bytes from :mod:`secrets`);
 others name it in ``Mcp-Session-Id``: 400 without, 404 unknown or ended.  DELETE ends
-it.  A session with no request and no attached stream for ``limits.session_idle_seconds``
-is ended by the reaper task; at most ``limits.max_sessions`` run at once (503 past it).
+it.  The session table (:mod:`._http_server_sessions`) bounds them: at most
+``limits.max_sessions`` at once and ``limits.max_sessions_per_peer`` per client address
+(an idle session is evicted to make room, else 503 or 429 with ``Retry-After``); the
+reaper ends sessions that never complete initialization within
+``limits.uninitialized_session_seconds`` and sessions idle for
+``limits.session_idle_seconds``.  Every limit is listed in ``docs/http-limits.md``.
 
 Stateless mode (``stateless=True``): no session ids, no GET stream, no DELETE.  Each POST
 gets a fresh session that lives for that POST only.  A POST other than ``initialize``

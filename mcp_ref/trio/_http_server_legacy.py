@@ -40,7 +40,8 @@ async def legacy_get(server: HttpServer, h: H11Stream, last: bool) -> None:
     writes, starting with the ``endpoint`` event; the session ends with the response.
 
     Raises:
-        Refused: 503 past ``limits.max_sessions``.
+        Refused: 503 past ``limits.max_sessions``, 429 past
+            ``limits.max_sessions_per_peer`` (both with ``Retry-After``).
     """
     sess = await server.table.open("legacy")
     assert sess.id is not None
