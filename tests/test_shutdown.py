@@ -389,3 +389,77 @@ async def test_stdio_signal_finishes_requests_within_the_grace(
             if proc.returncode is None:
                 proc.kill()
                 await proc.wait()
+
+
+# -- in process: open_http_server's shutdown(), and serve_websocket's stop ----------------
+
+
+async def test_open_http_server_shutdown_finishes_then_answers_the_rest() -> None:
+    """``info.shutdown()`` under ``open_http_server``: leaving the block waits for the
+    graceful stop; a quick request is answered, an endless one gets -32603, and both
+    SSE answers end whole."""
+    from mcp_ref.examples.everything import make_server
+    from mcp_ref.trio import open_http_server
+
+    with trio.fail_after(LIMIT):
+        async with open_http_server(make_server(), grace_seconds=1.5) as info:
+            sid, _ = await open_http_session(info.port, version="2025-06-18")
+            quick_conn = await RawConnection.open(info.port)
+            slow_conn = await RawConnection.open(info.port)
+            quick = await _slow_call(quick_conn, sid, 20, duration=0.5, steps=5)
+            slow = await _slow_call(slow_conn, sid, 21, duration=30.0, steps=100)
+            info.shutdown()
+            done = await _answer_of(quick, 20)
+            assert "completed" in done["result"]["content"][0]["text"]
+            stopped = await _answer_of(slow, 21)
+            assert stopped["error"]["code"] == -32603
+        with pytest.raises(OSError):
+            await trio.open_tcp_stream("127.0.0.1", info.port)
+
+
+async def test_serve_websocket_stop_answers_then_closes() -> None:
+    """``serve_websocket(stop=...)``: a request that outlasts the grace is answered
+    with -32603, then the connection closes with the closing handshake (1001 or
+    1000), and serve_websocket returns."""
+    from mcp_ref.examples.everything import make_server
+    from mcp_ref.trio import serve_websocket
+    from mcp_ref.trio._websocket_client import open_websocket_channel
+
+    stop = trio.Event()
+    with trio.fail_after(LIMIT):
+        async with trio.open_nursery() as nursery:
+            port = await nursery.start(
+                lambda task_status: serve_websocket(
+                    make_server(),
+                    "127.0.0.1",
+                    0,
+                    stop=stop,
+                    grace_seconds=0.5,
+                    task_status=task_status,
+                )
+            )
+            async with open_websocket_channel(f"ws://127.0.0.1:{port}/mcp") as channel:
+                init, initialized = opening().splitlines()
+                await channel.send(init)
+                got = json.loads(await channel.receive())
+                assert got["id"] == 0
+                await channel.send(initialized)
+                await channel.send(
+                    request_body(
+                        5,
+                        "tools/call",
+                        {
+                            "name": "long_running_operation",
+                            "arguments": {"duration": 30, "steps": 3},
+                        },
+                    )
+                )
+                stop.set()
+                while True:
+                    data = await channel.receive()
+                    assert data, "the connection ended before the answer"
+                    msg = json.loads(data)
+                    if msg.get("id") == 5:
+                        break
+                assert msg["error"]["code"] == -32603
+                assert await channel.receive() == b""
