@@ -14,6 +14,7 @@ from ._errors import (
     RESOURCE_NOT_FOUND,
     LocalProtocolError,
     McpError,
+    NoAnswerError,
     ProtocolError,
     RemoteProtocolError,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "LocalProtocolError",
     "McpError",
     "MethodSpec",
+    "NoAnswerError",
     "Notification",
     "Progress",
     "ProgressDropped",

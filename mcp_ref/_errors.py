@@ -35,6 +35,7 @@ __all__ = [
     "URL_ELICITATION_REQUIRED",
     "LocalProtocolError",
     "McpError",
+    "NoAnswerError",
     "ProtocolError",
     "RemoteProtocolError",
 ]
@@ -130,3 +131,31 @@ class McpError(Exception):
         self.code = code
         self.message = message
         self.data = data
+
+
+class NoAnswerError(McpError):
+    """We gave up waiting: the peer sent no answer to a request within its timeout.
+
+    Raised by the clients' requests instead of a plain :class:`~mcp_ref.McpError`,
+    so "the peer never answered" stays apart from "the peer answered with an error"
+    (which is a plain McpError, whatever its code, -32001 included).  It is an
+    McpError with ``code`` ``REQUEST_TIMEOUT`` (-32001) and ``data``
+    ``{"method": ..., "elapsed": ...}``, so code that caught the timeout as
+    ``McpError`` before still does; catch ``NoAnswerError`` first to tell them apart.
+
+    Attributes:
+        method: the request's method, e.g. ``"initialize"``.
+        elapsed: seconds between sending the request and giving up.
+
+    Source: 2025-06-18/basic/lifecycle#timeouts (the sender stops waiting and, except
+    for ``initialize``, sends ``notifications/cancelled``).
+    """
+
+    def __init__(self, method: str, elapsed: float) -> None:
+        super().__init__(
+            REQUEST_TIMEOUT,
+            f"no answer to {method} within {elapsed:.3g} s",
+            {"method": method, "elapsed": elapsed},
+        )
+        self.method = method
+        self.elapsed = elapsed

@@ -57,9 +57,9 @@ from ._convert import ConversionError, structure
 from ._errors import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
-    REQUEST_TIMEOUT,
     LocalProtocolError,
     McpError,
+    NoAnswerError,
     RemoteProtocolError,
 )
 from ._inflight import RequestTimeout
@@ -89,6 +89,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_CLIENT_INFO", "Client", "NoAnswerError", "SessionClosed", "connect_stdio"]
 
+
 DEFAULT_CLIENT_INFO: Final = t.Implementation(name="mcp-ref-blocking", version="0.1.0")
 """The ``clientInfo`` sent in ``initialize`` unless another is given."""
 
@@ -99,37 +100,6 @@ _CHUNK: Final = 65536
 class SessionClosed(ConnectionError):
     """The session ended (the server exited or closed its stdout, a write failed, or
     the client was closed) before the answer came, or a request was made after."""
-
-
-# NoAnswerError is shared by the three clients (blocking, asyncio, trio).  It lives in
-# this module because this is the one client module that imports no event loop, so
-# each of them can import it; its natural home is mcp_ref/_errors.py.
-class NoAnswerError(McpError):
-    """We gave up waiting: the peer sent no answer to a request within its timeout.
-
-    Raised by the clients' requests instead of a plain :class:`~mcp_ref.McpError`,
-    so "the peer never answered" stays apart from "the peer answered with an error"
-    (which is a plain McpError, whatever its code, -32001 included).  It is an
-    McpError with ``code`` ``REQUEST_TIMEOUT`` (-32001) and ``data``
-    ``{"method": ..., "elapsed": ...}``, so code that caught the timeout as
-    ``McpError`` before still does; catch ``NoAnswerError`` first to tell them apart.
-
-    Attributes:
-        method: the request's method, e.g. ``"initialize"``.
-        elapsed: seconds between sending the request and giving up.
-
-    Source: 2025-06-18/basic/lifecycle#timeouts (the sender stops waiting and, except
-    for ``initialize``, sends ``notifications/cancelled``).
-    """
-
-    def __init__(self, method: str, elapsed: float) -> None:
-        super().__init__(
-            REQUEST_TIMEOUT,
-            f"no answer to {method} within {elapsed:.3g} s",
-            {"method": method, "elapsed": elapsed},
-        )
-        self.method = method
-        self.elapsed = elapsed
 
 
 class Client:

@@ -113,7 +113,7 @@ def _describe(exc: BaseException) -> str:
             if not isinstance(inner, trio.Cancelled):
                 return _describe(inner)
         return "cancelled"
-    from .blocking import NoAnswerError
+    from ._errors import NoAnswerError
 
     if isinstance(exc, NoAnswerError):  # we gave up waiting: nobody answered
         return exc.message

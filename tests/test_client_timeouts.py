@@ -15,15 +15,12 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from hypothesis import given
-from hypothesis import strategies as st
 
 from mcp_ref import McpError, RequestTimeout, cli
 from mcp_ref import asyncio as mcp_asyncio
 from mcp_ref._errors import REQUEST_TIMEOUT
 from mcp_ref.blocking import connect_stdio
 from mcp_ref.client import Client, NoAnswerError, open_client
-from mcp_ref.client._client import _gave_up
 from mcp_ref.trio import StreamChannel
 
 from . import _stdio_server
@@ -165,33 +162,6 @@ async def test_a_late_error_with_other_data_is_an_answer(
                     await client.call_tool("slow", on_progress=lambda p: None)
     assert not isinstance(info.value, NoAnswerError)
     assert info.value.data == {"why": "busy"}
-
-
-_json = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
-    max_leaves=8,
-)
-
-
-@given(
-    code=st.integers(min_value=-40000, max_value=40000) | st.just(REQUEST_TIMEOUT),
-    data=_json
-    | st.fixed_dictionaries(
-        {"method": st.sampled_from(["ping", "tools/call"]), "elapsed": st.floats(0, 100)}
-    ),
-    seconds=st.floats(0.001, 1000),
-    fraction=st.floats(0, 0.999),
-)
-def test_an_answer_before_the_deadline_is_never_no_answer(
-    code: int, data: Any, seconds: float, fraction: float
-) -> None:
-    """Whatever error a server sends, if it came before the timeout's seconds had
-    passed (or the request had no timeout) it is its answer, not our giving up."""
-    exc = McpError(code, "anything", data)
-    limit = RequestTimeout(seconds=seconds)
-    assert not _gave_up(exc, "ping", limit, seconds * fraction)
-    assert not _gave_up(exc, "ping", None, seconds * 10)
 
 
 # ------------------------------------------------------------ asyncio and blocking

@@ -13,7 +13,15 @@ import pytest
 import trio
 import trio.testing
 
-from mcp_ref import CLIENT, INTERNAL_ERROR, PARSE_ERROR, SERVER, McpError, RequestTimeout
+from mcp_ref import (
+    CLIENT,
+    INTERNAL_ERROR,
+    PARSE_ERROR,
+    SERVER,
+    McpError,
+    NoAnswerError,
+    RequestTimeout,
+)
 from mcp_ref import types as t
 from mcp_ref._errors import INVALID_REQUEST, REQUEST_TIMEOUT
 from mcp_ref.events import Notification, Progress, RequestId
@@ -364,10 +372,10 @@ async def test_timeout_with_mock_clock(autojump_clock: trio.testing.MockClock) -
     with trio.fail_after(1000):
         async with session_pair(sh) as (client, server, c_wire, s_wire):
             start = trio.current_time()
-            with pytest.raises(McpError) as info:
+            with pytest.raises(NoAnswerError) as info:
                 await call(client, "slow", timeout=RequestTimeout(seconds=5))
             assert info.value.code == REQUEST_TIMEOUT
-            assert "timed out" in info.value.message
+            assert (info.value.method, info.value.elapsed) == ("tools/call", pytest.approx(5))
             assert trio.current_time() - start == pytest.approx(5, abs=0.01)
             (note,) = [m for m in c_wire.sent if m.get("method") == "notifications/cancelled"]
             assert note["params"]["reason"] == "timed out"

@@ -61,6 +61,7 @@ from .._errors import (
     METHOD_NOT_FOUND,
     LocalProtocolError,
     McpError,
+    NoAnswerError,
     RemoteProtocolError,
 )
 from .._inflight import RequestTimeout
@@ -73,7 +74,6 @@ from .._methods import (
 from .._pagination import PageWalker
 from .._roots import check_roots
 from .._state import State
-from ..blocking import NoAnswerError  # the clients' shared exception; loads no I/O
 from ..events import (
     ConnectionClosed,
     ErrorResponse,

@@ -23,12 +23,8 @@ ended, and :class:`~mcp_ref.LocalProtocolError` when the server did not declare 
 capability the method needs.
 
 Telling "no answer" from "an error answer": the trio session reports its own timeout as
-``McpError(REQUEST_TIMEOUT, ..., {"method": ..., "elapsed": ...})``, which a server could
-also send on the wire.  :meth:`Client.request` knows which requests could have timed out
-and when: it turns the session's error into :class:`NoAnswerError` only when the request
-had a timeout, at least that many seconds passed, and the error carries exactly the
-session's ``data`` for that method (:func:`_gave_up`).  A server's -32001 answer stays a
-plain McpError.
+:class:`NoAnswerError`, a class no message from the wire becomes, so a server's -32001
+answer stays a plain McpError.
 
 Server notifications go to two optional callbacks, sync or async, run one at a time in
 arrival order: ``on_log(params)`` for ``notifications/message`` and
@@ -49,14 +45,13 @@ from typing import Any, TypeVar
 import trio
 
 from .. import types as t
-from .._errors import METHOD_NOT_FOUND, REQUEST_TIMEOUT, LocalProtocolError, McpError
+from .._errors import METHOD_NOT_FOUND, LocalProtocolError, McpError, NoAnswerError
 from .._inflight import RequestTimeout
 from .._methods import LATEST_PROTOCOL_VERSION
 from .._pagination import PageWalker
 from .._ratelimit import RateLimit, TokenBucket, take_or_refuse
 from .._roots import check_roots
 from .._state import CLIENT
-from ..blocking import NoAnswerError  # the clients' shared exception; loads no I/O
 from ..events import Notification, Progress
 from ..trio import (
     DEFAULT_TIMEOUT,
@@ -120,32 +115,6 @@ async def _maybe_await(value: T | Awaitable[T]) -> T:
     if inspect.isawaitable(value):
         return await value
     return value
-
-
-def _gave_up(exc: McpError, method: str, limit: RequestTimeout | None, waited: float) -> bool:
-    """Whether ``exc``, raised by ``Session.send_request(method, ...)``, is the session
-    giving up on a request with timeout ``limit`` after ``waited`` seconds (True), not
-    an error the peer answered (False).
-
-    The session's own timeout error has code ``REQUEST_TIMEOUT`` and ``data`` exactly
-    ``{"method": method, "elapsed": e}`` with ``e >= limit.seconds``; and the caller
-    waited at least as long.  A request without a timeout never times out here.
-    """
-    if isinstance(exc, NoAnswerError):
-        return True
-    data = exc.data
-    if exc.code != REQUEST_TIMEOUT or limit is None or not isinstance(data, dict):
-        return False
-    elapsed = data.get("elapsed")
-    floor = limit.seconds * (1 - 1e-9)  # the core's deadline is a float sum: allow rounding
-    return (
-        data.keys() == {"method", "elapsed"}
-        and data["method"] == method
-        and isinstance(elapsed, int | float)
-        and not isinstance(elapsed, bool)
-        and elapsed >= floor
-        and waited >= floor
-    )
 
 
 def _kept_roots(roots: RootsArg) -> RootsArg:
@@ -329,20 +298,9 @@ class Client:
 
         Source: 2025-06-18/basic/lifecycle#timeouts.2, #timeouts.3.
         """
-        session = self.session
-        limit = session.default_timeout if timeout is SESSION_DEFAULT else timeout
-        started = trio.current_time()
-        try:
-            return await session.send_request(
-                method, params, timeout=timeout, on_progress=on_progress
-            )
-        except McpError as exc:
-            waited = trio.current_time() - started
-            if isinstance(exc, NoAnswerError) or not _gave_up(exc, method, limit, waited):
-                raise
-            # Spec: 2025-06-18/basic/lifecycle#timeouts.2 ("stop waiting for a response")
-            assert isinstance(exc.data, dict)
-            raise NoAnswerError(method, float(exc.data["elapsed"])) from exc
+        return await self.session.send_request(
+            method, params, timeout=timeout, on_progress=on_progress
+        )
 
     async def _page(self, method: str, cursor: str | None, timeout: TimeoutArg) -> Any:
         params = t.PaginatedRequestParams(cursor=cursor) if cursor is not None else None

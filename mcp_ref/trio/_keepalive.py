@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import attrs
 import trio
 
-from .._errors import REQUEST_TIMEOUT, LocalProtocolError, McpError
+from .._errors import LocalProtocolError, McpError, NoAnswerError
 from .._inflight import RequestTimeout
 from ._handler import SessionClosed
 
@@ -98,10 +98,7 @@ async def run_keepalive(session: Session, keepalive: Keepalive) -> None:
         try:
             # Spec: 2025-06-18/basic/utilities/ping#implementation-considerations.1
             await session.send_request("ping", timeout=RequestTimeout(seconds=keepalive.timeout))
-        except McpError as exc:
-            if exc.code != REQUEST_TIMEOUT:
-                failures = 0  # an error response is still an answer
-                continue
+        except NoAnswerError:
             failures += 1
             # Spec: 2025-06-18/basic/utilities/ping#error-handling.3
             log.warning(
@@ -119,6 +116,9 @@ async def run_keepalive(session: Session, keepalive: Keepalive) -> None:
                     f"(timeout {keepalive.timeout:.3g} s each): connection considered lost"
                 )
                 return
+            continue
+        except McpError:
+            failures = 0  # an error response (even -32001) is still an answer
             continue
         except LocalProtocolError as exc:
             # e.g. the lifecycle does not allow a ping in this state: try again later.

@@ -27,9 +27,9 @@ from .. import types as t
 from .._connection import NEED_DATA
 from .._errors import (
     INTERNAL_ERROR,
-    REQUEST_TIMEOUT,
     LocalProtocolError,
     McpError,
+    NoAnswerError,
     RemoteProtocolError,
 )
 from .._pagination import InvalidCursor
@@ -306,20 +306,9 @@ class SessionInput(SessionBase):
             assert isinstance(event, RequestTimedOut)
             waiter = self._waiters.get(_key(event.id))
             if waiter is not None:
-                waiter.finish(
-                    error=McpError(
-                        REQUEST_TIMEOUT,
-                        f"request {event.method} timed out after {event.elapsed:.3g} s "
-                        # initialize is never cancelled, only abandoned (the core sends
-                        # no notifications/cancelled for it).
-                        + (
-                            "and was abandoned"
-                            if event.method == "initialize"
-                            else "and was cancelled"
-                        ),
-                        {"method": event.method, "elapsed": event.elapsed},
-                    )
-                )
+                # Spec: 2025-06-18/basic/lifecycle#timeouts.2 ("stop waiting for a response")
+                # We gave up: NoAnswerError, never a plain McpError a peer could send.
+                waiter.finish(error=NoAnswerError(event.method, event.elapsed))
         elif kind is Progress:
             assert isinstance(event, Progress)
             waiter = self._waiters.get(_key(event.request_id))
