@@ -15,6 +15,16 @@ Sections run in order, each producing :class:`~bench.report.Row` objects:
 5.   ``server`` (``--server CMD`` / ``--url URL``): the same load against any server;
      given alone, only this section runs.
 
+``leak`` also holds the load row of :func:`bench.fuzz_http.sessions_row`: many
+concurrent HTTP sessions against ``mcp-ref serve --http`` (``http_sessions`` of the size,
+1,000 outside ``--tiny``), with its errors and memory per session.
+
+``--fuzz-http URL`` (:mod:`bench.fuzz_http`) runs alone: it sends damaged bodies, odd
+headers and slow clients to a running endpoint (loopback only unless
+``--allow-remote``; at most ``--fuzz-count`` cases and ``--fuzz-seconds`` of wall time),
+prints sent / answered / unanswered per family, and exits 1 when any POST went
+unanswered (2 when it refuses the URL or cannot start).
+
 ``--profile`` prints where the time goes in the core and in-process paths
 (:mod:`bench.profile`).  Progress goes to stderr, the tables to stdout.  A row that
 cannot be measured keeps its place with the reason, so the table always renders.
@@ -44,7 +54,9 @@ ROOT = Path(__file__).resolve().parent.parent
 SIZES: dict[str, dict[str, Any]] = {
     # core_scale: multiplies the hot path's messages per run; e2e: calls per e2e run;
     # compare/slow: calls per compare run (slow = the Python SDK is one side);
-    # leak_requests / leak_sessions: the long runs; repeats: runs per figure (median).
+    # leak_requests / leak_sessions: the long runs; repeats: runs per figure (median);
+    # http_sessions: concurrent sessions of the HTTP load row (at most the server's
+    # max_sessions, 1000 by default).
     "tiny": {
         "core_scale": 0.005,
         "core_repeats": 1,
@@ -57,6 +69,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "leak_requests": 200,
         "leak_sessions": 5,
         "server": 30,
+        "http_sessions": 20,
     },
     "quick": {
         "core_scale": 0.1,
@@ -70,6 +83,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "leak_requests": 5000,
         "leak_sessions": 50,
         "server": 1000,
+        "http_sessions": 1000,
     },
     "full": {
         "core_scale": 1.0,
@@ -83,6 +97,7 @@ SIZES: dict[str, dict[str, Any]] = {
         "leak_requests": 100000,
         "leak_sessions": 1000,
         "server": 5000,
+        "http_sessions": 1000,
     },
 }
 
@@ -235,6 +250,9 @@ def leak_rows(size: dict[str, Any], log: Callable[[str], None] = _log) -> list[R
         rows.append(_leak_row(f"stdio server ({stdio_layer}): requests", before, after, requests=n))
     except TargetError as exc:
         rows.append(Row("leak", "stdio server: requests", note=f"failed: {exc}"))
+    from .fuzz_http import sessions_row
+
+    rows.append(sessions_row(size["http_sessions"], log=log))
     return rows
 
 
@@ -336,13 +354,82 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="run only these sections (repeatable)",
     )
     p.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
+    p.add_argument(
+        "--fuzz-http",
+        metavar="URL",
+        help="send damaged POSTs, odd headers and slow clients to the Streamable HTTP "
+        "endpoint at URL (loopback only) and count the unanswered; runs alone",
+    )
+    p.add_argument(
+        "--allow-remote", action="store_true", help="let --fuzz-http target a non-loopback host"
+    )
+    p.add_argument(
+        "--fuzz-count",
+        type=int,
+        metavar="N",
+        help="--fuzz-http: cases sent at most (default 2000; 100 with --tiny)",
+    )
+    p.add_argument(
+        "--fuzz-seconds",
+        type=float,
+        metavar="S",
+        help="--fuzz-http: no new case after this many seconds (default 60)",
+    )
+    p.add_argument(
+        "--fuzz-timeout",
+        type=float,
+        metavar="S",
+        help="--fuzz-http: seconds each POST has to be answered whole (default 5)",
+    )
     return p.parse_args(argv)
 
 
+def run_fuzz(args: argparse.Namespace, mode: str) -> int:
+    """``--fuzz-http``: the fuzz run, its table on stdout (and JSON); the exit code:
+    0, 1 when a POST went unanswered, 2 when the run could not start."""
+    from . import fuzz_http
+
+    count = args.fuzz_count or (100 if mode == "tiny" else fuzz_http.DEFAULT_COUNT)
+    seconds = args.fuzz_seconds or fuzz_http.DEFAULT_SECONDS
+    timeout = args.fuzz_timeout or fuzz_http.DEFAULT_TIMEOUT
+    _log(f"fuzzing {args.fuzz_http}: at most {count} cases, {seconds:.0f} s")
+    started = time.perf_counter()
+    try:
+        rows = fuzz_http.fuzz_http(
+            args.fuzz_http,
+            count=count,
+            seconds=seconds,
+            timeout=timeout,
+            allow_remote=args.allow_remote,
+        )
+    except (ValueError, RuntimeError, OSError) as exc:
+        _log(f"bench: --fuzz-http: {exc}")
+        return 2
+    print(fuzz_http.render(rows))
+    unanswered = sum(int(r.metrics["unanswered"] or 0) for r in rows)
+    if args.json:
+        settings = {
+            "mode": "fuzz-http",
+            "url": args.fuzz_http,
+            "count": count,
+            "seconds": seconds,
+            "timeout": timeout,
+            "elapsed_s": time.perf_counter() - started,
+            "argv": sys.argv[1:],
+        }
+        text = report.to_json(rows, machine=describe_machine(), settings=settings)
+        Path(args.json).write_text(text + "\n")
+        _log(f"wrote {args.json}")
+    return 1 if unanswered else 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the bench; exit code 0 (1 when a requested section produced no numbers)."""
+    """Run the bench; exit code 0 (1 when a requested section produced no numbers; for
+    ``--fuzz-http`` see :func:`run_fuzz`)."""
     args = parse_args(argv)
     mode = "tiny" if args.tiny else "quick" if args.quick else "full"
+    if args.fuzz_http:
+        return run_fuzz(args, mode)
     size = SIZES[mode]
     machine = describe_machine()
     started = time.perf_counter()

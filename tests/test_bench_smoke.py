@@ -13,10 +13,12 @@ import math
 import os
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -89,3 +91,63 @@ def test_compare(tmp_path: Path) -> None:
             assert row["metrics"].get("floor_ratio"), row
     if not any(r["metrics"].get("theirs_req_per_s") for r in rows):
         pytest.skip("no official SDK is installed in the peers cache; only our side ran")
+
+
+# --- --fuzz-http ---------------------------------------------------------------------------
+
+
+async def _bench_main(*args: str) -> int:
+    """``python -m bench ARGS`` in a worker thread (it runs trio of its own there)."""
+    from bench.cli import main
+
+    return await trio.to_thread.run_sync(main, list(args))
+
+
+async def test_fuzz_http_against_an_in_process_server(tmp_path: Path) -> None:
+    """Every family runs against our server, and no POST is left unanswered (exit 0)."""
+    from mcp_ref.examples.everything import make_server
+    from mcp_ref.trio import open_http_server
+
+    out = tmp_path / "fuzz.json"
+    with trio.fail_after(120):
+        async with open_http_server(make_server()) as info:
+            code = await _bench_main(
+                "--tiny", "--fuzz-http", info.url, "--fuzz-count", "80", "--json", str(out)
+            )
+    assert code == 0
+    rows = json.loads(out.read_text())["rows"]
+    names = [r["name"] for r in rows]
+    for family in ("body (new session): ", "body (in session): ", "headers: ", "slow: "):
+        assert any(n.startswith(family) for n in names), (family, names)
+    assert sum(r["metrics"]["sent"] for r in rows) >= 80
+    assert sum(r["metrics"]["unanswered"] for r in rows) == 0
+    for row in rows:
+        assert row["metrics"]["answered"] == row["metrics"]["sent"], row
+
+
+async def test_fuzz_http_counts_a_silent_server_as_unanswered() -> None:
+    """A server that reads and never answers: every POST unanswered, exit status 1."""
+
+    async def silent(stream: trio.SocketStream) -> None:
+        async with stream:
+            while await stream.receive_some(65536):
+                pass
+
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            listeners = await nursery.start(partial(trio.serve_tcp, silent, 0, host="127.0.0.1"))
+            port = listeners[0].socket.getsockname()[1]
+            code = await _bench_main(
+                "--fuzz-http",
+                f"http://127.0.0.1:{port}/mcp",
+                "--fuzz-count",
+                "4",
+                "--fuzz-timeout",
+                "0.3",
+            )
+            nursery.cancel_scope.cancel()
+    assert code == 1
+
+
+async def test_fuzz_http_refuses_a_remote_url() -> None:
+    assert await _bench_main("--fuzz-http", "http://192.0.2.1/mcp") == 2
