@@ -1259,10 +1259,10 @@ class HttpLimits:
     max_sessions_per_peer: int = attrs.field(default=100, validator=_positive)
     """Live sessions at once per client IP address (100).  A new session past it takes
     the place of an evictable session of the same address, else is refused with 429
-    and ``Retry-After``.  Every client on the server's own machine connects from a
-    loopback address, so all of them count as one peer (``127.0.0.1`` and ``::1`` are
-    two); so does every client of a connection without an IP address (e.g. an
-    in-memory stream)."""
+    and ``Retry-After``.  It applies only where clients can be told apart by address:
+    every client on the server's own machine connects from a loopback address, and a
+    connection without an IP address (an in-memory stream) has none, so those share
+    ``max_sessions`` alone."""
     session_idle_seconds: float = attrs.field(default=3600.0, validator=_positive)
     """Seconds (3600) without a request, and with no request in progress and no
     stream attached, after which a session is ended (then 404).  Long, because an

@@ -27,7 +27,7 @@ from mcp_ref._http import LOCALHOST_HOSTS, HttpError, HttpLimits, check_host, sp
 from mcp_ref.server import Server
 from mcp_ref.trio._http_server import open_http_server
 from mcp_ref.trio._http_server_routing import HttpServer
-from mcp_ref.trio._http_server_sessions import peer_of
+from mcp_ref.trio._http_server_sessions import peer_of, told_apart
 
 from ._http_raw import RawConnection, init_body, notification_body, open_session, request_body
 
@@ -383,14 +383,19 @@ async def test_peer_of_names_the_ip_address_without_the_port() -> None:
             await listener.aclose()
 
 
-async def test_every_loopback_client_is_one_peer() -> None:
-    limits = HttpLimits(max_sessions_per_peer=1)
+async def test_loopback_clients_are_not_held_to_a_share_per_address() -> None:
+    """Local clients cannot be told apart by address: the per-peer share does not apply
+    to them (two sessions past a share of one), while ``max_sessions`` still does."""
+    assert not told_apart("127.0.0.1") and not told_apart("::1") and not told_apart(None)
+    assert told_apart("10.0.0.1") and told_apart("2001:db8::1")
+    limits = HttpLimits(max_sessions_per_peer=1, max_sessions=2)
     with trio.fail_after(TIMEOUT):
         async with open_http_server(Server("limits-test", "0"), limits=limits) as info:
             await open_session(info.port, version=V)
+            await open_session(info.port, version=V)
             conn = await RawConnection.open(info.port)
             ans = await conn.request("POST", body=init_body(1, V))
-            assert ans.status == 429
+            assert ans.status == 503  # max_sessions, none idle long enough to evict
             assert int(ans.headers["retry-after"]) >= 1
             await ans.body()
             await conn.aclose()

@@ -52,7 +52,7 @@ from ._http_server_requests import Refused, RequestHeaders
 from ._http_server_streams import CURRENT, HttpSession
 from ._session import Handler, open_session
 
-__all__ = ["PEER", "SessionTable", "initialized", "peer_of"]
+__all__ = ["PEER", "SessionTable", "initialized", "peer_of", "told_apart"]
 
 log = logging.getLogger("mcp_ref.trio.http")
 
@@ -102,6 +102,20 @@ def peer_of(stream: trio.abc.Stream) -> str | None:
     if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
         return str(addr.ipv4_mapped)
     return str(addr)
+
+
+def told_apart(peer: str | None) -> bool:
+    """Whether clients at ``peer`` can be told apart from other clients, so a share per
+    address means a share per client: False for a loopback address (every client on
+    this machine) and for a connection without an IP address (in-memory streams).
+    Only those peers are held to ``HttpLimits.max_sessions_per_peer``; the others share
+    ``max_sessions`` alone."""
+    if peer is None:
+        return False
+    try:
+        return not ipaddress.ip_address(peer).is_loopback
+    except ValueError:
+        return True
 
 
 @attrs.define
@@ -207,7 +221,7 @@ class SessionTable:
         while True:
             if self.live >= limits.max_sessions:
                 peer_only = False
-            elif self.peer_count(peer) >= limits.max_sessions_per_peer:
+            elif told_apart(peer) and self.peer_count(peer) >= limits.max_sessions_per_peer:
                 peer_only = True
             else:
                 return
