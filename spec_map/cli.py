@@ -61,6 +61,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
     print(check_mod.format_table(analysis.summaries()))
     tested = "passing tests (results.json)" if analysis.use_results else "test markers"
     print(f"\nMUST = library-binding MUST-level clauses; 'tested' counts {tested}.")
+    from .proof import check_text
+
+    print(check_text(analysis))
     if args.list_open:
         listed = analysis.open_required
         if args.include_should:
@@ -165,6 +168,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("diagram", help="regenerate lifecycle.svg and lifecycle.md")
     p.set_defaults(func=_cmd_diagram)
+
+    from .prove import add_parser as add_prove_parser
+
+    add_prove_parser(sub)
     return parser
 
 

@@ -108,6 +108,9 @@ def _clause_html(status: ClauseStatus, root: Path, out: Path) -> str:
             )
     if status.waiver is not None:
         refs.append(f"waiver: {escape(status.waiver)}")
+    from .proof import load_proof, proof_clause_html
+
+    refs.extend(proof_clause_html(load_proof(), status.id))
     if refs:
         parts.append('<div class="refs">' + "<br>".join(refs) + "</div>")
     parts.append("</div>")
@@ -182,6 +185,9 @@ def render_report(analysis: Analysis, *, root: Path, out: Path) -> str:
             + "</tr>"
         )
     html.append("</table>")
+    from .proof import report_html
+
+    html.append(report_html(analysis))
     html.append('<h2 id="lifecycle">Lifecycle (from mcp_ref/_state.py)</h2>')
     html.append(_diagram())
     for page, clauses in catalog.by_page().items():
