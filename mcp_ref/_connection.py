@@ -40,7 +40,7 @@ from typing import Any, Final
 
 from . import _jsonrpc as rpc
 from ._conn_state import _CANCELLED, _CLOSED, _DEFAULT
-from ._errors import LocalProtocolError, RemoteProtocolError
+from ._errors import PARSE_ERROR, LocalProtocolError, RemoteProtocolError
 from ._framing import PEEK_BYTES, TOO_LONG
 from ._inflight import RequestTimeout
 from ._methods import negotiate_version
@@ -199,7 +199,14 @@ class Connection(ReceivePaths, SendPaths):
                 continue
             assert isinstance(line, bytes)
             if not line or (line[0] in _BLANK and not line.strip()):
-                continue  # a blank line (strip() copies: only when it may be one)
+                if self.newline_framing:
+                    continue  # a blank line (strip() copies: only when it may be one)
+                # A whole message that is blank is no JSON at all: refuse it.
+                raise RemoteProtocolError(
+                    "parse error: empty message",
+                    code=PARSE_ERROR,
+                    event_hint=rpc.error_reply(None, PARSE_ERROR, "parse error: empty message"),
+                )
             try:
                 obj = rpc.decode(line)
             except RemoteProtocolError as exc:

@@ -312,7 +312,10 @@ class WebSocketChannel:
             return
         self._parts.append(chunk)
         if event.message_finished:
-            message = b"".join(self._parts)
+            # An empty text message is a message, not the end of input (which b"" means
+            # to the session): it goes on as one space, which the connection refuses as
+            # a parse error (-32700) like any other message that is not JSON.
+            message = b"".join(self._parts) or b" "
             self._parts.clear()
             self._size = 0
             try:
