@@ -1107,8 +1107,9 @@ async def check_size_limit(connect: Connect, *, oversize: str) -> None:
 
 
 async def check_bad_input(open_raw: Callable[[], AbstractAsyncContextManager[RawConn]]) -> None:
-    """Bytes that are not JSON get -32700, JSON that is not JSON-RPC gets -32600, an
-    unknown method -32601; the connection survives all three and serves a call.
+    """Bytes that are not JSON get -32700 (with the request's id when its first bytes
+    show one, however deep the rest is nested), JSON that is not JSON-RPC gets -32600,
+    an unknown method -32601; the connection survives them all and serves a call.
     Source: 2025-06-18/basic#messages; JSON-RPC 2.0 section 5.1."""
     with trio.fail_after(STEP_LIMIT):
         async with open_raw() as raw:
@@ -1126,6 +1127,17 @@ async def check_bad_input(open_raw: Callable[[], AbstractAsyncContextManager[Raw
             answer = await raw.exchange(b'{"jsonrpc":"2.0","id":2,"method":"no/such"}')
             assert answer is not None
             assert (answer["id"], answer["error"]["code"]) == (2, METHOD_NOT_FOUND)
+            # Broken after its id (cut short; nested past any parser's depth): still
+            # -32700, and answered by that id, which its first bytes show.
+            answer = await raw.exchange(b'{"jsonrpc":"2.0","id":4,"method":"tools/call","par')
+            assert answer is not None
+            assert (answer["id"], answer["error"]["code"]) == (4, PARSE_ERROR)
+            deep = b"[" * 5000 + b"]" * 5000
+            answer = await raw.exchange(
+                b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"x":' + deep + b"}}"
+            )
+            assert answer is not None
+            assert (answer["id"], answer["error"]["code"]) == (5, PARSE_ERROR)
             call = {
                 "jsonrpc": "2.0",
                 "id": 3,
