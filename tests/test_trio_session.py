@@ -273,10 +273,7 @@ async def test_concurrent_requests() -> None:
     assert results == {i: f"g{i}" for i in range(20)}
 
 
-@spec(
-    "2025-06-18/basic/utilities/progress#progress-flow.3",
-    "2025-06-18/basic/utilities/progress#progress-flow.4",
-)
+@spec("2025-06-18/basic/utilities/progress#progress-flow.3")
 async def test_progress_callback_sync_and_async() -> None:
     seen: list[tuple[float, float | None, str | None]] = []
 
@@ -386,6 +383,7 @@ async def test_timeout_with_mock_clock(autojump_clock: trio.testing.MockClock) -
             assert scope.cancelled_caught
 
 
+@spec("2025-06-18/basic/lifecycle#timeouts.1")
 async def test_session_default_timeout(autojump_clock: trio.testing.MockClock) -> None:
     """The session default applies when no timeout is given."""
     sh = ServerHandler()
