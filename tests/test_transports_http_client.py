@@ -360,7 +360,6 @@ async def test_a_404_replays_initialize_then_retries() -> None:
             assert inits[0].body == inits[1].body
 
 
-@pytest.mark.spec(T + "sending-messages-to-the-server.6")
 async def test_http_errors_and_lost_streams_answer_the_request_at_once() -> None:
     async def script(req: Req, reply: Reply) -> None:
         if req.method == "POST" and req.json.get("method") == "tools/call":
