@@ -150,12 +150,7 @@ def only_text(result: t.CallToolResult) -> str:
 # --------------------------------------------------------------------------- tests
 
 
-@spec(
-    "2025-06-18/basic/lifecycle#initialization.2",
-    "2025-06-18/basic/lifecycle#initialization.4",
-    "2025-06-18/basic/lifecycle#version-negotiation.1",
-    "2025-06-18/basic/transports#stdio.5",
-)
+@spec("2025-06-18/basic/lifecycle#initialization.2", "2025-06-18/basic/lifecycle#initialization.4", "2025-06-18/basic/lifecycle#version-negotiation.1")
 async def test_initialize_and_list_every_tool() -> None:
     with trio.fail_after(LIMIT):
         async with everything() as client:
@@ -237,10 +232,7 @@ async def test_call_tools_and_check_typed_content() -> None:
             assert unknown.is_error and "not found" in only_text(unknown)
 
 
-@spec(
-    "2025-06-18/basic/utilities/progress#progress-flow.1",
-    "2025-06-18/basic/utilities/progress#progress-flow.2",
-)
+@spec("2025-06-18/basic/utilities/progress#progress-flow.1")
 async def test_progress_notifications_reach_on_progress() -> None:
     with trio.fail_after(LIMIT):
         async with everything() as client:
@@ -470,12 +462,7 @@ async def test_prompts_and_completions() -> None:
             assert "1" in ids.completion.values
 
 
-@spec(
-    "2025-06-18/client/sampling#capabilities.1",
-    "2025-06-18/client/elicitation#capabilities.1",
-    "2025-06-18/client/roots#capabilities.1",
-    "2025-06-18/client/roots#root.1",
-)
+@spec("2025-06-18/client/sampling#capabilities.1", "2025-06-18/client/elicitation#capabilities.1", "2025-06-18/client/roots#capabilities.1")
 async def test_sampling_elicitation_and_roots_answered_by_our_handlers() -> None:
     """The server offers three more tools to a client that declares sampling, elicitation
     and roots, and each sends a request back to us while the call runs."""
