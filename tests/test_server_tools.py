@@ -623,6 +623,8 @@ async def test_context_progress_and_logging() -> None:
         """Works."""
         await ctx.report_progress(1, 3, "one")
         await ctx.report_progress(3, 3)
+        with pytest.raises(LocalProtocolError, match="increase"):  # not sent: no increase
+            await ctx.report_progress(3, 3)
         await ctx.log("info", {"done": True}, logger="work")
         return "done"
 
