@@ -393,16 +393,12 @@ async def test_initialize(combo: Combo, version: str, endpoint: Endpoint, clock:
     await tc.check_initialize(endpoint.connect, version)
 
 
-@spec(
-    "2025-06-18/server/utilities/pagination#pagination-model.1",
-    "2025-06-18/server/utilities/pagination#error-handling.1",
-)
+@spec("2025-06-18/server/utilities/pagination#error-handling.1")
 @pytest.mark.parametrize("combo", combos())
 async def test_list_and_call_with_pagination(combo: Combo, endpoint: Endpoint, clock: Any) -> None:
     await tc.check_pagination(endpoint.connect)
 
 
-@spec("2025-06-18/basic/utilities/progress#progress-flow.4")
 @pytest.mark.parametrize("combo", combos("progress"))
 async def test_progress(combo: Combo, endpoint: Endpoint, clock: Any) -> None:
     await tc.check_progress(endpoint.connect)

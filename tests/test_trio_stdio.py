@@ -67,13 +67,7 @@ async def call(session: Session, name: str, **kw: Any) -> Any:
     return await session.send_request("tools/call", t.CallToolRequestParams(name=name), **kw)
 
 
-@spec(
-    "2025-06-18/basic/transports#stdio.1",
-    "2025-06-18/basic/transports#stdio.2",
-    "2025-06-18/basic/transports#stdio.3",
-    "2025-06-18/basic/transports#stdio.4",
-    "2025-06-18/basic/lifecycle#stdio.1",
-)
+@spec("2025-06-18/basic/transports#stdio.1", "2025-06-18/basic/transports#stdio.2", "2025-06-18/basic/transports#stdio.3", "2025-06-18/basic/lifecycle#stdio.1")
 async def test_round_trip_and_clean_exit_on_stdin_close() -> None:
     with trio.fail_after(LIMIT):
         async with open_stdio_process(command(), shutdown_grace=5) as (channel, process):
@@ -138,7 +132,6 @@ async def test_server_crash_mid_request() -> None:
         assert process.returncode == 3
 
 
-@spec("2025-06-18/basic/transports#stdio.4")
 async def test_garbage_lines_from_server_are_survived() -> None:
     with trio.fail_after(LIMIT):
         async with open_stdio_process(command("garbage")) as (channel, process):
