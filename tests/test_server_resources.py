@@ -201,7 +201,6 @@ def test_registered_uris_need_a_scheme_and_valid_templates() -> None:
 # ---------------------------------------------------------------- subscriptions
 
 
-@spec("2025-06-18/server/resources#capabilities.1")
 async def test_updates_go_to_subscribed_sessions_only() -> None:
     server = make_server()
     with trio.fail_after(5):

@@ -54,6 +54,7 @@ def _methods(log: list[tuple[float, dict[str, Any]]]) -> list[str | None]:
     "2025-06-18/basic/utilities/ping#error-handling.1",
     "2025-06-18/basic/utilities/ping#error-handling.2",
     "2025-06-18/basic/utilities/ping#error-handling.3",
+    "2025-06-18/basic/utilities/ping#implementation-considerations.3",
 )
 async def test_a_silent_peer_is_pinged_then_given_up_on(
     autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
@@ -77,11 +78,7 @@ async def test_a_silent_peer_is_pinged_then_given_up_on(
     assert sum("no answer to ping" in r.getMessage() for r in caplog.records) == 2
 
 
-@spec(
-    "2025-06-18/basic/utilities/ping#implementation-considerations.2",
-    "2025-06-18/basic/utilities/ping#implementation-considerations.3",
-    "2025-06-18/basic/utilities/ping#implementation-considerations.4",
-)
+@spec("2025-06-18/basic/utilities/ping#implementation-considerations.2", "2025-06-18/basic/utilities/ping#implementation-considerations.4")
 async def test_an_answering_peer_is_pinged_once_per_interval(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
