@@ -10,7 +10,6 @@ from mcp_ref._pagination import InvalidCursor, PageWalker, encode_cursor, pagina
 spec = pytest.mark.spec
 
 
-@spec("2025-06-18/server/utilities/pagination#pagination-model.1")
 def test_pages_and_cursors() -> None:
     items = list(range(7))
     page, cur = paginate(items, None, tag="tools/list", page_size=3)
@@ -54,6 +53,20 @@ def test_walker_refuses_a_repeated_cursor_and_bounds_pages() -> None:
     walker.add_page([1], "a")
     with pytest.raises(RemoteProtocolError):
         walker.add_page([1], "b")
+
+
+@spec("2025-06-18/server/utilities/pagination#pagination-model.1")
+def test_walker_accepts_pages_of_any_size() -> None:
+    # The server picks each page's size: a short first page, a longer one, an empty
+    # page that still carries a cursor, then the rest.  Only the cursor ends the walk.
+    pages = {None: ([1], "a"), "a": ([2, 3, 4, 5], "b"), "b": ([], "c"), "c": ([6, 7], None)}
+    walker = PageWalker()
+    asked = []
+    while (cursor := walker.next_cursor()) is not PageWalker.DONE:
+        asked.append(cursor)
+        walker.add_page(*pages[cursor])
+    assert asked == [None, "a", "b", "c"]
+    assert walker.items == [1, 2, 3, 4, 5, 6, 7]
 
 
 @spec("2025-06-18/server/utilities/pagination#implementation-guidelines.2")
