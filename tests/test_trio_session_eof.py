@@ -50,7 +50,6 @@ async def read_messages(stream: trio.abc.ReceiveStream) -> list[dict[str, Any]]:
     return [json.loads(x) for x in data.splitlines() if x.strip()]
 
 
-@spec("2025-06-18/basic/lifecycle#stdio.1")
 async def test_accepted_requests_are_answered_after_end_of_input() -> None:
     handler = SlowServer()
     client_end, server_end = trio.testing.memory_stream_pair()
