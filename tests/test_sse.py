@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -401,33 +402,170 @@ def split_at(data: bytes, cuts: list[int]) -> list[bytes]:
     return [c for c in chunks if c]
 
 
-@given(st.lists(events_strategy, max_size=5), st.lists(st.integers(0, 2000), max_size=10))
-@settings(max_examples=300)
-def test_round_trip(events: list[SSEEvent], cuts: list[int]) -> None:
-    wire = b"".join(encode_event(ev) for ev in events)
-    got, dec = decode(split_at(wire, cuts))
-    assert got == [normalized(ev) for ev in events]
-    ids = [ev.id for ev in events if ev.id is not None]
-    assert dec.last_event_id == (ids[-1] if ids else "")
+def event_size(ev: SSEEvent) -> int:
+    """What ``max_event_size`` counts for one encoded event: its field lines' bytes,
+    line ends excluded (the encoder ends every line with a single LF)."""
+    wire = encode_event(ev)
+    return len(wire) - wire.count(b"\n")
 
 
-@given(st.binary(max_size=300), st.lists(st.integers(0, 300), max_size=6))
-@settings(max_examples=300)
-def test_arbitrary_bytes_give_events_or_remote_error(data: bytes, cuts: list[int]) -> None:
-    dec = SSEDecoder(max_event_size=128)
+@st.composite
+def round_trip_cases(draw: st.DrawFn) -> tuple[list[SSEEvent], list[str], int, list[int]]:
+    """Events, a comment before each (a keepalive, or none), a size limit at, just under
+    or just over one event's size (or the default), and cut points."""
+    events = draw(st.lists(events_strategy, max_size=5))
+    limit = DEFAULT_MAX_EVENT_SIZE
+    if events and draw(st.booleans()):
+        size = event_size(draw(st.sampled_from(events)))
+        limit = max(1, size + draw(st.sampled_from([-1, 0, 1])))
+    comments = draw(st.lists(st.none() | _field_text, min_size=len(events), max_size=len(events)))
+    # A comment line being received counts toward the bound: keep each within it.
+    kept = [c if c is not None and len(encode_comment(c)) <= limit else "" for c in comments]
+    cuts = draw(st.lists(st.integers(0, 2000), max_size=10))
+    return events, kept, limit, cuts
+
+
+@given(round_trip_cases())
+@settings(max_examples=500, deadline=None)
+def test_round_trip(case: tuple[list[SSEEvent], list[str], int, list[int]]) -> None:
+    """encode -> decode, in any chunking, with comments between events: the same events
+    (line ends as LF), the last id; and exactly the events within ``max_event_size``
+    before the first one over it, which raises -32600."""
+    events, comments, limit, cuts = case
+    wire = b"".join(
+        (encode_comment(c) if c else b"") + encode_event(ev)
+        for c, ev in zip(comments, events, strict=True)
+    )
+    got, error, dec = decode_bounded(split_at(wire, cuts), limit)
+    over = [i for i, ev in enumerate(events) if event_size(ev) > limit]
+    expected = events[: over[0]] if over else events
+    assert got == [normalized(ev) for ev in expected]
+    if over:
+        assert error is not None and error.code == -32600
+    else:
+        assert error is None
+        ids = [ev.id for ev in events if ev.id is not None]
+        assert dec.last_event_id == (ids[-1] if ids else "")
+
+
+# -- a reference model: WHATWG 9.2.6 written out plainly, on the whole input ---------------
+
+
+@attrs.frozen
+class Model:
+    events: list[SSEEvent]
+    last_event_id: str
+    retry: int | None
+    block_peak: int  # the largest block: sum of its field lines (never over the bound)
+    line_peak: int  # the largest block-so-far plus the next line of any kind
+
+
+def model_decode(data: bytes) -> Model:
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    *lines, tail = re.split(rb"\r\n|\r|\n", data)  # the tail has no line end: dropped
+    events: list[SSEEvent] = []
+    data_lines: list[str] = []
+    name, block_id, block_retry, id_buffer, last_id = "", None, None, "", ""
+    retry: int | None = None
+    size = block_peak = line_peak = 0
+    for raw in lines:
+        line_peak = max(line_peak, size + len(raw))
+        if raw == b"":
+            last_id = id_buffer
+            if data_lines:
+                events.append(
+                    SSEEvent(
+                        data="\n".join(data_lines),
+                        event=name or None,
+                        id=block_id,
+                        retry=block_retry,
+                    )
+                )
+            data_lines, name, block_id, block_retry, size = [], "", None, None, 0
+            continue
+        if raw.startswith(b":"):
+            continue
+        size += len(raw)
+        block_peak = max(block_peak, size)
+        field, colon, value_bytes = raw.partition(b":")
+        if value_bytes.startswith(b" "):
+            value_bytes = value_bytes[1:]
+        field_name = field.decode("utf-8", "replace")
+        value = value_bytes.decode("utf-8", "replace")
+        if field_name == "data":
+            data_lines.append(value)
+        elif field_name == "event":
+            name = value
+        elif field_name == "id" and "\x00" not in value:
+            block_id = id_buffer = value
+        elif field_name == "retry" and value.isascii() and value.isdigit() and len(value) <= 12:
+            block_retry = retry = int(value)
+    line_peak = max(line_peak, size + len(tail))
+    return Model(events, last_id, retry, block_peak, line_peak)
+
+
+def decode_bounded(
+    chunks: list[bytes], limit: int
+) -> tuple[list[SSEEvent], RemoteProtocolError | None, SSEDecoder]:
+    """Decode with ``max_event_size=limit``; stop at the first RemoteProtocolError (and
+    check that it is sticky)."""
+    dec = SSEDecoder(max_event_size=limit)
+    got: list[SSEEvent] = []
     try:
-        for chunk in split_at(data, cuts):
+        for chunk in [*chunks, b""]:  # b"": the end of the stream
             dec.receive_data(chunk)
-            for ev in drain(dec):
-                assert isinstance(ev, SSEEvent)
-        finish(dec)
-    except RemoteProtocolError:
-        pass
+            while isinstance(ev := dec.next_event(), SSEEvent):
+                got.append(ev)  # one at a time: keep those before an error
+            assert ev is (NEED_DATA if chunk else None)
+            # The bound holds memory too: what is held of the line being read fits
+            # (a possible BOM start, 2 bytes, is held before anything is checked).
+            assert len(dec._buf) - dec._start <= max(limit, 2)
+    except RemoteProtocolError as exc:
+        with pytest.raises(RemoteProtocolError):
+            dec.next_event()
+        return got, exc, dec
+    return got, None, dec
 
 
-@given(st.binary(max_size=200))
+SSE_TOKENS = [
+    b"data", b"data:", b"data: ", b"event:", b"event: ", b"id:", b"id: ", b"retry:",
+    b"retry: ", b":", b" ", b"x", b"7", b"\x00", b"\xff", b"\xc3\xa9", b"\xef\xbb\xbf",
+    b"\r", b"\n", b"\r\n", b"\n\n",
+]  # fmt: skip
+sse_bytes = st.binary(max_size=300) | st.lists(st.sampled_from(SSE_TOKENS), max_size=80).map(
+    b"".join
+)
+
+
+@given(sse_bytes, st.lists(st.integers(0, 300), max_size=6), st.integers(1, 130))
+@settings(max_examples=500, deadline=None)
+def test_arbitrary_bytes_give_events_or_remote_error(
+    data: bytes, cuts: list[int], limit: int
+) -> None:
+    """Against the model, with a small bound: without an error, exactly the model's events
+    and state; with one (code -32600), a prefix of them, and only when a block plus the
+    line being read went over the bound; never an error when every block and line fits."""
+    model = model_decode(data)
+    got, error, dec = decode_bounded(split_at(data, cuts), limit)
+    if error is None:
+        assert got == model.events
+        assert (dec.last_event_id, dec.retry) == (model.last_event_id, model.retry)
+        assert model.block_peak <= limit
+    else:
+        assert error.code == -32600
+        assert got == model.events[: len(got)]
+        assert model.line_peak > limit
+    if model.line_peak <= limit:
+        assert error is None
+
+
+@given(sse_bytes)
+@settings(max_examples=500, deadline=None)
 def test_chunking_does_not_change_the_result(data: bytes) -> None:
-    whole, dec_a = decode([data])
-    pieces, dec_b = decode(bytewise(data))
-    assert whole == pieces
-    assert (dec_a.last_event_id, dec_a.retry) == (dec_b.last_event_id, dec_b.retry)
+    """Whole and one byte at a time give the model's events, last id and retry."""
+    model = model_decode(data)
+    for chunks in ([data], bytewise(data)):
+        got, dec = decode(chunks)
+        assert got == model.events
+        assert (dec.last_event_id, dec.retry) == (model.last_event_id, model.retry)
