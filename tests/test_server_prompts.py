@@ -11,7 +11,9 @@ import trio
 
 from mcp_ref import INTERNAL_ERROR, INVALID_PARAMS, McpError
 from mcp_ref import types as t
+from mcp_ref.client import open_client
 from mcp_ref.server import Context, Server, assistant, embedded, image, user
+from mcp_ref.trio import memory_channel_pair
 
 from ._server_harness import connect
 
@@ -162,6 +164,23 @@ def test_embedded_resources_carry_uri_mime_type_and_data() -> None:
     assert blob_block.resource.uri == "test://raw"
     assert blob_block.resource.mime_type == "application/octet-stream"
     assert base64.b64decode(blob_block.resource.blob) == b"\x00\x01"
+
+
+@spec("2025-06-18/server/prompts#implementation-considerations.2")
+async def test_the_client_walks_every_page_of_a_long_prompt_list() -> None:
+    server = Server("many", "1", page_size=2)
+    for i in range(5):
+        server.add_prompt(lambda: "p", name=f"p{i}", description="d")
+    client_end, server_end = memory_channel_pair()
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(server.serve, server_end)
+            async with open_client(client_end) as client:
+                first = await client.list_prompts_page()
+                prompts = await client.list_prompts()
+            nursery.cancel_scope.cancel()
+    assert len(first.prompts) == 2 and first.next_cursor is not None  # three pages
+    assert [p.name for p in prompts] == [f"p{i}" for i in range(5)]
 
 
 @spec("2025-06-18/server/prompts#list-changed-notification.1")

@@ -283,6 +283,7 @@ async def _standard(req: Req, reply: Reply, *, session: str = "s1") -> bool:
     T + "session-management.4",
     T + "protocol-version-header.1",
     T + "session-management.8",
+    T + "protocol-version-header.2",
     "2025-06-18/basic/lifecycle#version-negotiation.7",
 )
 async def test_headers_of_every_request() -> None:
@@ -294,13 +295,14 @@ async def test_headers_of_every_request() -> None:
         async with fake_server(script) as (url, fake):
             async with open_http_client(url) as client:
                 await client.call_tool("x")
+                negotiated = client.protocol_version
             init, *rest = fake.requests
             assert init.headers["accept"] == "application/json, text/event-stream"
             assert "mcp-session-id" not in init.headers
             assert "mcp-protocol-version" not in init.headers
             for req in rest:
                 assert req.headers["mcp-session-id"] == "s1"
-                assert req.headers["mcp-protocol-version"] == "2025-11-25"
+                assert req.headers["mcp-protocol-version"] == negotiated == "2025-11-25"
             methods = [(r.method, r.json.get("method") if r.body else None) for r in rest]
             assert methods[0] == ("POST", "notifications/initialized")
             assert ("GET", None) in methods
