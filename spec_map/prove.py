@@ -903,6 +903,9 @@ def merge(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     merged = dict(old or new)
     merged.update(clauses=dict(sorted(entries.items())), summary=summarize(entries))
     merged["warnings"] = new.get("warnings", [])
+    # The runs merged so far, oldest first.
+    runs = old.get("selection", [])
+    merged["selection"] = [*(runs if isinstance(runs, list) else [runs]), new["selection"]]
     return merged
 
 

@@ -249,3 +249,18 @@ def test_prove_a_tiny_package(tmp_path: Path) -> None:
     assert set(again["clauses"]) == {REQ2}
     merged = merge(proof, again)
     assert merged["clauses"][REQ1] == req1 and merged["clauses"][REQ2]["status"] == "proven"
+
+
+def test_prove_a_seeded_sample(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    root.mkdir()
+    _tree(root)
+    first = prove(root=root, sample=2, seed=7, jobs=2, timeout=30)
+    ran = sorted(m["key"] for e in first["clauses"].values() for m in e["mutants"])
+    assert len(ran) == 2
+    assert all(
+        m["result"] in ("killed", "survived")
+        for e in first["clauses"].values()
+        for m in e["mutants"]
+    )
+    assert first["selection"]["sample"] == 2 and first["selection"]["seed"] == 7
