@@ -60,7 +60,14 @@ async def elicitor(params: Any) -> t.ElicitResult:
 # ------------------------------------------------------------------------- tests
 
 
-@spec("2025-06-18/basic/lifecycle#initialization.2", "2025-06-18/basic/lifecycle#initialization.4", "2025-06-18/client/sampling#capabilities.1", "2025-06-18/client/elicitation#capabilities.1", "2025-06-18/client/roots#capabilities.1", "2025-06-18/basic/lifecycle#version-negotiation.2")
+@spec(
+    "2025-06-18/basic/lifecycle#initialization.2",
+    "2025-06-18/basic/lifecycle#initialization.4",
+    "2025-06-18/client/sampling#capabilities.1",
+    "2025-06-18/client/elicitation#capabilities.1",
+    "2025-06-18/client/roots#capabilities.1",
+    "2025-06-18/basic/lifecycle#version-negotiation.2",
+)
 async def test_initialize_and_declared_capabilities() -> None:
     with trio.fail_after(LIMIT):
         async with memory_client() as (client, server, wire):

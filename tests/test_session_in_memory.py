@@ -36,7 +36,12 @@ def wire(data: bytes) -> Any:
     return json.loads(data)
 
 
-@spec("2025-06-18/basic#overview.1", "2025-06-18/server/utilities/pagination#implementation-guidelines.3", "2025-06-18/basic/utilities/cancellation#behavior-requirements.3", "2025-06-18/basic/lifecycle#timeouts.2")
+@spec(
+    "2025-06-18/basic#overview.1",
+    "2025-06-18/server/utilities/pagination#implementation-guidelines.3",
+    "2025-06-18/basic/utilities/cancellation#behavior-requirements.3",
+    "2025-06-18/basic/lifecycle#timeouts.2",
+)
 def test_full_session() -> None:
     client, server = Connection(CLIENT), Connection(SERVER)
 

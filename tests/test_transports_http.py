@@ -546,7 +546,11 @@ async def test_event_ids_are_unique_across_the_sessions_streams() -> None:
             await get_conn.aclose()
 
 
-@pytest.mark.spec(T + "resumability-and-redelivery.4", T + "sending-messages-to-the-server.15", T + "sending-messages-to-the-server.16")
+@pytest.mark.spec(
+    T + "resumability-and-redelivery.4",
+    T + "sending-messages-to-the-server.15",
+    T + "sending-messages-to-the-server.16",
+)
 async def test_resume_after_a_dropped_stream_loses_and_repeats_nothing() -> None:
     with trio.fail_after(TIMEOUT):
         async with serve() as (info, ctrl):

@@ -78,7 +78,10 @@ async def test_a_silent_peer_is_pinged_then_given_up_on(
     assert sum("no answer to ping" in r.getMessage() for r in caplog.records) == 2
 
 
-@spec("2025-06-18/basic/utilities/ping#implementation-considerations.2", "2025-06-18/basic/utilities/ping#implementation-considerations.4")
+@spec(
+    "2025-06-18/basic/utilities/ping#implementation-considerations.2",
+    "2025-06-18/basic/utilities/ping#implementation-considerations.4",
+)
 async def test_an_answering_peer_is_pinged_once_per_interval(
     autojump_clock: trio.testing.MockClock,
 ) -> None:

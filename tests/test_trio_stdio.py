@@ -67,7 +67,12 @@ async def call(session: Session, name: str, **kw: Any) -> Any:
     return await session.send_request("tools/call", t.CallToolRequestParams(name=name), **kw)
 
 
-@spec("2025-06-18/basic/transports#stdio.1", "2025-06-18/basic/transports#stdio.2", "2025-06-18/basic/transports#stdio.3", "2025-06-18/basic/lifecycle#stdio.1")
+@spec(
+    "2025-06-18/basic/transports#stdio.1",
+    "2025-06-18/basic/transports#stdio.2",
+    "2025-06-18/basic/transports#stdio.3",
+    "2025-06-18/basic/lifecycle#stdio.1",
+)
 async def test_round_trip_and_clean_exit_on_stdin_close() -> None:
     with trio.fail_after(LIMIT):
         async with open_stdio_process(command(), shutdown_grace=5) as (channel, process):

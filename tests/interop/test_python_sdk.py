@@ -98,7 +98,16 @@ def texts(result: dict[str, Any]) -> list[str]:
 # ------------------------------------------------ the SDK's client against our server
 
 
-@spec("2025-06-18/basic/lifecycle#initialization.3", "2025-06-18/basic/utilities/ping#behavior-requirements.1", "2025-06-18/server/tools#capabilities.1", "2025-06-18/server/tools#output-schema.1", "2025-06-18/server/resources#capabilities.1", "2025-06-18/server/prompts#capabilities.1", "2025-06-18/server/utilities/completion#capabilities.1", "2025-06-18/server/utilities/logging#capabilities.1")
+@spec(
+    "2025-06-18/basic/lifecycle#initialization.3",
+    "2025-06-18/basic/utilities/ping#behavior-requirements.1",
+    "2025-06-18/server/tools#capabilities.1",
+    "2025-06-18/server/tools#output-schema.1",
+    "2025-06-18/server/resources#capabilities.1",
+    "2025-06-18/server/prompts#capabilities.1",
+    "2025-06-18/server/utilities/completion#capabilities.1",
+    "2025-06-18/server/utilities/logging#capabilities.1",
+)
 async def test_sdk_client_against_our_server() -> None:
     with trio.fail_after(LIMIT):
         summary = await run_sdk_client(our_server_cmd())

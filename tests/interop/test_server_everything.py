@@ -150,7 +150,11 @@ def only_text(result: t.CallToolResult) -> str:
 # --------------------------------------------------------------------------- tests
 
 
-@spec("2025-06-18/basic/lifecycle#initialization.2", "2025-06-18/basic/lifecycle#initialization.4", "2025-06-18/basic/lifecycle#version-negotiation.1")
+@spec(
+    "2025-06-18/basic/lifecycle#initialization.2",
+    "2025-06-18/basic/lifecycle#initialization.4",
+    "2025-06-18/basic/lifecycle#version-negotiation.1",
+)
 async def test_initialize_and_list_every_tool() -> None:
     with trio.fail_after(LIMIT):
         async with everything() as client:
@@ -462,7 +466,11 @@ async def test_prompts_and_completions() -> None:
             assert "1" in ids.completion.values
 
 
-@spec("2025-06-18/client/sampling#capabilities.1", "2025-06-18/client/elicitation#capabilities.1", "2025-06-18/client/roots#capabilities.1")
+@spec(
+    "2025-06-18/client/sampling#capabilities.1",
+    "2025-06-18/client/elicitation#capabilities.1",
+    "2025-06-18/client/roots#capabilities.1",
+)
 async def test_sampling_elicitation_and_roots_answered_by_our_handlers() -> None:
     """The server offers three more tools to a client that declares sampling, elicitation
     and roots, and each sends a request back to us while the call runs."""
