@@ -67,6 +67,7 @@ class ConnectionState:
         if our_role not in (CLIENT, SERVER):
             raise ValueError("our_role must be CLIENT or SERVER")
         # Spec: 2025-06-18/basic#overview.1
+        # "All implementations MUST support the base protocol and lifecycle management components."
         # The base protocol and the lifecycle are this class; every role gets both.
         self.our_role: Final = our_role
         self.their_role: Final = our_role.peer
@@ -154,6 +155,7 @@ class ConnectionState:
         if version is not None and version < spec.capability_since:
             return True
         # Spec: 2025-06-18/basic/lifecycle#operation.1
+        # "Both parties MUST:"
         return capability_present(self.capabilities[spec.capability_of], spec.capability)
 
     def _structure_params(self, spec: MethodSpec, payload: Any) -> Any:

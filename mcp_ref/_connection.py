@@ -335,11 +335,15 @@ class Connection(ReceivePaths, SendPaths):
         """
         out: list[bytes] = []
         # Spec: 2025-06-18/basic/lifecycle#error-handling.1 (request timeouts)
+        # "Implementations SHOULD be prepared to handle these error cases:"
         for req in self._inflight.expire(now):
             self._events.append(
                 RequestTimedOut(id=req.id, method=req.method, elapsed=now - req.sent_at)
             )
             # Spec: 2025-06-18/basic/lifecycle#timeouts.2
+            # "When the request has not received a success or error response within the timeout
+            # period, the sender SHOULD issue a cancellation notification for that request and stop
+            # waiting for a response."
             if req.method == "initialize" or self.state is State.CLOSED:
                 continue
             message = {

@@ -160,6 +160,7 @@ def frame(payload: bytes) -> bytes:
     Source: 2025-06-18/basic/transports#stdio.
     """
     # Spec: 2025-06-18/basic/transports#stdio.1
+    # "Messages are delimited by newlines, and MUST NOT contain embedded newlines."
     if b"\n" in payload:
         raise LocalProtocolError("a message must not contain an embedded newline")
     return payload + b"\n"

@@ -301,14 +301,21 @@ def check_method(
     allow = [(b"allow", b", ".join(allowed))]
     if method == b"GET":
         # Spec: 2025-06-18/basic/transports#listening-for-messages-from-the-server.3
+        # "The server MUST either return `Content-Type: text/event-stream` in response to this HTTP
+        # GET, or else return HTTP 405 Method Not Allowed, indicating that the server does not offer
+        # an SSE stream at this endpoint."
         clause = "2025-06-18/basic/transports#listening-for-messages-from-the-server.3"
         detail = "this server offers no SSE stream on GET"
     elif method == b"DELETE":
         # Spec: 2025-06-18/basic/transports#session-management.9
+        # "The server MAY respond to this request with HTTP 405 Method Not Allowed, indicating that
+        # the server does not allow clients to terminate sessions."
         clause = "2025-06-18/basic/transports#session-management.9"
         detail = "this server does not let clients terminate sessions"
     else:
         # Spec: 2025-06-18/basic/transports#streamable-http.1
+        # "The server MUST provide a single HTTP endpoint path (hereafter referred to as the MCP
+        # endpoint) that supports both POST and GET methods."
         clause = "2025-06-18/basic/transports#streamable-http.1"
         detail = f"method {method.decode('latin-1')} not allowed on the MCP endpoint"
     return http_error(405, detail, clause=clause, headers=allow)
@@ -370,10 +377,14 @@ def check_accept(
     ranges = _media_ranges(headers)
     if method == b"POST":
         # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.3
+        # "The client MUST include an `Accept` header, listing both `application/json` and
+        # `text/event-stream` as supported content types."
         clause = "2025-06-18/basic/transports#sending-messages-to-the-server.3"
         needed: tuple[bytes, ...] = (CONTENT_TYPE_JSON, CONTENT_TYPE_SSE)
     elif method == b"GET":
         # Spec: 2025-06-18/basic/transports#listening-for-messages-from-the-server.2
+        # "The client MUST include an `Accept` header, listing `text/event-stream` as a supported
+        # content type."
         clause = "2025-06-18/basic/transports#listening-for-messages-from-the-server.2"
         needed = (CONTENT_TYPE_SSE,)
     else:
@@ -415,6 +426,7 @@ def check_content_type(headers: Headers) -> HttpError | None:
             b"utf8",
         ):
             # Spec: 2025-06-18/basic/transports#transports.1
+            # "JSON-RPC messages MUST be UTF-8 encoded."
             return http_error(415, "JSON-RPC messages must be UTF-8", clause=clause)
     return None
 
@@ -499,6 +511,8 @@ def check_origin(headers: Headers, allowed_origins: Collection[str]) -> HttpErro
         return http_error(403, "more than one Origin header", clause=clause)
     origin = values[0].decode("latin-1")
     # Spec: 2025-06-18/basic/transports#security-warning.1
+    # "Servers MUST validate the `Origin` header on all incoming connections to prevent DNS
+    # rebinding attacks"
     for pattern in allowed_origins:
         if pattern in ("*", origin) or (origin != "null" and _origin_matches(origin, pattern)):
             return None
@@ -628,6 +642,10 @@ def check_protocol_version(
         if negotiated is not None:
             return negotiated
         # Spec: 2025-06-18/basic/transports#protocol-version-header.3
+        # "For backwards compatibility, if the server does not receive an `MCP-Protocol-Version`
+        # header, and has no other way to identify the version - for example, by relying on the
+        # protocol version negotiated during initialization - the server SHOULD assume protocol
+        # version `2025-03-26`."
         if DEFAULT_PROTOCOL_VERSION in supported:
             return DEFAULT_PROTOCOL_VERSION
         return http_error(
@@ -637,6 +655,8 @@ def check_protocol_version(
         )
     version = value.decode("latin-1")
     # Spec: 2025-06-18/basic/transports#protocol-version-header.4
+    # "If the server receives a request with an invalid or unsupported `MCP-Protocol-Version`, it
+    # MUST respond with `400 Bad Request`."
     if version not in supported:
         return http_error(400, f"unsupported MCP-Protocol-Version {version!r}", clause=clause)
     if negotiated is not None and version != negotiated:
@@ -675,6 +695,7 @@ def new_session_id(random_bytes: bytes) -> str:
             f" random bytes, got {len(random_bytes)}"
         )
     # Spec: 2025-06-18/basic/transports#session-management.3
+    # "The session ID MUST only contain visible ASCII characters (ranging from 0x21 to 0x7E)."
     return bytes(random_bytes).hex()
 
 
@@ -689,6 +710,7 @@ def validate_session_id(value: str | bytes) -> bool:
     """
     raw = value.encode("utf-8", "surrogatepass") if isinstance(value, str) else value
     # Spec: 2025-06-18/basic/transports#session-management.3
+    # "The session ID MUST only contain visible ASCII characters (ranging from 0x21 to 0x7E)."
     return 0 < len(raw) <= MAX_SESSION_ID_LENGTH and all(0x21 <= b <= 0x7E for b in raw)
 
 
@@ -736,6 +758,9 @@ def check_session(
     if is_initialize:
         if session_id is not None:
             # Spec: 2025-06-18/basic/transports#session-management.7
+            # "When a client receives HTTP 404 in response to a request containing an
+            # `Mcp-Session-Id`, it MUST start a new session by sending a new `InitializeRequest`
+            # without a session ID attached."
             return http_error(
                 400,
                 "initialize starts a new session and must not carry Mcp-Session-Id",
@@ -744,6 +769,8 @@ def check_session(
         return None
     if session_id is None:
         # Spec: 2025-06-18/basic/transports#session-management.5
+        # "Servers that require a session ID SHOULD respond to requests without an `Mcp-Session-Id`
+        # header (other than initialization) with HTTP 400 Bad Request."
         return http_error(
             400,
             "missing Mcp-Session-Id header",
@@ -751,6 +778,8 @@ def check_session(
         )
     if session_id not in active_sessions:
         # Spec: 2025-06-18/basic/transports#session-management.6
+        # "The server MAY terminate the session at any time, after which it MUST respond to requests
+        # containing that session ID with HTTP 404 Not Found."
         return http_error(
             404,
             "session not found (unknown or terminated)",
@@ -796,8 +825,13 @@ def post_reply(kind: MessageKind, *, stream: bool) -> PostReply:
     """
     if kind is MessageKind.REQUEST:
         # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.8
+        # "If the input is a JSON-RPC request, the server MUST either return `Content-Type:
+        # text/event-stream`, to initiate an SSE stream, or `Content-Type: application/json`, to
+        # return one JSON object."
         return PostReply.SSE if stream else PostReply.JSON
     # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.5
+    # "If the server accepts the input, the server MUST return HTTP status code 202 Accepted with no
+    # body."
     return PostReply.ACCEPTED
 
 
@@ -848,6 +882,9 @@ def response_headers(
         if not validate_session_id(session_id):
             raise LocalProtocolError(f"malformed session id {session_id!r}")
         # Spec: 2025-06-18/basic/transports#session-management.1
+        # "A server using the Streamable HTTP transport MAY assign a session ID at initialization
+        # time, by including it in an `Mcp-Session-Id` header on the HTTP response containing the
+        # `InitializeResult`."
         out.append((MCP_SESSION_ID, session_id.encode("ascii")))
     return out
 
@@ -881,15 +918,22 @@ def client_request_headers(
     out: list[tuple[bytes, bytes]] = []
     if method == b"POST":
         # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.3
+        # "The client MUST include an `Accept` header, listing both `application/json` and
+        # `text/event-stream` as supported content types."
         out.append((ACCEPT, CONTENT_TYPE_JSON + b", " + CONTENT_TYPE_SSE))
         out.append((CONTENT_TYPE, CONTENT_TYPE_JSON))
     elif method == b"GET":
         # Spec: 2025-06-18/basic/transports#listening-for-messages-from-the-server.2
+        # "The client MUST include an `Accept` header, listing `text/event-stream` as a supported
+        # content type."
         out.append((ACCEPT, CONTENT_TYPE_SSE))
     if session_id is not None:
         if not validate_session_id(session_id):
             raise LocalProtocolError(f"malformed session id {session_id!r}")
         # Spec: 2025-06-18/basic/transports#session-management.4
+        # "If an `Mcp-Session-Id` is returned by the server during initialization, clients using the
+        # Streamable HTTP transport MUST include it in the `Mcp-Session-Id` header on all of their
+        # subsequent HTTP requests."
         out.append((MCP_SESSION_ID, session_id.encode("ascii")))
     for name, value in ((MCP_PROTOCOL_VERSION, protocol_version), (LAST_EVENT_ID, last_event_id)):
         if value:
@@ -1062,6 +1106,8 @@ class EventStore:
         if stream is None:
             _check_stream_id(stream_id)  # a stream held was checked when it came
         # Spec: 2025-06-18/basic/transports#resumability-and-redelivery.2
+        # "If present, the ID MUST be globally unique across all streams within that session—or all
+        # streams with that specific client, if session management is not in use."
         # One counter for the whole store: ids never repeat, even for a reused stream id.
         seq = self._next_seq
         if seq >= _SEQ_LIMIT:
@@ -1131,6 +1177,8 @@ class EventStore:
                 409, f"events after {seq} on {stream_id!r} are no longer stored", clause=clause
             )
         # Spec: 2025-06-18/basic/transports#resumability-and-redelivery.5
+        # "The server MUST NOT replay messages that would have been delivered on a different
+        # stream."
         # Only this stream's events; they are in order of seq: read back from the newest.
         later: list[tuple[str, str]] = []
         for s, event_id, data, _ in reversed(stream.events):

@@ -96,7 +96,8 @@ def message_info(data: bytes) -> MessageInfo | None:
 def _refusal(code: int, message: str, rid: RequestId | None) -> HttpError:
     """A 400 whose body is the JSON-RPC error ``code`` answering ``rid`` (None: no id)."""
     # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.6
-    # "the server MUST return an HTTP error status code (e.g., 400 Bad Request)"
+    # "If the server cannot accept the input, it MUST return an HTTP error status code
+    # (e.g., 400 Bad Request)"
     base = http_error(400, message, clause=_BODY_CLAUSE, code=code)
     if rid is None:
         return base

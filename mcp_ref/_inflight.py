@@ -156,6 +156,8 @@ class InFlight:
         """
         k = req.id
         # Spec: 2025-06-18/basic#requests.3
+        # "The request ID MUST NOT have been previously used by the requestor within the same
+        # session."
         if k in self.outgoing or k in self.finished_out:
             raise LocalProtocolError(f"request id {req.id!r} was already used in this session")
         if len(self.outgoing) >= self.max_outgoing:
@@ -163,11 +165,14 @@ class InFlight:
         if req.progress_token is not None:
             tk = req.progress_token
             # Spec: 2025-06-18/basic/utilities/progress#progress-flow.2
+            # "Progress tokens can be chosen by the sender using any means, but MUST be unique
+            # across all active requests."
             if tk in self.out_tokens:
                 raise LocalProtocolError(
                     f"progress token {req.progress_token!r} is in use by another active request"
                 )
             # Spec: 2025-06-18/basic/utilities/progress#implementation-notes.1
+            # "Senders and receivers SHOULD track active progress tokens"
             self.out_tokens[tk] = req
         self.outgoing[k] = req
         if req.deadline is not None:
@@ -211,6 +216,7 @@ class InFlight:
         self.incoming[req.id] = req
         if req.progress_token is not None:
             # Spec: 2025-06-18/basic/utilities/progress#implementation-notes.1
+            # "Senders and receivers SHOULD track active progress tokens"
             self.in_tokens[req.progress_token] = req
 
     def pop_incoming(self, request_id: Any, why: str) -> Incoming | None:
@@ -275,6 +281,8 @@ class InFlight:
             if o is None or o.deadline != d or o.timeout is None:
                 continue
             # Spec: 2025-06-18/basic/lifecycle#timeouts.5
+            # "However, implementations SHOULD always enforce a maximum timeout, regardless of
+            # progress notifications, to limit the impact of a misbehaving client or server."
             # Progress moves the deadline, never past the hard limit since sending.
             hard = o.sent_at + o.timeout.hard_limit
             if o.progressed and o.timeout.reset_on_progress and now < hard:

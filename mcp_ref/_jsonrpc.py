@@ -113,6 +113,7 @@ def decode(line: bytes) -> Any:
     """
     try:
         # Spec: 2025-06-18/basic/transports#transports.1
+        # "JSON-RPC messages MUST be UTF-8 encoded."
         text = line.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _fail(f"parse error: invalid UTF-8 at byte {exc.start}", PARSE_ERROR) from None
@@ -156,6 +157,7 @@ def classify(obj: Any) -> tuple[int, Any, Any, Any]:
     if type(obj) is not dict:
         raise _fail("invalid request: a message must be a JSON object", INVALID_REQUEST)
     # Spec: 2025-06-18/basic#messages.1
+    # "All messages between MCP clients and servers MUST follow the JSON-RPC 2.0 specification."
     rid = obj.get("id")
     method = obj.get("method")
     if obj.get("jsonrpc") != "2.0":
@@ -172,7 +174,9 @@ def classify(obj: Any) -> tuple[int, Any, Any, Any]:
         params = obj.get("params")
         if "id" in obj:
             # Spec: 2025-06-18/basic#requests.1
+            # "Requests MUST include a string or integer ID."
             # Spec: 2025-06-18/basic#requests.2
+            # "Unlike base JSON-RPC, the ID MUST NOT be `null`."
             if not valid_id(rid):
                 raise _fail(
                     "invalid request: id must be a string or an integer, not "
@@ -183,6 +187,7 @@ def classify(obj: Any) -> tuple[int, Any, Any, Any]:
                 raise _fail('invalid params: "params" must be an object', INVALID_PARAMS, rid)
             return REQUEST, rid, method, params
         # Spec: 2025-06-18/basic#notifications.2
+        # "Notifications MUST NOT include an ID."
         if params is not None and type(params) is not dict:
             raise _fail('invalid params: "params" must be an object', INVALID_PARAMS, reply=False)
         return NOTIFICATION, None, method, params
@@ -191,8 +196,10 @@ def classify(obj: Any) -> tuple[int, Any, Any, Any]:
     has_error = "error" in obj
     if has_result and has_error:
         # Spec: 2025-06-18/basic#responses.3
+        # "A response MUST NOT set both."
         raise _fail("invalid response: both result and error", INVALID_REQUEST, rid, reply=False)
     # Spec: 2025-06-18/basic#responses.2
+    # "Either a `result` or an `error` MUST be set."
     if not has_result and not has_error:
         raise _fail(
             "invalid message: neither a method nor a result or error",
@@ -202,6 +209,7 @@ def classify(obj: Any) -> tuple[int, Any, Any, Any]:
         )
     if has_result:
         # Spec: 2025-06-18/basic#responses.1
+        # "Responses MUST include the same ID as the request they correspond to."
         if not valid_id(rid):
             raise _fail(
                 "invalid response: id must be a string or an integer", INVALID_REQUEST, reply=False
@@ -209,7 +217,10 @@ def classify(obj: Any) -> tuple[int, Any, Any, Any]:
         return RESPONSE, rid, None, obj["result"]
     error = obj["error"]
     # Spec: 2025-06-18/basic#responses.4
+    # "Results MAY follow any JSON object structure, while errors MUST include an error code and
+    # message at minimum."
     # Spec: 2025-06-18/basic#responses.5
+    # "Error codes MUST be integers."
     if (
         type(error) is not dict
         or type(error.get("code")) is not int

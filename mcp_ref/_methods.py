@@ -45,6 +45,7 @@ SUPPORTED_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-
 """Protocol revisions mcp-ref speaks, newest first."""
 
 # Spec: 2025-06-18/basic/lifecycle#version-negotiation.2
+# "This SHOULD be the latest version supported by the client."
 # (the clients' default protocol_version; a client asks for our newest revision)
 LATEST_PROTOCOL_VERSION: Final = SUPPORTED_VERSIONS[0]
 """The revision a client asks for by default and a server falls back to."""
@@ -437,10 +438,14 @@ def negotiate_version(requested: str) -> str:
     and .4 (otherwise another supported version, the latest).
     """
     # Spec: 2025-06-18/basic/lifecycle#version-negotiation.3
+    # "If the server supports the requested protocol version, it MUST respond with the same
+    # version."
     if requested in SUPPORTED_VERSIONS:
         return requested
     # Spec: 2025-06-18/basic/lifecycle#version-negotiation.4
+    # "Otherwise, the server MUST respond with another protocol version it supports."
     # Spec: 2025-06-18/basic/lifecycle#version-negotiation.5
+    # "This SHOULD be the latest version supported by the server."
     return LATEST_PROTOCOL_VERSION
 
 
@@ -464,6 +469,8 @@ def with_progress_token(method: str, params: Any, token: str | int) -> Any:
         return params
     meta = dict(params.meta or {})
     # Spec: 2025-06-18/basic/utilities/progress#progress-flow.2 (request ids are unique)
+    # "Progress tokens can be chosen by the sender using any means, but MUST be unique across all
+    # active requests."
     meta["progressToken"] = token
     return attrs.evolve(params, meta=meta)
 

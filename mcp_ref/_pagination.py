@@ -99,6 +99,7 @@ def paginate(
     if page_size < 1:
         raise ValueError("page_size must be at least 1")
     # Spec: 2025-06-18/server/utilities/pagination#error-handling.1
+    # "Invalid cursors SHOULD result in an error with code -32602 (Invalid params)."
     start = 0 if cursor is None else decode_cursor(tag, cursor)
     if start > len(items):
         raise InvalidCursor(f"cursor points past the end of the list: {cursor!r}")
@@ -150,11 +151,14 @@ class PageWalker:
                 ``max_pages`` pages.
         """
         # Spec: 2025-06-18/server/utilities/pagination#implementation-guidelines.3
+        # "Clients MUST treat cursors as opaque tokens:"
         # Spec: 2025-06-18/server/utilities/pagination#pagination-model.1
+        # "Page size is determined by the server, and clients MUST NOT assume a fixed page size"
         # Pages of any size are accepted; only the cursor says whether more follow.
         self.items.extend(page)
         self._pages += 1
         # Spec: 2025-06-18/server/utilities/pagination#implementation-guidelines.2
+        # "Clients SHOULD:"
         # No nextCursor ends the walk, so an unpaginated result is a one-page walk.
         if next_cursor is None:
             self._done = True

@@ -89,6 +89,7 @@ class ReceivePaths(ConnectionState):
 
     def _split_batch(self, items: list[Any]) -> None:
         # Spec: 2025-06-18/basic#messages.1 (no batches from 2025-06-18 on)
+        # "All messages between MCP clients and servers MUST follow the JSON-RPC 2.0 specification."
         if self.protocol_version not in BATCH_VERSIONS:
             raise RemoteProtocolError(
                 f"JSON-RPC batches are not allowed in protocol version {self.protocol_version}",
@@ -159,7 +160,9 @@ class ReceivePaths(ConnectionState):
                 rid, INVALID_REQUEST, describe_refusal(self.our_role, self.state, RECEIVE, k)
             )
         # Spec: 2025-06-18/basic/lifecycle#error-handling.1 (capability not negotiated)
+        # "Implementations SHOULD be prepared to handle these error cases:"
         # Spec: 2025-06-18/client/roots#error-handling.1 (a client without roots: -32601)
+        # "Clients SHOULD return standard JSON-RPC errors for common failure cases:"
         if not self._capability_ok(spec):
             raise self._refuse(
                 rid,
@@ -186,6 +189,7 @@ class ReceivePaths(ConnectionState):
             raise self._refuse(rid, INTERNAL_ERROR, "too many requests in flight")
         try:
             # Spec: 2025-06-18/client/sampling#security-considerations.2
+            # "Both parties SHOULD validate message content"
             # Params are checked against the schema; sampling messages (role, content
             # blocks) included.  A malformed one is refused with -32602.
             params = self._structure_params(spec, payload)
@@ -197,11 +201,14 @@ class ReceivePaths(ConnectionState):
             token = meta.get("progressToken")
             if token is not None:
                 # Spec: 2025-06-18/basic/utilities/progress#progress-flow.1
+                # "Progress tokens MUST be a string or integer value"
                 if not rpc.valid_id(token):
                     raise self._refuse(
                         rid, INVALID_PARAMS, "progressToken must be a string or an integer"
                     )
                 # Spec: 2025-06-18/basic/utilities/progress#progress-flow.2
+                # "Progress tokens can be chosen by the sender using any means, but MUST be unique
+                # across all active requests."
                 if inflight.incoming_token_in_use(token):
                     raise self._refuse(
                         rid, INVALID_PARAMS, f"progress token {token!r} is already in use"
@@ -218,6 +225,7 @@ class ReceivePaths(ConnectionState):
 
     def _receive_notification(self, method: str, payload: Any) -> Event | None:
         # Spec: 2025-06-18/basic#notifications.1
+        # "The receiver MUST NOT send a response."
         # Every failure below raises without an event_hint: no response to a notification.
         plan = self._notification_plans.get(method)
         if plan is None:
@@ -254,15 +262,18 @@ class ReceivePaths(ConnectionState):
 
     def _receive_cancel(self, params: Any) -> Event | None:
         # Spec: 2025-06-18/basic/utilities/cancellation#error-handling.1
+        # "Invalid cancellation notifications SHOULD be ignored:"
         # Unknown, finished or absent ids are ignored below; one with params of the
         # wrong shape never gets here (RemoteProtocolError without a reply, above).
         rid = params.request_id
         # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.2
+        # "The `initialize` request MUST NOT be cancelled by clients"
         # Only a server receives the client's initialize; ids of requests going the
         # other way may equal it and are cancellable.
         if self.our_role is SERVER and rid == self._init_id and type(rid) is type(self._init_id):
             return None
         # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.4
+        # "Receivers MAY ignore cancellation notifications if:"
         # Unknown or already answered requests: ignore the notification.
         req = self._inflight.pop_incoming(rid, "cancelled")
         if req is None:
@@ -278,9 +289,11 @@ class ReceivePaths(ConnectionState):
         token = params.progress_token
         out = self._inflight.outgoing_for_token(token)
         # Spec: 2025-06-18/basic/utilities/progress#behavior-requirements.1
+        # "Progress notifications MUST only reference tokens that:"
         if out is None:
             return ProgressDropped(progress_token=token, reason="no active request has this token")
         # Spec: 2025-06-18/basic/utilities/progress#progress-flow.4
+        # "The `progress` value MUST increase with each notification, even if the total is unknown."
         if out.last_progress is not None and not params.progress > out.last_progress:
             return ProgressDropped(
                 progress_token=token,
@@ -308,7 +321,10 @@ class ReceivePaths(ConnectionState):
         if out is None:
             if inflight.outgoing_finished(rid) in ("cancelled", "timed out"):
                 # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.5
+                # "The sender of the cancellation notification SHOULD ignore any response to the
+                # request that arrives afterward"
                 # Spec: 2025-06-18/basic/utilities/cancellation#timing-considerations.1
+                # "Both parties MUST handle these race conditions gracefully:"
                 return None  # a late answer to a request we gave up on: dropped
             return UnexpectedResponse(id=rid, message=obj)
         method = out.method
@@ -335,6 +351,7 @@ class ReceivePaths(ConnectionState):
             )
         try:
             # Spec: 2025-06-18/client/sampling#security-considerations.2 (results too)
+            # "Both parties SHOULD validate message content"
             result = out.structure_result(payload)
         except ConversionError as exc:
             self.state = new_state if not answers_init else State.PRE_INIT
@@ -349,7 +366,10 @@ class ReceivePaths(ConnectionState):
             version = result.protocol_version
             if version not in SUPPORTED_VERSIONS:
                 # Spec: 2025-06-18/basic/lifecycle#version-negotiation.6
+                # "If the client does not support the version in the server's response, it SHOULD
+                # disconnect."
                 # Spec: 2025-06-18/basic/lifecycle#error-handling.1 (version mismatch)
+                # "Implementations SHOULD be prepared to handle these error cases:"
                 self.state = State.CLOSED
                 raise RemoteProtocolError(
                     f"server answered protocol version {version!r}, which mcp-ref does not "

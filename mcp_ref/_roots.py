@@ -30,10 +30,12 @@ def check_roots(roots: Sequence[t.Root]) -> list[t.Root]:
     for root in roots:
         parts = urllib.parse.urlsplit(root.uri)
         # Spec: 2025-06-18/client/roots#root.1
+        # "This MUST be a `file://` URI in the current specification."
         if parts.scheme != "file":
             raise ValueError(f"a root must be a file:// URI, not {root.uri!r}")
         path = urllib.parse.unquote(parts.path)
         # Spec: 2025-06-18/client/roots#security-considerations.1
+        # "Clients MUST:"
         if not path.startswith("/") or ".." in path.split("/"):
             raise ValueError(f"a root must be an absolute path without '..': {root.uri!r}")
         checked.append(root)

@@ -52,6 +52,7 @@ class SendPaths(ConnectionState):
         """
         try:
             # Spec: 2025-06-18/basic/transports#stdio.1
+            # "Messages are delimited by newlines, and MUST NOT contain embedded newlines."
             # (JSON text holds no raw newline: the framed line is one line by construction)
             data = rpc.encode(message, newline=self.newline_framing)
         except ValueError as exc:
@@ -102,7 +103,9 @@ class SendPaths(ConnectionState):
     def _send_request(self, event: Request, now: float | None, timeout: Any) -> bytes:
         rid, method = event.id, event.method
         # Spec: 2025-06-18/basic#requests.1
+        # "Requests MUST include a string or integer ID."
         # Spec: 2025-06-18/basic#requests.2
+        # "Unlike base JSON-RPC, the ID MUST NOT be `null`."
         if not rpc.valid_id(rid):
             raise LocalProtocolError(f"request id must be a str or an int, not {rid!r}")
         plan = self._send_plans.get(method)
@@ -118,6 +121,8 @@ class SendPaths(ConnectionState):
             if token is not None and not rpc.valid_id(token):
                 raise LocalProtocolError("progressToken must be a str or an int")
         # Spec: 2025-06-18/basic/lifecycle#timeouts.3
+        # "SDKs and other middleware SHOULD allow these timeouts to be configured on a per-request
+        # basis."
         # Each request may bring its own timeout; the connection's default otherwise.
         if timeout is _DEFAULT:
             timeout = self.default_timeout
@@ -135,6 +140,7 @@ class SendPaths(ConnectionState):
         if k is _K_INITIALIZE:
             version = event.params.protocol_version
             # Spec: 2025-06-18/basic/lifecycle#version-negotiation.1
+            # "In the `initialize` request, the client MUST send a protocol version it supports."
             if version not in SUPPORTED_VERSIONS:
                 raise LocalProtocolError(
                     f"initialize must ask for a version we support, not {version!r}"
@@ -195,8 +201,10 @@ class SendPaths(ConnectionState):
             if inflight.outgoing_finished(rid):
                 return False  # already answered (or given up on): nothing to cancel
             # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.1
+            # "Cancellation notifications MUST only reference requests that:"
             raise LocalProtocolError(f"cannot cancel {rid!r}: no such request was sent")
         # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.2
+        # "The `initialize` request MUST NOT be cancelled by clients"
         if out.method == "initialize":
             raise LocalProtocolError("the initialize request must not be cancelled")
         inflight.pop_outgoing(rid, "cancelled")
@@ -208,10 +216,13 @@ class SendPaths(ConnectionState):
             raise LocalProtocolError(f"a progress token is a str or an int, not {token!r}")
         req = self._inflight.incoming_for_token(token)
         # Spec: 2025-06-18/basic/utilities/progress#behavior-requirements.1
+        # "Progress notifications MUST only reference tokens that:"
         # Spec: 2025-06-18/basic/utilities/progress#implementation-notes.3
+        # "Progress notifications MUST stop after completion"
         if req is None:
             raise LocalProtocolError(f"progress token {token!r} belongs to no active request")
         # Spec: 2025-06-18/basic/utilities/progress#progress-flow.4
+        # "The `progress` value MUST increase with each notification, even if the total is unknown."
         if req.last_progress is not None and not params.progress > req.last_progress:
             raise LocalProtocolError(
                 f"progress must increase: {params.progress} after {req.last_progress}"
@@ -223,6 +234,7 @@ class SendPaths(ConnectionState):
         req = self._inflight.get_incoming(rid)
         if req is None and self._inflight.incoming_finished(rid) == "cancelled":
             # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.3
+            # "Receivers of cancellation notifications SHOULD:"
             return False
         return req
 
@@ -250,14 +262,18 @@ class SendPaths(ConnectionState):
             requested = self.requested_version or ""
             version = result.protocol_version
             # Spec: 2025-06-18/basic/lifecycle#version-negotiation.3
+            # "If the server supports the requested protocol version, it MUST respond with the same
+            # version."
             if requested in SUPPORTED_VERSIONS and version != requested:
                 raise LocalProtocolError(
                     f"the client asked for {requested}, which we support: answer it, not {version}"
                 )
             # Spec: 2025-06-18/basic/lifecycle#version-negotiation.4
+            # "Otherwise, the server MUST respond with another protocol version it supports."
             if version not in SUPPORTED_VERSIONS:
                 raise LocalProtocolError(f"cannot answer with unsupported version {version!r}")
         # Spec: 2025-06-18/basic#responses.1
+        # "Responses MUST include the same ID as the request they correspond to."
         data = self._encode(
             {"jsonrpc": "2.0", "id": rid, "result": _unstructurer(type(result))(result)}
         )
@@ -296,8 +312,11 @@ class SendPaths(ConnectionState):
             raise LocalProtocolError(f"error response id must be a str, an int or None: {rid!r}")
         if type(event.code) is not int:
             # Spec: 2025-06-18/basic#responses.5
+            # "Error codes MUST be integers."
             raise LocalProtocolError("error codes must be integers")
         # Spec: 2025-06-18/basic#requests.3
+        # "The request ID MUST NOT have been previously used by the requestor within the same
+        # session."
         # The reply to a refused message (which may have reused the id of a request
         # still in flight) answers no request of ours.
         refusal = self._refusal(event) is not None

@@ -176,19 +176,27 @@ def _close_from_everywhere(role: Role) -> _T:
 
 CLIENT_TRANSITIONS: _T = {
     # Spec: 2025-06-18/basic/lifecycle#initialization.1
+    # "The initialization phase MUST be the first interaction between client and server."
     # Spec: 2025-06-18/basic/lifecycle#initialization.2
+    # "The client MUST initiate this phase by sending an `initialize` request containing:"
     (PRE, SEND, K.INITIALIZE): ING,
     **_loops(PRE, SEND, K.PING, K.RESPONSE),
     **_loops(PRE, RECEIVE, K.PING, K.RESPONSE),
     (ING, RECEIVE, K.INITIALIZE_RESULT): ED,
     (ING, RECEIVE, K.INITIALIZE_ERROR): PRE,
     # Spec: 2025-06-18/basic/lifecycle#initialization.5
+    # "The client SHOULD NOT send requests other than pings before the server has responded to the
+    # `initialize` request."
     # Only pings (and notifications such as cancelling a ping) before the result.
     **_loops(ING, SEND, K.PING, K.NOTIFICATION, K.RESPONSE),
     # Spec: 2025-06-18/basic/lifecycle#initialization.6
+    # "The server SHOULD NOT send requests other than pings and logging before receiving the
+    # `initialized` notification."
     # The server may ping and log before it has our initialized notification.
     **_loops(ING, RECEIVE, K.PING, K.NOTIFICATION, K.RESPONSE),
     # Spec: 2025-06-18/basic/lifecycle#initialization.4
+    # "After successful initialization, the client MUST send an `initialized` notification to
+    # indicate it is ready to begin normal operations:"
     (ED, SEND, K.INITIALIZED): OP,
     **_loops(ED, SEND, K.PING, K.NOTIFICATION, K.RESPONSE),
     **_loops(ED, RECEIVE, K.PING, K.NOTIFICATION, K.RESPONSE),
@@ -200,17 +208,23 @@ CLIENT_TRANSITIONS: _T = {
 
 SERVER_TRANSITIONS: _T = {
     # Spec: 2025-06-18/basic/lifecycle#initialization.1
+    # "The initialization phase MUST be the first interaction between client and server."
     (PRE, RECEIVE, K.INITIALIZE): ING,
     **_loops(PRE, RECEIVE, K.PING, K.RESPONSE),
     **_loops(PRE, SEND, K.PING, K.RESPONSE),
     # Spec: 2025-06-18/basic/lifecycle#initialization.3
+    # "The server MUST respond with its own capabilities and information:"
     (ING, SEND, K.INITIALIZE_RESULT): ED,
     (ING, SEND, K.INITIALIZE_ERROR): PRE,
     **_loops(ING, RECEIVE, K.PING, K.NOTIFICATION, K.RESPONSE),
     # Spec: 2025-06-18/basic/lifecycle#initialization.6
+    # "The server SHOULD NOT send requests other than pings and logging before receiving the
+    # `initialized` notification."
     **_loops(ING, SEND, K.PING, K.NOTIFICATION, K.RESPONSE),
     (ED, RECEIVE, K.INITIALIZED): OP,
     # Spec: 2025-06-18/basic/lifecycle#initialization.4
+    # "After successful initialization, the client MUST send an `initialized` notification to
+    # indicate it is ready to begin normal operations:"
     # Requests other than ping must wait for the client's initialized notification.
     **_loops(ED, RECEIVE, K.PING, K.NOTIFICATION, K.RESPONSE),
     **_loops(ED, SEND, K.PING, K.NOTIFICATION, K.RESPONSE),

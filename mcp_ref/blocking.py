@@ -214,6 +214,7 @@ class Client:
 
     def _give_up(self, rid: RequestId, method: str) -> None:
         # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.2
+        # "The `initialize` request MUST NOT be cancelled by clients"
         if method == "initialize" or self.connection.state is State.CLOSED:
             return
         note = Notification(
@@ -256,6 +257,8 @@ class Client:
         result: t.InitializeResult = self.request("initialize", params)
         self.initialize_result = result
         # Spec: 2025-06-18/basic/lifecycle#initialization.4
+        # "After successful initialization, the client MUST send an `initialized` notification to
+        # indicate it is ready to begin normal operations:"
         self.notify("notifications/initialized")
         return result
 
@@ -311,6 +314,9 @@ class Client:
         if self._selector.select(wait):
             self._receive()
         # Spec: 2025-06-18/basic/lifecycle#timeouts.2
+        # "When the request has not received a success or error response within the timeout period,
+        # the sender SHOULD issue a cancellation notification for that request and stop waiting for
+        # a response."
         for data in conn.handle_timeout(time.monotonic()):
             self._write(data)
         self._process_events()
@@ -378,8 +384,8 @@ class Client:
             if self._waiting is None or event.id != self._waiting:
                 return  # the core already dropped late answers; nothing else can match
             if isinstance(event, RequestTimedOut):
-                # Spec: 2025-06-18/basic/lifecycle#timeouts.2 ("stop waiting for that
-                # response"; the core wrote the notifications/cancelled)
+                # Spec: 2025-06-18/basic/lifecycle#timeouts.2
+                # "... stop waiting for a response" (the core wrote the cancellation)
                 self._answer = NoAnswerError(event.method, event.elapsed)
             else:
                 self._answer = event
@@ -387,6 +393,7 @@ class Client:
             reply: Event
             if event.method == "ping":
                 # Spec: 2025-06-18/basic/utilities/ping#behavior-requirements.1
+                # "The receiver MUST respond promptly with an empty response:"
                 reply = Response(id=event.id, result=t.EmptyResult())
             else:
                 reply = ErrorResponse(
@@ -508,6 +515,7 @@ def _shutdown(process: subprocess.Popen[bytes], grace: float) -> None:
     assert process.stdin is not None and process.stdout is not None
     try:
         # Spec: 2025-06-18/basic/lifecycle#stdio.1
+        # "For the stdio transport, the client SHOULD initiate shutdown by:"
         with contextlib.suppress(OSError):
             process.stdin.close()
         for step in (None, process.terminate, process.kill):

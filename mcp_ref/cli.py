@@ -203,6 +203,8 @@ def _serve(args: argparse.Namespace) -> int:
                     )
                 )
                 # Spec: 2025-06-18/basic/transports#security-warning.2 (localhost by default)
+                # "When running locally, servers SHOULD bind only to localhost (127.0.0.1) rather
+                # than all network interfaces (0.0.0.0)"
                 print(f"mcp-ref: serving {args.server} on {info.url}", file=sys.stderr, flush=True)
 
     elif args.ws:
@@ -223,6 +225,8 @@ def _serve(args: argparse.Namespace) -> int:
                     )
                 )
                 # Spec: 2025-06-18/basic/transports#security-warning.2 (localhost by default)
+                # "When running locally, servers SHOULD bind only to localhost (127.0.0.1) rather
+                # than all network interfaces (0.0.0.0)"
                 name = f"[{host}]" if ":" in host else host
                 print(
                     f"mcp-ref: serving {args.server} on ws://{name}:{bound}/mcp",

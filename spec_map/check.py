@@ -35,6 +35,7 @@ from typing import Any
 from .binds import LIBRARY_BINDS
 from .catalog import ID_PATTERN, Catalog
 from .cites import Citation, scan
+from .quotes import problems as quote_problems
 from .waivers import WaiverError, expand, load_waivers
 
 __all__ = [
@@ -306,6 +307,8 @@ def analyze(
     citations, problems = scan(root, package=package, tests=tests)
     for problem in problems:
         (errors if problem.error else warnings).append(str(problem))
+    # Every '# Spec:' tag quotes its clause's words (spec_map/quotes.py).
+    errors.extend(quote_problems(root / package, root, catalog.clauses))
     statuses = {cid: ClauseStatus(clause=c) for cid, c in catalog.clauses.items()}
     prefix = f"{catalog.revision}/"
     for cite in citations:

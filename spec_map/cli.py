@@ -117,6 +117,19 @@ def _cmd_diagram(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_quotes(args: argparse.Namespace) -> int:
+    from .quotes import add_missing, problems
+
+    catalog = load_catalog(Path(args.catalog))
+    root = Path(args.root)
+    if args.add:
+        print(f"added {add_missing(root / 'mcp_ref', catalog.clauses)} quote(s)")
+    found = problems(root / "mcp_ref", root, catalog.clauses)
+    for line in found:
+        print(line, file=sys.stderr)
+    return 1 if found else 0
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--root", default=str(REPO_ROOT), help="repository root to scan")
     p.add_argument("--catalog", default=str(CATALOG_PATH), help="catalog.json to use")
@@ -168,6 +181,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("diagram", help="regenerate lifecycle.svg and lifecycle.md")
     p.set_defaults(func=_cmd_diagram)
+
+    p = sub.add_parser(
+        "quotes", help="check the quote under every '# Spec:' tag (--add writes missing ones)"
+    )
+    _common(p)
+    p.add_argument("--add", action="store_true", help="write the clause's text under tags")
+    p.set_defaults(func=_cmd_quotes)
 
     from .prove import add_parser as add_prove_parser
 

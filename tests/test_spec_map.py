@@ -383,15 +383,23 @@ def _tree(
 ) -> Path:
     catalog = catalog_from_pages(SYNTH_PAGES, REV)
     _write(tmp_path / "catalog.json", dump_catalog(catalog))
+
+    def said(clause: str) -> str:  # the clause's words, quoted as a tag's quote
+        (text,) = [c["text"] for c in catalog["clauses"] if c["id"] == clause]
+        return '"' + text.replace('"', "'") + '"'
+
     _write(
         tmp_path / "mcp_ref" / "core.py",
         f"""\
-        def a():  # Spec: {REV}/basic/lifecycle#rules.1
+        def a():  # Spec: {REV}/basic/lifecycle#rules.1 {said(f"{REV}/basic/lifecycle#rules.1")}
             pass
         # Spec: {REV}/basic/lifecycle#rules.2
+        # {said(f"{REV}/basic/lifecycle#rules.2")}
         # Spec: {REV}/basic/lifecycle#rules.99
         # Spec: {REV}/basic/authorization#tokens.1
+        # {said(f"{REV}/basic/authorization#tokens.1")}
         # Spec: {REV}/basic/lifecycle#rules.6
+        # {said(f"{REV}/basic/lifecycle#rules.6")}
         """,
     )
     _write(
@@ -457,7 +465,7 @@ def test_checker_statuses_follow_the_rule(tmp_path: Path) -> None:
     assert not st[f"{REV}/basic/authorization#tokens.2"].required
     assert [s.id for s in analysis.open_required] == [_rid(2), _rid(3), _rid(4), _rid(5)]
     assert len(analysis.errors) == 1
-    assert analysis.errors[0].startswith("mcp_ref/core.py:4: error:")
+    assert analysis.errors[0].startswith("mcp_ref/core.py:5: error:")
     assert "rules.99" in analysis.errors[0] and ".1 to .7" in analysis.errors[0]
     assert not analysis.ok
     table = format_table(analysis.summaries())
@@ -480,9 +488,9 @@ def test_checker_passes_when_everything_is_waived_or_done(tmp_path: Path) -> Non
     reason = "Synthetic: the peer's side, not ours."
     """
     root = _tree(tmp_path, waivers=waivers, results=PASSED_ONE_FAILED_TWO)
-    (root / "mcp_ref" / "core.py").write_text(
-        f"# Spec: {_rid(1)}\n# Spec: {REV}/basic/authorization#tokens.1\n", encoding="utf-8"
-    )
+    core = (root / "mcp_ref" / "core.py").read_text(encoding="utf-8")
+    kept = [line for line in core.splitlines() if "rules.99" not in line]  # known clauses only
+    (root / "mcp_ref" / "core.py").write_text("\n".join(kept) + "\n", encoding="utf-8")
     analysis = _analyze(root)
     assert analysis.errors == [] and analysis.open_required == []
     assert analysis.ok

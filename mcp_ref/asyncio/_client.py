@@ -273,7 +273,10 @@ class ClientSession:
         self._pending[rid] = answer
         if on_progress is not None:
             self._progress[rid] = on_progress
-        self._wake.set()  # Spec: 2025-06-18/basic/lifecycle#timeouts.1 (the clock re-reads)
+        # Spec: 2025-06-18/basic/lifecycle#timeouts.1 (the clock re-reads the deadlines)
+        # "Implementations SHOULD establish timeouts for all sent requests, to prevent hung
+        # connections and resource exhaustion."
+        self._wake.set()
         try:
             reply = await self._exchange(data, answer)
         except BaseException as exc:
@@ -292,6 +295,7 @@ class ClientSession:
         """Make the core forget request ``rid`` by cancelling it; write the
         ``notifications/cancelled`` unless the server never accepted the request."""
         # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.2
+        # "The `initialize` request MUST NOT be cancelled by clients"
         if method == "initialize" or self.connection.state is State.CLOSED:
             return
         note = Notification(
@@ -302,6 +306,7 @@ class ClientSession:
             data = self.connection.send(note)  # b"" when the answer already came
             if tell_server:
                 # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.17
+                # "To cancel, the client SHOULD explicitly send an MCP `CancelledNotification`."
                 self._transmit_soon(data)
         except (LocalProtocolError, SessionClosed) as exc:
             log.debug("could not cancel request %r: %s", rid, exc)
@@ -345,14 +350,20 @@ class ClientSession:
             protocol_version=check_version(protocol_version),
             capabilities=t.ClientCapabilities(
                 # Spec: 2025-06-18/client/sampling#capabilities.1
+                # "Clients that support sampling MUST declare the `sampling` capability during
+                # initialization:"
                 sampling=t.ClientCapabilitiesSampling()
                 if "sampling/createMessage" in self._handlers
                 else None,
                 # Spec: 2025-06-18/client/elicitation#capabilities.1
+                # "Clients that support elicitation MUST declare the `elicitation` capability during
+                # initialization:"
                 elicitation=t.ClientCapabilitiesElicitation()
                 if "elicitation/create" in self._handlers
                 else None,
                 # Spec: 2025-06-18/client/roots#capabilities.1 (no list_changed: fixed roots)
+                # "Clients that support roots MUST declare the `roots` capability during
+                # initialization:"
                 roots=t.ClientCapabilitiesRoots() if self._roots is not None else None,
             ),
             client_info=client_info,
@@ -360,6 +371,8 @@ class ClientSession:
         result: t.InitializeResult = await self.request("initialize", params)
         self.initialize_result = result
         # Spec: 2025-06-18/basic/lifecycle#initialization.4
+        # "After successful initialization, the client MUST send an `initialized` notification to
+        # indicate it is ready to begin normal operations:"
         await self.notify("notifications/initialized")
         return result
 
@@ -442,6 +455,9 @@ class ClientSession:
             answer = self._pending.get(event.id)
             if answer is not None and not answer.done():
                 # Spec: 2025-06-18/basic/lifecycle#timeouts.2 (the core wrote the cancel)
+                # "When the request has not received a success or error response within the timeout
+                # period, the sender SHOULD issue a cancellation notification for that request and
+                # stop waiting for a response."
                 answer.set_exception(NoAnswerError(event.method, event.elapsed))
         elif isinstance(event, Request):
             if event.method in self._handlers or (
@@ -454,6 +470,7 @@ class ClientSession:
             reply: Event
             if event.method == "ping":
                 # Spec: 2025-06-18/basic/utilities/ping#behavior-requirements.1
+                # "The receiver MUST respond promptly with an empty response:"
                 reply = Response(id=event.id, result=t.EmptyResult())
             else:
                 reply = ErrorResponse(
@@ -464,6 +481,7 @@ class ClientSession:
             serving = self._serving.get(event.id)
             if serving is not None:
                 # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.3
+                # "Receivers of cancellation notifications SHOULD:"
                 serving.cancel()
             if self.connection.has_data_to_send:  # a batch's replies (see _batch)
                 self._transmit_soon(self.connection.data_to_send())

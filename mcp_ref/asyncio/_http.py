@@ -186,14 +186,20 @@ class HttpClient(ClientSession):
                 if isinstance(found, rules.HttpError):
                     raise McpError(rules.HTTP_SERVER_ERROR, f"server sent {found.detail}")
                 # Spec: 2025-06-18/basic/transports#session-management.4 (kept and sent back)
+                # "If an `Mcp-Session-Id` is returned by the server during initialization, clients
+                # using the Streamable HTTP transport MUST include it in the `Mcp-Session-Id` header
+                # on all of their subsequent HTTP requests."
                 self.session_id = found
             if response.status_code == 202:
                 # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.5
+                # "If the server accepts the input, the server MUST return HTTP status code 202
+                # Accepted with no body."
                 return
             if response.status_code != 200:
                 await self._fail(response, ex)
             ctype = _media_type(response.headers)
             # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.9
+            # "The client MUST support both these cases."
             if ctype == rules.CONTENT_TYPE_JSON:
                 data = b""
                 async for chunk in ex.body():
@@ -222,6 +228,9 @@ class HttpClient(ClientSession):
         status = response.status_code
         if status == 404 and self.session_id is not None:
             # Spec: 2025-06-18/basic/transports#session-management.7 (start anew)
+            # "When a client receives HTTP 404 in response to a request containing an
+            # `Mcp-Session-Id`, it MUST start a new session by sending a new `InitializeRequest`
+            # without a session ID attached."
             self._close("the server ended the session (HTTP 404); open a new client")
             self.session_id = None  # nothing left to DELETE
             raise SessionClosed(self._closed)
@@ -233,6 +242,7 @@ class HttpClient(ClientSession):
         code, message = rules.HTTP_SERVER_ERROR, f"HTTP {status} {response.reason.decode()}"
         try:
             # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.7
+            # "The HTTP response body MAY comprise a JSON-RPC error response that has no `id`."
             error = json.loads(body)["error"]
             if isinstance(error["code"], int) and isinstance(error["message"], str):
                 code, message = error["code"], f"{message}: {error['message']}"
@@ -242,6 +252,7 @@ class HttpClient(ClientSession):
 
     def _never_accepted(self, exc: BaseException) -> bool:
         # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.1
+        # "Cancellation notifications MUST only reference requests that:"
         # (a refused POST is no request in progress: the core forgets it, nothing is sent)
         return isinstance(exc, _Refused | ConnectionRefusedError)
 
@@ -262,6 +273,7 @@ class HttpClient(ClientSession):
                 self._close(reason)
                 raise SessionClosed(reason) from exc
             # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.16
+            # "Disconnection SHOULD NOT be interpreted as the client cancelling its request."
             raise McpError(
                 rules.HTTP_SERVER_ERROR, "the server ended its answer without a response"
             )
@@ -320,6 +332,9 @@ class HttpClient(ClientSession):
         try:
             async with asyncio.timeout(self._io_timeout):
                 # Spec: 2025-06-18/basic/transports#session-management.8
+                # "Clients that no longer need a particular session (e.g., because the user is
+                # leaving the client application) SHOULD send an HTTP DELETE to the MCP endpoint
+                # with the `Mcp-Session-Id` header, to explicitly terminate the session."
                 async with self._http(b"DELETE", headers, b"") as (response, _):
                     log.debug("DELETE answered %d", response.status_code)
         except (OSError, h11.ProtocolError) as exc:  # TimeoutError is an OSError

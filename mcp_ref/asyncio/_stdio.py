@@ -221,6 +221,8 @@ async def serve_stdio(
                 if isinstance(event, Request) and event.method == "initialize":
                     result: Any = t.InitializeResult(
                         # Spec: 2025-06-18/basic/lifecycle#version-negotiation.3
+                        # "If the server supports the requested protocol version, it MUST respond
+                        # with the same version."
                         protocol_version=conn.negotiated_version_for(event.params.protocol_version),
                         capabilities=capabilities,
                         server_info=server_info,
@@ -229,6 +231,7 @@ async def serve_stdio(
                     writer.write(conn.send(Response(id=event.id, result=result)))
                 elif isinstance(event, Request) and event.method == "ping":
                     # Spec: 2025-06-18/basic/utilities/ping#behavior-requirements.1
+                    # "The receiver MUST respond promptly with an empty response:"
                     writer.write(conn.send(Response(id=event.id, result=t.EmptyResult())))
                 elif isinstance(event, Request):
                     ctx = RequestContext(conn, writer, event)
@@ -238,6 +241,7 @@ async def serve_stdio(
                 elif isinstance(event, RequestCancelled):
                     if event.id in running:
                         # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.3
+                        # "Receivers of cancellation notifications SHOULD:"
                         task, ctx = running[event.id]
                         ctx.cancelled, ctx.cancel_reason = True, event.reason
                         task.cancel()
@@ -407,6 +411,7 @@ async def _shutdown(process: asyncio.subprocess.Process, grace: float) -> None:
     """Close the child's stdin, wait; SIGTERM, wait; SIGKILL, wait."""
     assert process.stdin is not None
     # Spec: 2025-06-18/basic/lifecycle#stdio.1
+    # "For the stdio transport, the client SHOULD initiate shutdown by:"
     process.stdin.close()
     for step in (None, process.terminate, process.kill):
         if step is not None and process.returncode is None:

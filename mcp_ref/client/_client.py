@@ -134,12 +134,15 @@ class _ClientHandler:
         c = self._client
         if ctx.method == "sampling/createMessage" and c._sampling_handler is not None:
             # Spec: 2025-06-18/client/sampling#security-considerations.4
+            # "Clients SHOULD implement rate limiting"
             c._check_rate(ctx.method, c._sampling_rate_limit)
             # Spec: 2025-06-18/client/sampling#error-handling.1
+            # "Clients SHOULD return errors for common failure cases:"
             # (an McpError from the handler goes back to the server as the error)
             return await _maybe_await(c._sampling_handler(ctx.params))
         if ctx.method == "elicitation/create" and c._elicitation_handler is not None:
             # Spec: 2025-06-18/client/elicitation#security-considerations.6
+            # "Clients SHOULD implement rate limiting"
             c._check_rate(ctx.method, c._elicitation_rate_limit)
             return await _maybe_await(c._elicitation_handler(ctx.params))
         if ctx.method == "roots/list" and c._roots is not None:
@@ -213,10 +216,16 @@ class Client:
         """
         return t.ClientCapabilities(
             # Spec: 2025-06-18/client/sampling#capabilities.1
+            # "Clients that support sampling MUST declare the `sampling` capability during
+            # initialization:"
             sampling=t.ClientCapabilitiesSampling() if self._sampling_handler else None,
             # Spec: 2025-06-18/client/elicitation#capabilities.1
+            # "Clients that support elicitation MUST declare the `elicitation` capability during
+            # initialization:"
             elicitation=t.ClientCapabilitiesElicitation() if self._elicitation_handler else None,
             # Spec: 2025-06-18/client/roots#capabilities.1
+            # "Clients that support roots MUST declare the `roots` capability during
+            # initialization:"
             roots=t.ClientCapabilitiesRoots(list_changed=True) if self._roots is not None else None,
         )
 
@@ -229,10 +238,13 @@ class Client:
             client_info=client_info,
         )
         # Spec: 2025-06-18/basic/lifecycle#initialization.2
+        # "The client MUST initiate this phase by sending an `initialize` request containing:"
         result = await self.request("initialize", params, timeout=timeout)
         assert isinstance(result, t.InitializeResult)
         self._init = result
         # Spec: 2025-06-18/basic/lifecycle#initialization.4
+        # "After successful initialization, the client MUST send an `initialized` notification to
+        # indicate it is ready to begin normal operations:"
         await self.session.send_notification("notifications/initialized")
 
     # ------------------------------------------------------------------ properties
@@ -308,6 +320,7 @@ class Client:
 
     async def _walk(self, method: str, field: str, timeout: TimeoutArg) -> list[Any]:
         # Spec: 2025-06-18/server/utilities/pagination#implementation-guidelines.3
+        # "Clients MUST treat cursors as opaque tokens:"
         walker = PageWalker()
         while (cursor := walker.next_cursor()) is not PageWalker.DONE:
             result = await self._page(method, cursor, timeout)
@@ -438,6 +451,7 @@ class Client:
     async def list_prompts(self, *, timeout: TimeoutArg = SESSION_DEFAULT) -> list[t.Prompt]:
         """Every prompt, walking all pages.  Source: 2025-06-18/server/prompts#listing-prompts."""
         # Spec: 2025-06-18/server/prompts#implementation-considerations.2
+        # "Clients SHOULD handle pagination for large prompt lists"
         return await self._walk("prompts/list", "prompts", timeout)
 
     async def list_prompts_page(
@@ -542,6 +556,7 @@ class Client:
         caps = self.session.our_capabilities
         if caps is not None and caps.roots is not None and caps.roots.list_changed:
             # Spec: 2025-06-18/client/roots#root-list-changes.1
+            # "When roots change, clients that support `listChanged` MUST send a notification:"
             await self.session.send_notification("notifications/roots/list_changed")
 
 
@@ -616,6 +631,7 @@ async def open_client(
 
 @asynccontextmanager
 # Spec: 2025-06-18/basic/transports#transports.2 (stdio: the client side)
+# "Clients SHOULD support stdio whenever possible."
 async def open_stdio_client(
     command: Sequence[str],
     *,

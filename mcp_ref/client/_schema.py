@@ -101,6 +101,7 @@ class OutputSchemas:
             OutputSchemaError: the content does not match, or the schema is invalid.
         """
         # Spec: 2025-06-18/server/tools#output-schema.2
+        # "Clients SHOULD validate structured results against this schema."
         schema = self._schemas.get(name)
         if schema is None or result.structured_content is None or result.is_error:
             return

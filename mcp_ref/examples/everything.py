@@ -218,6 +218,7 @@ def make_server() -> Server:
     _realistic_tools(server)
     # Tools embed resources, and the server offers resources too:
     # Spec: 2025-06-18/server/tools#embedded-resources.2
+    # "Servers that use embedded resources SHOULD implement the `resources` capability:"
     _resources(server)
     _prompts(server)
     return server
@@ -289,6 +290,7 @@ def _conformance_tools(server: Server) -> None:
     async def test_tool_with_progress(ctx: Context) -> str:
         """Reports progress 0, 50 and 100 of 100 while it runs."""
         # Spec: 2025-06-18/basic/utilities/progress#progress-flow.6
+        # "The `message` field SHOULD provide relevant human readable progress information."
         # Each step says in words where the tool is.
         await ctx.report_progress(0, 100, "Started")
         await trio.sleep(_STEP)

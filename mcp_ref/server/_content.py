@@ -79,6 +79,7 @@ def for_version(blocks: list[t.ContentBlock], version: str | None) -> list[t.Con
 
 def _b64(data: bytes | bytearray | memoryview) -> str:
     # Spec: 2025-06-18/server/resources#security-considerations.3
+    # "Binary data MUST be properly encoded"
     return base64.b64encode(bytes(data)).decode("ascii")
 
 
@@ -102,6 +103,7 @@ def image(
     """
     if not mime_type.startswith("image/"):
         # Spec: 2025-06-18/server/prompts#image-content.1
+        # "The image data MUST be base64-encoded and include a valid MIME type."
         raise ValueError(f"an image needs an image/* MIME type, not {mime_type!r}")
     return t.ImageContent(data=_b64(data), mime_type=mime_type, annotations=annotations)
 
@@ -143,6 +145,7 @@ def embedded(
     """
     resource: t.TextResourceContents | t.BlobResourceContents
     # Spec: 2025-06-18/server/prompts#embedded-resources.1 (a URI, a MIME type, the data)
+    # "Resources can contain either text or binary (blob) data and MUST include:"
     if isinstance(value, str):
         resource = t.TextResourceContents(uri=uri, text=value, mime_type=mime_type or "text/plain")
     else:

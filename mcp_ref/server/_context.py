@@ -146,6 +146,7 @@ class Context:
         final = total is not None and progress >= total
         last = self._last_progress_at
         # Spec: 2025-06-18/basic/utilities/progress#implementation-notes.2
+        # "Both parties SHOULD implement rate limiting to prevent flooding"
         if not final and last is not None and now - last < self.MIN_PROGRESS_INTERVAL:
             return False
         await self.request.report_progress(progress, total, message)
@@ -236,6 +237,7 @@ class Context:
         result: t.ElicitResult = await self.send_request("elicitation/create", params)
         if result.action == "accept":
             # Spec: 2025-06-18/client/elicitation#security-considerations.3
+            # "Both parties SHOULD validate elicitation content against the provided schema"
             schema_json = unstructure(requested_schema)
             problem = elicited_content_problem(schema_json, result.content or {})
             if problem is not None:

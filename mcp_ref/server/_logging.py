@@ -104,6 +104,7 @@ def set_level(session: _Session, level: str) -> None:
     """
     if level not in _RANK:
         # Spec: 2025-06-18/server/utilities/logging#error-handling.1
+        # "Servers SHOULD return standard JSON-RPC errors for common failure cases:"
         raise McpError(INVALID_PARAMS, f"unknown log level {level!r}")
     state_of(session).log_level = typing.cast(t.LoggingLevel, level)
 
@@ -139,6 +140,7 @@ async def send_log(
     """
     check_level(level)
     # Spec: 2025-06-18/server/utilities/logging#capabilities.1
+    # "Servers that emit log message notifications MUST declare the `logging` capability:"
     if not capability_present(session.our_capabilities, ("logging",)):
         return False
     state = state_of(session)
@@ -146,7 +148,9 @@ async def send_log(
     if _RANK[level] < _RANK[threshold]:
         return False
     # Spec: 2025-06-18/server/utilities/logging#implementation-considerations.1
+    # "Servers SHOULD:"
     # Spec: 2025-06-18/server/utilities/logging#security.2 (rate limit messages)
+    # "Implementations SHOULD:"
     if not state.log_bucket.take(policy.limit, trio.current_time()):
         state.log_dropped += 1
         return False

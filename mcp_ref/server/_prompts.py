@@ -88,6 +88,7 @@ class PromptDef:
                 errors.append(f"unknown argument(s) {', '.join(map(repr, unknown))}")
         if errors:
             # Spec: 2025-06-18/server/prompts#error-handling.1
+            # "Servers SHOULD return standard JSON-RPC errors for common failure cases:"
             raise McpError(
                 INVALID_PARAMS,
                 f"invalid arguments for prompt {self.name!r}: " + "; ".join(errors),
@@ -109,7 +110,10 @@ class PromptDef:
                 session answers -32603): outputs are checked as strictly as inputs.
         """
         # Spec: 2025-06-18/server/prompts#implementation-considerations.1
+        # "Servers SHOULD validate prompt arguments before processing"
         # Spec: 2025-06-18/server/prompts#security.1 (inputs checked here, outputs below)
+        # "Implementations MUST carefully validate all prompt inputs and outputs to prevent
+        # injection attacks or unauthorized access to resources."
         kwargs = self.check(arguments)
         value = await invoke(self.info, kwargs, context, limiter)
         if isinstance(value, t.GetPromptResult):

@@ -82,6 +82,7 @@ def check_uri(uri: str) -> None:
     Source: 2025-06-18/server/resources#security-considerations.1.
     """
     # Spec: 2025-06-18/server/resources#security-considerations.1
+    # "Servers MUST validate all resource URIs"
     problem = uri_problem(uri)
     if problem:
         raise McpError(INVALID_PARAMS, f"invalid resource URI: {problem}", {"uri": uri[:256]})
@@ -191,6 +192,8 @@ def _convert(value: Any, annotation: Any) -> Any:
 
 def _check_registered_uri(uri: str, what: str) -> None:
     # Spec: 2025-06-18/server/resources#custom-uri-schemes.1
+    # "Custom URI schemes MUST be in accordance with RFC3986, taking the above guidance in to
+    # account."
     if not _SCHEME.match(uri):
         raise ValueError(f"{what} {uri!r} needs an RFC 3986 scheme, e.g. 'file:' or 'myapp:'")
 

@@ -501,10 +501,17 @@ class Server:
                     continue
                 state.seen_generation[kind] = generation
                 # Spec: 2025-06-18/server/tools#list-changed-notification.1
+                # "When the list of available tools changes, servers that declared the `listChanged`
+                # capability SHOULD send a notification:"
                 # Spec: 2025-06-18/server/resources#list-changed-notification.1
+                # "When the list of available resources changes, servers that declared the
+                # `listChanged` capability SHOULD send a notification:"
                 # Spec: 2025-06-18/server/prompts#list-changed-notification.1
+                # "When the list of available prompts changes, servers that declared the
+                # `listChanged` capability SHOULD send a notification:"
                 # Only when negotiated for this session:
                 # Spec: 2025-06-18/server/prompts#implementation-considerations.3
+                # "Both parties SHOULD respect capability negotiation"
                 if capability_present(session.our_capabilities, (kind, "list_changed")):
                     await self._notify(session, f"notifications/{kind}/list_changed")
             while state.pending_updates:
@@ -543,28 +550,34 @@ class Server:
         """
         declare = self._declare
         # Spec: 2025-06-18/server/tools#capabilities.1
+        # "Servers that support tools MUST declare the `tools` capability:"
         tools = (
             t.ServerCapabilitiesTools(list_changed=True)
             if self._tools or "tools" in declare
             else None
         )
         # Spec: 2025-06-18/server/resources#capabilities.1
+        # "Servers that support resources MUST declare the `resources` capability:"
         resources = (
             t.ServerCapabilitiesResources(subscribe=True, list_changed=True)
             if self._resources or self._templates or "resources" in declare
             else None
         )
         # Spec: 2025-06-18/server/prompts#capabilities.1
+        # "Servers that support prompts MUST declare the `prompts` capability during
+        # initialization:"
         prompts = (
             t.ServerCapabilitiesPrompts(list_changed=True)
             if self._prompts or "prompts" in declare
             else None
         )
         # Spec: 2025-06-18/server/utilities/completion#capabilities.1
+        # "Servers that support completions MUST declare the `completions` capability:"
         completions: dict[str, Any] | None = (
             {} if self._completions or "completions" in declare else None
         )
         # Spec: 2025-06-18/server/utilities/logging#capabilities.1
+        # "Servers that emit log message notifications MUST declare the `logging` capability:"
         logging_cap: dict[str, Any] | None = {} if self.logging else None
         return t.ServerCapabilities(
             tools=tools,
@@ -594,7 +607,9 @@ class Server:
 
     def _check_rate(self, ctx: RequestContext, limit: RateLimit) -> None:
         # Spec: 2025-06-18/server/tools#security-considerations.1 (rate limit tool calls)
+        # "Servers MUST:"
         # Spec: 2025-06-18/server/utilities/completion#security.1 (rate limiting)
+        # "Implementations MUST:"
         take_or_refuse(state_of(ctx.session).buckets, limit, ctx.method, trio.current_time())
 
     async def handle_notification(self, session: Session, notification: Any) -> None:
@@ -618,18 +633,24 @@ class Server:
         cursor = getattr(params, "cursor", None)
         # Stable cursors (offset + list fingerprint), bad ones answered with -32602:
         # Spec: 2025-06-18/server/utilities/pagination#implementation-guidelines.1
+        # "Servers SHOULD:"
         try:
             return paginate(items, cursor, tag=tag, page_size=self.page_size)
         except InvalidCursor as exc:
             # Spec: 2025-06-18/server/utilities/pagination#error-handling.1
+            # "Invalid cursors SHOULD result in an error with code -32602 (Invalid params)."
             raise McpError(INVALID_PARAMS, exc.message) from None
 
     async def _initialize(self, ctx: RequestContext) -> t.InitializeResult:
         params: t.InitializeRequestParams = ctx.params
         # Spec: 2025-06-18/basic/lifecycle#version-negotiation.3
+        # "If the server supports the requested protocol version, it MUST respond with the same
+        # version."
         # Spec: 2025-06-18/basic/lifecycle#version-negotiation.4
+        # "Otherwise, the server MUST respond with another protocol version it supports."
         version = ctx.session.connection.negotiated_version_for(params.protocol_version)
         # Spec: 2025-06-18/basic/lifecycle#initialization.3
+        # "The server MUST respond with its own capabilities and information:"
         return t.InitializeResult(
             protocol_version=version,
             capabilities=self.capabilities(),
@@ -677,6 +698,7 @@ class Server:
         found = self._find(uri)
         if found is None:
             # Spec: 2025-06-18/server/resources#error-handling.1
+            # "Servers SHOULD return standard JSON-RPC errors for common failure cases:"
             raise ResourceNotFound(uri)
         target, kwargs = found
         context = self._context(ctx)
@@ -719,6 +741,7 @@ class Server:
         prompt = self._prompts.get(params.name)
         if prompt is None:
             # Spec: 2025-06-18/server/prompts#error-handling.1
+            # "Servers SHOULD return standard JSON-RPC errors for common failure cases:"
             raise McpError(INVALID_PARAMS, f"Unknown prompt: {params.name}", {"name": params.name})
         result = await prompt.render(params.arguments, self._context(ctx), self._threads())
         version = ctx.session.protocol_version
@@ -740,7 +763,9 @@ class Server:
         argument = params.argument.name
         resolved = (params.context.arguments if params.context else None) or {}
         # Spec: 2025-06-18/server/utilities/completion#security.1 (validate all inputs)
+        # "Implementations MUST:"
         # Spec: 2025-06-18/server/utilities/completion#implementation-considerations.1
+        # "Servers SHOULD:"
         if len(params.argument.value) > MAX_COMPLETION_INPUT or len(resolved) > 64:
             raise McpError(
                 INVALID_PARAMS,
@@ -748,6 +773,7 @@ class Server:
                 f"{MAX_COMPLETION_INPUT} characters and context to 64 arguments",
             )
         # Spec: 2025-06-18/server/utilities/completion#error-handling.1
+        # "Servers SHOULD return standard JSON-RPC errors for common failure cases:"
         if isinstance(ref, t.PromptReference):
             key = ("ref/prompt", ref.name, argument)
             prompt = self._prompts.get(ref.name)

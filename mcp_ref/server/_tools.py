@@ -133,6 +133,7 @@ class ToolDef:
         """
         try:
             # Spec: 2025-06-18/server/tools#security-considerations.1 (validate all inputs)
+            # "Servers MUST:"
             kwargs = self._check(dict(arguments or {}))
         except ArgumentError as exc:
             faults = exc.messages[:_MAX_MESSAGES]
@@ -234,6 +235,7 @@ class ToolDef:
         except (TypeError, ValueError) as exc:
             return self._broken_output(f"it is not JSON: {exc}")
         # Spec: 2025-06-18/server/tools#output-schema.1
+        # "Servers MUST provide structured results that conform to this schema."
         return t.CallToolResult(content=[t.TextContent(text=text)], structured_content=structured)
 
     def _output_problem(self, structured: Any) -> str | None:

@@ -126,6 +126,9 @@ class ClientAnswers(ClientSessions):
                     and key != self._init_key
                 ):
                     # Spec: 2025-06-18/basic/transports#session-management.7
+                    # "When a client receives HTTP 404 in response to a request containing an
+                    # `Mcp-Session-Id`, it MUST start a new session by sending a new
+                    # `InitializeRequest` without a session ID attached."
                     await ex.conn.aclose()
                     if not await self._session_expired(generation):
                         return "the session expired and a new one could not be started"
@@ -150,6 +153,7 @@ class ClientAnswers(ClientSessions):
             return None
         if media == CONTENT_TYPE_JSON:
             # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.9
+            # "The client MUST support both these cases."
             body = await ex.read_body(self._limits.max_event_bytes)
             self._give_back(ex)
             if key == self._init_key:
@@ -207,6 +211,9 @@ class ClientAnswers(ClientSessions):
             if idle > _MAX_RESUMES_WITHOUT_PROGRESS:
                 return "the SSE stream keeps ending without progress"
             # Spec: 2025-06-18/basic/transports#resumability-and-redelivery.3
+            # "If the client wishes to resume after a broken connection, it SHOULD issue an HTTP GET
+            # to the MCP endpoint, and include the `Last-Event-ID` header to indicate the last event
+            # ID it received."
             await trio.sleep(self._retry_seconds(decoder))
             ex = await self._request(
                 b"GET", self._target, b"", fresh=True, last_event_id=decoder.last_event_id

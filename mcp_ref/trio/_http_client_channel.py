@@ -113,6 +113,9 @@ class HttpClientChannel(ClientGetStream, ClientLegacy):
             scope.cancel()
         if self.session_id is not None and self.mode == "streamable":
             # Spec: 2025-06-18/basic/transports#session-management.8
+            # "Clients that no longer need a particular session (e.g., because the user is leaving
+            # the client application) SHOULD send an HTTP DELETE to the MCP endpoint with the
+            # `Mcp-Session-Id` header, to explicitly terminate the session."
             with trio.move_on_after(min(self._io_timeout, 2.0)):
                 try:
                     ex = await self._request(b"DELETE", self._target, b"", fresh=False)
@@ -167,8 +170,13 @@ class HttpClientChannel(ClientGetStream, ClientLegacy):
             return
         try:
             # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.1
+            # "Every JSON-RPC message sent from the client MUST be a new HTTP POST request to the
+            # MCP endpoint."
             # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.2
+            # "The client MUST use HTTP POST to send JSON-RPC messages to the MCP endpoint."
             # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.4
+            # "The body of the POST request MUST be a single JSON-RPC request, notification, or
+            # response."
             # One POST per message: the session hands us exactly one message per send.
             ex = await self._start(b"POST", self._post_target, data, fresh=False)
         except _IO_FAILURES as exc:

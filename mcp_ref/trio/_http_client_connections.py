@@ -229,9 +229,19 @@ class ClientConnections:
         if cached is None:
             out = [(b"host", self._host_header)]
             # Spec: 2025-06-18/basic/transports#session-management.4
+            # "If an `Mcp-Session-Id` is returned by the server during initialization, clients using
+            # the Streamable HTTP transport MUST include it in the `Mcp-Session-Id` header on all of
+            # their subsequent HTTP requests."
             # Spec: 2025-06-18/basic/transports#protocol-version-header.1
+            # "If using HTTP, the client MUST include the `MCP-Protocol-Version: <protocol-version>`
+            # HTTP header on all subsequent requests to the MCP server, allowing the MCP server to
+            # respond based on the MCP protocol version."
             # Spec: 2025-06-18/basic/transports#protocol-version-header.2
+            # "The protocol version sent by the client SHOULD be the one negotiated during
+            # initialization."
             # Spec: 2025-06-18/basic/lifecycle#version-negotiation.7
+            # "If using HTTP, the client MUST include the `MCP-Protocol-Version: <protocol-version>`
+            # HTTP header on all subsequent requests to the MCP server."
             out += rules.client_request_headers(
                 method,
                 session_id=session_id,

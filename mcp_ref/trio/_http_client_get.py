@@ -44,6 +44,7 @@ class ClientGetStream(ClientAnswers):
         next request: a server may send on it what it has for us (an elicitation) as soon
         as the request arrives.  Waits at most ``min(io_timeout, 5)`` s for its head."""
         # Spec: 2025-06-18/basic/transports#listening-for-messages-from-the-server.1
+        # "The client MAY issue an HTTP GET to the MCP endpoint."
         first: _Exchange | None = None
         try:
             first = await self._start(b"GET", self._target, b"", fresh=True)
@@ -97,6 +98,9 @@ class ClientGetStream(ClientAnswers):
                     continue
                 if ex.status != 200 or ex.media_type() != CONTENT_TYPE_SSE:
                     # Spec: 2025-06-18/basic/transports#listening-for-messages-from-the-server.3
+                    # "The server MUST either return `Content-Type: text/event-stream` in response
+                    # to this HTTP GET, or else return HTTP 405 Method Not Allowed, indicating that
+                    # the server does not offer an SSE stream at this endpoint."
                     log.debug("no GET stream (HTTP %s)", ex.status)
                     await ex.conn.aclose()
                     return
@@ -105,5 +109,8 @@ class ClientGetStream(ClientAnswers):
                 if failures > _MAX_GET_FAILURES:
                     return
                 # Spec: 2025-06-18/basic/transports#resumability-and-redelivery.3
+                # "If the client wishes to resume after a broken connection, it SHOULD issue an HTTP
+                # GET to the MCP endpoint, and include the `Last-Event-ID` header to indicate the
+                # last event ID it received."
                 delay = self._retry_seconds(decoder) * (2 ** max(0, failures - 1))
                 await trio.sleep(min(delay, 30.0))

@@ -136,6 +136,7 @@ def _check_batch(version: str | None, size: int, sess: HttpSession | None) -> No
         Refused: 400 with a -32600 body.
     """
     # Spec: 2025-06-18/basic#messages.1 (no batches from 2025-06-18 on)
+    # "All messages between MCP clients and servers MUST follow the JSON-RPC 2.0 specification."
     if version not in BATCH_VERSIONS:
         raise Refused(
             http_error(
@@ -168,6 +169,8 @@ async def answer_post(
                 raise Refused(gone())
         sess.cancel_from(infos)
         # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.5
+        # "If the server accepts the input, the server MUST return HTTP status code 202 Accepted
+        # with no body."
         reply = rules.post_reply(infos[0].kind, stream=False)
         await send_simple(h, 202, rules.response_headers(reply), last)
         return
@@ -184,6 +187,9 @@ async def answer_post(
             )
         )
     # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.8
+    # "If the input is a JSON-RPC request, the server MUST either return `Content-Type:
+    # text/event-stream`, to initiate an SSE stream, or `Content-Type: application/json`, to return
+    # one JSON object."
     json_mode = server.json_response
     stream = sess.new_stream(None, json_mode=json_mode, pending=set(keys))
     sess.streams[stream.id] = stream
@@ -346,6 +352,9 @@ async def get(server: HttpServer, h: H11Stream, headers: RequestHeaders, last: b
         cursor = None
     else:
         # Spec: 2025-06-18/basic/transports#resumability-and-redelivery.4
+        # "The server MAY use this header to replay messages that would have been sent after the
+        # last event ID, on the stream that was disconnected, and to resume the stream from that
+        # point."
         found = sess.store.replay_after(last_event_id)
         if isinstance(found, HttpError):
             raise Refused(found)
@@ -374,5 +383,8 @@ async def delete(server: HttpServer, h: H11Stream, headers: RequestHeaders, last
     sess = server.table.of_headers(headers)
     version_of(headers)
     # Spec: 2025-06-18/basic/transports#session-management.8
+    # "Clients that no longer need a particular session (e.g., because the user is leaving the
+    # client application) SHOULD send an HTTP DELETE to the MCP endpoint with the `Mcp-Session-Id`
+    # header, to explicitly terminate the session."
     sess.end("terminated by the client (DELETE)")
     await send_simple(h, 200, [(b"content-length", b"0")], last)

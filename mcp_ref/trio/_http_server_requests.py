@@ -196,7 +196,12 @@ def version_of(headers: RequestHeaders) -> str:
         Refused: 400 for an unsupported version.
     """
     # Spec: 2025-06-18/basic/transports#protocol-version-header.4
+    # "If the server receives a request with an invalid or unsupported `MCP-Protocol-Version`, it
+    # MUST respond with `400 Bad Request`."
     # Spec: 2025-06-18/basic/transports#protocol-version-header.3
+    # "For backwards compatibility, if the server does not receive an `MCP-Protocol-Version` header,
+    # and has no other way to identify the version - for example, by relying on the protocol version
+    # negotiated during initialization - the server SHOULD assume protocol version `2025-03-26`."
     # Any supported version passes: we do not hold the client to the negotiated one.
     version = headers.rule(
         "version", lambda: rules.check_protocol_version(headers, None, SUPPORTED_VERSIONS)
@@ -209,6 +214,8 @@ def version_of(headers: RequestHeaders) -> str:
 def gone() -> HttpError:
     """404 for a session that ended."""
     # Spec: 2025-06-18/basic/transports#session-management.6
+    # "The server MAY terminate the session at any time, after which it MUST respond to requests
+    # containing that session ID with HTTP 404 Not Found."
     return http_error(
         404,
         "session not found (terminated)",

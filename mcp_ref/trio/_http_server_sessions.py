@@ -201,6 +201,8 @@ class SessionTable:
         session_id = None
         if kind != "stateless":
             # Spec: 2025-06-18/basic/transports#session-management.2
+            # "The session ID SHOULD be globally unique and cryptographically secure (e.g., a
+            # securely generated UUID, a JWT, or a cryptographic hash)."
             session_id = rules.new_session_id(secrets.token_bytes(16))
         sess = HttpSession(session_id, kind=kind, limits=self.limits, on_end=self.forget)
         if not self.supervisor.start_soon(self._own, sess):
@@ -333,6 +335,8 @@ class SessionTable:
         if sess.id is not None and self.sessions.get(sess.id) is sess:
             del self.sessions[sess.id]
         # Spec: 2025-06-18/basic/transports#session-management.6
+        # "The server MAY terminate the session at any time, after which it MUST respond to requests
+        # containing that session ID with HTTP 404 Not Found."
         # Input is closed; if the session does not end by itself, cancel it.
         if not sess.done.is_set():
             self.supervisor.start_soon(self._cancel_later, sess)

@@ -90,6 +90,7 @@ async def _pump(
     stream, generation = out.stream, out.generation
     if sess.primes:
         # Spec: 2025-06-18/basic/transports#resumability-and-redelivery.1
+        # "Servers MAY attach an `id` field to their SSE events, as described in the SSE standard."
         # 2025-11-25: prime the stream with an id and empty data, and say when to
         # reconnect.
         out.add(encode_data("", id=cursor, retry=server.retry_ms))
@@ -115,8 +116,13 @@ async def _pump(
                 cursor = out.delivered = event_id
         if stream.finished and cursor == stream.last_id:
             # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.10
+            # "The SSE stream SHOULD eventually include JSON-RPC response for the JSON-RPC request
+            # sent in the POST body."
             # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.13
+            # "The server SHOULD NOT close the SSE stream before sending the JSON-RPC response for
+            # the received JSON-RPC request, unless the session expires."
             # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.14
+            # "After the JSON-RPC response has been sent, the server SHOULD close the SSE stream."
             sess.store.forget_stream(stream.id)
             return False
         if sess.ended:

@@ -288,12 +288,15 @@ class HttpSession:
     def route(self, data: bytes, related: RequestId | None) -> None:
         """Put one outgoing message on exactly one logical stream.  Never blocks."""
         # Spec: 2025-06-18/basic/transports#multiple-connections.2
+        # "The server MUST send each of its JSON-RPC messages on only one of the connected streams;
+        # that is, it MUST NOT broadcast the same message across multiple streams."
         # Each message is appended to one stream's events; only that stream's attached
         # response writes it (and a resumption of that stream replays it).
         info = message_info(data)
         stream: LogicalStream | None = None
         if related is not None:
             # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.12
+            # "These messages SHOULD relate to the originating client request."
             stream = self.routes.get(request_key(related))
         final_key: Any = None
         if info is not None and info.kind is MessageKind.RESPONSE and info.id is not None:
@@ -307,17 +310,24 @@ class HttpSession:
             self._note_initialize_result()
         if stream is not None and stream.json_mode and final_key is None:
             # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.8
+            # "If the input is a JSON-RPC request, the server MUST either return `Content-Type:
+            # text/event-stream`, to initiate an SSE stream, or `Content-Type: application/json`, to
+            # return one JSON object."
             # A JSON answer holds one response only: other messages use the GET stream.
             stream = None
         if stream is None and info is not None and info.kind is MessageKind.RESPONSE:
             if self.kind != "legacy":
                 # Spec: 2025-06-18/basic/transports#listening-for-messages-from-the-server.6
+                # "The server MUST NOT send a JSON-RPC response on the stream unless resuming a
+                # stream associated with a previous client request."
                 # A response whose POST is gone (e.g. cancelled meanwhile) never goes to
                 # the GET stream.
                 log.debug("response to an unknown or cancelled request dropped")
                 return
         if stream is None:
             # Spec: 2025-06-18/basic/transports#listening-for-messages-from-the-server.5
+            # "These messages SHOULD be unrelated to any concurrently-running JSON-RPC request from
+            # the client."
             stream = self.streams.get(LEGACY if self.kind == "legacy" else STANDALONE)
             if stream is None:
                 log.debug("no stream for an unrelated message in a stateless session: dropped")

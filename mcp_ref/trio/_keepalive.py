@@ -62,8 +62,10 @@ class Keepalive:
     """
 
     # Spec: 2025-06-18/basic/utilities/ping#implementation-considerations.2
+    # "The frequency of pings SHOULD be configurable"
     interval: float = attrs.field(validator=_positive)
     # Spec: 2025-06-18/basic/utilities/ping#implementation-considerations.3
+    # "Timeouts SHOULD be appropriate for the network environment"
     timeout: float = attrs.field(default=10.0, validator=_positive)
     max_failures: int = attrs.field(default=2)
 
@@ -88,6 +90,7 @@ async def run_keepalive(session: Session, keepalive: Keepalive) -> None:
     while not session.closed:
         heard = session.last_input_at
         # Spec: 2025-06-18/basic/utilities/ping#implementation-considerations.4
+        # "Excessive pinging SHOULD be avoided to reduce network overhead"
         # (no ping while the peer is talking: each input restarts the wait)
         await trio.sleep_until(max(heard, not_before) + keepalive.interval)
         if session.closed:
@@ -97,10 +100,12 @@ async def run_keepalive(session: Session, keepalive: Keepalive) -> None:
         not_before = trio.current_time()  # at most one ping per interval, whatever happens
         try:
             # Spec: 2025-06-18/basic/utilities/ping#implementation-considerations.1
+            # "Implementations SHOULD periodically issue pings to detect connection health"
             await session.send_request("ping", timeout=RequestTimeout(seconds=keepalive.timeout))
         except NoAnswerError:
             failures += 1
             # Spec: 2025-06-18/basic/utilities/ping#error-handling.3
+            # "Implementations SHOULD log ping failures for diagnostics"
             log.warning(
                 "%s session: no answer to ping within %.3g s (%d of %d)",
                 session.role.value,
@@ -110,7 +115,9 @@ async def run_keepalive(session: Session, keepalive: Keepalive) -> None:
             )
             if failures >= keepalive.max_failures:
                 # Spec: 2025-06-18/basic/utilities/ping#error-handling.1
+                # "Timeouts SHOULD be treated as connection failures"
                 # Spec: 2025-06-18/basic/utilities/ping#error-handling.2
+                # "Multiple failed pings MAY trigger connection reset"
                 session.abort(
                     f"the peer did not answer {failures} ping(s) "
                     f"(timeout {keepalive.timeout:.3g} s each): connection considered lost"

@@ -233,6 +233,7 @@ class Session(SessionInput):
             if sent and not waiter.done and not self.closed:
                 with trio.CancelScope(shield=True):
                     # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.1
+                    # "Cancellation notifications MUST only reference requests that:"
                     await self._cancel_outgoing(rid, "cancelled by the caller", related_request_id)
             raise
         finally:
@@ -290,6 +291,7 @@ class Session(SessionInput):
         except (SessionClosed, LocalProtocolError) as exc:
             # e.g. initialize, which must not be cancelled
             # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.2
+            # "The `initialize` request MUST NOT be cancelled by clients"
             log.debug("could not cancel request %r: %s", rid, exc)
 
     def abort(self, reason: str) -> None:
@@ -311,6 +313,8 @@ def _with_progress_token(method: str, params: Any, token: RequestId) -> Any:
         return params
     meta = dict(params.meta or {})
     # Spec: 2025-06-18/basic/utilities/progress#progress-flow.2 (request ids are unique)
+    # "Progress tokens can be chosen by the sender using any means, but MUST be unique across all
+    # active requests."
     meta.setdefault("progressToken", token)
     return attrs.evolve(params, meta=meta)
 

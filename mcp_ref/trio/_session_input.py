@@ -297,9 +297,11 @@ class SessionInput(SessionBase):
             assert isinstance(event, RequestCancelled)
             running = self._handlers.get(_key(event.id))
             # Spec: 2025-06-18/basic/utilities/cancellation#implementation-notes.1
+            # "Both parties SHOULD log cancellation reasons for debugging"
             log.debug("the peer cancelled request %r: %s", event.id, event.reason)
             if running is not None:
                 # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.3
+                # "Receivers of cancellation notifications SHOULD:"
                 running.cancel_scope.cancel()
             return not self.connection.has_data_to_send
         elif kind is RequestTimedOut:
@@ -329,6 +331,7 @@ class SessionInput(SessionBase):
         """A request :meth:`_dispatch_now` left: ping, initialize, or one too many."""
         if event.method == "ping":
             # Spec: 2025-06-18/basic/utilities/ping#behavior-requirements.1
+            # "The receiver MUST respond promptly with an empty response:"
             await self._quiet_send(Response(id=event.id, result=t.Result()))
             return
         if len(self._handlers) >= self._max_handlers or self._nursery is None:
@@ -437,6 +440,7 @@ class SessionInput(SessionBase):
             return ErrorResponse(id=rid, code=exc.code, message=exc.message, data=exc.data)
         except InvalidCursor as exc:
             # Spec: 2025-06-18/server/utilities/pagination#error-handling.1
+            # "Invalid cursors SHOULD result in an error with code -32602 (Invalid params)."
             return ErrorResponse(id=rid, code=exc.code, message=exc.message)
         except Exception as exc:
             mcp = _only_mcp_errors(exc)
@@ -492,6 +496,9 @@ class SessionInput(SessionBase):
             if self.closed:
                 return
             # Spec: 2025-06-18/basic/lifecycle#timeouts.2
+            # "When the request has not received a success or error response within the timeout
+            # period, the sender SHOULD issue a cancellation notification for that request and stop
+            # waiting for a response."
             for data in conn.handle_timeout(trio.current_time()):
                 try:
                     await self._send_bytes(data)

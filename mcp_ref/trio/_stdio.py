@@ -89,6 +89,7 @@ async def stdio_channel() -> AsyncIterator[StreamChannel]:
     stdout = trio.lowlevel.FdStream(os.dup(1))
     try:
         # Spec: 2025-06-18/basic/transports#stdio.4
+        # "The server MUST NOT write anything to its `stdout` that is not a valid MCP message."
         with redirect_stdout(sys.stderr):
             yield StreamChannel(stdout, stdin)
     finally:
@@ -369,6 +370,8 @@ class ProcessChannel(StreamChannel):
         """
         try:
             # Spec: 2025-06-18/basic/transports#stdio.5
+            # "The client MUST NOT write anything to the server's `stdin` that is not a valid MCP
+            # message."
             # Only what the core framed reaches the child's stdin: one message a line.
             await super().send(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -400,6 +403,7 @@ async def _shutdown(process: trio.Process, grace: float) -> None:
     """Stop a child server; shielded, so it completes even in a cancelled scope."""
     with trio.CancelScope(shield=True):
         # Spec: 2025-06-18/basic/lifecycle#stdio.1
+        # "For the stdio transport, the client SHOULD initiate shutdown by:"
         # 1. close the child's input stream
         if process.stdin is not None:
             try:

@@ -42,6 +42,8 @@ one is the transport's description and its import point.
 """
 
 # Spec: 2025-06-18/basic/transports#custom-transports.3 (documented in docs/websocket.md)
+# "Custom transports SHOULD document their specific connection establishment and message exchange
+# patterns to aid interoperability."
 
 from __future__ import annotations
 

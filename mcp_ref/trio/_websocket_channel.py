@@ -205,6 +205,8 @@ class WebSocketChannel:
         """
         text = data.decode("utf-8")
         # Spec: 2025-06-18/basic/transports#custom-transports.2
+        # "Implementers who choose to support custom transports MUST ensure they preserve the
+        # JSON-RPC message format and lifecycle requirements defined by MCP."
         await self._send_event(TextMessage(data=text), control=False)
 
     async def aclose(self) -> None:

@@ -186,6 +186,8 @@ def _check_request(
         return http_error(404, f"no MCP endpoint at {target.split('?', 1)[0]!r}", clause=None)
     headers = list(request.headers)
     # Spec: 2025-06-18/basic/transports#security-warning.1
+    # "Servers MUST validate the `Origin` header on all incoming connections to prevent DNS
+    # rebinding attacks"
     err = check_origin(headers, allowed_origins) or check_host(headers, allowed_hosts)
     if err is not None:
         return err
@@ -331,6 +333,8 @@ async def serve_websocket(
         allowed_hosts if allowed_hosts is not None else (LOCALHOST_HOSTS if loopback else ("*",))
     )
     # Spec: 2025-06-18/basic/transports#security-warning.2
+    # "When running locally, servers SHOULD bind only to localhost (127.0.0.1) rather than all
+    # network interfaces (0.0.0.0)"
     listeners = await trio.open_tcp_listeners(port, host=host)
     bound = listeners[0].socket.getsockname()[1]
     log.info("MCP WebSocket server on ws://%s:%s%s", host, bound, path or "/")
