@@ -1,0 +1,63 @@
+"""The close rows of the lifecycle table (mcp_ref._state), written out.
+
+The rows that end a connection are built by one helper, ``_close_from_everywhere``, at
+import time; this file states them literally, for both roles, and checks the helper and
+both tables against them.
+
+Source: 2025-06-18/basic/lifecycle#shutdown (the connection ends; for stdio the input
+closes); mcp_ref/_state.py's diagram: any state --recv CLOSE--> CLOSING --send
+CLOSE--> CLOSED, any state --send CLOSE--> CLOSED, and in CLOSING we may still answer.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_ref._state import (
+    CLIENT,
+    RECEIVE,
+    SEND,
+    SERVER,
+    TRANSITIONS,
+    Kind,
+    Role,
+    State,
+    _close_from_everywhere,
+)
+
+OPEN = (State.PRE_INIT, State.INITIALIZING, State.INITIALIZED, State.OPERATING)
+
+
+def _expected_close_rows(role: Role) -> dict[tuple[State, object, Kind], State]:
+    rows: dict[tuple[State, object, Kind], State] = {}
+    for state in OPEN:
+        rows[(state, RECEIVE, Kind.CLOSE)] = State.CLOSING
+        rows[(state, SEND, Kind.CLOSE)] = State.CLOSED
+    answers = [Kind.RESPONSE, Kind.NOTIFICATION]
+    if role is SERVER:
+        answers += [Kind.INITIALIZE_RESULT, Kind.INITIALIZE_ERROR]
+    for kind in answers:
+        rows[(State.CLOSING, SEND, kind)] = State.CLOSING
+    rows[(State.CLOSING, SEND, Kind.CLOSE)] = State.CLOSED
+    return rows
+
+
+@pytest.mark.parametrize("role", [CLIENT, SERVER])
+def test_the_close_rows_are_exactly_these(role: Role) -> None:
+    expected = _expected_close_rows(role)
+    assert _close_from_everywhere(role) == expected
+    table = TRANSITIONS[role]
+    # Every row about closing, or leaving CLOSING/CLOSED, is one of them.
+    closing_rows = {
+        key: value
+        for key, value in table.items()
+        if key[2] is Kind.CLOSE or key[0] in (State.CLOSING, State.CLOSED)
+    }
+    assert closing_rows == expected
+
+
+@pytest.mark.parametrize("role", [CLIENT, SERVER])
+def test_nothing_leaves_closed_and_closing_only_answers(role: Role) -> None:
+    table = TRANSITIONS[role]
+    assert not [key for key in table if key[0] is State.CLOSED]
+    assert not [key for key in table if key[0] is State.CLOSING and key[1] is RECEIVE]
