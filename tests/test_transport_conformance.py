@@ -15,10 +15,10 @@ http/asyncio        in-process Streamable HTTP (trio)    mcp_ref.asyncio HTTP cl
 websocket/trio      in-process WebSocket (trio)          mcp_ref.client over WebSocket
 ==================  ==================================  ==========================
 
-A combination that cannot run a scenario is skipped with the reason (from
+A combination that cannot run a scenario is left out of it, with the reason (from
 ``transport_check.UNSUPPORTED``, :data:`TRANSPORT_UNSUPPORTED` or
-:data:`COMBO_UNSUPPORTED`); the skip marks are
-set at collection time, so the reasons show in the report.  The bad-input scenario runs
+:data:`COMBO_UNSUPPORTED`) recorded in :data:`LEFT_OUT`: it does not apply, so it is
+neither run nor reported as skipped.  The bad-input scenario runs
 once per server transport, through a raw connection.
 """
 
@@ -118,14 +118,22 @@ def _reason(combo: Combo, features: tuple[str, ...]) -> str | None:
     return None
 
 
+LEFT_OUT: list[tuple[str, str, str]] = []
+"""(combination, features, reason) of every combination a scenario leaves out because
+it lacks one of the features the scenario needs (filled at collection)."""
+
+
 def combos(*features: str) -> list[Any]:
-    """Every combination as a pytest param, skipped (with the reason) when it lacks one
-    of ``features``."""
+    """Every combination that has all of ``features``, as a pytest param; the others
+    are left out (not skipped: they do not apply), with their reason in
+    :data:`LEFT_OUT`."""
     out = []
     for combo in COMBOS:
         why = _reason(combo, features)
-        marks = [pytest.mark.skip(reason=why)] if why else []
-        out.append(pytest.param(combo, id=combo.name, marks=marks))
+        if why:
+            LEFT_OUT.append((combo.name, ", ".join(features), why))
+            continue
+        out.append(pytest.param(combo, id=combo.name))
     return out
 
 
@@ -136,11 +144,11 @@ def combos_and_versions() -> list[Any]:
     for param in combos():
         combo = param.values[0]
         for version in SUPPORTED_VERSIONS:
-            marks = list(param.marks)
             why = tc.UNSUPPORTED.get((combo.client, "versions"))
-            if not marks and why and version != SUPPORTED_VERSIONS[0]:
-                marks.append(pytest.mark.skip(reason=why))
-            out.append(pytest.param(combo, version, id=f"{combo.name}-{version}", marks=marks))
+            if why and version != SUPPORTED_VERSIONS[0]:
+                LEFT_OUT.append((f"{combo.name}-{version}", "versions", why))
+                continue
+            out.append(pytest.param(combo, version, id=f"{combo.name}-{version}"))
     return out
 
 
