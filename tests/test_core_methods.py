@@ -1,0 +1,92 @@
+"""The METHODS table's helpers (mcp_ref._methods): rows, progress tokens, versions.
+
+Source: 2025-06-18/basic/utilities/progress#progress-flow.1 (a request asks for progress
+with ``_meta.progressToken``); 2025-06-18/basic/lifecycle#version-negotiation.1.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_ref import types as t
+from mcp_ref._methods import (
+    METHODS,
+    NOTIFICATION,
+    REQUEST,
+    SUPPORTED_VERSIONS,
+    _note,
+    _req,
+    check_version,
+    with_progress_token,
+)
+from mcp_ref._state import CLIENT, SERVER
+
+
+def test_row_helpers_fill_every_field() -> None:
+    row = _req(
+        "x/do",
+        frozenset({CLIENT}),
+        t.CallToolRequestParams,
+        t.CallToolResult,
+        "sec#a",
+        paginated=True,
+    )
+    assert (row.method, row.kind, row.senders) == ("x/do", REQUEST, frozenset({CLIENT}))
+    assert (row.params_type, row.result_type) == (t.CallToolRequestParams, t.CallToolResult)
+    assert (row.section, row.paginated) == ("sec#a", True)
+    note = _note(
+        "notifications/x", frozenset({SERVER}), t.NotificationParams, "sec#b", since="2025-03-26"
+    )
+    assert (note.method, note.kind, note.senders) == (
+        "notifications/x",
+        NOTIFICATION,
+        frozenset({SERVER}),
+    )
+    assert (note.params_type, note.result_type) == (t.NotificationParams, None)
+    assert (note.section, note.since) == ("sec#b", "2025-03-26")
+
+
+def test_every_row_is_keyed_by_its_method() -> None:
+    for method, row in METHODS.items():
+        assert row.method == method
+        assert row.kind in (REQUEST, NOTIFICATION)
+        assert row.senders
+        assert (row.result_type is not None) == (row.kind == REQUEST)
+
+
+def test_progress_token_is_added_to_typed_params_keeping_other_meta() -> None:
+    params = t.CallToolRequestParams(name="echo", arguments={"a": 1}, meta={"k": "v"})
+    out = with_progress_token("tools/call", params, "tok-1")
+    assert out == t.CallToolRequestParams(
+        name="echo", arguments={"a": 1}, meta={"k": "v", "progressToken": "tok-1"}
+    )
+    assert params.meta == {"k": "v"}  # the original is left alone
+    bare = with_progress_token("tools/call", t.CallToolRequestParams(name="echo"), 7)
+    assert bare.meta == {"progressToken": 7}
+
+
+def test_missing_params_are_made_when_every_field_is_optional() -> None:
+    out = with_progress_token("tools/list", None, 3)
+    assert out == t.PaginatedRequestParams(meta={"progressToken": 3})
+    # Required fields (a name): nothing can be made, the core refuses the request.
+    assert with_progress_token("tools/call", None, 3) is None
+    # An unknown method: no row, no params.
+    assert with_progress_token("x/unknown", None, 3) is None
+
+
+def test_params_that_cannot_carry_meta_come_back_as_they_are() -> None:
+    raw = {"name": "echo"}
+    assert with_progress_token("tools/call", raw, 1) is raw
+    no_meta = t.Annotations(priority=0.5)
+    assert with_progress_token("tools/call", no_meta, 1) is no_meta
+
+
+def test_check_version() -> None:
+    for version in SUPPORTED_VERSIONS:
+        assert check_version(version) == version
+    with pytest.raises(ValueError) as caught:
+        check_version("2099-01-01")
+    assert str(caught.value) == (
+        "protocol version '2099-01-01' is not supported; use one of "
+        "2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05"
+    )
