@@ -1,7 +1,8 @@
 """Run every check of the project: ``python -m tests``.
 
 In order: ruff lint, ruff format check, mypy --strict on the library, the pytest suite
-(which records the clauses each passing test proves), and ``python -m spec_map check``.
+(which records the clauses each passing test proves), ``python -m spec_map check``, and a
+seeded sample of the mutation proof (``python -m spec_map prove --sample``).
 Extra arguments go to pytest.  After the steps it lists every skipped test with its
 reason, and the last line gives pytest's counts, each kind apart
 ("tests: N passed, N failed, N errors, N skipped, N xfailed, N xpassed"), so the closing
@@ -21,6 +22,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+PROVE_SAMPLE = 12
+"""Mutants of the sans-IO core's traced lines run on every check (seeded, so the same
+ones each time until the code changes); ``python -m spec_map prove`` runs them all."""
 KINDS = ("passed", "failed", "errors", "skipped", "xfailed", "xpassed")
 """The counts of the summary line, in its order (see tests/_outcomes.py)."""
 
@@ -54,6 +58,13 @@ def main() -> int:
                 ],
             ),
             ("spec_map check", [py, "-m", "spec_map", "check"]),
+            (
+                # A bounded, seeded sample of the mutation proof (spec_map/proof.json):
+                # fails if a mutant the committed proof records as killed survives now.
+                "spec_map prove --sample (mutation proof, a sample)",
+                [py, "-m", "spec_map", "prove", "--sample", str(PROVE_SAMPLE), "--jobs", "2"]
+                + ["--files", "mcp_ref/*.py"],
+            ),
         ]
         status = 0
         for name, cmd in steps:
