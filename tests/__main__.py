@@ -62,8 +62,10 @@ def main() -> int:
                 # A bounded, seeded sample of the mutation proof (spec_map/proof.json):
                 # fails if a mutant the committed proof records as killed survives now.
                 "spec_map prove --sample (mutation proof, a sample)",
-                [py, "-m", "spec_map", "prove", "--sample", str(PROVE_SAMPLE), "--jobs", "2"]
-                + ["--files", "mcp_ref/*.py"],
+                [
+                    *(py, "-m", "spec_map", "prove", "--sample", str(PROVE_SAMPLE)),
+                    *("--jobs", "2", "--files", "mcp_ref/*.py"),
+                ],
             ),
         ]
         status = 0
