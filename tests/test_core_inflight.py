@@ -1,0 +1,110 @@
+"""The in-flight tables' deadlines (mcp_ref._inflight), driven directly with times.
+
+Source: 2025-06-18/basic/lifecycle#timeouts (per-request timeouts; progress may reset the
+clock; a maximum timeout is always enforced, timeouts.5).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_ref._inflight import InFlight, Outgoing, RequestTimeout
+
+
+def _table() -> InFlight:
+    return InFlight(max_outgoing=10_000, max_incoming=10, remember=4)
+
+
+def _send(table: InFlight, rid: object, now: float, timeout: RequestTimeout) -> Outgoing:
+    req = Outgoing(
+        id=rid,
+        method="tools/call",
+        structure_result=lambda x: x,
+        timeout=timeout,
+        sent_at=now,
+        deadline=now + timeout.seconds,
+    )
+    table.add_outgoing(req)
+    return req
+
+
+def test_request_timeout_settings_are_checked() -> None:
+    with pytest.raises(ValueError, match=r"^RequestTimeout\.seconds must be positive$"):
+        RequestTimeout(seconds=0)
+    with pytest.raises(ValueError, match=r"^RequestTimeout\.maximum must be at least seconds$"):
+        RequestTimeout(seconds=5, maximum=4.5)
+    assert RequestTimeout(seconds=5, maximum=5).hard_limit == 5
+
+
+def test_equal_deadlines_expire_in_sending_order_whatever_the_ids() -> None:
+    table = _table()
+    timeout = RequestTimeout(seconds=1.0)
+    for rid in (3, "a", 1, "b"):  # ids of both types: they must never be compared
+        _send(table, rid, 10.0, timeout)
+    assert [o.id for o in table.expire(11.0)] == [3, "a", 1, "b"]
+
+
+def test_answered_requests_leave_entries_that_expire_skips() -> None:
+    table = _table()
+    timeout = RequestTimeout(seconds=5.0)
+    _send(table, 1, 0.0, timeout)  # deadline 5
+    _send(table, 2, 10.0, timeout)  # deadline 15
+    assert table.pop_outgoing(1, "answered") is not None
+    assert table.next_deadline() == 15.0
+    _send(table, 3, 12.0, timeout)  # deadline 17
+    assert [o.id for o in table.expire(20.0)] == [2, 3]
+    assert table.next_deadline() is None
+
+
+def test_a_reused_id_keeps_only_its_new_deadline() -> None:
+    # finished ids are remembered 4 deep, so after 5 more an id may come back: the entry
+    # of its first life (deadline 1) must not expire its second (deadline 101).
+    table = _table()
+    timeout = RequestTimeout(seconds=1.0)
+    _send(table, "x", 0.0, timeout)
+    table.pop_outgoing("x", "answered")
+    for n in range(5):
+        _send(table, n, 0.0, RequestTimeout(seconds=1000.0))
+        table.pop_outgoing(n, "answered")
+    _send(table, "x", 100.0, timeout)
+    assert table.expire(50.0) == []
+    assert table.next_deadline() == 101.0
+    assert [o.id for o in table.expire(101.0)] == ["x"]
+
+
+def test_progress_resets_the_clock_once_per_progress() -> None:
+    table = _table()
+    timeout = RequestTimeout(seconds=10.0, reset_on_progress=True, maximum=100.0)
+    req = _send(table, 1, 0.0, timeout)
+    other = _send(table, 2, 0.0, RequestTimeout(seconds=10.0))
+    req.progressed = True  # progress arrived before the first deadline
+    # At 10 the first request gets a new deadline (20), the second expires in the same call.
+    assert table.expire(10.0) == [other]
+    assert req.deadline == 20.0 and not req.progressed
+    # No progress since: it expires at 20, not at the hard limit.
+    assert table.expire(20.0) == [req]
+
+
+def test_progress_never_passes_the_hard_limit() -> None:
+    table = _table()
+    timeout = RequestTimeout(seconds=10.0, reset_on_progress=True, maximum=15.0)
+    req = _send(table, 1, 0.0, timeout)
+    req.progressed = True
+    assert table.expire(10.0) == []
+    assert req.deadline == 15.0
+    req.progressed = True
+    assert table.expire(15.0) == [req]
+
+
+def test_stale_deadline_entries_stay_bounded() -> None:
+    table = _table()
+    timeout = RequestTimeout(seconds=1.0)
+    live = _send(table, "live", 0.0, RequestTimeout(seconds=500.0))
+    for n in range(300):
+        _send(table, n, float(n), timeout)
+        # Entries of answered requests are dropped once they pass this bound.
+        assert len(table._heap) <= 2 * len(table.outgoing) + 64
+        table.pop_outgoing(n, "answered")
+    assert table.next_deadline() == live.deadline == 500.0
+    assert table.expire(499.0) == []
+    assert table.expire(500.0) == [live]
