@@ -7,8 +7,9 @@ the official schema and examples.
 from __future__ import annotations
 
 import json
+import types
 import typing
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 import pytest
@@ -419,3 +420,82 @@ def test_integer_fields_take_only_integers(value: Any) -> None:
 @given(value=st.integers())
 def test_integer_fields_take_any_integer(value: int) -> None:
     assert structure({"ttl": value}, t.TaskMetadata).ttl == value
+
+
+# --- round trip of generated values -----------------------------------------------------
+
+
+def value_strategy(tp: Any) -> st.SearchStrategy[Any]:
+    """Valid values of a types.py annotation, built from the annotation alone."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if attrs.has(tp):
+        return st.deferred(lambda: instances(tp))
+    if tp is Any:
+        return json_values
+    if tp is str:
+        return st.text(max_size=5)
+    if tp is bool:
+        return st.booleans()
+    if tp is int:
+        return st.integers()
+    if tp is float:
+        return st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    if origin is Literal:
+        return st.sampled_from(args)
+    if origin in (typing.Union, types.UnionType):
+        return st.one_of([value_strategy(a) for a in args])
+    if origin is list:
+        return st.lists(value_strategy(args[0]), max_size=2)
+    if origin is dict:
+        return st.dictionaries(st.text(max_size=4), value_strategy(args[1]), max_size=2)
+    if tp is type(None):
+        return st.none()
+    raise NotImplementedError(tp)
+
+
+UNKNOWN_KEYS = st.sampled_from(["x-new", "futureField", "x"])  # no class has these keys
+
+
+def instances(cls: Any) -> st.SearchStrategy[Any]:
+    """Instances of one attrs class: every required field, each optional one present or
+    None, and sometimes unknown keys in ``extra``."""
+    kwargs: dict[str, st.SearchStrategy[Any]] = {}
+    for f in attrs.fields(cls):
+        if f.name == "extra":
+            kwargs["extra"] = st.dictionaries(UNKNOWN_KEYS, json_values, max_size=2)
+        elif f.default is None:
+            kwargs[f.name] = st.none() | value_strategy(f.type)
+        else:
+            kwargs[f.name] = value_strategy(f.type)
+    return st.builds(cls, **kwargs)
+
+
+CLASSES = [c for c in ALL_TYPES if attrs.has(c)]
+
+
+def wire_names(obj: Any, *, omitted: bool) -> set[str]:
+    """Wire names (camelCase, ``_meta``, or the field's own) of ``obj``'s optional fields
+    that are None (``omitted=True``), or of all its other fields."""
+    names = set()
+    for f in attrs.fields(type(obj)):
+        if f.name != "extra" and (f.default is None and getattr(obj, f.name) is None) == omitted:
+            head, *rest = f.name.split("_")
+            camel = "_meta" if f.name == "meta" else head + "".join(p.capitalize() for p in rest)
+            names.add(f.metadata.get("wire", camel))
+    return names
+
+
+@settings(max_examples=500, deadline=None)
+@given(data=st.data())
+def test_generated_values_round_trip(data: st.DataObject) -> None:
+    """structure(unstructure(x)) == x for values of every class; the wire form is plain
+    JSON, leaves out the optionals that are None (never null) and carries ``extra``'s
+    unknown keys at the top level."""
+    cls = data.draw(st.sampled_from(CLASSES))
+    obj = data.draw(instances(cls))
+    wire = unstructure(obj)
+    assert json.loads(json.dumps(wire)) == wire
+    assert set(wire) == wire_names(obj, omitted=False) | set(obj.extra)
+    assert not wire_names(obj, omitted=True) & set(wire)
+    assert {k: wire[k] for k in obj.extra} == obj.extra
+    assert structure(wire, cls) == obj
