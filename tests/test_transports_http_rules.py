@@ -410,7 +410,8 @@ def test_new_session_ids_are_visible_ascii(random: bytes) -> None:
     sid = new_session_id(random)
     assert validate_session_id(sid)
     assert all(0x21 <= ord(c) <= 0x7E for c in sid)
-    assert len(sid) == 2 * len(random)  # every random bit is kept
+    assert len(sid) == 2 * len(random)
+    assert bytes.fromhex(sid) == random  # every random bit is kept (lowercase hex)
 
 
 def test_new_session_id_wants_enough_randomness() -> None:
@@ -711,6 +712,10 @@ def test_store_stays_within_bounds_and_replays_a_suffix(ops: list[tuple[str, str
                 assert list(result.events) == events[i + 1 :]
             else:
                 assert result.status == 409
+    # A stream still held answers a resume from its latest event: nothing was missed.
+    for stream_id in store.stream_ids:
+        latest = store.replay_after(sent[stream_id][-1][0])
+        assert isinstance(latest, Replay) and list(latest.events) == []
 
 
 # -- SSE stream for a session: store, encode, decode, resume ---------------------------
@@ -777,3 +782,75 @@ def test_limits_defaults_and_validation() -> None:
     for bad in (0, -1, True):
         with pytest.raises(ValueError):
             HttpLimits(max_sessions=bad)
+
+
+# -- issue 13: each clause's tests kill the mutants of its lines ------------------------
+
+_RESPONSES_4 = "2025-06-18/basic#responses.4"
+
+
+def _error_body(err: object, status: int) -> dict[str, Any]:
+    """The refusal's JSON-RPC error body, checked: an integer code and a string message
+    (2025-06-18/basic#responses.4), the same text as ``detail``."""
+    assert isinstance(err, HttpError) and err.status == status
+    body: dict[str, Any] = json.loads(err.body)
+    assert type(body["error"]["code"]) is int
+    assert type(body["error"]["message"]) is str and body["error"]["message"] == err.detail
+    return body
+
+
+@pytest.mark.spec(f"{T}#transports.1", _RESPONSES_4)
+def test_messages_are_utf8_both_ways() -> None:
+    """Non-ASCII text travels as UTF-8 and is read back as UTF-8; bytes that are not
+    UTF-8 are a parse error (-32700); a POST declaring another charset is a 415 whose
+    body is a well-formed error."""
+    from mcp_ref import CLIENT, SERVER, Connection, Request
+    from mcp_ref import types as t
+
+    client, server = Connection(CLIENT), Connection(SERVER)
+    params = t.InitializeRequestParams(
+        protocol_version="2025-06-18",
+        capabilities=t.ClientCapabilities(),
+        client_info=t.Implementation(name="clïent ✓", version="1"),
+    )
+    data = client.send(Request(id=1, method="initialize", params=params))
+    assert "clïent ✓".encode() in data
+    server.receive_data(data)
+    req = server.next_event()
+    assert isinstance(req, Request) and req.params.client_info.name == "clïent ✓"
+    server.receive_data('{"jsonrpc":"2.0","method":"x\u00e9"}\n'.encode("latin-1"))
+    with pytest.raises(RemoteProtocolError) as exc:
+        server.next_event()
+    assert exc.value.code == -32700
+    err = check_content_type(hdrs(content_type="application/json; charset=latin-1"))
+    _error_body(err, 415)
+
+
+@pytest.mark.spec(f"{T}#session-management.3")
+def test_a_one_character_session_id_is_well_formed() -> None:
+    assert validate_session_id("a") and validate_session_id(b"~")
+    assert not validate_session_id("") and not validate_session_id(b"")
+
+
+@pytest.mark.spec(f"{T}#session-management.6", f"{T}#session-management.7", _RESPONSES_4)
+def test_session_refusals_have_well_formed_error_bodies() -> None:
+    """404 for an unknown session and 400 for an initialize carrying a session id,
+    each with a JSON-RPC error body (integer code, string message)."""
+    err = check_session(hdrs(mcp_session_id="gone"), is_initialize=False, active_sessions=set())
+    _error_body(err, 404)
+    err = check_session(hdrs(mcp_session_id="s1"), is_initialize=True, active_sessions={"s1"})
+    _error_body(err, 400)
+
+
+@pytest.mark.spec(f"{T}#sending-messages-to-the-server.6", _RESPONSES_4)
+def test_a_refused_post_body_is_a_400_naming_its_rule() -> None:
+    """A body that is not an acceptable message is refused with 400, the clause of the
+    body rule, and a well-formed error body (with the request's id when it has one)."""
+    from mcp_ref._http_messages import read_post_body
+
+    for body, rid in ((b'{"jsonrpc":"2.0","id":1}', 1), (b'{"jsonrpc":"2.0"}', None)):
+        err = read_post_body(body)
+        out = _error_body(err, 400)
+        assert isinstance(err, HttpError)
+        assert err.clause == f"{T}#sending-messages-to-the-server.4"
+        assert out.get("id") == rid and out["error"]["code"] == INVALID_REQUEST
