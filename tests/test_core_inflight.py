@@ -50,10 +50,19 @@ def test_answered_requests_leave_entries_that_expire_skips() -> None:
     _send(table, 1, 0.0, timeout)  # deadline 5
     _send(table, 2, 10.0, timeout)  # deadline 15
     assert table.pop_outgoing(1, "answered") is not None
-    assert table.next_deadline() == 15.0
     _send(table, 3, 12.0, timeout)  # deadline 17
+    # The answered request's entry (deadline 5) comes out first and is skipped.
     assert [o.id for o in table.expire(20.0)] == [2, 3]
     assert table.next_deadline() is None
+
+
+def test_next_deadline_skips_answered_requests() -> None:
+    table = _table()
+    timeout = RequestTimeout(seconds=5.0)
+    _send(table, 1, 0.0, timeout)  # deadline 5
+    _send(table, 2, 10.0, timeout)  # deadline 15
+    table.pop_outgoing(1, "answered")
+    assert table.next_deadline() == 15.0
 
 
 def test_a_reused_id_keeps_only_its_new_deadline() -> None:

@@ -16,6 +16,7 @@ from mcp_ref._methods import (
     SUPPORTED_VERSIONS,
     _note,
     _req,
+    capability_present,
     check_version,
     with_progress_token,
 )
@@ -90,3 +91,20 @@ def test_check_version() -> None:
         "protocol version '2099-01-01' is not supported; use one of "
         "2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05"
     )
+
+
+def test_capability_present_walks_typed_capabilities_and_dicts() -> None:
+    caps = t.ServerCapabilities(
+        resources=t.ServerCapabilitiesResources(subscribe=True),
+        tools=None,
+        experimental={"x": {"on": True, "off": False}},
+    )
+    assert capability_present(caps, ("resources", "subscribe"))
+    assert not capability_present(caps, ("resources", "list_changed"))
+    assert not capability_present(caps, ("tools", "list_changed"))  # tools absent
+    assert capability_present(caps, ("experimental", "x", "on"))
+    assert not capability_present(caps, ("experimental", "x", "off"))
+    assert not capability_present(caps, ("experimental", "y", "on"))
+    assert not capability_present(caps, ("no_such_capability",))
+    assert not capability_present(None, ("tools",))
+    assert capability_present(caps, ())

@@ -23,6 +23,7 @@ from mcp_ref._state import (
     Role,
     State,
     _close_from_everywhere,
+    describe_refusal,
 )
 
 OPEN = (State.PRE_INIT, State.INITIALIZING, State.INITIALIZED, State.OPERATING)
@@ -61,3 +62,12 @@ def test_nothing_leaves_closed_and_closing_only_answers(role: Role) -> None:
     table = TRANSITIONS[role]
     assert not [key for key in table if key[0] is State.CLOSED]
     assert not [key for key in table if key[0] is State.CLOSING and key[1] is RECEIVE]
+
+
+def test_a_refusal_names_role_direction_kind_and_state() -> None:
+    assert describe_refusal(CLIENT, State.PRE_INIT, SEND, Kind.REQUEST) == (
+        "client cannot send request in state PRE_INIT (2025-06-18/basic/lifecycle)"
+    )
+    assert describe_refusal(SERVER, State.INITIALIZED, RECEIVE, Kind.PING) == (
+        "server cannot receive ping in state INITIALIZED (2025-06-18/basic/lifecycle)"
+    )
