@@ -211,9 +211,9 @@ async def _open_network(layer: list[str], scheme: str, label: str) -> AsyncItera
     its first line; the opener connects there.
     """
     if scheme == "http":
-        opener = need("mcp_ref.trio", "open_http_client")
+        opener = need("mcp_ref.client", "open_http_client")
     else:
-        opener = need("mcp_ref.trio", "open_websocket_client")
+        opener = need("mcp_ref.client", "open_websocket_client")
     env = _child_env()
     proc = await trio.lowlevel.open_process(
         [sys.executable, "-m", "bench.echo_server", *layer],

@@ -22,7 +22,9 @@ the scanner's depth), and bodies are bounded in size before they get here
 (``HttpLimits.max_body_bytes``).
 
 The same reader serves the other direction: a client routing the messages a server
-sent (:func:`message_info`), and a server routing its own.
+sent (:func:`message_info`), reading the version an ``initialize`` result names
+(:func:`negotiated_version`) and the JSON-RPC error in an HTTP error's body
+(:func:`error_of`); and a server routing its own messages.  So no transport reads JSON.
 """
 
 from __future__ import annotations
@@ -38,7 +40,14 @@ from ._framing import PEEK_BYTES
 from ._http import HttpError, MessageKind, error_response_body, http_error
 from .events import RequestId
 
-__all__ = ["MessageInfo", "message_info", "read_post_body", "with_request_id"]
+__all__ = [
+    "MessageInfo",
+    "error_of",
+    "message_info",
+    "negotiated_version",
+    "read_post_body",
+    "with_request_id",
+]
 
 _KINDS: Final = {
     rpc.REQUEST: MessageKind.REQUEST,
@@ -173,3 +182,40 @@ def with_request_id(err: HttpError, rid: RequestId, *, code: int | None = None) 
         for k, v in err.headers
     )
     return attrs.evolve(err, headers=headers, body=payload)
+
+
+def negotiated_version(data: bytes) -> str | None:
+    """The ``protocolVersion`` of an ``initialize`` result message, or None (not a
+    result, no such field, or not a printable ASCII string).
+
+    Source: 2025-06-18/basic/lifecycle#version-negotiation (the server's answer names
+    the version); 2025-06-18/basic/transports#protocol-version-header (the client
+    sends it on every later request).
+    """
+    try:
+        kind, _, _, result = rpc.classify(rpc.decode(data))
+    except RemoteProtocolError:
+        return None
+    version = (
+        result.get("protocolVersion") if kind == rpc.RESPONSE and type(result) is dict else None
+    )
+    if type(version) is str and version.isascii() and version.isprintable():
+        return version
+    return None
+
+
+def error_of(body: bytes) -> tuple[int, str] | None:
+    """The code and message of the JSON-RPC error response in an HTTP error's body, or
+    None when the body holds none.
+
+    Source: 2025-06-18/basic/transports#sending-messages-to-the-server.7 ("The HTTP
+    response body MAY comprise a JSON-RPC error response that has no ``id``").
+    """
+    try:
+        obj = rpc.decode(body)
+    except RemoteProtocolError:
+        return None
+    error = obj.get("error") if type(obj) is dict else None
+    if type(error) is dict and type(error.get("code")) is int and type(error.get("message")) is str:
+        return error["code"], error["message"]
+    return None

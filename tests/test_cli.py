@@ -269,7 +269,7 @@ async def test_serve_over_the_network_for_real(extra: list[str]) -> None:
 
     import trio
 
-    from mcp_ref.trio import open_http_client, open_websocket_client
+    from mcp_ref.client import open_http_client, open_websocket_client
 
     with trio.fail_after(30):
         async with trio.open_nursery() as nursery:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from mcp_ref.trio._http_client import open_http_client
+from mcp_ref.client import open_http_client
 from mcp_ref.trio._http_common import Supervisor
 
 from .test_transports_http_client import Reply, Req, _standard, fake_server, text_result

@@ -1,4 +1,4 @@
-"""The Streamable HTTP client (mcp_ref.trio open_http_client) over loopback.
+"""The Streamable HTTP client (mcp_ref.client.open_http_client) over loopback.
 
 Two kinds of peer: the real server (serve_http with a small mcp_ref.server.Server), for
 round trips; and a scripted fake server written here with h11, which records every
@@ -22,10 +22,10 @@ import trio.testing
 
 from mcp_ref import McpError
 from mcp_ref._sse import SSEEvent, encode_event
-from mcp_ref.client import open_client
+from mcp_ref.client import open_client, open_http_client
 from mcp_ref.events import Notification
 from mcp_ref.trio import SessionClosed
-from mcp_ref.trio._http_client import open_http_channel, open_http_client
+from mcp_ref.trio._http_client import open_http_channel
 
 from ._http_raw import RawConnection
 from .test_transports_http import call, serve

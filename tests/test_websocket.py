@@ -38,6 +38,7 @@ from wsproto.events import (
 )
 
 from mcp_ref import types as t
+from mcp_ref.client import open_websocket_client
 from mcp_ref.server import Server
 from mcp_ref.trio import SessionClosed
 from mcp_ref.trio._websocket import (
@@ -49,7 +50,6 @@ from mcp_ref.trio._websocket import (
     WebSocketChannel,
     _serve_listeners,
     open_websocket_channel,
-    open_websocket_client,
     parse_host_port,
     serve_websocket,
     serve_websocket_stream,

@@ -41,7 +41,6 @@ one).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -54,6 +53,7 @@ from .. import _http as rules
 from .. import types as t
 from .._connection import Connection
 from .._errors import McpError
+from .._http_messages import error_of
 from .._inflight import RequestTimeout
 from .._methods import LATEST_PROTOCOL_VERSION, check_version
 from .._sse import NEED_DATA as SSE_NEED_DATA
@@ -240,14 +240,11 @@ class HttpClient(ClientSession):
             if len(body) > _MAX_ERROR_BODY:
                 break
         code, message = rules.HTTP_SERVER_ERROR, f"HTTP {status} {response.reason.decode()}"
-        try:
-            # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.7
-            # "The HTTP response body MAY comprise a JSON-RPC error response that has no `id`."
-            error = json.loads(body)["error"]
-            if isinstance(error["code"], int) and isinstance(error["message"], str):
-                code, message = error["code"], f"{message}: {error['message']}"
-        except (ValueError, TypeError, KeyError):
-            pass
+        # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.7
+        # "The HTTP response body MAY comprise a JSON-RPC error response that has no `id`."
+        error = error_of(bytes(body))
+        if error is not None:
+            code, message = error[0], f"{message}: {error[1]}"
         raise _Refused(code, message, {"http_status": status})
 
     def _never_accepted(self, exc: BaseException) -> bool:

@@ -3,7 +3,8 @@
 ``async with open_stdio_client([sys.executable, "server.py"]) as client:`` starts a
 server, initializes, and gives a :class:`Client` with typed methods (``list_tools``,
 ``call_tool``, ``read_resource``, ``get_prompt``, ...).  :func:`open_client` does the same
-over any :class:`~mcp_ref.trio.MessageChannel`.
+over any :class:`~mcp_ref.trio.MessageChannel`, and :func:`open_http_client` and
+:func:`open_websocket_client` over Streamable HTTP and WebSocket.
 """
 
 from .._ratelimit import RateLimit
@@ -21,6 +22,7 @@ from ._client import (
     open_stdio_client,
 )
 from ._schema import JSONSCHEMA_AVAILABLE, OutputSchemaError
+from ._transports import open_http_client, open_websocket_client
 
 __all__ = [
     "DEFAULT_CLIENT_INFO",
@@ -36,5 +38,7 @@ __all__ = [
     "SamplingHandler",
     "check_roots",
     "open_client",
+    "open_http_client",
     "open_stdio_client",
+    "open_websocket_client",
 ]

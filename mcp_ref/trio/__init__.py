@@ -19,7 +19,6 @@ from ._http_client import (
     HttpClientChannel,
     HttpTransportError,
     open_http_channel,
-    open_http_client,
 )
 from ._http_server import HttpServerInfo, close_sse_stream, open_http_server, serve_http
 from ._keepalive import Keepalive
@@ -38,7 +37,6 @@ from ._websocket import (
     HandshakeError,
     WebSocketChannel,
     open_websocket_channel,
-    open_websocket_client,
     serve_websocket,
     serve_websocket_stream,
 )
@@ -64,12 +62,10 @@ __all__ = [
     "close_sse_stream",
     "memory_channel_pair",
     "open_http_channel",
-    "open_http_client",
     "open_http_server",
     "open_session",
     "open_stdio_process",
     "open_websocket_channel",
-    "open_websocket_client",
     "serve_channel",
     "serve_http",
     "serve_stdio",

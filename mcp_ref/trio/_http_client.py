@@ -61,21 +61,17 @@ resumption), :mod:`._http_client_get` (the GET stream) and :mod:`._http_client_l
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import trio
 
-from .._http import HttpLimits
 from ._http_client_channel import HttpClientChannel
 from ._http_client_connections import HttpTransportError
 from ._http_common import Supervisor
 
-if TYPE_CHECKING:
-    from ..client import Client
-
-__all__ = ["HttpClientChannel", "HttpTransportError", "open_http_channel", "open_http_client"]
+__all__ = ["HttpClientChannel", "HttpTransportError", "open_http_channel"]
 
 
 @asynccontextmanager
@@ -116,62 +112,3 @@ async def open_http_channel(url: str, **channel_kw: Any) -> AsyncIterator[HttpCl
             nursery.cancel_scope.cancel()
     if body_error is not None:
         raise body_error
-
-
-@asynccontextmanager
-async def open_http_client(
-    url: str,
-    *,
-    headers: Sequence[tuple[str, str]] = (),
-    limits: HttpLimits | None = None,
-    legacy_fallback: bool = True,
-    get_stream: bool = True,
-    max_concurrent_posts: int = 64,
-    connect_timeout: float = 10.0,
-    default_retry: float = 1.0,
-    **client_kw: Any,
-) -> AsyncIterator[Client]:
-    """Connect to an MCP server over Streamable HTTP, initialize, and yield a
-    :class:`~mcp_ref.client.Client`.
-
-    Args:
-        url: the MCP endpoint, e.g. ``"http://127.0.0.1:8000/mcp"``.
-        headers: extra headers on every request (``[("authorization", "Bearer ...")]``).
-        limits: bounds (:class:`~mcp_ref._http.HttpLimits`: ``max_event_bytes``,
-            ``max_header_bytes``).
-        legacy_fallback: when the POST of ``initialize`` gets a 4xx, try the 2024-11-05
-            HTTP+SSE transport at the same URL.
-        get_stream: open the server's GET stream after initialization.
-        max_concurrent_posts: requests awaiting their answers at once; a request past it
-            fails at once with an error response (McpError -32603), never waits.
-        connect_timeout: seconds to open a connection.
-        default_retry: seconds before resuming a stream when the server gave no ``retry``.
-        **client_kw: passed to :func:`mcp_ref.client.open_client` (``client_info``,
-            ``sampling_handler``, ``elicitation_handler``, ``roots``, ``on_log``,
-            ``timeout``...).
-
-    Raises:
-        HttpTransportError: the server cannot be reached or refused ``initialize`` at the
-            HTTP level (also without a 2024-11-05 endpoint), wrapped by the session as
-            :class:`~mcp_ref.trio.SessionClosed` when it happens during ``initialize``.
-        McpError: the server answered ``initialize`` with an error.
-
-    Source: 2025-06-18/basic/transports#streamable-http,
-    2025-06-18/basic/transports#backwards-compatibility.
-    """
-    from ..client import open_client
-
-    async with (
-        open_http_channel(
-            url,
-            headers=headers,
-            limits=limits,
-            legacy_fallback=legacy_fallback,
-            get_stream=get_stream,
-            max_concurrent_posts=max_concurrent_posts,
-            connect_timeout=connect_timeout,
-            default_retry=default_retry,
-        ) as channel,
-        open_client(channel, **client_kw) as client,
-    ):
-        yield client

@@ -20,7 +20,6 @@ stream; ``notifications/cancelled`` stops reading the cancelled request's answer
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Literal
 
@@ -49,7 +48,7 @@ class HttpClientChannel(ClientGetStream, ClientLegacy):
     """A :class:`~mcp_ref.trio.MessageChannel` speaking Streamable HTTP to one URL.
 
     Make it with :func:`~._http_client.open_http_channel` (or use
-    :func:`~._http_client.open_http_client`), which runs its background tasks.  The
+    :func:`mcp_ref.client.open_http_client`), which runs its background tasks.  The
     constructor, ``(url, supervisor, **options)`` with the options of
     ``open_http_channel``, is :class:`~._http_client_connections.ClientConnections`'s.
 
@@ -211,11 +210,9 @@ class HttpClientChannel(ClientGetStream, ClientLegacy):
         return False
 
     def _stop_reader_for(self, data: bytes) -> None:
-        try:
-            params = json.loads(data).get("params") or {}
-            rid = params.get("requestId")
-        except (ValueError, AttributeError):
+        info = message_info(data)
+        if info is None or info.cancels is None:
             return
-        scope = self._readers.get(request_key(rid))
+        scope = self._readers.get(request_key(info.cancels))
         if scope is not None:
             scope.cancel()

@@ -30,7 +30,6 @@ is our own refusal to go on.
 
 from __future__ import annotations
 
-import json
 import ssl
 from collections.abc import Sequence
 from typing import Any, Final, Literal
@@ -41,6 +40,7 @@ import trio
 
 from .. import _http as rules
 from .._http import CONTENT_TYPE, HttpLimits
+from .._http_messages import error_of
 from ._http_common import H11Stream, Supervisor
 
 __all__ = ["ClientConnections", "HttpTransportError"]
@@ -131,13 +131,9 @@ class _Exchange:
 
 
 def _error_message(body: bytes) -> str:
-    try:
-        obj = json.loads(body)
-        message = obj["error"]["message"]
-        if isinstance(message, str):
-            return message
-    except (ValueError, KeyError, TypeError):
-        pass
+    error = error_of(body)
+    if error is not None:
+        return error[1]
     return body[:200].decode("utf-8", "replace") or "(no body)"
 
 

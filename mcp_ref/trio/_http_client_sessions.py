@@ -20,14 +20,13 @@ another protocol version ends the channel, as does any failure (input ends, with
 
 from __future__ import annotations
 
-import json
 import logging
 
 import trio
 
 from .. import _http as rules
 from .._http import CONTENT_TYPE_JSON, MCP_SESSION_ID
-from .._http_messages import message_info
+from .._http_messages import message_info, negotiated_version
 from .._sse import NEED_DATA as SSE_NEED_DATA
 from .._sse import SSEDecoder, SSEEvent
 from ._http_client_connections import (
@@ -54,11 +53,8 @@ class ClientSessions(ClientConnections):
             self.session_id = value.decode("ascii")
 
     def _note_version(self, data: bytes) -> None:
-        try:
-            version = json.loads(data)["result"]["protocolVersion"]
-        except (ValueError, KeyError, TypeError):
-            return
-        if isinstance(version, str) and version.isascii() and version.isprintable():
+        version = negotiated_version(data)
+        if version is not None:
             self.protocol_version = version
 
     # -- a new session after 404 -------------------------------------------------------------

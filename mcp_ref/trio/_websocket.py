@@ -69,7 +69,6 @@ from ._websocket_channel import (
 from ._websocket_client import (
     HandshakeError,
     open_websocket_channel,
-    open_websocket_client,
     parse_host_port,
     websocket_client_handshake,
 )
@@ -102,7 +101,6 @@ __all__ = [
     "HandshakeError",
     "WebSocketChannel",
     "open_websocket_channel",
-    "open_websocket_client",
     "parse_host_port",
     "serve_websocket",
     "serve_websocket_stream",

@@ -5,8 +5,8 @@ Theory of operation
 :func:`open_websocket_channel` connects (``ws://`` only; ``wss://`` needs a
 TLS-terminating proxy), runs :func:`websocket_client_handshake` within
 ``connect_timeout`` and runs the channel's reader in a nursery of its own until the
-block exits; :func:`open_websocket_client` adds an MCP session and ``initialize`` on top
-(:func:`mcp_ref.client.open_client`).
+block exits; :func:`mcp_ref.client.open_websocket_client` adds an MCP session and
+``initialize`` on top.
 
 The handshake offers the subprotocol ``mcp`` and insists the server selects it.  A
 refusal (any answer but ``101``) becomes a :class:`HandshakeError` carrying the status
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 import trio
@@ -40,13 +40,9 @@ from ._websocket_channel import (
     WebSocketChannel,
 )
 
-if TYPE_CHECKING:
-    from ..client import Client
-
 __all__ = [
     "HandshakeError",
     "open_websocket_channel",
-    "open_websocket_client",
     "parse_host_port",
     "websocket_client_handshake",
 ]
@@ -179,7 +175,7 @@ async def open_websocket_channel(
     stream: trio.abc.Stream | None = None,
 ) -> AsyncIterator[WebSocketChannel]:
     """Connect to a WebSocket MCP endpoint and yield the running channel (no MCP
-    session yet; see :func:`open_websocket_client` for that).
+    session yet; see :func:`mcp_ref.client.open_websocket_client` for that).
 
     Args:
         url: ``ws://host:port/path``.
@@ -227,57 +223,3 @@ async def open_websocket_channel(
             with trio.CancelScope(shield=True):
                 await channel.aclose()
             nursery.cancel_scope.cancel()
-
-
-@asynccontextmanager
-async def open_websocket_client(
-    url: str,
-    *,
-    origin: str | None = None,
-    headers: Sequence[tuple[str, str]] = (),
-    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-    ping_interval: float | None = DEFAULT_PING_INTERVAL,
-    ping_timeout: float = DEFAULT_PING_TIMEOUT,
-    close_timeout: float = DEFAULT_CLOSE_TIMEOUT,
-    connect_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
-    stream: trio.abc.Stream | None = None,
-    **client_kw: Any,
-) -> AsyncIterator[Client]:
-    """Connect to a WebSocket MCP server, initialize, and yield a
-    :class:`mcp_ref.client.Client`.
-
-    Usage::
-
-        async with open_websocket_client("ws://127.0.0.1:8000/mcp") as client:
-            tools = await client.list_tools()
-
-    Args:
-        url, origin, headers, ping_interval, ping_timeout, close_timeout,
-        connect_timeout, stream: see :func:`open_websocket_channel`.
-        max_message_bytes: the largest message accepted, in bytes (channel and session).
-        **client_kw: options of :func:`mcp_ref.client.open_client` (``client_info``,
-            ``protocol_version``, ``sampling_handler``, ``roots``, ``timeout``...).
-
-    Raises:
-        ValueError, OSError, HandshakeError, trio.TooSlowError: as
-            :func:`open_websocket_channel`.
-        McpError, SessionClosed: initialization failed (as ``open_client``).
-    """
-    from ..client import open_client  # the client package imports mcp_ref.trio
-
-    client_kw.setdefault("max_message_bytes", max_message_bytes)
-    async with (
-        open_websocket_channel(
-            url,
-            origin=origin,
-            headers=headers,
-            max_message_bytes=max_message_bytes,
-            ping_interval=ping_interval,
-            ping_timeout=ping_timeout,
-            close_timeout=close_timeout,
-            connect_timeout=connect_timeout,
-            stream=stream,
-        ) as channel,
-        open_client(channel, **client_kw) as client,
-    ):
-        yield client

@@ -3,7 +3,7 @@
 ``conformance client --command "python tests/interop/conformance_client.py" ...`` starts
 this script once per scenario with the scenario's server URL as the last argument and
 the scenario's name in ``MCP_CONFORMANCE_SCENARIO``.  It connects with
-:func:`mcp_ref.trio.open_http_client`, does what the scenario asks, and exits 0; any
+:func:`mcp_ref.client.open_http_client`, does what the scenario asks, and exits 0; any
 failure exits 1 with the reason on stderr.  OAuth scenarios (``auth/...``) are not
 supported yet: the client says so on stderr (:data:`NO_OAUTH`) and tries a plain
 connection, which those servers refuse (401).  A scenario whose checks hold only for a
@@ -22,7 +22,7 @@ from typing import Any
 import trio
 
 from mcp_ref import types as t
-from mcp_ref.trio._http_client import open_http_client
+from mcp_ref.client import open_http_client
 
 TIMEOUT_SECONDS = 25.0
 
