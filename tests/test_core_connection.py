@@ -1,0 +1,184 @@
+"""The Connection's edges (mcp_ref._connection, _receive, _send): over-long messages,
+progress that is dropped, refused cancellations and progress, request ids, timeouts of
+``initialize`` beside other requests, the batch outbox, the sentinels.
+
+Each check pins what the core says (the message, the reason) or does at a boundary that
+tests/test_basic_messages.py, test_progress.py, test_cancellation.py and
+test_lifecycle_timeouts.py leave open.
+
+Source: 2025-06-18/basic (messages, requests); 2025-06-18/basic/utilities/progress;
+2025-06-18/basic/utilities/cancellation; 2025-06-18/basic/lifecycle#timeouts;
+JSON-RPC 2.0 section 6 (batches, 2025-03-26).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mcp_ref import (
+    CLIENT,
+    NEED_DATA,
+    SERVER,
+    Connection,
+    ErrorResponse,
+    LocalProtocolError,
+    Notification,
+    Progress,
+    ProgressDropped,
+    RemoteProtocolError,
+    Request,
+    RequestCancelled,
+    RequestTimedOut,
+    RequestTimeout,
+    Response,
+    State,
+)
+from mcp_ref import types as t
+from mcp_ref._framing import TOO_LONG, frame
+
+from ._pair import deliver, events, init_request, initialized_pair
+
+
+def _cancel(rid: object) -> Notification:
+    return Notification(
+        method="notifications/cancelled", params=t.CancelledNotificationParams(request_id=rid)
+    )
+
+
+def _progress(token: object, value: float) -> Notification:
+    return Notification(
+        method="notifications/progress",
+        params=t.ProgressNotificationParams(progress_token=token, progress=value),
+    )
+
+
+def test_sentinels_and_framing_name_themselves() -> None:
+    assert repr(NEED_DATA) == "NEED_DATA"
+    assert repr(TOO_LONG) == "TOO_LONG"
+    with pytest.raises(LocalProtocolError) as caught:
+        frame(b"{\n}")
+    assert caught.value.message == "a message must not contain an embedded newline"
+
+
+def test_send_failed_closes_the_connection() -> None:
+    client, _ = initialized_pair()
+    client.send_failed()
+    assert client.state is State.CLOSED
+    with pytest.raises(LocalProtocolError):
+        client.send(Request(id=5, method="ping"))
+
+
+def test_an_over_long_request_is_refused_naming_the_limit() -> None:
+    server = Connection(SERVER, max_message_bytes=64)
+    server.receive_data(
+        b'{"jsonrpc":"2.0","id":"r","method":"ping","params":{"x":"' + b"a" * 99 + b'"}}\n'
+    )
+    with pytest.raises(RemoteProtocolError) as caught:
+        server.next_event()
+    assert caught.value.message == "message longer than 64 bytes"
+    hint = caught.value.event_hint
+    assert isinstance(hint, ErrorResponse)
+    assert (hint.id, hint.code, hint.message) == ("r", -32600, "message longer than 64 bytes")
+
+
+def test_an_over_long_response_fails_the_request_and_it_cannot_be_cancelled_after() -> None:
+    client, _ = initialized_pair(max_message_bytes=400)
+    client.send(Request(id=9, method="tools/list"))
+    client.receive_data(b'{"jsonrpc":"2.0","id":9,"result":{"tools":[' + b"{}," * 200 + b"{}]}}\n")
+    (ev,) = events(client)
+    assert isinstance(ev, ErrorResponse)
+    assert ev.message == "the response was dropped: message longer than 400 bytes"
+    # The request is finished (answered): cancelling it now sends nothing.
+    assert client.send(_cancel(9)) == b""
+
+
+def test_an_over_long_answer_to_initialize_is_not_turned_into_an_error() -> None:
+    client = Connection(CLIENT, max_message_bytes=300)
+    client.send(init_request(rid=0))
+    client.receive_data(b'{"jsonrpc":"2.0","id":0,"result":{"x":"' + b"a" * 400 + b'"}}\n')
+    assert client.next_event() is NEED_DATA
+    assert client.requests_in_flight() == ([0], [])
+
+
+def test_dropped_progress_says_why_and_names_the_token() -> None:
+    client, server = initialized_pair()
+    params = t.CallToolRequestParams(name="x", meta={"progressToken": "t"})
+    deliver(client.send(Request(id=1, method="tools/call", params=params)), server)
+    (ev,) = deliver(server.send(_progress("t", 2)), client)
+    assert isinstance(ev, Progress)
+    line = b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":2}}\n'
+    (ev,) = deliver(line, client)
+    assert ev == ProgressDropped(progress_token="t", reason="progress 2 does not increase past 2")
+    unknown = line.replace(b'"t"', b'"u"')
+    (ev,) = deliver(unknown, client)
+    assert ev == ProgressDropped(progress_token="u", reason="no active request has this token")
+
+
+def test_refused_cancellations_and_progress_say_why() -> None:
+    client, server = initialized_pair()
+    with pytest.raises(LocalProtocolError) as caught:
+        client.send(_cancel(True))
+    assert caught.value.message == "notifications/cancelled needs a str or int requestId: True"
+    with pytest.raises(LocalProtocolError) as caught:
+        client.send(_cancel(42))
+    assert caught.value.message == "cannot cancel 42: no such request was sent"
+    with pytest.raises(LocalProtocolError) as caught:
+        server.send(_progress(1.5, 1))
+    assert caught.value.message == "a progress token is a str or an int, not 1.5"
+    with pytest.raises(LocalProtocolError) as caught:
+        server.send(_progress("nobody", 1))
+    assert caught.value.message == "progress token 'nobody' belongs to no active request"
+    fresh = Connection(CLIENT)
+    fresh.send(init_request(rid=0))
+    with pytest.raises(LocalProtocolError) as caught:
+        fresh.send(_cancel(0))
+    assert caught.value.message == "the initialize request must not be cancelled"
+
+
+def test_next_request_id_skips_ids_in_flight_and_used() -> None:
+    client, server = initialized_pair()
+    deliver(client.send(Request(id=1, method="ping")), server)
+    deliver(client.send(Request(id=2, method="ping")), server)
+    deliver(server.send(Response(id=2, result=t.EmptyResult())), client)
+    assert client.next_request_id() == 3
+    assert client.next_request_id() == 4
+
+
+def test_initialize_and_a_ping_time_out_together() -> None:
+    client = Connection(CLIENT)
+    client.send(init_request(rid=0), now=0.0, timeout=RequestTimeout(seconds=5))
+    client.send(Request(id=1, method="ping"), now=0.0, timeout=RequestTimeout(seconds=5))
+    (data,) = client.handle_timeout(5.0)  # a cancel for the ping only
+    assert json.loads(data)["params"] == {"requestId": 1, "reason": "timed out"}
+    assert events(client) == [
+        RequestTimedOut(id=0, method="initialize", elapsed=5.0),
+        RequestTimedOut(id=1, method="ping", elapsed=5.0),
+    ]
+
+
+def _batch(*items: str) -> bytes:
+    return ("[" + ",".join(items) + "]\n").encode()
+
+
+def _ping(rid: int) -> str:
+    return f'{{"jsonrpc":"2.0","id":{rid},"method":"ping"}}'
+
+
+def test_two_released_batches_come_out_together_in_order() -> None:
+    _, server = initialized_pair("2025-03-26")
+    for first, second in ((1, 2), (3, 4)):
+        server.receive_data(_batch(_ping(first), _ping(second)))
+        assert [e.id for e in events(server)] == [first, second]
+        assert server.send(Response(id=first, result=t.EmptyResult())) == b""
+        cancel = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": second},
+        }
+        (ev,) = deliver((json.dumps(cancel) + "\n").encode(), server)
+        assert isinstance(ev, RequestCancelled)
+    assert server.data_to_send() == (
+        b'[{"jsonrpc":"2.0","id":1,"result":{}}]\n[{"jsonrpc":"2.0","id":3,"result":{}}]\n'
+    )
