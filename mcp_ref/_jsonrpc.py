@@ -156,10 +156,10 @@ def classify(obj: Any) -> tuple[int, Any, Any, Any]:
     """
     if type(obj) is not dict:
         raise _fail("invalid request: a message must be a JSON object", INVALID_REQUEST)
-    # Spec: 2025-06-18/basic#messages.1
-    # "All messages between MCP clients and servers MUST follow the JSON-RPC 2.0 specification."
     rid = obj.get("id")
     method = obj.get("method")
+    # Spec: 2025-06-18/basic#messages.1
+    # "All messages between MCP clients and servers MUST follow the JSON-RPC 2.0 specification."
     if obj.get("jsonrpc") != "2.0":
         raise _fail(
             'invalid request: "jsonrpc" must be "2.0"',
@@ -186,8 +186,8 @@ def classify(obj: Any) -> tuple[int, Any, Any, Any]:
             if params is not None and type(params) is not dict:
                 raise _fail('invalid params: "params" must be an object', INVALID_PARAMS, rid)
             return REQUEST, rid, method, params
-        # Spec: 2025-06-18/basic#notifications.2
-        # "Notifications MUST NOT include an ID."
+        # Spec: 2025-06-18/basic#notifications.1
+        # "The receiver MUST NOT send a response."
         if params is not None and type(params) is not dict:
             raise _fail('invalid params: "params" must be an object', INVALID_PARAMS, reply=False)
         return NOTIFICATION, None, method, params

@@ -176,6 +176,8 @@ class SendPaths(ConnectionState):
                 code=METHOD_NOT_FOUND,
             )
         params = self._check_params(spec, event.params)
+        # Spec: 2025-06-18/basic#notifications.2
+        # "Notifications MUST NOT include an ID."
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = params
@@ -310,9 +312,9 @@ class SendPaths(ConnectionState):
         rid = event.id
         if rid is not None and not rpc.valid_id(rid):
             raise LocalProtocolError(f"error response id must be a str, an int or None: {rid!r}")
+        # Spec: 2025-06-18/basic#responses.5
+        # "Error codes MUST be integers."
         if type(event.code) is not int:
-            # Spec: 2025-06-18/basic#responses.5
-            # "Error codes MUST be integers."
             raise LocalProtocolError("error codes must be integers")
         # Spec: 2025-06-18/basic#requests.3
         # "The request ID MUST NOT have been previously used by the requestor within the same

@@ -307,3 +307,190 @@ def test_a_refused_send_leaves_the_connection_unchanged() -> None:
     assert server.requests_in_flight() == ([], [7])
     (resp,) = deliver(server.send(Response(id=7, result=t.CallToolResult(content=[]))), client)
     assert resp.id == 7
+
+
+# ---------------------------------------------------------------------------------------
+# Refusals checked field by field (issue 13: each clause's tests kill its mutants).
+
+_MESSAGES_1 = "2025-06-18/basic#messages.1"
+_REQUESTS_1 = "2025-06-18/basic#requests.1"
+_REQUESTS_2 = "2025-06-18/basic#requests.2"
+_RESPONSES_1 = "2025-06-18/basic#responses.1"
+_RESPONSES_2 = "2025-06-18/basic#responses.2"
+_RESPONSES_3 = "2025-06-18/basic#responses.3"
+_RESPONSES_4 = "2025-06-18/basic#responses.4"
+_RESPONSES_5 = "2025-06-18/basic#responses.5"
+_NOTIFICATIONS_1 = "2025-06-18/basic#notifications.1"
+
+
+def _case(obj: object, code: int, rid: object, answered: bool, *clauses: str) -> object:
+    """One refusal case; every case checks the error we send (responses.4)."""
+    return pytest.param(
+        obj, code, rid, answered, marks=spec(*clauses, _RESPONSES_4), id=json.dumps(obj)
+    )
+
+
+def _assert_error_body(body: dict[str, object], code: int, rid: object) -> None:
+    """``body`` is a JSON-RPC error with an integer code, a string message and ``rid``."""
+    error = body["error"]
+    assert isinstance(error, dict)
+    assert body["jsonrpc"] == "2.0" and body.get("id") == rid
+    assert type(error["code"]) is int and error["code"] == code
+    assert type(error["message"]) is str and error["message"]
+
+
+_PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+_GOOD_ERROR = {"code": 1, "message": "x"}
+
+
+@pytest.mark.parametrize(
+    ("obj", "code", "rid", "answered"),
+    [
+        # A message that is not JSON-RPC 2.0: a request (or what may be one: an id and
+        # no result or error) is answered -32600 with its id, as JSON-RPC 2.0 section 5
+        # asks; one with a method but no id with id null; a response never.
+        _case({**_PING, "jsonrpc": "1.0"}, INVALID_REQUEST, 1, True, _MESSAGES_1),
+        _case({"id": "a", "method": "ping"}, INVALID_REQUEST, "a", True, _MESSAGES_1),
+        _case({"jsonrpc": "1.0", "method": "x"}, INVALID_REQUEST, None, True, _MESSAGES_1),
+        _case({"jsonrpc": "1.0", "id": 1}, INVALID_REQUEST, 1, True, _MESSAGES_1),
+        _case({"jsonrpc": "1.0", "id": 1, "result": {}}, INVALID_REQUEST, 1, False, _MESSAGES_1),
+        _case(
+            {"jsonrpc": "1.0", "id": 1, "error": _GOOD_ERROR},
+            INVALID_REQUEST,
+            1,
+            False,
+            _MESSAGES_1,
+        ),
+        _case({"jsonrpc": "1.0"}, INVALID_REQUEST, None, False, _MESSAGES_1),
+        # A request's id: a string or an integer, never null; answered with id null.
+        _case({**_PING, "id": None}, INVALID_REQUEST, None, True, _REQUESTS_2),
+        _case({**_PING, "id": True}, INVALID_REQUEST, None, True, _REQUESTS_1),
+        _case({**_PING, "id": 1.5}, INVALID_REQUEST, None, True, _REQUESTS_1),
+        _case({**_PING, "id": [1]}, INVALID_REQUEST, None, True, _REQUESTS_1),
+        # A notification is never answered, even when refused.
+        _case(
+            {"jsonrpc": "2.0", "method": "notifications/progress", "params": [1]},
+            INVALID_PARAMS,
+            None,
+            False,
+            _NOTIFICATIONS_1,
+        ),
+        _case(
+            {"jsonrpc": "2.0", "method": "notifications/initialized", "params": "x"},
+            INVALID_PARAMS,
+            None,
+            False,
+            _NOTIFICATIONS_1,
+        ),
+        # A response: its id names one of our requests (string or integer) ...
+        _case(
+            {"jsonrpc": "2.0", "id": None, "result": {}}, INVALID_REQUEST, None, False, _RESPONSES_1
+        ),
+        _case(
+            {"jsonrpc": "2.0", "id": 1.5, "result": {}}, INVALID_REQUEST, None, False, _RESPONSES_1
+        ),
+        _case(
+            {"jsonrpc": "2.0", "id": True, "result": {}}, INVALID_REQUEST, None, False, _RESPONSES_1
+        ),
+        # ... it has a result or an error ...
+        _case({"jsonrpc": "2.0", "id": 1}, INVALID_REQUEST, 1, True, _RESPONSES_2),
+        _case({"jsonrpc": "2.0"}, INVALID_REQUEST, None, False, _RESPONSES_2),
+        # ... never both ...
+        _case(
+            {"jsonrpc": "2.0", "id": 1, "result": {}, "error": _GOOD_ERROR},
+            INVALID_REQUEST,
+            1,
+            False,
+            _RESPONSES_3,
+        ),
+        # ... and an error has an integer code and a string message.
+        _case({"jsonrpc": "2.0", "id": 1, "error": "x"}, INVALID_REQUEST, 1, False),
+        _case({"jsonrpc": "2.0", "id": 1, "error": {"code": 1}}, INVALID_REQUEST, 1, False),
+        _case({"jsonrpc": "2.0", "id": 1, "error": {"message": "m"}}, INVALID_REQUEST, 1, False),
+        _case(
+            {"jsonrpc": "2.0", "id": "r", "error": {"code": 1, "message": 5}},
+            INVALID_REQUEST,
+            "r",
+            False,
+        ),
+        _case(
+            {"jsonrpc": "2.0", "id": 1, "error": {"code": "1", "message": "m"}},
+            INVALID_REQUEST,
+            1,
+            False,
+            _RESPONSES_5,
+        ),
+        _case(
+            {"jsonrpc": "2.0", "id": 1, "error": {"code": 1.5, "message": "m"}},
+            INVALID_REQUEST,
+            1,
+            False,
+            _RESPONSES_5,
+        ),
+    ],
+)
+def test_refusals_carry_the_code_the_id_and_a_reply_only_when_owed(
+    obj: object, code: int, rid: object, answered: bool
+) -> None:
+    """Each malformed message is refused with its JSON-RPC code and the id it names; a
+    reply is owed only to what may be a request.  Every error we send for it (the reply
+    on a byte stream, the body of the 400 over Streamable HTTP) has an integer code and
+    a string message."""
+    from mcp_ref._http import HttpError
+    from mcp_ref._http_messages import read_post_body
+
+    line = json.dumps(obj).encode()
+    client, server = initialized_pair()
+    client.send(Request(id=1, method="ping"))  # a request a response with id 1 may answer
+    for conn in (server, client):
+        err = refused(conn, line)
+        assert err.code == code
+        assert err.request_id == rid
+        if answered:
+            assert err.event_hint is not None and err.event_hint.id == rid
+            _assert_error_body(json.loads(conn.send(err.event_hint)), code, rid)
+        else:
+            assert err.event_hint is None
+    out = read_post_body(line)
+    assert isinstance(out, HttpError) and out.status == 400
+    _assert_error_body(json.loads(out.body), code, rid)
+
+
+@spec(_MESSAGES_1)
+def test_a_batch_is_not_a_message_from_2025_06_18() -> None:
+    """2025-06-18 removed JSON-RPC batching: an array is refused whole with -32600 and
+    an id-null reply (JSON-RPC 2.0 section 5: the ids cannot be told), while a
+    2025-03-26 connection handles it item by item."""
+    batch = json.dumps([_PING, {**_PING, "id": 2}]).encode()
+    _, server = initialized_pair("2025-06-18")
+    err = refused(server, batch)
+    assert err.code == INVALID_REQUEST and err.event_hint is not None
+    _assert_error_body(json.loads(server.send(err.event_hint)), INVALID_REQUEST, None)
+    _, old = initialized_pair("2025-03-26")
+    assert [e.id for e in deliver(batch + b"\n", old)] == [1, 2]
+
+
+@spec(_RESPONSES_5)
+def test_we_send_only_integer_error_codes() -> None:
+    _, server = initialized_pair()
+    for bad in ("1", 1.0, True, None):
+        with pytest.raises(LocalProtocolError):
+            server.send(ErrorResponse(id=None, code=bad, message="m"))  # type: ignore[arg-type]
+    sent = json.loads(server.send(ErrorResponse(id=None, code=-32000, message="m")))
+    assert sent["error"] == {"code": -32000, "message": "m"}
+
+
+@spec(_NOTIFICATIONS_1)
+def test_a_notification_is_delivered_or_refused_never_answered() -> None:
+    """A notification with object params is delivered; one with params of another
+    type is refused without a reply (there is no request to answer)."""
+    client, server = initialized_pair()
+    client.send(Request(id=1, method="ping"))
+    line = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info"}}
+    (note,) = deliver(
+        json.dumps({**line, "params": {"level": "info", "data": 1}}).encode() + b"\n", client
+    )
+    assert isinstance(note, Notification) and note.method == "notifications/message"
+    for params in ([1], "x", 5, True):
+        err = refused(client, json.dumps({**line, "params": params}).encode())
+        assert err.code == INVALID_PARAMS and err.event_hint is None

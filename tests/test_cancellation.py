@@ -146,3 +146,76 @@ async def test_the_session_logs_the_cancellation_reason(caplog: pytest.LogCaptur
     assert any(
         "cancelled request" in r.getMessage() and reason in r.getMessage() for r in caplog.records
     )
+
+
+# ---------------------------------------------------------------------------------------
+# Issue 13: each clause's tests kill the mutants of its lines.
+
+
+@spec("2025-06-18/basic/utilities/cancellation#behavior-requirements.2")
+def test_only_the_clients_initialize_is_never_cancelled() -> None:
+    """The rule protects one request: the client's initialize, received by the server.
+    A server honours the cancel of the client's other requests (an int id like the
+    initialize's), and a client honours the cancel of a server request whose id
+    equals the initialize's."""
+    client, server = initialized_pair()  # the client's initialize had id 0
+    deliver(client.send(Request(id=5, method="ping")), server)
+    (ev,) = deliver(client.send(cancel(5)), server)
+    assert ev == RequestCancelled(id=5, reason=None)
+    deliver(server.send(Request(id=0, method="roots/list")), client)
+    (ev,) = deliver(server.send(cancel(0)), client)
+    assert ev == RequestCancelled(id=0, reason=None)
+    # "0" is not the initialize's id 0.
+    deliver(client.send(Request(id="0", method="ping")), server)
+    (ev,) = deliver(client.send(cancel("0")), server)
+    assert ev == RequestCancelled(id="0", reason=None)
+
+
+@spec("2025-06-18/basic/utilities/cancellation#behavior-requirements.2")
+def test_the_blocking_client_gives_up_without_cancelling_initialize() -> None:
+    """When the blocking client stops waiting (an exception, a timeout), it cancels the
+    request it gave up on, unless that request is initialize."""
+    import os
+
+    from mcp_ref import CLIENT, Connection
+    from mcp_ref.blocking import Client
+
+    from ._pair import init_request
+
+    class Pipes:
+        def __init__(self) -> None:
+            r_in, w_in = os.pipe()
+            r_out, w_out = os.pipe()
+            self.stdin = os.fdopen(w_in, "wb", buffering=0)
+            self.stdout = os.fdopen(r_out, "rb", buffering=0)
+            self.written, self.peer_end = r_in, w_out
+            os.set_blocking(r_in, False)
+
+        def read_written(self) -> bytes:
+            try:
+                return os.read(self.written, 65536)
+            except BlockingIOError:
+                return b""
+
+        def close(self) -> None:
+            self.stdin.close()
+            self.stdout.close()
+            os.close(self.written)
+            os.close(self.peer_end)
+
+    conn = Connection(CLIENT)
+    pipes = Pipes()
+    try:
+        blocking = Client(pipes, conn)  # type: ignore[arg-type]
+        conn.send(init_request())
+        blocking._give_up(0, "initialize")
+        assert pipes.read_written() == b""
+        client, _ = initialized_pair()
+        blocking.connection = client
+        client.send(Request(id=3, method="ping"))
+        blocking._give_up(3, "ping")
+        sent = json.loads(pipes.read_written())
+        assert sent["method"] == "notifications/cancelled"
+        assert sent["params"]["requestId"] == 3
+    finally:
+        pipes.close()

@@ -115,3 +115,78 @@ def test_progress_only_for_active_requests() -> None:
         client,
     )
     assert isinstance(ev, ProgressDropped)
+
+
+# ---------------------------------------------------------------------------------------
+# Issue 13: each clause's tests kill the mutants of its lines.
+
+
+def _request_line(rid: object, token: object) -> bytes:
+    params = {"name": "slow", "arguments": {}, "_meta": {"progressToken": token}}
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params}
+    ).encode()
+
+
+@spec("2025-06-18/basic/utilities/progress#progress-flow.1")
+def test_a_received_token_is_a_string_or_an_integer() -> None:
+    """Requests whose token is a string or an integer are accepted (with that token);
+    any other token is refused with -32602 answering the request's id, and the reply
+    is a well-formed error."""
+    from mcp_ref import RemoteProtocolError
+
+    client, server = initialized_pair()
+    for rid, token in ((1, "tok"), (2, 7), (3, "7")):
+        (req,) = deliver(_request_line(rid, token) + b"\n", server)
+        assert isinstance(req, Request) and req.id == rid
+        assert req.params.meta == {"progressToken": token}
+    for rid, token in ((4, 1.5), (5, True), (6, [1]), (7, {"a": 1})):
+        server.receive_data(_request_line(rid, token) + b"\n")
+        with pytest.raises(RemoteProtocolError) as exc:
+            server.next_event()
+        assert exc.value.code == -32602 and exc.value.event_hint is not None
+        reply = json.loads(server.send(exc.value.event_hint))
+        assert reply["id"] == rid and reply["error"]["code"] == -32602
+        assert type(reply["error"]["message"]) is str
+
+
+@spec("2025-06-18/basic/utilities/progress#progress-flow.2")
+def test_clients_use_the_unique_request_id_as_the_token() -> None:
+    """with_progress_token (used by the asyncio and blocking clients) puts the request
+    id, unique among active requests, in ``_meta.progressToken``, keeping other meta;
+    a peer reusing an active token gets a well-formed -32602 error."""
+    from mcp_ref import RemoteProtocolError
+    from mcp_ref._methods import with_progress_token
+
+    client, server = initialized_pair()
+    for rid in (11, "twelve"):
+        params = with_progress_token(
+            "tools/call", t.CallToolRequestParams(name="x", meta={"k": "v"}), rid
+        )
+        sent = json.loads(client.send(Request(id=rid, method="tools/call", params=params)))
+        assert sent["params"]["_meta"] == {"k": "v", "progressToken": rid}
+        (req,) = deliver(json.dumps(sent).encode() + b"\n", server)
+        assert req.params.meta["progressToken"] == rid
+    server.receive_data(_request_line(13, 11) + b"\n")
+    with pytest.raises(RemoteProtocolError) as exc:
+        server.next_event()
+    reply = json.loads(server.send(exc.value.event_hint))
+    assert reply["id"] == 13 and reply["error"]["code"] == -32602
+    assert type(reply["error"]["message"]) is str
+
+
+@spec("2025-06-18/basic/utilities/progress#progress-flow.4")
+def test_a_repeated_progress_value_is_dropped() -> None:
+    """Equal is not an increase: the same value again is refused on send and dropped,
+    naming its token, on receive."""
+    client, server = initialized_pair()
+    deliver(client.send(call(1, "t")), server)
+    (ev,) = deliver(server.send(progress("t", 1)), client)
+    assert isinstance(ev, Progress) and ev.progress == 1
+    with pytest.raises(LocalProtocolError, match="increase"):
+        server.send(progress("t", 1))
+    line = b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}}\n'
+    (ev,) = deliver(line, client)
+    assert isinstance(ev, ProgressDropped) and ev.progress_token == "t"
+    (ev,) = deliver(server.send(progress("t", 1.5)), client)
+    assert isinstance(ev, Progress) and ev.progress == 1.5

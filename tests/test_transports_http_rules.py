@@ -838,8 +838,10 @@ def test_session_refusals_have_well_formed_error_bodies() -> None:
     each with a JSON-RPC error body (integer code, string message)."""
     err = check_session(hdrs(mcp_session_id="gone"), is_initialize=False, active_sessions=set())
     _error_body(err, 404)
+    assert isinstance(err, HttpError) and err.clause == f"{T}#session-management.6"
     err = check_session(hdrs(mcp_session_id="s1"), is_initialize=True, active_sessions={"s1"})
     _error_body(err, 400)
+    assert isinstance(err, HttpError) and err.clause == f"{T}#session-management.7"
 
 
 @pytest.mark.spec(f"{T}#sending-messages-to-the-server.6", _RESPONSES_4)
