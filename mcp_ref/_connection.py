@@ -198,9 +198,10 @@ class Connection(ReceivePaths, SendPaths):
                     return event
                 continue
             assert isinstance(line, bytes)
-            if not line or (line[0] in _BLANK and not line.strip()):
+            # JSON's whitespace only (bytes.strip() would take \x0b and \x0c too).
+            if not line or (line[0] in _BLANK and not line.strip(b" \t\r\n")):
                 if self.newline_framing:
-                    continue  # a blank line (strip() copies: only when it may be one)
+                    continue  # a blank line (strip copies: only when it may be one)
                 # A whole message that is blank is no JSON at all: refuse it.
                 raise RemoteProtocolError(
                     "parse error: empty message",

@@ -60,7 +60,6 @@ class LineBuffer:
         "_max",
         "_scan",
         "_start",
-        "_too_long_pending",
         "too_long_prefix",
     )
 
@@ -72,7 +71,6 @@ class LineBuffer:
         self._start = 0  # first unconsumed byte
         self._scan = 0  # bytes before this index hold no newline
         self._discarding = False  # inside an over-long line, until its newline
-        self._too_long_pending = False
         #: The first PEEK_BYTES of the last over-long line (for its id, see _jsonrpc.peek).
         self.too_long_prefix = b""
 
@@ -97,16 +95,16 @@ class LineBuffer:
 
     def next_line(self) -> bytes | _TooLong | None:
         """Return the next complete line, :data:`TOO_LONG`, or None if none is ready."""
-        if self._too_long_pending:
-            self._too_long_pending = False
-            return TOO_LONG
         buf = self._buf
         if self._start == len(buf):
             return None  # nothing held (the common case between messages)
         nl = buf.find(b"\n", max(self._scan, self._start))
         if nl < 0:
             self._scan = len(buf)
-            if len(buf) - self._start > self._max:
+            held = len(buf) - self._start
+            # One byte more than the bound may be the CR of a CRLF whose LF is still to
+            # come: that line is not over-long (yet).
+            if held > self._max and not (held == self._max + 1 and buf[-1] == 0x0D):
                 # Drop what we hold of the over-long line and skip to its newline.
                 self.too_long_prefix = bytes(buf[self._start : self._start + PEEK_BYTES])
                 self._reset()
