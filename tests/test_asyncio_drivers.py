@@ -532,7 +532,8 @@ class Stub:
 
     initialize gets JSON (with a session id); tools/call "hello" gets an SSE stream
     that pings the client and logs before answering; "error" gets a 500 with a
-    JSON-RPC error; "hang" an SSE stream that never answers; "gone" a 404.
+    JSON-RPC error; "hang" an SSE stream that never answers; "gone" a 404 until the
+    client has initialized a second time; anything else a 404.
     """
 
     def __init__(self) -> None:
@@ -540,6 +541,7 @@ class Stub:
         self.seen: list[tuple[str, list[tuple[bytes, bytes]], Any]] = []
         self.ping_answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.cancelled: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.inits = 0
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         h = h11.Connection(h11.SERVER)
@@ -601,6 +603,7 @@ class Stub:
             return await self.respond(h, writer, 202, [(b"content-length", b"0")])
         rid, name = msg["id"], msg.get("params", {}).get("name")
         if msg["method"] == "initialize":
+            self.inits += 1
             result = {
                 "protocolVersion": msg["params"]["protocolVersion"],
                 "capabilities": {"tools": {}, "logging": {}},
@@ -651,6 +654,14 @@ class Stub:
             with contextlib.suppress(ConnectionError):
                 await reader.read()  # until the client gives up and closes
             return None
+        if name == "gone" and self.inits > 1:
+            done = {"content": [{"type": "text", "text": "back"}]}
+            data = json.dumps({"jsonrpc": "2.0", "id": rid, "result": done}).encode()
+            headers = [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(data)).encode()),
+            ]
+            return await self.respond(h, writer, 200, headers, data)
         return await self.respond(h, writer, 404, [(b"content-length", b"0")])
 
 
@@ -717,7 +728,42 @@ def test_http_client_against_stub() -> None:
         )
 
 
-def test_http_client_session_gone() -> None:
+@spec("2025-06-18/basic/transports#session-management.7")
+def test_http_client_starts_a_new_session_after_404() -> None:
+    """A 404 to a request with our session id: the client sends a new initialize without
+    a session id (and initialized), then the request again, which the new session
+    answers."""
+
+    async def main() -> Any:
+        stub = Stub()
+        server = await asyncio.start_server(stub.serve, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        async with server:
+            async with open_http_client(f"http://127.0.0.1:{port}/") as client:
+                result = await client.call_tool("gone")
+                assert result.content[0].text == "back"  # type: ignore[union-attr]
+        return stub.seen
+
+    seen = run(main)
+    sent = [(verb, msg["method"] if msg else None) for verb, _, msg in seen]
+    assert sent == [
+        ("POST", "initialize"),
+        ("POST", "notifications/initialized"),
+        ("POST", "tools/call"),  # 404
+        ("POST", "initialize"),
+        ("POST", "notifications/initialized"),
+        ("POST", "tools/call"),
+        ("DELETE", None),
+    ]
+    assert _header(seen[2][1], b"mcp-session-id") == SESSION
+    assert _header(seen[3][1], b"mcp-session-id") is None  # the new initialize: no id
+    assert seen[3][2] == seen[0][2]  # the same initialize, replayed
+    assert _header(seen[5][1], b"mcp-session-id") == SESSION
+
+
+def test_http_client_session_gone_again_closes() -> None:
+    """A 404 to the request sent again in the new session: the session is closed."""
+
     async def main() -> Any:
         stub = Stub()
         server = await asyncio.start_server(stub.serve, "127.0.0.1", 0)
@@ -725,13 +771,14 @@ def test_http_client_session_gone() -> None:
         async with server:
             async with open_http_client(f"http://127.0.0.1:{port}/") as client:
                 with pytest.raises(SessionClosed, match="404"):
-                    await client.call_tool("gone")
+                    await client.call_tool("gone-always")
                 with pytest.raises(SessionClosed):
                     await client.ping()
         return [method for method, _, _ in stub.seen]
 
+    # initialize, initialized, the call (404), initialize, initialized, the call (404);
     # no DELETE for a session the server already ended
-    assert run(main) == ["POST", "POST", "POST"]
+    assert run(main) == ["POST"] * 6
 
 
 def test_http_client_abort_sends_no_delete() -> None:

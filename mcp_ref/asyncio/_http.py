@@ -33,9 +33,13 @@ How it drives the core, step by step
    resets every open connection and sends nothing more (no DELETE): the server sees
    its streams break off, as when a client crashes.
 
-Not done: the optional GET stream, resuming with ``Last-Event-ID``, and starting a new
-session after a 404 (the client closes and raises :class:`SessionClosed`; open a new
-one).
+6. A 404 to a request that carried the session id means the server ended the session:
+   the client replays the ``initialize`` request and ``notifications/initialized`` it
+   sent first, without a session id, and POSTs the message again (once per ended
+   session, under a lock).  The core never learns of it: it stays in the operating
+   state, with what the first handshake negotiated.
+
+Not done: the optional GET stream, and resuming with ``Last-Event-ID``.
 """
 
 from __future__ import annotations
@@ -53,7 +57,7 @@ from .. import _http as rules
 from .. import types as t
 from .._connection import Connection
 from .._errors import McpError
-from .._http_messages import error_of
+from .._http_messages import error_of, message_info
 from .._inflight import RequestTimeout
 from .._methods import LATEST_PROTOCOL_VERSION, check_version
 from .._sse import NEED_DATA as SSE_NEED_DATA
@@ -75,6 +79,10 @@ log = logging.getLogger("mcp_ref.asyncio")
 _CHUNK: Final = 65536
 _MAX_BACKGROUND: Final = 64
 _MAX_ERROR_BODY: Final = 65536
+
+
+class _SessionGone(McpError):
+    """404 for a request that carried our session id: the server ended the session."""
 
 
 class _Refused(McpError):
@@ -144,6 +152,12 @@ class HttpClient(ClientSession):
         self._sockets: set[asyncio.StreamWriter] = set()
         """The open connections (bounded: one per POST, and POSTs are bounded)."""
         self._aborted = False
+        # The handshake as first sent, replayed after a 404 (_new_session), and the
+        # sessions started so far (a POST that saw the 404 late learns it was done).
+        self._init_body: bytes | None = None
+        self._initialized_body: bytes | None = None
+        self._generation = 0
+        self._reinit = asyncio.Lock()
 
     @asynccontextmanager
     async def _http(
@@ -176,7 +190,60 @@ class HttpClient(ClientSession):
             writer.close()
 
     async def _post(self, body: bytes) -> None:
-        """POST one message and feed whatever comes back to the core (steps 2 and 3)."""
+        """POST one message and feed whatever comes back to the core (steps 2 and 3);
+        after a 404, start a new session and POST it again, once (step 6)."""
+        if self._init_body is None or self._initialized_body is None:
+            info = message_info(body)
+            if info is not None and info.method == "initialize":
+                self._init_body = body
+            elif info is not None and info.method == "notifications/initialized":
+                self._initialized_body = body
+        generation = self._generation
+        try:
+            await self._post_once(body)
+            return
+        except _SessionGone:
+            await self._new_session(generation)
+        try:
+            await self._post_once(body)
+        except _SessionGone:
+            self._close("the server ended the session (HTTP 404), and the new one too")
+            self.session_id = None  # nothing left to DELETE
+            raise SessionClosed(self._closed) from None
+
+    async def _new_session(self, generation: int) -> None:
+        """Step 6: the server ended our session (404).  Replay the handshake without a
+        session id, once per ended session; its answers go to no one (the core stays in
+        the operating state it reached the first time).
+
+        Raises:
+            SessionClosed: there is no handshake to replay, or the server refused it.
+        """
+        async with self._reinit:
+            if generation != self._generation:
+                return  # another POST did it
+            # Spec: 2025-06-18/basic/transports#session-management.7
+            # "it MUST start a new session by sending a new `InitializeRequest` without a
+            # session ID attached"
+            self.session_id = None
+            if self._init_body is None or self._initialized_body is None:
+                self._close("the server ended the session (HTTP 404) before it began")
+                raise SessionClosed(self._closed)
+            try:
+                for body in (self._init_body, self._initialized_body):
+                    await self._post_once(body, feed=False)
+            except (McpError, OSError, h11.ProtocolError) as exc:
+                self._close(f"the server ended the session (HTTP 404); a new one failed: {exc}")
+                raise SessionClosed(self._closed) from exc
+            self._generation += 1
+
+    async def _post_once(self, body: bytes, *, feed: bool = True) -> None:
+        """POST one message; feed the answer to the core (``feed``) or check it only.
+
+        Raises:
+            _SessionGone: 404 for our session id.
+            _Refused: any other HTTP error.
+        """
         headers = rules.client_request_headers(
             b"POST", session_id=self.session_id, protocol_version=self.connection.protocol_version
         )
@@ -200,7 +267,10 @@ class HttpClient(ClientSession):
             ctype = _media_type(response.headers)
             # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.9
             # "The client MUST support both these cases."
-            if ctype == rules.CONTENT_TYPE_JSON:
+            if not feed:
+                async for _ in ex.body():  # a replayed handshake's answer: read, dropped
+                    pass
+            elif ctype == rules.CONTENT_TYPE_JSON:
                 data = b""
                 async for chunk in ex.body():
                     data += chunk
@@ -227,13 +297,7 @@ class HttpClient(ClientSession):
     async def _fail(self, response: h11.Response, ex: _Exchange) -> None:
         status = response.status_code
         if status == 404 and self.session_id is not None:
-            # Spec: 2025-06-18/basic/transports#session-management.7 (start anew)
-            # "When a client receives HTTP 404 in response to a request containing an
-            # `Mcp-Session-Id`, it MUST start a new session by sending a new `InitializeRequest`
-            # without a session ID attached."
-            self._close("the server ended the session (HTTP 404); open a new client")
-            self.session_id = None  # nothing left to DELETE
-            raise SessionClosed(self._closed)
+            raise _SessionGone(rules.HTTP_SERVER_ERROR, "the server ended the session (HTTP 404)")
         body = b""
         async for chunk in ex.body():
             body += chunk
