@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from mcp_ref import LocalProtocolError
 from mcp_ref._inflight import InFlight, Outgoing, RequestTimeout
 
 
@@ -117,3 +118,28 @@ def test_stale_deadline_entries_stay_bounded() -> None:
     assert table.next_deadline() == live.deadline == 500.0
     assert table.expire(499.0) == []
     assert table.expire(500.0) == [live]
+
+
+def test_finished_ids_are_remembered_up_to_the_bound_oldest_out_first() -> None:
+    table = _table()  # remember=4
+    timeout = RequestTimeout(seconds=1.0)
+    for rid in range(4):
+        _send(table, rid, 0.0, timeout)
+        table.pop_outgoing(rid, "answered")
+    assert [table.outgoing_finished(rid) for rid in range(4)] == ["answered"] * 4
+    _send(table, 4, 0.0, timeout)
+    table.pop_outgoing(4, "cancelled")
+    assert table.outgoing_finished(0) is None
+    assert [table.outgoing_finished(rid) for rid in range(1, 5)] == ["answered"] * 3 + ["cancelled"]
+    assert table.pop_outgoing("never sent", "answered") is None
+    assert table.pop_incoming("never received", "answered") is None
+
+
+def test_the_outgoing_table_is_bounded() -> None:
+    table = InFlight(max_outgoing=2, max_incoming=1, remember=1)
+    timeout = RequestTimeout(seconds=1.0)
+    _send(table, 1, 0.0, timeout)
+    _send(table, 2, 0.0, timeout)
+    with pytest.raises(LocalProtocolError) as caught:
+        _send(table, 3, 0.0, timeout)
+    assert caught.value.message == "too many requests in flight (at most 2)"

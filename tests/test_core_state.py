@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pytest
 
+from mcp_ref import LocalProtocolError
 from mcp_ref._state import (
     CLIENT,
     RECEIVE,
@@ -23,7 +24,9 @@ from mcp_ref._state import (
     Role,
     State,
     _close_from_everywhere,
+    check_send,
     describe_refusal,
+    kind_of,
 )
 
 OPEN = (State.PRE_INIT, State.INITIALIZING, State.INITIALIZED, State.OPERATING)
@@ -71,3 +74,25 @@ def test_a_refusal_names_role_direction_kind_and_state() -> None:
     assert describe_refusal(SERVER, State.INITIALIZED, RECEIVE, Kind.PING) == (
         "server cannot receive ping in state INITIALIZED (2025-06-18/basic/lifecycle)"
     )
+
+
+def test_check_send_refuses_naming_the_send() -> None:
+    assert check_send(CLIENT, State.OPERATING, Kind.REQUEST) is State.OPERATING
+    with pytest.raises(LocalProtocolError) as caught:
+        check_send(CLIENT, State.PRE_INIT, Kind.REQUEST)
+    assert caught.value.message == (
+        "client cannot send request in state PRE_INIT (2025-06-18/basic/lifecycle)"
+    )
+
+
+def test_kind_of_answers_to_initialize_and_defaults() -> None:
+    assert kind_of(None, is_request=False) is Kind.RESPONSE
+    assert kind_of(None, is_request=False, answers_initialize=True) is Kind.INITIALIZE_RESULT
+    assert (
+        kind_of(None, is_request=False, answers_initialize=True, is_error=True)
+        is Kind.INITIALIZE_ERROR
+    )
+    assert kind_of(None, is_request=False, is_error=True) is Kind.RESPONSE
+    assert kind_of("initialize", is_request=True) is Kind.INITIALIZE
+    assert kind_of("ping", is_request=True) is Kind.PING
+    assert kind_of("notifications/initialized", is_request=False) is Kind.INITIALIZED
