@@ -1,0 +1,46 @@
+"""Encoding server-sent events (mcp_ref._sse): what each refusal says, and blank lines.
+
+Source: WHATWG HTML 9.2.6 (event stream fields; a line starting with a colon is a
+comment); 2025-06-18/basic/transports#resumability-and-redelivery.1 (event ids).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_ref import LocalProtocolError
+from mcp_ref._sse import encode_comment, encode_data
+
+
+def test_blank_lines_inside_data_are_empty_data_lines() -> None:
+    assert encode_data("a\n\nb") == b"data: a\ndata:\ndata: b\n\n"
+    assert encode_data("a\r\n", event="m", id="") == b"event: m\nid:\ndata: a\ndata:\n\n"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"event": "a\nb"}, "SSE event name must not contain CR, LF or NUL: 'a\\nb'"),
+        ({"id": "1\x00"}, "SSE event id must not contain CR, LF or NUL: '1\\x00'"),
+        ({"retry": -1}, "SSE retry must be a non-negative int (ms), not -1"),
+        ({"retry": True}, "SSE retry must be a non-negative int (ms), not True"),
+    ],
+)
+def test_encode_data_refusals_name_the_field(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(LocalProtocolError) as caught:
+        encode_data("x", **kwargs)  # type: ignore[arg-type]
+    assert caught.value.message == message
+
+
+def test_text_that_is_not_unicode_is_refused() -> None:
+    with pytest.raises(LocalProtocolError) as caught:
+        encode_data("\ud800")
+    assert caught.value.message.startswith("SSE event text is not valid Unicode: ")
+    with pytest.raises(LocalProtocolError) as caught:
+        encode_comment("\ud800")
+    assert caught.value.message.startswith("SSE comment is not valid Unicode: ")
+    with pytest.raises(LocalProtocolError) as caught:
+        encode_comment("a\rb")
+    assert caught.value.message == "SSE comment must not contain CR or LF: 'a\\rb'"
+    assert encode_comment() == b":\n"
+    assert encode_comment("keepalive") == b": keepalive\n"
