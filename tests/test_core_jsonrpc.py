@@ -209,7 +209,7 @@ def test_encode() -> None:
     assert encode({"a": 1}, newline=True) == b'{"a":1}\n'
     assert encode({"a": "\ud800"}, newline=True) == b'{"a":"\\ud800"}\n'
     assert encode({"a": "\ud800"}) == b'{"a":"\\ud800"}'
-    with pytest.raises(ValueError, match="^Object of type set is not JSON serializable$"):
+    with pytest.raises(ValueError, match=r"^Object of type set is not JSON serializable$"):
         encode({"a": {1}})
     with pytest.raises(ValueError, match="Out of range float values"):
         encode({"a": float("nan")})
