@@ -323,11 +323,10 @@ _RESPONSES_5 = "2025-06-18/basic#responses.5"
 _NOTIFICATIONS_1 = "2025-06-18/basic#notifications.1"
 
 
-def _case(obj: object, code: int, rid: object, answered: bool, *clauses: str) -> object:
-    """One refusal case; every case checks the error we send (responses.4)."""
-    return pytest.param(
-        obj, code, rid, answered, marks=spec(*clauses, _RESPONSES_4), id=json.dumps(obj)
-    )
+def _case(obj: object, code: int, rid: object, answered: bool, *, marks: object) -> object:
+    """One refusal case; its marks name its clause and responses.4, since every case
+    checks the error we send."""
+    return pytest.param(obj, code, rid, answered, marks=marks, id=json.dumps(obj))
 
 
 def _assert_error_body(body: dict[str, object], code: int, rid: object) -> None:
@@ -349,83 +348,170 @@ _GOOD_ERROR = {"code": 1, "message": "x"}
         # A message that is not JSON-RPC 2.0: a request (or what may be one: an id and
         # no result or error) is answered -32600 with its id, as JSON-RPC 2.0 section 5
         # asks; one with a method but no id with id null; a response never.
-        _case({**_PING, "jsonrpc": "1.0"}, INVALID_REQUEST, 1, True, _MESSAGES_1),
-        _case({"id": "a", "method": "ping"}, INVALID_REQUEST, "a", True, _MESSAGES_1),
-        _case({"jsonrpc": "1.0", "method": "x"}, INVALID_REQUEST, None, True, _MESSAGES_1),
-        _case({"jsonrpc": "1.0", "id": 1}, INVALID_REQUEST, 1, True, _MESSAGES_1),
-        _case({"jsonrpc": "1.0", "id": 1, "result": {}}, INVALID_REQUEST, 1, False, _MESSAGES_1),
+        _case(
+            {**_PING, "jsonrpc": "1.0"},
+            INVALID_REQUEST,
+            1,
+            True,
+            marks=spec(_MESSAGES_1, _RESPONSES_4),
+        ),
+        _case(
+            {"id": "a", "method": "ping"},
+            INVALID_REQUEST,
+            "a",
+            True,
+            marks=spec(_MESSAGES_1, _RESPONSES_4),
+        ),
+        _case(
+            {"jsonrpc": "1.0", "method": "x"},
+            INVALID_REQUEST,
+            None,
+            True,
+            marks=spec(_MESSAGES_1, _RESPONSES_4),
+        ),
+        _case(
+            {"jsonrpc": "1.0", "id": 1},
+            INVALID_REQUEST,
+            1,
+            True,
+            marks=spec(_MESSAGES_1, _RESPONSES_4),
+        ),
+        _case(
+            {"jsonrpc": "1.0", "id": 1, "result": {}},
+            INVALID_REQUEST,
+            1,
+            False,
+            marks=spec(_MESSAGES_1, _RESPONSES_4),
+        ),
         _case(
             {"jsonrpc": "1.0", "id": 1, "error": _GOOD_ERROR},
             INVALID_REQUEST,
             1,
             False,
-            _MESSAGES_1,
+            marks=spec(_MESSAGES_1, _RESPONSES_4),
         ),
-        _case({"jsonrpc": "1.0"}, INVALID_REQUEST, None, False, _MESSAGES_1),
+        _case(
+            {"jsonrpc": "1.0"}, INVALID_REQUEST, None, False, marks=spec(_MESSAGES_1, _RESPONSES_4)
+        ),
         # A request's id: a string or an integer, never null; answered with id null.
-        _case({**_PING, "id": None}, INVALID_REQUEST, None, True, _REQUESTS_2),
-        _case({**_PING, "id": True}, INVALID_REQUEST, None, True, _REQUESTS_1),
-        _case({**_PING, "id": 1.5}, INVALID_REQUEST, None, True, _REQUESTS_1),
-        _case({**_PING, "id": [1]}, INVALID_REQUEST, None, True, _REQUESTS_1),
+        _case(
+            {**_PING, "id": None},
+            INVALID_REQUEST,
+            None,
+            True,
+            marks=spec(_REQUESTS_2, _RESPONSES_4),
+        ),
+        _case(
+            {**_PING, "id": True},
+            INVALID_REQUEST,
+            None,
+            True,
+            marks=spec(_REQUESTS_1, _RESPONSES_4),
+        ),
+        _case(
+            {**_PING, "id": 1.5}, INVALID_REQUEST, None, True, marks=spec(_REQUESTS_1, _RESPONSES_4)
+        ),
+        _case(
+            {**_PING, "id": [1]}, INVALID_REQUEST, None, True, marks=spec(_REQUESTS_1, _RESPONSES_4)
+        ),
         # A notification is never answered, even when refused.
         _case(
             {"jsonrpc": "2.0", "method": "notifications/progress", "params": [1]},
             INVALID_PARAMS,
             None,
             False,
-            _NOTIFICATIONS_1,
+            marks=spec(_NOTIFICATIONS_1, _RESPONSES_4),
         ),
         _case(
             {"jsonrpc": "2.0", "method": "notifications/initialized", "params": "x"},
             INVALID_PARAMS,
             None,
             False,
-            _NOTIFICATIONS_1,
+            marks=spec(_NOTIFICATIONS_1, _RESPONSES_4),
         ),
         # A response: its id names one of our requests (string or integer) ...
         _case(
-            {"jsonrpc": "2.0", "id": None, "result": {}}, INVALID_REQUEST, None, False, _RESPONSES_1
+            {"jsonrpc": "2.0", "id": None, "result": {}},
+            INVALID_REQUEST,
+            None,
+            False,
+            marks=spec(_RESPONSES_1, _RESPONSES_4),
         ),
         _case(
-            {"jsonrpc": "2.0", "id": 1.5, "result": {}}, INVALID_REQUEST, None, False, _RESPONSES_1
+            {"jsonrpc": "2.0", "id": 1.5, "result": {}},
+            INVALID_REQUEST,
+            None,
+            False,
+            marks=spec(_RESPONSES_1, _RESPONSES_4),
         ),
         _case(
-            {"jsonrpc": "2.0", "id": True, "result": {}}, INVALID_REQUEST, None, False, _RESPONSES_1
+            {"jsonrpc": "2.0", "id": True, "result": {}},
+            INVALID_REQUEST,
+            None,
+            False,
+            marks=spec(_RESPONSES_1, _RESPONSES_4),
         ),
         # ... it has a result or an error ...
-        _case({"jsonrpc": "2.0", "id": 1}, INVALID_REQUEST, 1, True, _RESPONSES_2),
-        _case({"jsonrpc": "2.0"}, INVALID_REQUEST, None, False, _RESPONSES_2),
+        _case(
+            {"jsonrpc": "2.0", "id": 1},
+            INVALID_REQUEST,
+            1,
+            True,
+            marks=spec(_RESPONSES_2, _RESPONSES_4),
+        ),
+        _case(
+            {"jsonrpc": "2.0"}, INVALID_REQUEST, None, False, marks=spec(_RESPONSES_2, _RESPONSES_4)
+        ),
         # ... never both ...
         _case(
             {"jsonrpc": "2.0", "id": 1, "result": {}, "error": _GOOD_ERROR},
             INVALID_REQUEST,
             1,
             False,
-            _RESPONSES_3,
+            marks=spec(_RESPONSES_3, _RESPONSES_4),
         ),
         # ... and an error has an integer code and a string message.
-        _case({"jsonrpc": "2.0", "id": 1, "error": "x"}, INVALID_REQUEST, 1, False),
-        _case({"jsonrpc": "2.0", "id": 1, "error": {"code": 1}}, INVALID_REQUEST, 1, False),
-        _case({"jsonrpc": "2.0", "id": 1, "error": {"message": "m"}}, INVALID_REQUEST, 1, False),
+        _case(
+            {"jsonrpc": "2.0", "id": 1, "error": "x"},
+            INVALID_REQUEST,
+            1,
+            False,
+            marks=spec(_RESPONSES_4),
+        ),
+        _case(
+            {"jsonrpc": "2.0", "id": 1, "error": {"code": 1}},
+            INVALID_REQUEST,
+            1,
+            False,
+            marks=spec(_RESPONSES_4),
+        ),
+        _case(
+            {"jsonrpc": "2.0", "id": 1, "error": {"message": "m"}},
+            INVALID_REQUEST,
+            1,
+            False,
+            marks=spec(_RESPONSES_4),
+        ),
         _case(
             {"jsonrpc": "2.0", "id": "r", "error": {"code": 1, "message": 5}},
             INVALID_REQUEST,
             "r",
             False,
+            marks=spec(_RESPONSES_4),
         ),
         _case(
             {"jsonrpc": "2.0", "id": 1, "error": {"code": "1", "message": "m"}},
             INVALID_REQUEST,
             1,
             False,
-            _RESPONSES_5,
+            marks=spec(_RESPONSES_5, _RESPONSES_4),
         ),
         _case(
             {"jsonrpc": "2.0", "id": 1, "error": {"code": 1.5, "message": "m"}},
             INVALID_REQUEST,
             1,
             False,
-            _RESPONSES_5,
+            marks=spec(_RESPONSES_5, _RESPONSES_4),
         ),
     ],
 )

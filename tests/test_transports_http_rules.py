@@ -856,3 +856,17 @@ def test_a_refused_post_body_is_a_400_naming_its_rule() -> None:
         assert isinstance(err, HttpError)
         assert err.clause == f"{T}#sending-messages-to-the-server.4"
         assert out.get("id") == rid and out["error"]["code"] == INVALID_REQUEST
+
+
+@pytest.mark.spec(
+    f"{T}#sending-messages-to-the-server.3", f"{T}#listening-for-messages-from-the-server.2"
+)
+def test_a_missing_accept_type_is_a_406_naming_its_rule() -> None:
+    """A POST not listing both types, or a GET not listing text/event-stream, is refused
+    with 406 naming the clause it breaks (the POST rule or the GET rule)."""
+    post = check_accept(hdrs(accept="application/json"), b"POST")
+    assert isinstance(post, HttpError) and post.status == 406
+    assert post.clause == f"{T}#sending-messages-to-the-server.3"
+    get = check_accept(hdrs(accept="application/json"), b"GET")
+    assert isinstance(get, HttpError) and get.status == 406
+    assert get.clause == f"{T}#listening-for-messages-from-the-server.2"
