@@ -182,3 +182,45 @@ def test_two_released_batches_come_out_together_in_order() -> None:
     assert server.data_to_send() == (
         b'[{"jsonrpc":"2.0","id":1,"result":{}}]\n[{"jsonrpc":"2.0","id":3,"result":{}}]\n'
     )
+
+
+def test_connection_settings_and_their_defaults() -> None:
+    with pytest.raises(ValueError, match=r"^our_role must be CLIENT or SERVER$"):
+        Connection("client")  # type: ignore[arg-type]
+    conn = Connection(SERVER)
+    assert conn.their_role is CLIENT and conn.state is State.PRE_INIT
+    assert conn.max_message_bytes == 8 * 1024 * 1024
+    assert conn.max_requests_in_flight == 1024
+    assert conn.default_timeout is None and conn.newline_framing is True
+    assert conn.protocol_version is None and conn.requested_version is None
+    assert conn.capabilities == {CLIENT: None, SERVER: None}
+    assert conn.peer_info is None and conn.instructions is None
+
+
+def test_finished_ids_are_remembered_4096_deep_by_default() -> None:
+    client, server = initialized_pair()
+    for rid in range(1, 4097):
+        deliver(client.send(Request(id=rid, method="ping")), server)
+        deliver(server.send(Response(id=rid, result=t.EmptyResult())), client)
+    assert client.send(_cancel(1)) == b""  # answered, still remembered: nothing to cancel
+    deliver(client.send(Request(id=4097, method="ping")), server)
+    deliver(server.send(Response(id=4097, result=t.EmptyResult())), client)
+    with pytest.raises(LocalProtocolError, match="no such request"):
+        client.send(_cancel(1))  # forgotten now
+
+
+def test_completions_need_the_capability_only_from_2025_03_26() -> None:
+    params = t.CompleteRequestParams(
+        ref=t.PromptReference(name="p"),
+        argument=t.CompleteRequestParamsArgument(name="a", value="v"),
+    )
+    request = Request(id=1, method="completion/complete", params=params)
+    client, _ = initialized_pair(
+        "2024-11-05", server_caps=t.ServerCapabilities(prompts=t.ServerCapabilitiesPrompts())
+    )
+    assert client.send(request)
+    client, _ = initialized_pair(
+        "2025-03-26", server_caps=t.ServerCapabilities(prompts=t.ServerCapabilitiesPrompts())
+    )
+    with pytest.raises(LocalProtocolError, match="capability completions"):
+        client.send(request)
