@@ -224,3 +224,72 @@ def test_completions_need_the_capability_only_from_2025_03_26() -> None:
     )
     with pytest.raises(LocalProtocolError, match="capability completions"):
         client.send(request)
+
+
+def test_feeding_refusals_say_why() -> None:
+    conn = Connection(SERVER)
+    conn.receive_data(b"")
+    with pytest.raises(LocalProtocolError) as caught:
+        conn.receive_data(b"{}\n")
+    assert caught.value.message == "receive_data after end of input"
+    with pytest.raises(LocalProtocolError) as caught:
+        conn.receive_message(b"{}")
+    assert caught.value.message == "receive_message after end of input"
+    framed = Connection(SERVER, newline_framing=False)
+    with pytest.raises(LocalProtocolError) as caught:
+        framed.receive_data(b"{}\n")
+    assert caught.value.message == "this connection takes whole messages: receive_message"
+
+
+def test_at_most_1024_whole_messages_wait() -> None:
+    conn = Connection(SERVER, newline_framing=False)
+    for _ in range(1024):
+        conn.receive_message(b'{"jsonrpc":"2.0","method":"x"}')
+    with pytest.raises(LocalProtocolError) as caught:
+        conn.receive_message(b"{}")
+    assert caught.value.message == "too many queued messages; drain next_event() first"
+
+
+def test_whole_messages_up_to_the_limit_and_an_over_long_one_with_its_id() -> None:
+    ping = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+    conn = Connection(SERVER, newline_framing=False, max_message_bytes=len(ping))
+    conn.receive_message(ping)
+    assert conn.next_event().id == 1
+    conn.receive_message(ping.replace(b"1", b"22"))
+    with pytest.raises(RemoteProtocolError) as caught:
+        conn.next_event()
+    assert caught.value.event_hint is not None and caught.value.event_hint.id == 22
+    assert caught.value.message == f"message longer than {len(ping)} bytes"
+
+
+def test_a_cut_request_is_a_parse_error_answering_its_id() -> None:
+    server = Connection(SERVER)
+    server.receive_data(b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{\n')
+    with pytest.raises(RemoteProtocolError) as caught:
+        server.next_event()
+    err = caught.value
+    assert err.code == -32700 and err.message.startswith("parse error: ")
+    hint = err.event_hint
+    assert isinstance(hint, ErrorResponse)
+    assert (hint.id, hint.code, hint.message) == (5, -32700, err.message)
+
+
+def test_a_refusal_reply_is_remembered_64_deep_and_answers_no_request() -> None:
+    """A refused message may reuse the id of a request in flight; its reply must not
+    answer that request.  Replies not yet sent are remembered 64 deep (with at most
+    16 requests in flight), oldest forgotten first."""
+    client, server = initialized_pair(max_requests_in_flight=16)
+    deliver(client.send(Request(id=1, method="ping")), server)
+    replies = []
+    for rid in [1, *range(100, 163)]:  # 64 refusals, the first reusing id 1
+        server.receive_data(f'{{"jsonrpc":"2.0","id":{rid},"method":"no/such"}}\n'.encode())
+        with pytest.raises(RemoteProtocolError) as caught:
+            server.next_event()
+        replies.append(caught.value.event_hint)
+    server.send(replies[0])  # still remembered: it answers the refused message only
+    assert server.requests_in_flight() == ([], [1])
+    for rid in range(200, 300):  # far past the bound: the oldest are forgotten
+        server.receive_data(f'{{"jsonrpc":"2.0","id":{rid},"method":"no/such"}}\n'.encode())
+        with pytest.raises(RemoteProtocolError):
+            server.next_event()
+    assert server.requests_in_flight() == ([], [1])

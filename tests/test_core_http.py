@@ -31,6 +31,7 @@ from mcp_ref._http import (
     check_session,
     client_request_headers,
     endpoint_event,
+    error_response_body,
     get_session_id,
     make_event_id,
     new_session_id,
@@ -417,3 +418,15 @@ def test_http_limits_take_any_positive_value() -> None:
     with pytest.raises(ValueError) as caught:
         HttpLimits(max_sessions=0)
     assert str(caught.value) == "HttpLimits.max_sessions must be positive, not 0"
+
+
+def test_error_response_bodies_are_compact_utf_8() -> None:
+    assert error_response_body(-32600, "caf\u00e9: bad", id="r") == (
+        '{"jsonrpc":"2.0","id":"r","error":{"code":-32600,"message":"caf\u00e9: bad"}}'.encode()
+    )
+    with pytest.raises(LocalProtocolError) as caught:
+        error_response_body(True, "m")  # type: ignore[arg-type]
+    assert caught.value.message == "JSON-RPC error code must be an int, not True"
+    with pytest.raises(LocalProtocolError) as caught:
+        error_response_body(-1, "m", id=1.5)  # type: ignore[arg-type]
+    assert caught.value.message == "JSON-RPC id must be a str or int, not 1.5"

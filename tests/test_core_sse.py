@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from mcp_ref import LocalProtocolError
-from mcp_ref._sse import encode_comment, encode_data
+from mcp_ref._sse import NEED_DATA, SSEDecoder, SSEEvent, encode_comment, encode_data
 
 
 def test_blank_lines_inside_data_are_empty_data_lines() -> None:
@@ -44,3 +44,20 @@ def test_text_that_is_not_unicode_is_refused() -> None:
     assert caught.value.message == "SSE comment must not contain CR or LF: 'a\\rb'"
     assert encode_comment() == b":\n"
     assert encode_comment("keepalive") == b": keepalive\n"
+
+
+def test_the_decoder_refusals_say_why() -> None:
+    with pytest.raises(ValueError, match=r"^max_event_size must be positive$"):
+        SSEDecoder(max_event_size=0)
+    decoder = SSEDecoder()
+    decoder.receive_data(b"")
+    with pytest.raises(LocalProtocolError) as caught:
+        decoder.receive_data(b"data: x\n\n")
+    assert caught.value.message == "SSE data received after the end of the stream"
+
+
+def test_a_stream_may_start_with_a_blank_line() -> None:
+    decoder = SSEDecoder()
+    decoder.receive_data(b"\ndata: x\n\n")
+    assert decoder.next_event() == SSEEvent(data="x")
+    assert decoder.next_event() is NEED_DATA
