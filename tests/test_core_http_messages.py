@@ -12,7 +12,13 @@ import json
 from typing import Any
 
 from mcp_ref._http import HttpError, http_error
-from mcp_ref._http_messages import message_info, read_post_body, with_request_id
+from mcp_ref._http_messages import (
+    error_of,
+    message_info,
+    negotiated_version,
+    read_post_body,
+    with_request_id,
+)
 
 CLAUSE = "2025-06-18/basic/transports#sending-messages-to-the-server.4"
 
@@ -92,3 +98,32 @@ def test_with_request_id_rewrites_the_body_and_its_length() -> None:
     assert json.loads(with_request_id(base, 3, code=-32602).body)["error"]["code"] == -32602
     empty = http_error(405, "no", clause=None, body=False)
     assert with_request_id(empty, 1) is empty
+
+
+def test_error_of_reads_code_and_message() -> None:
+    body = b'{"jsonrpc":"2.0","error":{"code":-32600,"message":"bad","data":1}}'
+    assert error_of(body) == (-32600, "bad")
+    for bad in (
+        b"{",
+        b"[]",
+        b'{"error":"x"}',
+        b'{"error":{"code":"1","message":"m"}}',
+        b'{"error":{"code":1,"message":2}}',
+        b'{"result":{}}',
+    ):
+        assert error_of(bad) is None
+
+
+def test_negotiated_version_reads_an_initialize_result() -> None:
+    ok = b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":{}}}'
+    assert negotiated_version(ok) == "2025-06-18"
+    for bad in (
+        b"{",
+        b'{"jsonrpc":"2.0","id":0,"result":[]}',
+        b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":7}}',
+        b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025\\n"}}',
+        b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"caf\\u00e9"}}',
+        b'{"jsonrpc":"2.0","id":0,"error":{"code":1,"message":"m"}}',
+        b'{"jsonrpc":"2.0","method":"x","params":{"protocolVersion":"2025-06-18"}}',
+    ):
+        assert negotiated_version(bad) is None, bad
