@@ -18,12 +18,18 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
 from mcp_ref import types as t
-from mcp_ref._convert import ConversionError, _Compiler, structure, unstructure
+from mcp_ref._convert import (
+    ConversionError,
+    _Compiler,
+    structure,
+    unstructure,
+    unstructure_fn,
+)
 
 from ._spec import spec_dir
 
@@ -133,3 +139,83 @@ def test_a_fresh_compiler_on_containers_and_unions(
     assert str(caught.value) == str(cached.value)
     if message is not None:
         assert str(caught.value) == message
+
+
+def test_a_fresh_compiler_picks_the_closest_class_of_a_union() -> None:
+    """Unions without a distinct constant try the classes whose required keys are all
+    there, those leaving the fewest keys unknown first (then the most required keys)."""
+    compiler = _Compiler()
+    schema = compiler.structure_fn(t.PrimitiveSchemaDefinition)
+    legacy = {"type": "string", "enum": ["a"], "enumNames": ["A"]}
+    assert type(schema(legacy)) is t.LegacyTitledEnumSchema
+    assert type(schema({"type": "string", "enum": ["a"]})) is t.UntitledSingleSelectEnumSchema
+    assert type(schema({"type": "string", "format": "email"})) is t.StringSchema
+    assert type(schema({"type": "number", "minimum": 1})) is t.NumberSchema
+    assert type(schema({"type": "boolean"})) is t.BooleanSchema
+    results = compiler.structure_fn(t.ServerResult)
+    assert type(results({"tools": []})) is t.ListToolsResult
+    assert type(results({})) is t.Result
+    assert type(results({"tools": [], "zz": 1})) is t.ListToolsResult
+    params = compiler.structure_fn(t.ElicitRequestParams)
+    url = {"mode": "url", "message": "m", "url": "https://x.example", "elicitationId": "e"}
+    assert type(params(url)) is t.ElicitRequestURLParams
+    form = {"message": "m", "requestedSchema": {"type": "object", "properties": {}}}
+    assert type(params(form)) is t.ElicitRequestFormParams
+    # A constant of the wrong JSON type does not select its class: 1 is not "url".
+    with pytest.raises(ConversionError):
+        params({**url, "mode": 1})
+    # Nor does another string: no class fits, and the nearest one's complaint is told.
+    with pytest.raises(ConversionError) as caught:
+        params({**url, "mode": "form"})
+    assert str(caught.value) == (
+        'mode: expected "url", got "form" (closest of ElicitRequestURLParams, '
+        "ElicitRequestFormParams: ElicitRequestURLParams)"
+    )
+    with pytest.raises(ConversionError) as caught:
+        params({"message": "m"})
+    assert str(caught.value).startswith("requestedSchema: required field missing")
+    for bad, name in ((5, "integer"), ([], "array"), ("s", "string"), (None, "null")):
+        with pytest.raises(ConversionError) as caught:
+            schema(bad)
+        assert str(caught.value).startswith(f"expected object, got {name}")
+
+
+def test_a_class_never_seen_is_compiled_on_first_use() -> None:
+    import attrs
+
+    @attrs.frozen(kw_only=True)
+    class Fresh:
+        """A class defined here, so no converter has compiled it before."""
+
+        kind: Literal["fresh"] = "fresh"
+        count: int
+        label: str | None = None
+        items: list[t.TextContent] = attrs.field(factory=list)
+        meta: dict[str, Any] | None = None
+        extra: dict[str, Any] = attrs.field(factory=dict)
+
+    wire = {
+        "kind": "fresh",
+        "count": 2,
+        "items": [{"type": "text", "text": "x"}],
+        "_meta": {"m": 1},
+        "other": True,
+    }
+    obj = structure(copy.deepcopy(wire), Fresh)
+    assert obj == Fresh(
+        count=2, items=[t.TextContent(text="x")], meta={"m": 1}, extra={"other": True}
+    )
+    assert unstructure(obj) == wire
+    with pytest.raises(ConversionError) as caught:
+        structure({"kind": "fresh", "count": True}, Fresh)
+    assert str(caught.value).startswith("count: expected integer, got boolean")
+    with pytest.raises(ConversionError) as caught:
+        structure({"kind": "stale", "count": 1}, Fresh)
+    assert str(caught.value).startswith('kind: expected "fresh"')
+
+
+def test_unstructure_fn_is_the_compiled_function_for_classes() -> None:
+    fn = unstructure_fn(t.TextContent)
+    assert fn is not unstructure
+    assert fn(t.TextContent(text="x")) == {"type": "text", "text": "x"}
+    assert unstructure_fn(str) is unstructure
