@@ -293,3 +293,28 @@ def test_a_refusal_reply_is_remembered_64_deep_and_answers_no_request() -> None:
         with pytest.raises(RemoteProtocolError):
             server.next_event()
     assert server.requests_in_flight() == ([], [1])
+
+
+def test_an_over_long_message_without_a_readable_id_is_answered_with_null() -> None:
+    server = Connection(SERVER, max_message_bytes=32)
+    server.receive_data(
+        b'{"jsonrpc":"2.0","method":"notifications/x","params":{"a":"' + b"b" * 60 + b'"}}\n'
+    )
+    with pytest.raises(RemoteProtocolError) as caught:
+        server.next_event()
+    err = caught.value
+    assert (err.message, err.code) == ("message longer than 32 bytes", -32600)
+    hint = err.event_hint
+    assert isinstance(hint, ErrorResponse)
+    assert (hint.id, hint.code, hint.message) == (None, -32600, "message longer than 32 bytes")
+
+
+def test_a_dropped_over_long_response_is_an_internal_error() -> None:
+    client, _ = initialized_pair(max_message_bytes=400)
+    client.send(Request(id="q", method="tools/list"))
+    client.receive_data(
+        b'{"jsonrpc":"2.0","id":"q","result":{"tools":[' + b"{}," * 200 + b"{}]}}\n"
+    )
+    (ev,) = events(client)
+    assert isinstance(ev, ErrorResponse)
+    assert (ev.id, ev.code, ev.method) == ("q", -32603, "tools/list")
