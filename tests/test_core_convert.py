@@ -219,3 +219,20 @@ def test_unstructure_fn_is_the_compiled_function_for_classes() -> None:
     assert fn is not unstructure
     assert fn(t.TextContent(text="x")) == {"type": "text", "text": "x"}
     assert unstructure_fn(str) is unstructure
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("x" * 38, '"' + "x" * 38 + '"'),  # 40 characters with its quotes: shown whole
+        ("x" * 39, '"' + "x" * 36 + '..."'),  # 41: cut to 40
+        (None, "null"),
+        (1.5, "1.5"),
+        ([1], "array"),
+        ({"a": 1}, "object"),
+    ],
+)
+def test_a_wrong_constant_is_shown_short(value: Any, shown: str) -> None:
+    with pytest.raises(ConversionError) as caught:
+        structure({"type": value, "text": "a"}, t.TextContent)
+    assert str(caught.value) == f'type: expected "text", got {shown}'
