@@ -22,6 +22,7 @@ from mcp_ref import (
     Request,
     RequestTimeout,
     Response,
+    State,
 )
 from mcp_ref import types as t
 
@@ -151,3 +152,14 @@ def test_the_initialize_answer_names_a_version_we_support() -> None:
         lambda: server.send(Response(id=0, result=init_result(version="1999-01-01")))
     ) == ("cannot answer with unsupported version '1999-01-01'", -32600)
     server.send(Response(id=0, result=init_result(version="2025-11-25")))
+
+
+def test_an_error_answer_to_initialize_returns_the_server_to_pre_init() -> None:
+    client, server = Connection(CLIENT), Connection(SERVER)
+    deliver(client.send(init_request(rid=0)), server)
+    (ev,) = deliver(server.send(ErrorResponse(id=0, code=-32602, message="no")), client)
+    assert isinstance(ev, ErrorResponse) and ev.id == 0
+    assert server.state is State.PRE_INIT and client.state is State.PRE_INIT
+    # Both may start again.
+    (again,) = deliver(client.send(init_request(rid=1)), server)
+    assert isinstance(again, Request) and again.method == "initialize"
