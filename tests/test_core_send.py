@@ -7,6 +7,7 @@ Source: 2025-06-18/basic (requests, responses, notifications); 2025-06-18/basic/
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -163,3 +164,17 @@ def test_an_error_answer_to_initialize_returns_the_server_to_pre_init() -> None:
     # Both may start again.
     (again,) = deliver(client.send(init_request(rid=1)), server)
     assert isinstance(again, Request) and again.method == "initialize"
+
+
+def test_an_error_answer_carries_its_data_and_ends_the_request() -> None:
+    client, server = initialized_pair()
+    deliver(client.send(Request(id=4, method="ping")), server)
+    data = server.send(ErrorResponse(id=4, code=-32000, message="busy", data={"retry": 1}))
+    assert json.loads(data) == {
+        "jsonrpc": "2.0",
+        "id": 4,
+        "error": {"code": -32000, "message": "busy", "data": {"retry": 1}},
+    }
+    assert server.requests_in_flight() == ([], [])
+    (ev,) = deliver(data, client)
+    assert isinstance(ev, ErrorResponse) and ev.data == {"retry": 1}
