@@ -580,3 +580,38 @@ def test_a_notification_is_delivered_or_refused_never_answered() -> None:
     for params in ([1], "x", 5, True):
         err = refused(client, json.dumps({**line, "params": params}).encode())
         assert err.code == INVALID_PARAMS and err.event_hint is None
+
+
+# ---------------------------------------------------------------------------------------
+# Issue 13: the HTTP server's own batch check (mcp_ref/trio/_http_server_answers.py).
+
+
+@spec(_MESSAGES_1)
+async def test_the_http_server_refuses_batches_from_2025_06_18_with_a_json_rpc_error() -> None:
+    """JSON-RPC batches left the protocol in 2025-06-18: the HTTP server answers a batch
+    POSTed in a 2025-06-18 session 400 with a JSON-RPC 2.0 error body (-32600, a
+    string message), and still answers the same batch in a 2025-03-26 session."""
+    import trio
+
+    from mcp_ref.server import Server
+    from mcp_ref.trio._http_server import open_http_server
+
+    from ._http_raw import RawConnection, open_session, request_body
+
+    batch = b"[" + request_body(2, "ping") + b"," + request_body(3, "ping") + b"]"
+    with trio.fail_after(10):
+        async with open_http_server(Server("batch-test", "1"), json_response=True) as info:
+            sid, _ = await open_session(info.port, version="2025-06-18")
+            conn = await RawConnection.open(info.port)
+            ans = await conn.request("POST", body=batch, session_id=sid, version="2025-06-18")
+            assert ans.status == 400
+            assert ans.headers["content-type"] == "application/json"
+            body = json.loads(await ans.body())
+            assert set(body) == {"jsonrpc", "error"} and body["jsonrpc"] == "2.0"
+            assert body["error"]["code"] == INVALID_REQUEST
+            assert "2025-06-18" in body["error"]["message"]
+            old, _ = await open_session(info.port, version="2025-03-26")
+            ans = await conn.request("POST", body=batch, session_id=old, version="2025-03-26")
+            assert ans.status == 200
+            assert sorted(m["id"] for m in await ans.json()) == [2, 3]
+            await conn.aclose()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 
@@ -219,3 +220,88 @@ def test_the_blocking_client_gives_up_without_cancelling_initialize() -> None:
         assert sent["params"]["requestId"] == 3
     finally:
         pipes.close()
+
+
+@spec("2025-06-18/basic/utilities/cancellation#behavior-requirements.1")
+async def test_a_caller_cancelled_request_is_cancelled_by_its_own_id_and_route() -> None:
+    """When the caller of the trio session's ``send_request`` stops waiting, the
+    ``notifications/cancelled`` references the request it had issued (its id) and
+    travels with it: the same ``related_request_id`` (the HTTP stream of the incoming
+    request it belongs to), so the peer gets it where the request went."""
+    import trio
+
+    from mcp_ref import SERVER
+    from mcp_ref.trio import memory_channel_pair, open_session
+
+    from .test_trio_session import INIT, ServerHandler
+
+    class Routed:
+        """The server's channel, keeping each message sent with its related id."""
+
+        def __init__(self, inner: object) -> None:
+            self.inner = inner
+            self.framing = "messages"
+            self.sent: list[tuple[dict[str, object], object]] = []
+
+        async def receive(self) -> bytes:
+            data: bytes = await self.inner.receive()  # type: ignore[attr-defined]
+            return data
+
+        async def send(self, data: bytes, *, related_request_id: object = None) -> None:
+            self.sent.append((json.loads(data), related_request_id))
+            await self.inner.send(data, related_request_id=related_request_id)  # type: ignore[attr-defined]
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()  # type: ignore[attr-defined]
+
+    peer, server_end = memory_channel_pair()
+    routed = Routed(server_end)
+    with trio.fail_after(10):
+        async with open_session(routed, SERVER, ServerHandler()) as session:
+            await peer.send(json.dumps(INIT).encode())
+            assert json.loads(await peer.receive())["id"] == "init"
+            await peer.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(
+                    functools.partial(session.send_request, "ping", related_request_id="call-7")
+                )
+                ping = json.loads(await peer.receive())
+                assert ping["method"] == "ping"
+                nursery.cancel_scope.cancel()
+            note = json.loads(await peer.receive())
+            await peer.aclose()
+    assert note["method"] == "notifications/cancelled"
+    assert note["params"]["requestId"] == ping["id"]
+    assert (note, "call-7") in routed.sent and (ping, "call-7") in routed.sent
+
+
+@spec("2025-06-18/basic/utilities/cancellation#behavior-requirements.2")
+def test_the_asyncio_client_gives_up_without_cancelling_initialize() -> None:
+    """When the asyncio client stops waiting, it cancels the request it gave up on,
+    unless that request is initialize (or the connection is closed)."""
+    from mcp_ref import CLIENT, Connection
+    from mcp_ref.asyncio._client import ClientSession
+
+    from ._pair import init_request
+
+    class Recording(ClientSession):
+        def __init__(self, connection: Connection) -> None:
+            super().__init__(connection)
+            self.written: list[bytes] = []
+
+        def _transmit_soon(self, data: bytes) -> None:
+            if data:
+                self.written.append(data)
+
+    conn = Connection(CLIENT)
+    conn.send(init_request())
+    session = Recording(conn)
+    session._give_up(0, "initialize")
+    assert session.written == []
+    client, _ = initialized_pair()
+    session.connection = client
+    client.send(Request(id=3, method="ping"))
+    session._give_up(3, "ping")
+    (sent,) = [json.loads(data) for data in session.written]
+    assert sent["method"] == "notifications/cancelled"
+    assert sent["params"]["requestId"] == 3

@@ -484,3 +484,41 @@ async def test_roots_are_checked_before_they_are_exposed() -> None:
             with pytest.raises(McpError) as exc:
                 await server.send_request("roots/list")
             assert exc.value.code == INTERNAL_ERROR
+
+
+# ---------------------------------------------------------------------------------------
+# Issue 13: each clause's tests kill the mutants of its lines.
+
+
+@spec("2025-06-18/basic/lifecycle#version-negotiation.7")
+async def test_every_http_request_after_initialize_carries_the_protocol_version() -> None:
+    """Over HTTP, every request after ``initialize`` carries ``MCP-Protocol-Version``
+    with the negotiated version, including the GET that resumes a closed stream (made
+    with its ``Last-Event-ID``, the request whose headers are built afresh)."""
+    from mcp_ref._sse import SSEEvent
+    from mcp_ref.client import open_http_client
+
+    from .test_transports_http_client import Reply, Req, _standard, fake_server, text_result
+
+    pending: list[Any] = []
+
+    async def script(req: Req, reply: Reply) -> None:
+        if req.method == "GET" and "last-event-id" in req.headers:
+            result = text_result(pending[0], "resumed")
+            await reply.sse([SSEEvent(data=json.dumps(result), id="e2")])
+        elif req.method == "POST" and req.json.get("method") == "tools/call":
+            pending.append(req.json["id"])
+            await reply.sse([SSEEvent(data="", id="e1", retry=10)])
+        elif not await _standard(req, reply):
+            await reply.status(500)
+
+    with trio.fail_after(LIMIT):
+        async with fake_server(script) as (url, fake), open_http_client(url) as client:
+            result = await client.call_tool("x")
+            assert result.content[0].text == "resumed"  # type: ignore[union-attr]
+            version = client.protocol_version
+    init, *rest = fake.requests
+    assert "mcp-protocol-version" not in init.headers
+    assert rest and all(r.headers["mcp-protocol-version"] == version for r in rest)
+    (resume,) = [r for r in rest if r.method == "GET" and "last-event-id" in r.headers]
+    assert resume.headers["last-event-id"] == "e1"

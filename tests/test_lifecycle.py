@@ -282,3 +282,114 @@ def test_end_of_input_closes_after_answering_what_was_accepted() -> None:
     assert server.state is State.CLOSED
     with pytest.raises(LocalProtocolError, match="closed"):
         server.send(Notification(method="notifications/tools/list_changed"))
+
+
+# ---------------------------------------------------------------------------------------
+# Issue 13: the high-level server and client honour the lifecycle rules (each clause's
+# tests kill the mutants of the driver lines it tags).
+
+
+async def _initialize_raw(server: object, version: str) -> dict[str, object]:
+    """Serve ``server`` (a ``mcp_ref.server.Server``) in memory, send it a raw
+    ``initialize`` asking for ``version``, and return the ``result`` it answers."""
+    import trio
+
+    from mcp_ref.trio import memory_channel_pair
+
+    client_end, server_end = memory_channel_pair()
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(server.serve, server_end)  # type: ignore[attr-defined]
+            await client_end.send(
+                json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 1,
+                        "method": "initialize",
+                        "params": {
+                            "protocolVersion": version,
+                            "capabilities": {},
+                            "clientInfo": {"name": "raw", "version": "0"},
+                        },
+                    }
+                ).encode()
+            )
+            reply = json.loads(await client_end.receive())
+            await client_end.aclose()
+    assert reply["id"] == 1, reply
+    result: dict[str, object] = reply["result"]
+    return result
+
+
+@spec("2025-06-18/basic/lifecycle#initialization.3")
+async def test_the_server_answers_initialize_with_its_capabilities_and_information() -> None:
+    """``mcp_ref.server.Server`` answers ``initialize`` with the version, the
+    capabilities of what it serves, its own ``serverInfo`` and its instructions."""
+    from mcp_ref.server import Server
+
+    server = Server("lifecycle-srv", "2.5", instructions="call echo first", logging=False)
+
+    @server.tool()
+    async def echo(text: str) -> str:
+        return text
+
+    result = await _initialize_raw(server, "2025-06-18")
+    assert result == {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {"tools": {"listChanged": True}},
+        "serverInfo": {"name": "lifecycle-srv", "version": "2.5"},
+        "instructions": "call echo first",
+    }
+
+
+@spec("2025-06-18/basic/lifecycle#version-negotiation.4")
+async def test_the_server_answers_an_unsupported_version_with_one_it_supports() -> None:
+    """An unsupported version is answered with the latest the server supports; a
+    supported one (the contrast) is answered unchanged, so the answer depends on what
+    the client asked."""
+    from mcp_ref import LATEST_PROTOCOL_VERSION, SUPPORTED_VERSIONS
+    from mcp_ref.server import Server
+
+    server = Server("lifecycle-srv", "2.5")
+    result = await _initialize_raw(server, "1999-01-01")
+    assert result["protocolVersion"] == LATEST_PROTOCOL_VERSION
+    older = min(SUPPORTED_VERSIONS)
+    assert older != LATEST_PROTOCOL_VERSION
+    assert (await _initialize_raw(server, older))["protocolVersion"] == older
+
+
+@spec("2025-06-18/basic/lifecycle#initialization.2")
+async def test_the_client_initiates_with_initialize_and_waits_no_longer_than_asked(
+    autojump_clock: object,
+) -> None:
+    """``open_client`` starts the phase with an ``initialize`` request holding the
+    version, the capabilities and ``clientInfo``, and waits for its answer for
+    ``initialize_timeout`` (5 s here), not the session's default 60 s."""
+    import trio
+    import trio.testing
+
+    from mcp_ref import RequestTimeout
+    from mcp_ref.client import NoAnswerError, open_client
+    from mcp_ref.trio import StreamChannel
+
+    from .test_trio_session import RawPeer
+
+    with trio.fail_after(1000):
+        a, b = trio.testing.memory_stream_pair()
+        peer = RawPeer(b)
+        start = trio.current_time()
+        with pytest.raises(NoAnswerError):
+            async with open_client(
+                StreamChannel(a),
+                protocol_version="2025-06-18",
+                client_info=t.Implementation(name="cli", version="3"),
+                timeout=RequestTimeout(seconds=60),
+                initialize_timeout=RequestTimeout(seconds=5),
+            ):
+                raise AssertionError("must not get here")
+        assert trio.current_time() - start == 5
+        first = await peer.receive()
+    assert first["method"] == "initialize"
+    assert first["params"]["protocolVersion"] == "2025-06-18"
+    assert first["params"]["capabilities"] == {}
+    assert first["params"]["clientInfo"] == {"name": "cli", "version": "3"}

@@ -190,3 +190,83 @@ def test_a_repeated_progress_value_is_dropped() -> None:
     assert isinstance(ev, ProgressDropped) and ev.progress_token == "t"
     (ev,) = deliver(server.send(progress("t", 1.5)), client)
     assert isinstance(ev, Progress) and ev.progress == 1.5
+
+
+# ---------------------------------------------------------------------------------------
+# Issue 13: the trio session's own progress tokens (mcp_ref/trio/_session.py).
+
+
+@spec("2025-06-18/basic/utilities/progress#progress-flow.2")
+async def test_the_trio_session_gives_each_active_request_its_own_progress_token() -> None:
+    """Two requests in flight at once, each with an ``on_progress`` callback: each
+    carries ``_meta.progressToken``, the two tokens differ, and progress sent with one
+    token reaches only that request's callback."""
+    import trio
+
+    from mcp_ref import CLIENT
+    from mcp_ref.trio import memory_channel_pair, open_session
+
+    from .test_trio_session import ClientHandler
+
+    init_result = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {"tools": {}},
+        "serverInfo": {"name": "raw", "version": "0"},
+    }
+    seen: dict[str, list[float]] = {"a": [], "b": []}
+    client_end, peer = memory_channel_pair()
+    with trio.fail_after(10):
+        async with open_session(client_end, CLIENT, ClientHandler()) as session:
+            async with trio.open_nursery() as nursery:
+
+                async def init() -> None:
+                    await session.send_request(
+                        "initialize",
+                        t.InitializeRequestParams(
+                            protocol_version="2025-06-18",
+                            capabilities=t.ClientCapabilities(),
+                            client_info=t.Implementation(name="c", version="1"),
+                        ),
+                    )
+
+                nursery.start_soon(init)
+                req = json.loads(await peer.receive())
+                await peer.send(
+                    json.dumps({"jsonrpc": "2.0", "id": req["id"], "result": init_result}).encode()
+                )
+            await session.send_notification("notifications/initialized")
+            assert json.loads(await peer.receive())["method"] == "notifications/initialized"
+            results: dict[str, object] = {}
+
+            async def call(name: str) -> None:
+                results[name] = await session.send_request(
+                    "tools/call",
+                    t.CallToolRequestParams(name=name),
+                    on_progress=lambda p: seen[name].append(p.progress),
+                )
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(call, "a")
+                first = json.loads(await peer.receive())
+                nursery.start_soon(call, "b")
+                second = json.loads(await peer.receive())
+                calls = {m["params"]["name"]: m for m in (first, second)}
+                tokens = {n: m["params"]["_meta"]["progressToken"] for n, m in calls.items()}
+                assert tokens["a"] != tokens["b"]
+                for name, value in (("b", 5), ("a", 1), ("b", 6)):
+                    note = {"progressToken": tokens[name], "progress": value}
+                    await peer.send(
+                        json.dumps(
+                            {"jsonrpc": "2.0", "method": "notifications/progress", "params": note}
+                        ).encode()
+                    )
+                for name in ("a", "b"):
+                    answer = {"content": [{"type": "text", "text": name}]}
+                    await peer.send(
+                        json.dumps(
+                            {"jsonrpc": "2.0", "id": calls[name]["id"], "result": answer}
+                        ).encode()
+                    )
+            await peer.aclose()
+    assert seen == {"a": [1], "b": [5, 6]}
+    assert sorted(results) == ["a", "b"]

@@ -271,3 +271,50 @@ def test_completion_registration_errors() -> None:
         make_completion(prompt="p", argument="a", fn=lambda query: [])
     with pytest.raises(TypeError, match="strings"):
         completion_of([1, 2])
+
+
+# Issue 13: each clause's tests kill the mutants of its lines.
+
+
+@spec("2025-06-18/server/utilities/completion#capabilities.1")
+async def test_a_server_declaring_completions_declares_them_before_any_is_registered() -> None:
+    with trio.fail_after(5):
+        async with connect(Server("c", "1", declare=("completions",))) as client:
+            assert client.init.capabilities.completions == {}
+        async with connect(Server("c", "1", declare=("tools",))) as client:
+            assert client.init.capabilities.completions is None
+
+
+@spec("2025-06-18/server/utilities/logging#capabilities.1")
+async def test_log_messages_are_sent_exactly_when_logging_was_declared() -> None:
+    """A server declaring ``logging`` sends the message (and the client gets it); one
+    that did not declare it sends none."""
+    with trio.fail_after(5):
+        async with connect(logging_server()) as client:
+            assert client.init.capabilities.logging == {}
+            assert await emitted(client, ["error"]) == [True]
+            (note,) = await client.wait_for("notifications/message")
+            assert (note.level, note.data) == ("error", "at error")
+        async with connect(logging_server(logging=False)) as client:
+            assert await emitted(client, ["error"]) == [False]
+
+
+@spec("2025-06-18/server/utilities/completion#security.1")
+async def test_completion_input_bounds_are_inclusive() -> None:
+    """A value of exactly ``MAX_COMPLETION_INPUT`` characters and a context of exactly
+    64 arguments are completed; one character or one argument more is refused -32602."""
+    order = t.PromptReference(name="order")
+    full = {f"a{i}": "x" for i in range(64)}
+    with trio.fail_after(5):
+        async with connect(completion_server()) as client:
+            got = await complete(client, order, "food", "s" * MAX_COMPLETION_INPUT)
+            assert got.values == []
+            got = await complete(client, order, "food", "s", full)
+            assert got.values == ["Steak", "Salad", "soup"]
+            for value, context in (
+                ("s" * (MAX_COMPLETION_INPUT + 1), None),
+                ("s", {**full, "a64": "x"}),
+            ):
+                with pytest.raises(McpError) as info:
+                    await complete(client, order, "food", value, context)
+                assert info.value.code == INVALID_PARAMS

@@ -203,3 +203,32 @@ def test_duplicate_prompts_are_refused() -> None:
     server = make_server()
     with pytest.raises(ValueError, match="already registered"):
         server.add_prompt(lambda: "", name="simple")
+
+
+# Issue 13: each clause's tests kill the mutants of its lines.
+
+
+@spec("2025-06-18/server/prompts#embedded-resources.1")
+def test_an_embedded_blob_always_carries_a_mime_type() -> None:
+    """Bytes embedded without a MIME type still say one (application/octet-stream);
+    one given is kept."""
+    plain = embedded("test://raw", b"\x00\x01")
+    assert isinstance(plain.resource, t.BlobResourceContents)
+    assert plain.resource.mime_type == "application/octet-stream"
+    png = embedded("test://img", b"\x89PNG", "image/png")
+    assert isinstance(png.resource, t.BlobResourceContents)
+    assert png.resource.mime_type == "image/png"
+    assert base64.b64decode(png.resource.blob, validate=True) == b"\x89PNG"
+
+
+@spec("2025-06-18/server/prompts#capabilities.1")
+async def test_a_server_declaring_prompts_declares_them_before_any_is_registered() -> None:
+    """``declare=("prompts",)``: a server that will serve prompts declares the
+    capability even while none is registered yet; one that does not, does not."""
+    with trio.fail_after(5):
+        async with connect(Server("p", "1", declare=("prompts",))) as client:
+            assert client.init.capabilities.prompts == t.ServerCapabilitiesPrompts(
+                list_changed=True
+            )
+        async with connect(Server("p", "1", declare=("tools",))) as client:
+            assert client.init.capabilities.prompts is None

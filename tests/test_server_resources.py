@@ -285,3 +285,19 @@ async def test_list_changed_when_resources_or_templates_change() -> None:
             await client.wait_for("notifications/resources/list_changed", 3)
             uris = [r.uri for r in (await client.request("resources/list")).resources]
     assert "test://late" not in uris
+
+
+# Issue 13: each clause's tests kill the mutants of its lines.
+
+
+@spec("2025-06-18/server/resources#capabilities.1")
+async def test_a_server_declaring_resources_declares_them_before_any_is_registered() -> None:
+    """``declare=("resources",)``: the capability is declared even while no resource
+    or template is registered yet; a server declaring only tools does not."""
+    with trio.fail_after(5):
+        async with connect(Server("r", "1", declare=("resources",))) as client:
+            assert client.init.capabilities.resources == t.ServerCapabilitiesResources(
+                subscribe=True, list_changed=True
+            )
+        async with connect(Server("r", "1", declare=("tools",))) as client:
+            assert client.init.capabilities.resources is None

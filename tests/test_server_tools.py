@@ -817,3 +817,33 @@ async def test_context_progress_is_rate_limited(autojump_clock: trio.testing.Moc
             )
     assert sent == [True, False, False, True, True]
     assert [p.progress for p in progress] == [1, 4, 5]
+
+
+# Issue 13: each clause's tests kill the mutants of its lines.
+
+
+@spec("2025-06-18/server/tools#security-considerations.1")
+async def test_tool_calls_are_rate_limited_per_session(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """``rate_limits={"tools/call": ...}``: a session gets its burst of calls, the next
+    is refused -32603 naming tools/call with ``retryAfter``, another session still has
+    its own burst, and the bucket refills with time."""
+
+    async def ping() -> str:  # async: a worker thread would let the clock jump
+        """Answer pong."""
+        return "pong"
+
+    server = server_with(ping, rate_limits={"tools/call": RateLimit(per_second=1, burst=2)})
+    with trio.fail_after(100):
+        async with connect(server) as a, connect(server) as b:
+            for _ in range(2):
+                assert not (await a.call_tool("ping")).is_error
+            with pytest.raises(McpError) as info:
+                await a.call_tool("ping")
+            assert info.value.code == INTERNAL_ERROR
+            assert "rate limit exceeded for tools/call" in info.value.message
+            assert isinstance(info.value.data, dict) and info.value.data["retryAfter"] > 0
+            assert not (await b.call_tool("ping")).is_error
+            autojump_clock.jump(info.value.data["retryAfter"])  # a token is back
+            assert not (await a.call_tool("ping")).is_error

@@ -215,23 +215,26 @@ class Client:
         2025-06-18/client/elicitation#capabilities.1, 2025-06-18/client/roots#capabilities.1.
         """
         return t.ClientCapabilities(
-            # Spec: 2025-06-18/client/sampling#capabilities.1
-            # "Clients that support sampling MUST declare the `sampling` capability during
-            # initialization:"
+            # A capability for each handler given; the initialize request declares them
+            # (the sampling, elicitation and roots capabilities.1 tags are in _initialize:
+            # a tag inside this expression would cover the next statement, not this one).
             sampling=t.ClientCapabilitiesSampling() if self._sampling_handler else None,
-            # Spec: 2025-06-18/client/elicitation#capabilities.1
-            # "Clients that support elicitation MUST declare the `elicitation` capability during
-            # initialization:"
             elicitation=t.ClientCapabilitiesElicitation() if self._elicitation_handler else None,
-            # Spec: 2025-06-18/client/roots#capabilities.1
-            # "Clients that support roots MUST declare the `roots` capability during
-            # initialization:"
             roots=t.ClientCapabilitiesRoots(list_changed=True) if self._roots is not None else None,
         )
 
     async def _initialize(
         self, client_info: t.Implementation, protocol_version: str, timeout: TimeoutArg
     ) -> None:
+        # Spec: 2025-06-18/client/sampling#capabilities.1
+        # "Clients that support sampling MUST declare the `sampling` capability during
+        # initialization:"
+        # Spec: 2025-06-18/client/elicitation#capabilities.1
+        # "Clients that support elicitation MUST declare the `elicitation` capability during
+        # initialization:"
+        # Spec: 2025-06-18/client/roots#capabilities.1
+        # "Clients that support roots MUST declare the `roots` capability during
+        # initialization:"
         params = t.InitializeRequestParams(
             protocol_version=protocol_version,
             capabilities=self.client_capabilities,
