@@ -151,6 +151,10 @@ def test_batch_refusals() -> None:
     assert (err.message, _reply(err)) == ("empty batch", (None, -32600, "empty batch"))
     err = _refused(server, "[" + ",".join(_req(i, "ping") for i in range(3)) + "]")
     assert (err.message, _reply(err)) == ("batch too large", (None, -32600, "batch too large"))
+    assert err.code == -32600
+    # As many items as requests may be in flight: accepted.
+    server.receive_data(("[" + ",".join(_req(i, "ping") for i in (7, 8)) + "]\n").encode())
+    assert [e.id for e in (server.next_event(), server.next_event())] == [7, 8]
 
 
 def test_an_unsupported_version_in_the_initialize_answer_closes_the_connection() -> None:
