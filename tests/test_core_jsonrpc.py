@@ -198,6 +198,8 @@ def test_decode_takes_whitespace_around_one_value() -> None:
         (b'{"method"', (None, False)),
         (b'{"method":"m","id":[' + b"[" * 50_000, (None, True)),
         (b'{"x":1, "id":"\xff"}', ("\ufffd", False)),
+        (b'X{"id":1,', (None, False)),  # only whitespace may come before the object
+        (b' \t\r\n{"id":1,', (1, False)),
     ],
 )
 def test_peek_reads_the_top_level_id(prefix: bytes, expected: tuple[Any, bool]) -> None:

@@ -183,3 +183,11 @@ def test_an_invalid_result_fails_its_request() -> None:
         ev.message == "invalid result from peer for tools/list: tools: expected array, got integer"
     )
     assert ev.data == {"result": {"tools": 3}}
+
+
+def test_a_batch_item_that_makes_no_event_does_not_stop_the_others() -> None:
+    client, server = initialized_pair("2025-03-26")
+    cancel_unknown = _note("notifications/cancelled", '{"requestId":99}')
+    server.receive_data(("[" + cancel_unknown + "," + _req(1, "ping") + "]\n").encode())
+    event = server.next_event()
+    assert isinstance(event, Request) and event.id == 1
