@@ -731,3 +731,117 @@ async def test_stateless_mode_with_sse_answers() -> None:
             assert [m.get("params", {}).get("data") for m in messages[:-1]] == ["related s"]
             assert messages[-1]["id"] == 2
             await conn.aclose()
+
+
+# -- appended: requests caught by the end of their session --------------------------------
+
+
+@pytest.mark.spec(T + "session-management.6")
+async def test_a_request_in_progress_when_the_session_ends_is_answered_404(
+    clock: trio.testing.MockClock,
+) -> None:
+    """The session is terminated (DELETE) while a POST waits for its JSON answer: that
+    request, which carries the ended session's id, is answered 404 with a JSON-RPC error
+    body for its id; the session's handler, which never ends by itself, is cancelled
+    after the grace (5 s), so the server can stop."""
+    started = trio.Event()
+    server = Server("gone-test", "1.0")
+
+    @server.tool()
+    async def wait() -> str:
+        started.set()
+        await trio.sleep_forever()
+        return "never"
+
+    got: dict[str, Any] = {}
+    with trio.fail_after(TIMEOUT + 6):  # the mock clock skips 5 s
+        async with open_http_server(server, json_response=True) as info:
+            sid, _ = await open_session(info.port)
+            conn = await RawConnection.open(info.port)
+
+            async def post() -> None:
+                ans = await conn.request("POST", body=call(2, "wait"), session_id=sid)
+                got["status"], got["type"] = ans.status, ans.content_type
+                got["body"] = await ans.json()
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(post)
+                await started.wait()
+                # The DELETE is answered once the session is over: its handler does
+                # not end by itself, so the clock skips the 5 s grace before the cancel.
+                clock.autojump_threshold = 0.1
+                assert (await _status(info, "DELETE", session_id=sid))[0] == 200
+            await conn.aclose()
+    assert got["status"] == 404
+    assert got["type"] == "application/json"
+    body = got["body"]
+    assert body["jsonrpc"] == "2.0" and body["id"] == 2
+    assert isinstance(body["error"]["code"], int)
+    assert isinstance(body["error"]["message"], str) and body["error"]["message"]
+
+
+@pytest.mark.spec(T + "sending-messages-to-the-server.4")
+async def test_a_batch_body_is_not_a_single_message_from_2025_06_18() -> None:
+    """A POST body holding a batch is refused in a 2025-06-18 session: 400 with a -32600
+    error body, and neither request in it is answered."""
+    with trio.fail_after(TIMEOUT):
+        async with serve() as (info, _):
+            sid, _ = await open_session(info.port, version="2025-06-18")
+            batch = b"[" + request_body(2, "ping") + b"," + request_body(3, "ping") + b"]"
+            status, body = await _status(info, "POST", body=batch, session_id=sid)
+            assert status == 400
+            assert body["error"]["code"] == -32600
+            assert "result" not in body and body.get("id") is None
+
+
+@pytest.mark.spec(T + "listening-for-messages-from-the-server.3")
+async def test_a_get_is_answered_with_an_sse_stream_or_405() -> None:
+    """A GET accepting text/event-stream (and nothing else) gets the session's SSE
+    stream when the server offers one; when it does not, 405 with an Allow header naming
+    the methods it does serve.  The stream answers the GET that lists text/event-stream
+    (#listening-for-messages-from-the-server.2): one that does not is refused with 406,
+    never sent a stream it did not ask for."""
+    with trio.fail_after(TIMEOUT):
+        async with serve() as (info, _):
+            sid, _ = await open_session(info.port)
+            conn = await RawConnection.open(info.port)
+            ans = await conn.request("GET", session_id=sid, accept="text/event-stream")
+            assert ans.status == 200
+            assert ans.content_type == "text/event-stream"
+            await conn.aclose()
+            status, _ = await _status(info, "GET", session_id=sid, accept="application/json")
+            assert status == 406
+        async with serve(enable_get_stream=False) as (info, _):
+            sid, _ = await open_session(info.port)
+            conn = await RawConnection.open(info.port)
+            ans = await conn.request("GET", session_id=sid, accept="text/event-stream")
+            assert ans.status == 405
+            assert ans.headers["allow"] == "POST, DELETE"
+            await ans.body()
+            await conn.aclose()
+        async with serve(stateless=True) as (info, _):
+            conn = await RawConnection.open(info.port)
+            ans = await conn.request("GET", accept="text/event-stream")
+            assert ans.status == 405
+            assert ans.headers["allow"] == "POST"
+            await ans.body()
+            await conn.aclose()
+
+
+@pytest.mark.spec(T + "sending-messages-to-the-server.5")
+async def test_a_202_says_it_has_no_body() -> None:
+    """An accepted notification or response is answered 202 whose head says there is no
+    body (Content-Length: 0, no Content-Type, not chunked), and none follows."""
+    with trio.fail_after(TIMEOUT):
+        async with serve() as (info, _):
+            sid, _ = await open_session(info.port)
+            conn = await RawConnection.open(info.port)
+            response = json.dumps({"jsonrpc": "2.0", "id": 99, "result": {}}).encode()
+            for body in (notification_body("notifications/roots/list_changed"), response):
+                ans = await conn.request("POST", body=body, session_id=sid)
+                assert ans.status == 202
+                assert ans.headers.get("content-length") == "0"
+                assert "content-type" not in ans.headers
+                assert "transfer-encoding" not in ans.headers
+                assert await ans.body() == b""
+            await conn.aclose()

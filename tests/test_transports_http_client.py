@@ -433,3 +433,80 @@ async def test_requests_past_the_bound_fail_at_once_and_never_block_sends() -> N
                 with pytest.raises(McpError, match="more than 1 requests"):
                     await client.call_tool("echo", {"text": "x"})
                 nursery.cancel_scope.cancel()
+
+
+# -- appended: what each POST body holds, and the headers of a resumption -------------------
+
+
+def _message_kind(obj: Any) -> str:
+    """The kind of one JSON-RPC 2.0 message object: request, notification or response."""
+    assert isinstance(obj, dict) and obj.get("jsonrpc") == "2.0", obj
+    if "method" in obj:
+        return "request" if "id" in obj else "notification"
+    assert "id" in obj and ("result" in obj) != ("error" in obj), obj
+    return "response"
+
+
+@pytest.mark.spec(T + "sending-messages-to-the-server.4")
+async def test_every_post_body_is_one_request_notification_or_response() -> None:
+    """The client POSTs a request, notifications and a response (its answer to the
+    server's ping, sent on the call's SSE stream): each body is exactly one JSON-RPC
+    message object, never a batch, and each goes by POST to the endpoint."""
+    answered = trio.Event()
+
+    async def script(req: Req, reply: Reply) -> None:
+        if req.method == "POST" and "method" not in req.json:
+            answered.set()  # the client's answer to our ping
+            await reply.status(202)
+        elif req.method == "POST" and req.json.get("method") == "tools/call":
+            ping = {"jsonrpc": "2.0", "id": "srv-1", "method": "ping"}
+            await reply.sse([SSEEvent(data=json.dumps(ping))], end=False)
+            await answered.wait()
+            done = SSEEvent(data=json.dumps(text_result(req.json["id"], "ok")))
+            await reply._send(h11.Data(data=encode_event(done)))
+            await reply._send(h11.EndOfMessage())
+        elif not await _standard(req, reply):
+            await reply.status(500)
+
+    with trio.fail_after(TIMEOUT):
+        async with fake_server(script) as (url, fake):
+            async with open_http_client(url) as client:
+                result = await client.call_tool("x")
+                assert result.content[0].text == "ok"  # type: ignore[union-attr]
+            carrying = [r for r in fake.requests if r.body]
+            assert all(r.method == "POST" and r.target == "/mcp" for r in carrying)
+            kinds = [_message_kind(r.json) for r in carrying]
+            assert kinds.count("request") == 2  # initialize, tools/call
+            assert "notification" in kinds
+            assert kinds.count("response") == 1
+            (answer,) = [r.json for r in carrying if _message_kind(r.json) == "response"]
+            assert answer == {"jsonrpc": "2.0", "id": "srv-1", "result": {}}
+            assert all(r.method != "POST" for r in fake.requests if not r.body)
+
+
+@pytest.mark.spec(T + "session-management.4", T + "protocol-version-header.1")
+@pytest.mark.spec(T + "resumability-and-redelivery.3")
+async def test_a_resuming_get_carries_the_session_version_and_last_event_id() -> None:
+    """The GET that resumes a stream the server closed is a subsequent request like
+    any other: it carries Mcp-Session-Id and MCP-Protocol-Version, with Last-Event-ID."""
+
+    async def script(req: Req, reply: Reply) -> None:
+        if req.method == "GET" and "last-event-id" in req.headers:
+            rid = pending[0]
+            await reply.sse([SSEEvent(data=json.dumps(text_result(rid, "resumed")), id="e2")])
+        elif req.method == "POST" and req.json.get("method") == "tools/call":
+            pending.append(req.json["id"])
+            await reply.sse([SSEEvent(data="", id="e1", retry=10)])
+        elif not await _standard(req, reply):
+            await reply.status(500)
+
+    pending: list[Any] = []
+    with trio.fail_after(TIMEOUT):
+        async with fake_server(script) as (url, fake), open_http_client(url) as client:
+            result = await client.call_tool("x")
+            assert result.content[0].text == "resumed"  # type: ignore[union-attr]
+            version = client.protocol_version
+    (resume,) = [r for r in fake.requests if r.method == "GET" and "last-event-id" in r.headers]
+    assert resume.headers["last-event-id"] == "e1"
+    assert resume.headers["mcp-session-id"] == "s1"
+    assert resume.headers["mcp-protocol-version"] == version == "2025-11-25"

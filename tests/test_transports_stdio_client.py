@@ -124,3 +124,26 @@ async def test_client_writes_only_valid_messages_to_stdin(tmp_path: Path) -> Non
     } <= methods
     answers = [m for m in messages if "result" in m]
     assert len(answers) >= 3  # sampling, roots and elicitation results
+
+
+@pytest.mark.spec("2025-06-18/basic/transports#stdio.5")
+async def test_a_message_larger_than_the_pipe_reaches_stdin_whole(tmp_path: Path) -> None:
+    """A message of 300 KB is more than the child's stdin pipe holds at once (64 KiB on
+    Linux): what the pipe does not take at once is written after, and stdin still holds
+    only whole, valid messages, one a line, this one byte for byte."""
+    log = tmp_path / "stdin.log"
+    command = ["sh", "-c", 'tee "$0" | exec "$@"', str(log), sys.executable, SERVER, "normal"]
+    text = "x" * 300_000
+    with trio.fail_after(LIMIT):
+        async with open_stdio_client(command, shutdown_grace=5) as client:
+            version = client.protocol_version
+            echoed = await client.call_tool("echo", {"text": text})
+            assert json.loads(echoed.content[0].text) == {"text": text}  # type: ignore[union-attr]
+    data = log.read_bytes()
+    assert data.endswith(b"\n")
+    validator = message_validator(version)
+    messages = [json.loads(line) for line in data[:-1].split(b"\n")]
+    for message in messages:
+        assert not list(validator.iter_errors(message))
+    calls = [m for m in messages if m.get("method") == "tools/call"]
+    assert [c["params"]["arguments"] for c in calls] == [{"text": text}]

@@ -687,3 +687,25 @@ def test_the_transport_is_documented() -> None:
         "Origin",
     ):
         assert needed in doc, needed
+
+
+# ------------------------------------------------- appended: sends the peer cannot get
+
+
+@spec("2025-06-18/basic/transports#custom-transports.2")
+async def test_a_message_sent_after_the_close_raises_rather_than_vanish(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Once the peer has closed the WebSocket, a message can no longer reach it: ``send``
+    raises BrokenResourceError (so the session sees the connection is over and a request
+    is not left waiting for an answer that cannot come), and nothing is written."""
+    with trio.fail_after(LIMIT):
+        async with channel_pair() as (channel, peer):
+            await peer.send(CloseConnection(code=1000, reason="bye"))
+            reply = await peer.next_event()
+            assert isinstance(reply, CloseConnection) and reply.code == 1000
+            assert await channel.receive() == b""
+            with pytest.raises(trio.BrokenResourceError):
+                await channel.send(b'{"jsonrpc":"2.0","id":1,"method":"ping"}')
+            await peer.read_to_eof()
+            assert list(peer.ws.events()) == []

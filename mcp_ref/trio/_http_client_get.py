@@ -97,10 +97,9 @@ class ClientGetStream(ClientAnswers):
                     decoder = SSEDecoder(self._limits.max_event_bytes)  # missed events lost
                     continue
                 if ex.status != 200 or ex.media_type() != CONTENT_TYPE_SSE:
-                    # Spec: 2025-06-18/basic/transports#listening-for-messages-from-the-server.3
-                    # "The server MUST either return `Content-Type: text/event-stream` in response
-                    # to this HTTP GET, or else return HTTP 405 Method Not Allowed, indicating that
-                    # the server does not offer an SSE stream at this endpoint."
+                    # The server answers a GET with an SSE stream or with 405 (its rule,
+                    # #listening-for-messages-from-the-server.3, tagged where the server
+                    # honours it): anything but an SSE stream means there is none to read.
                     log.debug("no GET stream (HTTP %s)", ex.status)
                     await ex.conn.aclose()
                     return

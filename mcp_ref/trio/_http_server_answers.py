@@ -339,6 +339,11 @@ async def get(server: HttpServer, h: H11Stream, headers: RequestHeaders, last: b
     Raises:
         Refused: the request breaks a rule (405, 406, 400, 404, 409...).
     """
+    # Spec: 2025-06-18/basic/transports#listening-for-messages-from-the-server.3
+    # "The server MUST either return `Content-Type: text/event-stream` in response to this HTTP
+    # GET, or else return HTTP 405 Method Not Allowed, indicating that the server does not offer
+    # an SSE stream at this endpoint."
+    # 405 (with its Allow header) when the GET stream is off; else the SSE stream below.
     err = rules.check_method(
         b"GET", allow_get=server.enable_get_stream, allow_delete=not server.stateless
     ) or rules.check_accept(headers, b"GET")
