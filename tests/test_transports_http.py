@@ -845,3 +845,32 @@ async def test_a_202_says_it_has_no_body() -> None:
                 assert "transfer-encoding" not in ans.headers
                 assert await ans.body() == b""
             await conn.aclose()
+
+
+@pytest.mark.spec(T + "listening-for-messages-from-the-server.6")
+async def test_a_response_without_its_post_never_goes_to_the_get_stream() -> None:
+    """Routing (HttpSession.route): a response whose request has no stream of its own
+    (its POST is gone) is dropped, never written to the standalone GET stream, where a
+    notification with no related request does go; the 2024-11-05 transport's one
+    stream carries every message, responses included."""
+    from mcp_ref.trio._http_server_streams import LEGACY, STANDALONE, HttpSession
+
+    def session(kind: Any) -> HttpSession:
+        return HttpSession("s1", kind=kind, limits=HttpLimits(), on_end=lambda _: None)
+
+    response = b'{"jsonrpc":"2.0","id":5,"result":{}}'
+    note = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":1}}'
+    sess = session("streamable")
+    get_stream = sess.streams[STANDALONE]
+    before = get_stream.last_id
+    sess.route(response, None)
+    assert get_stream.last_id == before  # nothing written
+    sess.route(b'{"jsonrpc":"2.0","id":6,"error":{"code":-1,"message":"m"}}', None)
+    assert get_stream.last_id == before
+    sess.route(note, None)
+    assert get_stream.last_id != before  # the notification is
+    legacy = session("legacy")
+    stream = legacy.streams[LEGACY]
+    before = stream.last_id
+    legacy.route(response, None)
+    assert stream.last_id != before

@@ -315,13 +315,13 @@ class HttpSession:
             # return one JSON object."
             # A JSON answer holds one response only: other messages use the GET stream.
             stream = None
+        # Spec: 2025-06-18/basic/transports#listening-for-messages-from-the-server.6
+        # "The server MUST NOT send a JSON-RPC response on the stream unless resuming a
+        # stream associated with a previous client request."
+        # A response whose POST is gone (e.g. cancelled meanwhile) never goes to the GET
+        # stream (the 2024-11-05 transport has one stream, which carries every message).
         if stream is None and info is not None and info.kind is MessageKind.RESPONSE:
             if self.kind != "legacy":
-                # Spec: 2025-06-18/basic/transports#listening-for-messages-from-the-server.6
-                # "The server MUST NOT send a JSON-RPC response on the stream unless resuming a
-                # stream associated with a previous client request."
-                # A response whose POST is gone (e.g. cancelled meanwhile) never goes to
-                # the GET stream.
                 log.debug("response to an unknown or cancelled request dropped")
                 return
         if stream is None:
