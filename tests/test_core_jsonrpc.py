@@ -199,6 +199,9 @@ def test_decode_takes_whitespace_around_one_value() -> None:
         (b'{"method":"m","id":[' + b"[" * 50_000, (None, True)),
         (b'{"x":1, "id":"\xff"}', ("\ufffd", False)),
         (b'X{"id":1,', (None, False)),  # only whitespace may come before the object
+        (b'{"id":1X,', (None, False)),  # the id must end with the value
+        (b'{"a":X,"id":1,', (1, False)),  # stray characters change no depth
+        (b'{"a":0 "id":3,', (None, False)),  # a string after a value is not a key
         (b' \t\r\n{"id":1,', (1, False)),
     ],
 )
