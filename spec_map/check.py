@@ -375,14 +375,20 @@ def format_table(rows: Iterable[PageSummary]) -> str:
             setattr(total, name, getattr(total, name) + getattr(row, name))
         lines.append(_row(row))
     lines.append(_row(total))
-    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
+    return aligned(lines)
+
+
+def aligned(lines: list[tuple[str, ...]]) -> str:
+    """Rows of cells as aligned text: the first column left, the others right, a rule
+    under the head (the first row) and above the total (the last)."""
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
     out = []
     for index, line in enumerate(lines):
         cells = [line[0].ljust(widths[0])] + [
             c.rjust(w) for c, w in zip(line[1:], widths[1:], strict=True)
         ]
         out.append("  ".join(cells).rstrip())
-        if index == 0 or index == len(lines) - 2:
+        if index in (0, len(lines) - 2):
             out.append("  ".join("-" * w for w in widths))
     return "\n".join(out)
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from .catalog import PACKAGE_DIR
+from .check import aligned
 
 __all__ = [
     "PROOF_PATH",
@@ -149,16 +150,7 @@ def format_proof_table(rows: Iterable[PageProof]) -> str:
             total[word] += row.counts[word]
         lines.append((row.page, str(row.total), *(str(row.counts[w]) for w in PROOF_WORDS)))
     lines.append(("TOTAL", str(sum(total.values())), *(str(total[w]) for w in PROOF_WORDS)))
-    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
-    out = []
-    for index, line in enumerate(lines):
-        cells = [line[0].ljust(widths[0])] + [
-            c.rjust(w) for c, w in zip(line[1:], widths[1:], strict=True)
-        ]
-        out.append("  ".join(cells).rstrip())
-        if index in (0, len(lines) - 2):
-            out.append("  ".join("-" * w for w in widths))
-    return "\n".join(out)
+    return aligned(lines)
 
 
 def proof_table_html(rows: Iterable[PageProof]) -> str:
