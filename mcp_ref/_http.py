@@ -190,6 +190,8 @@ class HttpError:
     """Response headers, lowercased names: content-type, content-length, extras."""
     body: bytes = b""
     """The response body: a JSON-RPC error without ``id``, or empty."""
+    code: int | None = None
+    """The JSON-RPC error code of ``body`` (None without a body)."""
 
     @property
     def reason(self) -> bytes:
@@ -255,7 +257,14 @@ def http_error(
     if payload:
         out.append((CONTENT_TYPE, CONTENT_TYPE_JSON))
     out.append((CONTENT_LENGTH, str(len(payload)).encode("ascii")))
-    return HttpError(status=status, detail=detail, clause=clause, headers=tuple(out), body=payload)
+    return HttpError(
+        status=status,
+        detail=detail,
+        clause=clause,
+        headers=tuple(out),
+        body=payload,
+        code=code if payload else None,
+    )
 
 
 def _values(headers: Headers, name: bytes) -> list[bytes]:

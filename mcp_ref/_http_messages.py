@@ -29,7 +29,6 @@ sent (:func:`message_info`), reading the version an ``initialize`` result names
 
 from __future__ import annotations
 
-import json
 from typing import Any, Final
 
 import attrs
@@ -110,7 +109,7 @@ def _refusal(code: int, message: str, rid: RequestId | None) -> HttpError:
     base = http_error(400, message, clause=_BODY_CLAUSE, code=code)
     if rid is None:
         return base
-    return with_request_id(base, rid, code=code)
+    return with_request_id(base, rid)
 
 
 def read_post_body(body: bytes, *, max_items: int = 64) -> list[MessageInfo] | HttpError:
@@ -159,9 +158,9 @@ def read_post_body(body: bytes, *, max_items: int = 64) -> list[MessageInfo] | H
     return out
 
 
-def with_request_id(err: HttpError, rid: RequestId, *, code: int | None = None) -> HttpError:
+def with_request_id(err: HttpError, rid: RequestId) -> HttpError:
     """``err`` with a JSON-RPC error body that answers ``rid`` (same status, headers,
-    message and code; ``code`` overrides the code).
+    message and code); ``err`` itself when it has no body.
 
     Use it when a refused POST held one request whose id could be read, so the client
     can tell which request the error answers.
@@ -169,14 +168,9 @@ def with_request_id(err: HttpError, rid: RequestId, *, code: int | None = None) 
     Source: JSON-RPC 2.0 section 5 (the error response carries the request's id when
     it can be detected).
     """
-    if not err.body:
+    if err.code is None:
         return err
-    if code is None:
-        try:
-            code = int(json.loads(err.body)["error"]["code"])
-        except (ValueError, KeyError, TypeError):
-            return err
-    payload = error_response_body(code, err.detail, rid)
+    payload = error_response_body(err.code, err.detail, rid)
     headers = tuple(
         (k, str(len(payload)).encode("ascii")) if k == b"content-length" else (k, v)
         for k, v in err.headers

@@ -95,8 +95,11 @@ def test_with_request_id_rewrites_the_body_and_its_length() -> None:
         (b"content-type", b"application/json"),
         (b"content-length", str(len(moved.body)).encode()),
     )
-    assert json.loads(with_request_id(base, 3, code=-32602).body)["error"]["code"] == -32602
+    params = http_error(400, "bad thing", clause=None, code=-32602)
+    assert (base.code, params.code) == (-32600, -32602)
+    assert json.loads(with_request_id(params, 3).body)["error"]["code"] == -32602
     empty = http_error(405, "no", clause=None, body=False)
+    assert empty.code is None
     assert with_request_id(empty, 1) is empty
 
 
