@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from mcp_ref import NEED_DATA, RemoteProtocolError, Request
 from mcp_ref import types as t
+from tests._examples import examples
 
 from ._pair import initialized_pair
 
@@ -277,7 +278,7 @@ arbitrary_lines = st.binary(max_size=300) | st.lists(
 ).map(b"".join)  # fmt: skip
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(arbitrary_lines)
 def test_arbitrary_bytes(data: bytes) -> None:
     """Each line gives what the model says (exact code; reply id = request id where one
@@ -285,7 +286,7 @@ def test_arbitrary_bytes(data: bytes) -> None:
     check_survives(data)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(arbitrary_lines.map(lambda b: b[:120]))
 def test_arbitrary_bytes_one_at_a_time(data: bytes) -> None:
     """One byte at a time gives the same outcomes, in order, as whole lines."""
@@ -311,14 +312,14 @@ def json_lines(msgs: list[dict[str, object]]) -> bytes:
     return b"\n".join(json.dumps(m).encode() for m in msgs)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(messages, min_size=1, max_size=5))
 def test_arbitrary_json_rpc_shapes(msgs: list[dict[str, object]]) -> None:
     """Each JSON-RPC-shaped message gives the model's outcome; the server still serves."""
     check_survives(json_lines(msgs))
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(messages, min_size=1, max_size=5))
 def test_arbitrary_input_to_a_client(msgs: list[dict[str, object]]) -> None:
     """The same for a client with a request in flight; it still serves a server's ping."""
@@ -360,7 +361,7 @@ def test_deep_nesting_is_a_parse_error(line: bytes) -> None:
     assert exc.value.code == -32700
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(
     st.binary(max_size=200)
     | st.text(alphabet='{}[]",:\\ id method 0123456789', max_size=80).map(str.encode)
@@ -381,7 +382,7 @@ def test_peek_never_fails(prefix: bytes) -> None:
         assert type(rid) is type(obj["id"])
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(messages, min_size=1, max_size=3), st.integers(min_value=len(GOOD), max_value=250))
 def test_arbitrary_input_with_a_small_size_limit(msgs: list[dict[str, object]], limit: int) -> None:
     from mcp_ref import SERVER, Connection

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from mcp_ref import types as t
 from mcp_ref._convert import ConversionError, structure, unstructure
+from tests._examples import examples
 
 
 def loose(data: Any, cls: Any) -> Any:
@@ -384,7 +385,7 @@ json_values = st.recursive(
 ALL_TYPES = [getattr(t, name) for name in t.__all__]
 
 
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=examples(600), deadline=None)
 @given(cls=st.sampled_from(ALL_TYPES), data=json_values)
 def test_arbitrary_json_gives_a_value_or_a_conversion_error(cls: Any, data: Any) -> None:
     """Never another exception (no cattrs ExceptionGroup, no KeyError); and whatever is
@@ -485,7 +486,7 @@ def wire_names(obj: Any, *, omitted: bool) -> set[str]:
     return names
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(data=st.data())
 def test_generated_values_round_trip(data: st.DataObject) -> None:
     """structure(unstructure(x)) == x for values of every class (on the wire always);

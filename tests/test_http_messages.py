@@ -28,6 +28,7 @@ from mcp_ref import (
 )
 from mcp_ref._http import HttpError, MessageKind
 from mcp_ref._http_messages import message_info, read_post_body, with_request_id
+from tests._examples import examples
 
 from ._pair import init_request, init_result
 
@@ -226,7 +227,7 @@ BODIES = st.one_of(
 
 
 @pytest.mark.spec(T + "sending-messages-to-the-server.4")
-@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(3000), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(BODIES)
 def test_transport_reads_a_body_as_the_connection_does(body: bytes) -> None:
     """Every request the transport would wait for is one the connection dispatches or

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from mcp_ref import types as t
 from mcp_ref._convert import ConversionError, _wire_name, _wire_required, structure, unstructure
+from tests._examples import examples
 
 from ._spec import REPO, examples_dir, schema_for, schema_path
 
@@ -389,7 +390,7 @@ def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 FREE_FORM_KEYS = {"inputSchema", "outputSchema"}
 
 
-@settings(max_examples=1000, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@settings(max_examples=examples(1000), suppress_health_check=[HealthCheck.too_slow], deadline=None)
 @given(data=st.data())
 def test_converter_accepts_exactly_what_the_schema_accepts(data: st.DataObject) -> None:
     """Mutate a valid example (replace, delete or add one value): the converter accepts

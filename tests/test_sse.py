@@ -23,6 +23,7 @@ from mcp_ref._sse import (
     encode_comment,
     encode_event,
 )
+from tests._examples import examples
 
 # -- helpers ---------------------------------------------------------------------------
 
@@ -426,7 +427,7 @@ def round_trip_cases(draw: st.DrawFn) -> tuple[list[SSEEvent], list[str], int, l
 
 
 @given(round_trip_cases())
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 def test_round_trip(case: tuple[list[SSEEvent], list[str], int, list[int]]) -> None:
     """encode -> decode, in any chunking, with comments between events: the same events
     (line ends as LF), the last id; and exactly the events within ``max_event_size``
@@ -539,7 +540,7 @@ sse_bytes = st.binary(max_size=300) | st.lists(st.sampled_from(SSE_TOKENS), max_
 
 
 @given(sse_bytes, st.lists(st.integers(0, 300), max_size=6), st.integers(1, 130))
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 def test_arbitrary_bytes_give_events_or_remote_error(
     data: bytes, cuts: list[int], limit: int
 ) -> None:
@@ -561,7 +562,7 @@ def test_arbitrary_bytes_give_events_or_remote_error(
 
 
 @given(sse_bytes)
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 def test_chunking_does_not_change_the_result(data: bytes) -> None:
     """Whole and one byte at a time give the model's events, last id and retry."""
     model = model_decode(data)

@@ -55,6 +55,7 @@ from mcp_ref._http import (
     validate_session_id,
 )
 from mcp_ref._sse import SSEDecoder, SSEEvent, encode_event
+from tests._examples import examples
 
 T = "2025-06-18/basic/transports"
 SUPPORTED = ("2024-11-05", "2025-03-26", "2025-06-18")
@@ -694,7 +695,7 @@ def test_store_bounds_must_be_positive() -> None:
         max_size=60,
     )
 )
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 def test_store_stays_within_bounds_and_replays_a_suffix(ops: list[tuple[str, str]]) -> None:
     store = EventStore(max_events_per_stream=4, max_streams=3, max_total_bytes=40)
     sent: dict[str, list[tuple[str, str]]] = {}

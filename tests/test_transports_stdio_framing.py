@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from mcp_ref import INVALID_REQUEST, SERVER, Connection, LocalProtocolError, RemoteProtocolError
 from mcp_ref._framing import TOO_LONG, LineBuffer, frame
+from tests._examples import examples
 
 spec = pytest.mark.spec
 
@@ -99,7 +100,7 @@ def framing_cases(draw: st.DrawFn) -> tuple[int, bytes, list[int]]:
     return limit, data, sorted({c for c in cuts if 0 < c < len(data)})
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(framing_cases())
 def test_random_chunks_match_the_reference_model(case: tuple[int, bytes, list[int]]) -> None:
     """Any chunking gives the model's lines (exactly ``limit`` bytes accepted, one more
