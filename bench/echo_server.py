@@ -75,7 +75,7 @@ def http_server_available() -> tuple[bool, str]:
     from .ours import NotBuilt, need
 
     try:
-        need("mcp_ref.trio._http_server", "serve_http")
+        need("mcp_ref.trio", "serve_http")
         need("mcp_ref.server", "Server")
     except NotBuilt as exc:
         return False, str(exc)
@@ -84,7 +84,7 @@ def http_server_available() -> tuple[bool, str]:
 
 async def _serve_http(port: int, json_response: bool) -> None:
     from mcp_ref._http import HttpLimits
-    from mcp_ref.trio._http_server import serve_http
+    from mcp_ref.trio import serve_http
 
     from .ours import make_echo_server
 

@@ -583,7 +583,7 @@ def test_a_notification_is_delivered_or_refused_never_answered() -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# Issue 13: the HTTP server's own batch check (mcp_ref/trio/_http_server_answers.py).
+# Issue 13: the HTTP server's own batch check (mcp_ref/_http_streams.py, check_batch).
 
 
 @spec(_MESSAGES_1)
@@ -594,7 +594,7 @@ async def test_the_http_server_refuses_batches_from_2025_06_18_with_a_json_rpc_e
     import trio
 
     from mcp_ref.server import Server
-    from mcp_ref.trio._http_server import open_http_server
+    from mcp_ref.trio.http.server import open_http_server
 
     from ._http_raw import RawConnection, open_session, request_body
 

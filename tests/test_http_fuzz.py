@@ -45,7 +45,7 @@ from hypothesis import strategies as st
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, CloseConnection, Request, TextMessage
 
-import mcp_ref.trio._http_server as http_server_module
+import mcp_ref.trio.http.server as http_server_module
 from bench import fuzz_http as fz
 from mcp_ref.examples.everything import make_server
 from mcp_ref.trio import open_http_server, serve_websocket_stream

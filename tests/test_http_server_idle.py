@@ -9,7 +9,8 @@ import trio.testing
 
 from mcp_ref._http import HttpLimits
 from mcp_ref.server import Server
-from mcp_ref.trio._http_server_routing import HttpServer
+from mcp_ref.trio.http.connection import HttpServer
+from mcp_ref.trio.http.requests import ServerConfig
 
 from ._http_raw import init_body, notification_body, request_body
 
@@ -21,18 +22,20 @@ REQUEST = b"GET /nowhere HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 def _server(*, json_response: bool = False) -> HttpServer:
     return HttpServer(
         Server("idle-test", "0"),
-        path="/mcp",
-        json_response=json_response,
-        stateless=False,
-        enable_get_stream=True,
-        allowed_origins=(),
-        allowed_hosts=("*",),
-        limits=HttpLimits(idle_timeout_seconds=IDLE),
-        legacy_sse=False,
-        legacy_sse_path="/sse",
-        legacy_messages_path="/messages",
-        retry_ms=1000,
-        session_kw={},
+        ServerConfig(
+            path="/mcp",
+            json_response=json_response,
+            stateless=False,
+            enable_get_stream=True,
+            allowed_origins=(),
+            allowed_hosts=("*",),
+            limits=HttpLimits(idle_timeout_seconds=IDLE),
+            legacy_sse=False,
+            legacy_sse_path="/sse",
+            legacy_messages_path="/messages",
+            retry_ms=1000,
+        ),
+        {},
     )
 
 

@@ -25,9 +25,10 @@ import trio.testing
 
 from mcp_ref._http import LOCALHOST_HOSTS, HttpError, HttpLimits, check_host, split_target
 from mcp_ref.server import Server
-from mcp_ref.trio._http_server import open_http_server
-from mcp_ref.trio._http_server_routing import HttpServer
-from mcp_ref.trio._http_server_sessions import peer_of, told_apart
+from mcp_ref.trio.http.server import open_http_server
+from mcp_ref.trio.http.connection import HttpServer
+from mcp_ref.trio.http.requests import ServerConfig
+from mcp_ref.trio.http.sessions import peer_of, told_apart
 
 from ._http_raw import RawConnection, init_body, notification_body, open_session, request_body
 
@@ -217,18 +218,20 @@ class Harness:
 async def running(**limits: Any) -> AsyncIterator[Harness]:
     server = HttpServer(
         Server("limits-test", "0"),
-        path="/mcp",
-        json_response=True,
-        stateless=False,
-        enable_get_stream=True,
-        allowed_origins=(),
-        allowed_hosts=LOCALHOST_HOSTS,
-        limits=HttpLimits(**limits),
-        legacy_sse=False,
-        legacy_sse_path="/sse",
-        legacy_messages_path="/messages",
-        retry_ms=1000,
-        session_kw={},
+        ServerConfig(
+            path="/mcp",
+            json_response=True,
+            stateless=False,
+            enable_get_stream=True,
+            allowed_origins=(),
+            allowed_hosts=LOCALHOST_HOSTS,
+            limits=HttpLimits(**limits),
+            legacy_sse=False,
+            legacy_sse_path="/sse",
+            legacy_messages_path="/messages",
+            retry_ms=1000,
+        ),
+        {},
     )
     async with trio.open_nursery() as nursery:
         await nursery.start(server.table.supervisor.run)

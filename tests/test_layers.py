@@ -21,7 +21,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "mcp_ref"
 
-DRIVERS = sorted([*PACKAGE.glob("trio/*.py"), *PACKAGE.glob("asyncio/*.py")])
+DRIVERS = sorted([*PACKAGE.glob("trio/**/*.py"), *PACKAGE.glob("asyncio/*.py")])
 HIGH_LEVEL = ("mcp_ref.client", "mcp_ref.server")
 JSON_READERS = {"loads", "load", "JSONDecoder", "raw_decode", "scan_once"}
 
@@ -126,11 +126,11 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_reader_of_imports_sees_what_it_must() -> None:
     """The checks below are only as good as this reader: it resolves relative imports,
     finds imports inside functions and tells TYPE_CHECKING ones apart."""
-    runtime, typing_only = imports_of(PACKAGE / "client" / "_transports.py")
-    assert "mcp_ref.trio._http_client" in runtime and "mcp_ref.client._client" in runtime
-    runtime, typing_only = imports_of(PACKAGE / "trio" / "_http_server_answers.py")
-    assert "mcp_ref.trio._http_server_routing" in typing_only
-    assert "mcp_ref.trio._http_server_routing" not in runtime
+    runtime, typing_only = imports_of(PACKAGE / "trio" / "http" / "endpoint.py")
+    assert "mcp_ref.trio.http.sessions" in runtime and "mcp_ref._http_streams" in runtime
+    assert "mcp_ref.trio._session" in imports_of(PACKAGE / "trio" / "http" / "server.py")[0]
+    guarded = [p for p in MODULES.values() if "if TYPE_CHECKING:" in p.read_text("utf-8")]
+    assert guarded and any(imports_of(p)[1] for p in guarded)
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
 
@@ -165,3 +165,11 @@ def test_no_transport_module_parses_json(path: Path) -> None:
 
 def test_run_time_imports_form_no_cycle() -> None:
     assert cycles(_edges(typing=False)) == []
+
+
+def test_the_http_modules_form_no_cycle_even_for_annotations() -> None:
+    """The HTTP transport (``mcp_ref/trio/http/`` and the core's ``_http*`` modules)
+    imports in one direction, ``if TYPE_CHECKING:`` imports included."""
+    http = {n for n in MODULES if n.startswith(("mcp_ref.trio.http", "mcp_ref._http"))}
+    graph = {n: {m for m in edges if m in http} for n, edges in _edges(typing=True).items()}
+    assert cycles({n: graph[n] for n in http}) == []

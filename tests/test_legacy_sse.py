@@ -14,7 +14,7 @@ import trio
 import trio.testing
 
 from mcp_ref.client import open_client, open_http_client
-from mcp_ref.trio._http_client import open_http_channel
+from mcp_ref.trio.http.client import open_http_channel
 
 from ._http_raw import RawConnection, init_body, notification_body
 from .test_transports_http import call, serve

@@ -47,8 +47,8 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="stdio children 
 
 def _http_missing() -> str | None:
     for module, name in (
-        ("mcp_ref.trio._http_server", "open_http_server"),
-        ("mcp_ref.trio._http_client", "open_http_channel"),
+        ("mcp_ref.trio.http.server", "open_http_server"),
+        ("mcp_ref.trio.http.client", "open_http_channel"),
     ):
         try:
             getattr(importlib.import_module(module), name)
@@ -288,8 +288,8 @@ async def http_endpoint(combo: Combo) -> AsyncIterator[Endpoint]:
 
     from mcp_ref import asyncio as mcp_asyncio
     from mcp_ref._http import HttpLimits
-    from mcp_ref.trio._http_client import open_http_channel
-    from mcp_ref.trio._http_server import open_http_server
+    from mcp_ref.trio.http.client import open_http_channel
+    from mcp_ref.trio.http.server import open_http_server
 
     state = tc.ServerState()
     server = tc.make_server(state)

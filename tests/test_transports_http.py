@@ -20,7 +20,7 @@ import trio.testing
 from mcp_ref import types as t
 from mcp_ref._http import HttpLimits, parse_event_id
 from mcp_ref.server import Context, Server
-from mcp_ref.trio._http_server import HttpServerInfo, close_sse_stream, open_http_server
+from mcp_ref.trio.http.server import HttpServerInfo, close_sse_stream, open_http_server
 
 from ._http_raw import (
     RawConnection,
@@ -849,25 +849,25 @@ async def test_a_202_says_it_has_no_body() -> None:
 
 @pytest.mark.spec(T + "listening-for-messages-from-the-server.6")
 async def test_a_response_without_its_post_never_goes_to_the_get_stream() -> None:
-    """Routing (HttpSession.route): a response whose request has no stream of its own
-    (its POST is gone) is dropped, never written to the standalone GET stream, where a
-    notification with no related request does go; the 2024-11-05 transport's one
-    stream carries every message, responses included."""
-    from mcp_ref.trio._http_server_streams import LEGACY, STANDALONE, HttpSession
+    """Routing (SessionStreams.route, sans-IO): a response whose request has no stream
+    of its own (its POST is gone) is dropped, never written to the standalone GET
+    stream, where a notification with no related request does go; the 2024-11-05
+    transport's one stream carries every message, responses included."""
+    from mcp_ref._http_streams import LEGACY, STANDALONE, SessionStreams
 
-    def session(kind: Any) -> HttpSession:
-        return HttpSession("s1", kind=kind, limits=HttpLimits(), on_end=lambda _: None)
+    def session(kind: Any) -> SessionStreams:
+        return SessionStreams(kind, HttpLimits())
 
     response = b'{"jsonrpc":"2.0","id":5,"result":{}}'
     note = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":1}}'
     sess = session("streamable")
     get_stream = sess.streams[STANDALONE]
     before = get_stream.last_id
-    sess.route(response, None)
+    assert sess.route(response, None) is None
     assert get_stream.last_id == before  # nothing written
     sess.route(b'{"jsonrpc":"2.0","id":6,"error":{"code":-1,"message":"m"}}', None)
     assert get_stream.last_id == before
-    sess.route(note, None)
+    assert sess.route(note, None) is get_stream
     assert get_stream.last_id != before  # the notification is
     legacy = session("legacy")
     stream = legacy.streams[LEGACY]

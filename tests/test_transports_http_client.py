@@ -25,7 +25,7 @@ from mcp_ref._sse import SSEEvent, encode_event
 from mcp_ref.client import open_client, open_http_client
 from mcp_ref.events import Notification
 from mcp_ref.trio import SessionClosed
-from mcp_ref.trio._http_client import open_http_channel
+from mcp_ref.trio.http.client import open_http_channel
 
 from ._http_raw import RawConnection
 from .test_transports_http import call, serve

@@ -16,7 +16,7 @@ import trio
 
 from .._framing import DEFAULT_MAX_MESSAGE_BYTES
 from .._http import HttpLimits
-from ..trio._http_client import open_http_channel
+from ..trio.http import open_http_channel
 from ..trio._websocket_channel import (
     DEFAULT_CLOSE_TIMEOUT,
     DEFAULT_HANDSHAKE_TIMEOUT,

@@ -15,12 +15,15 @@ from ._channel import (
     StreamChannel,
     memory_channel_pair,
 )
-from ._http_client import (
+from .http import (
     HttpClientChannel,
+    HttpServerInfo,
     HttpTransportError,
+    close_sse_stream,
     open_http_channel,
+    open_http_server,
+    serve_http,
 )
-from ._http_server import HttpServerInfo, close_sse_stream, open_http_server, serve_http
 from ._keepalive import Keepalive
 from ._session import (
     DEFAULT_TIMEOUT,

@@ -40,7 +40,7 @@ from .._http import (
     check_origin,
     http_error,
 )
-from ._http_server import accept_connections, close_listeners
+from .http.server import accept_connections, close_listeners
 from ._session import DEFAULT_GRACE_SECONDS, Handler
 from ._stdio import serve_channel_until
 from ._websocket_channel import (

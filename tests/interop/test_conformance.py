@@ -130,7 +130,7 @@ AUTH_REASON = (
 SERVER_CODE = """
 import sys, trio
 from mcp_ref.examples.everything import make_server
-from mcp_ref.trio._http_server import serve_http
+from mcp_ref.trio.http.server import serve_http
 
 async def main():
     async with trio.open_nursery() as nursery:

@@ -1,0 +1,362 @@
+"""The Streamable HTTP client's connections: the pool, one exchange, the request headers.
+
+Theory of operation
+-------------------
+:class:`~._http_client_channel.HttpClientChannel` is made of one mixin class per module,
+each one part of the client: :class:`ClientConnections` (this one) <-
+:class:`~._http_client_sessions.ClientSessions` <-
+:class:`~._http_client_answers.ClientAnswers` <- the GET stream
+(:mod:`._http_client_get`) and the 2024-11-05 fallback (:mod:`._http_client_legacy`)
+<- the channel (:mod:`._http_client_channel`).  A part calls only what lies to its
+left.  ``ClientConnections.__init__`` makes the state all parts share.
+
+Every HTTP request is one :class:`_Exchange`.  ``_start`` writes head, body and end in
+one write, on a pooled keep-alive connection unless ``fresh`` (SSE streams always get
+their own); ``_head`` reads the response head.  A request that meets a pooled
+connection the server had closed is sent again on a new one, only when nothing was
+received (so the server processed nothing).  A connection goes back to the pool only
+when both sides finished their messages; at most ``_POOL_SIZE`` are kept, and those idle
+longer than ``pool_idle_seconds`` are dropped.  ``https`` URLs use TLS with the default
+trust store.
+
+Headers: every request of a session carries the same ``Host``, ``Mcp-Session-Id``,
+``MCP-Protocol-Version`` and the caller's extra headers
+(:func:`mcp_ref._http.client_request_headers`), built once per (method, session id,
+version); in 2024-11-05 mode neither session id nor version is sent.
+
+Failures: an exchange may raise any of ``_TRANSPORT_FAILURES``; :class:`HttpTransportError`
+is our own refusal to go on.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Sequence
+from typing import Any, Final, Literal
+from urllib.parse import urlsplit
+
+import h11
+import trio
+
+from ... import _http as rules
+from ..._http import CONTENT_TYPE, HttpLimits
+from ..._http_messages import error_of
+from .common import H11Stream, Supervisor
+
+__all__ = ["ClientConnections", "HttpTransportError"]
+
+
+_INCOMING_QUEUE: Final = 256
+_MAX_ERROR_BODY: Final = 65536
+_POOL_SIZE: Final = 8
+
+
+class HttpTransportError(Exception):
+    """The HTTP transport could not go on (connection refused, a bad answer to
+    ``initialize``, a failed re-initialization).  ``str(exc)`` says why."""
+
+
+_IO_FAILURES = (OSError, trio.BrokenResourceError, h11.ProtocolError)
+"""What the socket or the peer's HTTP may fail an exchange with."""
+_TRANSPORT_FAILURES = (*_IO_FAILURES, HttpTransportError)
+"""What an HTTP exchange may fail with: the socket, the peer's HTTP, or our own refusal."""
+
+
+class _Exchange:
+    """One HTTP request and its response on one connection (from the pool or new)."""
+
+    def __init__(
+        self,
+        conn: H11Stream,
+        *,
+        reused: bool,
+        method: bytes,
+        target: str,
+        body: bytes,
+        last_event_id: str | None,
+    ) -> None:
+        self.conn = conn
+        self.reused = reused
+        self.received_before = conn.received
+        """Bytes the connection had received before this exchange."""
+        self.method = method
+        self.target = target
+        self.body = body
+        self.last_event_id = last_event_id
+        self.response: h11.Response | None = None
+        self.complete = False
+        """True once the whole response was read (the connection may be reused)."""
+
+    def header(self, name: bytes) -> bytes | None:
+        assert self.response is not None
+        for key, value in self.response.headers:
+            if key == name:
+                return bytes(value)
+        return None
+
+    @property
+    def status(self) -> int:
+        assert self.response is not None
+        return int(self.response.status_code)
+
+    def media_type(self) -> bytes:
+        value = self.header(CONTENT_TYPE) or b""
+        return value.split(b";")[0].strip().lower()
+
+    async def next_chunk(self) -> bytes | None:
+        """The next piece of the response body; None at its end.
+
+        Raises:
+            trio.BrokenResourceError: the connection ended inside the response.
+        """
+        while True:
+            event = await self.conn.next_event()
+            if isinstance(event, h11.Data):
+                if event.data:
+                    return bytes(event.data)
+            elif isinstance(event, h11.EndOfMessage):
+                self.complete = True
+                return None
+            else:
+                raise trio.BrokenResourceError("the connection ended inside a response")
+
+    async def read_body(self, limit: int) -> bytes:
+        """The whole body; raises HttpTransportError past ``limit`` bytes."""
+        body = bytearray()
+        while (chunk := await self.next_chunk()) is not None:
+            body += chunk
+            if len(body) > limit:
+                raise HttpTransportError(f"answer larger than {limit} bytes")
+        return bytes(body)
+
+
+def _error_message(body: bytes) -> str:
+    error = error_of(body)
+    if error is not None:
+        return error[1]
+    return body[:200].decode("utf-8", "replace") or "(no body)"
+
+
+class ClientConnections:
+    """The state of an :class:`~._http_client_channel.HttpClientChannel` (made here for
+    all its parts) and its connections: the pool, one exchange, the request headers."""
+
+    def __init__(
+        self,
+        url: str,
+        supervisor: Supervisor,
+        *,
+        headers: Sequence[tuple[str, str]] = (),
+        limits: HttpLimits | None = None,
+        legacy_fallback: bool = True,
+        get_stream: bool = True,
+        max_concurrent_posts: int = 64,
+        connect_timeout: float = 10.0,
+        io_timeout: float = 20.0,
+        default_retry: float = 1.0,
+        pool_idle_seconds: float = 4.0,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {url!r}")
+        self.url = url
+        self.session_id: str | None = None
+        self.protocol_version: str | None = None
+        self.mode: Literal["streamable", "legacy"] = "streamable"
+        self.reinitializations = 0
+        self.eof_reason: str | None = None
+        self._supervisor = supervisor
+        self._tls = parts.scheme == "https"
+        self._host = parts.hostname
+        self._port = parts.port or (443 if self._tls else 80)
+        self._host_header = parts.netloc.rpartition("@")[2].encode("idna")
+        self._target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self._post_target = self._target
+        self._extra = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers]
+        self._limits = limits or HttpLimits()
+        self._legacy_fallback = legacy_fallback
+        self._want_get = get_stream
+        self._connect_timeout = connect_timeout
+        self._io_timeout = io_timeout
+        self._default_retry = default_retry
+        self._pool_idle = pool_idle_seconds
+        self._ssl_context = ssl_context
+        self._max_posts = max_concurrent_posts
+        self._posts = trio.Semaphore(max_concurrent_posts)
+        self._pool: list[tuple[float, H11Stream]] = []
+        self._in_send, self._in_receive = trio.open_memory_channel[bytes](_INCOMING_QUEUE)
+        self._init_body: bytes | None = None
+        self._init_key: Any = None
+        self._initialized_body: bytes | None = None
+        self._generation = 0
+        self._reinit_lock = trio.Lock()
+        self._readers: dict[Any, trio.CancelScope] = {}
+        self._head_cache: dict[tuple[bytes, str | None, str | None], list[tuple[bytes, bytes]]] = {}
+        self._get_scope: trio.CancelScope | None = None
+        self.closed = False
+
+    # -- connections ---------------------------------------------------------------------
+
+    async def _connect(self) -> H11Stream:
+        with trio.fail_after(self._connect_timeout):
+            stream: trio.abc.Stream
+            if self._tls:
+                context = self._ssl_context or ssl.create_default_context()
+                stream = await trio.open_ssl_over_tcp_stream(
+                    self._host, self._port, ssl_context=context
+                )
+            else:
+                stream = await trio.open_tcp_stream(self._host, self._port)
+        return H11Stream(
+            stream, h11.CLIENT, max_incomplete_event_size=self._limits.max_header_bytes
+        )
+
+    def _headers(
+        self, method: bytes, *, last_event_id: str | None = None, body: bytes = b""
+    ) -> list[tuple[bytes, bytes]]:
+        legacy = self.mode == "legacy"
+        session_id = None if legacy else self.session_id
+        version = None if legacy else self.protocol_version
+        # The same headers go on every request of a session: built once per
+        # (method, session id, version); a resuming GET's Last-Event-ID is never kept.
+        key = (method, session_id, version)
+        cached = self._head_cache.get(key) if last_event_id is None else None
+        if cached is None:
+            out = [(b"host", self._host_header)]
+            # Spec: 2025-06-18/basic/transports#session-management.4
+            # "If an `Mcp-Session-Id` is returned by the server during initialization, clients using
+            # the Streamable HTTP transport MUST include it in the `Mcp-Session-Id` header on all of
+            # their subsequent HTTP requests."
+            # Spec: 2025-06-18/basic/transports#protocol-version-header.1
+            # "If using HTTP, the client MUST include the `MCP-Protocol-Version: <protocol-version>`
+            # HTTP header on all subsequent requests to the MCP server, allowing the MCP server to
+            # respond based on the MCP protocol version."
+            # Spec: 2025-06-18/basic/transports#protocol-version-header.2
+            # "The protocol version sent by the client SHOULD be the one negotiated during
+            # initialization."
+            # Spec: 2025-06-18/basic/lifecycle#version-negotiation.7
+            # "If using HTTP, the client MUST include the `MCP-Protocol-Version: <protocol-version>`
+            # HTTP header on all subsequent requests to the MCP server."
+            out += rules.client_request_headers(
+                method,
+                session_id=session_id,
+                protocol_version=version,
+                last_event_id=last_event_id,
+            )
+            cached = out
+            if last_event_id is None:
+                if len(self._head_cache) >= 8:
+                    self._head_cache.clear()
+                self._head_cache[key] = cached
+        out = cached.copy()
+        if method == b"POST":
+            out.append((b"content-length", str(len(body)).encode("ascii")))
+        out += self._extra
+        return out
+
+    def _take_pooled(self) -> H11Stream | None:
+        now = trio.current_time()
+        while self._pool:
+            since, conn = self._pool.pop()
+            if now - since <= self._pool_idle:
+                return conn
+            self._supervisor.start_soon(conn.aclose)
+        return None
+
+    def _give_back(self, ex: _Exchange) -> None:
+        conn = ex.conn
+        if (
+            not self.closed
+            and conn.conn.our_state is h11.DONE
+            and conn.conn.their_state is h11.DONE
+            and len(self._pool) < _POOL_SIZE
+        ):
+            conn.conn.start_next_cycle()
+            self._pool.append((trio.current_time(), conn))
+        else:
+            self._supervisor.start_soon(conn.aclose)
+
+    async def _start(
+        self,
+        method: bytes,
+        target: str,
+        body: bytes,
+        *,
+        fresh: bool,
+        last_event_id: str | None = None,
+    ) -> _Exchange:
+        """Write one request (on a pooled connection unless ``fresh``)."""
+        headers = self._headers(method, last_event_id=last_event_id, body=body)
+        conn = None if fresh else self._take_pooled()
+        reused = conn is not None
+        if conn is None:
+            conn = await self._connect()
+        ex = _Exchange(
+            conn,
+            reused=reused,
+            method=method,
+            target=target,
+            body=body,
+            last_event_id=last_event_id,
+        )
+        request = h11.Request(method=method, target=target.encode(), headers=headers)
+        try:
+            # Head, body and end in one write.
+            if method == b"POST":
+                await conn.send(request, h11.Data(data=body), h11.EndOfMessage())
+            else:
+                await conn.send(request, h11.EndOfMessage())
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            await conn.aclose()
+            if not reused:
+                raise
+            return await self._start(method, target, body, fresh=True, last_event_id=last_event_id)
+        return ex
+
+    async def _head(self, ex: _Exchange) -> _Exchange:
+        """Read the response head; a reused connection that the server had closed gets
+        the request again on a new connection (nothing was received, so nothing was
+        processed)."""
+        try:
+            while True:
+                event = await ex.conn.next_event()
+                if isinstance(event, h11.Response):
+                    ex.response = event
+                    return ex
+                if isinstance(event, h11.InformationalResponse):
+                    continue
+                raise trio.BrokenResourceError("the connection closed before an answer")
+        except (trio.BrokenResourceError, h11.RemoteProtocolError):
+            await ex.conn.aclose()
+            if not ex.reused or ex.conn.received > ex.received_before:
+                raise  # a new connection, or the server answered something: not resent
+        again = await self._start(
+            ex.method, ex.target, ex.body, fresh=True, last_event_id=ex.last_event_id
+        )
+        return await self._head(again)
+
+    async def _request(
+        self,
+        method: bytes,
+        target: str,
+        body: bytes,
+        *,
+        fresh: bool,
+        last_event_id: str | None = None,
+    ) -> _Exchange:
+        ex = await self._start(method, target, body, fresh=fresh, last_event_id=last_event_id)
+        return await self._head(ex)
+
+    async def _post_message(self, data: bytes) -> tuple[_Exchange, bytes]:
+        """POST one message whose answer carries no MCP message (202, or an error);
+        returns the exchange and its body (at most _MAX_ERROR_BODY bytes), the
+        connection given back to the pool.
+
+        Raises:
+            any of _TRANSPORT_FAILURES.
+        """
+        ex = await self._request(b"POST", self._post_target, data, fresh=False)
+        body = await ex.read_body(_MAX_ERROR_BODY)
+        self._give_back(ex)
+        return ex, body

@@ -1,0 +1,195 @@
+"""What the trio HTTP server and client share: h11 over a trio stream, request keys and
+a private task supervisor.
+
+Theory of operation
+-------------------
+Streamable HTTP cannot treat messages as opaque bytes everywhere: the server answers a
+POST of a request with a stream that ends after *the response to that request*, and the
+client must know which answer ends a POST's stream.  Neither side reads JSON itself for
+that: both ask the core (:mod:`mcp_ref._http_messages`), which reads a message with the
+very functions the connection uses, so the transport and the connection can never
+disagree about what a message is or which id it carries.
+
+:class:`H11Stream` is h11 driven over a ``trio.abc.Stream``: ``next_event`` reads until
+h11 has an event, ``send`` writes what h11 produces (one ``send_all``) and calls
+``send_failed`` when the write fails.
+
+:class:`Supervisor` runs tasks in a nursery that is a local variable of its
+:meth:`Supervisor.run` (started by whoever owns the supervisor), so no nursery is ever
+stored for others to spawn into: they hand a job to a bounded queue instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Final
+
+import h11
+import trio
+
+from ..._http_streams import request_key
+
+__all__ = [
+    "CONNECTION_CLOSE",
+    "RECEIVE_SIZE",
+    "H11Stream",
+    "Supervisor",
+    "request_key",
+]
+
+RECEIVE_SIZE: Final = 65536
+"""Bytes asked for per ``receive_some``."""
+
+
+CONNECTION_CLOSE: Final = (b"connection", b"close")
+"""The ``Connection: close`` header of a response after which the connection ends."""
+
+
+
+class H11Stream:
+    """One h11 connection over one trio stream.
+
+    Args:
+        stream: the byte stream (a socket).
+        role: ``h11.SERVER`` or ``h11.CLIENT``.
+        max_incomplete_event_size: h11's bound on a request or response head, in bytes.
+    """
+
+    def __init__(
+        self, stream: trio.abc.Stream, role: Any, *, max_incomplete_event_size: int = 16384
+    ) -> None:
+        self.stream = stream
+        self.conn = h11.Connection(role, max_incomplete_event_size=max_incomplete_event_size)
+        self.received = 0
+        """Bytes received so far."""
+
+    async def receive_some(self) -> bytes:
+        """Read one chunk from the socket into h11; ``b""`` at end of stream (also for a
+        broken or closed socket)."""
+        try:
+            data = bytes(await self.stream.receive_some(RECEIVE_SIZE))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            data = b""
+        self.received += len(data)
+        self.conn.receive_data(data)
+        return data
+
+    async def next_event(self) -> Any:
+        """The next h11 event, reading as needed.
+
+        Returns an h11 event, or ``h11.PAUSED`` (the peer started its next cycle).
+
+        Raises:
+            h11.RemoteProtocolError: the peer broke HTTP/1.1 (``error_status_hint`` is
+                the status to answer with).
+        """
+        conn = self.conn
+        if conn.their_state is h11.IDLE and conn.our_role is h11.SERVER:
+            # Between requests h11 has nothing to parse out of an empty buffer: read
+            # first (saves a next_event that would say NEED_DATA).
+            data, closed = conn.trailing_data
+            if not data and not closed:
+                await self.receive_some()
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                if conn.their_state is h11.CLOSED:
+                    return h11.ConnectionClosed()
+                await self.receive_some()
+                continue
+            return event
+
+    async def send(self, *events: Any) -> None:
+        """Write h11 events, several in one write (a response head and its body).
+
+        Raises:
+            trio.BrokenResourceError, trio.ClosedResourceError: the socket failed (h11
+                is then told with ``send_failed``).
+            h11.LocalProtocolError: an event is not allowed now (the events before it
+                are still written).
+        """
+        conn = self.conn
+        if len(events) == 1:
+            data = conn.send(events[0])
+        else:
+            parts: list[bytes] = []
+            try:
+                for event in events:
+                    parts.append(conn.send(event) or b"")
+            except h11.LocalProtocolError:
+                if any(parts):  # h11 counts those as sent: write them, as one by one would
+                    await self._write(b"".join(parts))
+                raise
+            data = b"".join(parts)
+        if data:
+            await self._write(data)
+
+    async def _write(self, data: bytes) -> None:
+        try:
+            await self.stream.send_all(data)
+        except BaseException:
+            self.conn.send_failed()
+            raise
+
+    async def aclose(self) -> None:
+        """Close the socket (never raises for an already-broken one)."""
+        try:
+            await self.stream.aclose()
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+
+
+Job = tuple[Callable[..., Awaitable[Any]], Sequence[Any]]
+
+
+class Supervisor:
+    """Runs tasks handed to it, in a nursery private to :meth:`run`.
+
+    Once :meth:`run` has started, :meth:`start_soon` starts the task at once in that
+    nursery; jobs handed to it before wait in a queue.
+
+    Args:
+        max_pending: jobs queued before :meth:`run` starts, after which
+            :meth:`start_soon` refuses (a bound).
+    """
+
+    def __init__(self, max_pending: int = 1024) -> None:
+        self._send, self._receive = trio.open_memory_channel[Job](max_pending)
+        self._nursery: trio.Nursery | None = None
+        self._closed = trio.Event()
+
+    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> bool:
+        """Start ``fn(*args)`` as a task (or queue it until :meth:`run` starts); False
+        when the supervisor is closed or its queue is full."""
+        if self._closed.is_set():
+            return False
+        if self._nursery is not None:
+            self._nursery.start_soon(fn, *args)
+            return True
+        try:
+            self._send.send_nowait((fn, args))
+        except trio.WouldBlock:
+            return False
+        return True
+
+    def close(self) -> None:
+        """Take no more jobs; :meth:`run` returns once the running tasks have ended."""
+        self._closed.set()
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Start the queued jobs, then each job as it is handed over, until :meth:`close`;
+        then wait for the tasks (start it with ``nursery.start``; cancel it to stop every
+        task)."""
+        async with trio.open_nursery() as nursery:
+            while True:  # the jobs queued before now
+                try:
+                    fn, args = self._receive.receive_nowait()
+                except trio.WouldBlock:
+                    break
+                nursery.start_soon(fn, *args)
+            self._nursery = nursery  # from here on start_soon starts tasks itself
+            task_status.started()
+            try:
+                await self._closed.wait()
+            finally:
+                self._nursery = None

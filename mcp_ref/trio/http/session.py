@@ -1,0 +1,244 @@
+"""One MCP session of the HTTP server, seen from trio (:mod:`.server`).
+
+Theory of operation
+-------------------
+An :class:`HttpSession` joins three things: the :class:`ServerChannel` its
+:class:`~mcp_ref.trio.Session` talks to, the sans-IO
+:class:`~mcp_ref._http_streams.SessionStreams` that decides which logical stream carries
+each message, and the HTTP responses writing those streams.
+
+Messages in: :meth:`HttpSession.deliver` queues one POST body (a bounded queue: the POST
+waits when the session is slow); the session's reader takes it from
+:meth:`ServerChannel.receive`.  Messages out: the session's ``channel.send`` calls
+:meth:`HttpSession.route`, which never blocks: the sans-IO core appends the message to
+one stream and names it, and :meth:`HttpSession.wake` cancels the waits of the responses
+writing that stream (:func:`~.sse.wait_change` registers them in ``waiters``).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+from collections.abc import Callable
+from typing import Literal
+
+import h11
+import trio
+
+from ... import _http as rules
+from ..._http import HttpLimits, PostReply
+from ..._http_messages import MessageInfo
+from ..._http_streams import STANDALONE, LogicalStream, SessionKind, SessionStreams
+from ...events import RequestId
+from .._session import Session
+from .common import CONNECTION_CLOSE
+
+__all__ = ["CURRENT", "HttpSession", "ServerChannel", "close_sse_stream"]
+
+log = logging.getLogger("mcp_ref.trio.http")
+
+_INPUT_QUEUE = 64
+"""POST bodies queued for a session's reader before a POST waits."""
+
+CURRENT: contextvars.ContextVar[HttpSession | None] = contextvars.ContextVar(
+    "mcp_ref_http_session", default=None
+)
+"""The session whose owner task is running (set in that task; see
+:func:`close_sse_stream`)."""
+
+
+def close_sse_stream(request_id: RequestId) -> bool:
+    """End the SSE stream of a request being handled, before its response (polling).
+
+    Call it from the request's handler.  The client resumes with a GET carrying
+    ``Last-Event-ID`` (after the ``retry`` time of the priming event) and receives what
+    was sent meanwhile, the response included.
+
+    Args:
+        request_id: the id of the request being handled (``ctx.request_id``).
+
+    Returns:
+        True when the stream will end; False when there is nothing to end or the client
+        could not resume it: not under Streamable HTTP, a JSON answer, no event id
+        written yet, or already answered.
+
+    Source: 2025-11-25 transports (servers may close SSE streams at will; resumption is
+    always by GET with ``Last-Event-ID``);
+    2025-06-18/basic/transports#resumability-and-redelivery.4.
+    """
+    sess = CURRENT.get()
+    if sess is None:
+        return False
+    stream = sess.state.request_close(request_id)
+    if stream is None:
+        return False
+    sess.wake(stream)
+    return True
+
+
+class HttpSession:
+    """One MCP session of the HTTP server: its channel, input queue and streams.
+
+    Args:
+        session_id: the ``Mcp-Session-Id`` (None for a stateless session).
+        kind: ``"streamable"``, ``"stateless"`` or ``"legacy"`` (2024-11-05).
+        limits: the bounds (the event store's, the streams per session).
+        on_end: called once when the session ends (the session table forgets it).
+    """
+
+    def __init__(
+        self,
+        session_id: str | None,
+        *,
+        kind: SessionKind,
+        limits: HttpLimits,
+        on_end: Callable[[HttpSession], None],
+    ) -> None:
+        self.id = session_id
+        self.kind = kind
+        self.state = SessionStreams(kind, limits)
+        self.input_send, self.input_receive = trio.open_memory_channel[bytes](_INPUT_QUEUE)
+        self.queued = 0  # bodies in the input queue (an evictable session has none)
+        self.session: Session | None = None  # the MCP session, once it runs
+        self.channel = ServerChannel(self)
+        self.last_used = trio.current_time()
+        self.ended = False
+        self.end_reason = ""
+        self.started = trio.Event()
+        self.done = trio.Event()
+        self.cancel_scope = trio.CancelScope()
+        self.waiters: dict[LogicalStream, set[trio.CancelScope]] = {}
+        """The waits of the responses writing each stream (see :meth:`wake`)."""
+        self._on_end = on_end
+        self._json_heads: dict[str | None, list[tuple[bytes, bytes]]] = {}
+        self._sse_heads: dict[tuple[str | None, bool, bool], h11.Response] = {}
+
+    def wake(self, stream: LogicalStream) -> None:
+        """Tell the responses writing ``stream`` that it changed (cancel their waits)."""
+        for scope in self.waiters.get(stream, ()):
+            scope.cancel()
+
+    def busy(self) -> bool:
+        """Whether a request is being answered or a response writes a stream."""
+        return self.state.busy()
+
+    def touch(self) -> None:
+        """The session was used now (the idle reaper counts from here)."""
+        self.last_used = trio.current_time()
+
+    def json_headers(self, session_id: str | None, length: int) -> list[tuple[bytes, bytes]]:
+        """``rules.response_headers(PostReply.JSON, session_id=..., content_length=...)``,
+        built (and the session id validated) once per session: only the length changes."""
+        base = self._json_heads.get(session_id)
+        if base is None:
+            base = rules.response_headers(PostReply.JSON, session_id=session_id, content_length=0)
+            self._json_heads[session_id] = base  # two at most: with and without the id
+        value = str(length).encode("ascii")
+        return [(k, value) if k == rules.CONTENT_LENGTH else (k, v) for k, v in base]
+
+    def sse_head(self, session_id: str | None, last: bool, *, post: bool) -> h11.Response:
+        """The head of an SSE answer: 200 with ``rules.response_headers(PostReply.SSE,
+        session_id=..., post=post)`` (plus ``Connection: close`` when ``last``), built
+        once per session and kind (h11 validates the headers of a new response)."""
+        key = (session_id, last, post)
+        head = self._sse_heads.get(key)
+        if head is None:
+            headers = rules.response_headers(PostReply.SSE, session_id=session_id, post=post)
+            if last:
+                headers.append(CONNECTION_CLOSE)
+            head = h11.Response(status_code=200, headers=headers, reason=b"OK")
+            self._sse_heads[key] = head  # eight at most
+        return head
+
+    def get_stream_pending(self) -> bool:
+        """Whether the standalone stream is written by a response that has events of
+        it still to write."""
+        get = self.state.streams.get(STANDALONE)
+        if get is None or not get.attached:
+            return False
+        return (get.delivered_id or get.base_id) != get.last_id
+
+    # -- output (from the session) -------------------------------------------------------
+
+    def route(self, data: bytes, related: RequestId | None) -> None:
+        """Put one outgoing message on its logical stream and wake the response writing
+        it.  Never blocks."""
+        stream = self.state.route(data, related)
+        if stream is None:
+            log.debug("message dropped: no stream for it (its POST is gone, or stateless)")
+            return
+        self.wake(stream)
+
+    def cancel_from(self, infos: list[MessageInfo]) -> None:
+        """End the streams of the requests that the ``notifications/cancelled`` among a
+        POST body's messages cancel."""
+        for stream in self.state.cancel_from(infos):
+            self.wake(stream)
+
+    # -- input (to the session) ----------------------------------------------------------
+
+    async def deliver(self, body: bytes) -> bool:
+        """Queue one POST body for the session's reader (waits while the queue is full);
+        False when the session has ended."""
+        if self.ended:
+            return False
+        self.queued += 1
+        try:
+            await self.input_send.send(body)
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            self.queued -= 1
+            return False
+        except BaseException:
+            self.queued -= 1  # cancelled while waiting for room: not queued
+            raise
+        return True
+
+    def end(self, reason: str) -> None:
+        """End the session (idempotent): no more input, every stream wakes and ends."""
+        if self.ended:
+            return
+        self.ended = True
+        self.end_reason = reason
+        self.input_send.close()
+        for stream in self.state.all_streams():
+            stream.seq += 1
+            self.wake(stream)
+        self._on_end(self)
+
+
+class ServerChannel:
+    """The :class:`~mcp_ref.trio.MessageChannel` a server session talks to."""
+
+    framing: Literal["lines", "messages"] = "messages"
+    eof_reason: str | None = None
+
+    def __init__(self, sess: HttpSession) -> None:
+        self._sess = sess
+
+    async def receive(self) -> bytes:
+        """The next queued POST body; ``b""`` once the session was ended."""
+        try:
+            data = await self._sess.input_receive.receive()
+        except (trio.EndOfChannel, trio.ClosedResourceError):
+            self.eof_reason = self._sess.end_reason or None
+            return b""
+        self._sess.queued -= 1
+        return data
+
+    def attach_session(self, session: Session) -> None:
+        """The MCP session runs (its connection tells the batch bound; a graceful stop
+        finishes its requests)."""
+        self._sess.session = session
+
+    def try_send(self, data: bytes, *, related_request_id: RequestId | None = None) -> int:
+        """Route one message onto its stream at once: ``len(data)`` (never fails)."""
+        self._sess.route(data, related_request_id)
+        return len(data)
+
+    async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
+        """Route one message onto its stream (never blocks, never fails)."""
+        self._sess.route(data, related_request_id)
+
+    async def aclose(self) -> None:
+        """End the session's HTTP side."""
+        self._sess.end("the session closed")

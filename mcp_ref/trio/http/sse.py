@@ -1,0 +1,206 @@
+"""Writing a logical stream as an SSE response (:mod:`.server`).
+
+Theory of operation
+-------------------
+:func:`answer_sse` attaches a logical stream to one HTTP response (a POST's answer, a
+GET of the standalone stream, a resumption) and writes the stream's events from a
+cursor until the stream ends, the client leaves, or another response takes the stream
+over.  Between writes it waits in :func:`wait_change`: it reads the client's side of the
+connection (to notice a client that left, so that events meant for it stay in the store
+for a resumption) until the session wakes it (:meth:`~.session.HttpSession.wake`
+cancels the read) or the keepalive time passes.
+
+A POST's answer usually comes within moments, so its head waits up to
+``HEAD_WAIT_SECONDS`` for the first events: a quick answer is one write (head, events,
+end: :class:`SseOut`).  From 2025-11-25 on the head goes at once, with its priming event.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Final, Literal
+
+import h11
+import trio
+
+from ... import _http as rules
+from ..._http import HttpError
+from ..._http_streams import LogicalStream
+from ..._sse import SSEEvent, encode_comment, encode_data, encode_event
+from .common import H11Stream
+from .requests import ServerConfig
+from .session import HttpSession
+
+__all__ = ["HEAD_WAIT_SECONDS", "SseOut", "answer_sse", "wait_change"]
+
+log = logging.getLogger("mcp_ref.trio.http")
+
+HEAD_WAIT_SECONDS: Final = 0.1
+"""Seconds the head of a POST's SSE answer waits for the first events, so that a quick
+answer is written at once, head and all."""
+
+_MAX_PIPELINED: Final = 64 * 1024
+_END: Final = h11.EndOfMessage()
+
+
+async def answer_sse(
+    cfg: ServerConfig,
+    h: H11Stream,
+    sess: HttpSession,
+    stream: LogicalStream,
+    session_id: str | None,
+    *,
+    last: bool,
+    cursor: str | None = None,
+    first: SSEEvent | None = None,
+    post: bool = False,
+) -> None:
+    """Attach ``stream`` to this response and write its events from ``cursor`` (default:
+    after the last event written) until it ends (``post``: the answer to the POST that
+    carried the stream's requests; ``first``: an event to write before them)."""
+    out = SseOut(h, stream, sess.sse_head(session_id, last, post=post))
+    if first is not None:
+        out.add(encode_event(first))
+    if cursor is None:
+        cursor = stream.delivered_id or stream.base_id
+    out.generation = sess.state.attach(stream)
+    sess.wake(stream)  # a response writing it before stops
+    try:
+        client_left = await _pump(cfg, out, sess, cursor, post)
+    finally:
+        sess.state.detach(stream, out.generation)
+    if not post:
+        sess.touch()  # (answer_post does, for a POST)
+    if not client_left:
+        await out.flush(end=True)
+
+
+async def _pump(
+    cfg: ServerConfig, out: SseOut, sess: HttpSession, cursor: str, post: bool
+) -> bool:
+    """Write the stream's events from ``cursor`` until it ends; True when the client
+    closed its side first."""
+    stream, generation = out.stream, out.generation
+    if sess.state.primes:
+        # Spec: 2025-06-18/basic/transports#resumability-and-redelivery.1
+        # "Servers MAY attach an `id` field to their SSE events, as described in the SSE standard."
+        # 2025-11-25: prime the stream with an id and empty data, and say when to
+        # reconnect.
+        out.add(encode_data("", id=cursor, retry=cfg.retry_ms))
+    keepalive = cfg.limits.keepalive_seconds
+    head_waits = post and not sess.state.primes
+    store = sess.state.store
+    while True:
+        seq = stream.seq
+        if stream.generation != generation:
+            return False  # another response took the stream over
+        if cursor != stream.last_id:
+            replay = store.replay_after(cursor)
+            if isinstance(replay, HttpError):
+                log.warning("stream %s of session %s lost events: %s", stream.id, sess.id, replay)
+                return False
+            for event_id, data in replay.events:
+                if data:
+                    out.add(encode_data(data, event=rules.MESSAGE_EVENT, id=event_id))
+                cursor = out.delivered = event_id
+        if stream.finished and cursor == stream.last_id:
+            # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.10
+            # "The SSE stream SHOULD eventually include JSON-RPC response for the JSON-RPC request
+            # sent in the POST body."
+            # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.13
+            # "The server SHOULD NOT close the SSE stream before sending the JSON-RPC response for
+            # the received JSON-RPC request, unless the session expires."
+            # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.14
+            # "After the JSON-RPC response has been sent, the server SHOULD close the SSE stream."
+            store.forget_stream(stream.id)
+            return False
+        if sess.ended:
+            return False
+        if stream.close_requested:
+            stream.close_requested = False
+            return False
+        if head_waits and out.delivered is None:
+            # Nothing but the head yet: wait a moment for more, then write the head.
+            got = await wait_change(out.h, sess, stream, seq, HEAD_WAIT_SECONDS)
+            if got == "eof":
+                return True
+            head_waits = got == "changed"
+            continue
+        head_waits = False
+        await out.flush()
+        got = await wait_change(out.h, sess, stream, seq, keepalive)
+        if got == "eof":
+            return True
+        if got == "timeout":
+            out.add(encode_comment("keepalive"))
+
+
+class SseOut:
+    """What one SSE response has yet to write: its head (until first written) and
+    encoded events, written together by :meth:`flush` (the events as one chunk), and
+    the id of the last event among them."""
+
+    __slots__ = ("chunks", "delivered", "generation", "h", "head", "stream")
+
+    def __init__(self, h: H11Stream, stream: LogicalStream, head: h11.Response) -> None:
+        self.h = h
+        self.stream = stream
+        self.generation = 0  # the stream's generation when this response attached it
+        self.head: h11.Response | None = head  # None once written
+        self.chunks: list[bytes] = []
+        self.delivered: str | None = None  # id of the last event in ``chunks``
+
+    def add(self, data: bytes) -> None:
+        """Queue one encoded SSE event (or comment)."""
+        self.chunks.append(data)
+
+    async def flush(self, *, end: bool = False) -> None:
+        """Write what is pending (with the end of the response when ``end``); then the
+        stream's ``delivered_id`` is the last event written."""
+        events: list[Any] = []
+        if self.head is not None:
+            events.append(self.head)
+            self.head = None
+        chunks = self.chunks
+        if chunks:
+            self.chunks = []
+            events.append(h11.Data(data=b"".join(chunks)))
+        if end:
+            events.append(_END)
+        if events:
+            await self.h.send(*events)
+        if self.delivered is not None:
+            if self.stream.generation == self.generation:
+                self.stream.delivered_id = self.delivered
+            self.delivered = None
+
+
+async def wait_change(
+    h: H11Stream, sess: HttpSession, stream: LogicalStream, seq: int, timeout: float
+) -> Literal["changed", "eof", "timeout"]:
+    """Wait until ``stream`` changes (its ``seq`` is no longer ``seq``) while reading the
+    client's side of the connection, at most ``timeout`` seconds.
+
+    Returns ``"changed"``, ``"eof"`` (the client closed its side: nobody will read the
+    rest) or ``"timeout"``.  Input the client pipelines meanwhile goes into h11 for the
+    next request (up to ``_MAX_PIPELINED`` bytes; past that the socket is not read).
+    :meth:`HttpSession.wake` cancels the read (a cancelled ``receive_some`` loses
+    nothing).
+    """
+    if stream.seq != seq:
+        return "changed"
+    waiting = sess.waiters.setdefault(stream, set())
+    with trio.CancelScope(deadline=trio.current_time() + timeout) as scope:
+        waiting.add(scope)
+        try:
+            while h.conn.their_state is not h11.CLOSED:
+                if len(h.conn.trailing_data[0]) > _MAX_PIPELINED:
+                    await trio.sleep_forever()  # pipelined input piles up: stop reading
+                if not await h.receive_some():
+                    return "eof"
+            return "eof"
+        finally:
+            waiting.discard(scope)
+            if not waiting:
+                sess.waiters.pop(stream, None)
+    return "changed" if stream.seq != seq else "timeout"

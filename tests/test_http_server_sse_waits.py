@@ -1,0 +1,72 @@
+"""The HTTP server's SSE writer waits for news of its logical stream while it reads the
+client's side of the connection (``wait_change`` of :mod:`mcp_ref.trio.http.sse`)."""
+
+from __future__ import annotations
+
+import math
+
+import h11
+import trio
+import trio.testing
+
+from mcp_ref._http import HttpLimits
+from mcp_ref.trio.http.common import H11Stream
+from mcp_ref.trio.http.session import HttpSession
+from mcp_ref.trio.http.sse import wait_change
+
+TIMEOUT = 10
+NOTE = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":1}}'
+
+
+def _session() -> HttpSession:
+    return HttpSession("s1", kind="streamable", limits=HttpLimits(), on_end=lambda _: None)
+
+
+async def _route_soon(sess: HttpSession) -> None:
+    await trio.sleep(0.01)
+    sess.route(NOTE, None)  # to the standalone stream: wakes its writer
+
+
+async def test_news_of_the_stream_ends_the_wait_and_leaves_no_waiter(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    _client, server = trio.testing.memory_stream_pair()
+    h = H11Stream(server, h11.SERVER)
+    sess = _session()
+    stream = sess.state.streams["get"]
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_route_soon, sess)
+            assert await wait_change(h, sess, stream, stream.seq, math.inf) == "changed"
+        assert sess.waiters == {}
+        # News that came before the wait: "changed" at once.
+        seq = stream.seq
+        sess.route(NOTE, None)
+        assert await wait_change(h, sess, stream, seq, math.inf) == "changed"
+        assert await wait_change(h, sess, stream, stream.seq, 5.0) == "timeout"
+
+
+async def test_a_client_that_left_ends_the_wait(autojump_clock: trio.testing.MockClock) -> None:
+    client, server = trio.testing.memory_stream_pair()
+    h = H11Stream(server, h11.SERVER)
+    sess = _session()
+    stream = sess.state.streams["get"]
+    with trio.fail_after(TIMEOUT):
+        await client.aclose()
+        assert await wait_change(h, sess, stream, stream.seq, math.inf) == "eof"
+
+
+async def test_the_end_of_the_session_ends_the_wait(autojump_clock: trio.testing.MockClock) -> None:
+    _client, server = trio.testing.memory_stream_pair()
+    h = H11Stream(server, h11.SERVER)
+    sess = _session()
+    stream = sess.state.streams["get"]
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+
+            async def end_soon() -> None:
+                await trio.sleep(0.01)
+                sess.end("test")
+
+            nursery.start_soon(end_soon)
+            assert await wait_change(h, sess, stream, stream.seq, math.inf) == "changed"
