@@ -186,9 +186,10 @@ async def answer_json(
 ) -> None:
     """Wait for the answer(s) collected on ``stream`` and write them as one JSON body
     (an array for a batch; 202 when none came)."""
+    # The answer is written whole once it is complete: a client that left meanwhile is
+    # noticed then (the write fails), so the socket is not watched while waiting.
     while not stream.finished and not sess.ended:
-        if await wait_change(h, sess, stream, stream.seq, math.inf) == "eof":
-            return  # the client went away
+        await wait_change(None, sess, stream, stream.seq, math.inf)
     if not stream.finished:
         raise Refused(gone())
     await _let_get_stream_go_first(sess)

@@ -32,6 +32,7 @@ from ..._http_streams import STANDALONE, LogicalStream, SessionKind, SessionStre
 from ...events import RequestId
 from .._session import Session
 from .common import CONNECTION_CLOSE
+from .fastpath import push_now
 
 __all__ = ["CURRENT", "HttpSession", "ServerChannel", "close_sse_stream"]
 
@@ -179,9 +180,18 @@ class HttpSession:
 
     async def deliver(self, body: bytes) -> bool:
         """Queue one POST body for the session's reader (waits while the queue is full);
-        False when the session has ended."""
+        False when the session has ended.  (Once the session runs and nothing is queued,
+        :func:`~.fastpath.push_now` hands it over from this task instead.)"""
         if self.ended:
             return False
+        if self.session is not None and self.queued == 0:
+            # See .fastpath; handlers started by the body see their HTTP session, as
+            # when the session's reader starts them (close_sse_stream reads it).
+            token = CURRENT.set(self)
+            try:
+                return await push_now(self.session, body)
+            finally:
+                CURRENT.reset(token)
         self.queued += 1
         try:
             await self.input_send.send(body)

@@ -176,10 +176,10 @@ class SseOut:
 
 
 async def wait_change(
-    h: H11Stream, sess: HttpSession, stream: LogicalStream, seq: int, timeout: float
+    h: H11Stream | None, sess: HttpSession, stream: LogicalStream, seq: int, timeout: float
 ) -> Literal["changed", "eof", "timeout"]:
     """Wait until ``stream`` changes (its ``seq`` is no longer ``seq``) while reading the
-    client's side of the connection, at most ``timeout`` seconds.
+    client's side of the connection ``h`` (None: without), at most ``timeout`` seconds.
 
     Returns ``"changed"``, ``"eof"`` (the client closed its side: nobody will read the
     rest) or ``"timeout"``.  Input the client pipelines meanwhile goes into h11 for the
@@ -193,6 +193,8 @@ async def wait_change(
     with trio.CancelScope(deadline=trio.current_time() + timeout) as scope:
         waiting.add(scope)
         try:
+            if h is None:
+                await trio.sleep_forever()
             while h.conn.their_state is not h11.CLOSED:
                 if len(h.conn.trailing_data[0]) > _MAX_PIPELINED:
                     await trio.sleep_forever()  # pipelined input piles up: stop reading
