@@ -4,6 +4,7 @@ The core (this package's top level) does no I/O and imports no event loop; drive
 trio live in :mod:`mcp_ref.trio`.  Start with :class:`Connection`.
 """
 
+from ._client import SessionClosed
 from ._connection import NEED_DATA, Connection
 from ._errors import (
     INTERNAL_ERROR,
@@ -67,6 +68,7 @@ __all__ = [
     "RequestTimeout",
     "Response",
     "Role",
+    "SessionClosed",
     "State",
     "UnexpectedResponse",
 ]

@@ -12,10 +12,15 @@ one request at a time.
 
 How it drives the core, step by step
 ------------------------------------
-1. ``conn = Connection(CLIENT, default_timeout=RequestTimeout(seconds=60))``.
-2. ``request()``: ``rid = conn.next_request_id()``; ``data = conn.send(Request(...),
-   now=time.monotonic())``; write ``data`` to the server's stdin.  With
-   ``on_progress``, the params carry ``rid`` as ``_meta.progressToken``.  The pipe is
+Everything a client decides (the handshake, params, progress tokens, result checks,
+the answers to the server's requests) is the sans-IO client core's
+(:class:`mcp_ref._client.ClientWire`, around ``Connection(CLIENT)``); this module only
+waits.
+
+1. ``wire = ClientWire(Connection(CLIENT, default_timeout=DEFAULT_TIMEOUT), ...)``.
+2. ``request()``: ``rid, params, data = wire.send_request(..., now=time.monotonic())``;
+   write ``data`` to the server's stdin.  With ``on_progress``, the params carry a
+   progress token (the caller's own, or ``rid``).  The pipe is
    non-blocking and the write waits on a selector that also watches the server's
    stdout, reading what arrives meanwhile, so a server that writes while we write
    cannot deadlock us.
@@ -26,16 +31,15 @@ How it drives the core, step by step
    b. read what is there (``os.read``) and ``conn.receive_data(chunk)``;
    c. write what ``conn.handle_timeout(time.monotonic())`` returns (the
       ``notifications/cancelled`` of an expired request);
-   d. drain ``conn.next_event()``: the Response or ErrorResponse for ``rid`` ends the
-      wait; RequestTimedOut for it raises :class:`NoAnswerError` (an McpError with
-      code ``REQUEST_TIMEOUT`` that no server sent: we gave up waiting); a Progress
-      for it (the core matched the token) goes to ``on_progress``; a ``ping``
-      from the server is answered; any other server request gets -32601.  Requests
-      that need client capabilities (sampling, roots, elicitation) never get that
-      far: this client declares none, so the core refuses them itself and hands us
-      the error response in ``RemoteProtocolError.event_hint`` to write back.
+   d. drain ``wire.next_event()`` (writing ``wire.data_to_send()``): the Response,
+      ErrorResponse or RequestTimedOut for ``rid`` ends the wait (``result_of`` turns
+      it into the result, McpError or :class:`NoAnswerError`); a Progress for it (the
+      core matched the token) goes to ``on_progress``; a request from the server is
+      answered on the spot (``wire.handle``, ``wire.finish``, ``wire.reply``): a
+      ``ping``, and those of the handlers given (sync functions here).  Requests that
+      need a capability we did not declare never get that far: the core refuses them.
 4. If the wait is interrupted (KeyboardInterrupt, or any exception), the request is
-   cancelled with ``notifications/cancelled`` before the exception goes on.
+   cancelled with ``wire.cancel(rid)`` before the exception goes on.
 5. Closing: close the server's stdin, wait; SIGTERM, wait; SIGKILL.
 
 ``subprocess`` and ``selectors`` are imported when a client is made, not when this
@@ -46,31 +50,29 @@ the package's top level.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from . import types as t
-from ._connection import NEED_DATA, Connection
-from ._convert import ConversionError, structure
-from ._errors import (
-    INVALID_PARAMS,
-    METHOD_NOT_FOUND,
-    LocalProtocolError,
-    McpError,
-    NoAnswerError,
-    RemoteProtocolError,
+from ._client import (
+    DEFAULT,
+    DEFAULT_SHUTDOWN_GRACE,
+    DEFAULT_TIMEOUT,
+    ClientWire,
+    ListWalk,
+    SessionClosed,
+    Timeout,
+    as_timeout,
+    result_of,
 )
+from ._client import DEFAULT_CLIENT_INFO as DEFAULT_CLIENT_INFO
+from ._connection import Connection
+from ._errors import NoAnswerError
 from ._inflight import RequestTimeout
-from ._methods import (
-    LATEST_PROTOCOL_VERSION,
-    METHODS,
-    check_version,
-    with_progress_token,
-)
-from ._pagination import PageWalker
-from ._state import CLIENT, State
+from ._state import CLIENT
 from .events import (
     ConnectionClosed,
     ErrorResponse,
@@ -89,30 +91,21 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_CLIENT_INFO", "Client", "NoAnswerError", "SessionClosed", "connect_stdio"]
 
-
-DEFAULT_CLIENT_INFO: Final = t.Implementation(name="mcp-ref-blocking", version="0.1.0")
-"""The ``clientInfo`` sent in ``initialize`` unless another is given."""
-
-_DEFAULT: Final[Any] = object()
 _CHUNK: Final = 65536
-
-
-class SessionClosed(ConnectionError):
-    """The session ended (the server exited or closed its stdout, a write failed, or
-    the client was closed) before the answer came, or a request was made after."""
 
 
 class Client:
     """A blocking MCP client over a server process's stdin/stdout.
 
     Made by :func:`connect_stdio`, which initializes it.  One request at a time: do not
-    call it from ``on_notification``.  An exception raised by ``on_notification``
-    propagates from the call that was waiting, which first cancels its request.
+    call it from ``on_notification`` or a handler.  An exception raised by
+    ``on_notification`` propagates from the call that was waiting, which first cancels
+    its request.
 
     Attributes:
         process: the server process (``subprocess.Popen``).
-        connection: the core, ``Connection(CLIENT)``.
-        initialize_result: the server's ``InitializeResult`` (None before it).
+        wire: the client core with its connection (:class:`mcp_ref._client.ClientWire`).
+        connection: the core's ``Connection(CLIENT)``.
 
     Source: 2025-06-18/basic/transports#stdio; 2025-06-18/basic/lifecycle.
     """
@@ -120,18 +113,18 @@ class Client:
     def __init__(
         self,
         process: subprocess.Popen[bytes],
-        connection: Connection,
+        wire: ClientWire,
         *,
         on_notification: Callable[[Notification], object] | None = None,
-        write_timeout: float | None = 60.0,
+        write_timeout: float | None = DEFAULT_TIMEOUT.seconds,
     ) -> None:
         import selectors
 
         assert process.stdin is not None and process.stdout is not None
         self.process = process
-        self.connection = connection
+        self.wire = wire
+        self.connection = wire.connection
         self.on_notification = on_notification
-        self.initialize_result: t.InitializeResult | None = None
         self._in = process.stdin.fileno()
         self._out = process.stdout.fileno()
         os.set_blocking(self._in, False)  # every write waits on the selector instead
@@ -141,7 +134,11 @@ class Client:
         self._waiting: RequestId | None = None
         self._on_progress: Callable[[Progress], object] | None = None
         self._answer: Event | Exception | None = None
-        self._closed: str | None = None
+
+    @property
+    def initialize_result(self) -> t.InitializeResult | None:
+        """The server's ``InitializeResult`` (None before it)."""
+        return self.wire.initialize_result
 
     # -- requests ------------------------------------------------------------------
 
@@ -150,7 +147,7 @@ class Client:
         method: str,
         params: Any = None,
         *,
-        timeout: float | RequestTimeout | None = _DEFAULT,
+        timeout: Timeout = DEFAULT,
         on_progress: Callable[[Progress], object] | None = None,
     ) -> Any:
         """Send a request, wait for the answer, return its typed result.
@@ -162,13 +159,14 @@ class Client:
                 client's.
             on_progress: called, on this thread while the call waits, with each
                 :class:`~mcp_ref.events.Progress` the server reports for this request
-                (its id goes out as the progress token).  Like ``on_notification``, it
-                must not make requests; an exception it raises cancels the request and
-                propagates.
+                (the request carries a progress token: the caller's own in ``_meta``,
+                else its id).  Like ``on_notification``, it must not make requests;
+                an exception it raises cancels the request and propagates.
 
         Raises:
             NoAnswerError: no answer within the timeout (an McpError, code -32001).
             McpError: the server answered with an error response.
+            OutputSchemaError: a tool's structured result does not match its schema.
             SessionClosed: the session ended first.
             LocalProtocolError: the request breaks the protocol (nothing was sent).
             RuntimeError: called while another request waits (from on_notification).
@@ -177,22 +175,12 @@ class Client:
         2025-06-18/basic/utilities/cancellation#cancellation-flow;
         2025-06-18/basic/utilities/progress#progress-flow.
         """
-        self._check_open()
+        self.wire.check_open()
         if self._waiting is not None:
             raise RuntimeError("the blocking client makes one request at a time")
-        conn = self.connection
-        rid = conn.next_request_id()
-        params = _typed(method, params)
-        if on_progress is not None:
-            params = with_progress_token(method, params, rid)
-        kw: dict[str, Any] = {}
-        if timeout is not _DEFAULT:
-            kw["timeout"] = (
-                timeout
-                if timeout is None or isinstance(timeout, RequestTimeout)
-                else RequestTimeout(seconds=timeout)
-            )
-        data = conn.send(Request(id=rid, method=method, params=params), now=time.monotonic(), **kw)
+        rid, params, data = self.wire.send_request(
+            method, params, now=time.monotonic(), timeout=timeout, progress=bool(on_progress)
+        )
         self._waiting, self._answer, self._on_progress = rid, None, on_progress
         try:
             self._write(data)
@@ -200,29 +188,16 @@ class Client:
                 self._step()
         except BaseException:
             if self._answer is None:
-                self._give_up(rid, method)
+                with contextlib.suppress(SessionClosed):
+                    self._write(self.wire.cancel(rid, method))
             raise
         finally:
             answer, self._waiting, self._answer = self._answer, None, None
             self._on_progress = None
         if isinstance(answer, Exception):
             raise answer
-        if isinstance(answer, ErrorResponse):
-            raise McpError(answer.code, answer.message, answer.data)
-        assert isinstance(answer, Response)
-        return answer.result
-
-    def _give_up(self, rid: RequestId, method: str) -> None:
-        # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.2
-        # "The `initialize` request MUST NOT be cancelled by clients"
-        if method == "initialize" or self.connection.state is State.CLOSED:
-            return
-        note = Notification(
-            method="notifications/cancelled",
-            params=t.CancelledNotificationParams(request_id=rid, reason="cancelled by the client"),
-        )
-        with contextlib.suppress(LocalProtocolError, SessionClosed):
-            self._write(self.connection.send(note))
+        assert answer is not None
+        return self.wire.check_result(method, params, result_of(answer))
 
     def notify(self, method: str, params: Any = None) -> None:
         """Send a notification (typed params, a wire-form dict, or None).
@@ -230,39 +205,20 @@ class Client:
         Raises:
             LocalProtocolError: it breaks the protocol; SessionClosed: the session ended.
         """
-        self._check_open()
-        self._write(
-            self.connection.send(Notification(method=method, params=_typed(method, params)))
-        )
+        self._write(self.wire.send_notification(method, params))
 
-    def initialize(
-        self,
-        *,
-        client_info: t.Implementation = DEFAULT_CLIENT_INFO,
-        protocol_version: str = LATEST_PROTOCOL_VERSION,
-    ) -> t.InitializeResult:
-        """``initialize`` (declaring no client capabilities), then
-        ``notifications/initialized``.  ``protocol_version`` is the revision asked for;
-        the server may answer another supported one.  Raises as :meth:`request`, and
-        ValueError for a version mcp-ref does not speak.
+    def initialize(self) -> t.InitializeResult:
+        """``initialize``, then ``notifications/initialized`` (done by
+        :func:`connect_stdio`).  Raises as :meth:`request`.
 
-        Source: 2025-06-18/basic/lifecycle#initialization;
-        2025-06-18/basic/lifecycle#version-negotiation.1.
+        Source: 2025-06-18/basic/lifecycle#initialization.
         """
-        params = t.InitializeRequestParams(
-            protocol_version=check_version(protocol_version),
-            capabilities=t.ClientCapabilities(),
-            client_info=client_info,
-        )
-        result: t.InitializeResult = self.request("initialize", params)
-        self.initialize_result = result
-        # Spec: 2025-06-18/basic/lifecycle#initialization.4
-        # "After successful initialization, the client MUST send an `initialized` notification to
-        # indicate it is ready to begin normal operations:"
-        self.notify("notifications/initialized")
+        result: t.InitializeResult = self.request("initialize", self.wire.initialize_params())
+        note = self.wire.initialized(result)
+        self.notify(note.method, note.params)
         return result
 
-    def ping(self, *, timeout: float | None = _DEFAULT) -> None:
+    def ping(self, *, timeout: Timeout = DEFAULT) -> None:
         """Send ``ping`` and wait for the answer.  Raises as :meth:`request`.
 
         Source: 2025-06-18/basic/utilities/ping#behavior-requirements.1.
@@ -270,24 +226,23 @@ class Client:
         self.request("ping", timeout=timeout)
 
     def list_tools(self) -> list[t.Tool]:
-        """All the server's tools, following ``nextCursor``.  Raises as :meth:`request`,
-        and RemoteProtocolError when the server repeats a cursor.
+        """All the server's tools, following ``nextCursor``; remembers their output
+        schemas.  Raises as :meth:`request`, and RemoteProtocolError when the server
+        repeats a cursor.
 
         Source: 2025-06-18/server/tools#listing-tools.
         """
-        walker = PageWalker()
-        while (cursor := walker.next_cursor()) is not PageWalker.DONE:
-            params = t.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
-            page: t.ListToolsResult = self.request("tools/list", params)
-            walker.add_page(page.tools, page.next_cursor)
-        return walker.items
+        walk = ListWalk("tools/list")
+        while (params := walk.next_params()) is not ListWalk.DONE:
+            walk.add(self.request(walk.method, params))
+        return walk.items
 
     def call_tool(
         self,
         name: str,
         arguments: dict[str, Any] | None = None,
         *,
-        timeout: float | None = _DEFAULT,
+        timeout: Timeout = DEFAULT,
         on_progress: Callable[[Progress], object] | None = None,
     ) -> t.CallToolResult:
         """Call a tool and return its result.  ``timeout`` and ``on_progress`` are as
@@ -334,6 +289,8 @@ class Client:
         """Write one whole message, reading the server's output meanwhile (step 2)."""
         import selectors
 
+        if not data:
+            return
         view, written = memoryview(data), 0
         limit = None if self._write_timeout is None else time.monotonic() + self._write_timeout
         self._selector.register(self._in, selectors.EVENT_WRITE)
@@ -357,49 +314,23 @@ class Client:
             if written:  # half a message may be on the pipe: the stream is unusable
                 self.connection.send_failed()
             if isinstance(exc, SessionClosed):
-                self._close(str(exc))
+                self._close(exc.reason)
             raise
         finally:
             self._selector.unregister(self._in)
 
     def _process_events(self) -> None:
-        conn = self.connection
-        while True:
-            try:
-                event = conn.next_event()
-            except RemoteProtocolError as exc:
-                if exc.event_hint is not None and conn.state is not State.CLOSED:
-                    self._write(conn.send(exc.event_hint))
-                if conn.state is State.CLOSED:
-                    self._close(exc.message)
-                    return
-                continue
-            if event is NEED_DATA:
-                return
-            assert isinstance(event, Event)
+        while (event := self.wire.next_event()) is not None:
+            self._write(self.wire.data_to_send())
             self._dispatch(event)
+        self._write(self.wire.data_to_send())
 
     def _dispatch(self, event: Event) -> None:
         if isinstance(event, Response | ErrorResponse | RequestTimedOut):
-            if self._waiting is None or event.id != self._waiting:
-                return  # the core already dropped late answers; nothing else can match
-            if isinstance(event, RequestTimedOut):
-                # Spec: 2025-06-18/basic/lifecycle#timeouts.2
-                # "... stop waiting for a response" (the core wrote the cancellation)
-                self._answer = NoAnswerError(event.method, event.elapsed)
-            else:
-                self._answer = event
+            if self._waiting is not None and event.id == self._waiting:
+                self._answer = event  # (the core already dropped late answers)
         elif isinstance(event, Request):
-            reply: Event
-            if event.method == "ping":
-                # Spec: 2025-06-18/basic/utilities/ping#behavior-requirements.1
-                # "The receiver MUST respond promptly with an empty response:"
-                reply = Response(id=event.id, result=t.EmptyResult())
-            else:
-                reply = ErrorResponse(
-                    id=event.id, code=METHOD_NOT_FOUND, message=f"not handled: {event.method}"
-                )
-            self._write(self.connection.send(reply))
+            self._write(self.wire.reply(event, self._answer_server(event)))
         elif isinstance(event, Progress):
             if event.request_id == self._waiting and self._on_progress is not None:
                 self._on_progress(event)
@@ -407,39 +338,34 @@ class Client:
             if self.on_notification is not None:
                 self.on_notification(event)
         elif isinstance(event, ConnectionClosed):
-            self._close("the server closed the connection")
+            self._close(self.wire.closed or "the server closed the connection")
+
+    def _answer_server(self, request: Request) -> Any:
+        """The result of a server request (or the exception raised on the way)."""
+        try:
+            value = self.wire.handle(request.method, request.params, time.monotonic())
+            if inspect.isawaitable(value):
+                raise TypeError("the blocking client takes sync handlers only")
+            return self.wire.finish(request.method, value)
+        except Exception as exc:
+            return exc
 
     # -- the end -------------------------------------------------------------------
 
     def _close(self, reason: str) -> None:
-        if self._closed is None:
-            self._closed = reason
+        self.wire.close(reason)
         if self._waiting is not None and self._answer is None:
-            self._answer = SessionClosed(reason)
-
-    def _check_open(self) -> None:
-        if self._closed is not None:
-            raise SessionClosed(self._closed)
+            self._answer = SessionClosed(self.wire.closed or reason)
 
     @property
     def closed(self) -> bool:
         """Whether the session has ended."""
-        return self._closed is not None
+        return self.wire.closed is not None
 
     def close(self) -> None:
         """Stop using the session (the process is shut down by :func:`connect_stdio`)."""
         self._close("the client was closed")
         self._selector.close()
-
-
-def _typed(method: str, params: Any) -> Any:
-    spec = METHODS.get(method)
-    if spec is None or not isinstance(params, dict):
-        return params
-    try:
-        return structure(params, spec.params_type)
-    except ConversionError as exc:
-        raise LocalProtocolError(f"bad params for {method}: {exc}", code=INVALID_PARAMS) from None
 
 
 @contextlib.contextmanager
@@ -449,11 +375,10 @@ def connect_stdio(
     env: dict[str, str] | None = None,
     cwd: str | None = None,
     stderr: int | None = None,
-    timeout: float | None = 60.0,
-    client_info: t.Implementation = DEFAULT_CLIENT_INFO,
-    protocol_version: str = LATEST_PROTOCOL_VERSION,
+    timeout: float | RequestTimeout | None = DEFAULT_TIMEOUT,
     on_notification: Callable[[Notification], object] | None = None,
-    shutdown_grace: float = 2.0,
+    shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
+    **options: Any,
 ) -> Iterator[Client]:
     """Start an MCP server process; yield an initialized blocking :class:`Client`.
 
@@ -462,16 +387,19 @@ def connect_stdio(
         env, cwd: for the child (default: ours).
         stderr: where the child's stderr goes: None inherits ours, or
             ``subprocess.DEVNULL`` or a file descriptor.
-        timeout: default per-request timeout in seconds, also the bound on one write
-            (None: none).
-        client_info: the ``clientInfo`` of ``initialize``.
-        protocol_version: the revision to ask for (default the latest); the server may
-            answer another supported one (``client.initialize_result``).
+        timeout: default per-request timeout (seconds or a RequestTimeout; default
+            :data:`mcp_ref._client.DEFAULT_TIMEOUT`); its seconds also bound one write
+            (None: no bound).
         on_notification: called with each Notification the server sends.
-        shutdown_grace: seconds to wait at each step of the shutdown.
+        shutdown_grace: seconds to wait at each step of the shutdown (default 2).
+        **options: the client core's (:class:`mcp_ref._client.ClientCore`):
+            ``client_info``, ``protocol_version`` (the server may answer another
+            supported one: ``client.initialize_result``), ``sampling_handler``,
+            ``elicitation_handler`` (sync functions), ``roots``, the rate limits.
 
     Raises:
-        ValueError: ``protocol_version`` is not supported (nothing is started).
+        ValueError: ``protocol_version`` is not supported, or a root is not an
+            absolute ``file://`` URI (nothing is started).
         OSError: the command could not be started.
         NoAnswerError: no answer to ``initialize`` within ``timeout`` (not an MCP
             server, or a slow one).
@@ -481,7 +409,8 @@ def connect_stdio(
     """
     import subprocess
 
-    check_version(protocol_version)
+    default = as_timeout(timeout)
+    wire = ClientWire(Connection(CLIENT, default_timeout=default), **options)
     process = subprocess.Popen(
         list(command),
         stdin=subprocess.PIPE,
@@ -492,15 +421,14 @@ def connect_stdio(
         bufsize=0,
     )
     try:
-        default = RequestTimeout(seconds=timeout) if timeout is not None else None
         client = Client(
             process,
-            Connection(CLIENT, default_timeout=default),
+            wire,
             on_notification=on_notification,
-            write_timeout=timeout,
+            write_timeout=None if default is None else default.seconds,
         )
         try:
-            client.initialize(client_info=client_info, protocol_version=protocol_version)
+            client.initialize()
             yield client
         finally:
             client.close()

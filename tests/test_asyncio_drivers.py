@@ -290,7 +290,8 @@ def test_stdio_client_handlers_answer_and_are_cancelled() -> None:
             return report
 
     report = run(main)
-    assert report["capabilities"] == {"sampling": {}, "elicitation": {}, "roots": {}}
+    roots = {"listChanged": True}  # the client can say when they change (set_roots)
+    assert report["capabilities"] == {"sampling": {}, "elicitation": {}, "roots": roots}
     answers = {a["id"]: a for a in report["answers"]}
     assert set(answers) == {"s2", "s3", "s4"}  # s5 was cancelled: never answered
     assert answers["s2"]["result"]["content"] == {"type": "text", "text": "re: hi"}

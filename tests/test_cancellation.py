@@ -172,56 +172,6 @@ def test_only_the_clients_initialize_is_never_cancelled() -> None:
     assert ev == RequestCancelled(id="0", reason=None)
 
 
-@spec("2025-06-18/basic/utilities/cancellation#behavior-requirements.2")
-def test_the_blocking_client_gives_up_without_cancelling_initialize() -> None:
-    """When the blocking client stops waiting (an exception, a timeout), it cancels the
-    request it gave up on, unless that request is initialize."""
-    import os
-
-    from mcp_ref import CLIENT, Connection
-    from mcp_ref.blocking import Client
-
-    from ._pair import init_request
-
-    class Pipes:
-        def __init__(self) -> None:
-            r_in, w_in = os.pipe()
-            r_out, w_out = os.pipe()
-            self.stdin = os.fdopen(w_in, "wb", buffering=0)
-            self.stdout = os.fdopen(r_out, "rb", buffering=0)
-            self.written, self.peer_end = r_in, w_out
-            os.set_blocking(r_in, False)
-
-        def read_written(self) -> bytes:
-            try:
-                return os.read(self.written, 65536)
-            except BlockingIOError:
-                return b""
-
-        def close(self) -> None:
-            self.stdin.close()
-            self.stdout.close()
-            os.close(self.written)
-            os.close(self.peer_end)
-
-    conn = Connection(CLIENT)
-    pipes = Pipes()
-    try:
-        blocking = Client(pipes, conn)  # type: ignore[arg-type]
-        conn.send(init_request())
-        blocking._give_up(0, "initialize")
-        assert pipes.read_written() == b""
-        client, _ = initialized_pair()
-        blocking.connection = client
-        client.send(Request(id=3, method="ping"))
-        blocking._give_up(3, "ping")
-        sent = json.loads(pipes.read_written())
-        assert sent["method"] == "notifications/cancelled"
-        assert sent["params"]["requestId"] == 3
-    finally:
-        pipes.close()
-
-
 @spec("2025-06-18/basic/utilities/cancellation#behavior-requirements.1")
 async def test_a_caller_cancelled_request_is_cancelled_by_its_own_id_and_route() -> None:
     """When the caller of the trio session's ``send_request`` stops waiting, the
@@ -275,33 +225,3 @@ async def test_a_caller_cancelled_request_is_cancelled_by_its_own_id_and_route()
     assert (note, "call-7") in routed.sent and (ping, "call-7") in routed.sent
 
 
-@spec("2025-06-18/basic/utilities/cancellation#behavior-requirements.2")
-def test_the_asyncio_client_gives_up_without_cancelling_initialize() -> None:
-    """When the asyncio client stops waiting, it cancels the request it gave up on,
-    unless that request is initialize (or the connection is closed)."""
-    from mcp_ref import CLIENT, Connection
-    from mcp_ref.asyncio._client import ClientSession
-
-    from ._pair import init_request
-
-    class Recording(ClientSession):
-        def __init__(self, connection: Connection) -> None:
-            super().__init__(connection)
-            self.written: list[bytes] = []
-
-        def _transmit_soon(self, data: bytes) -> None:
-            if data:
-                self.written.append(data)
-
-    conn = Connection(CLIENT)
-    conn.send(init_request())
-    session = Recording(conn)
-    session._give_up(0, "initialize")
-    assert session.written == []
-    client, _ = initialized_pair()
-    session.connection = client
-    client.send(Request(id=3, method="ping"))
-    session._give_up(3, "ping")
-    (sent,) = [json.loads(data) for data in session.written]
-    assert sent["method"] == "notifications/cancelled"
-    assert sent["params"]["requestId"] == 3

@@ -15,10 +15,12 @@ import trio
 import trio.testing
 
 from mcp_ref import SERVER, LocalProtocolError, McpError, RequestTimeout
+from mcp_ref import _output_schema as _schema
 from mcp_ref import types as t
+from mcp_ref._client import ClientCore
 from mcp_ref._errors import INTERNAL_ERROR, METHOD_NOT_FOUND, REQUEST_TIMEOUT
 from mcp_ref._methods import SUPPORTED_VERSIONS
-from mcp_ref.client import Client, OutputSchemaError, _schema, open_client, open_stdio_client
+from mcp_ref.client import Client, OutputSchemaError, open_client, open_stdio_client
 from mcp_ref.events import Notification, Progress
 from mcp_ref.trio import Session, SessionClosed, StreamChannel, open_session
 
@@ -448,13 +450,7 @@ async def test_open_stdio_client_server_crash() -> None:
 
 
 async def test_client_not_connected() -> None:
-    client = Client(
-        sampling_handler=None,
-        elicitation_handler=None,
-        roots=None,
-        on_log=None,
-        on_notification=None,
-    )
+    client = Client(ClientCore())
     with pytest.raises(RuntimeError):
         client.session  # noqa: B018
     with pytest.raises(RuntimeError):

@@ -12,9 +12,10 @@ uses h11 (sans-IO HTTP/1.1; see :mod:`mcp_ref.asyncio._http`).
 
 Both clients are a :class:`ClientSession`: ``request(method, params)`` returning the
 typed result (``on_progress=`` for progress), ``notify``, ``ping``, ``list_tools``,
-``call_tool``, ``abort``.  The ``open_*`` functions take ``protocol_version`` and the
-client-side handlers (``sampling_handler``, ``elicitation_handler``, ``roots``), each of
-which declares its capability.
+``call_tool``, ``set_roots``, ``abort``.  The ``open_*`` functions take the client
+core's options (:class:`mcp_ref._client.ClientCore`: ``client_info``,
+``protocol_version``, ``sampling_handler``, ``elicitation_handler``, ``roots``, ...):
+the same options, with the same defaults, as the trio and blocking clients.
 
 Driving the core from a loop of your own, in five steps
 -------------------------------------------------------
@@ -36,14 +37,8 @@ out for a server and a client; :mod:`mcp_ref.blocking` does the same with no eve
 loop at all.
 """
 
-from ._client import (
-    DEFAULT_CLIENT_INFO,
-    ClientSession,
-    ElicitationHandler,
-    ProgressCallback,
-    SamplingHandler,
-    SessionClosed,
-)
+from .._client import DEFAULT_CLIENT_INFO, ElicitationHandler, SamplingHandler, SessionClosed
+from ._client import ClientSession, ProgressCallback
 from ._http import HttpClient, open_http_client
 from ._stdio import Handler, RequestContext, StdioClient, open_stdio_client, serve_stdio
 

@@ -54,23 +54,16 @@ from urllib.parse import urlsplit
 import h11
 
 from .. import _http as rules
-from .. import types as t
+from .._client import DEFAULT_TIMEOUT, SessionClosed, as_timeout
 from .._connection import Connection
 from .._errors import McpError
 from .._http_messages import error_of, message_info
 from .._inflight import RequestTimeout
-from .._methods import LATEST_PROTOCOL_VERSION, check_version
 from .._sse import NEED_DATA as SSE_NEED_DATA
 from .._sse import SSEDecoder
 from .._state import CLIENT
 from ..events import Event, Notification
-from ._client import (
-    DEFAULT_CLIENT_INFO,
-    ClientSession,
-    ElicitationHandler,
-    SamplingHandler,
-    SessionClosed,
-)
+from ._client import ClientSession
 
 __all__ = ["HttpClient", "open_http_client"]
 
@@ -132,7 +125,7 @@ class HttpClient(ClientSession):
         connection: Connection,
         *,
         headers: Sequence[tuple[str, str]] = (),
-        io_timeout: float | None = 60.0,
+        io_timeout: float | None = DEFAULT_TIMEOUT.seconds,
         **session_kw: Any,
     ) -> None:
         super().__init__(connection, **session_kw)
@@ -207,9 +200,9 @@ class HttpClient(ClientSession):
         try:
             await self._post_once(body)
         except _SessionGone:
-            self._close("the server ended the session (HTTP 404), and the new one too")
             self.session_id = None  # nothing left to DELETE
-            raise SessionClosed(self._closed) from None
+            reason = "the server ended the session (HTTP 404), and the new one too"
+            raise self._close(reason) from None
 
     async def _new_session(self, generation: int) -> None:
         """Step 6: the server ended our session (404).  Replay the handshake without a
@@ -227,14 +220,13 @@ class HttpClient(ClientSession):
             # session ID attached"
             self.session_id = None
             if self._init_body is None or self._initialized_body is None:
-                self._close("the server ended the session (HTTP 404) before it began")
-                raise SessionClosed(self._closed)
+                raise self._close("the server ended the session (HTTP 404) before it began")
             try:
                 for body in (self._init_body, self._initialized_body):
                     await self._post_once(body, feed=False)
             except (McpError, OSError, h11.ProtocolError) as exc:
-                self._close(f"the server ended the session (HTTP 404); a new one failed: {exc}")
-                raise SessionClosed(self._closed) from exc
+                reason = f"the server ended the session (HTTP 404); a new one failed: {exc}"
+                raise self._close(reason) from exc
             self._generation += 1
 
     async def _post_once(self, body: bytes, *, feed: bool = True) -> None:
@@ -330,9 +322,7 @@ class HttpClient(ClientSession):
                     raise
                 # The server's answer broke off (it died, or the connection was cut):
                 # the session is gone, as on every other transport.
-                reason = f"the server's HTTP answer broke off: {exc}"
-                self._close(reason)
-                raise SessionClosed(reason) from exc
+                raise self._close(f"the server's HTTP answer broke off: {exc}") from exc
             # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.16
             # "Disconnection SHOULD NOT be interpreted as the client cancelling its request."
             raise McpError(
@@ -413,14 +403,10 @@ def _media_type(headers: rules.Headers) -> bytes:
 async def open_http_client(
     url: str,
     *,
-    timeout: float | None = 60.0,
-    client_info: t.Implementation = DEFAULT_CLIENT_INFO,
-    protocol_version: str = LATEST_PROTOCOL_VERSION,
+    timeout: float | RequestTimeout | None = DEFAULT_TIMEOUT,
     headers: Sequence[tuple[str, str]] = (),
     on_notification: Callable[[Notification], object] | None = None,
-    sampling_handler: SamplingHandler | None = None,
-    elicitation_handler: ElicitationHandler | None = None,
-    roots: Sequence[t.Root] | None = None,
+    **options: Any,
 ) -> AsyncIterator[HttpClient]:
     """Yield an initialized Streamable HTTP client for the MCP endpoint ``url``.
 
@@ -431,16 +417,15 @@ async def open_http_client(
 
     Args:
         url: ``http://`` or ``https://`` URL of the MCP endpoint.
-        timeout: default per-request timeout in seconds, also the bound on POSTs of
-            notifications and on the closing DELETE (None: none).
-        client_info: the ``clientInfo`` of ``initialize``.
-        protocol_version: the revision to ask for (default the latest); the server may
-            answer another supported one, which later POSTs carry in
-            ``MCP-Protocol-Version``.
+        timeout: default per-request timeout (seconds or a RequestTimeout; default
+            :data:`mcp_ref._client.DEFAULT_TIMEOUT`); its seconds also bound POSTs of
+            notifications and the closing DELETE (None: none).
         headers: extra request headers, e.g. ``[("authorization", "Bearer ...")]``.
-        on_notification, sampling_handler, elicitation_handler, roots: see
-            :class:`~mcp_ref.asyncio.ClientSession` (each handler declares its
-            capability).
+        on_notification: see :class:`~mcp_ref.asyncio.ClientSession`.
+        **options: the client core's (:class:`mcp_ref._client.ClientCore`):
+            ``client_info``, ``protocol_version`` (the server may answer another
+            supported one, which later POSTs carry in ``MCP-Protocol-Version``),
+            ``sampling_handler``, ``elicitation_handler``, ``roots``, the rate limits.
 
     Raises:
         ValueError: not an http(s) URL, an unsupported ``protocol_version``, or a root
@@ -453,22 +438,18 @@ async def open_http_client(
 
     Source: 2025-06-18/basic/transports#streamable-http.
     """
-    check_version(protocol_version)
-    default = RequestTimeout(seconds=timeout) if timeout is not None else None
-    conn = Connection(CLIENT, newline_framing=False, default_timeout=default)
+    default = as_timeout(timeout)
     client = HttpClient(
         url,
-        conn,
+        Connection(CLIENT, newline_framing=False, default_timeout=default),
         headers=headers,
-        io_timeout=timeout,
+        io_timeout=None if default is None else default.seconds,
         on_notification=on_notification,
-        sampling_handler=sampling_handler,
-        elicitation_handler=elicitation_handler,
-        roots=roots,  # ClientSession checks them
+        **options,
     )
     clock = asyncio.create_task(client._clock())
     try:
-        await client.initialize(client_info=client_info, protocol_version=protocol_version)
+        await client.initialize()
         yield client
     finally:
         clock.cancel()

@@ -44,11 +44,10 @@ from contextlib import asynccontextmanager
 from typing import Any, Final, Protocol
 
 from .. import types as t
+from .._client import DEFAULT_SHUTDOWN_GRACE, DEFAULT_TIMEOUT, as_timeout
 from .._connection import NEED_DATA, Connection
 from .._errors import INTERNAL_ERROR, LocalProtocolError, McpError, RemoteProtocolError
 from .._inflight import RequestTimeout
-from .._methods import LATEST_PROTOCOL_VERSION, check_version
-from .._roots import check_roots
 from .._state import CLIENT, SERVER
 from ..events import (
     ConnectionClosed,
@@ -60,14 +59,7 @@ from ..events import (
     RequestId,
     Response,
 )
-from ._client import (
-    DEFAULT_CLIENT_INFO,
-    ClientSession,
-    ElicitationHandler,
-    SamplingHandler,
-    SessionClosed,
-    typed_params,
-)
+from ._client import ClientSession, SessionClosed, typed_params
 
 __all__ = ["Handler", "RequestContext", "StdioClient", "open_stdio_client", "serve_stdio"]
 
@@ -285,12 +277,12 @@ class StdioClient(ClientSession):
         process: the server process (``asyncio.subprocess.Process``).
     """
 
-    def __init__(
-        self, process: asyncio.subprocess.Process, connection: Connection, **session_kw: Any
-    ) -> None:
-        super().__init__(connection, **session_kw)
-        self.process = process
+    process: asyncio.subprocess.Process
+
+    def _attach(self, process: asyncio.subprocess.Process) -> None:
+        """Talk to ``process`` (started after the options were checked)."""
         assert process.stdin is not None and process.stdout is not None
+        self.process = process
         self._stdin: asyncio.StreamWriter = process.stdin
         self._stdout: asyncio.StreamReader = process.stdout
 
@@ -305,8 +297,7 @@ class StdioClient(ClientSession):
         try:
             await self._stdin.drain()
         except ConnectionError as exc:
-            self._close(f"writing to the server failed: {exc!r}")
-            raise SessionClosed(self._closed) from exc
+            raise self._close(f"writing to the server failed: {exc!r}") from exc
 
     def _drop_transport(self) -> None:
         self._stdin.close()  # no goodbye: whatever is buffered is all the server gets
@@ -331,14 +322,10 @@ async def open_stdio_client(
     env: dict[str, str] | None = None,
     cwd: str | None = None,
     stderr: int | None = None,
-    timeout: float | None = 60.0,
-    client_info: t.Implementation = DEFAULT_CLIENT_INFO,
-    protocol_version: str = LATEST_PROTOCOL_VERSION,
+    timeout: float | RequestTimeout | None = DEFAULT_TIMEOUT,
     on_notification: Callable[[Notification], object] | None = None,
-    sampling_handler: SamplingHandler | None = None,
-    elicitation_handler: ElicitationHandler | None = None,
-    roots: Sequence[t.Root] | None = None,
-    shutdown_grace: float = 2.0,
+    shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
+    **options: Any,
 ) -> AsyncIterator[StdioClient]:
     """Start an MCP server process and yield an initialized client talking to it.
 
@@ -352,14 +339,14 @@ async def open_stdio_client(
         env, cwd: for the child (default: ours).
         stderr: where the child's stderr goes: None inherits ours (the server's log),
             or ``asyncio.subprocess.DEVNULL`` or a file descriptor.
-        timeout: default per-request timeout in seconds (None: none).
-        client_info: the ``clientInfo`` of ``initialize``.
-        protocol_version: the revision to ask for (default the latest); the server may
-            answer another supported one (``client.initialize_result``).
-        on_notification, sampling_handler, elicitation_handler, roots: see
-            :class:`~mcp_ref.asyncio.ClientSession` (each handler declares its
-            capability).
-        shutdown_grace: seconds to wait at each step of the shutdown.
+        timeout: default per-request timeout (seconds or a RequestTimeout; default
+            :data:`mcp_ref._client.DEFAULT_TIMEOUT`; None: none).
+        on_notification: see :class:`~mcp_ref.asyncio.ClientSession`.
+        shutdown_grace: seconds to wait at each step of the shutdown (default 2).
+        **options: the client core's (:class:`mcp_ref._client.ClientCore`):
+            ``client_info``, ``protocol_version`` (the server may answer another
+            supported one: ``client.initialize_result``), ``sampling_handler``,
+            ``elicitation_handler``, ``roots``, the rate limits.
 
     Raises:
         ValueError: ``protocol_version`` is not supported, or a root is not an
@@ -369,8 +356,8 @@ async def open_stdio_client(
 
     Source: 2025-06-18/basic/transports#stdio; 2025-06-18/basic/lifecycle#stdio.1.
     """
-    check_version(protocol_version)
-    roots = None if roots is None else check_roots(roots)
+    connection = Connection(CLIENT, default_timeout=as_timeout(timeout))
+    client = StdioClient(connection, on_notification=on_notification, **options)
     process = await asyncio.create_subprocess_exec(
         *command,
         stdin=asyncio.subprocess.PIPE,
@@ -379,18 +366,10 @@ async def open_stdio_client(
         env=env,
         cwd=cwd,
     )
-    default = RequestTimeout(seconds=timeout) if timeout is not None else None
-    client = StdioClient(
-        process,
-        Connection(CLIENT, default_timeout=default),
-        on_notification=on_notification,
-        sampling_handler=sampling_handler,
-        elicitation_handler=elicitation_handler,
-        roots=roots,
-    )
+    client._attach(process)
     tasks = [asyncio.create_task(client._read()), asyncio.create_task(client._clock())]
     try:
-        await client.initialize(client_info=client_info, protocol_version=protocol_version)
+        await client.initialize()
         yield client
     finally:
         client._close("the client was closed")

@@ -4,30 +4,36 @@
 server, initializes, and gives a :class:`Client` with typed methods (``list_tools``,
 ``call_tool``, ``read_resource``, ``get_prompt``, ...).  :func:`open_client` does the same
 over any :class:`~mcp_ref.trio.MessageChannel`, and :func:`open_http_client` and
-:func:`open_websocket_client` over Streamable HTTP and WebSocket.
+:func:`open_websocket_client` over Streamable HTTP and WebSocket.  What the client
+decides (handshake, params, progress tokens, result checks, roots, every option's
+default) is the sans-IO client core's, :mod:`mcp_ref._client`, which the asyncio and
+blocking clients share.
 """
 
-from .._ratelimit import RateLimit
-from .._roots import check_roots
-from ._client import (
+from .._client import (
+    DEFAULT,
     DEFAULT_CLIENT_INFO,
     DEFAULT_ELICITATION_RATE_LIMIT,
     DEFAULT_SAMPLING_RATE_LIMIT,
-    Client,
+    DEFAULT_TIMEOUT,
     ElicitationHandler,
-    NoAnswerError,
     RootsArg,
     SamplingHandler,
-    open_client,
-    open_stdio_client,
+    SessionClosed,
 )
-from ._schema import JSONSCHEMA_AVAILABLE, OutputSchemaError
+from .._errors import NoAnswerError
+from .._output_schema import JSONSCHEMA_AVAILABLE, OutputSchemaError
+from .._ratelimit import RateLimit
+from .._roots import check_roots
+from ._client import Client, open_client, open_stdio_client
 from ._transports import open_http_client, open_websocket_client
 
 __all__ = [
+    "DEFAULT",
     "DEFAULT_CLIENT_INFO",
     "DEFAULT_ELICITATION_RATE_LIMIT",
     "DEFAULT_SAMPLING_RATE_LIMIT",
+    "DEFAULT_TIMEOUT",
     "JSONSCHEMA_AVAILABLE",
     "Client",
     "ElicitationHandler",
@@ -36,6 +42,7 @@ __all__ = [
     "RateLimit",
     "RootsArg",
     "SamplingHandler",
+    "SessionClosed",
     "check_roots",
     "open_client",
     "open_http_client",

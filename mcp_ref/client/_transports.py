@@ -16,14 +16,13 @@ import trio
 
 from .._framing import DEFAULT_MAX_MESSAGE_BYTES
 from .._http import HttpLimits
-from ..trio.http import open_http_channel
-from ..trio._websocket_channel import (
+from ..trio import open_http_channel, open_websocket_channel
+from ..trio.websocket.channel import (
     DEFAULT_CLOSE_TIMEOUT,
     DEFAULT_HANDSHAKE_TIMEOUT,
     DEFAULT_PING_INTERVAL,
     DEFAULT_PING_TIMEOUT,
 )
-from ..trio._websocket_client import open_websocket_channel
 from ._client import Client, open_client
 
 __all__ = ["open_http_client", "open_websocket_client"]

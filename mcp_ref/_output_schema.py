@@ -1,5 +1,5 @@
 """Checking a tool's structured result against its ``outputSchema``, when ``jsonschema``
-is installed.
+is installed (sans-IO: part of the client core, :mod:`mcp_ref._client`).
 
 Theory of operation
 -------------------
@@ -18,8 +18,8 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from .. import types as t
-from .._errors import INTERNAL_ERROR, McpError
+from . import types as t
+from ._errors import INTERNAL_ERROR, McpError
 
 __all__ = ["JSONSCHEMA_AVAILABLE", "OutputSchemaError", "OutputSchemas"]
 

@@ -1,0 +1,658 @@
+"""The client's side of MCP, sans-IO: what every client does, whatever loop runs it.
+
+Theory of operation
+-------------------
+mcp-ref has three clients: :mod:`mcp_ref.client` on trio, :mod:`mcp_ref.asyncio` and
+:mod:`mcp_ref.blocking`.  They differ only in how they wait.  Everything they decide is
+here, once, with no I/O and no clock (time is an argument, as in the
+:class:`~mcp_ref.Connection` itself):
+
+1. **Options and their defaults** (:class:`ClientCore`'s arguments): ``client_info``,
+   ``protocol_version``, the handlers for the server's requests, ``roots``, the rate
+   limits, and :data:`DEFAULT_TIMEOUT`.  Each capability follows from what is given: a
+   ``sampling_handler`` declares ``sampling``, and so on.
+2. **The handshake**: :meth:`ClientCore.initialize_params` is the ``initialize``
+   request's params; :meth:`ClientCore.initialized` takes the server's answer and
+   returns the ``notifications/initialized`` to send.  (The Connection itself refuses
+   an answer with a version we do not speak, and closes.)
+3. **Requests**: :func:`typed_params` turns wire-form dicts into the method's class;
+   :func:`with_progress_token` adds a progress token with ONE rule: a token the caller
+   put in ``_meta`` is kept, otherwise the fresh one (the request id) is used.
+4. **Results**: :meth:`ClientCore.check_result` remembers the ``outputSchema`` of
+   listed tools and checks a tool's ``structuredContent`` against it
+   (:mod:`mcp_ref._output_schema`); :class:`ListWalk` walks a paginated list.
+5. **The server's requests**: :meth:`ClientCore.handle` applies the rate limit and
+   calls the handler (its value may be awaitable: the loop awaits it), then
+   :meth:`ClientCore.finish` checks what came back (roots).
+6. **Roots**: :meth:`ClientCore.set_roots` replaces them and returns the
+   ``notifications/roots/list_changed`` to send.
+
+The asyncio and blocking clients drive a :class:`~mcp_ref.Connection` themselves;
+:class:`ClientWire` (the core plus that connection) gives them the rest: the bytes of a
+request or of its cancellation, the events to act on (pings answered, protocol errors'
+replies queued, end of input noticed), and the reply to a server request.  The trio
+client leaves the connection to :class:`mcp_ref.trio.Session` and uses the core only.
+
+Every client raises the one :class:`SessionClosed` defined here.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Final, Literal
+
+import attrs
+
+from . import types as t
+from ._connection import NEED_DATA, Connection
+from ._convert import ConversionError, structure
+from ._errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    LocalProtocolError,
+    McpError,
+    NoAnswerError,
+    RemoteProtocolError,
+)
+from ._inflight import RequestTimeout
+from ._methods import LATEST_PROTOCOL_VERSION, METHODS, check_version
+from ._output_schema import OutputSchemas
+from ._pagination import PageWalker
+from ._ratelimit import RateLimit, TokenBucket, take_or_refuse
+from ._roots import check_roots
+from ._state import State
+from .events import (
+    ConnectionClosed,
+    ErrorResponse,
+    Event,
+    Notification,
+    Request,
+    RequestId,
+    RequestTimedOut,
+    Response,
+)
+
+__all__ = [
+    "DEFAULT",
+    "DEFAULT_CLIENT_INFO",
+    "DEFAULT_ELICITATION_RATE_LIMIT",
+    "DEFAULT_SAMPLING_RATE_LIMIT",
+    "DEFAULT_SHUTDOWN_GRACE",
+    "DEFAULT_TIMEOUT",
+    "ClientCore",
+    "ClientWire",
+    "ElicitationHandler",
+    "ListWalk",
+    "RootsArg",
+    "SamplingHandler",
+    "SessionClosed",
+    "Timeout",
+    "as_timeout",
+    "page_params",
+    "result_of",
+    "typed_params",
+    "with_progress_token",
+]
+
+log = logging.getLogger("mcp_ref.client")
+
+_VERSION: Final = "0.1.0"
+"""pyproject.toml's version (a test checks they agree; ``importlib.metadata`` would
+load ``socket``, which no core module may import)."""
+
+# -- the options every client takes, and their defaults ------------------------------
+
+DEFAULT_CLIENT_INFO: Final = t.Implementation(name="mcp-ref", version=_VERSION)
+"""The ``clientInfo`` sent in ``initialize`` when none is given (every client)."""
+
+DEFAULT_TIMEOUT: Final = RequestTimeout(seconds=60, reset_on_progress=True, maximum=600)
+"""Every client's default per-request timeout: 60 s, restarted by progress, at most
+600 s in all.  Source: 2025-06-18/basic/lifecycle#timeouts.1, .4 and .5."""
+
+
+class _Default(enum.Enum):
+    TOKEN = 0
+
+    def __repr__(self) -> str:
+        return "DEFAULT"
+
+
+DEFAULT: Final = _Default.TOKEN
+"""``timeout=DEFAULT``: the client's default timeout (the one it was opened with)."""
+
+Timeout = float | RequestTimeout | None | Literal[_Default.TOKEN]
+"""What a client's ``timeout=`` takes: seconds, a :class:`~mcp_ref.RequestTimeout`,
+None (no timeout) or :data:`DEFAULT`."""
+
+DEFAULT_SAMPLING_RATE_LIMIT: Final = RateLimit(per_second=2.0, burst=20)
+"""At most 20 ``sampling/createMessage`` requests at once, then 2 per second, per
+session (2025-06-18/client/sampling#security-considerations.4)."""
+
+DEFAULT_ELICITATION_RATE_LIMIT: Final = RateLimit(per_second=1.0, burst=10)
+"""At most 10 ``elicitation/create`` requests at once, then 1 per second, per session
+(2025-06-18/client/elicitation#security-considerations.6)."""
+
+DEFAULT_SHUTDOWN_GRACE: Final = 2.0
+"""Seconds a stdio client waits at each step of a child's shutdown (stdin closed,
+SIGTERM) before the next one.  Source: 2025-06-18/basic/lifecycle#stdio.1."""
+
+SamplingHandler = Callable[
+    [t.CreateMessageRequestParams], "t.CreateMessageResult | Awaitable[t.CreateMessageResult]"
+]
+"""Answers ``sampling/createMessage``: ``(params) -> t.CreateMessageResult``, sync or
+async (the blocking client takes sync ones only)."""
+
+ElicitationHandler = Callable[[Any], "t.ElicitResult | Awaitable[t.ElicitResult]"]
+"""Answers ``elicitation/create``: ``(params) -> t.ElicitResult``, sync or async; params
+are ``t.ElicitRequestFormParams`` or (2025-11-25) ``t.ElicitRequestURLParams``."""
+
+RootsArg = Sequence[t.Root] | Callable[[], "Sequence[t.Root] | Awaitable[Sequence[t.Root]]"] | None
+"""The client's roots: a list of ``t.Root``, a (sync or async) callable returning one, or
+None for no ``roots`` capability."""
+
+
+class SessionClosed(ConnectionError):
+    """The session ended (end of input, a failed write, a fatal protocol error, or the
+    client was closed) before the answer came, or a request was made after.
+
+    The one class every client raises (trio, asyncio, blocking).
+
+    Attributes:
+        reason: a human-readable account of why it ended (for a stdio child process:
+            its exit code and the last lines of its stderr, where the driver has them).
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+# -- requests: params, progress tokens, timeouts, results ----------------------------
+
+
+def typed_params(method: str, params: Any) -> Any:
+    """``params`` as the typed class ``METHODS[method]`` wants: a dict (camelCase wire
+    names, as in JSON) is converted; None and typed instances pass unchanged.
+
+    Raises:
+        LocalProtocolError: the dict does not fit the method's params (-32602).
+    """
+    spec = METHODS.get(method)
+    if spec is None or not isinstance(params, dict):
+        return params
+    try:
+        return structure(params, spec.params_type)
+    except ConversionError as exc:
+        raise LocalProtocolError(f"bad params for {method}: {exc}", code=INVALID_PARAMS) from None
+
+
+def with_progress_token(method: str, params: Any, fresh: RequestId) -> Any:
+    """``params`` (typed, or None) carrying a progress token in ``_meta``: the caller's
+    own ``progressToken`` when it put one there, else ``fresh`` (the request's id, so
+    unique among active requests).
+
+    Params that cannot carry ``_meta`` are returned as they are (the core refuses them,
+    or the server sends no progress).
+
+    Source: 2025-06-18/basic/utilities/progress#progress-flow.1 and .2.
+    """
+    if params is None:
+        spec = METHODS.get(method)
+        if spec is None or spec.params_type is None:
+            return None
+        try:
+            params = spec.params_type()
+        except TypeError:  # required fields: the core refuses the request anyway
+            return None
+    if not attrs.has(type(params)) or not hasattr(params, "meta"):
+        return params
+    meta = dict(params.meta or {})
+    # Spec: 2025-06-18/basic/utilities/progress#progress-flow.2 (request ids are unique)
+    # "Progress tokens can be chosen by the sender using any means, but MUST be unique across all
+    # active requests."
+    meta.setdefault("progressToken", fresh)
+    return attrs.evolve(params, meta=meta)
+
+
+def as_timeout(timeout: float | RequestTimeout | None) -> RequestTimeout | None:
+    """A timeout given as seconds, a :class:`~mcp_ref.RequestTimeout` or None (no
+    timeout), as the Connection takes it.
+
+    Raises:
+        ValueError: seconds that are not positive.
+    """
+    if timeout is None or isinstance(timeout, RequestTimeout):
+        return timeout
+    return RequestTimeout(seconds=timeout)
+
+
+def result_of(event: Event) -> Any:
+    """The typed result that ends a request: a Response's result.
+
+    Raises:
+        McpError: for an ErrorResponse (the server's error).
+        NoAnswerError: for RequestTimedOut (an McpError with code ``REQUEST_TIMEOUT``
+            that no server sent: we gave up waiting, and the core wrote the
+            ``notifications/cancelled``).
+    """
+    if isinstance(event, ErrorResponse):
+        raise McpError(event.code, event.message, event.data)
+    if isinstance(event, RequestTimedOut):
+        # Spec: 2025-06-18/basic/lifecycle#timeouts.2
+        # "When the request has not received a success or error response within the timeout period,
+        # the sender SHOULD issue a cancellation notification for that request and stop waiting for
+        # a response."
+        raise NoAnswerError(event.method, event.elapsed)
+    assert isinstance(event, Response)
+    return event.result
+
+
+_LIST_FIELDS: Final = {
+    "tools/list": "tools",
+    "resources/list": "resources",
+    "resources/templates/list": "resource_templates",
+    "prompts/list": "prompts",
+}
+
+
+class ListWalk:
+    """Every page of one paginated list, walked by any loop::
+
+        walk = ListWalk("tools/list")
+        while (params := walk.next_params()) is not ListWalk.DONE:
+            walk.add(await client.request(walk.method, params))
+        return walk.items
+
+    Raises (from :meth:`add`):
+        RemoteProtocolError: the server repeated a cursor or sent too many pages.
+
+    Source: 2025-06-18/server/utilities/pagination#implementation-guidelines.3.
+    """
+
+    DONE: Final[object] = PageWalker.DONE
+
+    def __init__(self, method: str) -> None:
+        self.method = method
+        self._field = _LIST_FIELDS[method]
+        self._walker = PageWalker()
+
+    def next_params(self) -> t.PaginatedRequestParams | object | None:
+        """The params of the next page's request (None for the first), or :data:`DONE`."""
+        # Spec: 2025-06-18/server/utilities/pagination#implementation-guidelines.3
+        # "Clients MUST treat cursors as opaque tokens:"
+        cursor: str | None = self._walker.next_cursor()
+        if cursor is PageWalker.DONE:
+            return self.DONE
+        return page_params(cursor)
+
+    def add(self, page: Any) -> None:
+        """Take one page (a ``t.List...Result``)."""
+        self._walker.add_page(getattr(page, self._field), page.next_cursor)
+
+    @property
+    def items(self) -> list[Any]:
+        """What every page listed, in order."""
+        return self._walker.items
+
+
+def page_params(cursor: str | None) -> t.PaginatedRequestParams | None:
+    """The params of a list request for the page at ``cursor`` (None: the first)."""
+    return t.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
+
+
+# -- the core ------------------------------------------------------------------------
+
+
+class ClientCore:
+    """What a client knows and decides, with no I/O: options, handshake, result checks,
+    the server's requests, roots.  See the module docstring for how a loop uses it.
+
+    Args:
+        client_info: our ``clientInfo``.
+        protocol_version: the revision we ask for (default the latest we speak); the
+            server may answer another supported one.
+        sampling_handler: answers ``sampling/createMessage``; declares ``sampling``.
+        elicitation_handler: answers ``elicitation/create``; declares ``elicitation``.
+        roots: our roots (a list, or a callable returning one); declares ``roots`` with
+            ``listChanged``.
+        sampling_rate_limit, elicitation_rate_limit: how many of those requests the
+            server may make (per session; None: no limit).  One beyond is answered
+            -32603 with ``data.retryAfter`` (seconds) and never reaches the handler.
+
+    Raises:
+        ValueError: ``protocol_version`` is not one mcp-ref speaks, or a root is not an
+            absolute ``file://`` URI.
+
+    Source: 2025-06-18/basic/lifecycle#initialization; 2025-06-18/client.
+    """
+
+    def __init__(
+        self,
+        *,
+        client_info: t.Implementation = DEFAULT_CLIENT_INFO,
+        protocol_version: str = LATEST_PROTOCOL_VERSION,
+        sampling_handler: SamplingHandler | None = None,
+        elicitation_handler: ElicitationHandler | None = None,
+        roots: RootsArg = None,
+        sampling_rate_limit: RateLimit | None = DEFAULT_SAMPLING_RATE_LIMIT,
+        elicitation_rate_limit: RateLimit | None = DEFAULT_ELICITATION_RATE_LIMIT,
+    ) -> None:
+        self.client_info = client_info
+        self.protocol_version = check_version(protocol_version)
+        self._handlers: dict[str, tuple[Callable[[Any], Any], RateLimit | None]] = {}
+        if sampling_handler is not None:
+            self._handlers["sampling/createMessage"] = (sampling_handler, sampling_rate_limit)
+        if elicitation_handler is not None:
+            self._handlers["elicitation/create"] = (elicitation_handler, elicitation_rate_limit)
+        self._roots = _kept_roots(roots)
+        self._buckets: dict[str, TokenBucket] = {}
+        self._output_schemas = OutputSchemas()
+        self.initialize_result: t.InitializeResult | None = None
+        """The server's answer to ``initialize`` (None before it)."""
+
+    # -- the handshake ---------------------------------------------------------------
+
+    @property
+    def capabilities(self) -> t.ClientCapabilities:
+        """The capabilities we declare: one for each handler given, ``roots`` (with
+        ``listChanged``) when roots were given.
+
+        Source: 2025-06-18/client/sampling#capabilities.1,
+        2025-06-18/client/elicitation#capabilities.1, 2025-06-18/client/roots#capabilities.1.
+        """
+        # Spec: 2025-06-18/client/sampling#capabilities.1
+        # "Clients that support sampling MUST declare the `sampling` capability during
+        # initialization:"
+        sampling = (
+            t.ClientCapabilitiesSampling() if "sampling/createMessage" in self._handlers else None
+        )
+        # Spec: 2025-06-18/client/elicitation#capabilities.1
+        # "Clients that support elicitation MUST declare the `elicitation` capability during
+        # initialization:"
+        elicitation = (
+            t.ClientCapabilitiesElicitation() if "elicitation/create" in self._handlers else None
+        )
+        # Spec: 2025-06-18/client/roots#capabilities.1
+        # "Clients that support roots MUST declare the `roots` capability during
+        # initialization:"
+        roots = t.ClientCapabilitiesRoots(list_changed=True) if self._roots is not None else None
+        return t.ClientCapabilities(sampling=sampling, elicitation=elicitation, roots=roots)
+
+    def initialize_params(self) -> t.InitializeRequestParams:
+        """The params of our ``initialize`` request.
+
+        Source: 2025-06-18/basic/lifecycle#initialization.2.
+        """
+        # Spec: 2025-06-18/basic/lifecycle#initialization.2
+        # "The client MUST initiate this phase by sending an `initialize` request containing:"
+        return t.InitializeRequestParams(
+            protocol_version=self.protocol_version,
+            capabilities=self.capabilities,
+            client_info=self.client_info,
+        )
+
+    def initialized(self, result: t.InitializeResult) -> Notification:
+        """Take the server's answer to ``initialize``; return the notification to send.
+
+        Source: 2025-06-18/basic/lifecycle#initialization.4.
+        """
+        self.initialize_result = result
+        # Spec: 2025-06-18/basic/lifecycle#initialization.4
+        # "After successful initialization, the client MUST send an `initialized` notification to
+        # indicate it is ready to begin normal operations:"
+        return Notification(method="notifications/initialized")
+
+    # -- what comes back ---------------------------------------------------------------
+
+    def check_result(self, method: str, params: Any, result: Any) -> Any:
+        """Check the result of our request ``method``; return it.
+
+        ``tools/list``: the output schemas of its tools are remembered.  ``tools/call``:
+        the result's ``structuredContent`` is checked against the tool's remembered
+        ``outputSchema`` (when ``jsonschema`` is installed).
+
+        Raises:
+            OutputSchemaError: the structured result does not match (-32603).
+
+        Source: 2025-06-18/server/tools#output-schema.2.
+        """
+        if method == "tools/list":
+            self._output_schemas.remember(result.tools)
+        elif method == "tools/call":
+            self._output_schemas.check(params.name, result)
+        return result
+
+    def notified(self, notification: Notification) -> None:
+        """Take a server notification (the tool list changed: forget its schemas)."""
+        if notification.method == "notifications/tools/list_changed":
+            self._output_schemas.clear()  # re-list before results are checked again
+
+    # -- the server's requests -------------------------------------------------------
+
+    def handle(self, method: str, params: Any, now: float) -> Any:
+        """Start answering the server's request ``method`` at time ``now`` (seconds).
+
+        Returns what the handler returned, which may be awaitable (the loop awaits it);
+        pass it to :meth:`finish`.
+
+        Raises:
+            McpError: -32603 past the method's rate limit; -32601 for a method this
+                client does not take (the Connection refuses most of those itself);
+                or whatever error the handler raised.
+        """
+        if method == "ping":
+            # Spec: 2025-06-18/basic/utilities/ping#behavior-requirements.1
+            # "The receiver MUST respond promptly with an empty response:"
+            return t.EmptyResult()
+        if method == "roots/list" and self._roots is not None:
+            return self._roots() if callable(self._roots) else self._roots
+        if method not in self._handlers:
+            raise McpError(METHOD_NOT_FOUND, f"method not found: {method}")
+        handler, limit = self._handlers[method]
+        if limit is not None:
+            # Spec: 2025-06-18/client/sampling#security-considerations.4
+            # "Clients SHOULD implement rate limiting"
+            # Spec: 2025-06-18/client/elicitation#security-considerations.6
+            # "Clients SHOULD implement rate limiting"
+            take_or_refuse(self._buckets, limit, method, now)
+        # Spec: 2025-06-18/client/sampling#error-handling.1
+        # "Clients SHOULD return errors for common failure cases:"
+        # (an McpError from the handler goes back to the server as the error)
+        return handler(params)
+
+    def finish(self, method: str, value: Any) -> Any:
+        """The result to answer ``method`` with, from :meth:`handle`'s (awaited) value.
+
+        Raises:
+            ValueError: a roots callable returned a root that is not an absolute
+                ``file://`` URI (the loop answers -32603).
+        """
+        if method == "roots/list":
+            return t.ListRootsResult(roots=check_roots(value))
+        return value
+
+    # -- roots -------------------------------------------------------------------------
+
+    def set_roots(self, roots: RootsArg) -> Notification:
+        """Replace our roots; return the ``notifications/roots/list_changed`` to send.
+
+        Raises:
+            LocalProtocolError: the client was made without ``roots`` (the capability
+                cannot be added after initialization; make it with ``roots=[]``).
+            ValueError: a root is not an absolute ``file://`` URI.
+
+        Source: 2025-06-18/client/roots#root-list-changes.1.
+        """
+        if self._roots is None or roots is None:
+            raise LocalProtocolError(
+                "this client did not declare the roots capability; open it with roots=[...]"
+            )
+        self._roots = _kept_roots(roots)
+        # Spec: 2025-06-18/client/roots#root-list-changes.1
+        # "When roots change, clients that support `listChanged` MUST send a notification:"
+        return Notification(method="notifications/roots/list_changed")
+
+
+def _kept_roots(roots: RootsArg) -> RootsArg:
+    """``roots`` as the client keeps it: a list checked now (ValueError), or a callable
+    (its lists are checked on each call, in :meth:`ClientCore.finish`) or None."""
+    return roots if roots is None or callable(roots) else check_roots(roots)
+
+
+# -- for loops that drive the Connection themselves (asyncio, blocking) ------------------
+
+
+class ClientWire(ClientCore):
+    """A :class:`ClientCore` with the :class:`~mcp_ref.Connection` it drives: the bytes
+    of each message, and the events a loop must act on.
+
+    A loop: write :meth:`send_request`'s bytes; feed what it reads to
+    ``connection.receive_data`` (or ``receive_message``); call :meth:`next_event` until
+    it returns None, writing :meth:`data_to_send` after each; act on the events (a Response,
+    ErrorResponse or RequestTimedOut ends a request: :func:`result_of`; a Request is the
+    server's: :meth:`handle`, :meth:`finish`, :meth:`reply`).
+
+    Args:
+        connection: ``Connection(CLIENT, ...)``.
+        **options: as :class:`ClientCore`.
+    """
+
+    def __init__(self, connection: Connection, **options: Any) -> None:
+        super().__init__(**options)
+        self.connection = connection
+        self.closed: str | None = None
+        """Why the session ended, or None while it is open."""
+        self._out: list[bytes] = []
+
+    def send_request(
+        self,
+        method: str,
+        params: Any,
+        *,
+        now: float,
+        timeout: Timeout,
+        progress: bool = False,
+    ) -> tuple[RequestId, Any, bytes]:
+        """Make request ``method``: returns (its id, its typed params, its bytes).
+
+        Args:
+            params: typed, a wire-form dict, or None.
+            now: the loop's clock, in seconds (the one given to ``handle_timeout``).
+            timeout: seconds, a RequestTimeout, None for none, or :data:`DEFAULT`
+                (the connection's default).
+            progress: ask for progress (:func:`with_progress_token`).
+
+        Raises:
+            SessionClosed: the session has ended.
+            LocalProtocolError: the request breaks the protocol (nothing to write).
+        """
+        self.check_open()
+        conn = self.connection
+        rid = conn.next_request_id()
+        params = typed_params(method, params)
+        if progress:
+            params = with_progress_token(method, params, rid)
+        kw: dict[str, Any] = {}
+        if timeout is not DEFAULT:
+            kw["timeout"] = as_timeout(timeout)
+        return rid, params, conn.send(Request(id=rid, method=method, params=params), now=now, **kw)
+
+    def send_notification(self, method: str, params: Any = None) -> bytes:
+        """The bytes of a notification (typed params, a wire-form dict, or None).
+
+        Raises:
+            SessionClosed: the session has ended.
+            LocalProtocolError: it breaks the protocol.
+        """
+        self.check_open()
+        return self.connection.send(
+            Notification(method=method, params=typed_params(method, params))
+        )
+
+    def cancel(self, rid: RequestId, method: str) -> bytes:
+        """Stop waiting for request ``rid``: the ``notifications/cancelled`` to write
+        (``b""``: nothing, as the answer already came, it was ``initialize`` or the
+        session has ended).  The core forgets the request either way."""
+        # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.2
+        # "The `initialize` request MUST NOT be cancelled by clients"
+        if method == "initialize" or self.connection.state is State.CLOSED:
+            return b""
+        note = Notification(
+            method="notifications/cancelled",
+            params=t.CancelledNotificationParams(request_id=rid, reason="cancelled by the client"),
+        )
+        try:
+            return self.connection.send(note)
+        except LocalProtocolError as exc:
+            log.debug("could not cancel request %r: %s", rid, exc)
+            return b""
+
+    def next_event(self) -> Event | None:
+        """The next event for the loop, or None when the connection needs more data.
+
+        Done here: a protocol error's reply is queued (:meth:`data_to_send`); a fatal
+        one, or end of input, sets :attr:`closed` and gives ConnectionClosed; each
+        Notification is shown to :meth:`ClientCore.notified` first.  Everything else
+        comes out as the Connection made it.
+        """
+        conn = self.connection
+        while True:
+            try:
+                event = conn.next_event()
+            except RemoteProtocolError as exc:
+                log.warning("protocol error from the server: %s", exc.message)
+                if exc.event_hint is not None and conn.state is not State.CLOSED:
+                    self._out.append(conn.send(exc.event_hint))
+                if conn.state is State.CLOSED:
+                    self.close(exc.message)
+                    return ConnectionClosed()
+                continue
+            if conn.has_data_to_send:  # a batch's replies, after a RequestCancelled
+                self._out.append(conn.data_to_send())
+            if event is NEED_DATA:
+                return None
+            assert isinstance(event, Event)
+            if isinstance(event, Notification):
+                self.notified(event)
+            elif isinstance(event, ConnectionClosed):
+                self.close("the server closed the connection")
+            return event
+
+    def data_to_send(self) -> bytes:
+        """The bytes :meth:`next_event` queued (``b""``: none)."""
+        data, self._out = b"".join(self._out), []
+        return data
+
+    def reply(self, request: Request, outcome: Any) -> bytes:
+        """The bytes answering the server's ``request`` with ``outcome``: a result
+        (from :meth:`finish`) or the exception raised on the way (McpError: that
+        error; any other: -32603).  ``b""`` once the server cancelled it."""
+        reply: Event
+        if isinstance(outcome, McpError):
+            reply = ErrorResponse(
+                id=request.id, code=outcome.code, message=outcome.message, data=outcome.data
+            )
+        elif isinstance(outcome, BaseException):
+            log.error("the %s handler failed", request.method, exc_info=outcome)
+            reply = ErrorResponse(id=request.id, code=INTERNAL_ERROR, message="handler failed")
+        else:
+            reply = Response(id=request.id, result=outcome)
+        try:
+            return self.connection.send(reply)
+        except LocalProtocolError as exc:
+            log.error("invalid answer to %s: %s", request.method, exc)
+            failed = ErrorResponse(id=request.id, code=INTERNAL_ERROR, message="invalid result")
+            return self.connection.send(failed)
+
+    def close(self, reason: str) -> None:
+        """Mark the session ended (the first reason stays)."""
+        if self.closed is None:
+            self.closed = reason
+
+    def check_open(self) -> None:
+        """Raise :class:`SessionClosed` once the session has ended."""
+        if self.closed is not None:
+            raise SessionClosed(self.closed)

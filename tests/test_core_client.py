@@ -1,0 +1,325 @@
+"""The sans-IO client core (mcp_ref._client), tested without I/O: options, handshake,
+params, progress tokens, results, the server's requests, roots, and ClientWire over an
+in-memory pair of connections."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+from typing import Any
+
+import pytest
+
+import mcp_ref
+from mcp_ref import (
+    CLIENT,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    Connection,
+    ConnectionClosed,
+    ErrorResponse,
+    LocalProtocolError,
+    McpError,
+    NoAnswerError,
+    Notification,
+    RemoteProtocolError,
+    Request,
+    RequestTimedOut,
+    Response,
+)
+from mcp_ref import types as t
+from mcp_ref._client import (
+    DEFAULT,
+    DEFAULT_CLIENT_INFO,
+    ClientCore,
+    ClientWire,
+    ListWalk,
+    SessionClosed,
+    result_of,
+    typed_params,
+    with_progress_token,
+)
+from mcp_ref._output_schema import JSONSCHEMA_AVAILABLE, OutputSchemaError
+from mcp_ref._ratelimit import RateLimit
+
+from ._pair import deliver, init_request, init_result, initialized_pair
+
+spec = pytest.mark.spec
+
+
+def sampler(params: Any) -> t.CreateMessageResult:
+    return t.CreateMessageResult(role="assistant", content=t.TextContent(text="hi"), model="m")
+
+
+# -- one SessionClosed, one set of defaults ----------------------------------------------
+
+
+def test_one_session_closed_for_every_client() -> None:
+    import mcp_ref.asyncio
+    import mcp_ref.blocking
+    import mcp_ref.client
+
+    assert mcp_ref.SessionClosed is SessionClosed
+    assert mcp_ref.client.SessionClosed is SessionClosed
+    assert mcp_ref.asyncio.SessionClosed is SessionClosed
+    assert mcp_ref.blocking.SessionClosed is SessionClosed
+    closed = SessionClosed("the server exited")
+    assert closed.reason == "the server exited" and isinstance(closed, ConnectionError)
+
+
+def test_one_client_info_for_every_client() -> None:
+    import mcp_ref.asyncio
+    import mcp_ref.blocking
+    import mcp_ref.client
+
+    assert mcp_ref.client.DEFAULT_CLIENT_INFO is DEFAULT_CLIENT_INFO
+    assert mcp_ref.asyncio.DEFAULT_CLIENT_INFO is DEFAULT_CLIENT_INFO
+    assert mcp_ref.blocking.DEFAULT_CLIENT_INFO is DEFAULT_CLIENT_INFO
+    assert DEFAULT_CLIENT_INFO.version == importlib.metadata.version("mcp-ref")
+
+
+# -- the handshake -----------------------------------------------------------------------
+
+
+@spec(
+    "2025-06-18/client/sampling#capabilities.1",
+    "2025-06-18/client/elicitation#capabilities.1",
+    "2025-06-18/client/roots#capabilities.1",
+    "2025-06-18/basic/lifecycle#initialization.2",
+)
+def test_initialize_params_declare_what_was_given() -> None:
+    bare = ClientCore().initialize_params()
+    assert bare.capabilities == t.ClientCapabilities()
+    assert bare.protocol_version == mcp_ref.LATEST_PROTOCOL_VERSION
+    assert bare.client_info == DEFAULT_CLIENT_INFO
+    full = ClientCore(
+        sampling_handler=sampler,
+        elicitation_handler=lambda params: t.ElicitResult(action="decline"),
+        roots=[],
+        protocol_version="2025-03-26",
+    ).initialize_params()
+    assert full.protocol_version == "2025-03-26"
+    assert full.capabilities.sampling is not None
+    assert full.capabilities.elicitation is not None
+    assert full.capabilities.roots == t.ClientCapabilitiesRoots(list_changed=True)
+
+
+@spec("2025-06-18/basic/lifecycle#version-negotiation.1")
+def test_an_unsupported_version_is_refused_before_anything_is_sent() -> None:
+    with pytest.raises(ValueError, match="2025-06-18"):
+        ClientCore(protocol_version="1999-01-01")
+
+
+@spec("2025-06-18/basic/lifecycle#initialization.4")
+def test_initialized_keeps_the_result_and_gives_the_notification() -> None:
+    core = ClientCore()
+    note = core.initialized(init_result())
+    assert note == Notification(method="notifications/initialized")
+    assert core.initialize_result == init_result()
+
+
+# -- params and progress tokens ----------------------------------------------------------
+
+
+def test_typed_params() -> None:
+    params = typed_params("tools/call", {"name": "echo", "arguments": {"x": 1}})
+    assert params == t.CallToolRequestParams(name="echo", arguments={"x": 1})
+    assert typed_params("tools/call", params) is params
+    assert typed_params("ping", None) is None
+    with pytest.raises(LocalProtocolError) as bad:
+        typed_params("tools/call", {"arguments": {}})
+    assert bad.value.code == INVALID_PARAMS
+
+
+@spec("2025-06-18/basic/utilities/progress#progress-flow.1")
+def test_progress_token_a_callers_token_is_kept_else_a_fresh_one() -> None:
+    mine = t.CallToolRequestParams(name="x", meta={"progressToken": "mine", "other": 1})
+    kept = with_progress_token("tools/call", mine, 7)
+    assert kept.meta == {"progressToken": "mine", "other": 1}
+    fresh = with_progress_token("tools/call", t.CallToolRequestParams(name="x"), 7)
+    assert fresh.meta == {"progressToken": 7}
+    # A method whose params are all optional gets params to carry the token.
+    assert with_progress_token("tools/list", None, 8).meta == {"progressToken": 8}
+    assert with_progress_token("ping", None, 9) is not None  # ping's params take _meta
+    assert with_progress_token("no/such", None, 9) is None
+
+
+# -- results -------------------------------------------------------------------------------
+
+
+def test_result_of() -> None:
+    assert result_of(Response(id=1, result=t.EmptyResult())) == t.EmptyResult()
+    with pytest.raises(McpError) as error:
+        result_of(ErrorResponse(id=1, code=-32602, message="no"))
+    assert error.value.code == -32602 and not isinstance(error.value, NoAnswerError)
+    with pytest.raises(NoAnswerError):
+        result_of(RequestTimedOut(id=1, method="tools/call", elapsed=5.0))
+
+
+@pytest.mark.skipif(not JSONSCHEMA_AVAILABLE, reason="jsonschema is not installed")
+@spec("2025-06-18/server/tools#output-schema.2")
+def test_structured_results_are_checked_against_the_listed_schema() -> None:
+    core = ClientCore()
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    listed = t.ListToolsResult(tools=[t.Tool(name="count", input_schema={}, output_schema=schema)])
+    core.check_result("tools/list", None, listed)
+    call = t.CallToolRequestParams(name="count")
+    good = t.CallToolResult(content=[], structured_content={"n": 1})
+    assert core.check_result("tools/call", call, good) is good
+    bad = t.CallToolResult(content=[], structured_content={"n": "one"})
+    with pytest.raises(OutputSchemaError) as error:
+        core.check_result("tools/call", call, bad)
+    assert error.value.code == INTERNAL_ERROR and error.value.result is bad
+    # The tool list changed: the schema is forgotten until the tools are listed again.
+    core.notified(Notification(method="notifications/tools/list_changed"))
+    assert core.check_result("tools/call", call, bad) is bad
+
+
+def test_list_walk_follows_cursors_and_refuses_a_repeated_one() -> None:
+    walk = ListWalk("prompts/list")
+    assert walk.next_params() is None
+    walk.add(t.ListPromptsResult(prompts=[t.Prompt(name="a")], next_cursor="c1"))
+    assert walk.next_params() == t.PaginatedRequestParams(cursor="c1")
+    walk.add(t.ListPromptsResult(prompts=[t.Prompt(name="b")]))
+    assert walk.next_params() is ListWalk.DONE
+    assert [p.name for p in walk.items] == ["a", "b"]
+    again = ListWalk("tools/list")
+    again.next_params()
+    again.add(t.ListToolsResult(tools=[], next_cursor="same"))
+    again.next_params()
+    with pytest.raises(RemoteProtocolError):
+        again.add(t.ListToolsResult(tools=[], next_cursor="same"))
+
+
+# -- the server's requests -----------------------------------------------------------------
+
+
+@spec("2025-06-18/basic/utilities/ping#behavior-requirements.1")
+def test_ping_is_answered_empty() -> None:
+    core = ClientCore()
+    assert core.finish("ping", core.handle("ping", None, now=0.0)) == t.EmptyResult()
+
+
+def test_a_method_without_a_handler_is_refused() -> None:
+    with pytest.raises(McpError) as error:
+        ClientCore().handle("sampling/createMessage", None, now=0.0)
+    assert error.value.code == METHOD_NOT_FOUND
+
+
+@spec("2025-06-18/client/sampling#security-considerations.4")
+def test_sampling_rate_limit_with_time_as_an_argument() -> None:
+    core = ClientCore(sampling_handler=sampler, sampling_rate_limit=RateLimit(1.0, burst=2))
+    for _ in range(2):
+        core.handle("sampling/createMessage", None, now=100.0)
+    with pytest.raises(McpError) as refused:
+        core.handle("sampling/createMessage", None, now=100.0)
+    assert refused.value.code == INTERNAL_ERROR and refused.value.data["retryAfter"] > 0
+    assert core.handle("sampling/createMessage", None, now=101.0) == sampler(None)
+
+
+@spec("2025-06-18/client/roots#root.1", "2025-06-18/client/roots#root-list-changes.1")
+def test_roots_listed_checked_and_changed() -> None:
+    root = t.Root(uri="file:///srv/data")
+    core = ClientCore(roots=[root])
+    assert core.finish("roots/list", core.handle("roots/list", None, 0.0)).roots == [root]
+    assert core.set_roots(lambda: [t.Root(uri="ftp://x")]) == Notification(
+        method="notifications/roots/list_changed"
+    )
+    with pytest.raises(ValueError, match="file://"):  # a callable's roots: checked each time
+        core.finish("roots/list", core.handle("roots/list", None, 0.0))
+    with pytest.raises(ValueError):
+        ClientCore(roots=[t.Root(uri="file:///a/../etc")])
+    with pytest.raises(LocalProtocolError, match="roots"):
+        ClientCore().set_roots([root])
+
+
+# -- ClientWire: the core with its connection ---------------------------------------------
+
+
+def wire_pair(**options: Any) -> tuple[ClientWire, Connection]:
+    client, server = initialized_pair()
+    return ClientWire(client, **options), server
+
+
+@spec("2025-06-18/basic/utilities/progress#progress-flow.1")
+def test_wire_request_keeps_the_callers_progress_token() -> None:
+    wire, server = wire_pair()
+    params = {"name": "x", "_meta": {"progressToken": "mine"}}
+    rid, typed, data = wire.send_request(
+        "tools/call", params, now=0.0, timeout=DEFAULT, progress=True
+    )
+    assert typed.meta == {"progressToken": "mine"}
+    (request,) = deliver(data, server)
+    assert request.id == rid and request.params.meta == {"progressToken": "mine"}
+    rid2, _, data = wire.send_request("tools/list", None, now=0.0, timeout=5, progress=True)
+    (listing,) = deliver(data, server)
+    assert listing.params.meta == {"progressToken": rid2}
+
+
+@spec("2025-06-18/basic/utilities/cancellation#behavior-requirements.2")
+def test_wire_cancel_never_cancels_initialize() -> None:
+    conn = Connection(CLIENT)
+    conn.send(init_request())
+    assert ClientWire(conn).cancel(0, "initialize") == b""
+    wire, server = wire_pair()
+    rid, _, data = wire.send_request("ping", None, now=0.0, timeout=DEFAULT)
+    deliver(data, server)
+    sent = json.loads(wire.cancel(rid, "ping"))
+    assert sent["method"] == "notifications/cancelled" and sent["params"]["requestId"] == rid
+    assert wire.connection.requests_in_flight() == ([], [])
+
+
+@spec("2025-06-18/basic/lifecycle#timeouts.2")
+def test_wire_timeout_gives_no_answer_error() -> None:
+    wire, server = wire_pair()
+    rid, _, data = wire.send_request("ping", None, now=0.0, timeout=1.0)
+    deliver(data, server)
+    (cancel,) = wire.connection.handle_timeout(2.0)
+    assert json.loads(cancel)["method"] == "notifications/cancelled"
+    event = wire.next_event()
+    assert isinstance(event, RequestTimedOut) and event.id == rid
+    with pytest.raises(NoAnswerError):
+        result_of(event)
+
+
+def test_wire_answers_the_servers_requests() -> None:
+    wire, server = wire_pair(sampling_handler=sampler)
+    wire.connection.receive_data(server.send(Request(id="s1", method="ping")))
+    ping = wire.next_event()
+    assert isinstance(ping, Request)
+    value = wire.finish(ping.method, wire.handle(ping.method, ping.params, 0.0))
+    (answer,) = deliver(wire.reply(ping, value), server)
+    assert isinstance(answer, Response) and (answer.id, answer.result) == ("s1", t.EmptyResult())
+    ask = t.CreateMessageRequestParams(messages=[], max_tokens=1)
+    wire.connection.receive_data(
+        server.send(Request(id="s2", method="sampling/createMessage", params=ask))
+    )
+    sampling = wire.next_event()
+    assert isinstance(sampling, Request)
+    (failed,) = deliver(wire.reply(sampling, RuntimeError("oops")), server)
+    assert isinstance(failed, ErrorResponse) and failed.code == INTERNAL_ERROR
+    wire.connection.receive_data(
+        server.send(Request(id="s3", method="sampling/createMessage", params=ask))
+    )
+    again = wire.next_event()
+    assert isinstance(again, Request)
+    (refused,) = deliver(wire.reply(again, McpError(-32600, "no")), server)
+    assert isinstance(refused, ErrorResponse) and refused.code == -32600
+
+
+@spec("2025-06-18/basic/lifecycle#operation.1")
+def test_wire_protocol_errors_are_answered_and_end_of_input_closes() -> None:
+    client, server = initialized_pair(client_caps=t.ClientCapabilities())
+    wire = ClientWire(client)  # declares no sampling: the connection refuses it itself
+    ask = {"messages": [], "maxTokens": 1}  # (our server connection would refuse to send it)
+    message = {"jsonrpc": "2.0", "id": "s1", "method": "sampling/createMessage", "params": ask}
+    wire.connection.receive_data(json.dumps(message).encode() + b"\n")
+    assert wire.next_event() is None
+    refusal = json.loads(wire.data_to_send())
+    assert refusal["id"] == "s1" and refusal["error"]["code"] == METHOD_NOT_FOUND
+    wire.connection.receive_data(b"")
+    assert isinstance(wire.next_event(), ConnectionClosed)
+    assert wire.closed is not None
+    with pytest.raises(SessionClosed):
+        wire.send_request("ping", None, now=0.0, timeout=DEFAULT)
