@@ -69,6 +69,7 @@ from .events import (
     ErrorResponse,
     Event,
     Notification,
+    Progress,
     Request,
     RequestId,
     RequestTimedOut,
@@ -510,22 +511,36 @@ class ClientWire(ClientCore):
     of each message, and the events a loop must act on.
 
     A loop: write :meth:`send_request`'s bytes; feed what it reads to
-    ``connection.receive_data`` (or ``receive_message``); call :meth:`next_event` until
-    it returns None, writing :meth:`data_to_send` after each; act on the events (a Response,
-    ErrorResponse or RequestTimedOut ends a request: :func:`result_of`; a Request is the
-    server's: :meth:`handle`, :meth:`finish`, :meth:`reply`).
+    ``connection.receive_data`` (or ``receive_message``); then :meth:`drain` the events
+    into its own dispatch and write the bytes it returns.  The dispatch acts on what
+    only the loop can: a Response, ErrorResponse or RequestTimedOut ends a request
+    (:func:`result_of`); a Request is the server's (:meth:`handle`, :meth:`finish`,
+    :meth:`reply`); ConnectionClosed ends the session.  Progress and notifications have
+    reached their callbacks already.
 
     Args:
         connection: ``Connection(CLIENT, ...)``.
+        on_notification: called (synchronously, while the loop drains) with each
+            Notification the server sends; what it raises propagates from
+            :meth:`next_event`.
         **options: as :class:`ClientCore`.
     """
 
-    def __init__(self, connection: Connection, **options: Any) -> None:
+    def __init__(
+        self,
+        connection: Connection,
+        *,
+        on_notification: Callable[[Notification], object] | None = None,
+        **options: Any,
+    ) -> None:
         super().__init__(**options)
         self.connection = connection
+        self.on_notification = on_notification
         self.closed: str | None = None
         """Why the session ended, or None while it is open."""
         self._out: list[bytes] = []
+        self._on_progress: dict[RequestId, Callable[[Progress], object]] = {}
+        """The progress callback of each request waiting for its answer."""
 
     def send_request(
         self,
@@ -534,7 +549,7 @@ class ClientWire(ClientCore):
         *,
         now: float,
         timeout: Timeout,
-        progress: bool = False,
+        on_progress: Callable[[Progress], object] | None = None,
     ) -> tuple[RequestId, Any, bytes]:
         """Make request ``method``: returns (its id, its typed params, its bytes).
 
@@ -543,7 +558,9 @@ class ClientWire(ClientCore):
             now: the loop's clock, in seconds (the one given to ``handle_timeout``).
             timeout: seconds, a RequestTimeout, None for none, or :data:`DEFAULT`
                 (the connection's default).
-            progress: ask for progress (:func:`with_progress_token`).
+            on_progress: called (synchronously, from :meth:`next_event`) with each
+                Progress for this request, whose params then carry a progress token
+                (:func:`with_progress_token`); what it raises propagates.
 
         Raises:
             SessionClosed: the session has ended.
@@ -553,12 +570,15 @@ class ClientWire(ClientCore):
         conn = self.connection
         rid = conn.next_request_id()
         params = typed_params(method, params)
-        if progress:
+        if on_progress is not None:
             params = with_progress_token(method, params, rid)
         kw: dict[str, Any] = {}
         if timeout is not DEFAULT:
             kw["timeout"] = as_timeout(timeout)
-        return rid, params, conn.send(Request(id=rid, method=method, params=params), now=now, **kw)
+        data = conn.send(Request(id=rid, method=method, params=params), now=now, **kw)
+        if on_progress is not None:
+            self._on_progress[rid] = on_progress
+        return rid, params, data
 
     def send_notification(self, method: str, params: Any = None) -> bytes:
         """The bytes of a notification (typed params, a wire-form dict, or None).
@@ -576,6 +596,7 @@ class ClientWire(ClientCore):
         """Stop waiting for request ``rid``: the ``notifications/cancelled`` to write
         (``b""``: nothing, as the answer already came, it was ``initialize`` or the
         session has ended).  The core forgets the request either way."""
+        self._on_progress.pop(rid, None)
         # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.2
         # "The `initialize` request MUST NOT be cancelled by clients"
         if method == "initialize" or self.connection.state is State.CLOSED:
@@ -594,9 +615,10 @@ class ClientWire(ClientCore):
         """The next event for the loop, or None when the connection needs more data.
 
         Done here: a protocol error's reply is queued (:meth:`data_to_send`); a fatal
-        one, or end of input, sets :attr:`closed` and gives ConnectionClosed; each
-        Notification is shown to :meth:`ClientCore.notified` first.  Everything else
-        comes out as the Connection made it.
+        one, or end of input, sets :attr:`closed` and gives ConnectionClosed; a
+        Progress goes to its request's callback, a Notification to
+        :meth:`ClientCore.notified` and ``on_notification``.  Every event comes out as
+        the Connection made it.
         """
         conn = self.connection
         while True:
@@ -615,11 +637,25 @@ class ClientWire(ClientCore):
             if event is NEED_DATA:
                 return None
             assert isinstance(event, Event)
-            if isinstance(event, Notification):
+            if isinstance(event, Response | ErrorResponse | RequestTimedOut):
+                if event.id is not None:  # (None: an error about no request of ours)
+                    self._on_progress.pop(event.id, None)
+            elif isinstance(event, Progress) and event.request_id in self._on_progress:
+                self._on_progress[event.request_id](event)
+            elif isinstance(event, Notification):
                 self.notified(event)
+                if self.on_notification is not None:
+                    self.on_notification(event)
             elif isinstance(event, ConnectionClosed):
                 self.close("the server closed the connection")
             return event
+
+    def drain(self, dispatch: Callable[[Event], object]) -> bytes:
+        """Hand each event :meth:`next_event` has to ``dispatch``, in order; return the
+        bytes to write then (:meth:`data_to_send`)."""
+        while (event := self.next_event()) is not None:
+            dispatch(event)
+        return self.data_to_send()
 
     def data_to_send(self) -> bytes:
         """The bytes :meth:`next_event` queued (``b""``: none)."""
@@ -651,6 +687,7 @@ class ClientWire(ClientCore):
         """Mark the session ended (the first reason stays)."""
         if self.closed is None:
             self.closed = reason
+        self._on_progress.clear()
 
     def check_open(self) -> None:
         """Raise :class:`SessionClosed` once the session has ended."""

@@ -104,7 +104,8 @@ class Client:
 
     Attributes:
         process: the server process (``subprocess.Popen``).
-        wire: the client core with its connection (:class:`mcp_ref._client.ClientWire`).
+        wire: the client core with its connection (:class:`mcp_ref._client.ClientWire`;
+            ``wire.on_notification`` is the callback :func:`connect_stdio` was given).
         connection: the core's ``Connection(CLIENT)``.
 
     Source: 2025-06-18/basic/transports#stdio; 2025-06-18/basic/lifecycle.
@@ -115,7 +116,6 @@ class Client:
         process: subprocess.Popen[bytes],
         wire: ClientWire,
         *,
-        on_notification: Callable[[Notification], object] | None = None,
         write_timeout: float | None = DEFAULT_TIMEOUT.seconds,
     ) -> None:
         import selectors
@@ -124,7 +124,6 @@ class Client:
         self.process = process
         self.wire = wire
         self.connection = wire.connection
-        self.on_notification = on_notification
         self._in = process.stdin.fileno()
         self._out = process.stdout.fileno()
         os.set_blocking(self._in, False)  # every write waits on the selector instead
@@ -132,7 +131,6 @@ class Client:
         self._selector.register(self._out, selectors.EVENT_READ)
         self._write_timeout = write_timeout
         self._waiting: RequestId | None = None
-        self._on_progress: Callable[[Progress], object] | None = None
         self._answer: Event | Exception | None = None
 
     @property
@@ -179,9 +177,9 @@ class Client:
         if self._waiting is not None:
             raise RuntimeError("the blocking client makes one request at a time")
         rid, params, data = self.wire.send_request(
-            method, params, now=time.monotonic(), timeout=timeout, progress=bool(on_progress)
+            method, params, now=time.monotonic(), timeout=timeout, on_progress=on_progress
         )
-        self._waiting, self._answer, self._on_progress = rid, None, on_progress
+        self._waiting, self._answer = rid, None
         try:
             self._write(data)
             while self._answer is None:
@@ -193,7 +191,6 @@ class Client:
             raise
         finally:
             answer, self._waiting, self._answer = self._answer, None, None
-            self._on_progress = None
         if isinstance(answer, Exception):
             raise answer
         assert answer is not None
@@ -320,10 +317,7 @@ class Client:
             self._selector.unregister(self._in)
 
     def _process_events(self) -> None:
-        while (event := self.wire.next_event()) is not None:
-            self._write(self.wire.data_to_send())
-            self._dispatch(event)
-        self._write(self.wire.data_to_send())
+        self._write(self.wire.drain(self._dispatch))
 
     def _dispatch(self, event: Event) -> None:
         if isinstance(event, Response | ErrorResponse | RequestTimedOut):
@@ -331,12 +325,6 @@ class Client:
                 self._answer = event  # (the core already dropped late answers)
         elif isinstance(event, Request):
             self._write(self.wire.reply(event, self._answer_server(event)))
-        elif isinstance(event, Progress):
-            if event.request_id == self._waiting and self._on_progress is not None:
-                self._on_progress(event)
-        elif isinstance(event, Notification):
-            if self.on_notification is not None:
-                self.on_notification(event)
         elif isinstance(event, ConnectionClosed):
             self._close(self.wire.closed or "the server closed the connection")
 
@@ -410,7 +398,9 @@ def connect_stdio(
     import subprocess
 
     default = as_timeout(timeout)
-    wire = ClientWire(Connection(CLIENT, default_timeout=default), **options)
+    wire = ClientWire(
+        Connection(CLIENT, default_timeout=default), on_notification=on_notification, **options
+    )
     process = subprocess.Popen(
         list(command),
         stdin=subprocess.PIPE,
@@ -421,12 +411,7 @@ def connect_stdio(
         bufsize=0,
     )
     try:
-        client = Client(
-            process,
-            wire,
-            on_notification=on_notification,
-            write_timeout=None if default is None else default.seconds,
-        )
+        client = Client(process, wire, write_timeout=None if default is None else default.seconds)
         try:
             client.initialize()
             yield client

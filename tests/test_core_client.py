@@ -23,6 +23,7 @@ from mcp_ref import (
     McpError,
     NoAnswerError,
     Notification,
+    Progress,
     RemoteProtocolError,
     Request,
     RequestTimedOut,
@@ -243,18 +244,34 @@ def wire_pair(**options: Any) -> tuple[ClientWire, Connection]:
 
 
 @spec("2025-06-18/basic/utilities/progress#progress-flow.1")
-def test_wire_request_keeps_the_callers_progress_token() -> None:
+def test_wire_request_keeps_the_callers_progress_token_and_calls_back() -> None:
     wire, server = wire_pair()
+    seen: list[Progress] = []
     params = {"name": "x", "_meta": {"progressToken": "mine"}}
     rid, typed, data = wire.send_request(
-        "tools/call", params, now=0.0, timeout=DEFAULT, progress=True
+        "tools/call", params, now=0.0, timeout=DEFAULT, on_progress=seen.append
     )
     assert typed.meta == {"progressToken": "mine"}
     (request,) = deliver(data, server)
     assert request.id == rid and request.params.meta == {"progressToken": "mine"}
-    rid2, _, data = wire.send_request("tools/list", None, now=0.0, timeout=5, progress=True)
+    rid2, _, data = wire.send_request("tools/list", None, now=0.0, timeout=5, on_progress=print)
     (listing,) = deliver(data, server)
     assert listing.params.meta == {"progressToken": rid2}
+    # The server's progress reaches the callback of its request, and nothing after the
+    # answer; a notification reaches on_notification.
+    notes: list[Notification] = []
+    wire.on_notification = notes.append
+    report = t.ProgressNotificationParams(progress_token="mine", progress=1)
+    wire.connection.receive_data(
+        server.send(Notification(method="notifications/progress", params=report))
+        + server.send(Response(id=rid, result=t.CallToolResult(content=[])))
+        + server.send(Notification(method="notifications/tools/list_changed"))
+    )
+    kinds = []
+    assert wire.drain(lambda event: kinds.append(type(event).__name__)) == b""
+    assert kinds == ["Progress", "Response", "Notification"]
+    assert [p.progress for p in seen] == [1]
+    assert [n.method for n in notes] == ["notifications/tools/list_changed"]
 
 
 @spec("2025-06-18/basic/utilities/cancellation#behavior-requirements.2")

@@ -132,11 +132,9 @@ class ClientSession(TypedMethods):
         on_notification: Callable[[Notification], object] | None = None,
         **options: Any,
     ) -> None:
-        self.wire = ClientWire(connection, **options)
+        self.wire = ClientWire(connection, on_notification=on_notification, **options)
         self.connection = connection
-        self.on_notification = on_notification
         self._pending: dict[RequestId, asyncio.Future[Event]] = {}
-        self._progress: dict[RequestId, ProgressCallback] = {}
         self._serving: dict[RequestId, asyncio.Task[None]] = {}
         """Server requests being handled (bounded by the core's incoming table)."""
         self._wake = asyncio.Event()
@@ -206,12 +204,10 @@ class ClientSession(TypedMethods):
         """
         loop = asyncio.get_running_loop()
         rid, params, data = self.wire.send_request(
-            method, params, now=loop.time(), timeout=timeout, progress=bool(on_progress)
+            method, params, now=loop.time(), timeout=timeout, on_progress=on_progress
         )
         answer: asyncio.Future[Event] = loop.create_future()
         self._pending[rid] = answer
-        if on_progress is not None:
-            self._progress[rid] = on_progress
         # Spec: 2025-06-18/basic/lifecycle#timeouts.1 (the clock re-reads the deadlines)
         # "Implementations SHOULD establish timeouts for all sent requests, to prevent hung
         # connections and resource exhaustion."
@@ -231,7 +227,6 @@ class ClientSession(TypedMethods):
             raise
         finally:
             del self._pending[rid]
-            self._progress.pop(rid, None)
         return self.wire.check_result(method, params, result_of(reply))
 
     async def notify(self, method: str, params: Any = None) -> None:
@@ -271,10 +266,7 @@ class ClientSession(TypedMethods):
 
     def _process_events(self) -> None:
         """Drain the core's events after new input; dispatch each one."""
-        while (event := self.wire.next_event()) is not None:
-            self._transmit_soon(self.wire.data_to_send())
-            self._dispatch(event)
-        self._transmit_soon(self.wire.data_to_send())
+        self._transmit_soon(self.wire.drain(self._dispatch))
 
     def _dispatch(self, event: Event) -> None:
         if isinstance(event, Response | ErrorResponse | RequestTimedOut):
@@ -291,16 +283,9 @@ class ClientSession(TypedMethods):
                 # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.3
                 # "Receivers of cancellation notifications SHOULD:"
                 serving.cancel()
-        elif isinstance(event, Progress):
-            callback = self._progress.get(event.request_id)
-            if callback is not None:
-                callback(event)
-        elif isinstance(event, Notification):
-            if self.on_notification is not None:
-                self.on_notification(event)
         elif isinstance(event, ConnectionClosed):
             self._close(self.wire.closed or "the server closed the connection")
-        # ProgressDropped, UnexpectedResponse: nothing to do.
+        # Progress and Notification: the wire gave them to their callbacks.
 
     def _answer_server(self, request: Request) -> None:
         """Answer a server request in a task of its own (step 7)."""
