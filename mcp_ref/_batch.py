@@ -20,9 +20,46 @@ all the requests are processed, and an empty array MUST NOT be sent;
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 
-__all__ = ["BatchReplies"]
+from ._errors import INVALID_REQUEST, RemoteProtocolError
+from ._jsonrpc import error_reply
+from ._methods import BATCH_VERSIONS
+
+__all__ = ["BatchReplies", "refuse_batch"]
+
+
+def refuse_batch(
+    items: list[Any], version: str | None, max_items: int
+) -> RemoteProtocolError | None:
+    """Why a batch (a JSON array of messages) is refused whole, or None to accept it.
+
+    Args:
+        items: the decoded array.
+        version: the negotiated protocol version (None before initialize).
+        max_items: the largest batch accepted (the connection's in-flight bound).
+
+    Returns:
+        A :class:`RemoteProtocolError` (-32600, its reply with id null in
+        ``event_hint``) when batches are not allowed in ``version``, or the batch is
+        empty or longer than ``max_items``; else None.
+    """
+    # Spec: 2025-06-18/basic#messages.1 (no batches from 2025-06-18 on)
+    # "All messages between MCP clients and servers MUST follow the JSON-RPC 2.0 specification."
+    if version not in BATCH_VERSIONS:
+        why = f"JSON-RPC batches are not allowed in protocol version {version}"
+        reply = "batches are not supported"
+    elif not items:
+        why = reply = "empty batch"
+    elif len(items) > max_items:
+        why = reply = "batch too large"
+    else:
+        return None
+    return RemoteProtocolError(
+        why, code=INVALID_REQUEST, event_hint=error_reply(None, INVALID_REQUEST, reply)
+    )
 
 
 @attrs.define

@@ -17,44 +17,81 @@ Theory of operation
 * ``next_deadline()`` / ``handle_timeout(now)``: time is an argument; the core never
   reads a clock.
 
-Every received message passes the same steps, in this order, each in its own module:
+Every received message passes the same steps, in this order, each rule in its own
+module:
 
 1. framing (``_framing``: bounded lines) and JSON (``_jsonrpc.decode``, -32700);
-2. the JSON-RPC envelope (``_jsonrpc.classify``, -32600 / -32602);
+2. the JSON-RPC envelope (``_jsonrpc.classify``, -32600 / -32602); a batch
+   (2025-03-26 only) is split into its items here and each goes on alone (``_batch``);
 3. the method table (``_methods.METHODS``: known method, right sender, revision,
    negotiated capability, -32601);
-4. the lifecycle table (``_state``, -32600);
+4. the lifecycle table (``_state``, -32600): the state changes only by its rows;
 5. params conversion to typed messages (``_convert``, -32602);
 6. the in-flight tables (``_inflight``: duplicate ids, progress tokens, cancellation,
    response matching).
 
-Sending runs the same checks the other way round.
+Sending runs the same checks the other way round, and changes nothing until the
+message is known to be good: a refusal leaves the connection as it was.
 
-The class is written in parts: this module has the public API; :mod:`._receive` the
-receive paths, :mod:`._send` the send paths, and :mod:`._conn_state` the state they share.
+A refused message is answered by the error reply in ``event_hint``; that reply may
+carry the id of a request of ours in flight (the peer reused it), so the ids of replies
+owed to refusals are kept (``_refusals``), and sending one answers no request.
 """
 
 from __future__ import annotations
 
+import functools
+from collections import deque
+from collections.abc import Callable
 from typing import Any, Final
 
 from . import _jsonrpc as rpc
-from ._conn_state import _CANCELLED, _CLOSED, _DEFAULT
-from ._errors import PARSE_ERROR, LocalProtocolError, RemoteProtocolError
-from ._framing import PEEK_BYTES, TOO_LONG
-from ._inflight import RequestTimeout
-from ._methods import negotiate_version
-from ._receive import ReceivePaths
-from ._send import SendPaths
-from ._state import RECEIVE, Kind, State, next_state
+from ._batch import BatchReplies, refuse_batch
+from ._convert import ConversionError, structure_fn, unstructure_fn
+from ._errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    LocalProtocolError,
+    RemoteProtocolError,
+)
+from ._framing import DEFAULT_MAX_MESSAGE_BYTES, PEEK_BYTES, TOO_LONG, LineBuffer
+from ._inflight import Incoming, InFlight, Outgoing, RequestTimeout
+from ._methods import (
+    METHODS,
+    NOTIFICATION,
+    SUPPORTED_VERSIONS,
+    MethodSpec,
+    capability_present,
+    negotiate_version,
+)
+from ._state import (
+    CLIENT,
+    RECEIVE,
+    SEND,
+    SERVER,
+    Direction,
+    Kind,
+    Role,
+    State,
+    describe_refusal,
+    kind_of,
+    next_state,
+)
 from .events import (
     ConnectionClosed,
     ErrorResponse,
     Event,
     Notification,
+    Progress,
+    ProgressDropped,
     Request,
+    RequestCancelled,
     RequestTimedOut,
     Response,
+    UnexpectedResponse,
 )
 
 __all__ = ["NEED_DATA", "Connection"]
@@ -70,11 +107,22 @@ class _NeedData:
 NEED_DATA: Final = _NeedData()
 """Returned by ``next_event()`` when no complete message is buffered."""
 
+_DEFAULT: Final = object()
+"""The ``timeout=`` default of ``send``: the connection's ``default_timeout``."""
+
 _BLANK: Final = frozenset(b" \t\r\n")
 """Bytes a whitespace-only line may start with (JSON's insignificant whitespace)."""
 
+_CANCELLED: Final = "notifications/cancelled"
+_PROGRESS: Final = "notifications/progress"
 
-class Connection(ReceivePaths, SendPaths):
+# The compiled (un)structure function of each class, looked up once per class (the
+# classes are the schema's: a fixed, finite set).
+_structurer: Callable[[Any], Callable[[Any], Any]] = functools.cache(structure_fn)
+_unstructurer: Callable[[Any], Callable[[Any], Any]] = functools.cache(unstructure_fn)
+
+
+class Connection:
     """One side of an MCP session, with no I/O.
 
     Args:
@@ -82,8 +130,8 @@ class Connection(ReceivePaths, SendPaths):
         max_message_bytes: the largest message accepted, in bytes
             (default 8 MiB); a longer one is refused with -32600 and skipped.
         max_requests_in_flight: the most requests in flight in each direction
-            (default 1024); past it we refuse to send (LocalProtocolError) or answer
-            the peer's request with -32603.
+            (default 1024; also the largest batch); past it we refuse to send
+            (LocalProtocolError) or answer the peer's request with -32603.
         default_timeout: the :class:`RequestTimeout` of requests we send when
             ``send`` is given none; None (the default) means no timeout.
         newline_framing: True (default) for byte streams of newline-delimited
@@ -92,8 +140,74 @@ class Connection(ReceivePaths, SendPaths):
         remember_ids: how many finished request ids each direction remembers, to drop
             late responses and refuse reused ids (default 4096).
 
+    Raises:
+        ValueError: ``our_role`` is not CLIENT or SERVER.
+
     Source: 2025-06-18/basic (messages), 2025-06-18/basic/lifecycle.
     """
+
+    def __init__(
+        self,
+        our_role: Role,
+        *,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        max_requests_in_flight: int = 1024,
+        default_timeout: RequestTimeout | None = None,
+        newline_framing: bool = True,
+        remember_ids: int = 4096,
+    ) -> None:
+        if our_role not in (CLIENT, SERVER):
+            raise ValueError("our_role must be CLIENT or SERVER")
+        # Spec: 2025-06-18/basic#overview.1
+        # "All implementations MUST support the base protocol and lifecycle management components."
+        # The base protocol and the lifecycle are this class; every role gets both.
+        self.our_role: Final = our_role
+        self.their_role: Final = our_role.peer
+        self.state = State.PRE_INIT
+        self.default_timeout = default_timeout
+        self.newline_framing = newline_framing
+        self.max_message_bytes = max_message_bytes
+        self.max_requests_in_flight = max_requests_in_flight
+        self._lines = LineBuffer(max_message_bytes)
+        self._messages: deque[bytes] = deque()
+        # Events ready for next_event; a batch's refused items wait here as the
+        # RemoteProtocolError to raise in their turn.
+        self._events: deque[Event | RemoteProtocolError] = deque()
+        self._eof = False
+        self._closed_reported = False
+        self._inflight = InFlight(
+            max_outgoing=max_requests_in_flight,
+            max_incoming=max_requests_in_flight,
+            remember=remember_ids,
+        )
+        self._next_id = 0
+        self._init_id: Any = None
+        # Replies owed to refused messages, by the id they carry, oldest first, each
+        # with the batch it answers into (None outside a batch).  Bounded: a driver
+        # sends each reply as next_event raises, so only one that sends none fills it.
+        self._refusals: dict[Any, deque[BatchReplies | None]] = {}
+        self._refusals_count = 0
+        self._max_refusals = max(64, 4 * max_requests_in_flight)
+        # Batches read from a byte stream: the batch each accepted request answers into.
+        self._batch_of: dict[Any, BatchReplies] = {}
+        self._outbox: list[bytes] = []
+        # Per-method decisions (method table, lifecycle kind, capabilities), made once
+        # until the version or the capabilities change (see _forget_plans).
+        self._request_plans: dict[str, tuple[MethodSpec, Kind]] = {}
+        self._notification_plans: dict[str, tuple[MethodSpec, Kind, Callable[[Any], Any]]] = {}
+        self._send_plans: dict[str, tuple[MethodSpec, Kind, Callable[[Any], Any]]] = {}
+        #: The negotiated protocol version (None until initialize completes).
+        self.protocol_version: str | None = None
+        #: The version the client asked for in ``initialize``.
+        self.requested_version: str | None = None
+        #: Capabilities by role: typed ClientCapabilities / ServerCapabilities.
+        self.capabilities: dict[Role, Any] = {CLIENT: None, SERVER: None}
+        #: The peer's ``Implementation`` (clientInfo or serverInfo).
+        self.peer_info: Any = None
+        #: The server's instructions, when we are the client.
+        self.instructions: str | None = None
+
+    # -- what the application asks ------------------------------------------------
 
     @property
     def our_state(self) -> State:
@@ -115,9 +229,8 @@ class Connection(ReceivePaths, SendPaths):
         while True:
             self._next_id += 1
             rid = self._next_id
-            if self._inflight.get_outgoing(rid) is None and not self._inflight.outgoing_finished(
-                rid
-            ):
+            inflight = self._inflight
+            if inflight.get_outgoing(rid) is None and not inflight.outgoing_finished(rid):
                 return rid
 
     def negotiated_version_for(self, requested: str) -> str:
@@ -131,6 +244,12 @@ class Connection(ReceivePaths, SendPaths):
             [o.id for o in self._inflight.outgoing.values()],
             [i.id for i in self._inflight.incoming.values()],
         )
+
+    def _step(self, direction: Direction, kind: Kind) -> State | None:
+        """The lifecycle table's next state for this message here, or None: refused."""
+        return next_state(self.our_role, self.state, direction, kind)
+
+    # -- receiving ----------------------------------------------------------------
 
     def receive_data(self, data: bytes) -> None:
         """Feed bytes received from the peer; ``b""`` means end of input.
@@ -187,37 +306,54 @@ class Connection(ReceivePaths, SendPaths):
                 if self._eof and not self._closed_reported:
                     self._closed_reported = True
                     # CLOSING: we may still answer what we accepted.
-                    self.state = (
-                        next_state(self.our_role, self.state, RECEIVE, Kind.CLOSE) or self.state
-                    )
+                    self.state = self._step(RECEIVE, Kind.CLOSE) or self.state
                     return ConnectionClosed()
                 return NEED_DATA
-            if line is TOO_LONG:
-                event = self._too_long()
-                if event is not None:
-                    return event
-                continue
-            assert isinstance(line, bytes)
-            # JSON's whitespace only (bytes.strip() would take \x0b and \x0c too).
-            if not line or (line[0] in _BLANK and not line.strip(b" \t\r\n")):
-                if self.newline_framing:
-                    continue  # a blank line (strip copies: only when it may be one)
-                # A whole message that is blank is no JSON at all: refuse it.
-                raise RemoteProtocolError(
-                    "parse error: empty message",
-                    code=PARSE_ERROR,
-                    event_hint=rpc.error_reply(None, PARSE_ERROR, "parse error: empty message"),
-                )
             try:
-                obj = rpc.decode(line)
+                event = self._read(line)
             except RemoteProtocolError as exc:
-                raise self._parse_error(line, exc) from None
-            if type(obj) is list:
-                self._split_batch(obj)
-                continue
-            event = self._handle(obj)
+                if exc.event_hint is not None:
+                    self._note_refusal(exc.event_hint.id, None)
+                raise
             if event is not None:
                 return event
+
+    def _read(self, line: bytes | object) -> Event | None:
+        """One framed message: its event, or None when it makes none (a blank line, a
+        batch whose items were queued, a late response).
+
+        Raises:
+            RemoteProtocolError: the message is refused.
+        """
+        if line is TOO_LONG:
+            return self._too_long()
+        assert isinstance(line, bytes)
+        # JSON's whitespace only (bytes.strip() would take \x0b and \x0c too).
+        if not line or (line[0] in _BLANK and not line.strip(b" \t\r\n")):
+            if self.newline_framing:
+                return None  # a blank line (strip copies: only when it may be one)
+            # A whole message that is blank is no JSON at all: refuse it.
+            raise RemoteProtocolError(
+                "parse error: empty message",
+                code=PARSE_ERROR,
+                event_hint=rpc.error_reply(None, PARSE_ERROR, "parse error: empty message"),
+            )
+        try:
+            obj = rpc.decode(line)
+        except RemoteProtocolError as exc:
+            raise self._parse_error(line, exc) from None
+        if type(obj) is list:
+            self._split_batch(obj)
+            return None
+        return self._handle(obj)
+
+    def _next_message(self) -> bytes | object:
+        """The next whole message fed with ``receive_message`` (or TOO_LONG)."""
+        data = self._messages.popleft()
+        if len(data) > self.max_message_bytes:
+            self._lines.too_long_prefix = data[:PEEK_BYTES]
+            return TOO_LONG
+        return data
 
     def _parse_error(self, line: bytes, exc: RemoteProtocolError) -> RemoteProtocolError:
         """The refusal of a message that is not JSON: -32700, answering the id of the
@@ -230,13 +366,318 @@ class Connection(ReceivePaths, SendPaths):
             return exc
         return self._refuse(rid, exc.code, exc.message)
 
-    def _next_message(self) -> bytes | object:
-        """The next whole message fed with ``receive_message`` (or TOO_LONG)."""
-        data = self._messages.popleft()
-        if len(data) > self.max_message_bytes:
-            self._lines.too_long_prefix = data[:PEEK_BYTES]
-            return TOO_LONG
-        return data
+    def _too_long(self) -> Event | None:
+        """A message over ``max_message_bytes`` was skipped: answer it by its id when its
+        first bytes show one (a request gets -32600 with its id; a response to one of
+        our requests fails that request now rather than at its timeout).
+
+        Raises:
+            RemoteProtocolError: for a request, or when no id can be read (id null).
+        """
+        message = f"message longer than {self.max_message_bytes} bytes"
+        rid, is_request = rpc.peek(self._lines.too_long_prefix)
+        if rid is not None and is_request:
+            raise self._refuse(rid, INVALID_REQUEST, message)
+        if rid is not None:
+            out = self._inflight.get_outgoing(rid)
+            if out is not None and out.method != "initialize":
+                self._inflight.pop_outgoing(rid, "answered")
+                return ErrorResponse(
+                    id=rid,
+                    code=INTERNAL_ERROR,
+                    message=f"the response was dropped: {message}",
+                    method=out.method,
+                )
+            return None  # a response we are not waiting for: nothing to do
+        raise RemoteProtocolError(
+            message,
+            code=INVALID_REQUEST,
+            event_hint=rpc.error_reply(None, INVALID_REQUEST, message),
+        )
+
+    def _split_batch(self, items: list[Any]) -> None:
+        """Handle every item of a batch now, in order; their events and refusals queue
+        for ``next_event``.  On a byte stream the replies owed are counted, to go back as
+        one array (``_batch``); a message transport (Streamable HTTP) assembles the
+        replies to a batch body itself."""
+        refusal = refuse_batch(items, self.protocol_version, self._inflight.max_incoming)
+        if refusal is not None:
+            raise refusal
+        replies = BatchReplies() if self.newline_framing else None
+        for item in items:
+            try:
+                event = self._handle(item)
+            except RemoteProtocolError as exc:
+                if exc.event_hint is not None:
+                    self._note_refusal(exc.event_hint.id, replies)
+                self._events.append(exc)
+                continue
+            if type(event) is Request and replies is not None:
+                replies.owed += 1
+                self._batch_of[event.id] = replies
+            if event is not None:
+                self._events.append(event)
+
+    def _handle(self, obj: Any) -> Event | None:
+        kind, rid, method, payload = rpc.classify(obj)
+        if kind == rpc.REQUEST:
+            return self._receive_request(rid, method, payload)
+        if kind == rpc.NOTIFICATION:
+            return self._receive_notification(method, payload)
+        return self._receive_response(kind, rid, payload, obj)
+
+    def _refuse(self, rid: Any, code: int, message: str) -> RemoteProtocolError:
+        """The refusal of request ``rid``, with its error reply as the hint."""
+        hint = rpc.error_reply(rid, code, message)
+        return RemoteProtocolError(message, code=code, event_hint=hint, request_id=rid)
+
+    def _note_refusal(self, rid: Any, batch: BatchReplies | None) -> None:
+        """A reply with id ``rid`` is owed to a refused message: sending it answers no
+        request in flight (the refused message may have reused the id), and goes into
+        ``batch``'s array when there is one.  Past the bound the oldest is forgotten."""
+        if batch is not None:
+            batch.owed += 1
+        self._refusals.setdefault(rid, deque()).append(batch)
+        self._refusals_count += 1
+        if self._refusals_count > self._max_refusals:
+            oldest = next(iter(self._refusals))
+            self._refusals_count -= len(self._refusals.pop(oldest))
+
+    def _plan_request(self, rid: Any, method: str) -> tuple[MethodSpec, Kind]:
+        """Decide, once per method until the version or capabilities change, whether the
+        peer may send us this request: the method table, then the capabilities."""
+        spec = self._lookup(method, sender=self.their_role)
+        if spec is None or spec.kind == NOTIFICATION:
+            raise self._refuse(rid, METHOD_NOT_FOUND, f"method not found: {method}")
+        k = kind_of(method, is_request=True)
+        if self._step(RECEIVE, k) is None:
+            raise self._refuse(
+                rid, INVALID_REQUEST, describe_refusal(self.our_role, self.state, RECEIVE, k)
+            )
+        # Spec: 2025-06-18/basic/lifecycle#error-handling.1 (capability not negotiated)
+        # "Implementations SHOULD be prepared to handle these error cases:"
+        # Spec: 2025-06-18/client/roots#error-handling.1 (a client without roots: -32601)
+        # "Clients SHOULD return standard JSON-RPC errors for common failure cases:"
+        if not self._capability_ok(spec):
+            raise self._refuse(
+                rid,
+                METHOD_NOT_FOUND,
+                f"method not available: {method} needs the "
+                f"{spec.capability_of.value if spec.capability_of else ''} capability "
+                f"{'.'.join(spec.capability)}, which was not negotiated",
+            )
+        plan = self._request_plans[method] = (spec, k)
+        return plan
+
+    def _receive_request(self, rid: Any, method: str, payload: Any) -> Event:
+        plan = self._request_plans.get(method)
+        spec, k = plan if plan is not None else self._plan_request(rid, method)
+        new_state = self._step(RECEIVE, k)
+        if new_state is None:
+            raise self._refuse(
+                rid, INVALID_REQUEST, describe_refusal(self.our_role, self.state, RECEIVE, k)
+            )
+        inflight = self._inflight
+        if inflight.is_incoming_known(rid):
+            raise self._refuse(rid, INVALID_REQUEST, f"request id {rid!r} was already used")
+        if len(inflight.incoming) >= inflight.max_incoming:
+            raise self._refuse(rid, INTERNAL_ERROR, "too many requests in flight")
+        try:
+            # Spec: 2025-06-18/client/sampling#security-considerations.2
+            # "Both parties SHOULD validate message content"
+            # Params are checked against the schema; sampling messages (role, content
+            # blocks) included.  A malformed one is refused with -32602.
+            params = self._structure_params(spec, payload)
+        except ConversionError as exc:
+            raise self._refuse(rid, INVALID_PARAMS, f"invalid params for {method}: {exc}") from None
+        token = None
+        meta = getattr(params, "meta", None)
+        if meta is not None:
+            token = meta.get("progressToken")
+            if token is not None:
+                # Spec: 2025-06-18/basic/utilities/progress#progress-flow.1
+                # "Progress tokens MUST be a string or integer value"
+                if not rpc.valid_id(token):
+                    raise self._refuse(
+                        rid, INVALID_PARAMS, "progressToken must be a string or an integer"
+                    )
+                # Spec: 2025-06-18/basic/utilities/progress#progress-flow.2
+                # "Progress tokens can be chosen by the sender using any means, but MUST be unique
+                # across all active requests."
+                if inflight.incoming_token_in_use(token):
+                    raise self._refuse(
+                        rid, INVALID_PARAMS, f"progress token {token!r} is already in use"
+                    )
+        if k is Kind.INITIALIZE:
+            self._init_id = rid
+            self.requested_version = params.protocol_version
+            self.capabilities[CLIENT] = params.capabilities
+            self.peer_info = params.client_info
+            self._forget_plans()
+        inflight.add_incoming(Incoming(id=rid, method=method, progress_token=token))
+        self.state = new_state
+        return Request(id=rid, method=method, params=params)
+
+    def _receive_notification(self, method: str, payload: Any) -> Event | None:
+        # Spec: 2025-06-18/basic#notifications.1
+        # "The receiver MUST NOT send a response."
+        # Every failure below raises without an event_hint: no response to a notification.
+        plan = self._notification_plans.get(method)
+        if plan is None:
+            spec = self._lookup(method, sender=self.their_role)
+            if spec is None or spec.kind != NOTIFICATION:
+                raise RemoteProtocolError(f"unknown notification: {method}", code=METHOD_NOT_FOUND)
+            k = kind_of(method, is_request=False)
+            plan = self._notification_plans[method] = (spec, k, _structurer(spec.params_type))
+        spec, k, structure_params = plan
+        new_state = self._step(RECEIVE, k)
+        if new_state is None:
+            raise RemoteProtocolError(
+                describe_refusal(self.our_role, self.state, RECEIVE, k), code=INVALID_REQUEST
+            )
+        # A notification of a capability the peer did not declare breaks
+        # 2025-06-18/basic/lifecycle#operation.1 on the peer's side, but it asks nothing
+        # of us: it is delivered (dropping a log line helps no one).  We never send one
+        # (see _send_notification), and requests of such capabilities are refused.
+        try:
+            if payload is None:
+                params = self._structure_params(spec, None)  # None, or raises
+            else:
+                params = structure_params(payload)
+        except ConversionError as exc:
+            raise RemoteProtocolError(
+                f"invalid params for {method}: {exc}", code=INVALID_PARAMS
+            ) from None
+        self.state = new_state
+        if method == _CANCELLED:
+            return self._receive_cancel(params)
+        if method == _PROGRESS:
+            return self._receive_progress(params)
+        return Notification(method=method, params=params)
+
+    def _receive_cancel(self, params: Any) -> Event | None:
+        # Spec: 2025-06-18/basic/utilities/cancellation#error-handling.1
+        # "Invalid cancellation notifications SHOULD be ignored:"
+        # Unknown, finished or absent ids are ignored below; one with params of the
+        # wrong shape never gets here (RemoteProtocolError without a reply, above).
+        rid = params.request_id
+        # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.2
+        # "The `initialize` request MUST NOT be cancelled by clients"
+        # Only a server receives the client's initialize; ids of requests going the
+        # other way may equal it and are cancellable.
+        if self.our_role is SERVER and rid == self._init_id and type(rid) is type(self._init_id):
+            return None
+        # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.4
+        # "Receivers MAY ignore cancellation notifications if:"
+        # Unknown or already answered requests: ignore the notification.
+        req = self._inflight.pop_incoming(rid, "cancelled")
+        if req is None:
+            return None
+        replies = self._batch_of.pop(rid, None)
+        if replies is not None:
+            array = replies.drop()  # no reply is owed for it any more
+            if array:
+                self._outbox.append(array)
+        return RequestCancelled(id=rid, reason=params.reason)
+
+    def _receive_progress(self, params: Any) -> Event:
+        token = params.progress_token
+        out = self._inflight.outgoing_for_token(token)
+        # Spec: 2025-06-18/basic/utilities/progress#behavior-requirements.1
+        # "Progress notifications MUST only reference tokens that:"
+        if out is None:
+            return ProgressDropped(progress_token=token, reason="no active request has this token")
+        # Spec: 2025-06-18/basic/utilities/progress#progress-flow.4
+        # "The `progress` value MUST increase with each notification, even if the total is unknown."
+        if out.last_progress is not None and not params.progress > out.last_progress:
+            return ProgressDropped(
+                progress_token=token,
+                reason=f"progress {params.progress} does not increase past {out.last_progress}",
+            )
+        out.last_progress = params.progress
+        out.progressed = True
+        return Progress(
+            request_id=out.id,
+            progress_token=token,
+            progress=params.progress,
+            total=params.total,
+            message=params.message,
+        )
+
+    def _receive_response(self, kind: int, rid: Any, payload: Any, obj: Any) -> Event | None:
+        inflight = self._inflight
+        is_error = kind == rpc.ERROR
+        if rid is None:
+            # The peer could not read one of our messages.
+            return ErrorResponse(
+                id=None, code=payload["code"], message=payload["message"], data=payload.get("data")
+            )
+        out = inflight.outgoing.get(rid)
+        if out is None:
+            if inflight.outgoing_finished(rid) in ("cancelled", "timed out"):
+                # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.5
+                # "The sender of the cancellation notification SHOULD ignore any response to the
+                # request that arrives afterward"
+                # Spec: 2025-06-18/basic/utilities/cancellation#timing-considerations.1
+                # "Both parties MUST handle these race conditions gracefully:"
+                return None  # a late answer to a request we gave up on: dropped
+            return UnexpectedResponse(id=rid, message=obj)
+        method = out.method
+        answers_init = method == "initialize"
+        k = kind_of(None, is_request=False, answers_initialize=answers_init, is_error=is_error)
+        new_state = self._step(RECEIVE, k)
+        if new_state is None:
+            raise RemoteProtocolError(
+                describe_refusal(self.our_role, self.state, RECEIVE, k), code=INVALID_REQUEST
+            )
+        inflight.pop_outgoing(rid, "answered")
+        if is_error:
+            self.state = new_state
+            return ErrorResponse(
+                id=rid,
+                code=payload["code"],
+                message=payload["message"],
+                data=payload.get("data"),
+                method=method,
+            )
+        try:
+            # Spec: 2025-06-18/client/sampling#security-considerations.2 (results too)
+            # "Both parties SHOULD validate message content"
+            result = out.structure_result(payload)
+        except ConversionError as exc:
+            # An unusable initialize result fails the handshake like an error would.
+            bad = Kind.INITIALIZE_ERROR if answers_init else k
+            self.state = self._step(RECEIVE, bad) or self.state
+            return ErrorResponse(
+                id=rid,
+                code=INTERNAL_ERROR,
+                message=f"invalid result from peer for {method}: {exc}",
+                data={"result": payload},
+                method=method,
+            )
+        if answers_init:
+            version = result.protocol_version
+            if version not in SUPPORTED_VERSIONS:
+                # Spec: 2025-06-18/basic/lifecycle#version-negotiation.6
+                # "If the client does not support the version in the server's response, it SHOULD
+                # disconnect."
+                # Spec: 2025-06-18/basic/lifecycle#error-handling.1 (version mismatch)
+                # "Implementations SHOULD be prepared to handle these error cases:"
+                self.state = self._step(RECEIVE, Kind.UNSUPPORTED_VERSION) or self.state
+                raise RemoteProtocolError(
+                    f"server answered protocol version {version!r}, which mcp-ref does not "
+                    f"support ({', '.join(SUPPORTED_VERSIONS)}); disconnect",
+                    code=INVALID_PARAMS,
+                )
+            self.protocol_version = version
+            self.capabilities[SERVER] = result.capabilities
+            self.peer_info = result.server_info
+            self.instructions = result.instructions
+            self._forget_plans()
+        self.state = new_state
+        return Response(id=rid, result=result, method=method)
+
+    # -- sending ------------------------------------------------------------------
 
     def send(
         self,
@@ -257,27 +698,318 @@ class Connection(ReceivePaths, SendPaths):
         Returns:
             The serialized message (with its newline when ``newline_framing``), or
             ``b""`` when the spec says to send nothing: a response to a request the
-            peer cancelled, or a cancellation of a request already answered.
+            peer cancelled, or a cancellation of a request already answered; or a reply
+            held for its batch's array (the batch's last reply brings the array).
 
         Raises:
             LocalProtocolError: the event breaks the protocol; nothing is sent and the
                 connection is unchanged.
         """
-        if self.state is _CLOSED:
+        if self.state is State.CLOSED:
             raise LocalProtocolError("connection is closed")
-        # Each helper checks everything, encodes, and only then changes the state, so a
+        # Each path checks everything, encodes, and only then changes the state, so a
         # refusal leaves the connection as it was.
         if type(event) is Request:
             return self._send_request(event, now, timeout)
         if type(event) is Response:
             data = self._send_response(event)
-            return self._batched(event, data) if self._batch_of else data
+            return self._batched(event.id, data) if self._batch_of else data
         if type(event) is ErrorResponse:
-            data = self._send_error(event)
-            return self._batched(event, data) if self._batch_of or self._refusals else data
+            return self._send_error(event)
         if type(event) is Notification:
             return self._send_notification(event)
         raise LocalProtocolError(f"cannot send {type(event).__name__}")
+
+    def _encode(self, message: dict[str, Any], *, bounded: bool = True) -> bytes:
+        """Serialize a message we send (framed when ``newline_framing``).
+
+        Raises:
+            LocalProtocolError: not serializable, or (when ``bounded``) longer than
+                ``max_message_bytes``.
+        """
+        try:
+            # Spec: 2025-06-18/basic/transports#stdio.1
+            # "Messages are delimited by newlines, and MUST NOT contain embedded newlines."
+            # (JSON text holds no raw newline: the framed line is one line by construction)
+            data = rpc.encode(message, newline=self.newline_framing)
+        except ValueError as exc:
+            raise LocalProtocolError(f"cannot serialize the message: {exc}") from None
+        if bounded and len(data) - self.newline_framing > self.max_message_bytes:
+            raise LocalProtocolError(
+                f"message of {len(data)} bytes exceeds the limit of {self.max_message_bytes}"
+            )
+        return data
+
+    def _check_step(self, kind: Kind) -> State:
+        """The next state for sending ``kind``; LocalProtocolError when refused."""
+        new_state = self._step(SEND, kind)
+        if new_state is None:
+            raise LocalProtocolError(describe_refusal(self.our_role, self.state, SEND, kind))
+        return new_state
+
+    def _check_params(self, spec: MethodSpec, params: Any) -> dict[str, Any] | None:
+        if params is None:
+            if spec.params_required:
+                raise LocalProtocolError(f"{spec.method} requires params", code=INVALID_PARAMS)
+            return None
+        if not isinstance(params, spec.params_type):
+            raise LocalProtocolError(
+                f"{spec.method} params must be {spec.params_type.__name__}, "
+                f"not {type(params).__name__}",
+                code=INVALID_PARAMS,
+            )
+        data: dict[str, Any] = _unstructurer(type(params))(params)
+        return data
+
+    def _plan_send_request(self, method: str) -> tuple[MethodSpec, Kind, Callable[[Any], Any]]:
+        """Decide, once per method until the version or capabilities change, whether we
+        may send this request (the method table, then the peer's capabilities)."""
+        spec = self._lookup(method, sender=self.our_role)
+        if spec is None or spec.kind == NOTIFICATION:
+            version = (
+                f" in protocol version {self.protocol_version}" if self.protocol_version else ""
+            )
+            raise LocalProtocolError(
+                f"{self.our_role.value} cannot send request {method!r}{version}",
+                code=METHOD_NOT_FOUND,
+            )
+        k = kind_of(method, is_request=True)
+        self._check_step(k)  # a lifecycle refusal names the state first
+        if not self._capability_ok(spec):
+            raise LocalProtocolError(
+                f"{method} needs the peer's capability {'.'.join(spec.capability)}, "
+                "which was not negotiated",
+                code=METHOD_NOT_FOUND,
+            )
+        plan = self._send_plans[method] = (spec, k, _structurer(spec.result_type))
+        return plan
+
+    def _send_request(self, event: Request, now: float | None, timeout: Any) -> bytes:
+        rid, method = event.id, event.method
+        # Spec: 2025-06-18/basic#requests.1
+        # "Requests MUST include a string or integer ID."
+        # Spec: 2025-06-18/basic#requests.2
+        # "Unlike base JSON-RPC, the ID MUST NOT be `null`."
+        if not rpc.valid_id(rid):
+            raise LocalProtocolError(f"request id must be a str or an int, not {rid!r}")
+        plan = self._send_plans.get(method)
+        spec, k, structure_result = plan if plan is not None else self._plan_send_request(method)
+        new_state = self._check_step(k)
+        params = self._check_params(spec, event.params)
+        token = None
+        meta = getattr(event.params, "meta", None)
+        if meta is not None:
+            token = meta.get("progressToken")
+            if token is not None and not rpc.valid_id(token):
+                raise LocalProtocolError("progressToken must be a str or an int")
+        # Spec: 2025-06-18/basic/lifecycle#timeouts.3
+        # "SDKs and other middleware SHOULD allow these timeouts to be configured on a per-request
+        # basis."
+        # Each request may bring its own timeout; the connection's default otherwise.
+        if timeout is _DEFAULT:
+            timeout = self.default_timeout
+        out = Outgoing(
+            id=rid, method=method, progress_token=token, structure_result=structure_result
+        )
+        if timeout is not None:
+            if not isinstance(timeout, RequestTimeout):
+                raise TypeError("timeout must be a RequestTimeout or None")
+            if now is None:
+                raise LocalProtocolError("a request with a timeout needs now=")
+            out.timeout = timeout
+            out.sent_at = now
+            out.deadline = now + timeout.seconds
+        if k is Kind.INITIALIZE:
+            version = event.params.protocol_version
+            # Spec: 2025-06-18/basic/lifecycle#version-negotiation.1
+            # "In the `initialize` request, the client MUST send a protocol version it supports."
+            if version not in SUPPORTED_VERSIONS:
+                raise LocalProtocolError(
+                    f"initialize must ask for a version we support, not {version!r}"
+                )
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            message["params"] = params
+        data = self._encode(message)
+        self._inflight.add_outgoing(out)  # checks (id reuse, bounds) before adding
+        if k is Kind.INITIALIZE:
+            self._init_id = rid
+            self.requested_version = event.params.protocol_version
+            self.capabilities[CLIENT] = event.params.capabilities
+            self._forget_plans()
+        self.state = new_state
+        return data
+
+    def _send_notification(self, event: Notification) -> bytes:
+        method = event.method
+        spec = self._lookup(method, sender=self.our_role)
+        if spec is None or spec.kind != NOTIFICATION:
+            raise LocalProtocolError(
+                f"{self.our_role.value} cannot send notification {method!r}",
+                code=METHOD_NOT_FOUND,
+            )
+        new_state = self._check_step(kind_of(method, is_request=False))
+        if not self._capability_ok(spec):
+            raise LocalProtocolError(
+                f"{method} needs the capability {'.'.join(spec.capability)}, not negotiated",
+                code=METHOD_NOT_FOUND,
+            )
+        params = self._check_params(spec, event.params)
+        # Spec: 2025-06-18/basic#notifications.2
+        # "Notifications MUST NOT include an ID."
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        data = self._encode(message)
+        # The two checks below raise before they change anything.
+        if method == _CANCELLED:
+            if not self._send_cancel(event.params):
+                return b""
+        elif method == _PROGRESS:
+            self._send_progress(event.params)
+        self.state = new_state
+        return data
+
+    def _send_cancel(self, params: Any) -> bool:
+        rid = params.request_id
+        if not rpc.valid_id(rid):
+            raise LocalProtocolError(
+                f"notifications/cancelled needs a str or int requestId: {rid!r}"
+            )
+        inflight = self._inflight
+        out = inflight.get_outgoing(rid)
+        if out is None:
+            if inflight.outgoing_finished(rid):
+                return False  # already answered (or given up on): nothing to cancel
+            # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.1
+            # "Cancellation notifications MUST only reference requests that:"
+            raise LocalProtocolError(f"cannot cancel {rid!r}: no such request was sent")
+        # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.2
+        # "The `initialize` request MUST NOT be cancelled by clients"
+        if out.method == "initialize":
+            raise LocalProtocolError("the initialize request must not be cancelled")
+        inflight.pop_outgoing(rid, "cancelled")
+        return True
+
+    def _send_progress(self, params: Any) -> None:
+        token = params.progress_token
+        if not rpc.valid_id(token):
+            raise LocalProtocolError(f"a progress token is a str or an int, not {token!r}")
+        req = self._inflight.incoming_for_token(token)
+        # Spec: 2025-06-18/basic/utilities/progress#behavior-requirements.1
+        # "Progress notifications MUST only reference tokens that:"
+        # Spec: 2025-06-18/basic/utilities/progress#implementation-notes.3
+        # "Progress notifications MUST stop after completion"
+        if req is None:
+            raise LocalProtocolError(f"progress token {token!r} belongs to no active request")
+        # Spec: 2025-06-18/basic/utilities/progress#progress-flow.4
+        # "The `progress` value MUST increase with each notification, even if the total is unknown."
+        if req.last_progress is not None and not params.progress > req.last_progress:
+            raise LocalProtocolError(
+                f"progress must increase: {params.progress} after {req.last_progress}"
+            )
+        req.last_progress = params.progress
+
+    def _answerable(self, rid: Any) -> Incoming | bool | None:
+        """The incoming request ``rid`` answers; False when the answer must be dropped."""
+        req = self._inflight.get_incoming(rid)
+        if req is None and self._inflight.incoming_finished(rid) == "cancelled":
+            # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.3
+            # "Receivers of cancellation notifications SHOULD:"
+            return False
+        return req
+
+    def _send_response(self, event: Response) -> bytes:
+        rid = event.id
+        if not rpc.valid_id(rid):
+            raise LocalProtocolError(f"response id must be a str or an int, not {rid!r}")
+        req = self._answerable(rid)
+        if req is False:
+            return b""
+        if req is None or req is True:
+            raise LocalProtocolError(f"no request with id {rid!r} awaits a response")
+        assert isinstance(req, Incoming)
+        spec = METHODS[req.method]
+        is_init = req.method == "initialize"
+        new_state = self._check_step(Kind.INITIALIZE_RESULT if is_init else Kind.RESPONSE)
+        result = event.result
+        if not isinstance(result, spec.result_type):
+            raise LocalProtocolError(
+                f"the result of {req.method} must be {spec.result_type.__name__}, "
+                f"not {type(result).__name__}"
+            )
+        if is_init:
+            requested = self.requested_version or ""
+            version = result.protocol_version
+            # Spec: 2025-06-18/basic/lifecycle#version-negotiation.3
+            # "If the server supports the requested protocol version, it MUST respond with the same
+            # version."
+            if requested in SUPPORTED_VERSIONS and version != requested:
+                raise LocalProtocolError(
+                    f"the client asked for {requested}, which we support: answer it, not {version}"
+                )
+            # Spec: 2025-06-18/basic/lifecycle#version-negotiation.4
+            # "Otherwise, the server MUST respond with another protocol version it supports."
+            if version not in SUPPORTED_VERSIONS:
+                raise LocalProtocolError(f"cannot answer with unsupported version {version!r}")
+        # Spec: 2025-06-18/basic#responses.1
+        # "Responses MUST include the same ID as the request they correspond to."
+        data = self._encode(
+            {"jsonrpc": "2.0", "id": rid, "result": _unstructurer(type(result))(result)}
+        )
+        self._inflight.pop_incoming(rid, "answered")
+        if is_init:
+            self.protocol_version = result.protocol_version
+            self.capabilities[SERVER] = result.capabilities
+            self._forget_plans()
+        self.state = new_state
+        return data
+
+    def _send_error(self, event: ErrorResponse) -> bytes:
+        rid = event.id
+        if rid is not None and not rpc.valid_id(rid):
+            raise LocalProtocolError(f"error response id must be a str, an int or None: {rid!r}")
+        # Spec: 2025-06-18/basic#responses.5
+        # "Error codes MUST be integers."
+        if type(event.code) is not int:
+            raise LocalProtocolError("error codes must be integers")
+        # Spec: 2025-06-18/basic#requests.3
+        # "The request ID MUST NOT have been previously used by the requestor within the same
+        # session."
+        # The reply to a refused message (which may have reused the id of a request
+        # still in flight) answers no request of ours.
+        refusal = self._refusals.get(rid)
+        req: Any = None
+        if rid is not None and refusal is None:
+            req = self._answerable(rid)
+            if req is False:
+                return b""
+        is_init = req is not None and req.method == "initialize"
+        new_state = self._check_step(Kind.INITIALIZE_ERROR if is_init else Kind.RESPONSE)
+        error: dict[str, Any] = {"code": event.code, "message": event.message}
+        if event.data is not None:
+            error["data"] = event.data
+        # Unbounded: an error reply (often to a message refused for its size) must
+        # always be deliverable; the peer's own bound still applies on its side.
+        data = self._encode({"jsonrpc": "2.0", "id": rid, "error": error}, bounded=False)
+        self.state = new_state
+        if refusal is not None:
+            batch = refusal.popleft()
+            self._refusals_count -= 1
+            if not refusal:
+                del self._refusals[rid]
+            return data if batch is None else batch.add(data)
+        if req is not None:
+            self._inflight.pop_incoming(rid, "answered")
+        return self._batched(rid, data) if self._batch_of else data
+
+    def _batched(self, rid: Any, data: bytes) -> bytes:
+        """A reply to a request of a batch is held until the batch's last one; that one
+        brings the array (see :mod:`._batch`).  Other replies pass unchanged."""
+        replies = self._batch_of.pop(rid, None)
+        return data if replies is None else replies.add(data)
+
+    # -- closing, timeouts, and what the connection sends by itself ----------------
 
     def close(self) -> None:
         """Mark the connection closed on our side: nothing more is sent or read.
@@ -285,7 +1017,7 @@ class Connection(ReceivePaths, SendPaths):
         A driver calls it when it stops, e.g. after end of input once the requests it
         accepted are answered (state CLOSING).  Idempotent.
         """
-        self.state = State.CLOSED
+        self.state = self._step(SEND, Kind.CLOSE) or self.state
 
     def send_failed(self) -> None:
         """Tell the core that writing the bytes of a ``send`` failed or was cancelled.
@@ -293,7 +1025,7 @@ class Connection(ReceivePaths, SendPaths):
         The byte stream may hold half a message, so the connection is closed: later
         ``send`` calls raise LocalProtocolError.
         """
-        self.state = State.CLOSED
+        self.close()
 
     @property
     def has_data_to_send(self) -> bool:
@@ -311,8 +1043,6 @@ class Connection(ReceivePaths, SendPaths):
         once all its requests are processed, and never as an empty one); batches are
         received only in protocol version 2025-03-26 (see :mod:`._batch`).
         """
-        if not self._outbox:
-            return b""
         data = b"".join(self._outbox)
         self._outbox.clear()
         return data
@@ -354,3 +1084,38 @@ class Connection(ReceivePaths, SendPaths):
             }
             out.append(rpc.encode(message, newline=self.newline_framing))
         return out
+
+    # -- the method table and the capabilities -------------------------------------
+
+    def _lookup(self, method: str, *, sender: Role) -> MethodSpec | None:
+        spec = METHODS.get(method)
+        if (
+            spec is None
+            or sender not in spec.senders
+            or not spec.available_in(self.protocol_version)
+        ):
+            return None
+        return spec
+
+    def _capability_ok(self, spec: MethodSpec) -> bool:
+        if not spec.capability or spec.capability_of is None:
+            return True
+        version = self.protocol_version
+        if version is not None and version < spec.capability_since:
+            return True
+        # Spec: 2025-06-18/basic/lifecycle#operation.1
+        # "Both parties MUST:"
+        return capability_present(self.capabilities[spec.capability_of], spec.capability)
+
+    def _structure_params(self, spec: MethodSpec, payload: Any) -> Any:
+        if payload is None:
+            if spec.params_required:
+                raise ConversionError("params: required")
+            return None
+        return _structurer(spec.params_type)(payload)
+
+    def _forget_plans(self) -> None:
+        """Version or capabilities changed: what may be received must be decided anew."""
+        self._request_plans.clear()
+        self._notification_plans.clear()
+        self._send_plans.clear()

@@ -11,15 +11,17 @@ initialization, operation and shutdown.  We track it per connection with one
 A key that is missing means "not allowed here": on SEND the core raises
 :class:`LocalProtocolError`, on RECEIVE :class:`RemoteProtocolError` (with a ready
 -32600 error response when the message was a request).  Both name role, state,
-direction and kind.  Self-loops are written out, so the table is the whole truth.
+direction and kind.  The tables are literal rows, self-loops written out, and the
+connection changes state only through :func:`next_state`, so the rows are the whole
+truth.
 
 Client (ours = CLIENT)::
 
     PRE_INIT --send initialize--> INITIALIZING --recv initialize result--> INITIALIZED
         ^                              |                                        |
         +----recv initialize error-----+                       send notifications/initialized
-                                                                                v
-                                                                           OPERATING
+                                       |                                        v
+            CLOSED <--recv result of an unsupported version                OPERATING
 Server (ours = SERVER)::
 
     PRE_INIT --recv initialize--> INITIALIZING --send initialize result--> INITIALIZED
@@ -40,14 +42,12 @@ The special cases, kept beside the table rather than in it:
    requests because it is allowed before initialization, and a response to
    ``initialize`` is INITIALIZE_RESULT or INITIALIZE_ERROR.  :func:`kind_of` decides.
 2. Capability and version checks are not lifecycle: ``_methods.py`` holds them.
-3. Cancellation of ``initialize`` is refused in ``_inflight.py``.
+3. Cancellation of ``initialize`` is refused in ``_connection.py``.
 """
 
 from __future__ import annotations
 
 import enum
-
-from ._errors import LocalProtocolError
 
 __all__ = [
     "CLIENT",
@@ -59,6 +59,8 @@ __all__ = [
     "Kind",
     "Role",
     "State",
+    "describe_refusal",
+    "kind_of",
     "next_state",
 ]
 
@@ -125,7 +127,9 @@ class Kind(_FastHashEnum):
     INITIALIZE_RESULT = "initialize result"
     """The success response to ``initialize``."""
     INITIALIZE_ERROR = "initialize error"
-    """The error response to ``initialize``."""
+    """The error response to ``initialize``, or a result that is not a valid one."""
+    UNSUPPORTED_VERSION = "unsupported version"
+    """A valid ``initialize`` result naming a protocol version we do not support."""
     INITIALIZED = "notifications/initialized"
     """The client's ``notifications/initialized``."""
     PING = "ping"
@@ -142,100 +146,172 @@ class Kind(_FastHashEnum):
 
 _T = dict[tuple[State, Direction, Kind], State]
 
-PRE, ING, ED, OP, CLOSING, CLOSED = (
-    State.PRE_INIT,
-    State.INITIALIZING,
-    State.INITIALIZED,
-    State.OPERATING,
-    State.CLOSING,
-    State.CLOSED,
+# The rows below use the members' own names, so each row reads as a sentence: "in
+# PRE_INIT, SEND INITIALIZE leads to INITIALIZING".
+PRE_INIT, INITIALIZING, INITIALIZED, OPERATING, CLOSING, CLOSED = State
+INITIALIZE, INITIALIZE_RESULT, INITIALIZE_ERROR, UNSUPPORTED_VERSION = (
+    Kind.INITIALIZE,
+    Kind.INITIALIZE_RESULT,
+    Kind.INITIALIZE_ERROR,
+    Kind.UNSUPPORTED_VERSION,
 )
-K = Kind
+PING, REQUEST, NOTIFICATION, RESPONSE, CLOSE = (
+    Kind.PING,
+    Kind.REQUEST,
+    Kind.NOTIFICATION,
+    Kind.RESPONSE,
+    Kind.CLOSE,
+)
 
-
-def _loops(state: State, direction: Direction, *kinds: Kind) -> _T:
-    return {(state, direction, kind): state for kind in kinds}
-
-
-def _close_from_everywhere(role: Role) -> _T:
-    table: _T = {}
-    for state in State:
-        if state in (CLOSING, CLOSED):
-            continue
-        # End of input: the peer is done, we may still answer (CLOSING).
-        table[(state, RECEIVE, K.CLOSE)] = CLOSING
-        # We stop (or a write failed): nothing more either way.
-        table[(state, SEND, K.CLOSE)] = CLOSED
-    # While CLOSING: answers to accepted requests, with their notifications, then close.
-    table.update(_loops(CLOSING, SEND, K.RESPONSE, K.NOTIFICATION))
-    if role is SERVER:
-        table.update(_loops(CLOSING, SEND, K.INITIALIZE_RESULT, K.INITIALIZE_ERROR))
-    table[(CLOSING, SEND, K.CLOSE)] = CLOSED
-    return table
-
-
-CLIENT_TRANSITIONS: _T = {
+# Spec: 2025-06-18/basic/lifecycle#lifecycle-phases.1
+# "The Model Context Protocol (MCP) defines a rigorous lifecycle for client-server connections
+# that ensures proper capability negotiation and state management:"
+CLIENT_ROWS: list[tuple[State, Direction, Kind, State]] = [
+    # state        direction kind                 next state
+    # -- pre-initialization: only initialize (and pings, and answers to pings) --
     # Spec: 2025-06-18/basic/lifecycle#initialization.1
     # "The initialization phase MUST be the first interaction between client and server."
     # Spec: 2025-06-18/basic/lifecycle#initialization.2
     # "The client MUST initiate this phase by sending an `initialize` request containing:"
-    (PRE, SEND, K.INITIALIZE): ING,
-    **_loops(PRE, SEND, K.PING, K.RESPONSE),
-    **_loops(PRE, RECEIVE, K.PING, K.RESPONSE),
-    (ING, RECEIVE, K.INITIALIZE_RESULT): ED,
-    (ING, RECEIVE, K.INITIALIZE_ERROR): PRE,
+    (PRE_INIT, SEND, INITIALIZE, INITIALIZING),
+    (PRE_INIT, SEND, PING, PRE_INIT),
+    (PRE_INIT, SEND, RESPONSE, PRE_INIT),
+    (PRE_INIT, RECEIVE, PING, PRE_INIT),
+    (PRE_INIT, RECEIVE, RESPONSE, PRE_INIT),
+    # -- initializing: initialize sent, no result yet --
+    (INITIALIZING, RECEIVE, INITIALIZE_RESULT, INITIALIZED),
+    (INITIALIZING, RECEIVE, INITIALIZE_ERROR, PRE_INIT),
+    # Spec: 2025-06-18/basic/lifecycle#version-negotiation.6
+    # "If the client does not support the version in the server's response, it SHOULD
+    # disconnect."
+    (INITIALIZING, RECEIVE, UNSUPPORTED_VERSION, CLOSED),
     # Spec: 2025-06-18/basic/lifecycle#initialization.5
     # "The client SHOULD NOT send requests other than pings before the server has responded to the
     # `initialize` request."
-    # Only pings (and notifications such as cancelling a ping) before the result.
-    **_loops(ING, SEND, K.PING, K.NOTIFICATION, K.RESPONSE),
+    # (notifications such as cancelling a ping may go)
+    (INITIALIZING, SEND, PING, INITIALIZING),
+    (INITIALIZING, SEND, NOTIFICATION, INITIALIZING),
+    (INITIALIZING, SEND, RESPONSE, INITIALIZING),
     # Spec: 2025-06-18/basic/lifecycle#initialization.6
     # "The server SHOULD NOT send requests other than pings and logging before receiving the
     # `initialized` notification."
-    # The server may ping and log before it has our initialized notification.
-    **_loops(ING, RECEIVE, K.PING, K.NOTIFICATION, K.RESPONSE),
+    (INITIALIZING, RECEIVE, PING, INITIALIZING),
+    (INITIALIZING, RECEIVE, NOTIFICATION, INITIALIZING),
+    (INITIALIZING, RECEIVE, RESPONSE, INITIALIZING),
+    # -- initialized: the result is in; our initialized notification has not gone --
     # Spec: 2025-06-18/basic/lifecycle#initialization.4
     # "After successful initialization, the client MUST send an `initialized` notification to
     # indicate it is ready to begin normal operations:"
-    (ED, SEND, K.INITIALIZED): OP,
-    **_loops(ED, SEND, K.PING, K.NOTIFICATION, K.RESPONSE),
-    **_loops(ED, RECEIVE, K.PING, K.NOTIFICATION, K.RESPONSE),
-    **_loops(OP, SEND, K.PING, K.REQUEST, K.NOTIFICATION, K.RESPONSE),
-    **_loops(OP, RECEIVE, K.PING, K.REQUEST, K.NOTIFICATION, K.RESPONSE),
-    **_close_from_everywhere(CLIENT),
-}
-"""The client's table: ``(state, direction, kind) -> next state``."""
+    (INITIALIZED, SEND, Kind.INITIALIZED, OPERATING),
+    (INITIALIZED, SEND, PING, INITIALIZED),
+    (INITIALIZED, SEND, NOTIFICATION, INITIALIZED),
+    (INITIALIZED, SEND, RESPONSE, INITIALIZED),
+    (INITIALIZED, RECEIVE, PING, INITIALIZED),
+    (INITIALIZED, RECEIVE, NOTIFICATION, INITIALIZED),
+    (INITIALIZED, RECEIVE, RESPONSE, INITIALIZED),
+    # -- operation: anything the method table and the capabilities allow --
+    (OPERATING, SEND, PING, OPERATING),
+    (OPERATING, SEND, REQUEST, OPERATING),
+    (OPERATING, SEND, NOTIFICATION, OPERATING),
+    (OPERATING, SEND, RESPONSE, OPERATING),
+    (OPERATING, RECEIVE, PING, OPERATING),
+    (OPERATING, RECEIVE, REQUEST, OPERATING),
+    (OPERATING, RECEIVE, NOTIFICATION, OPERATING),
+    (OPERATING, RECEIVE, RESPONSE, OPERATING),
+]
+"""The client's rows before shutdown; :data:`SHUTDOWN_ROWS` end either role's table."""
 
-SERVER_TRANSITIONS: _T = {
+SERVER_ROWS: list[tuple[State, Direction, Kind, State]] = [
+    # state        direction kind                 next state
+    # -- pre-initialization --
     # Spec: 2025-06-18/basic/lifecycle#initialization.1
     # "The initialization phase MUST be the first interaction between client and server."
-    (PRE, RECEIVE, K.INITIALIZE): ING,
-    **_loops(PRE, RECEIVE, K.PING, K.RESPONSE),
-    **_loops(PRE, SEND, K.PING, K.RESPONSE),
+    (PRE_INIT, RECEIVE, INITIALIZE, INITIALIZING),
+    (PRE_INIT, RECEIVE, PING, PRE_INIT),
+    (PRE_INIT, RECEIVE, RESPONSE, PRE_INIT),
+    (PRE_INIT, SEND, PING, PRE_INIT),
+    (PRE_INIT, SEND, RESPONSE, PRE_INIT),
+    # -- initializing: the client's initialize is in; we have not answered --
     # Spec: 2025-06-18/basic/lifecycle#initialization.3
     # "The server MUST respond with its own capabilities and information:"
-    (ING, SEND, K.INITIALIZE_RESULT): ED,
-    (ING, SEND, K.INITIALIZE_ERROR): PRE,
-    **_loops(ING, RECEIVE, K.PING, K.NOTIFICATION, K.RESPONSE),
+    (INITIALIZING, SEND, INITIALIZE_RESULT, INITIALIZED),
+    (INITIALIZING, SEND, INITIALIZE_ERROR, PRE_INIT),
+    (INITIALIZING, RECEIVE, PING, INITIALIZING),
+    (INITIALIZING, RECEIVE, NOTIFICATION, INITIALIZING),
+    (INITIALIZING, RECEIVE, RESPONSE, INITIALIZING),
     # Spec: 2025-06-18/basic/lifecycle#initialization.6
     # "The server SHOULD NOT send requests other than pings and logging before receiving the
     # `initialized` notification."
-    **_loops(ING, SEND, K.PING, K.NOTIFICATION, K.RESPONSE),
-    (ED, RECEIVE, K.INITIALIZED): OP,
+    (INITIALIZING, SEND, PING, INITIALIZING),
+    (INITIALIZING, SEND, NOTIFICATION, INITIALIZING),
+    (INITIALIZING, SEND, RESPONSE, INITIALIZING),
+    # -- initialized: our result went out; the client's initialized notification not in --
     # Spec: 2025-06-18/basic/lifecycle#initialization.4
     # "After successful initialization, the client MUST send an `initialized` notification to
     # indicate it is ready to begin normal operations:"
-    # Requests other than ping must wait for the client's initialized notification.
-    **_loops(ED, RECEIVE, K.PING, K.NOTIFICATION, K.RESPONSE),
-    **_loops(ED, SEND, K.PING, K.NOTIFICATION, K.RESPONSE),
-    **_loops(OP, SEND, K.PING, K.REQUEST, K.NOTIFICATION, K.RESPONSE),
-    **_loops(OP, RECEIVE, K.PING, K.REQUEST, K.NOTIFICATION, K.RESPONSE),
-    **_close_from_everywhere(SERVER),
-}
-"""The server's table: ``(state, direction, kind) -> next state``."""
+    # (requests other than ping wait for it)
+    (INITIALIZED, RECEIVE, Kind.INITIALIZED, OPERATING),
+    (INITIALIZED, RECEIVE, PING, INITIALIZED),
+    (INITIALIZED, RECEIVE, NOTIFICATION, INITIALIZED),
+    (INITIALIZED, RECEIVE, RESPONSE, INITIALIZED),
+    (INITIALIZED, SEND, PING, INITIALIZED),
+    (INITIALIZED, SEND, NOTIFICATION, INITIALIZED),
+    (INITIALIZED, SEND, RESPONSE, INITIALIZED),
+    # -- operation --
+    (OPERATING, SEND, PING, OPERATING),
+    (OPERATING, SEND, REQUEST, OPERATING),
+    (OPERATING, SEND, NOTIFICATION, OPERATING),
+    (OPERATING, SEND, RESPONSE, OPERATING),
+    (OPERATING, RECEIVE, PING, OPERATING),
+    (OPERATING, RECEIVE, REQUEST, OPERATING),
+    (OPERATING, RECEIVE, NOTIFICATION, OPERATING),
+    (OPERATING, RECEIVE, RESPONSE, OPERATING),
+]
+"""The server's rows before shutdown."""
 
-TRANSITIONS: dict[Role, _T] = {CLIENT: CLIENT_TRANSITIONS, SERVER: SERVER_TRANSITIONS}
-"""Both tables, by our role.  spec_map draws the lifecycle diagram from this."""
+# Spec: 2025-06-18/basic/lifecycle#shutdown.1
+# "During the shutdown phase, one side (usually the client) cleanly terminates the protocol
+# connection."
+SHUTDOWN_ROWS: list[tuple[State, Direction, Kind, State]] = [
+    # End of input: the peer is done; we may still answer what we accepted.
+    (PRE_INIT, RECEIVE, CLOSE, CLOSING),
+    (INITIALIZING, RECEIVE, CLOSE, CLOSING),
+    (INITIALIZED, RECEIVE, CLOSE, CLOSING),
+    (OPERATING, RECEIVE, CLOSE, CLOSING),
+    # We stop, or a write failed: nothing more either way.
+    (PRE_INIT, SEND, CLOSE, CLOSED),
+    (INITIALIZING, SEND, CLOSE, CLOSED),
+    (INITIALIZED, SEND, CLOSE, CLOSED),
+    (OPERATING, SEND, CLOSE, CLOSED),
+    # While closing: answers to accepted requests, with their notifications, then close.
+    (CLOSING, SEND, RESPONSE, CLOSING),
+    (CLOSING, SEND, NOTIFICATION, CLOSING),
+    (CLOSING, SEND, CLOSE, CLOSED),
+]
+"""The rows that end a connection, the same for both roles; CLOSED has none (final)."""
+
+SERVER_CLOSING_ROWS: list[tuple[State, Direction, Kind, State]] = [
+    # A server may still answer an initialize it accepted before the input ended.
+    (CLOSING, SEND, INITIALIZE_RESULT, CLOSING),
+    (CLOSING, SEND, INITIALIZE_ERROR, CLOSING),
+]
+
+
+def _table(*rows: list[tuple[State, Direction, Kind, State]]) -> _T:
+    """The rows as a look-up dict; a ``(state, direction, kind)`` given twice is a bug."""
+    table: _T = {}
+    for state, direction, kind, next_ in (row for part in rows for row in part):
+        assert (state, direction, kind) not in table, (state, direction, kind)
+        table[(state, direction, kind)] = next_
+    return table
+
+
+TRANSITIONS: dict[Role, _T] = {
+    CLIENT: _table(CLIENT_ROWS, SHUTDOWN_ROWS),
+    SERVER: _table(SERVER_ROWS, SHUTDOWN_ROWS, SERVER_CLOSING_ROWS),
+}
+"""Both tables, by our role: ``(state, direction, kind) -> next state``.  spec_map draws
+the lifecycle diagram from this."""
 
 
 def kind_of(
@@ -258,17 +334,17 @@ def kind_of(
     """
     if method is None:
         if answers_initialize:
-            return K.INITIALIZE_ERROR if is_error else K.INITIALIZE_RESULT
-        return K.RESPONSE
+            return INITIALIZE_ERROR if is_error else INITIALIZE_RESULT
+        return RESPONSE
     if is_request:
         if method == "initialize":
-            return K.INITIALIZE
+            return INITIALIZE
         if method == "ping":
-            return K.PING
-        return K.REQUEST
+            return PING
+        return REQUEST
     if method == "notifications/initialized":
-        return K.INITIALIZED
-    return K.NOTIFICATION
+        return Kind.INITIALIZED
+    return NOTIFICATION
 
 
 def next_state(role: Role, state: State, direction: Direction, kind: Kind) -> State | None:
@@ -288,15 +364,3 @@ def describe_refusal(role: Role, state: State, direction: Direction, kind: Kind)
         f"{role.value} cannot {verb} {kind.value} in state {state.value} "
         "(2025-06-18/basic/lifecycle)"
     )
-
-
-def check_send(role: Role, state: State, kind: Kind) -> State:
-    """Return the next state for sending ``kind``, or raise LocalProtocolError.
-
-    Raises:
-        LocalProtocolError: the table has no entry for (role, state, SEND, kind).
-    """
-    new = next_state(role, state, SEND, kind)
-    if new is None:
-        raise LocalProtocolError(describe_refusal(role, state, SEND, kind))
-    return new

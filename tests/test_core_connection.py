@@ -1,4 +1,4 @@
-"""The Connection's edges (mcp_ref._connection, _receive, _send): over-long messages,
+"""The Connection's edges (mcp_ref._connection): over-long messages,
 progress that is dropped, refused cancellations and progress, request ids, timeouts of
 ``initialize`` beside other requests, the batch outbox, the sentinels.
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 
+import attrs
 import pytest
 
 from mcp_ref import (
@@ -293,6 +294,25 @@ def test_a_refusal_reply_is_remembered_64_deep_and_answers_no_request() -> None:
         with pytest.raises(RemoteProtocolError):
             server.next_event()
     assert server.requests_in_flight() == ([], [1])
+
+
+def test_a_rebuilt_refusal_reply_still_answers_no_request() -> None:
+    """Refusals are kept by the id of their reply, not by the reply object: a driver
+    that rebuilds the hint (``attrs.evolve``, its own wording) still sends a refusal,
+    and the request in flight with the same id stays in flight."""
+    client, server = initialized_pair()
+    deliver(client.send(Request(id=1, method="ping")), server)
+    server.receive_data(b'{"jsonrpc":"2.0","id":1,"method":"no/such"}\n')
+    with pytest.raises(RemoteProtocolError) as caught:
+        server.next_event()
+    hint = caught.value.event_hint
+    assert hint is not None
+    rebuilt = attrs.evolve(hint, message="no such method here")
+    assert b'"no such method here"' in server.send(rebuilt)
+    assert server.requests_in_flight() == ([], [1])
+    # The refusal was settled: an error reply with id 1 now answers the request.
+    server.send(ErrorResponse(id=1, code=-32603, message="failed"))
+    assert server.requests_in_flight() == ([], [])
 
 
 def test_an_over_long_message_without_a_readable_id_is_answered_with_null() -> None:

@@ -1,8 +1,8 @@
-"""The close rows of the lifecycle table (mcp_ref._state), written out.
+"""The close rows of the lifecycle table (mcp_ref._state), written out again.
 
-The rows that end a connection are built by one helper, ``_close_from_everywhere``, at
-import time; this file states them literally, for both roles, and checks the helper and
-both tables against them.
+The rows that end a connection are ``SHUTDOWN_ROWS`` (and, for a server,
+``SERVER_CLOSING_ROWS``); this file states them once more, built another way, for both
+roles, and checks both tables against them.
 
 Source: 2025-06-18/basic/lifecycle#shutdown (the connection ends; for stdio the input
 closes); mcp_ref/_state.py's diagram: any state --recv CLOSE--> CLOSING --send
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_ref import LocalProtocolError
 from mcp_ref._state import (
     CLIENT,
     RECEIVE,
@@ -23,10 +22,9 @@ from mcp_ref._state import (
     Kind,
     Role,
     State,
-    _close_from_everywhere,
-    check_send,
     describe_refusal,
     kind_of,
+    next_state,
 )
 
 OPEN = (State.PRE_INIT, State.INITIALIZING, State.INITIALIZED, State.OPERATING)
@@ -49,7 +47,6 @@ def _expected_close_rows(role: Role) -> dict[tuple[State, object, Kind], State]:
 @pytest.mark.parametrize("role", [CLIENT, SERVER])
 def test_the_close_rows_are_exactly_these(role: Role) -> None:
     expected = _expected_close_rows(role)
-    assert _close_from_everywhere(role) == expected
     table = TRANSITIONS[role]
     # Every row about closing, or leaving CLOSING/CLOSED, is one of them.
     closing_rows = {
@@ -76,13 +73,17 @@ def test_a_refusal_names_role_direction_kind_and_state() -> None:
     )
 
 
-def test_check_send_refuses_naming_the_send() -> None:
-    assert check_send(CLIENT, State.OPERATING, Kind.REQUEST) is State.OPERATING
-    with pytest.raises(LocalProtocolError) as caught:
-        check_send(CLIENT, State.PRE_INIT, Kind.REQUEST)
-    assert caught.value.message == (
-        "client cannot send request in state PRE_INIT (2025-06-18/basic/lifecycle)"
-    )
+def test_next_state_is_the_table_and_none_where_it_has_no_row() -> None:
+    assert next_state(CLIENT, State.OPERATING, SEND, Kind.REQUEST) is State.OPERATING
+    assert next_state(CLIENT, State.PRE_INIT, SEND, Kind.REQUEST) is None
+    assert next_state(SERVER, State.PRE_INIT, RECEIVE, Kind.INITIALIZE) is State.INITIALIZING
+    assert next_state(SERVER, State.PRE_INIT, SEND, Kind.INITIALIZE) is None
+
+
+def test_only_a_client_turns_an_unsupported_version_into_closed() -> None:
+    key = (State.INITIALIZING, RECEIVE, Kind.UNSUPPORTED_VERSION)
+    assert TRANSITIONS[CLIENT][key] is State.CLOSED
+    assert key not in TRANSITIONS[SERVER]
 
 
 def test_kind_of_answers_to_initialize_and_defaults() -> None:
