@@ -541,6 +541,9 @@ class ClientWire(ClientCore):
         self._out: list[bytes] = []
         self._on_progress: dict[RequestId, Callable[[Progress], object]] = {}
         """The progress callback of each request waiting for its answer."""
+        self.handshake: tuple[bytes, ...] = ()
+        """The bytes of ``initialize`` and ``notifications/initialized`` as first sent:
+        what a transport replays to start a new session (Streamable HTTP, after a 404)."""
 
     def send_request(
         self,
@@ -578,6 +581,8 @@ class ClientWire(ClientCore):
         data = conn.send(Request(id=rid, method=method, params=params), now=now, **kw)
         if on_progress is not None:
             self._on_progress[rid] = on_progress
+        if method == "initialize":
+            self.handshake = (data,)
         return rid, params, data
 
     def send_notification(self, method: str, params: Any = None) -> bytes:
@@ -588,9 +593,11 @@ class ClientWire(ClientCore):
             LocalProtocolError: it breaks the protocol.
         """
         self.check_open()
-        return self.connection.send(
-            Notification(method=method, params=typed_params(method, params))
-        )
+        note = Notification(method=method, params=typed_params(method, params))
+        data = self.connection.send(note)
+        if method == "notifications/initialized" and len(self.handshake) == 1:
+            self.handshake += (data,)
+        return data
 
     def cancel(self, rid: RequestId, method: str) -> bytes:
         """Stop waiting for request ``rid``: the ``notifications/cancelled`` to write

@@ -340,3 +340,44 @@ def test_wire_protocol_errors_are_answered_and_end_of_input_closes() -> None:
     assert wire.closed is not None
     with pytest.raises(SessionClosed):
         wire.send_request("ping", None, now=0.0, timeout=DEFAULT)
+
+
+def test_wire_keeps_the_handshake_for_a_new_session() -> None:
+    conn = Connection(CLIENT)
+    wire = ClientWire(conn)
+    _, _, init = wire.send_request("initialize", wire.initialize_params(), now=0.0, timeout=None)
+    assert wire.handshake == (init,)
+    server = Connection(mcp_ref.SERVER)
+    (request,) = deliver(init, server)
+    conn.receive_data(server.send(Response(id=request.id, result=init_result())))
+    assert isinstance(wire.next_event(), Response)
+    note = wire.initialized(init_result())
+    done = wire.send_notification(note.method, note.params)
+    assert wire.handshake == (init, done)
+    with pytest.raises(LocalProtocolError):  # once is all the lifecycle allows
+        wire.send_notification("notifications/initialized")
+    assert wire.handshake == (init, done)
+
+
+def test_the_clients_are_loops_around_the_core() -> None:
+    """No client defines a SessionClosed, a progress-token rule or an initialize of its
+    own: each imports the client core (read from the source)."""
+    import ast
+    from pathlib import Path
+
+    package = Path(mcp_ref.__file__).parent
+    for name in ("client/_client.py", "asyncio/_client.py", "blocking.py"):
+        tree = ast.parse((package / name).read_text(encoding="utf-8"))
+        defined = {
+            node.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        }
+        assert not defined & {"SessionClosed", "with_progress_token", "typed_params"}, name
+        assert "initialize_params" not in defined, name
+        imported = {
+            node.module
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module is not None
+        }
+        assert "_client" in imported, name  # from .._client / from ._client (the core)

@@ -35,7 +35,8 @@ How it drives the core, step by step
 
 6. A 404 to a request that carried the session id means the server ended the session:
    the client replays the ``initialize`` request and ``notifications/initialized`` it
-   sent first, without a session id, and POSTs the message again (once per ended
+   sent first (``wire.handshake``: the client core kept their bytes, so the transport
+   never reads a message to find them), without a session id, and POSTs the message again (once per ended
    session, under a lock).  The core never learns of it: it stays in the operating
    state, with what the first handshake negotiated.
 
@@ -57,7 +58,7 @@ from .. import _http as rules
 from .._client import DEFAULT_TIMEOUT, SessionClosed, as_timeout
 from .._connection import Connection
 from .._errors import McpError
-from .._http_messages import error_of, message_info
+from .._http_messages import error_of
 from .._inflight import RequestTimeout
 from .._sse import NEED_DATA as SSE_NEED_DATA
 from .._sse import SSEDecoder
@@ -145,10 +146,7 @@ class HttpClient(ClientSession):
         self._sockets: set[asyncio.StreamWriter] = set()
         """The open connections (bounded: one per POST, and POSTs are bounded)."""
         self._aborted = False
-        # The handshake as first sent, replayed after a 404 (_new_session), and the
-        # sessions started so far (a POST that saw the 404 late learns it was done).
-        self._init_body: bytes | None = None
-        self._initialized_body: bytes | None = None
+        # The sessions started so far (a POST that saw the 404 late learns it was done).
         self._generation = 0
         self._reinit = asyncio.Lock()
 
@@ -185,12 +183,6 @@ class HttpClient(ClientSession):
     async def _post(self, body: bytes) -> None:
         """POST one message and feed whatever comes back to the core (steps 2 and 3);
         after a 404, start a new session and POST it again, once (step 6)."""
-        if self._init_body is None or self._initialized_body is None:
-            info = message_info(body)
-            if info is not None and info.method == "initialize":
-                self._init_body = body
-            elif info is not None and info.method == "notifications/initialized":
-                self._initialized_body = body
         generation = self._generation
         try:
             await self._post_once(body)
@@ -219,10 +211,10 @@ class HttpClient(ClientSession):
             # "it MUST start a new session by sending a new `InitializeRequest` without a
             # session ID attached"
             self.session_id = None
-            if self._init_body is None or self._initialized_body is None:
+            if len(self.wire.handshake) < 2:
                 raise self._close("the server ended the session (HTTP 404) before it began")
             try:
-                for body in (self._init_body, self._initialized_body):
+                for body in self.wire.handshake:
                     await self._post_once(body, feed=False)
             except (McpError, OSError, h11.ProtocolError) as exc:
                 reason = f"the server ended the session (HTTP 404); a new one failed: {exc}"
