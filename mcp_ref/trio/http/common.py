@@ -45,7 +45,6 @@ CONNECTION_CLOSE: Final = (b"connection", b"close")
 """The ``Connection: close`` header of a response after which the connection ends."""
 
 
-
 class H11Stream:
     """One h11 connection over one trio stream.
 

@@ -2,12 +2,13 @@
 
 Theory of operation
 -------------------
-:class:`HttpServer` holds one server's settings (:class:`~.requests.ServerConfig`) and
+:class:`HttpServer` holds one server's settings (:class:`~mcp_ref._http_server.ServerConfig`) and
 its :class:`~.sessions.SessionTable`.  :meth:`HttpServer.handle_connection` serves
 one connection's requests in turn: h11 parses each head (within
 ``limits.idle_timeout_seconds``: else 408, or a silent close when the connection was
-idle), :meth:`HttpServer.handle_request` checks what every request must pass (head size,
-``Origin``, ``Host``) and routes it by path and method to the handlers of
+idle), :meth:`HttpServer.handle_request` has the sans-IO rules
+(:mod:`mcp_ref._http_server`) check what every request must pass (head size, ``Origin``,
+``Host``) and route it by path and method, then hands it to the handlers of
 :mod:`.endpoint` (the MCP endpoint) or :mod:`.legacy` (the 2024-11-05 endpoints).  A
 handler refuses a request by raising :class:`~.requests.Refused`; the answer is then that error's.  After
 ``limits.max_requests_per_connection`` requests the connection closes.
@@ -24,13 +25,13 @@ from typing import Any
 import h11
 import trio
 
-from ... import _http as rules
 from ..._http import HttpError, http_error
+from ..._http_server import Endpoint, ServerConfig, request_headers, route_request
 from .._session import Handler
 from .common import H11Stream
 from .endpoint import delete, get, post
 from .legacy import legacy_get, legacy_post
-from .requests import Refused, ServerConfig, headers_of, send_error
+from .requests import Refused, checked, send_error
 from .sessions import PEER, SessionTable, peer_of
 
 __all__ = ["HttpServer"]
@@ -140,70 +141,23 @@ class HttpServer:
             pass
 
     async def handle_request(self, h: H11Stream, req: h11.Request, last: bool) -> None:
-        """Check the request's head (size, ``Origin``, ``Host``), route it by path and
-        method, and answer it (with the error of a :class:`Refused` when one is raised)."""
-        cfg = self.cfg
-        headers = headers_of(req, self._memos)
-        method = bytes(req.method)
-        target = bytes(req.target)
-        _, path, query = headers.rule("target", lambda: rules.split_target(target))
+        """Route the request (:func:`mcp_ref._http_server.route_request`: head size,
+        ``Origin``, ``Host``, path and method) and answer it (with the error of a
+        :class:`Refused` when one is raised)."""
+        cfg, table = self.cfg, self.table
+        headers = request_headers(req, self._memos)
         try:
-            # h11 bounds a head still arriving; one that came whole is measured here.
-            if headers.size > self.limits.max_header_bytes:
-                raise Refused(
-                    http_error(
-                        431,
-                        f"request head larger than {self.limits.max_header_bytes} bytes",
-                        clause=None,
-                    )
-                )
-            err = headers.rule(
-                "origin, host",
-                lambda: (
-                    rules.check_origin(headers, cfg.allowed_origins)
-                    or rules.check_host(headers, cfg.allowed_hosts, target=target)
-                ),
-            )
-            if err is not None:
-                raise Refused(err)
-            if path == cfg.path:
-                if method == b"POST":
-                    await post(cfg, self.table, h, headers, last)
-                elif method == b"GET":
-                    await get(cfg, self.table, h, headers, last)
-                elif method == b"DELETE":
-                    await delete(cfg, self.table, h, headers, last)
-                else:
-                    err = rules.check_method(
-                        method,
-                        allow_get=cfg.enable_get_stream,
-                        allow_delete=not cfg.stateless,
-                    )
-                    raise Refused(err or http_error(405, "method not allowed", clause=None))
-            elif cfg.legacy_sse and path == cfg.legacy_sse_path:
-                if method != b"GET":
-                    raise Refused(
-                        http_error(
-                            405,
-                            "the 2024-11-05 SSE endpoint takes GET only",
-                            clause=None,
-                            headers=[(b"allow", b"GET")],
-                        )
-                    )
-                await legacy_get(cfg, self.table, h, last)
-            elif cfg.legacy_sse and path == cfg.legacy_messages_path:
-                if method != b"POST":
-                    raise Refused(
-                        http_error(
-                            405,
-                            "the 2024-11-05 message endpoint takes POST only",
-                            clause=None,
-                            headers=[(b"allow", b"POST")],
-                        )
-                    )
-                await legacy_post(cfg, self.table, h, headers, query, last)
+            endpoint, query = checked(route_request(cfg, req.method, req.target, headers))
+            if endpoint is Endpoint.POST:
+                await post(cfg, table, h, headers, last)
+            elif endpoint is Endpoint.GET:
+                await get(cfg, table, h, headers, last)
+            elif endpoint is Endpoint.DELETE:
+                await delete(table, h, headers, last)
+            elif endpoint is Endpoint.LEGACY_GET:
+                await legacy_get(cfg, table, h, last)
             else:
-                raise Refused(http_error(404, f"no MCP endpoint at {path}", clause=None))
+                await legacy_post(cfg, table, h, headers, query, last)
         except Refused as refused:
             await self._refuse(h, refused.error, last)
         except h11.RemoteProtocolError as exc:

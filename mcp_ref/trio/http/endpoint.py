@@ -24,19 +24,17 @@ import trio
 from ... import _http as rules
 from ..._http import LAST_EVENT_ID, HttpError, MessageKind, PostReply, http_error
 from ..._http_messages import MessageInfo, with_request_id
-from ..._http_streams import STANDALONE, LogicalStream, check_batch
-from .common import CONNECTION_CLOSE, H11Stream
-from .requests import (
-    Refused,
+from ..._http_server import (
     RequestHeaders,
     ServerConfig,
     gone,
     header,
-    messages_of,
-    read_body,
-    send_simple,
-    version_of,
+    read_messages,
+    request_version,
 )
+from ..._http_streams import STANDALONE, LogicalStream, check_batch
+from .common import CONNECTION_CLOSE, H11Stream
+from .requests import Refused, checked, read_body, send_simple
 from .session import HttpSession
 from .sessions import SessionTable
 from .sse import answer_sse, wait_change
@@ -58,19 +56,16 @@ async def post(
     """Answer a POST to the MCP endpoint: 202 for notifications and responses, else
     the answer of its request(s) as JSON or an SSE stream.
 
-    The body is read by the core's own reader (:func:`~.requests.messages_of`), so every
-    request this POST waits for is one the session's connection takes with the same id:
-    it is answered, or the session ends.  A refusal of a body holding one request
-    carries that request's id.
+    The body is read by the core's own reader
+    (:func:`~mcp_ref._http_server.read_messages`), so every request this POST waits for
+    is one the session's connection takes with the same id: it is answered, or the
+    session ends.  A refusal of a body holding one request carries that request's id.
 
     Raises:
         Refused: the request breaks a rule (the error says which).
     """
-    err = headers.rule("accept POST", lambda: rules.check_accept(headers, b"POST"))
-    if err is not None:
-        raise Refused(err)
     body = await read_body(h, headers, cfg.limits)
-    infos = messages_of(body, max_items=_MAX_BATCH)
+    infos = checked(read_messages(body, max_items=_MAX_BATCH))
     try:
         await _post_messages(cfg, table, h, headers, body, infos, last)
     except Refused as exc:
@@ -101,7 +96,7 @@ async def _post_messages(
         )
     if cfg.stateless:
         if len(infos) > 1:
-            _check_batch(version_of(headers), len(infos), None)
+            _check_batch(checked(request_version(headers)), len(infos), None)
         await stateless_post(cfg, table, h, headers, body, infos, is_init, last)
         return
     if is_init:
@@ -111,7 +106,7 @@ async def _post_messages(
         sess = await table.open("streamable")
     else:
         sess = table.of_headers(headers)
-        version_of(headers)
+        checked(request_version(headers))
         if len(infos) > 1:
             _check_batch(sess.state.protocol_version, len(infos), sess)
     sess.touch()
@@ -234,7 +229,7 @@ async def stateless_post(
     """Answer a POST in stateless mode, with a session of its own for this POST only."""
     extra: list[bytes] = []
     if not is_init:
-        version = version_of(headers)
+        version = checked(request_version(headers))
         # The session lives for this POST only: bring it to the operating state.
         init = {
             "jsonrpc": "2.0",
@@ -262,24 +257,15 @@ async def stateless_post(
 async def get(
     cfg: ServerConfig, table: SessionTable, h: H11Stream, headers: RequestHeaders, last: bool
 ) -> None:
-    """Answer a GET: the session's standalone stream, or with ``Last-Event-ID`` the
-    resumption of the stream that event belongs to.
+    """Answer a GET (routed by :func:`~mcp_ref._http_server.route_request`): the
+    session's standalone stream, or with ``Last-Event-ID`` the resumption of the stream
+    that event belongs to.
 
     Raises:
-        Refused: the request breaks a rule (405, 406, 400, 404, 409...).
+        Refused: the request breaks a rule (400, 404, 409...).
     """
-    # Spec: 2025-06-18/basic/transports#listening-for-messages-from-the-server.3
-    # "The server MUST either return `Content-Type: text/event-stream` in response to this HTTP
-    # GET, or else return HTTP 405 Method Not Allowed, indicating that the server does not offer
-    # an SSE stream at this endpoint."
-    # 405 (with its Allow header) when the GET stream is off; else the SSE stream below.
-    err = rules.check_method(
-        b"GET", allow_get=cfg.enable_get_stream, allow_delete=not cfg.stateless
-    ) or rules.check_accept(headers, b"GET")
-    if err is not None:
-        raise Refused(err)
     sess = table.of_headers(headers)
-    version_of(headers)
+    checked(request_version(headers))
     last_event_id = header(headers, LAST_EVENT_ID)
     if last_event_id is None:
         stream = sess.state.streams[STANDALONE]
@@ -304,20 +290,15 @@ async def get(
     await answer_sse(cfg, h, sess, stream, sess.id, last=last, cursor=cursor)
 
 
-async def delete(
-    cfg: ServerConfig, table: SessionTable, h: H11Stream, headers: RequestHeaders, last: bool
-) -> None:
-    """Answer a DELETE: end the session (405 in stateless mode).
+async def delete(table: SessionTable, h: H11Stream, headers: RequestHeaders, last: bool) -> None:
+    """Answer a DELETE (routed by :func:`~mcp_ref._http_server.route_request`, which
+    refuses it in stateless mode): end the session.
 
     Raises:
         Refused: the request breaks a rule.
     """
-    if cfg.stateless:
-        err = rules.check_method(b"DELETE", allow_get=False, allow_delete=False)
-        assert err is not None
-        raise Refused(err)
     sess = table.of_headers(headers)
-    version_of(headers)
+    checked(request_version(headers))
     # Spec: 2025-06-18/basic/transports#session-management.8
     # "Clients that no longer need a particular session (e.g., because the user is leaving the
     # client application) SHOULD send an HTTP DELETE to the MCP endpoint with the `Mcp-Session-Id`

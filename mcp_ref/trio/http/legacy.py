@@ -12,21 +12,18 @@ Source: 2024-11-05/basic/transports "HTTP with SSE";
 
 from __future__ import annotations
 
-from urllib.parse import parse_qs
-
 from ... import _http as rules
 from ..._http import PostReply, http_error
-from ..._http_streams import LEGACY
-from .common import H11Stream
-from .requests import (
-    Refused,
+from ..._http_server import (
     RequestHeaders,
     ServerConfig,
     gone,
-    messages_of,
-    read_body,
-    send_simple,
+    legacy_session_id,
+    read_messages,
 )
+from ..._http_streams import LEGACY
+from .common import H11Stream
+from .requests import Refused, checked, read_body, send_simple
 from .sessions import SessionTable
 from .sse import answer_sse
 
@@ -67,14 +64,11 @@ async def legacy_post(
         Refused: 400 without ``session_id``, 404 for an unknown or ended session, and
             the body rules of :func:`~.requests.read_body`.
     """
-    values = parse_qs(query).get("session_id") or [""]
-    sess = table.sessions.get(values[0])
-    if not values[0]:
-        raise Refused(http_error(400, "missing session_id", clause=None))
+    sess = table.sessions.get(checked(legacy_session_id(query)))
     if sess is None or sess.kind != "legacy":
         raise Refused(http_error(404, "session not found", clause=None))
     body = await read_body(h, headers, cfg.limits)
-    infos = messages_of(body)
+    infos = checked(read_messages(body))
     sess.touch()
     if not await sess.deliver(body):
         raise Refused(gone())

@@ -95,9 +95,9 @@ import trio
 
 from ... import _http as rules
 from ..._http import HttpLimits
+from ..._http_server import ServerConfig
 from .._session import DEFAULT_GRACE_SECONDS, Handler, Session
 from .connection import HttpServer
-from .requests import ServerConfig
 from .session import close_sse_stream
 
 __all__ = [

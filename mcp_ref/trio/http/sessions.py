@@ -45,12 +45,13 @@ import attrs
 import trio
 
 from ... import _http as rules
-from ..._http import HttpError, HttpLimits, http_error
+from ..._http import HttpLimits, http_error
+from ..._http_server import RequestHeaders, session_named
 from ..._http_streams import SessionKind
 from ..._state import SERVER, State
 from .._session import Handler, open_session
 from .common import Supervisor
-from .requests import Refused, RequestHeaders
+from .requests import Refused, checked
 from .session import CURRENT, HttpSession
 
 __all__ = ["PEER", "SessionTable", "initialized", "peer_of", "told_apart"]
@@ -385,22 +386,14 @@ class SessionTable:
                 await nudge.wait()
 
     def of_headers(self, headers: RequestHeaders) -> HttpSession:
-        """The Streamable HTTP session named by the request's ``Mcp-Session-Id``.
+        """The Streamable HTTP session named by the request's ``Mcp-Session-Id``
+        (:func:`mcp_ref._http_server.session_named`).
 
         Raises:
             Refused: 400 without the header (or a malformed one), 404 for an unknown or
                 ended session.
         """
-        known = headers.memo.get("session")
-        if known is not None and known in self.sessions:
-            got = known  # a well-formed id seen before, of a live session
-        else:
-            got = rules.check_session(headers, is_initialize=False, active_sessions=self.sessions)
-            if isinstance(got, HttpError):
-                raise Refused(got)
-            assert got is not None
-            headers.memo["session"] = got
-        sess = self.sessions[got]
+        sess = self.sessions[checked(session_named(headers, self.sessions))]
         if sess.kind != "streamable":
             raise Refused(http_error(404, "session not found (unknown or terminated)", clause=None))
         return sess

@@ -25,10 +25,10 @@ import trio
 
 from ... import _http as rules
 from ..._http import HttpError
+from ..._http_server import ServerConfig
 from ..._http_streams import LogicalStream
 from ..._sse import SSEEvent, encode_comment, encode_data, encode_event
 from .common import H11Stream
-from .requests import ServerConfig
 from .session import HttpSession
 
 __all__ = ["HEAD_WAIT_SECONDS", "SseOut", "answer_sse", "wait_change"]
@@ -75,9 +75,7 @@ async def answer_sse(
         await out.flush(end=True)
 
 
-async def _pump(
-    cfg: ServerConfig, out: SseOut, sess: HttpSession, cursor: str, post: bool
-) -> bool:
+async def _pump(cfg: ServerConfig, out: SseOut, sess: HttpSession, cursor: str, post: bool) -> bool:
     """Write the stream's events from ``cursor`` until it ends; True when the client
     closed its side first."""
     stream, generation = out.stream, out.generation
