@@ -423,7 +423,7 @@ async def test_serve_websocket_stop_answers_then_closes() -> None:
     1000), and serve_websocket returns."""
     from mcp_ref.examples.everything import make_server
     from mcp_ref.trio import serve_websocket
-    from mcp_ref.trio._websocket_client import open_websocket_channel
+    from mcp_ref.trio.websocket import open_websocket_channel
 
     stop = trio.Event()
     with trio.fail_after(LIMIT):

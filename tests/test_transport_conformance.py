@@ -334,7 +334,7 @@ async def http_endpoint(combo: Combo) -> AsyncIterator[Endpoint]:
 
 @asynccontextmanager
 async def websocket_endpoint(combo: Combo) -> AsyncIterator[Endpoint]:
-    from mcp_ref.trio._websocket import open_websocket_channel, serve_websocket
+    from mcp_ref.trio.websocket import open_websocket_channel, serve_websocket
 
     state = tc.ServerState()
     server = tc.make_server(state)

@@ -15,15 +15,6 @@ from ._channel import (
     StreamChannel,
     memory_channel_pair,
 )
-from .http import (
-    HttpClientChannel,
-    HttpServerInfo,
-    HttpTransportError,
-    close_sse_stream,
-    open_http_channel,
-    open_http_server,
-    serve_http,
-)
 from ._keepalive import Keepalive
 from ._session import (
     DEFAULT_TIMEOUT,
@@ -35,8 +26,18 @@ from ._session import (
     open_session,
     serve_channel,
 )
-from ._stdio import ProcessChannel, StderrMode, open_stdio_process, serve_stdio, stdio_channel
-from ._websocket import (
+from ._stdio import serve_stdio, stdio_channel
+from ._stdio_process import ProcessChannel, StderrMode, open_stdio_process
+from .http import (
+    HttpClientChannel,
+    HttpServerInfo,
+    HttpTransportError,
+    close_sse_stream,
+    open_http_channel,
+    open_http_server,
+    serve_http,
+)
+from .websocket import (
     HandshakeError,
     WebSocketChannel,
     open_websocket_channel,

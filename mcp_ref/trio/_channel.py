@@ -21,16 +21,8 @@ in an optional ``eof_reason`` attribute; the session puts it in the
 :class:`~mcp_ref.trio.SessionClosed` it raises to waiting callers.
 
 A ``send`` that raises means the byte stream is broken (it may hold half a message):
-the session calls ``Connection.send_failed()`` and ends.
-
-A channel may also offer a synchronous ``try_send(data, *, related_request_id=None) ->
-int``: write what it can *now*, without waiting, and return how many bytes it took (a
-``"messages"`` channel takes all or nothing).  The session calls it first and awaits
-``send`` for the rest only, so a write that needs no waiting costs no trip through the
-scheduler.  ``try_send`` never raises: on any trouble it returns 0 and the ``send`` that
-follows reports the error.  Both channels here have it: :class:`StreamChannel` over a
-socket or a pipe (a non-blocking ``os.write`` on its file descriptor, POSIX only) and
-the memory channels (``send_nowait``).
+the session calls ``Connection.send_failed()`` and ends.  The session calls ``send``
+for one message at a time, under its send lock.
 
 This module has two channels: :class:`StreamChannel` over trio byte streams, and
 :func:`memory_channel_pair`, two connected in-memory "messages" channels for tests.
@@ -39,9 +31,6 @@ This module has two channels: :class:`StreamChannel` over trio byte streams, and
 from __future__ import annotations
 
 import math
-import os
-import sys
-from collections.abc import Callable
 from typing import Literal, Protocol, runtime_checkable
 
 import trio
@@ -71,14 +60,10 @@ class MessageChannel(Protocol):
     Optional attribute (read with ``getattr``): ``eof_reason: str | None``, a
     human-readable account of why input ended, set before ``receive`` returns ``b""``.
 
-    Optional method (read with ``getattr``): ``try_send(data, *, related_request_id=None)
-    -> int``, the bytes of ``data`` written at once without waiting (all or none for
-    ``"messages"``); never raises (see the module docstring).
-
     Optional method (read with ``getattr``): ``attach_session(session)``, called with the
-    :class:`~mcp_ref.trio.Session` once it runs; a ``"messages"`` channel whose input
-    arrives in other tasks may then hand messages over with ``await session.push(data)``
-    instead of queueing them for ``receive`` (one task switch less per message).
+    :class:`~mcp_ref.trio.Session` before its tasks start; a ``"messages"`` channel whose
+    input arrives in other tasks may then hand messages over with ``await
+    session.push(data)`` instead of queueing them for ``receive``.
     """
 
     framing: Literal["lines", "messages"]
@@ -108,34 +93,6 @@ class MessageChannel(Protocol):
     async def aclose(self) -> None:
         """Close both directions.  Idempotent."""
         ...
-
-
-def _fileno_of(stream: object) -> Callable[[], int] | None:
-    """How to get the file descriptor under a trio stream: ``fileno`` of an ``FdStream``
-    (pipes) or of a ``SocketStream``'s socket (-1 once closed); None for any other
-    stream (in-memory, TLS) and off POSIX."""
-    if sys.platform == "win32":
-        return None
-    if isinstance(stream, trio.SocketStream):
-        return stream.socket.fileno
-    if isinstance(stream, trio.lowlevel.FdStream):
-        return stream.fileno
-    return None
-
-
-def _write_now(fileno: Callable[[], int] | None, data: bytes) -> int:
-    """Write what the socket or pipe ``fileno`` (from :func:`_fileno_of`) takes now,
-    without blocking: the number of bytes written, 0 when there is no descriptor, it
-    is closed, full or broken (the caller's blocking write then says which)."""
-    if fileno is None:
-        return 0
-    fd = fileno()
-    if fd < 0:
-        return 0
-    try:
-        return os.write(fd, data)
-    except OSError:
-        return 0
 
 
 class StreamChannel:
@@ -178,11 +135,6 @@ class StreamChannel:
         self.receive_stream = receive_stream
         """The stream messages are read from."""
         self.receive_size = receive_size
-        self._send_fd = _fileno_of(stream)
-        if type(self).send is not StreamChannel.send and (
-            type(self).try_send is StreamChannel.try_send
-        ):
-            self._send_fd = None  # a subclass's own send must see every write
 
     async def receive(self) -> bytes:
         """The next chunk of bytes, at most ``receive_size``; ``b""`` at end of input."""
@@ -190,14 +142,6 @@ class StreamChannel:
             return bytes(await self.receive_stream.receive_some(self.receive_size))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             return b""
-
-    def try_send(self, data: bytes, *, related_request_id: RequestId | None = None) -> int:
-        """Write what the socket or pipe takes now; the number of bytes written (0 for
-        other streams, when it is full, and on any error: ``send`` then reports it).
-
-        A subclass that overrides ``send`` gets no fast path unless it overrides
-        ``try_send`` too."""
-        return _write_now(self._send_fd, data)
 
     async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
         """Write ``data`` whole (``related_request_id`` is ignored by byte streams).
@@ -234,28 +178,11 @@ class MemoryMessageChannel:
         """Messages sent so far (for tests)."""
 
     async def receive(self) -> bytes:
-        """The next whole message; ``b""`` once the other end closed.
-
-        A message already queued is taken without a trip through the scheduler (the
-        session reads on until the queue is empty, then waits here).
-        """
+        """The next whole message; ``b""`` once the other end closed."""
         try:
-            try:
-                return self._receive.receive_nowait()
-            except trio.WouldBlock:
-                return await self._receive.receive()
+            return await self._receive.receive()
         except (trio.EndOfChannel, trio.ClosedResourceError):
             return b""
-
-    def try_send(self, data: bytes, *, related_request_id: RequestId | None = None) -> int:
-        """Queue one message if there is room: ``len(data)``, else 0 (also when closed:
-        ``send`` then raises)."""
-        try:
-            self._send.send_nowait(data)
-        except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
-            return 0
-        self.sent += 1
-        return len(data)
 
     async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
         """Queue one message for the other end.

@@ -23,21 +23,31 @@ repeated failures reset the connection, failures are logged).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import attrs
 import trio
 
 from .._errors import LocalProtocolError, McpError, NoAnswerError
 from .._inflight import RequestTimeout
-from ._handler import SessionClosed
-
-if TYPE_CHECKING:
-    from ._session import Session
+from .._state import Role
+from ._outgoing import SessionClosed
 
 __all__ = ["Keepalive", "run_keepalive"]
 
 log = logging.getLogger("mcp_ref.trio")
+
+
+class _Pingable(Protocol):
+    """What the keepalive task uses of a :class:`~mcp_ref.trio.Session`."""
+
+    role: Role
+    closed: bool
+    last_input_at: float
+
+    async def send_request(self, method: str, params: Any = None, *, timeout: Any = ...) -> Any: ...
+
+    def abort(self, reason: str) -> None: ...
 
 
 def _positive(instance: object, attribute: attrs.Attribute[float], value: float) -> None:
@@ -75,7 +85,7 @@ class Keepalive:
             raise ValueError(f"Keepalive.max_failures must be >= 1, not {value!r}")
 
 
-async def run_keepalive(session: Session, keepalive: Keepalive) -> None:
+async def run_keepalive(session: _Pingable, keepalive: Keepalive) -> None:
     """Ping ``session``'s peer after each ``keepalive.interval`` seconds of silence
     until the session closes; close it after ``max_failures`` unanswered pings.
 

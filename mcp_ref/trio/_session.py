@@ -2,97 +2,77 @@
 
 Theory of operation
 -------------------
-:func:`open_session` is an async context manager that owns a nursery.  Inside it:
+:func:`open_session` makes a :class:`~._session_api.Session` (what its users call, and
+the one write path) and runs it in a nursery it owns, with three tasks (four with
+``keepalive=``):
 
-* **one reader task** awaits ``channel.receive()``, feeds the bytes to the core
-  (``Connection.receive_data`` or ``receive_message``), then drains ``next_event()`` until
-  ``NEED_DATA`` and dispatches each event:
+* **the reader** (:meth:`_Tasks.read`): await ``channel.receive()``, feed the bytes to
+  the core (``receive_data``, or ``receive_message`` for a ``"messages"`` channel),
+  dispatch what the core made of them, repeat.  A channel whose input arrives in other
+  tasks may instead hand messages over with :meth:`Session.push`;
+* **the timer** (:meth:`_Tasks.expire`): sleep until ``Connection.next_deadline()`` (on
+  ``trio.current_time()``, so ``MockClock`` drives it in tests), call
+  ``handle_timeout(now)``, write the ``notifications/cancelled`` it returns, dispatch.
+  Sending a request with an earlier deadline wakes it;
+* **the notification task** (:meth:`_Tasks.notify`): calls
+  ``handler.handle_notification`` for each queued notification, in arrival order.
 
-  - a ``Request`` from the peer gets its own task, with its own ``trio.CancelScope``, that
-    calls ``handler.handle_request(ctx)`` and sends the response; ``ping`` is answered
-    by the session itself; ``initialize`` is handled in the reader (inline), so nothing
-    after it is read before it is answered; past ``max_concurrent_requests`` running handlers the request
-    is answered at once with -32603 "server busy" (never queued without bound);
-  - a ``RequestCancelled`` cancels that handler's scope (the core drops any response);
-  - a ``Response`` / ``ErrorResponse`` / ``RequestTimedOut`` / ``Progress`` goes to the
-    caller waiting in :meth:`Session.send_request`;
-  - a ``Notification`` goes to a bounded queue read by **one notification task**, which
-    calls ``handler.handle_notification`` in arrival order;
-  - a ``RemoteProtocolError`` is logged; its ``event_hint`` (e.g. -32700) is sent and
-    the session carries on;
-  - ``ConnectionClosed`` (end of input) closes the session.
+**One dispatch route** (:meth:`_Tasks.dispatch`): under one lock (the reader, the
+timer and ``push`` take turns), feed the core, then take ``next_event()`` until
+``NEED_DATA`` and act on each event in order:
 
-* **one timer task** sleeps until ``Connection.next_deadline()`` (on
-  ``trio.current_time()``, so ``MockClock`` drives it in tests), calls
-  ``handle_timeout(now)``, writes the ``notifications/cancelled`` it returns and
-  dispatches the ``RequestTimedOut`` events.  It is nudged awake whenever a request is
-  sent, since that may bring the next deadline closer.
+- a ``Request`` gets a task of its own running ``handler.handle_request(ctx)`` in its
+  own cancel scope, which then sends the answer; ``ping`` is answered here;
+  ``initialize`` is handled before the next event, so the lifecycle moves in input
+  order; past ``max_concurrent_requests`` a request is answered at once with -32603;
+- a ``RequestCancelled`` cancels that handler's scope (the core drops its answer);
+- a ``Response``, ``ErrorResponse``, ``RequestTimedOut`` or ``Progress`` goes to the
+  caller waiting in ``send_request`` (:mod:`._outgoing`);
+- a ``Notification`` joins a bounded queue (full, it stops the reading: backpressure);
+- a ``RemoteProtocolError`` is logged and its ready reply (e.g. -32700) sent; the
+  session goes on;
+- ``ConnectionClosed`` (end of input): our callers get :class:`SessionClosed`, the
+  requests we accepted are still answered (``drain_timeout``), then the session closes.
 
-* **one keepalive task**, only with ``keepalive=``: pings the peer after a silence and
-  ends the session when it stops answering (:mod:`._keepalive`).
-
-* **one write path** (:meth:`Session._emit`): ``Connection.send`` checks the message and
-  updates the core, then the channel's ``try_send`` takes the bytes at once if it can
-  (no await, so nothing can come between the two).  Only a write that must wait, or one
-  that finds another write waiting, goes through ``_send_lock``, so messages stay whole
-  and in order.  The waiting write is shielded from the caller's cancellation (a
-  half-written message would break the stream) but bounded by ``send_timeout`` and
-  cancelled when the session closes; a write that fails or times out calls
-  ``Connection.send_failed()`` and ends the session.
-
-* **dispatch without awaiting** where it can (:meth:`Session._drain_locked`): a response
-  wakes its caller, a request starts its task, a notification joins its queue, with no
-  await between ``next_event()`` and the dispatch.  An event whose dispatch awaits
-  (answering a ping, a full notification queue, a protocol error's reply, a batch's
-  replies) takes ``_dispatch_lock``; the reader and the timer wait for it in turn, so
-  events are dispatched in the order the core produced them.
-
-Handlers run on the event loop: a synchronous, blocking handler stalls the whole
-session.  The session does not know about sync code; the server API runs sync tool
-functions with ``trio.to_thread.run_sync``.
-
-When the ``async with`` block ends (or input ends first), the session closes: running
-handlers are cancelled, callers waiting in ``send_request`` get :class:`SessionClosed`,
-and, at block exit, the channel is closed.  No task outlives the block.
-
-The :class:`Session` class is written in three parts: this module has its public API
-(what we send and wait for, ``push``, ``abort``) and :func:`open_session`;
-:mod:`._session_input` reads and dispatches what the peer sends (reader, handlers,
-timer, end of input); :mod:`._session_base` holds the state they share and the write
-path.
+Handlers run on the event loop: a blocking handler stalls the session (the server API
+runs sync tool functions with ``trio.to_thread.run_sync``).  When the ``async with``
+block ends, running handlers are cancelled, callers waiting in ``send_request`` get
+:class:`SessionClosed`, the channel is closed, and no task outlives the block.
 """
 
 from __future__ import annotations
 
-import inspect
 import logging
+import math
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Final
 
-import attrs
 import trio
 
 from .. import types as t
-from .._connection import Connection
-from .._errors import LocalProtocolError
+from .._connection import NEED_DATA, Connection
+from .._errors import INTERNAL_ERROR, LocalProtocolError, RemoteProtocolError
 from .._framing import DEFAULT_MAX_MESSAGE_BYTES
 from .._inflight import RequestTimeout
-from .._methods import METHODS
-from .._state import SERVER, Role
-from ..events import Notification, Progress, Request, RequestId
-from ._channel import MessageChannel
-from ._handler import (
-    DEFAULT_TIMEOUT,
-    SESSION_DEFAULT,
-    Handler,
-    RequestContext,
-    SessionClosed,
-    TimeoutArg,
+from .._state import SERVER, Role, State
+from ..events import (
+    ConnectionClosed,
+    ErrorResponse,
+    Event,
+    Notification,
+    Progress,
+    Request,
+    RequestCancelled,
+    RequestTimedOut,
+    Response,
 )
+from ._channel import MessageChannel
+from ._handler import Handler, RequestContext
+from ._incoming import answer
 from ._keepalive import Keepalive, run_keepalive
-from ._session_base import _key, _Waiter
-from ._session_input import SessionInput
+from ._outgoing import DEFAULT_TIMEOUT, SESSION_DEFAULT, SessionClosed
+from ._session_api import Session
 
 __all__ = [
     "DEFAULT_GRACE_SECONDS",
@@ -103,220 +83,220 @@ __all__ = [
     "Session",
     "SessionClosed",
     "open_session",
+    "serve_channel",
 ]
 
 log = logging.getLogger("mcp_ref.trio")
-
-_CLOSE_GRACE = 5.0
 
 DEFAULT_GRACE_SECONDS: Final = 5.0
 """Seconds the requests in progress get to finish when a server stops gracefully (a
 signal, or the end of its input under ``serve_stdio``), before each one still running
 is cancelled and answered with an error (:meth:`Session.finish_requests`)."""
 
+_CLOSE_GRACE: Final = 5.0  # seconds closing the channel may take at the end
 
-class Session(SessionInput):
-    """One running MCP session; made by :func:`open_session`, never directly.
 
-    Attributes:
-        connection: the sans-IO core (:class:`~mcp_ref.Connection`).
-        role: ``CLIENT`` or ``SERVER``.
-        app_state: a dict for the application's per-session state (log level,
-            subscriptions, ...); the session never reads it.
-        closed: True once the session has ended.
-        last_input_at: when input last came from the peer (``trio.current_time()``
-            seconds; the session's start until then); keepalive pings wait on it.
-        close_reason: why it ended (None while open).
-        default_timeout: the :class:`RequestTimeout` of ``send_request`` when none is given.
-    """
+class _Tasks:
+    """The tasks of one session and its dispatch route (see the module docstring)."""
 
-    @property
-    def protocol_version(self) -> str | None:
-        """The negotiated protocol version (None before initialize completes)."""
-        return self.connection.protocol_version
+    def __init__(
+        self, session: Session, handler: Handler, nursery: trio.Nursery, drain_timeout: float
+    ) -> None:
+        self.session = session
+        self.handler = handler
+        self.nursery = nursery
+        self.drain_timeout = drain_timeout
+        self.dispatch_lock = trio.Lock()
 
-    @property
-    def peer_capabilities(self) -> Any:
-        """The peer's capabilities (``t.ServerCapabilities`` / ``t.ClientCapabilities``)."""
-        return self.connection.peer_capabilities
+    async def read(self) -> None:
+        """The one reader: the channel's bytes into the core, then dispatch."""
+        session, channel = self.session, self.session._channel
+        conn = session.connection
+        whole_messages = channel.framing == "messages"
+        while not session.closed:
+            try:
+                data = await channel.receive()  # b"" at end of input
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                data = b""
+            if session.closed:
+                return
+            session.last_input_at = trio.current_time()
+            if data and whole_messages:
+                await self.dispatch(lambda: conn.receive_message(data))  # noqa: B023
+            else:
+                await self.dispatch(lambda: conn.receive_data(data))  # noqa: B023
+            if not data:
+                return
 
-    @property
-    def our_capabilities(self) -> Any:
-        """The capabilities we declared (None before initialize)."""
-        return self.connection.our_capabilities
+    async def dispatch(self, take: Callable[[], None]) -> None:
+        """The one dispatch route: in turn with the other tasks that dispatch, call
+        ``take`` (which feeds the core), then dispatch every event the core has ready.
 
-    @property
-    def peer_info(self) -> Any:
-        """The peer's ``t.Implementation`` (clientInfo or serverInfo), or None."""
-        return self.connection.peer_info
-
-    @property
-    def requests_in_progress(self) -> int:
-        """How many of the peer's requests are being handled now."""
-        return len(self._handlers)
-
-    async def wait_closed(self) -> None:
-        """Return once the session has ended (e.g. the peer closed its side)."""
-        await self._closed_event.wait()
-
-    async def send_request(
-        self,
-        method: str,
-        params: Any = None,
-        *,
-        timeout: TimeoutArg = SESSION_DEFAULT,
-        on_progress: Callable[[Progress], Any] | None = None,
-        related_request_id: RequestId | None = None,
-    ) -> Any:
-        """Send a request and wait for its result.
-
-        Args:
-            method: the MCP method, e.g. ``"tools/call"``.
-            params: its typed params (e.g. ``t.CallToolRequestParams``), or None.
-            timeout: a :class:`RequestTimeout`, None for none, or the session default.
-            on_progress: called (sync or async) with each :class:`~mcp_ref.Progress` for
-                this request, in the caller's task; giving it adds a progress token
-                (the request id) to ``params._meta`` unless one is there.  At most 64
-                progress events wait for a slow callback; older ones are dropped.  An
-                exception from it cancels the request and propagates.
-            related_request_id: the incoming request this one is made for (HTTP routing).
-
-        Returns:
-            The typed result (an instance of the method's result class).
-
-        Raises:
-            McpError: the peer answered with an error response; or
-                ``McpError(REQUEST_TIMEOUT, ...)`` when the timeout expired (the core sent
-                ``notifications/cancelled``).
-            SessionClosed: the session ended before the answer came.
-            LocalProtocolError: the request breaks the protocol (unknown method, missing
-                capability, wrong state, too many requests in flight); nothing was sent.
-
-        If the calling task is cancelled after the request went out, the session sends
-        ``notifications/cancelled`` for it and re-raises the cancellation.
-
-        Source: 2025-06-18/basic/lifecycle#timeouts.2,
-        2025-06-18/basic/utilities/cancellation#cancellation-flow.
+        Waiting for the turn can be cancelled (then nothing was taken); the dispatch
+        itself is shielded, so an event taken from the core is never dropped half-way
+        (what it waits for ends when the session closes).
         """
-        # A caller already cancelled sends nothing (a checkpoint only when cancelled).
-        await trio.lowlevel.checkpoint_if_cancelled()
-        self._check_open()
-        if self._input_ended is not None:
-            # The peer's input ended: it can no longer answer.
-            raise SessionClosed(self._input_ended)
-        conn = self.connection
-        rid = conn.next_request_id()
-        if on_progress is not None:
-            params = _with_progress_token(method, params, rid)
-        waiter = _Waiter(method, on_progress)
-        key = _key(rid)
-        self._waiters[key] = waiter
-        sent = False
+        session = self.session
+        async with self.dispatch_lock:
+            take()
+            with trio.CancelScope(shield=True):
+                while not session.closed:
+                    try:
+                        event = session.connection.next_event()
+                    except RemoteProtocolError as exc:
+                        await self.refuse(exc)
+                        continue
+                    if event is NEED_DATA:
+                        return
+                    assert isinstance(event, Event)
+                    await self.dispatch_one(event)
 
-        def produce() -> bytes:
-            nonlocal sent
-            data = conn.send(
-                Request(id=rid, method=method, params=params),
-                now=trio.current_time(),
-                timeout=self._resolve(timeout),
+    async def dispatch_one(self, event: Event) -> None:
+        session = self.session
+        kind = type(event)
+        if kind is Request:
+            assert isinstance(event, Request)
+            await self.start_request(event)
+        elif kind is Notification:
+            assert isinstance(event, Notification)
+            try:
+                await session._notes_in.send(event)  # bounded: reading waits while full
+            except (trio.ClosedResourceError, trio.BrokenResourceError):
+                pass
+        elif kind is RequestCancelled:
+            assert isinstance(event, RequestCancelled)
+            # Spec: 2025-06-18/basic/utilities/cancellation#implementation-notes.1
+            # "Both parties SHOULD log cancellation reasons for debugging"
+            log.debug("the peer cancelled request %r: %s", event.id, event.reason)
+            session._running.cancel(event.id)
+            if session.connection.has_data_to_send:  # it settled a batch: its replies
+                await session._quiet_write(session.connection.data_to_send)
+        elif kind in (Response, ErrorResponse, RequestTimedOut, Progress):
+            session._waiters.deliver(event)
+        elif kind is ConnectionClosed:
+            eof = getattr(session._channel, "eof_reason", None)
+            self.end_of_input("the peer closed the connection" + (f"; {eof}" if eof else ""))
+        else:  # ProgressDropped, UnexpectedResponse
+            log.debug("ignored input from the peer: %r", event)
+
+    async def refuse(self, exc: RemoteProtocolError) -> None:
+        """Bad input: log it, send the core's ready reply, go on (unless fatal)."""
+        session = self.session
+        log.warning("%s session: bad input from the peer: %s", session.role.value, exc.message)
+        if exc.event_hint is not None:
+            await session._quiet_send(exc.event_hint)
+        if session.connection.state is State.CLOSED:
+            session._close(f"protocol error: {exc.message}")
+
+    async def start_request(self, request: Request) -> None:
+        session = self.session
+        if request.method == "ping":
+            # Spec: 2025-06-18/basic/utilities/ping#behavior-requirements.1
+            # "The receiver MUST respond promptly with an empty response:"
+            await session._quiet_send(Response(id=request.id, result=t.Result()))
+        elif session._running.full or session.closed:
+            who = "server" if session.role is SERVER else "client"
+            busy = ErrorResponse(
+                id=request.id,
+                code=INTERNAL_ERROR,
+                message=f"{who} busy: {len(session._running)} requests are being handled",
             )
-            sent = True
-            deadline = conn.next_deadline()
-            if deadline is not None and deadline < self._timer_at:
-                self._nudge.set()  # the timer sleeps past this request's deadline
-            return data
+            await session._quiet_send(busy)
+        else:
+            ctx = RequestContext(session, request.id, request.method, request.params)
+            session._running.add(request.id, ctx.cancel_scope)
+            if request.method == "initialize":
+                await self.run_request(ctx)  # answered before the next event
+            else:
+                self.nursery.start_soon(self.run_request, ctx)
 
+    async def run_request(self, ctx: RequestContext) -> None:
+        """Handle one request of the peer in its cancel scope, and answer it."""
+        running = self.session._running
         try:
-            await self._emit(produce, related_request_id)
-            await self._wait(waiter)
-        except BaseException:
-            if sent and not waiter.done and not self.closed:
-                with trio.CancelScope(shield=True):
-                    # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.1
-                    # "Cancellation notifications MUST only reference requests that:"
-                    await self._cancel_outgoing(rid, "cancelled by the caller", related_request_id)
-            raise
+            with ctx.cancel_scope:
+                outcome = self.handler.handle_request(ctx)
+                await self.reply(ctx, await answer(outcome, ctx.request_id, ctx.method))
+                return
+            # Only a cancelled handler gets here.  Cancelled by the peer, or because the
+            # session closed: no answer.  Stopped by a graceful stop: the peer still
+            # waits, and only a response ends its wait.
+            reason = running.stopped_by_us(ctx.request_id)
+            if reason is not None:
+                # Spec: 2025-06-18/basic#responses.4
+                # "errors MUST include an error code and message at minimum"
+                error = ErrorResponse(id=ctx.request_id, code=INTERNAL_ERROR, message=reason)
+                await self.reply(ctx, error)
         finally:
-            del self._waiters[key]
-        if waiter.error is not None:
-            raise waiter.error
-        return waiter.result
+            running.remove(ctx.request_id)
 
-    async def send_notification(
-        self, method: str, params: Any = None, *, related_request_id: RequestId | None = None
-    ) -> None:
-        """Send a notification.
-
-        Args:
-            method: e.g. ``"notifications/tools/list_changed"``.
-            params: its typed params, or None.
-            related_request_id: the incoming request it belongs to (HTTP routing).
-
-        Raises:
-            SessionClosed: the session ended.
-            LocalProtocolError: the notification breaks the protocol (wrong state,
-                capability not negotiated, progress not increasing); nothing was sent.
-        """
-        await trio.lowlevel.checkpoint_if_cancelled()  # a cancelled caller sends nothing
-        await self._send_event(
-            Notification(method=method, params=params), related_request_id=related_request_id
-        )
-
-    def _resolve(self, timeout: TimeoutArg) -> RequestTimeout | None:
-        return self.default_timeout if timeout is SESSION_DEFAULT else timeout
-
-    async def _wait(self, waiter: _Waiter) -> None:
-        while True:
-            await waiter.wake.wait()
-            if waiter.done and not waiter.progress:
-                return
-            waiter.wake = trio.Event()
-            while waiter.progress and waiter.on_progress is not None:
-                outcome = waiter.on_progress(waiter.progress.popleft())
-                if inspect.isawaitable(outcome):
-                    await outcome
-            if waiter.done:
-                return
-
-    async def _cancel_outgoing(
-        self, rid: RequestId, reason: str, related_request_id: RequestId | None
-    ) -> None:
-        params = t.CancelledNotificationParams(request_id=rid, reason=reason)
+    async def reply(self, ctx: RequestContext, reply: Response | ErrorResponse) -> None:
+        """Send a handler's answer; one the core refuses (a result of the wrong type)
+        becomes -32603."""
+        session, rid = self.session, ctx.request_id
         try:
-            with trio.move_on_after(self._send_timeout):
-                await self._send_event(
-                    Notification(method="notifications/cancelled", params=params),
-                    related_request_id=related_request_id,
-                )
-        except (SessionClosed, LocalProtocolError) as exc:
-            # e.g. initialize, which must not be cancelled
-            # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.2
-            # "The `initialize` request MUST NOT be cancelled by clients"
-            log.debug("could not cancel request %r: %s", rid, exc)
+            await session._send(reply, rid)
+            return
+        except SessionClosed:
+            return
+        except (LocalProtocolError, ValueError, TypeError) as exc:
+            log.error("cannot send the answer to %s (id %r): %s", ctx.method, rid, exc)
+        message = f"internal error: the answer to {ctx.method} could not be sent"
+        fallback = ErrorResponse(id=rid, code=INTERNAL_ERROR, message=message)
+        await session._quiet_send(fallback, rid)
 
-    def abort(self, reason: str) -> None:
-        """End the session now, as if the connection broke: pending ``send_request``
-        callers get :class:`SessionClosed` with ``reason``, running handlers are
-        cancelled, :meth:`wait_closed` returns.  Idempotent; the owner of the session
-        still leaves its ``async with`` block to release the channel."""
-        self._close(reason)
+    async def notify(self) -> None:
+        """The notification task: the handler's ``handle_notification``, in order."""
+        async with self.session._notes_out as queue:
+            async for note in queue:
+                try:
+                    await self.handler.handle_notification(self.session, note)
+                except Exception:
+                    log.exception("the handler of %s failed", note.method)
 
+    async def expire(self) -> None:
+        """The timer task: expire our requests at ``Connection.next_deadline()``."""
+        session = self.session
+        conn = session.connection
+        while not session.closed:
+            deadline = conn.next_deadline()
+            session._timer_at = math.inf if deadline is None else deadline
+            wakeup = session._timer_wakeup = trio.Event()
+            with trio.move_on_at(session._timer_at):
+                await wakeup.wait()  # an earlier deadline came (or the close)
+                continue
+            session._timer_at = -math.inf
+            # Spec: 2025-06-18/basic/lifecycle#timeouts.2
+            # "When the request has not received a success or error response within the timeout
+            # period, the sender SHOULD issue a cancellation notification for that request and stop
+            # waiting for a response."
+            for data in conn.handle_timeout(trio.current_time()):
+                await session._quiet_write(lambda: data)  # noqa: B023 (called at once)
+            await self.dispatch(lambda: None)
 
-def _with_progress_token(method: str, params: Any, token: RequestId) -> Any:
-    """``params`` with ``_meta.progressToken`` set to ``token`` unless one is there."""
-    if params is None:
-        spec = METHODS.get(method)
-        if spec is None or spec.params_type is None:
-            return params  # the core refuses the method
-        params = spec.params_type()
-    if not attrs.has(type(params)) or not hasattr(params, "meta"):
-        return params
-    meta = dict(params.meta or {})
-    # Spec: 2025-06-18/basic/utilities/progress#progress-flow.2 (request ids are unique)
-    # "Progress tokens can be chosen by the sender using any means, but MUST be unique across all
-    # active requests."
-    meta.setdefault("progressToken", token)
-    return attrs.evolve(params, meta=meta)
+    def end_of_input(self, reason: str) -> None:
+        """The peer will send nothing more: fail our requests to it, let the peer's
+        requests we accepted finish (``drain_timeout``), then close.
+
+        Source: 2025-06-18/basic/lifecycle#shutdown and #stdio.1 (the transport's end
+        ends the session); the core is in state CLOSING meanwhile.
+        """
+        session = self.session
+        if session.closed or session._input_ended is not None:
+            return
+        session._input_ended = reason
+        session._waiters.fail_all(reason)
+        session._notes_in.close()
+        if not session.requests_in_progress:
+            session._close(reason)
+        else:
+            self.nursery.start_soon(self.finish_then_close, reason)
+
+    async def finish_then_close(self, reason: str) -> None:
+        grace = self.drain_timeout
+        why = f"cancelled: still running {grace:g} s after the end of input"
+        await self.session._running.settle(grace, why)
+        self.session._close(reason)
 
 
 @asynccontextmanager
@@ -344,7 +324,7 @@ async def open_session(
         max_message_bytes: the largest message accepted, in bytes (default 8 MiB).
         max_concurrent_requests: the most peer requests handled at once (default 256);
             past it a request is answered at once with -32603 "server busy".
-        send_timeout: seconds a single write may take before the session gives up on the
+        send_timeout: seconds one write may take before the session gives up on the
             peer (default 30); None for no limit.
         max_queued_notifications: notifications waiting for the notification handler
             before the reader stops reading (default 64).
@@ -355,12 +335,17 @@ async def open_session(
 
     Yields:
         The :class:`Session`.  Initialization is not done here: a client sends
-        ``initialize`` itself (see :func:`mcp_ref.client.open_client`), a server's handler
+        ``initialize`` itself (:func:`mcp_ref.client.open_client`), a server's handler
         answers it.
+
+    Raises:
+        ValueError: an unknown channel framing, or a limit below 1.
 
     On exit, running handlers are cancelled, pending ``send_request`` callers get
     :class:`SessionClosed`, the channel is closed, and no task is left.  An exception
     raised in the block propagates unchanged (not wrapped in an exception group).
+    A channel with an ``attach_session(session)`` method is given the session first,
+    so it may :meth:`Session.push` its input.
 
     Source: 2025-06-18/basic/lifecycle (the session), 2025-06-18/basic/lifecycle#timeouts.
     """
@@ -377,22 +362,21 @@ async def open_session(
     session = Session(
         channel,
         conn,
-        handler,
         max_concurrent_requests=max_concurrent_requests,
         send_timeout=send_timeout,
         max_queued_notifications=max_queued_notifications,
-        drain_timeout=drain_timeout,
     )
     body_error: BaseException | None = None
     try:
         async with trio.open_nursery() as nursery:
-            session._nursery = nursery
+            tasks = _Tasks(session, handler, nursery, drain_timeout)
+            session._dispatch = tasks.dispatch
             attach = getattr(channel, "attach_session", None)
             if attach is not None:
-                attach(session)  # the channel may now push() input to it
-            nursery.start_soon(session._reader)
-            nursery.start_soon(session._timer)
-            nursery.start_soon(session._notification_worker)
+                attach(session)
+            nursery.start_soon(tasks.read)
+            nursery.start_soon(tasks.expire)
+            nursery.start_soon(tasks.notify)
             if keepalive is not None:
                 nursery.start_soon(run_keepalive, session, keepalive)
             opened = getattr(handler, "session_opened", None)
@@ -408,7 +392,6 @@ async def open_session(
                 session._close("the session was closed by its owner")
                 nursery.cancel_scope.cancel()
     finally:
-        session._nursery = None
         session._close("the session was closed by its owner")
         with trio.CancelScope(shield=True), trio.move_on_after(_CLOSE_GRACE):
             try:

@@ -1,30 +1,23 @@
-"""The stdio transport: serve on our own stdin/stdout, or run a server as a child process.
+"""The stdio transport, server side: serve on our own stdin/stdout; and a graceful stop
+for any transport.
 
 Theory of operation
 -------------------
 Stdio carries newline-delimited JSON-RPC messages (2025-06-18/basic/transports#stdio):
 the client writes to the server's stdin, the server writes to its stdout, and the
-server's stderr is free-form logging.
+server's stderr is free-form logging.  The client side, a server run as a child
+process, is :mod:`._stdio_process`.
 
-:func:`serve_stdio` (server side) wraps duplicates of fds 0 and 1 in
-``trio.lowlevel.FdStream`` (no worker threads), runs one session until end of input,
-and returns.  While it runs, Python's ``sys.stdout`` is redirected to stderr so a stray
-``print`` cannot corrupt the message stream; our log records go to stderr through the
-``logging`` module.  FdStream puts the fds in non-blocking mode; their previous mode is
-restored on return.  Unix only.
+:func:`serve_stdio` wraps duplicates of fds 0 and 1 in ``trio.lowlevel.FdStream`` (no
+worker threads), runs one session until end of input, and returns.  While it runs,
+Python's ``sys.stdout`` is redirected to stderr so a stray ``print`` cannot corrupt the
+message stream; our log records go to stderr through the ``logging`` module.  FdStream
+puts the fds in non-blocking mode; their previous mode is restored on return.  Unix only.
 
-:func:`open_stdio_process` (client side) starts the server with
-``trio.lowlevel.open_process`` and yields a :class:`ProcessChannel` over its
-stdin/stdout.  The child's stderr is captured into a bounded tail (and optionally
-forwarded to ours), inherited, or discarded.  When the child's stdout ends (it exited,
-crashed or closed it), the channel waits briefly for the exit and records an
-``eof_reason`` with the exit code and the last stderr lines: the session puts it into
-the :class:`~mcp_ref.trio.SessionClosed` that pending requests raise.
-
-Leaving the ``async with`` block shuts the child down as the lifecycle page says, in a
-shielded scope so even a cancelled caller leaves no zombie: close its stdin, wait
-``shutdown_grace`` seconds, send SIGTERM, wait ``shutdown_grace`` again, send SIGKILL,
-and reap it.
+A graceful stop (a signal, :func:`serve_until_signal`) ends the session's *input*
+(:class:`StoppableChannel`), so the session ends as when the peer closes its side:
+the requests in progress get their grace, then an error answer, then it closes.  The
+WebSocket server stops its sessions the same way.
 """
 
 from __future__ import annotations
@@ -32,24 +25,19 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import subprocess
 import sys
-from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, redirect_stdout
-from typing import Any, Literal
+from typing import Any
 
 import trio
 
 from ..events import RequestId
-from ._channel import DEFAULT_RECEIVE_SIZE, MessageChannel, StreamChannel
+from ._channel import MessageChannel, StreamChannel
 from ._session import DEFAULT_GRACE_SECONDS, Handler, serve_channel
 
 __all__ = [
-    "ProcessChannel",
-    "StderrMode",
     "StoppableChannel",
-    "open_stdio_process",
     "serve_channel_until",
     "serve_stdio",
     "serve_until_signal",
@@ -57,20 +45,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("mcp_ref.trio.stdio")
-
-StderrMode = Literal["capture", "forward", "inherit", "discard"]
-"""What to do with a child server's stderr:
-
-* ``"capture"``: keep the last lines in memory (for error messages) and log each line at
-  DEBUG level to the ``mcp_ref.trio.stdio`` logger;
-* ``"forward"``: the same, and also copy each line to our ``sys.stderr``;
-* ``"inherit"``: the child writes straight to our stderr (no tail kept);
-* ``"discard"``: ``/dev/null``.
-
-Source: 2025-06-18/basic/transports#stdio.3 (clients may capture, forward or ignore it).
-"""
-
-_MAX_STDERR_LINE = 1000
 
 
 @asynccontextmanager
@@ -182,11 +156,6 @@ class StoppableChannel:
         await trio.lowlevel.checkpoint()
         return b""
 
-    def try_send(self, data: bytes, *, related_request_id: RequestId | None = None) -> int:
-        """The inner channel's ``try_send`` (0, i.e. use :meth:`send`, when it has none)."""
-        try_send = getattr(self._inner, "try_send", None)
-        return 0 if try_send is None else int(try_send(data, related_request_id=related_request_id))
-
     async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
         """The inner channel's ``send``."""
         await self._inner.send(data, related_request_id=related_request_id)
@@ -261,278 +230,3 @@ async def serve_channel_until(
         await nursery.start(watch)
         await serve_channel(handler, stoppable, **session_kw)
         nursery.cancel_scope.cancel()
-
-
-class _StderrTail:
-    """The last lines of a child's stderr; bounded in lines and in bytes per line."""
-
-    def __init__(self, max_lines: int, forward: bool) -> None:
-        self.lines: deque[str] = deque(maxlen=max_lines)
-        self.forward = forward
-        self.done = trio.Event()
-        self._partial = bytearray()
-
-    async def pump(self, stream: trio.abc.ReceiveStream) -> None:
-        try:
-            while chunk := await stream.receive_some(DEFAULT_RECEIVE_SIZE):
-                self.feed(bytes(chunk))
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-        finally:
-            if self._partial:
-                self._finish_line()
-            self.done.set()
-
-    def feed(self, chunk: bytes) -> None:
-        start = 0
-        while (nl := chunk.find(b"\n", start)) >= 0:
-            self._append(chunk[start:nl])
-            self._finish_line()
-            start = nl + 1
-        self._append(chunk[start:])
-
-    def _append(self, data: bytes) -> None:
-        room = _MAX_STDERR_LINE - len(self._partial)
-        if room > 0:
-            self._partial += data[:room]
-
-    def _finish_line(self) -> None:
-        text = self._partial.decode("utf-8", "replace").rstrip("\r")
-        self._partial.clear()
-        self.lines.append(text)
-        log.debug("server stderr: %s", text)
-        if self.forward:
-            try:
-                print(text, file=sys.stderr, flush=True)
-            except (OSError, ValueError):
-                self.forward = False
-
-
-def _describe_exit(process: trio.Process, tail: Sequence[str] = ()) -> str:
-    """A one-paragraph account of a child server's state: exit code or signal, and the
-    last lines of its stderr."""
-    rc = process.returncode
-    if rc is None:
-        text = f"the server process (pid {process.pid}) closed its output and is still running"
-    elif rc < 0:
-        try:
-            name = signal.Signals(-rc).name
-        except ValueError:
-            name = f"signal {-rc}"
-        text = f"the server process was killed by {name} (exit code {rc})"
-    else:
-        text = f"the server process exited with code {rc}"
-    if tail:
-        text += "; last stderr lines:\n" + "\n".join(f"  {line}" for line in tail)
-    return text
-
-
-class ProcessChannel(StreamChannel):
-    """The ``"lines"`` channel to a child server: its stdin and stdout.
-
-    Attributes:
-        process: the ``trio.Process``.
-        eof_reason: after its stdout ended (or a write broke): the exit code and the last
-            stderr lines, as :func:`describe_exit` writes them.
-    """
-
-    def __init__(self, process: trio.Process, tail: _StderrTail | None, exit_wait: float) -> None:
-        assert process.stdin is not None and process.stdout is not None
-        super().__init__(process.stdin, process.stdout)
-        self.process = process
-        self._tail = tail
-        self._exit_wait = exit_wait
-        self._closing = False
-
-    @property
-    def stderr_tail(self) -> list[str]:
-        """The last captured stderr lines (empty unless stderr is captured or forwarded)."""
-        return list(self._tail.lines) if self._tail is not None else []
-
-    async def receive(self) -> bytes:
-        """The next chunk of the child's stdout; ``b""`` at its end (``eof_reason`` set)."""
-        data = await super().receive()
-        if not data and not self._closing:
-            await self._explain()
-        return data
-
-    def try_send(self, data: bytes, *, related_request_id: RequestId | None = None) -> int:
-        """Write what the child's stdin pipe takes now (:meth:`StreamChannel.try_send`);
-        a broken pipe gives 0, and :meth:`send` then explains it."""
-        return super().try_send(data)
-
-    async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
-        """Write to the child's stdin.
-
-        Raises:
-            trio.BrokenResourceError: the child closed its stdin or died (``eof_reason``
-                is set first).
-        """
-        try:
-            # Spec: 2025-06-18/basic/transports#stdio.5
-            # "The client MUST NOT write anything to the server's `stdin` that is not a valid MCP
-            # message."
-            # Only what the core framed reaches the child's stdin: one message a line.
-            await super().send(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            if not self._closing:
-                await self._explain()
-            raise
-
-    async def aclose(self) -> None:
-        """Close the child's stdin and stdout (the first step of its shutdown)."""
-        self._closing = True
-        await super().aclose()
-
-    async def _explain(self) -> None:
-        # Give the child a moment to exit and its stderr pump to catch up, then describe.
-        with trio.move_on_after(self._exit_wait):
-            await self.process.wait()
-            if self._tail is not None:
-                await self._tail.done.wait()
-        self.eof_reason = _describe_exit(self.process, self.stderr_tail)
-
-
-async def _exited_within(process: trio.Process, seconds: float) -> bool:
-    with trio.move_on_after(seconds):
-        await process.wait()
-    return process.returncode is not None
-
-
-async def _shutdown(process: trio.Process, grace: float) -> None:
-    """Stop a child server; shielded, so it completes even in a cancelled scope."""
-    with trio.CancelScope(shield=True):
-        # Spec: 2025-06-18/basic/lifecycle#stdio.1
-        # "For the stdio transport, the client SHOULD initiate shutdown by:"
-        # 1. close the child's input stream
-        if process.stdin is not None:
-            try:
-                await process.stdin.aclose()
-            except (OSError, trio.BrokenResourceError, trio.ClosedResourceError):
-                pass
-        if await _exited_within(process, grace):
-            return
-        # 2. SIGTERM when it has not exited within the grace period
-        log.info("the server process %d did not exit after stdin closed: SIGTERM", process.pid)
-        try:
-            process.terminate()
-        except OSError:
-            pass
-        if await _exited_within(process, grace):
-            return
-        # 3. SIGKILL when it has not exited within the grace period after SIGTERM
-        log.warning("the server process %d ignored SIGTERM: SIGKILL", process.pid)
-        try:
-            process.kill()
-        except OSError:
-            pass
-        await process.wait()
-
-
-@asynccontextmanager
-async def open_stdio_process(
-    command: Sequence[str],
-    *,
-    env: Mapping[str, str] | None = None,
-    inherit_env: bool = True,
-    cwd: str | os.PathLike[str] | None = None,
-    stderr: StderrMode = "capture",
-    stderr_lines: int = 20,
-    shutdown_grace: float = 2.0,
-    exit_wait: float = 1.0,
-) -> AsyncIterator[tuple[ProcessChannel, trio.Process]]:
-    """Start an MCP server as a child process and yield ``(channel, process)``.
-
-    Args:
-        command: the program and its arguments, e.g. ``[sys.executable, "server.py"]``
-            (a list; a plain string is refused, there is no shell).
-        env: environment variables for the child, added over ours (or, with
-            ``inherit_env=False``, the whole environment).
-        inherit_env: whether the child starts from our environment (default True).
-        cwd: the child's working directory.
-        stderr: what to do with the child's stderr (:data:`StderrMode`, default
-            ``"capture"``).
-        stderr_lines: how many last stderr lines to keep (default 20; lines are cut at
-            1000 bytes).
-        shutdown_grace: seconds to wait after closing stdin, and again after SIGTERM
-            (default 2.0).
-        exit_wait: seconds to wait for the child's exit once its stdout ended, to report
-            its exit code (default 1.0).
-
-    Yields:
-        A :class:`ProcessChannel` (give it to ``open_session`` or
-        ``mcp_ref.client.open_client``) and the ``trio.Process``.
-
-    Raises:
-        OSError: the program could not be started (e.g. FileNotFoundError).
-
-    On exit the child is shut down: stdin closed, ``shutdown_grace`` seconds, SIGTERM,
-    ``shutdown_grace`` seconds, SIGKILL; it is always reaped (``process.returncode`` is
-    set).  Exceptions from the block propagate unchanged.
-
-    Source: 2025-06-18/basic/lifecycle#stdio.1, 2025-06-18/basic/transports#stdio.
-    """
-    if isinstance(command, (str, bytes)):
-        raise TypeError("command must be a list of arguments, e.g. [sys.executable, 'server.py']")
-    if not command:
-        raise ValueError("command is empty")
-    if stderr not in ("capture", "forward", "inherit", "discard"):
-        raise ValueError(f"unknown stderr mode {stderr!r}")
-    if shutdown_grace < 0 or exit_wait < 0 or stderr_lines < 0:
-        raise ValueError("shutdown_grace, exit_wait and stderr_lines must not be negative")
-    child_env: dict[str, str] | None = None
-    if env is not None or not inherit_env:
-        child_env = dict(os.environ) if inherit_env else {}
-        child_env.update(env or {})
-    stderr_arg = {
-        "capture": subprocess.PIPE,
-        "forward": subprocess.PIPE,
-        "inherit": None,
-        "discard": subprocess.DEVNULL,
-    }[stderr]
-    process = await trio.lowlevel.open_process(
-        list(command),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=stderr_arg,
-        env=child_env,
-        cwd=cwd,
-    )
-    tail = _StderrTail(stderr_lines, stderr == "forward") if stderr_arg == subprocess.PIPE else None
-    channel = ProcessChannel(process, tail, exit_wait)
-    body_error: BaseException | None = None
-    try:
-        async with trio.open_nursery() as nursery:
-            if tail is not None:
-                assert process.stderr is not None
-                nursery.start_soon(tail.pump, process.stderr)
-            try:
-                yield channel, process
-            except BaseException as exc:
-                if isinstance(exc, GeneratorExit):
-                    raise
-                body_error = exc
-            finally:
-                channel._closing = True
-                await _shutdown(process, shutdown_grace)
-                if tail is not None:
-                    # Let the pump read what the child left in the pipe, briefly.
-                    with trio.CancelScope(shield=True), trio.move_on_after(0.5):
-                        await tail.done.wait()
-                nursery.cancel_scope.cancel()
-    finally:
-        with trio.CancelScope(shield=True):
-            if process.returncode is None:  # only if _shutdown itself was interrupted
-                try:
-                    process.kill()
-                except OSError:
-                    pass
-                await process.wait()
-            for pipe in (process.stdin, process.stdout, process.stderr):
-                if pipe is not None:
-                    try:
-                        await pipe.aclose()
-                    except (OSError, trio.BrokenResourceError, trio.ClosedResourceError):
-                        pass
-    if body_error is not None:
-        raise body_error

@@ -34,11 +34,11 @@ closes, queues whole messages for ``receive`` in a bounded channel) and the keep
 timer, in a nursery of its own; the ``open_*``/``serve_*`` functions start it in theirs.
 Every write goes through one lock, so control frames never split a data frame.
 
-Modules: :mod:`._websocket_channel` (the wsproto connection wrapper: reading, writing,
-ping/pong, the closing handshake; the transport's constants), :mod:`._websocket_server`
-(the server's handshake checks: path, ``Origin``, ``Host``, subprotocol; the listeners)
-and :mod:`._websocket_client` (the client's handshake and the ``open_*`` calls); this
-one is the transport's description and its import point.
+Modules: :mod:`.channel` (the wsproto connection wrapper: reading, writing, ping/pong,
+the closing handshake; the transport's constants), :mod:`.server` (the server's
+handshake checks: path, ``Origin``, ``Host``, subprotocol; the listeners) and
+:mod:`.client` (the client's handshake and ``open_websocket_channel``); this package is
+the transport's description and its import point.
 """
 
 # Spec: 2025-06-18/basic/transports#custom-transports.3 (documented in docs/websocket.md)
@@ -47,7 +47,7 @@ one is the transport's description and its import point.
 
 from __future__ import annotations
 
-from ._websocket_channel import (
+from .channel import (
     CLOSE_ABNORMAL,
     CLOSE_INVALID_DATA,
     CLOSE_MESSAGE_TOO_BIG,
@@ -66,16 +66,16 @@ from ._websocket_channel import (
     SUBPROTOCOL,
     WebSocketChannel,
 )
-from ._websocket_client import (
+from .client import (
     HandshakeError,
     open_websocket_channel,
     parse_host_port,
     websocket_client_handshake,
 )
-from ._websocket_server import (
+from .server import (
     _serve_listeners as _serve_listeners,  # used by tests
 )
-from ._websocket_server import (
+from .server import (
     serve_websocket,
     serve_websocket_stream,
     websocket_server_handshake,

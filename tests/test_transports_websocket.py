@@ -1,4 +1,5 @@
-"""The WebSocket transport (mcp_ref/trio/_websocket.py, a custom transport).
+"""The WebSocket transport (mcp_ref/trio/websocket/, a custom transport:
+2025-06-18/basic/transports#custom-transports).
 
 Two layers:
 
@@ -41,7 +42,7 @@ from mcp_ref import types as t
 from mcp_ref.client import open_websocket_client
 from mcp_ref.server import Server
 from mcp_ref.trio import SessionClosed
-from mcp_ref.trio._websocket import (
+from mcp_ref.trio.websocket import (
     CLOSE_MESSAGE_TOO_BIG,
     CLOSE_PING_TIMEOUT,
     CLOSE_PROTOCOL_ERROR,

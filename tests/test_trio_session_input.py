@@ -1,9 +1,12 @@
-"""Session.push: a "messages" channel hands input to the session from another task
-(what the Streamable HTTP server does with each POST body)."""
+"""How a trio session takes input a transport hands over from its own tasks
+(``Session.push``, as a Streamable HTTP POST body would be): in order, with the reader's
+backpressure, and never half-taken.
+
+Source: 2025-06-18/basic/transports#sending-messages-to-the-server.1.
+"""
 
 from __future__ import annotations
 
-import functools
 import json
 from typing import Any
 
@@ -42,13 +45,9 @@ class PushChannel:
         await self._end.wait()
         return b""
 
-    def try_send(self, data: bytes, *, related_request_id: RequestId | None = None) -> int:
+    async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
         self.sent.append(json.loads(data))
         self.got.set()
-        return len(data)
-
-    async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
-        self.try_send(data)
 
     async def aclose(self) -> None:
         self._end.set()
@@ -103,9 +102,11 @@ async def test_pushed_messages_are_handled_like_received_ones() -> None:
             await session.push(message(method="notifications/initialized"))
             await session.push(message(id=1, method="tools/call", params={"name": "echo"}))
             await session.push(message(id=2, method="ping"))
+            assert 2 in [m["id"] for m in channel.sent]  # answered before push returned
             await channel.wait_sent(3)
-    assert [m["id"] for m in channel.sent] == [0, 2, 1]  # the ping is answered in push
-    assert channel.sent[2]["result"]["content"][0]["text"] == "echo"
+    answers = {m["id"]: m["result"] for m in channel.sent}
+    assert sorted(answers) == [0, 1, 2]
+    assert answers[1]["content"][0]["text"] == "echo" and answers[2] == {}
 
 
 async def test_a_push_after_the_session_closed_is_refused() -> None:
@@ -169,92 +170,32 @@ async def test_a_cancelled_caller_sends_nothing() -> None:
     assert [m.get("id") for m in channel.sent] == [0]  # the initialize answer only
 
 
-class Inline:
-    """Records the task each request's handler ran in; ``wait`` blocks until released."""
+class Tools(Handler):
+    """Records which requests were handled; its notification handler is as slow as
+    :class:`Handler`'s."""
 
     def __init__(self) -> None:
-        self.tasks: dict[Any, trio.lowlevel.Task] = {}
-        self.started = trio.Event()
-        self.release = trio.Event()
+        super().__init__()
         self.finished: list[Any] = []
 
     async def handle_request(self, ctx: RequestContext) -> Any:
-        if ctx.method == "initialize":
-            return t.InitializeResult(
-                protocol_version="2025-06-18", capabilities=SERVER_CAPS, server_info=SERVER_INFO
-            )
-        self.tasks[ctx.request_id] = trio.lowlevel.current_task()
-        if ctx.params.name == "wait":
-            self.started.set()
-            await self.release.wait()
-        self.finished.append(ctx.request_id)
-        return t.CallToolResult(content=[t.TextContent(text=ctx.params.name)])
-
-    async def handle_notification(self, session: Session, notification: Notification) -> None:
-        pass
+        if ctx.method != "initialize":
+            self.finished.append(ctx.request_id)
+        return await super().handle_request(ctx)
 
 
-def call(rid: int, name: str = "echo") -> bytes:
-    return message(id=rid, method="tools/call", params={"name": name})
+def call(rid: int) -> bytes:
+    return message(id=rid, method="tools/call", params={"name": "echo"})
 
 
-async def start(session: Session, channel: PushChannel) -> None:
-    await session.push(INIT)
-    await session.push(message(method="notifications/initialized"))
-    await channel.wait_sent(1)
-
-
-async def test_run_here_runs_the_handler_in_the_pushing_task() -> None:
-    channel = PushChannel()
-    handler = Inline()
-    with trio.fail_after(LIMIT):
-        async with open_session(channel, SERVER, handler) as session:
-            await start(session, channel)
-            await session.push(call(1), run_here=1)
-            # Answered before push returned, from this very task.
-            assert [m["id"] for m in channel.sent] == [0, 1]
-            assert handler.tasks[1] is trio.lowlevel.current_task()
-            await session.push(call(2))  # without run_here: a task of its own
-            await channel.wait_sent(3)
-            assert handler.tasks[2] is not trio.lowlevel.current_task()
-            await session.push(message(id=3, method="ping"), run_here=3)  # answered as usual
-            assert [m["id"] for m in channel.sent] == [0, 1, 2, 3]
-            assert session.requests_in_progress == 0
-
-
-@pytest.mark.spec("2025-06-18/basic/utilities/cancellation#behavior-requirements.3")
-async def test_a_handler_run_here_is_cancelled_by_the_peer() -> None:
-    channel = PushChannel()
-    handler = Inline()
-    with trio.fail_after(LIMIT):
-        async with open_session(channel, SERVER, handler) as session:
-            await start(session, channel)
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(functools.partial(session.push, call(7, "wait"), run_here=7))
-                await handler.started.wait()
-                assert session.requests_in_progress == 1
-                cancel = message(method="notifications/cancelled", params={"requestId": 7})
-                await session.push(cancel)
-            # The pushing task returned: the handler stopped, and nothing answered it.
-            assert handler.finished == []
-            assert [m["id"] for m in channel.sent] == [0]
-            assert session.requests_in_progress == 0
-
-
-async def test_a_request_held_for_a_cancelled_push_still_gets_answered(
+async def test_a_push_cancelled_while_waiting_its_turn_gives_nothing(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    # Another push holds the dispatch lock (it waits for room in the notification
-    # queue); a push of a request with run_here is cancelled while it waits its turn.
-    # What the core took is never lost: the request gets a task of its own.
+    # Another push holds the dispatch (it waits for room in the notification queue); a
+    # push cancelled while it waits its turn gives nothing to the session: its request
+    # is never handled, and the one pushed after it is.
     channel = PushChannel()
-    notes = Handler()  # its notification handler is stuck until released
-
-    class Both(Inline):
-        async def handle_notification(self, session: Session, notification: Notification) -> None:
-            await notes.handle_notification(session, notification)
-
-    both = Both()
+    both = Tools()  # its notification handler is stuck until released
 
     def note() -> bytes:
         return message(method="notifications/roots/list_changed")
@@ -270,9 +211,10 @@ async def test_a_request_held_for_a_cancelled_push_still_gets_answered(
             nursery.start_soon(session.push, note())  # waits for room, holding the lock
             await trio.testing.wait_all_tasks_blocked()
             with trio.move_on_after(1) as scope:
-                await session.push(call(5), run_here=5)
+                await session.push(call(5))
             assert scope.cancelled_caught
-            notes.release.set()
+            both.release.set()
+            await session.push(call(6))
             await channel.wait_sent(2)
-    assert [m["id"] for m in channel.sent] == [0, 5]
-    assert both.finished == [5]
+    assert [m["id"] for m in channel.sent] == [0, 6]
+    assert both.finished == [6]

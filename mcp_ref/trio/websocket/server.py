@@ -6,7 +6,7 @@ Theory of operation
 to :func:`serve_websocket_stream`, at most ``max_connections`` at once (a connection past
 it gets 503).  :func:`serve_websocket_stream` runs :func:`websocket_server_handshake`
 within ``handshake_timeout``, then one MCP session over the resulting
-:class:`~._websocket_channel.WebSocketChannel`, and closes the connection.
+:class:`~.channel.WebSocketChannel`, and closes the connection.
 
 The handshake reads the upgrade request with its own bounded h11 connection (at most
 ``MAX_HANDSHAKE_BYTES`` of head) and checks, in this order: method (405 unless GET),
@@ -31,8 +31,8 @@ from wsproto.events import AcceptConnection, RejectConnection
 from wsproto.events import Request as WSRequest
 from wsproto.utilities import RemoteProtocolError as WSRemoteProtocolError
 
-from .._framing import DEFAULT_MAX_MESSAGE_BYTES
-from .._http import (
+from ..._framing import DEFAULT_MAX_MESSAGE_BYTES
+from ..._http import (
     LOCALHOST_HOSTS,
     LOCALHOST_ORIGINS,
     HttpError,
@@ -40,10 +40,10 @@ from .._http import (
     check_origin,
     http_error,
 )
-from .http.server import accept_connections, close_listeners
-from ._session import DEFAULT_GRACE_SECONDS, Handler
-from ._stdio import serve_channel_until
-from ._websocket_channel import (
+from .._session import DEFAULT_GRACE_SECONDS, Handler
+from .._stdio import serve_channel_until
+from ..http.server import accept_connections, close_listeners
+from .channel import (
     DEFAULT_CLOSE_TIMEOUT,
     DEFAULT_HANDSHAKE_TIMEOUT,
     DEFAULT_PATH,

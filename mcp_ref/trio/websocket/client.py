@@ -27,8 +27,8 @@ from wsproto.events import AcceptConnection, RejectConnection, RejectData
 from wsproto.events import Request as WSRequest
 from wsproto.utilities import RemoteProtocolError as WSRemoteProtocolError
 
-from .._framing import DEFAULT_MAX_MESSAGE_BYTES
-from ._websocket_channel import (
+from ..._framing import DEFAULT_MAX_MESSAGE_BYTES
+from .channel import (
     DEFAULT_CLOSE_TIMEOUT,
     DEFAULT_HANDSHAKE_TIMEOUT,
     DEFAULT_PATH,

@@ -3,13 +3,13 @@
 Theory of operation
 -------------------
 :class:`WebSocketChannel` owns one wsproto :class:`~wsproto.WSConnection` (already past
-the opening handshake, which :mod:`._websocket_server` and :mod:`._websocket_client` run)
+the opening handshake, which :mod:`.server` and :mod:`.client` run)
 and the byte stream under it.  :meth:`WebSocketChannel.run` is the one reader: it feeds
 wsproto what arrives, answers pings and close frames, and puts whole *text* messages
 into a bounded inbox that ``receive`` reads.  Every write (``send``, pongs, pings, close
 frames) goes through one lock, so a control frame never splits a data frame.
 
-Rules kept here (see :mod:`._websocket` for the transport as a whole): binary messages
+Rules kept here (see :mod:`mcp_ref.trio.websocket` for the transport as a whole): binary messages
 are refused with 1003, messages over ``max_message_bytes`` with 1009 (counted while the
 frames arrive, never buffered past the limit), invalid UTF-8 with 1007, framing
 violations with 1002; a pong late by ``ping_timeout`` closes with 1011; the closing
@@ -38,8 +38,8 @@ from wsproto.events import (
 )
 from wsproto.utilities import LocalProtocolError as WSLocalProtocolError
 
-from .._framing import DEFAULT_MAX_MESSAGE_BYTES
-from ..events import RequestId
+from ..._framing import DEFAULT_MAX_MESSAGE_BYTES
+from ...events import RequestId
 
 __all__ = [
     "CLOSE_ABNORMAL",

@@ -1,0 +1,352 @@
+"""The :class:`Session` object: what its users call, what it holds, and its one write path.
+
+Theory of operation
+-------------------
+A :class:`Session` is made and run by :func:`~mcp_ref.trio.open_session` (in
+:mod:`._session`, which owns its tasks and dispatches what the peer sends).  This module
+is the half its users see:
+
+* **sending**: :meth:`Session.send_request` registers a waiter (:mod:`._outgoing`),
+  writes the request and awaits the outcome; :meth:`Session.send_notification` writes;
+* **the one write path** (:meth:`Session._write`): take the send lock, ask the core for
+  the bytes (``Connection.send`` checks the message and updates the state), write them
+  with ``channel.send``.  The write is shielded from the caller's cancellation (half a
+  message would break the stream) but bounded by ``send_timeout`` and cancelled when
+  the session closes; a write that fails calls ``Connection.send_failed()`` and ends
+  the session;
+* **handing input over**: :meth:`Session.push`, for channels whose input arrives in
+  other tasks;
+* **ending**: :meth:`Session.finish_requests` (a graceful stop), :meth:`Session.abort`,
+  and :meth:`Session._close`, which every end goes through.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+
+from .. import types as t
+from .._connection import Connection
+from .._errors import LocalProtocolError
+from .._inflight import RequestTimeout
+from .._state import Role
+from ..events import Event, Notification, Progress, Request, RequestId
+from ._channel import MessageChannel
+from ._incoming import Running
+from ._outgoing import SESSION_DEFAULT, SessionClosed, TimeoutArg, Waiters, with_progress_token
+
+__all__ = ["Session"]
+
+log = logging.getLogger("mcp_ref.trio")
+
+
+class Session:
+    """One running MCP session; made by :func:`~mcp_ref.trio.open_session`, never directly.
+
+    Attributes:
+        connection: the sans-IO core (:class:`~mcp_ref.Connection`).
+        role: ``CLIENT`` or ``SERVER``.
+        app_state: a dict for the application's per-session state; the session never
+            reads it.
+        closed: True once the session has ended; ``close_reason`` says why.
+        last_input_at: when input last came from the peer (``trio.current_time()``
+            seconds); keepalive pings wait on it.
+        default_timeout: the :class:`RequestTimeout` of ``send_request`` when none is given.
+    """
+
+    def __init__(
+        self,
+        channel: MessageChannel,
+        connection: Connection,
+        *,
+        max_concurrent_requests: int,
+        send_timeout: float | None,
+        max_queued_notifications: int,
+    ) -> None:
+        self.connection = connection
+        self.role: Role = connection.our_role
+        self.app_state: dict[str, Any] = {}
+        self.closed = False
+        self.close_reason: str | None = None
+        self.default_timeout: RequestTimeout | None = connection.default_timeout
+        self.last_input_at = trio.current_time()
+        self._channel = channel
+        self._send_timeout = math.inf if send_timeout is None else send_timeout
+        self._send_lock = trio.Lock()
+        self._write_scope: trio.CancelScope | None = None
+        self._waiters = Waiters()  # our requests' callers
+        self._running = Running(max_concurrent_requests)  # the peer's requests
+        self._notes_in, self._notes_out = trio.open_memory_channel[Notification](
+            max_queued_notifications
+        )
+        self._timer_at = -math.inf  # the deadline the timer task sleeps until
+        self._timer_wakeup = trio.Event()
+        self._input_ended: str | None = None  # why the peer will send nothing more
+        self._closed_event = trio.Event()
+        # open_session's dispatch route: feed the core with the given function, then
+        # dispatch its events in turn with the reader (see _session._Tasks.dispatch).
+        self._dispatch: Callable[[Callable[[], None]], Awaitable[None]] | None = None
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The negotiated protocol version (None before initialize completes)."""
+        return self.connection.protocol_version
+
+    @property
+    def peer_capabilities(self) -> Any:
+        """The peer's capabilities (``t.ServerCapabilities`` / ``t.ClientCapabilities``)."""
+        return self.connection.peer_capabilities
+
+    @property
+    def our_capabilities(self) -> Any:
+        """The capabilities we declared (None before initialize)."""
+        return self.connection.our_capabilities
+
+    @property
+    def peer_info(self) -> Any:
+        """The peer's ``t.Implementation`` (clientInfo or serverInfo), or None."""
+        return self.connection.peer_info
+
+    @property
+    def requests_in_progress(self) -> int:
+        """How many of the peer's requests are being handled now."""
+        return len(self._running)
+
+    async def wait_closed(self) -> None:
+        """Return once the session has ended (e.g. the peer closed its side)."""
+        await self._closed_event.wait()
+
+    async def send_request(
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        timeout: TimeoutArg = SESSION_DEFAULT,
+        on_progress: Callable[[Progress], Any] | None = None,
+        related_request_id: RequestId | None = None,
+    ) -> Any:
+        """Send a request and wait for its result.
+
+        Args:
+            method: the MCP method, e.g. ``"tools/call"``.
+            params: its typed params (e.g. ``t.CallToolRequestParams``), or None.
+            timeout: a :class:`RequestTimeout`, None for none, or the session default.
+            on_progress: called (sync or async) with each :class:`~mcp_ref.Progress`, in
+                the caller's task; giving it adds a progress token (the request id) to
+                ``params._meta`` unless the caller put one there.  At most 64 progress
+                events wait for a slow callback (older ones are dropped).  An exception
+                from it cancels the request and propagates.
+            related_request_id: the incoming request this one is made for (HTTP routing).
+
+        Returns:
+            The typed result (an instance of the method's result class).
+
+        Raises:
+            McpError: the peer answered with an error.
+            NoAnswerError: the timeout expired (``notifications/cancelled`` was sent).
+            SessionClosed: the session ended before the answer came.
+            LocalProtocolError: the request breaks the protocol; nothing was sent.
+
+        If the calling task is cancelled after the request went out, the session sends
+        ``notifications/cancelled`` for it and re-raises the cancellation.
+
+        Source: 2025-06-18/basic/lifecycle#timeouts.2,
+        2025-06-18/basic/utilities/cancellation#cancellation-flow.
+        """
+        await trio.lowlevel.checkpoint_if_cancelled()  # a cancelled caller sends nothing
+        self._check_open()
+        if self._input_ended is not None:
+            raise SessionClosed(self._input_ended)  # the peer can no longer answer
+        conn = self.connection
+        rid = conn.next_request_id()
+        if on_progress is not None:
+            params = with_progress_token(method, params, rid)
+        waiter = self._waiters.expect(rid, on_progress)
+        resolved = self.default_timeout if timeout is SESSION_DEFAULT else timeout
+        sent = False
+
+        def produce() -> bytes:
+            nonlocal sent
+            request = Request(id=rid, method=method, params=params)
+            data = conn.send(request, now=trio.current_time(), timeout=resolved)
+            sent = True
+            deadline = conn.next_deadline()
+            if deadline is not None and deadline < self._timer_at:
+                self._timer_wakeup.set()  # the timer sleeps past this request's deadline
+            return data
+
+        try:
+            await self._write(produce, related_request_id)
+            return await waiter.outcome()
+        except BaseException:
+            if sent and not waiter.done and not self.closed:
+                with trio.CancelScope(shield=True):
+                    await self._cancel_our_request(rid, related_request_id)
+            raise
+        finally:
+            self._waiters.forget(rid)
+
+    async def send_notification(
+        self, method: str, params: Any = None, *, related_request_id: RequestId | None = None
+    ) -> None:
+        """Send a notification.
+
+        Args:
+            method: e.g. ``"notifications/tools/list_changed"``.
+            params: its typed params, or None.
+            related_request_id: the incoming request it belongs to (HTTP routing).
+
+        Raises:
+            SessionClosed: the session ended.
+            LocalProtocolError: it breaks the protocol (wrong state, capability not
+                negotiated, progress not increasing); nothing was sent.
+        """
+        await trio.lowlevel.checkpoint_if_cancelled()  # a cancelled caller sends nothing
+        await self._send(Notification(method=method, params=params), related_request_id)
+
+    async def _cancel_our_request(self, rid: RequestId, related: RequestId | None) -> None:
+        params = t.CancelledNotificationParams(request_id=rid, reason="cancelled by the caller")
+        note = Notification(method="notifications/cancelled", params=params)
+        try:
+            with trio.move_on_after(self._send_timeout):
+                # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.1
+                # "Cancellation notifications MUST only reference requests that:"
+                await self._send(note, related)
+        except (SessionClosed, LocalProtocolError) as exc:
+            # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.2
+            # "The `initialize` request MUST NOT be cancelled by clients"
+            log.debug("could not cancel request %r: %s", rid, exc)
+
+    async def _send(self, event: Event, related_request_id: RequestId | None = None) -> None:
+        await self._write(lambda: self.connection.send(event), related_request_id)
+
+    async def _write(
+        self, produce: Callable[[], bytes], related_request_id: RequestId | None
+    ) -> None:
+        """The one write path: under the send lock, call ``produce`` (the core's
+        ``send``, which may raise LocalProtocolError) and write the bytes it returns.
+
+        Raises:
+            SessionClosed: the session is closed, or the write failed or timed out.
+        """
+        async with self._send_lock:  # messages whole and in order
+            self._check_open()
+            data = produce()
+            if not data:
+                return  # the core sends nothing (e.g. the answer to a cancelled request)
+            failure: str | None = None
+            # The shield keeps the caller's cancellation out (half a message would break
+            # the stream); the scope's own deadline and _close() still apply inside.
+            deadline = trio.current_time() + self._send_timeout
+            with trio.CancelScope(shield=True, deadline=deadline) as scope:
+                self._write_scope = scope
+                try:
+                    await self._channel.send(data, related_request_id=related_request_id)
+                except Exception as exc:
+                    failure = f"sending to the peer failed: {exc!r}"
+                finally:
+                    self._write_scope = None
+            if failure is None and scope.cancelled_caught:
+                failure = self.close_reason or f"sending took longer than {self._send_timeout} s"
+            if failure is not None:
+                self.connection.send_failed()  # the stream may hold half a message
+                eof = getattr(self._channel, "eof_reason", None)
+                self._close(f"{failure}; {eof}" if eof and eof not in failure else failure)
+                raise SessionClosed(self.close_reason or failure)
+
+    async def _quiet_send(self, event: Event, related_request_id: RequestId | None = None) -> None:
+        """:meth:`_send`, logging instead of raising (the session may be ending)."""
+        await self._quiet_write(lambda: self.connection.send(event), related_request_id)
+
+    async def _quiet_write(
+        self, produce: Callable[[], bytes], related_request_id: RequestId | None = None
+    ) -> None:
+        """:meth:`_write`, logging instead of raising (the session may be ending)."""
+        try:
+            await self._write(produce, related_request_id)
+        except SessionClosed:
+            pass
+        except (LocalProtocolError, ValueError, TypeError) as exc:
+            log.warning("cannot send a message: %s", exc)
+
+    async def push(self, data: bytes) -> None:
+        """Give the session one whole message from the caller's task instead of through
+        ``channel.receive()``, for a ``"messages"`` channel whose input arrives in other
+        tasks: the core takes it, and its events are dispatched before this returns, as
+        the reader would (a request starts its task; nothing waits for its answer).
+
+        This waits its turn while another task dispatches, and while the notification
+        queue is full (the reader's backpressure).  A caller cancelled while waiting its
+        turn gives nothing to the session; once the core has taken the message, its
+        events are dispatched whole, shielded from the caller's cancellation (the
+        session's close ends any wait).  The channel must keep the order: a message it
+        still holds for ``receive()`` must reach the session before any pushed after.
+
+        Raises:
+            SessionClosed: the session is closed, or its input ended; the message was
+                not taken.
+
+        Source: 2025-06-18/basic/transports#sending-messages-to-the-server.1 (each POST
+        body is a message the session receives, in the order they arrive).
+        """
+
+        def take() -> None:
+            self._check_open()
+            if self._input_ended is not None:
+                raise SessionClosed(self._input_ended)
+            self.last_input_at = trio.current_time()
+            self.connection.receive_message(data)
+
+        self._check_open()
+        assert self._dispatch is not None  # set by open_session before anyone sees us
+        await self._dispatch(take)
+
+    async def finish_requests(self, grace: float, *, reason: str) -> int:
+        """Stop gracefully: let the peer's requests in progress run for at most ``grace``
+        seconds, then cancel each one still running and answer it with an error
+        response (-32603, message ``reason``).
+
+        The session stays open (the caller ends it, e.g. by ending its input); requests
+        that arrive meanwhile are handled as usual.  A handler that ignores its
+        cancellation (a sync tool in a worker thread) is waited for 1 s more at most.
+
+        Returns:
+            How many requests were cancelled (0 when all finished within the grace).
+
+        Why an error response and not ``notifications/cancelled``: a cancellation "MUST
+        only reference requests that were previously issued in the same direction"
+        (2025-06-18/basic/utilities/cancellation#behavior-requirements.1), and an error
+        response "MUST include an error code and message" (2025-06-18/basic#responses.4).
+        """
+        return await self._running.settle(grace, reason)
+
+    def abort(self, reason: str) -> None:
+        """End the session now, as if the connection broke: pending ``send_request``
+        callers get :class:`SessionClosed` with ``reason``, running handlers are
+        cancelled, :meth:`wait_closed` returns.  Idempotent; the owner still leaves its
+        ``async with`` block to release the channel."""
+        self._close(reason)
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise SessionClosed(self.close_reason or "the session is closed")
+
+    def _close(self, reason: str) -> None:
+        """End the session (idempotent): fail our requests' callers, cancel the
+        handlers and the write under way, end the notification queue and the timer."""
+        if self.closed:
+            return
+        self.closed = True
+        self.close_reason = reason
+        self.connection.close()
+        self._waiters.fail_all(reason)
+        self._running.cancel_all()
+        if self._write_scope is not None:
+            self._write_scope.cancel()
+        self._notes_in.close()
+        self._timer_wakeup.set()
+        self._closed_event.set()
