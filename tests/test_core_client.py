@@ -366,7 +366,7 @@ def test_the_clients_are_loops_around_the_core() -> None:
     from pathlib import Path
 
     package = Path(mcp_ref.__file__).parent
-    for name in ("client/_client.py", "asyncio/_client.py", "blocking.py"):
+    for name in ("client/_client.py", "asyncio/_client.py", "blocking/_stdio.py"):
         tree = ast.parse((package / name).read_text(encoding="utf-8"))
         defined = {
             node.name

@@ -1,7 +1,7 @@
 """The package's layers, read from the source: who may import whom, and who reads JSON.
 
 mcp_ref has three layers: the sans-IO core (``mcp_ref/*.py``), the drivers that run it
-(``mcp_ref/trio/``, ``mcp_ref/asyncio/``, ``mcp_ref/blocking.py``), and the high-level
+(``mcp_ref/trio/``, ``mcp_ref/asyncio/``, ``mcp_ref/blocking/``), and the high-level
 server and client built on them (``mcp_ref/server/``, ``mcp_ref/client/``).  These tests
 read every module's imports with :mod:`ast` (imports inside functions included; those
 under ``if TYPE_CHECKING:`` are annotations only, and listed apart) and check:
@@ -21,7 +21,9 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "mcp_ref"
 
-DRIVERS = sorted([*PACKAGE.glob("trio/**/*.py"), *PACKAGE.glob("asyncio/*.py")])
+DRIVERS = sorted(
+    [*PACKAGE.glob("trio/**/*.py"), *PACKAGE.glob("asyncio/*.py"), *PACKAGE.glob("blocking/*.py")]
+)
 HIGH_LEVEL = ("mcp_ref.client", "mcp_ref.server")
 JSON_READERS = {"loads", "load", "JSONDecoder", "raw_decode", "scan_once"}
 

@@ -1,11 +1,4 @@
-"""A blocking MCP client for scripts: subprocess pipes and a selector, nothing else.
-
-Usage::
-
-    from mcp_ref.blocking import connect_stdio
-
-    with connect_stdio([sys.executable, "-m", "mcp_ref.asyncio.example_server"]) as client:
-        print(client.call_tool("echo", {"text": "hi"}).content[0].text)
+"""The blocking stdio client: subprocess pipes and a selector, nothing else.
 
 No threads and no event loop: every call does its own waiting, on the caller's thread,
 one request at a time.
@@ -43,8 +36,7 @@ waits.
 5. Closing: close the server's stdin, wait; SIGTERM, wait; SIGKILL.
 
 ``subprocess`` and ``selectors`` are imported when a client is made, not when this
-module is imported: ``import mcp_ref.blocking`` loads no I/O module, like the rest of
-the package's top level.
+module is imported: ``import mcp_ref.blocking`` loads no I/O module.
 """
 
 from __future__ import annotations
@@ -56,8 +48,8 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from . import types as t
-from ._client import (
+from .. import types as t
+from .._client import (
     DEFAULT,
     DEFAULT_SHUTDOWN_GRACE,
     DEFAULT_TIMEOUT,
@@ -68,12 +60,10 @@ from ._client import (
     as_timeout,
     result_of,
 )
-from ._client import DEFAULT_CLIENT_INFO as DEFAULT_CLIENT_INFO
-from ._connection import Connection
-from ._errors import NoAnswerError
-from ._inflight import RequestTimeout
-from ._state import CLIENT
-from .events import (
+from .._connection import Connection
+from .._inflight import RequestTimeout
+from .._state import CLIENT
+from ..events import (
     ConnectionClosed,
     ErrorResponse,
     Event,
@@ -89,7 +79,7 @@ if TYPE_CHECKING:
     import selectors
     import subprocess
 
-__all__ = ["DEFAULT_CLIENT_INFO", "Client", "NoAnswerError", "SessionClosed", "connect_stdio"]
+__all__ = ["Client", "connect_stdio"]
 
 _CHUNK: Final = 65536
 
