@@ -12,15 +12,20 @@ here, once, with no I/O and no clock (time is an argument, as in the
    limits, and :data:`DEFAULT_TIMEOUT`.  Each capability follows from what is given: a
    ``sampling_handler`` declares ``sampling``, and so on.
 2. **The handshake**: :meth:`ClientCore.initialize_params` is the ``initialize``
-   request's params; :meth:`ClientCore.initialized` takes the server's answer and
-   returns the ``notifications/initialized`` to send.  (The Connection itself refuses
-   an answer with a version we do not speak, and closes.)
+   request's params, with a version we speak (checked when the core is made);
+   :meth:`ClientCore.initialized` takes the server's answer and returns the
+   ``notifications/initialized`` to send.  (The Connection itself refuses an answer
+   with a version we do not speak, and closes: version-negotiation.6.)
 3. **Requests**: :func:`typed_params` turns wire-form dicts into the method's class;
    :func:`with_progress_token` adds a progress token with ONE rule: a token the caller
-   put in ``_meta`` is kept, otherwise the fresh one (the request id) is used.
+   put in ``_meta`` is kept, otherwise the fresh one (the request id) is used;
+   :func:`as_timeout` reads a ``timeout=`` (seconds, RequestTimeout, None, DEFAULT).
 4. **Results**: :meth:`ClientCore.check_result` remembers the ``outputSchema`` of
    listed tools and checks a tool's ``structuredContent`` against it
-   (:mod:`mcp_ref._output_schema`); :class:`ListWalk` walks a paginated list.
+   (:mod:`mcp_ref._output_schema`); :func:`result_of` turns the answer event into the
+   result or the error; :class:`ListWalk` walks a paginated list.  The typed methods
+   built on ``request`` (``list_tools``, ``call_tool``, ...) are written once for the
+   two async clients in :mod:`mcp_ref._client_methods`.
 5. **The server's requests**: :meth:`ClientCore.handle` applies the rate limit and
    calls the handler (its value may be awaitable: the loop awaits it), then
    :meth:`ClientCore.finish` checks what came back (roots).
@@ -29,9 +34,11 @@ here, once, with no I/O and no clock (time is an argument, as in the
 
 The asyncio and blocking clients drive a :class:`~mcp_ref.Connection` themselves;
 :class:`ClientWire` (the core plus that connection) gives them the rest: the bytes of a
-request or of its cancellation, the events to act on (pings answered, protocol errors'
-replies queued, end of input noticed), and the reply to a server request.  The trio
-client leaves the connection to :class:`mcp_ref.trio.Session` and uses the core only.
+request, of its cancellation (never ``initialize``'s) and of the reply to a server
+request; the events to act on, after it has done its share (protocol errors' replies
+queued, progress and notifications handed to their callbacks, end of input noticed);
+and the handshake's bytes, for a transport that must replay them.  The trio client
+leaves the connection to :class:`mcp_ref.trio.Session` and uses the core only.
 
 Every client raises the one :class:`SessionClosed` defined here.
 """
@@ -342,6 +349,8 @@ class ClientCore:
         elicitation_rate_limit: RateLimit | None = DEFAULT_ELICITATION_RATE_LIMIT,
     ) -> None:
         self.client_info = client_info
+        # Spec: 2025-06-18/basic/lifecycle#version-negotiation.1
+        # "In the `initialize` request, the client MUST send a protocol version it supports."
         self.protocol_version = check_version(protocol_version)
         self._handlers: dict[str, tuple[Callable[[Any], Any], RateLimit | None]] = {}
         if sampling_handler is not None:
