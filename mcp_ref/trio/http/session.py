@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextvars
 import logging
 from collections.abc import Callable
-from typing import Literal
+from typing import Final, Literal
 
 import h11
 import trio
@@ -29,6 +29,7 @@ from ... import _http as rules
 from ..._http import HttpLimits, PostReply
 from ..._http_messages import MessageInfo
 from ..._http_streams import STANDALONE, LogicalStream, SessionKind, SessionStreams
+from ..._state import State
 from ...events import RequestId
 from .._session import Session
 from .common import CONNECTION_CLOSE
@@ -37,6 +38,8 @@ from .fastpath import push_now
 __all__ = ["CURRENT", "HttpSession", "ServerChannel", "close_sse_stream"]
 
 log = logging.getLogger("mcp_ref.trio.http")
+
+_NOT_YET: Final = frozenset({State.PRE_INIT, State.INITIALIZING, State.INITIALIZED})
 
 _INPUT_QUEUE = 64
 """POST bodies queued for a session's reader before a POST waits."""
@@ -118,6 +121,20 @@ class HttpSession:
         """Tell the responses writing ``stream`` that it changed (cancel their waits)."""
         for scope in self.waiters.get(stream, ()):
             scope.cancel()
+
+    def initialized(self) -> bool:
+        """Whether the session completed initialization: its core connection received
+        the client's ``notifications/initialized`` (or is closing).  For a handler whose
+        ``serve`` runs no mcp_ref session (none attached): once the ``initialize``
+        result was seen.
+
+        Source: 2025-06-18/basic/lifecycle#initialization (the initialized notification
+        ends it).
+        """
+        session = self.session
+        if session is not None:
+            return session.connection.state not in _NOT_YET
+        return self.state.protocol_version is not None
 
     def busy(self) -> bool:
         """Whether a request is being answered or a response writes a stream."""

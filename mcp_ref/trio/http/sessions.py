@@ -9,26 +9,12 @@ an *owner task* started by the table's private
 created it but never the server: the handler's ``serve(channel)`` when it has one, else
 :func:`~mcp_ref.trio.open_session`.
 
-Bounds, all from :class:`~mcp_ref._http.HttpLimits`, so that holding sessions costs an
-attacker more than it costs us:
-
-* at most ``max_sessions`` owner tasks run at once, and at most
-  ``max_sessions_per_peer`` of them for one client address (:data:`PEER`, which the
-  connection's task sets).  A new session past either bound takes the place of an
-  *evictable* session within that bound: one with no request in progress, no stream
-  attached, no input queued, idle for ``session_evictable_seconds`` or more;
-  uninitialized ones go first, then the longest idle.  With none, the new session is
-  refused: 503 (all sessions) or 429 (the peer's share), with ``Retry-After`` naming
-  the seconds until one could be reclaimed;
-* :meth:`SessionTable.reaper` ends a session that has not completed initialization
-  ``uninitialized_session_seconds`` after it was created, and one with no request and
-  no attached stream for ``session_idle_seconds``.  It sleeps until the next such
-  deadline, and is woken when a session is created;
-* an ended session that does not stop by itself is cancelled after a grace time.
-
-The spec lets us: "The server MAY terminate the session at any time"
-(2025-06-18/basic/transports#session-management.6); its client then gets 404 and starts
-a new session (#session-management.7).
+The bounds (``limits.max_sessions``, ``limits.max_sessions_per_peer``, eviction of an
+idle session to make room, expiry of sessions never initialized or idle too long) are
+decided by the sans-IO :class:`~mcp_ref._http_sessions.SessionBook`; this module does
+what it decides: ends the sessions it names (an ended session that does not stop by
+itself is cancelled after a grace time), and sleeps until its next deadline
+(:meth:`SessionTable.reaper`).
 """
 
 from __future__ import annotations
@@ -36,32 +22,29 @@ from __future__ import annotations
 import contextvars
 import ipaddress
 import logging
-import math
 import secrets
 from collections.abc import Callable
 from typing import Any, Final
 
-import attrs
 import trio
 
 from ... import _http as rules
 from ..._http import HttpLimits, http_error
 from ..._http_server import RequestHeaders, session_named
+from ..._http_sessions import SessionBook
 from ..._http_streams import SessionKind
-from ..._state import SERVER, State
+from ..._state import SERVER
 from .._session import Handler, open_session
 from .common import Supervisor
 from .requests import Refused, checked
 from .session import CURRENT, HttpSession
 
-__all__ = ["PEER", "SessionTable", "initialized", "peer_of", "told_apart"]
+__all__ = ["PEER", "SessionTable", "peer_of"]
 
 log = logging.getLogger("mcp_ref.trio.http")
 
 _CLOSE_GRACE: Final = 5.0
 _EVICT_GRACE: Final = 1.0  # seconds an evicted session has to stop before it is cancelled
-
-_NOT_YET: Final = frozenset({State.PRE_INIT, State.INITIALIZING, State.INITIALIZED})
 
 PEER: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "mcp_ref.trio.http.peer", default=None
@@ -106,43 +89,6 @@ def peer_of(stream: trio.abc.Stream) -> str | None:
     return str(addr)
 
 
-def told_apart(peer: str | None) -> bool:
-    """Whether clients at ``peer`` can be told apart from other clients, so a share per
-    address means a share per client: False for a loopback address (every client on
-    this machine) and for a connection without an IP address (in-memory streams).
-    Only those peers are held to ``HttpLimits.max_sessions_per_peer``; the others share
-    ``max_sessions`` alone."""
-    if peer is None:
-        return False
-    try:
-        return not ipaddress.ip_address(peer).is_loopback
-    except ValueError:
-        return True
-
-
-@attrs.define
-class _Seat:
-    """What the table knows of one live session beyond the session itself."""
-
-    peer: str | None  # the client address that created it (PEER)
-    opened_at: float  # trio.current_time() when it was created, in seconds
-
-
-def initialized(sess: HttpSession) -> bool:
-    """Whether ``sess`` completed initialization: its core connection received the
-    client's ``notifications/initialized`` (or is closing).  For a handler whose
-    ``serve`` runs no mcp_ref session (none attached): once the ``initialize`` result
-    was seen.
-
-    Source: 2025-06-18/basic/lifecycle#initialization (the initialized notification
-    ends it).
-    """
-    session = sess.session
-    if session is not None:
-        return session.connection.state not in _NOT_YET
-    return sess.state.protocol_version is not None
-
-
 class SessionTable:
     """The sessions of one server, and the tasks that run them.
 
@@ -169,16 +115,19 @@ class SessionTable:
         self.limits = limits
         self.session_kw = session_kw
         self.sessions: dict[str, HttpSession] = {}  # by id (stateless ones have none)
-        self.live = 0  # owner tasks running (sessions of every kind)
+        self.book: SessionBook[HttpSession] = SessionBook(limits)  # every live one's seat
         self.running: set[HttpSession] = set()  # their sessions (a graceful stop ends them)
         self.supervisor = Supervisor()
         self.reaper_nudge = trio.Event()
-        self._seats: dict[HttpSession, _Seat] = {}  # sessions opened, until their task ends
-        self._per_peer: dict[str | None, int] = {}  # those seats, counted by peer
+
+    @property
+    def live(self) -> int:
+        """Sessions whose owner task runs (of every kind)."""
+        return len(self.book.seats)
 
     def peer_count(self, peer: str | None) -> int:
         """Live sessions (owner tasks running) created from the client address ``peer``."""
-        return self._per_peer.get(peer, 0)
+        return self.book.peer_count(peer)
 
     def _handler(self) -> Handler:
         h = self.handler
@@ -209,9 +158,7 @@ class SessionTable:
         sess = HttpSession(session_id, kind=kind, limits=self.limits, on_end=self.forget)
         if not self.supervisor.start_soon(self._own, sess):
             raise Refused(http_error(503, "the server is shutting down", clause=None))
-        self.live += 1
-        self._seats[sess] = _Seat(peer=peer, opened_at=trio.current_time())
-        self._per_peer[peer] = self._per_peer.get(peer, 0) + 1
+        self.book.add(sess, peer, trio.current_time())
         if session_id is not None:
             self.sessions[session_id] = sess
             self.reaper_nudge.set()
@@ -221,74 +168,13 @@ class SessionTable:
     async def _make_room(self, peer: str | None) -> None:
         """Evict sessions until a new one from ``peer`` fits in both bounds, or raise
         :class:`Refused` (503 or 429 with ``Retry-After``)."""
-        limits = self.limits
         while True:
-            if self.live >= limits.max_sessions:
-                peer_only = False
-            elif told_apart(peer) and self.peer_count(peer) >= limits.max_sessions_per_peer:
-                peer_only = True
-            else:
+            room = self.book.room_for(peer, self.sessions.values(), trio.current_time())
+            if room is None:
                 return
-            now = trio.current_time()
-            victim = self._victim(peer, peer_only, now)
-            if victim is None:
-                retry = str(self._retry_after(peer, peer_only, now)).encode("ascii")
-                if peer_only:
-                    status = 429
-                    detail = (
-                        f"too many sessions from this address "
-                        f"(at most {limits.max_sessions_per_peer})"
-                    )
-                else:
-                    status, detail = 503, f"too many sessions (at most {limits.max_sessions})"
-                raise Refused(
-                    http_error(status, detail, clause=None, headers=[(b"retry-after", retry)])
-                )
-            # Spec: 2025-06-18/basic/transports#session-management.6
-            # "The server MAY terminate the session at any time": an idle one makes room.
+            victim = checked(room)
             victim.end("evicted to make room for a new session")
             await self._wait_gone(victim)
-
-    def _in_scope(self, sess: HttpSession, peer: str | None, peer_only: bool) -> _Seat | None:
-        """The seat of ``sess`` when it counts against the bound being enforced."""
-        seat = self._seats.get(sess)
-        if seat is None or (peer_only and seat.peer != peer):
-            return None
-        return seat
-
-    def _victim(self, peer: str | None, peer_only: bool, now: float) -> HttpSession | None:
-        """The session to evict: idle (not busy, nothing queued) for at least
-        ``limits.session_evictable_seconds``, uninitialized first, then the longest
-        idle; only ``peer``'s when ``peer_only``.  None when there is none."""
-        least = self.limits.session_evictable_seconds
-        best: HttpSession | None = None
-        best_key: tuple[bool, float] = (True, math.inf)
-        for sess in self.sessions.values():
-            if self._in_scope(sess, peer, peer_only) is None:
-                continue
-            if sess.busy() or sess.queued or now - sess.last_used < least:
-                continue
-            key = (initialized(sess), sess.last_used)
-            if best is None or key < best_key:
-                best, best_key = sess, key
-        return best
-
-    def _retry_after(self, peer: str | None, peer_only: bool, now: float) -> int:
-        """Whole seconds (at least 1) until a session within the bound could be
-        reclaimed: the soonest an idle one becomes evictable or an uninitialized one
-        is reaped; ``session_evictable_seconds`` when every one is busy."""
-        limits = self.limits
-        soonest = math.inf
-        for sess in self.sessions.values():
-            seat = self._in_scope(sess, peer, peer_only)
-            if seat is None:
-                continue
-            if not initialized(sess):
-                soonest = min(soonest, seat.opened_at + limits.uninitialized_session_seconds)
-            if not sess.busy():
-                soonest = min(soonest, sess.last_used + limits.session_evictable_seconds)
-        wait = soonest - now if soonest < math.inf else limits.session_evictable_seconds
-        return max(1, math.ceil(wait))
 
     async def _wait_gone(self, sess: HttpSession) -> None:
         """Wait (bounded) for an ended session's owner task to finish, cancelling it
@@ -321,15 +207,8 @@ class SessionTable:
         finally:
             sess.started.set()
             sess.end(sess.end_reason or "the session ended")
-            self.live -= 1
             self.running.discard(sess)
-            seat = self._seats.pop(sess, None)
-            if seat is not None:
-                left = self._per_peer[seat.peer] - 1
-                if left:
-                    self._per_peer[seat.peer] = left
-                else:
-                    del self._per_peer[seat.peer]
+            self.book.remove(sess)
             sess.done.set()
 
     def forget(self, sess: HttpSession) -> None:
@@ -350,38 +229,23 @@ class SessionTable:
         sess.cancel_scope.cancel()
 
     async def reaper(self) -> None:
-        """End sessions that are uninitialized ``limits.uninitialized_session_seconds``
-        after their creation, or idle (no request, no attached stream) for
-        ``limits.session_idle_seconds``.
+        """End the sessions the book says have expired
+        (:meth:`~mcp_ref._http_sessions.SessionBook.expired`: not initialized within
+        ``limits.uninitialized_session_seconds``, or idle for
+        ``limits.session_idle_seconds``).
 
-        Sleeps until the soonest of those deadlines (a ``trio.move_on_at`` scope), or
-        until :meth:`open` wakes it with ``reaper_nudge``; a busy session counts as used
-        at each pass.  Runs until cancelled.
+        Sleeps until the book's next deadline (a ``trio.move_on_at`` scope), or until
+        :meth:`open` wakes it with ``reaper_nudge``; a busy session counts as used at
+        each pass.  Runs until cancelled.
         """
-        idle = self.limits.session_idle_seconds
-        uninit = self.limits.uninitialized_session_seconds
         while True:
             nudge = self.reaper_nudge = trio.Event()
-            now = trio.current_time()
-            deadline = math.inf
-            for sess in list(self.sessions.values()):
-                seat = self._seats.get(sess)
-                if seat is not None and not initialized(sess):
-                    # Spec: 2025-06-18/basic/transports#session-management.6
-                    # "The server MAY terminate the session at any time": one that never
-                    # completes initialization holds a slot for nothing.
-                    by = seat.opened_at + uninit
-                    if by <= now:
-                        sess.end(f"not initialized within {uninit} s")
-                        continue
-                    deadline = min(deadline, by)
+            for sess in self.sessions.values():
                 if sess.busy():
                     sess.touch()
-                expires = sess.last_used + idle
-                if expires <= now:
-                    sess.end(f"idle for {idle} s")
-                else:
-                    deadline = min(deadline, expires)
+            ends, deadline = self.book.expired(list(self.sessions.values()), trio.current_time())
+            for sess, reason in ends:
+                sess.end(reason)
             with trio.move_on_at(deadline):
                 await nudge.wait()
 
