@@ -1,0 +1,217 @@
+"""The Streamable HTTP server's sans-IO decisions, without sockets or a clock: where a
+request goes (mcp_ref._http_server), which logical stream each message goes to
+(mcp_ref._http_streams) and the session bounds (mcp_ref._http_sessions).
+
+Source: 2025-06-18/basic/transports (Streamable HTTP: sending messages, listening,
+multiple connections, resumability, session management).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import h11
+import pytest
+
+from mcp_ref._http import HttpError, HttpLimits, MessageKind
+from mcp_ref._http_messages import MessageInfo
+from mcp_ref._http_server import Endpoint, ServerConfig, request_headers, route_request
+from mcp_ref._http_sessions import SessionBook, told_apart
+from mcp_ref._http_streams import STANDALONE, SessionStreams, check_batch
+
+T = "2025-06-18/basic/transports#"
+
+CFG = ServerConfig(
+    path="/mcp",
+    json_response=False,
+    stateless=False,
+    enable_get_stream=True,
+    allowed_origins=("http://localhost:*",),
+    allowed_hosts=("localhost:*",),
+    limits=HttpLimits(),
+    legacy_sse=True,
+    legacy_sse_path="/sse",
+    legacy_messages_path="/messages",
+    retry_ms=1000,
+)
+SSE_AND_JSON = "application/json, text/event-stream"
+
+
+def route(method: str, target: str, cfg: ServerConfig = CFG, **headers: str) -> Any:
+    items = [("host", "localhost:8000"), *((k.replace("_", "-"), v) for k, v in headers.items())]
+    req = h11.Request(method=method, target=target, headers=items)
+    return route_request(cfg, req.method, req.target, request_headers(req, {}))
+
+
+# -- where a request goes ------------------------------------------------------------
+
+
+def test_requests_are_routed_by_path_and_method() -> None:
+    assert route("POST", "/mcp", accept=SSE_AND_JSON) == (Endpoint.POST, "")
+    assert route("GET", "/mcp", accept="text/event-stream") == (Endpoint.GET, "")
+    assert route("DELETE", "/mcp") == (Endpoint.DELETE, "")
+    assert route("GET", "/sse") == (Endpoint.LEGACY_GET, "")
+    assert route("POST", "/messages?session_id=abc") == (Endpoint.LEGACY_POST, "session_id=abc")
+    for method, target, status in [
+        ("GET", "/nowhere", 404),
+        ("PUT", "/mcp", 405),
+        ("POST", "/sse", 405),
+        ("GET", "/messages", 405),
+        ("POST", "/mcp", 406),  # no Accept
+    ]:
+        got = route(method, target)
+        assert isinstance(got, HttpError) and got.status == status, (method, target, got)
+
+
+@pytest.mark.spec(T + "listening-for-messages-from-the-server.3")
+def test_get_is_405_with_allow_when_the_server_offers_no_get_stream() -> None:
+    got = route(
+        "GET", "/mcp", attrs.evolve(CFG, enable_get_stream=False), accept="text/event-stream"
+    )
+    assert isinstance(got, HttpError) and got.status == 405
+    assert any(name == b"allow" for name, _ in got.headers)
+
+
+def test_delete_is_405_in_stateless_mode() -> None:
+    got = route("DELETE", "/mcp", attrs.evolve(CFG, stateless=True, enable_get_stream=False))
+    assert isinstance(got, HttpError) and got.status == 405
+
+
+@pytest.mark.spec(T + "security-warning.1")
+def test_a_foreign_origin_is_refused_before_the_path_is_looked_at() -> None:
+    got = route("GET", "/nowhere", origin="http://evil.example")
+    assert isinstance(got, HttpError) and got.status == 403
+
+
+def test_a_head_larger_than_the_limit_is_431() -> None:
+    cfg = attrs.evolve(CFG, limits=HttpLimits(max_header_bytes=100))
+    got = route("POST", "/mcp", cfg, accept=SSE_AND_JSON, x_pad="a" * 200)
+    assert isinstance(got, HttpError) and got.status == 431
+
+
+# -- which stream a message goes to --------------------------------------------------
+
+
+def request(rid: Any, method: str = "tools/call") -> MessageInfo:
+    return MessageInfo(kind=MessageKind.REQUEST, id=rid, method=method)
+
+
+RESULT = b'{"jsonrpc":"2.0","id":%d,"result":{}}'
+NOTE = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":1}}'
+
+
+@pytest.mark.spec(T + "multiple-connections.2", T + "sending-messages-to-the-server.12")
+def test_each_message_goes_to_one_stream_and_a_post_stream_ends_with_its_response() -> None:
+    streams = SessionStreams("streamable", HttpLimits())
+    post = streams.open_post([request(1)], json_mode=False, is_init=False)
+    assert not isinstance(post, HttpError)
+    standalone = streams.streams[STANDALONE]
+    get_before = standalone.last_id
+    assert streams.route(NOTE, 1) is post  # related to request 1: on its POST's stream
+    assert streams.route(NOTE, None) is standalone  # unrelated: the GET stream
+    assert not post.finished
+    assert streams.route(RESULT % 1, 1) is post
+    assert post.finished and post.id not in streams.streams
+    assert standalone.last_id != get_before and not streams.busy()
+    events = streams.store.replay_after(post.base_id)
+    assert not isinstance(events, HttpError) and len(events.events) == 2
+
+
+def test_a_request_id_still_being_handled_is_400_and_too_many_streams_429() -> None:
+    streams = SessionStreams("streamable", HttpLimits(max_streams_per_session=1))
+    assert not isinstance(streams.open_post([request(1)], json_mode=True, is_init=False), HttpError)
+    again = streams.open_post([request(1)], json_mode=True, is_init=False)
+    assert isinstance(again, HttpError) and again.status == 400
+    twice = streams.open_post([request(2), request(2)], json_mode=True, is_init=False)
+    assert isinstance(twice, HttpError) and twice.status == 400
+    more = streams.open_post([request(3)], json_mode=True, is_init=False)
+    assert isinstance(more, HttpError) and more.status == 429
+
+
+def test_a_cancelled_request_finishes_its_stream_and_its_late_response_is_dropped() -> None:
+    streams = SessionStreams("streamable", HttpLimits())
+    post = streams.open_post([request("a")], json_mode=False, is_init=False)
+    assert not isinstance(post, HttpError)
+    cancel = MessageInfo(
+        kind=MessageKind.NOTIFICATION, id=None, method="notifications/cancelled", cancels="a"
+    )
+    assert streams.cancel_from([cancel]) == [post] and post.finished
+    assert streams.route(b'{"jsonrpc":"2.0","id":"a","result":{}}', None) is None
+
+
+def test_the_answer_to_initialize_names_the_version_or_marks_the_failure() -> None:
+    streams = SessionStreams("streamable", HttpLimits())
+    post = streams.open_post([request(0, "initialize")], json_mode=True, is_init=True)
+    assert not isinstance(post, HttpError)
+    streams.route(b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25"}}', 0)
+    assert streams.protocol_version == "2025-11-25" and streams.primes
+    failed = SessionStreams("streamable", HttpLimits())
+    failed.open_post([request(0, "initialize")], json_mode=True, is_init=True)
+    failed.route(b'{"jsonrpc":"2.0","id":0,"error":{"code":-32602,"message":"m"}}', 0)
+    assert failed.init_failed and failed.protocol_version is None
+
+
+@pytest.mark.spec("2025-06-18/basic#messages.1")
+def test_batches_only_in_2025_03_26_and_no_larger_than_the_connection_takes() -> None:
+    refused = check_batch("2025-06-18", 2, None)
+    assert isinstance(refused, HttpError) and refused.status == 400
+    assert check_batch("2025-03-26", 2, None) is None
+    too_big = check_batch("2025-03-26", 5, 4)
+    assert isinstance(too_big, HttpError) and too_big.status == 400
+
+
+# -- the session bounds --------------------------------------------------------------
+
+
+@attrs.define(eq=False)
+class Tenant:
+    last_used: float = 0.0
+    queued: int = 0
+    is_busy: bool = False
+    done_init: bool = True
+
+    def busy(self) -> bool:
+        return self.is_busy
+
+    def initialized(self) -> bool:
+        return self.done_init
+
+
+def test_a_full_book_names_an_idle_session_to_evict_uninitialized_first() -> None:
+    book: SessionBook[Tenant] = SessionBook(
+        HttpLimits(max_sessions=2, session_evictable_seconds=5.0)
+    )
+    old, fresh = Tenant(last_used=0.0), Tenant(last_used=8.0, done_init=False)
+    book.add(old, "10.0.0.1", 0.0)
+    book.add(fresh, "10.0.0.2", 8.0)
+    assert book.room_for("10.0.0.3", [old, fresh], now=12.0) is old  # fresh: idle 4 s only
+    assert book.room_for("10.0.0.3", [old, fresh], now=13.0) is fresh  # uninitialized first
+    book.remove(fresh)
+    assert book.room_for("10.0.0.3", [old], now=13.0) is None
+
+
+def test_a_full_book_with_every_session_busy_refuses_with_retry_after() -> None:
+    book: SessionBook[Tenant] = SessionBook(
+        HttpLimits(max_sessions=10, max_sessions_per_peer=1, session_evictable_seconds=5.0)
+    )
+    busy = Tenant(is_busy=True)
+    book.add(busy, "10.0.0.1", 0.0)
+    refused = book.room_for("10.0.0.1", [busy], now=1.0)
+    assert isinstance(refused, HttpError) and refused.status == 429
+    assert (b"retry-after", b"5") in refused.headers
+    assert book.room_for("127.0.0.1", [busy], now=1.0) is None  # loopback: no share
+    assert not told_apart("127.0.0.1") and told_apart("10.0.0.1") and not told_apart(None)
+
+
+def test_expiry_of_sessions_never_initialized_and_idle_ones() -> None:
+    limits = HttpLimits(uninitialized_session_seconds=10.0, session_idle_seconds=100.0)
+    book: SessionBook[Tenant] = SessionBook(limits)
+    never, idle = Tenant(done_init=False), Tenant(last_used=5.0)
+    book.add(never, None, 0.0)
+    book.add(idle, None, 0.0)
+    assert book.expired([never, idle], now=9.0) == ([], 10.0)
+    ends, next_at = book.expired([never, idle], now=10.0)
+    assert [t for t, _ in ends] == [never] and next_at == 105.0
+    ends, _ = book.expired([idle], now=105.0)
+    assert [t for t, _ in ends] == [idle]
