@@ -221,3 +221,18 @@ def test_blocking_client_protocol_version() -> None:
         assert client.initialize_result is not None
         assert client.initialize_result.protocol_version == "2024-11-05"
         assert text_of(client.call_tool("echo", {"text": "old"})) == "old"
+
+
+@spec("2025-06-18/client/sampling#capabilities.1")
+def test_blocking_client_takes_sync_handlers() -> None:
+    """The client core's options are the blocking client's too: a sampling handler
+    declares ``sampling`` and answers the server's request on the waiting thread."""
+
+    def sample(params: t.CreateMessageRequestParams) -> t.CreateMessageResult:
+        return t.CreateMessageResult(role="assistant", content=t.TextContent(text="ok"), model="m")
+
+    with connect_stdio(raw_server("ask"), sampling_handler=sample) as client:
+        result = client.call_tool("anything")
+    answers = {a["id"]: a for a in json.loads(text_of(result))}
+    assert answers["s1"]["result"] == {}
+    assert answers["s2"]["result"]["content"] == {"type": "text", "text": "ok"}
