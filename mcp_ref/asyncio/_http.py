@@ -20,8 +20,8 @@ How it drives the core, step by step
 3. The answer: ``202`` (nothing to read); ``200`` with ``application/json`` (the whole
    body is one message: ``conn.receive_message(body)``); ``200`` with
    ``text/event-stream`` (each chunk into the SSE decoder, each event's data into
-   ``conn.receive_message``).  After each message, drain ``conn.next_event()``, as on
-   any transport.  Server requests on the stream (``ping``, and those the declared
+   ``conn.receive_message``).  After each message, drain the client core's events
+   (``ClientSession._process_events``), as on any transport.  Server requests on the stream (``ping``, and those the declared
    handlers take) are answered by POSTing the core's response; a server's
    ``notifications/cancelled`` reaches us only on a request's stream, as this client
    opens no GET stream.
@@ -32,13 +32,12 @@ How it drives the core, step by step
 5. Closing sends ``DELETE`` with the session id.  :meth:`HttpClient.abort` instead
    resets every open connection and sends nothing more (no DELETE): the server sees
    its streams break off, as when a client crashes.
-
 6. A 404 to a request that carried the session id means the server ended the session:
-   the client replays the ``initialize`` request and ``notifications/initialized`` it
-   sent first (``wire.handshake``: the client core kept their bytes, so the transport
-   never reads a message to find them), without a session id, and POSTs the message again (once per ended
-   session, under a lock).  The core never learns of it: it stays in the operating
-   state, with what the first handshake negotiated.
+   the client replays, without a session id, the ``initialize`` request and
+   ``notifications/initialized`` it sent first (``wire.handshake``: the client core
+   kept their bytes, so the transport never reads a message to find them), then POSTs
+   the message again (once per ended session, under a lock).  The core never learns
+   of it: it stays in the operating state, with what the first handshake negotiated.
 
 Not done: the optional GET stream, and resuming with ``Last-Event-ID``.
 """
