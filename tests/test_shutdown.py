@@ -454,6 +454,8 @@ async def test_serve_websocket_stop_answers_then_closes() -> None:
                         },
                     )
                 )
+                # The server has read the request (it runs, asleep) before the stop.
+                await trio.testing.wait_all_tasks_blocked()
                 stop.set()
                 while True:
                     data = await channel.receive()
