@@ -15,10 +15,10 @@ or ``receive_message`` followed by :meth:`ClientSession._process_events`.
    checks it (lifecycle, capabilities, params) and raises LocalProtocolError, having
    written nothing, if it breaks the protocol.  Park a future under ``rid``, write
    ``data``, await the future.
-3. Whenever bytes arrive, feed them to the connection and call ``wire.next_event()``
-   until it returns None, writing ``wire.data_to_send()``.  A Response, ErrorResponse
-   or RequestTimedOut resolves the future of its id (``result_of`` makes it the
-   result, an McpError, or :class:`~mcp_ref.NoAnswerError`: we gave up waiting).
+3. Whenever bytes arrive, feed them to the connection and write what
+   ``wire.drain(dispatch)`` returns; it hands each event to ``dispatch``.  A Response,
+   ErrorResponse or RequestTimedOut resolves the future of its id (``result_of`` makes
+   it the result, an McpError, or :class:`~mcp_ref.NoAnswerError`: we gave up waiting).
 4. Time is an argument: one task (:meth:`ClientSession._clock`) waits until
    ``conn.next_deadline()`` (on the ``loop.time()`` clock, the one passed as ``now``),
    then calls ``conn.handle_timeout(loop.time())`` and writes what it returns: the
@@ -27,13 +27,15 @@ or ``receive_message`` followed by :meth:`ClientSession._process_events`.
 5. Cancellation: when the task awaiting a future is cancelled, write
    ``wire.cancel(rid)`` (``b""`` when the answer already arrived).
 6. Progress: a request made with ``on_progress`` carries a progress token (the
-   caller's own, or its id); the core matches the server's ``notifications/progress``
-   to it and hands us a Progress event, which goes to that request's callback.
+   caller's own, or its id); the connection matches the server's
+   ``notifications/progress`` to it, and the wire calls that request's callback (as it
+   calls ``on_notification`` for each notification).
 7. Server requests: the capabilities declared follow from the handlers given
    (``sampling_handler``, ``elicitation_handler``, ``roots``), so the core refuses
-   the others itself.  ``wire.handle`` answers ``ping`` at once; a handler's
-   awaitable runs in a task of its own, which writes ``wire.reply(...)`` when done;
-   RequestCancelled (the server's ``notifications/cancelled``) cancels that task.
+   the others itself.  Each server request (``ping`` too) is answered in a task of
+   its own: ``wire.handle``, awaiting what a handler returns, ``wire.finish``, then
+   write ``wire.reply(...)``; RequestCancelled (the server's
+   ``notifications/cancelled``) cancels that task.
 8. End of input gives ConnectionClosed: fail every pending future.  :meth:`abort`
    does the same at once and drops the transport with no goodbye.
 

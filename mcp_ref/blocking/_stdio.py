@@ -24,10 +24,11 @@ waits.
    b. read what is there (``os.read``) and ``conn.receive_data(chunk)``;
    c. write what ``conn.handle_timeout(time.monotonic())`` returns (the
       ``notifications/cancelled`` of an expired request);
-   d. drain ``wire.next_event()`` (writing ``wire.data_to_send()``): the Response,
-      ErrorResponse or RequestTimedOut for ``rid`` ends the wait (``result_of`` turns
-      it into the result, McpError or :class:`NoAnswerError`); a Progress for it (the
-      core matched the token) goes to ``on_progress``; a request from the server is
+   d. write what ``wire.drain(self._dispatch)`` returns: the wire hands a Progress for
+      ``rid`` to ``on_progress`` and each notification to ``on_notification`` itself;
+      the Response, ErrorResponse or RequestTimedOut for ``rid`` ends the wait
+      (``result_of`` turns it into the result, McpError or
+      :class:`~mcp_ref.NoAnswerError`); a request from the server is
       answered on the spot (``wire.handle``, ``wire.finish``, ``wire.reply``): a
       ``ping``, and those of the handlers given (sync functions here).  Requests that
       need a capability we did not declare never get that far: the core refuses them.
