@@ -308,8 +308,8 @@ async def open_client(
             :data:`mcp_ref._client.DEFAULT_TIMEOUT`: 60 s, restarted by progress, at
             most 600 s); None for none.
         initialize_timeout: how long to wait for the answer to ``initialize`` (as
-            ``timeout``, or ``DEFAULT``: ``timeout``).  A program
-            that is not an MCP server never answers; a short wait here says so sooner.
+            ``timeout``, or ``DEFAULT``: ``timeout``).  A program that is not an MCP
+            server never answers; a short wait here says so sooner.
         **options: the client core's (:class:`mcp_ref._client.ClientCore`):
             ``client_info``, ``protocol_version`` (the server may answer another
             supported one: ``client.protocol_version``), ``sampling_handler``,
@@ -341,6 +341,8 @@ async def open_client(
 
 
 _CORE_OPTIONS = tuple(inspect.signature(ClientCore).parameters)
+"""The keywords of :class:`ClientCore`; :func:`open_client` gives the others to the
+session."""
 
 
 @asynccontextmanager
