@@ -101,6 +101,21 @@ def test_modules_import_no_io_libraries() -> None:
     assert out.stdout.strip() == "[]"
 
 
+def test_the_http_server_core_imports_no_io_libraries() -> None:
+    """The server's sans-IO modules (request routing, logical streams, session bounds)
+    may use h11, which is sans-IO, and nothing that does I/O or makes random ids."""
+    code = (
+        "import sys, mcp_ref._http_server, mcp_ref._http_streams, mcp_ref._http_sessions\n"
+        "bad = {'trio', 'socket', 'asyncio', 'secrets'} & set(sys.modules)\n"
+        "print(sorted(bad))\n"
+    )
+    root = Path(mcp_ref.__file__).parent.parent
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]"
+
+
 # -- errors ----------------------------------------------------------------------------
 
 
