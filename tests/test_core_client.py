@@ -60,11 +60,13 @@ def test_one_session_closed_for_every_client() -> None:
     import mcp_ref.asyncio
     import mcp_ref.blocking
     import mcp_ref.client
+    import mcp_ref.trio
 
     assert mcp_ref.SessionClosed is SessionClosed
     assert mcp_ref.client.SessionClosed is SessionClosed
     assert mcp_ref.asyncio.SessionClosed is SessionClosed
     assert mcp_ref.blocking.SessionClosed is SessionClosed
+    assert mcp_ref.trio.SessionClosed is SessionClosed  # the session's own, too
     closed = SessionClosed("the server exited")
     assert closed.reason == "the server exited" and isinstance(closed, ConnectionError)
 

@@ -41,8 +41,8 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import trio
@@ -59,7 +59,6 @@ from .._client import (
     ElicitationHandler,
     RootsArg,
     SamplingHandler,
-    SessionClosed,
     Timeout,
     as_timeout,
     typed_params,
@@ -78,7 +77,6 @@ from ..trio import (
     open_session,
     open_stdio_process,
 )
-from ..trio import SessionClosed as _TrioSessionClosed
 
 __all__ = [
     "DEFAULT_CLIENT_INFO",
@@ -102,23 +100,6 @@ TimeoutArg = Timeout
 """What ``timeout=`` takes: seconds, a :class:`~mcp_ref.RequestTimeout`, None (no
 timeout), or ``DEFAULT`` (the ``timeout`` given to :func:`open_client`; the trio
 session's ``SESSION_DEFAULT`` means the same)."""
-
-# The trio session raises mcp_ref.trio.SessionClosed.  Until that class is
-# mcp_ref.SessionClosed itself (mcp_ref/trio: import it from mcp_ref._client), this
-# client re-raises it as one class that is both, so `except` of either catches it.
-_BothClosed: Any = type(
-    "SessionClosed", tuple(dict.fromkeys((SessionClosed, _TrioSessionClosed))), {}
-)
-
-
-@contextmanager
-def _one_session_closed() -> Iterator[None]:
-    try:
-        yield
-    except _TrioSessionClosed as exc:
-        if isinstance(exc, SessionClosed):
-            raise
-        raise _BothClosed(exc.reason) from exc
 
 
 async def _maybe_await(value: T | Awaitable[T]) -> T:
@@ -227,8 +208,7 @@ class Client(TypedMethods):
         await self._notify(self.core.initialized(result))
 
     async def _notify(self, note: Notification) -> None:
-        with _one_session_closed():
-            await self.session.send_notification(note.method, note.params)
+        await self.session.send_notification(note.method, note.params)
 
     async def request(
         self,
@@ -263,10 +243,9 @@ class Client(TypedMethods):
         session_timeout: Any = SESSION_DEFAULT  # the timeout open_client was given
         if timeout is not DEFAULT and not isinstance(timeout, type(SESSION_DEFAULT)):
             session_timeout = as_timeout(timeout)
-        with _one_session_closed():
-            result = await self.session.send_request(
-                method, params, timeout=session_timeout, on_progress=on_progress
-            )
+        result = await self.session.send_request(
+            method, params, timeout=session_timeout, on_progress=on_progress
+        )
         return self.core.check_result(method, params, result)
 
     # ------------------------------------------------------------------------ roots
@@ -331,13 +310,12 @@ async def open_client(
     core_kw = {k: options.pop(k) for k in _CORE_OPTIONS if k in options}
     client = Client(ClientCore(**core_kw), on_log=on_log, on_notification=on_notification)
     handler = _ClientHandler(client)
-    with _one_session_closed():
-        async with open_session(
-            channel, CLIENT, handler, default_timeout=as_timeout(timeout), **options
-        ) as session:
-            client._session = session
-            await client._initialize(initialize_timeout)
-            yield client
+    async with open_session(
+        channel, CLIENT, handler, default_timeout=as_timeout(timeout), **options
+    ) as session:
+        client._session = session
+        await client._initialize(initialize_timeout)
+        yield client
 
 
 _CORE_OPTIONS = tuple(inspect.signature(ClientCore).parameters)
