@@ -163,9 +163,7 @@ PING, REQUEST, NOTIFICATION, RESPONSE, CLOSE = (
     Kind.CLOSE,
 )
 
-# Spec: 2025-06-18/basic/lifecycle#lifecycle-phases.1
-# "The Model Context Protocol (MCP) defines a rigorous lifecycle for client-server connections
-# that ensures proper capability negotiation and state management:"
+# Source: 2025-06-18/basic/lifecycle#lifecycle-phases (initialization, operation, shutdown).
 CLIENT_ROWS: list[tuple[State, Direction, Kind, State]] = [
     # state        direction kind                 next state
     # -- pre-initialization: only initialize (and pings, and answers to pings) --
@@ -269,9 +267,8 @@ SERVER_ROWS: list[tuple[State, Direction, Kind, State]] = [
 ]
 """The server's rows before shutdown."""
 
-# Spec: 2025-06-18/basic/lifecycle#shutdown.1
-# "During the shutdown phase, one side (usually the client) cleanly terminates the protocol
-# connection."
+# Source: 2025-06-18/basic/lifecycle#shutdown ("one side (usually the client) cleanly
+# terminates the protocol connection"; for stdio, by closing the input).
 SHUTDOWN_ROWS: list[tuple[State, Direction, Kind, State]] = [
     # End of input: the peer is done; we may still answer what we accepted.
     (PRE_INIT, RECEIVE, CLOSE, CLOSING),
