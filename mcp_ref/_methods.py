@@ -38,7 +38,6 @@ __all__ = [
     "capability_present",
     "check_version",
     "negotiate_version",
-    "with_progress_token",
 ]
 
 SUPPORTED_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
@@ -240,32 +239,6 @@ def negotiate_version(requested: str) -> str:
     # Spec: 2025-06-18/basic/lifecycle#version-negotiation.5
     # "This SHOULD be the latest version supported by the server."
     return LATEST_PROTOCOL_VERSION
-
-
-def with_progress_token(method: str, params: Any, token: str | int) -> Any:
-    """``params`` (typed, or None) with ``_meta.progressToken`` set to ``token``.
-
-    Params that cannot carry ``_meta`` (a method without params) are returned as they
-    are; the core then refuses them or the server sends no progress.
-
-    Source: 2025-06-18/basic/utilities/progress#progress-flow.1.
-    """
-    if params is None:
-        spec = METHODS.get(method)
-        if spec is None or spec.params_type is None:
-            return None
-        try:
-            params = spec.params_type()
-        except TypeError:  # required fields: the core will refuse the request anyway
-            return None
-    if not attrs.has(type(params)) or not hasattr(params, "meta"):
-        return params
-    meta = dict(params.meta or {})
-    # Spec: 2025-06-18/basic/utilities/progress#progress-flow.2 (request ids are unique)
-    # "Progress tokens can be chosen by the sender using any means, but MUST be unique across all
-    # active requests."
-    meta["progressToken"] = token
-    return attrs.evolve(params, meta=meta)
 
 
 def check_version(version: str) -> str:

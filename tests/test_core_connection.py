@@ -23,6 +23,7 @@ from mcp_ref import (
     NEED_DATA,
     SERVER,
     Connection,
+    ConnectionClosed,
     ErrorResponse,
     LocalProtocolError,
     Notification,
@@ -39,7 +40,7 @@ from mcp_ref import (
 from mcp_ref import types as t
 from mcp_ref._framing import TOO_LONG, frame
 
-from ._pair import deliver, events, init_request, initialized_pair
+from ._pair import deliver, events, init_request, init_result, initialized_pair
 
 
 def _cancel(rid: object) -> Notification:
@@ -338,3 +339,214 @@ def test_a_dropped_over_long_response_is_an_internal_error() -> None:
     (ev,) = events(client)
     assert isinstance(ev, ErrorResponse)
     assert (ev.id, ev.code, ev.method) == ("q", -32603, "tools/list")
+
+
+# -- What the mutation run of the merged receive and send paths showed untested --------
+
+
+def test_the_default_timeout_applies_to_a_request_sent_without_one() -> None:
+    client, _server = initialized_pair()
+    client.default_timeout = RequestTimeout(seconds=7.0)
+    client.send(Request(id=5, method="ping"), now=100.0)
+    assert client.next_deadline() == 107.0
+    client.send(Request(id=6, method="ping"), now=100.0, timeout=None)
+    assert client.next_deadline() == 107.0  # the one without a timeout adds none
+
+
+def test_the_last_line_without_its_newline_is_read_at_end_of_input() -> None:
+    server = Connection(SERVER)
+    server.receive_data(b'{"jsonrpc":"2.0","id":1,"method":"ping"}')
+    assert server.next_event() is NEED_DATA
+    server.receive_data(b"")
+    request = server.next_event()
+    assert isinstance(request, Request) and request.id == 1
+
+
+def test_a_blank_whole_message_is_a_parse_error_with_a_null_id_reply() -> None:
+    server = Connection(SERVER, newline_framing=False)
+    server.receive_message(b" \r\n\t ")
+    with pytest.raises(RemoteProtocolError) as caught:
+        server.next_event()
+    assert caught.value.code == -32700
+    hint = caught.value.event_hint
+    assert isinstance(hint, ErrorResponse)
+    assert (hint.id, hint.code, hint.message) == (None, -32700, "parse error: empty message")
+
+
+def test_the_initialize_request_fills_in_what_the_server_knows_of_its_peer() -> None:
+    server = Connection(SERVER)
+    deliver(Connection(CLIENT).send(init_request()), server)
+    assert server.peer_info == t.Implementation(name="test-client", version="1.0")
+    assert server.requested_version == "2025-11-25"
+
+
+def test_the_initialize_result_fills_in_what_the_client_knows_of_its_peer() -> None:
+    client, server = Connection(CLIENT), Connection(SERVER)
+    deliver(client.send(init_request(version="2025-06-18")), server)
+    assert client.requested_version == "2025-06-18"
+    result = t.InitializeResult(
+        protocol_version="2025-06-18",
+        capabilities=t.ServerCapabilities(),
+        server_info=t.Implementation(name="s", version="2"),
+        instructions="use the tools",
+    )
+    deliver(server.send(Response(id=0, result=result)), client)
+    assert client.peer_info == t.Implementation(name="s", version="2")
+    assert client.instructions == "use the tools"
+    assert client.protocol_version == "2025-06-18"
+
+
+def test_an_unusable_initialize_result_sends_the_client_back_to_pre_initialization() -> None:
+    client = Connection(CLIENT)
+    client.send(init_request())
+    client.receive_data(b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":5}}\n')
+    (error,) = events(client)
+    assert isinstance(error, ErrorResponse) and error.code == -32603
+    assert client.our_state is State.PRE_INIT
+    client.send(init_request(rid=1))  # and it may try again
+    assert client.our_state is State.INITIALIZING
+
+
+def test_an_unusable_result_of_another_request_keeps_the_state() -> None:
+    client, _server = initialized_pair()
+    client.send(Request(id=9, method="tools/list"))
+    client.receive_data(b'{"jsonrpc":"2.0","id":9,"result":{"tools":5}}\n')
+    (error,) = events(client)
+    assert isinstance(error, ErrorResponse) and (error.id, error.code) == (9, -32603)
+    assert client.our_state is State.OPERATING
+
+
+def test_notifications_and_error_responses_arrive_with_what_they_carry() -> None:
+    client, server = initialized_pair()
+    (note,) = deliver(
+        server.send(
+            Notification(
+                method="notifications/message",
+                params=t.LoggingMessageNotificationParams(level="info", data="hello"),
+            )
+        ),
+        client,
+    )
+    assert note.params == t.LoggingMessageNotificationParams(level="info", data="hello")
+    client.send(Request(id=3, method="ping"))
+    (error,) = deliver(
+        server.send(ErrorResponse(id=3, code=-32000, message="no", data=[1])), client
+    )
+    assert (error.id, error.code, error.message, error.data, error.method) == (
+        3,
+        -32000,
+        "no",
+        [1],
+        "ping",
+    )
+    client.receive_data(
+        b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x","data":2}}\n'
+    )
+    (unreadable,) = events(client)
+    assert (unreadable.id, unreadable.code, unreadable.message, unreadable.data) == (
+        None,
+        -32700,
+        "x",
+        2,
+    )
+
+
+def test_an_unexpected_response_carries_the_message_as_received() -> None:
+    client, _server = initialized_pair()
+    client.receive_data(b'{"jsonrpc":"2.0","id":77,"result":{"x":1}}\n')
+    (unexpected,) = events(client)
+    assert unexpected.id == 77
+    assert unexpected.message == {"jsonrpc": "2.0", "id": 77, "result": {"x": 1}}
+
+
+def test_a_request_without_a_progress_token_holds_no_token() -> None:
+    client, server = initialized_pair()
+    deliver(client.send(Request(id=1, method="ping")), server)
+    with_empty_token = Request(
+        id=2, method="ping", params=t.RequestParams(meta={"progressToken": ""})
+    )
+    (request,) = deliver(client.send(with_empty_token), server)
+    assert request.id == 2  # "" is a token of its own, not the absent token of request 1
+
+
+def test_after_close_a_request_and_a_response_are_refused_naming_the_state() -> None:
+    client, server = initialized_pair()
+    deliver(client.send(Request(id=1, method="tools/list")), server)  # plans are cached
+    server.send(Request(id=50, method="ping"))
+    server.close()
+    server.receive_data(b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n')
+    with pytest.raises(RemoteProtocolError) as caught:
+        server.next_event()
+    hint = caught.value.event_hint
+    assert isinstance(hint, ErrorResponse)
+    assert (hint.id, hint.code) == (2, -32600)
+    assert (
+        hint.message == "server cannot receive request in state CLOSED (2025-06-18/basic/lifecycle)"
+    )
+    server.receive_data(b'{"jsonrpc":"2.0","id":50,"result":{}}\n')
+    with pytest.raises(RemoteProtocolError) as caught:
+        server.next_event()
+    assert caught.value.code == -32600 and caught.value.event_hint is None
+    assert caught.value.message == (
+        "server cannot receive response in state CLOSED (2025-06-18/basic/lifecycle)"
+    )
+
+
+def test_once_input_ended_a_cached_request_may_not_be_sent() -> None:
+    client, _server = initialized_pair()
+    client.send(Request(id=1, method="tools/list"))  # its plan is cached
+    client.receive_data(b"")
+    assert isinstance(client.next_event(), ConnectionClosed)
+    with pytest.raises(LocalProtocolError) as caught:
+        client.send(Request(id=2, method="tools/list"))
+    assert caught.value.message == (
+        "client cannot send request in state CLOSING (2025-06-18/basic/lifecycle)"
+    )
+
+
+@pytest.mark.parametrize("newline_framing", [True, False])
+def test_a_message_exactly_at_the_size_limit_may_be_sent_and_one_byte_more_may_not(
+    newline_framing: bool,
+) -> None:
+    empty = len(b'{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":""}]}}')
+    limit = 1000
+    server = Connection(SERVER, max_message_bytes=limit, newline_framing=newline_framing)
+    messages = [
+        Connection(CLIENT, newline_framing=False).send(init_request()),
+        b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
+    ]
+    for rid in (1, 2):
+        messages.append(
+            f'{{"jsonrpc":"2.0","id":{rid},"method":"tools/call","params":{{"name":"t"}}}}'.encode()
+        )
+    for message in messages:
+        if newline_framing:
+            server.receive_data(message + b"\n")
+        else:
+            server.receive_message(message)
+        if message is messages[0]:
+            events(server)
+            server.send(Response(id=0, result=init_result()))
+    events(server)
+    at_limit = t.CallToolResult(content=[t.TextContent(type="text", text="x" * (limit - empty))])
+    assert len(server.send(Response(id=1, result=at_limit))) == limit + newline_framing
+    over = t.CallToolResult(content=[t.TextContent(type="text", text="x" * (limit - empty + 1))])
+    with pytest.raises(LocalProtocolError):
+        server.send(Response(id=2, result=over))
+
+
+@pytest.mark.parametrize(("in_flight", "bound"), [(16, 64), (20, 80)])
+def test_refusal_replies_are_remembered_exactly_to_the_bound(in_flight: int, bound: int) -> None:
+    """The bound is max(64, 4 x max_requests_in_flight): the reply of the oldest refusal
+    is forgotten with the bound + 1st, and then it answers the request it names."""
+    for extra in (0, 1):
+        client, server = initialized_pair(max_requests_in_flight=in_flight)
+        deliver(client.send(Request(id=1, method="ping")), server)
+        replies = []
+        for rid in [1, *range(100, 100 + bound - 1 + extra)]:
+            server.receive_data(f'{{"jsonrpc":"2.0","id":{rid},"method":"no/such"}}\n'.encode())
+            with pytest.raises(RemoteProtocolError) as caught:
+                server.next_event()
+            replies.append(caught.value.event_hint)
+        server.send(replies[0])
+        assert server.requests_in_flight() == ([], [] if extra else [1])

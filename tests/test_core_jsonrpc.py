@@ -222,3 +222,20 @@ def test_encode() -> None:
     cyclic["self"] = cyclic
     with pytest.raises(ValueError, match=r"^message nested too deeply \(or cyclic\)$"):
         encode(cyclic)
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {"jsonrpc": "2.0", "id": 1.5, "method": 5},
+        {"jsonrpc": "2.0", "id": True, "method": 5},
+        {"jsonrpc": "1.0", "id": [1], "method": "x"},
+    ],
+)
+def test_a_refusal_names_no_request_id_that_is_not_legal(obj: dict[str, Any]) -> None:
+    """The refusal's ``request_id`` (what a driver reports and keys on) is None when
+    the id is not a string or an integer, as its reply's id is."""
+    with pytest.raises(RemoteProtocolError) as caught:
+        classify(obj)
+    assert caught.value.request_id is None
+    assert caught.value.event_hint is not None and caught.value.event_hint.id is None

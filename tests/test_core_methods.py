@@ -18,7 +18,6 @@ from mcp_ref._methods import (
     _req,
     capability_present,
     check_version,
-    with_progress_token,
 )
 from mcp_ref._state import CLIENT, SERVER
 
@@ -53,33 +52,6 @@ def test_every_row_is_keyed_by_its_method() -> None:
         assert row.kind in (REQUEST, NOTIFICATION)
         assert row.senders
         assert (row.result_type is not None) == (row.kind == REQUEST)
-
-
-def test_progress_token_is_added_to_typed_params_keeping_other_meta() -> None:
-    params = t.CallToolRequestParams(name="echo", arguments={"a": 1}, meta={"k": "v"})
-    out = with_progress_token("tools/call", params, "tok-1")
-    assert out == t.CallToolRequestParams(
-        name="echo", arguments={"a": 1}, meta={"k": "v", "progressToken": "tok-1"}
-    )
-    assert params.meta == {"k": "v"}  # the original is left alone
-    bare = with_progress_token("tools/call", t.CallToolRequestParams(name="echo"), 7)
-    assert bare.meta == {"progressToken": 7}
-
-
-def test_missing_params_are_made_when_every_field_is_optional() -> None:
-    out = with_progress_token("tools/list", None, 3)
-    assert out == t.PaginatedRequestParams(meta={"progressToken": 3})
-    # Required fields (a name): nothing can be made, the core refuses the request.
-    assert with_progress_token("tools/call", None, 3) is None
-    # An unknown method: no row, no params.
-    assert with_progress_token("x/unknown", None, 3) is None
-
-
-def test_params_that_cannot_carry_meta_come_back_as_they_are() -> None:
-    raw = {"name": "echo"}
-    assert with_progress_token("tools/call", raw, 1) is raw
-    no_meta = t.Annotations(priority=0.5)
-    assert with_progress_token("tools/call", no_meta, 1) is no_meta
 
 
 def test_check_version() -> None:

@@ -152,11 +152,11 @@ def test_a_received_token_is_a_string_or_an_integer() -> None:
 
 @spec("2025-06-18/basic/utilities/progress#progress-flow.2")
 def test_clients_use_the_unique_request_id_as_the_token() -> None:
-    """with_progress_token (used by the asyncio and blocking clients) puts the request
+    """The client core's with_progress_token (every client's) puts the request
     id, unique among active requests, in ``_meta.progressToken``, keeping other meta;
     a peer reusing an active token gets a well-formed -32602 error."""
     from mcp_ref import RemoteProtocolError
-    from mcp_ref._methods import with_progress_token
+    from mcp_ref._client import with_progress_token
 
     client, server = initialized_pair()
     for rid in (11, "twelve"):
