@@ -172,15 +172,15 @@ class MemoryMessageChannel:
         send_channel: trio.MemorySendChannel[bytes],
         receive_channel: trio.MemoryReceiveChannel[bytes],
     ) -> None:
-        self._send = send_channel
-        self._receive = receive_channel
-        self.sent: int = 0
-        """Messages sent so far (for tests)."""
+        self.send_channel = send_channel
+        """The trio memory channel messages are sent on."""
+        self.receive_channel = receive_channel
+        """The trio memory channel messages are received from."""
 
     async def receive(self) -> bytes:
         """The next whole message; ``b""`` once the other end closed."""
         try:
-            return await self._receive.receive()
+            return await self.receive_channel.receive()
         except (trio.EndOfChannel, trio.ClosedResourceError):
             return b""
 
@@ -191,13 +191,12 @@ class MemoryMessageChannel:
             trio.BrokenResourceError: the other end was closed.
             trio.ClosedResourceError: this end was closed.
         """
-        await self._send.send(data)
-        self.sent += 1
+        await self.send_channel.send(data)
 
     async def aclose(self) -> None:
         """Close both directions (the other end then receives ``b""``)."""
-        await self._send.aclose()
-        await self._receive.aclose()
+        await self.send_channel.aclose()
+        await self.receive_channel.aclose()
 
 
 def memory_channel_pair(

@@ -67,6 +67,7 @@ from ..events import (
     RequestTimedOut,
     Response,
 )
+from . import _fastpath
 from ._channel import MessageChannel
 from ._handler import Handler, RequestContext
 from ._incoming import answer
@@ -100,13 +101,20 @@ class _Tasks:
     """The tasks of one session and its dispatch route (see the module docstring)."""
 
     def __init__(
-        self, session: Session, handler: Handler, nursery: trio.Nursery, drain_timeout: float
+        self,
+        session: Session,
+        handler: Handler,
+        nursery: trio.Nursery,
+        drain_timeout: float,
+        fast_path: bool,
     ) -> None:
         self.session = session
         self.handler = handler
         self.nursery = nursery
         self.drain_timeout = drain_timeout
         self.dispatch_lock = trio.Lock()
+        self.fast_path = fast_path
+        self.read_now = _fastpath.reader_for(session._channel) if fast_path else None
 
     async def read(self) -> None:
         """The one reader: the channel's bytes into the core, then dispatch."""
@@ -114,10 +122,12 @@ class _Tasks:
         conn = session.connection
         whole_messages = channel.framing == "messages"
         while not session.closed:
-            try:
-                data = await channel.receive()  # b"" at end of input
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                data = b""
+            data = self.read_now() if self.read_now is not None else None  # fast path
+            if data is None:
+                try:
+                    data = await channel.receive()  # b"" at end of input
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    data = b""
             if session.closed:
                 return
             session.last_input_at = trio.current_time()
@@ -136,8 +146,12 @@ class _Tasks:
         itself is shielded, so an event taken from the core is never dropped half-way
         (what it waits for ends when the session closes).
         """
-        session = self.session
-        async with self.dispatch_lock:
+        session, lock = self.session, self.dispatch_lock
+        if self.fast_path:
+            await _fastpath.acquire(lock)  # fast path: no schedule point when free
+        else:
+            await lock.acquire()
+        try:
             take()
             with trio.CancelScope(shield=True):
                 while not session.closed:
@@ -150,6 +164,8 @@ class _Tasks:
                         return
                     assert isinstance(event, Event)
                     await self.dispatch_one(event)
+        finally:
+            lock.release()
 
     async def dispatch_one(self, event: Event) -> None:
         session = self.session
@@ -312,6 +328,7 @@ async def open_session(
     max_queued_notifications: int = 64,
     drain_timeout: float = 30.0,
     keepalive: Keepalive | None = None,
+    fast_path: bool = False,
 ) -> AsyncIterator[Session]:
     """Run an MCP session over ``channel`` for the duration of an ``async with`` block.
 
@@ -332,6 +349,9 @@ async def open_session(
             finish and be answered before they are cancelled (default 30).
         keepalive: ping the peer after this much silence and end the session when it
             stops answering (:class:`~mcp_ref.trio.Keepalive`); default None, no pings.
+        fast_path: write a message at once, without the send lock or a schedule point,
+            when nothing else is writing and the channel can take it (memory channels,
+            sockets and pipes; see :mod:`mcp_ref.trio._fastpath`); default False.
 
     Yields:
         The :class:`Session`.  Initialization is not done here: a client sends
@@ -365,11 +385,12 @@ async def open_session(
         max_concurrent_requests=max_concurrent_requests,
         send_timeout=send_timeout,
         max_queued_notifications=max_queued_notifications,
+        fast_path=fast_path,
     )
     body_error: BaseException | None = None
     try:
         async with trio.open_nursery() as nursery:
-            tasks = _Tasks(session, handler, nursery, drain_timeout)
+            tasks = _Tasks(session, handler, nursery, drain_timeout, fast_path)
             session._dispatch = tasks.dispatch
             attach = getattr(channel, "attach_session", None)
             if attach is not None:

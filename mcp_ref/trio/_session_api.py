@@ -35,6 +35,7 @@ from .._errors import LocalProtocolError
 from .._inflight import RequestTimeout
 from .._state import Role
 from ..events import Event, Notification, Progress, Request, RequestId
+from . import _fastpath
 from ._channel import MessageChannel
 from ._incoming import Running
 from ._outgoing import SESSION_DEFAULT, SessionClosed, TimeoutArg, Waiters, with_progress_token
@@ -66,6 +67,7 @@ class Session:
         max_concurrent_requests: int,
         send_timeout: float | None,
         max_queued_notifications: int,
+        fast_path: bool = False,
     ) -> None:
         self.connection = connection
         self.role: Role = connection.our_role
@@ -78,6 +80,7 @@ class Session:
         self._send_timeout = math.inf if send_timeout is None else send_timeout
         self._send_lock = trio.Lock()
         self._write_scope: trio.CancelScope | None = None
+        self._write_now = _fastpath.writer_for(channel) if fast_path else None
         self._waiters = Waiters()  # our requests' callers
         self._running = Running(max_concurrent_requests)  # the peer's requests
         self._notes_in, self._notes_out = trio.open_memory_channel[Notification](
@@ -233,30 +236,48 @@ class Session:
         Raises:
             SessionClosed: the session is closed, or the write failed or timed out.
         """
-        async with self._send_lock:  # messages whole and in order
+        lock = self._send_lock
+        if self._write_now is not None and not lock.locked():
+            # The fast path (_fastpath.py): no write under way, so the channel may take
+            # the bytes at once; what it leaves is written below, the lock taken first.
             self._check_open()
             data = produce()
-            if not data:
-                return  # the core sends nothing (e.g. the answer to a cancelled request)
-            failure: str | None = None
-            # The shield keeps the caller's cancellation out (half a message would break
-            # the stream); the scope's own deadline and _close() still apply inside.
-            deadline = trio.current_time() + self._send_timeout
-            with trio.CancelScope(shield=True, deadline=deadline) as scope:
-                self._write_scope = scope
-                try:
-                    await self._channel.send(data, related_request_id=related_request_id)
-                except Exception as exc:
-                    failure = f"sending to the peer failed: {exc!r}"
-                finally:
-                    self._write_scope = None
-            if failure is None and scope.cancelled_caught:
-                failure = self.close_reason or f"sending took longer than {self._send_timeout} s"
-            if failure is not None:
-                self.connection.send_failed()  # the stream may hold half a message
-                eof = getattr(self._channel, "eof_reason", None)
-                self._close(f"{failure}; {eof}" if eof and eof not in failure else failure)
-                raise SessionClosed(self.close_reason or failure)
+            taken = self._write_now(data) if data else 0
+            if taken >= len(data):
+                return
+            lock.acquire_nowait()  # free: nothing yielded since locked()
+            try:
+                await self._write_locked(data[taken:], related_request_id)
+            finally:
+                lock.release()
+            return
+        async with lock:  # messages whole and in order
+            self._check_open()
+            data = produce()
+            if data:  # b"": the core sends nothing (the answer to a cancelled request)
+                await self._write_locked(data, related_request_id)
+
+    async def _write_locked(self, data: bytes, related_request_id: RequestId | None) -> None:
+        """Write bytes the core produced (the caller holds the send lock)."""
+        failure: str | None = None
+        # The shield keeps the caller's cancellation out (half a message would break
+        # the stream); the scope's own deadline and _close() still apply inside.
+        deadline = trio.current_time() + self._send_timeout
+        with trio.CancelScope(shield=True, deadline=deadline) as scope:
+            self._write_scope = scope
+            try:
+                await self._channel.send(data, related_request_id=related_request_id)
+            except Exception as exc:
+                failure = f"sending to the peer failed: {exc!r}"
+            finally:
+                self._write_scope = None
+        if failure is None and scope.cancelled_caught:
+            failure = self.close_reason or f"sending took longer than {self._send_timeout} s"
+        if failure is not None:
+            self.connection.send_failed()  # the stream may hold half a message
+            eof = getattr(self._channel, "eof_reason", None)
+            self._close(f"{failure}; {eof}" if eof and eof not in failure else failure)
+            raise SessionClosed(self.close_reason or failure)
 
     async def _quiet_send(self, event: Event, related_request_id: RequestId | None = None) -> None:
         """:meth:`_send`, logging instead of raising (the session may be ending)."""

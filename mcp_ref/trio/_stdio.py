@@ -127,7 +127,8 @@ class StoppableChannel:
     """
 
     def __init__(self, inner: MessageChannel) -> None:
-        self._inner = inner
+        self.inner = inner
+        """The transport's channel."""
         self.framing = inner.framing
         self.stopped: str | None = None
         """Why :meth:`stop` ended the input (None until then)."""
@@ -136,7 +137,7 @@ class StoppableChannel:
     @property
     def eof_reason(self) -> str | None:
         """Why input ended: the stop's reason, else the inner channel's."""
-        return self.stopped or getattr(self._inner, "eof_reason", None)
+        return self.stopped or getattr(self.inner, "eof_reason", None)
 
     def stop(self, reason: str = "the server is shutting down") -> None:
         """End the input now (idempotent)."""
@@ -150,7 +151,7 @@ class StoppableChannel:
         if self.stopped is None:
             with trio.CancelScope() as self._scope:
                 try:
-                    return await self._inner.receive()
+                    return await self.inner.receive()
                 finally:
                     self._scope = None
         await trio.lowlevel.checkpoint()
@@ -158,15 +159,15 @@ class StoppableChannel:
 
     async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
         """The inner channel's ``send``."""
-        await self._inner.send(data, related_request_id=related_request_id)
+        await self.inner.send(data, related_request_id=related_request_id)
 
     async def aclose(self) -> None:
         """Close the inner channel."""
-        await self._inner.aclose()
+        await self.inner.aclose()
 
     def __getattr__(self, name: str) -> Any:
         # attach_session and the like, when the inner channel has them.
-        return getattr(self._inner, name)
+        return getattr(self.inner, name)
 
 
 async def serve_until_signal(serve: Callable[[trio.Event], Awaitable[None]]) -> int | None:
