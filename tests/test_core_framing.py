@@ -7,7 +7,9 @@ Source: 2025-06-18/basic/transports#stdio (newline-delimited messages);
 
 from __future__ import annotations
 
-from mcp_ref._framing import TOO_LONG, LineBuffer
+import pytest
+
+from mcp_ref._framing import PEEK_BYTES, TOO_LONG, LineBuffer
 from mcp_ref._http import MessageKind
 from mcp_ref._http_messages import MessageInfo, message_info
 
@@ -37,3 +39,26 @@ def test_message_info_of_whole_messages() -> None:
     )
     assert message_info(b"[]") is None
     assert message_info(b"{") is None
+
+
+def test_a_buffer_must_hold_at_least_one_byte() -> None:
+    with pytest.raises(ValueError, match=r"^max_line_bytes must be positive$"):
+        LineBuffer(0)
+
+
+def test_an_over_long_line_still_without_its_newline_keeps_its_first_bytes() -> None:
+    """The first bytes of a line dropped for its length are kept, so the connection
+    can answer the request by the id they show."""
+    buf = LineBuffer(16)
+    start = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":'
+    buf.feed(start + b"x" * (PEEK_BYTES * 2))
+    assert buf.next_line() is TOO_LONG
+    assert buf.too_long_prefix == (start + b"x" * PEEK_BYTES)[:PEEK_BYTES]
+
+
+def test_an_empty_line_at_the_start_is_empty_even_if_the_buffer_ends_with_a_cr() -> None:
+    buf = LineBuffer(64)
+    buf.feed(b'\n{"a":1}\r')
+    assert buf.next_line() == b""
+    buf.feed(b"\n")
+    assert buf.next_line() == b'{"a":1}'
