@@ -175,3 +175,13 @@ def test_the_http_modules_form_no_cycle_even_for_annotations() -> None:
     http = {n for n in MODULES if n.startswith(("mcp_ref.trio.http", "mcp_ref._http"))}
     graph = {n: {m for m in edges if m in http} for n, edges in _edges(typing=True).items()}
     assert cycles({n: graph[n] for n in http}) == []
+
+
+def test_the_trio_drivers_form_no_cycle_even_for_annotations() -> None:
+    """``mcp_ref/trio/`` (the session, its channels, stdio, WebSocket and HTTP) imports in
+    one direction, ``if TYPE_CHECKING:`` imports included: the session's modules go
+    ``_session -> _handler -> _session_api -> _outgoing / _incoming``, and the
+    keepalive task names what it needs of a session with a Protocol."""
+    trio_modules = {n for n in MODULES if n.startswith("mcp_ref.trio")}
+    graph = {n: {m for m in edges if m in trio_modules} for n, edges in _edges(typing=True).items()}
+    assert cycles({n: graph[n] for n in trio_modules}) == []
