@@ -1,5 +1,6 @@
-"""End of input on a trio session: the requests already accepted are still answered
-(nothing accepted is lost), our own requests fail at once, then the session closes."""
+"""End of input on a trio session (2025-06-18/basic/lifecycle#shutdown): the requests already
+accepted are still answered (nothing accepted is lost), our own requests fail at once,
+then the session closes."""
 
 from __future__ import annotations
 
