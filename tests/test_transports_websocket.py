@@ -43,19 +43,21 @@ from mcp_ref.client import open_websocket_client
 from mcp_ref.server import Server
 from mcp_ref.trio import SessionClosed
 from mcp_ref.trio.websocket import (
-    CLOSE_MESSAGE_TOO_BIG,
-    CLOSE_PING_TIMEOUT,
-    CLOSE_PROTOCOL_ERROR,
-    CLOSE_UNSUPPORTED_DATA,
     HandshakeError,
     WebSocketChannel,
-    _serve_listeners,
     open_websocket_channel,
-    parse_host_port,
     serve_websocket,
     serve_websocket_stream,
     websocket_server_handshake,
 )
+from mcp_ref.trio.websocket.channel import (
+    CLOSE_MESSAGE_TOO_BIG,
+    CLOSE_PING_TIMEOUT,
+    CLOSE_PROTOCOL_ERROR,
+    CLOSE_UNSUPPORTED_DATA,
+)
+from mcp_ref.trio.websocket.client import parse_host_port
+from mcp_ref.trio.websocket.server import _serve_listeners
 
 spec = pytest.mark.spec
 LIMIT = 10  # seconds, mock or real, any test may take

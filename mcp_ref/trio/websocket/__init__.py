@@ -47,61 +47,14 @@ the transport's description and its import point.
 
 from __future__ import annotations
 
-from .channel import (
-    CLOSE_ABNORMAL,
-    CLOSE_INVALID_DATA,
-    CLOSE_MESSAGE_TOO_BIG,
-    CLOSE_NORMAL,
-    CLOSE_PING_TIMEOUT,
-    CLOSE_PROTOCOL_ERROR,
-    CLOSE_UNSUPPORTED_DATA,
-    DEFAULT_CLOSE_TIMEOUT,
-    DEFAULT_HANDSHAKE_TIMEOUT,
-    DEFAULT_PATH,
-    DEFAULT_PING_INTERVAL,
-    DEFAULT_PING_TIMEOUT,
-    MAX_HANDSHAKE_BYTES,
-    MAX_REJECT_BODY,
-    RECEIVE_SIZE,
-    SUBPROTOCOL,
-    WebSocketChannel,
-)
-from .client import (
-    HandshakeError,
-    open_websocket_channel,
-    parse_host_port,
-    websocket_client_handshake,
-)
-from .server import (
-    _serve_listeners as _serve_listeners,  # used by tests
-)
-from .server import (
-    serve_websocket,
-    serve_websocket_stream,
-    websocket_server_handshake,
-)
+from .channel import WebSocketChannel
+from .client import HandshakeError, open_websocket_channel, websocket_client_handshake
+from .server import serve_websocket, serve_websocket_stream, websocket_server_handshake
 
 __all__ = [
-    "CLOSE_ABNORMAL",
-    "CLOSE_INVALID_DATA",
-    "CLOSE_MESSAGE_TOO_BIG",
-    "CLOSE_NORMAL",
-    "CLOSE_PING_TIMEOUT",
-    "CLOSE_PROTOCOL_ERROR",
-    "CLOSE_UNSUPPORTED_DATA",
-    "DEFAULT_CLOSE_TIMEOUT",
-    "DEFAULT_HANDSHAKE_TIMEOUT",
-    "DEFAULT_PATH",
-    "DEFAULT_PING_INTERVAL",
-    "DEFAULT_PING_TIMEOUT",
-    "MAX_HANDSHAKE_BYTES",
-    "MAX_REJECT_BODY",
-    "RECEIVE_SIZE",
-    "SUBPROTOCOL",
     "HandshakeError",
     "WebSocketChannel",
     "open_websocket_channel",
-    "parse_host_port",
     "serve_websocket",
     "serve_websocket_stream",
     "websocket_client_handshake",
