@@ -1,6 +1,7 @@
 """The Streamable HTTP server's sans-IO decisions, without sockets or a clock: where a
 request goes (mcp_ref._http_server), which logical stream each message goes to
-(mcp_ref._http_streams) and the session bounds (mcp_ref._http_sessions).
+(mcp_ref._http_streams), the session bounds (mcp_ref._http_sessions), and one
+connection's bytes in and events out (mcp_ref._http_connection).
 
 Source: 2025-06-18/basic/transports (Streamable HTTP: sending messages, listening,
 multiple connections, resumability, session management).
@@ -15,6 +16,7 @@ import h11
 import pytest
 
 from mcp_ref._http import HttpError, HttpLimits, MessageKind
+from mcp_ref._http_connection import CLOSED, NEED_DATA, Refusal, RequestReady, ServerConnection
 from mcp_ref._http_messages import MessageInfo
 from mcp_ref._http_server import Endpoint, ServerConfig, request_headers, route_request
 from mcp_ref._http_sessions import SessionBook, told_apart
@@ -215,3 +217,89 @@ def test_expiry_of_sessions_never_initialized_and_idle_ones() -> None:
     assert [t for t, _ in ends] == [never] and next_at == 105.0
     ends, _ = book.expired([idle], now=105.0)
     assert [t for t, _ in ends] == [idle]
+
+
+# -- one connection: bytes in, events out ----------------------------------------------
+
+
+def connection(**limits: Any) -> ServerConnection:
+    return ServerConnection(attrs.evolve(CFG, limits=HttpLimits(**limits)), {})
+
+
+HOST = b"host: localhost:8000\r\n"
+PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+POST = (
+    b"POST /mcp HTTP/1.1\r\n" + HOST + b"accept: application/json, text/event-stream\r\n"
+    b"content-type: application/json\r\ncontent-length: %d\r\n\r\n" % len(PING)
+)
+
+
+def test_a_post_is_ready_once_its_body_is_whole_however_it_arrives() -> None:
+    conn = connection()
+    assert conn.next_event() is NEED_DATA and conn.waiting_for == "head"
+    for byte in POST:
+        conn.receive_data(bytes([byte]))
+    assert conn.next_event() is NEED_DATA and conn.waiting_for == "body"
+    conn.receive_data(PING[:10])
+    assert conn.next_event() is NEED_DATA
+    conn.receive_data(PING[10:])
+    ready = conn.next_event()
+    assert isinstance(ready, RequestReady) and ready.endpoint is Endpoint.POST
+    assert ready.body == PING and not ready.last and conn.waiting_for is None
+
+
+def test_a_refusal_before_the_body_is_read_ends_the_connection() -> None:
+    # h11 holds a request as unfinished until its (even empty) body is read: a refusal
+    # before that cannot let the connection serve another request.
+    conn = connection()
+    conn.receive_data(b"GET /nowhere HTTP/1.1\r\n" + HOST + b"\r\n" + POST + PING)
+    refused = conn.next_event()
+    assert isinstance(refused, Refusal) and refused.error.status == 404 and refused.close
+    assert refused.data.startswith(b"HTTP/1.1 404 ") and b"connection: close" in refused.data
+    assert not conn.next_cycle(last=False)
+
+
+def test_the_last_request_of_a_connection_is_marked() -> None:
+    conn = connection(max_requests_per_connection=1)
+    conn.receive_data(POST + PING)
+    ready = conn.next_event()
+    assert isinstance(ready, RequestReady) and ready.last
+
+
+def test_a_body_past_the_limit_is_413_and_ends_the_connection() -> None:
+    conn = connection(max_body_bytes=10)
+    conn.receive_data(POST + PING)  # Content-Length past the bound: refused before the body
+    refused = conn.next_event()
+    assert isinstance(refused, Refusal) and refused.error.status == 413 and refused.close
+    chunked = POST.replace(b"content-length: %d" % len(PING), b"transfer-encoding: chunked")
+    conn = connection(max_body_bytes=10)
+    conn.receive_data(chunked + b"%x\r\n" % len(PING) + PING + b"\r\n0\r\n\r\n")
+    refused = conn.next_event()  # no length said: refused once the body passes the bound
+    assert isinstance(refused, Refusal) and refused.error.status == 413 and refused.close
+
+
+def test_a_late_head_is_408_and_an_idle_connection_closes_quietly() -> None:
+    conn = connection()
+    assert conn.timed_out() is CLOSED
+    conn = connection()
+    conn.receive_data(b"GET /mcp HTT")
+    assert conn.next_event() is NEED_DATA
+    late = conn.timed_out()
+    assert isinstance(late, Refusal) and late.error.status == 408 and late.close
+    assert late.data.startswith(b"HTTP/1.1 408 ")
+
+
+def test_100_continue_is_written_before_the_body_is_awaited() -> None:
+    conn = connection()
+    conn.receive_data(POST.replace(b"\r\n\r\n", b"\r\nexpect: 100-continue\r\n\r\n"))
+    assert conn.next_event() is NEED_DATA
+    assert conn.outgoing and conn.outgoing[0].startswith(b"HTTP/1.1 100 ")
+
+
+def test_a_refusal_of_a_head_request_ends_after_the_head() -> None:
+    conn = connection()
+    conn.receive_data(b"HEAD /mcp HTTP/1.1\r\n" + HOST + b"\r\n")
+    refused = conn.next_event()
+    assert isinstance(refused, Refusal) and refused.error.status == 405
+    assert refused.data.startswith(b"HTTP/1.1 405 ") and b'"jsonrpc"' not in refused.data
+    assert not conn.next_cycle(last=False)

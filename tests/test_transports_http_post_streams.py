@@ -73,7 +73,7 @@ async def test_a_quick_answer_is_one_write_and_the_connection_is_reused(
     # The head waits for the first events (HEAD_WAIT_SECONDS at most): a quick answer
     # is written at once, head, event and end together.
     writes: list[bytes] = []
-    write = H11Stream._write
+    write = H11Stream.write
 
     async def recording(self: H11Stream, data: bytes) -> None:
         writes.append(data)
@@ -83,7 +83,7 @@ async def test_a_quick_answer_is_one_write_and_the_connection_is_reused(
         async with serve() as (info, ctrl):
             sid, _ = await open_session(info.port, version=V)
             conn = await RawConnection.open(info.port)
-            monkeypatch.setattr(H11Stream, "_write", recording)
+            monkeypatch.setattr(H11Stream, "write", recording)
             for rid in (2, 3):
                 writes.clear()
                 ans = await post(conn, call(rid, "where", {"text": f"t{rid}"}), sid)
@@ -248,7 +248,7 @@ async def test_json_mode_logs_go_to_the_get_stream_and_are_written_before_the_an
     # connections allow.  (Client and server share this event loop, so the order is
     # read from the server's writes.)
     writes: list[str] = []
-    write = H11Stream._write
+    write = H11Stream.write
 
     async def recording(self: H11Stream, data: bytes) -> None:
         if b"step " in data:
@@ -257,7 +257,7 @@ async def test_json_mode_logs_go_to_the_get_stream_and_are_written_before_the_an
             writes.append("answer")
         await write(self, data)
 
-    monkeypatch.setattr(H11Stream, "_write", recording)
+    monkeypatch.setattr(H11Stream, "write", recording)
     with trio.fail_after(TIMEOUT):
         async with serve(json_response=True) as (info, ctrl):
             sid, _ = await open_session(info.port, version=V)

@@ -27,6 +27,7 @@ from typing import Any, Final
 import h11
 import trio
 
+from ..._http_connection import CONNECTION_CLOSE
 from ..._http_streams import request_key
 
 __all__ = [
@@ -41,10 +42,6 @@ RECEIVE_SIZE: Final = 65536
 """Bytes asked for per ``receive_some``."""
 
 
-CONNECTION_CLOSE: Final = (b"connection", b"close")
-"""The ``Connection: close`` header of a response after which the connection ends."""
-
-
 class H11Stream:
     """One h11 connection over one trio stream.
 
@@ -52,13 +49,22 @@ class H11Stream:
         stream: the byte stream (a socket).
         role: ``h11.SERVER`` or ``h11.CLIENT``.
         max_incomplete_event_size: h11's bound on a request or response head, in bytes.
+        conn: the h11 connection to drive (default: a new one of ``role``), e.g. the
+            one of a :class:`~mcp_ref._http_connection.ServerConnection`.
     """
 
     def __init__(
-        self, stream: trio.abc.Stream, role: Any, *, max_incomplete_event_size: int = 16384
+        self,
+        stream: trio.abc.Stream,
+        role: Any,
+        *,
+        max_incomplete_event_size: int = 16384,
+        conn: h11.Connection | None = None,
     ) -> None:
         self.stream = stream
-        self.conn = h11.Connection(role, max_incomplete_event_size=max_incomplete_event_size)
+        self.conn = conn or h11.Connection(
+            role, max_incomplete_event_size=max_incomplete_event_size
+        )
         self.received = 0
         """Bytes received so far."""
 
@@ -117,13 +123,18 @@ class H11Stream:
                     parts.append(conn.send(event) or b"")
             except h11.LocalProtocolError:
                 if any(parts):  # h11 counts those as sent: write them, as one by one would
-                    await self._write(b"".join(parts))
+                    await self.write(b"".join(parts))
                 raise
             data = b"".join(parts)
         if data:
-            await self._write(data)
+            await self.write(data)
 
-    async def _write(self, data: bytes) -> None:
+    async def write(self, data: bytes) -> None:
+        """Write bytes h11 produced (``send_failed`` when the write fails).
+
+        Raises:
+            trio.BrokenResourceError, trio.ClosedResourceError: the socket failed.
+        """
         try:
             await self.stream.send_all(data)
         except BaseException:

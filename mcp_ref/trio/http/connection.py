@@ -4,14 +4,14 @@ Theory of operation
 -------------------
 :class:`HttpServer` holds one server's settings (:class:`~mcp_ref._http_server.ServerConfig`) and
 its :class:`~.sessions.SessionTable`.  :meth:`HttpServer.handle_connection` serves
-one connection's requests in turn: h11 parses each head (within
-``limits.idle_timeout_seconds``: else 408, or a silent close when the connection was
-idle), :meth:`HttpServer.handle_request` has the sans-IO rules
-(:mod:`mcp_ref._http_server`) check what every request must pass (head size, ``Origin``,
-``Host``) and route it by path and method, then hands it to the handlers of
-:mod:`.endpoint` (the MCP endpoint) or :mod:`.legacy` (the 2024-11-05 endpoints).  A
-handler refuses a request by raising :class:`~.requests.Refused`; the answer is then that error's.  After
-``limits.max_requests_per_connection`` requests the connection closes.
+one connection's requests in turn, a loop around the sans-IO
+:class:`~mcp_ref._http_connection.ServerConnection`: read the socket (within
+``limits.idle_timeout_seconds`` for a head or a body), feed it, and do what its events
+say: write a refusal, or hand a request to :meth:`HttpServer.handle_request`, which
+calls the handlers of :mod:`.endpoint` (the MCP endpoint) or :mod:`.legacy` (the
+2024-11-05 endpoints).  A handler refuses a request by raising
+:class:`~.requests.Refused`; the answer is then that error's
+(:meth:`~mcp_ref._http_connection.ServerConnection.refuse`).
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ from typing import Any
 import h11
 import trio
 
-from ..._http import HttpError, http_error
-from ..._http_server import Endpoint, ServerConfig, request_headers, route_request
+from ..._http_connection import NEED_DATA, Refusal, RequestReady, ServerConnection
+from ..._http_server import Endpoint, ServerConfig
 from .._session import Handler
 from .common import H11Stream
 from .endpoint import delete, get, post
 from .legacy import legacy_get, legacy_post
-from .requests import Refused, checked, send_error
+from .requests import Refused
 from .sessions import PEER, SessionTable, peer_of
 
 __all__ = ["HttpServer"]
@@ -64,50 +64,49 @@ class HttpServer:
         self.waiting: weakref.WeakSet[trio.CancelScope] = weakref.WeakSet()
 
     async def handle_connection(self, stream: trio.abc.Stream) -> None:
-        """Serve the requests of one connection until it closes, errs or idles.
+        """Serve the requests of one connection until it closes, errs or idles: read
+        the socket, feed the sans-IO :class:`~mcp_ref._http_connection.ServerConnection`,
+        do what its events say.
 
-        The sessions it creates count against its client's address
-        (``HttpLimits.max_sessions_per_peer``): :data:`~.sessions.PEER`
-        holds it while this runs.
+        A request head, and a POST's body, must arrive within
+        ``limits.idle_timeout_seconds`` (else 408, or a quiet close when the connection
+        was idle).  The sessions it creates count against its client's address
+        (``HttpLimits.max_sessions_per_peer``): :data:`~.sessions.PEER` holds it while
+        this runs.
         """
-        limits = self.limits
         peer_token = PEER.set(peer_of(stream))
-        h = H11Stream(stream, h11.SERVER, max_incomplete_event_size=limits.max_header_bytes)
-        served = 0
+        conn = ServerConnection(self.cfg, self._memos)
+        h = H11Stream(stream, h11.SERVER, conn=conn.h11)
+        phase: str | None = None
+        deadline = math.inf
         try:
             while True:
-                # One scope for the connection's requests: its deadline is set while a
-                # request is awaited, and lifted while it is served.
-                event: Any = None
-                with trio.CancelScope() as idle:
-                    while True:
-                        event = None
-                        idle.deadline = trio.current_time() + limits.idle_timeout_seconds
-                        if self.draining:
-                            return  # stopping: no further request on this connection
-                        self.waiting.add(idle)
-                        try:
-                            event = await h.next_event()
-                        except h11.RemoteProtocolError as exc:
-                            status = exc.error_status_hint or 400
-                            err = http_error(status, str(exc), clause=None)
-                            await self._quick_error(h, err)
-                            return
-                        idle.deadline = math.inf
-                        self.waiting.discard(idle)
-                        if idle.cancel_called:
-                            break  # the deadline passed as the request came: serve it below
-                        served += 1
-                        if not await self._serve(h, event, served):
-                            return
-                if event is None:
-                    # Idle: close quietly; in the middle of a request head: 408.
-                    if h.conn.their_state is not h11.IDLE or h.conn.trailing_data[0]:
-                        err = http_error(408, "request head not received in time", clause=None)
-                        await self._quick_error(h, err)
-                    return
-                served += 1
-                if not await self._serve(h, event, served):
+                if self.draining and conn.waiting_for == "head":
+                    return  # stopping: no further request on this connection
+                event = conn.next_event()
+                if event is NEED_DATA:
+                    if conn.outgoing:  # 100 Continue
+                        await h.write(b"".join(conn.outgoing))
+                        conn.outgoing.clear()
+                    if conn.waiting_for != phase:
+                        phase = conn.waiting_for
+                        deadline = trio.current_time() + self.limits.idle_timeout_seconds
+                    if not await self._receive(h, deadline, waiting=phase == "head"):
+                        event = conn.timed_out()
+                    else:
+                        continue
+                if isinstance(event, Refusal):
+                    if event.data:
+                        await h.write(event.data)
+                    if event.close or not conn.next_cycle(last=False):
+                        return
+                    phase = None
+                    continue
+                if not isinstance(event, RequestReady):
+                    return  # CLOSED
+                phase = None
+                await self.handle_request(h, conn, event)
+                if not conn.next_cycle(event.last):
                     return
         except (trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError) as exc:
             log.debug("HTTP connection ended: %r", exc)
@@ -119,57 +118,34 @@ class HttpServer:
             with trio.CancelScope(shield=True), trio.move_on_after(1):
                 await h.aclose()
 
-    async def _serve(self, h: H11Stream, event: Any, served: int) -> bool:
-        """Answer one request (the ``served``-th of the connection); whether the
-        connection goes on to the next."""
-        if not isinstance(event, h11.Request):
-            return False  # ConnectionClosed (or PAUSED: nothing more to serve)
-        last = served >= self.limits.max_requests_per_connection
-        await self.handle_request(h, event, last)
-        if last or h.conn.our_state is not h11.DONE or h.conn.their_state is not h11.DONE:
-            return False
-        h.conn.start_next_cycle()
-        return True
+    async def _receive(self, h: H11Stream, deadline: float, *, waiting: bool) -> bool:
+        """Read one chunk into h11, by ``deadline``; False when it passed first (or a
+        graceful stop ended the wait of a connection ``waiting`` for a request)."""
+        with trio.CancelScope(deadline=deadline) as scope:
+            if waiting:
+                self.waiting.add(scope)
+            try:
+                await h.receive_some()
+            finally:
+                self.waiting.discard(scope)
+        return not scope.cancelled_caught
 
-    async def _quick_error(self, h: H11Stream, err: HttpError) -> None:
-        """Answer with ``err`` and ``Connection: close`` when h11 still lets us."""
-        if h.conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
-            return
-        try:
-            await send_error(h, err, close=True)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError):
-            pass
-
-    async def handle_request(self, h: H11Stream, req: h11.Request, last: bool) -> None:
-        """Route the request (:func:`mcp_ref._http_server.route_request`: head size,
-        ``Origin``, ``Host``, path and method) and answer it (with the error of a
+    async def handle_request(self, h: H11Stream, conn: ServerConnection, req: RequestReady) -> None:
+        """Answer one request routed to its endpoint (with the error of a
         :class:`Refused` when one is raised)."""
-        cfg, table = self.cfg, self.table
-        headers = request_headers(req, self._memos)
+        cfg, table, endpoint = self.cfg, self.table, req.endpoint
         try:
-            endpoint, query = checked(route_request(cfg, req.method, req.target, headers))
             if endpoint is Endpoint.POST:
-                await post(cfg, table, h, headers, last)
+                await post(cfg, table, h, req.headers, req.body, req.last)
             elif endpoint is Endpoint.GET:
-                await get(cfg, table, h, headers, last)
+                await get(cfg, table, h, req.headers, req.last)
             elif endpoint is Endpoint.DELETE:
-                await delete(table, h, headers, last)
+                await delete(table, h, req.headers, req.last)
             elif endpoint is Endpoint.LEGACY_GET:
-                await legacy_get(cfg, table, h, last)
+                await legacy_get(cfg, table, h, req.last)
             else:
-                await legacy_post(cfg, table, h, headers, query, last)
+                await legacy_post(cfg, table, h, req.headers, req.query, req.body, req.last)
         except Refused as refused:
-            await self._refuse(h, refused.error, last)
-        except h11.RemoteProtocolError as exc:
-            # The body broke HTTP/1.1 (a bad chunk-size line, a chunk without its CRLF,
-            # the peer gone mid-body, ...): say so with 400, then close, rather than
-            # close in silence.  h11 still lets us answer when no response has started.
-            status = exc.error_status_hint or 400
-            await self._quick_error(h, http_error(status, str(exc), clause=None))
-
-    async def _refuse(self, h: H11Stream, err: HttpError, last: bool) -> None:
-        if h.conn.our_state is not h11.SEND_RESPONSE:
-            return  # a response is already under way: it cannot be replaced
-        # The body may not have been read: then the connection cannot be reused.
-        close = last or h.conn.their_state is not h11.DONE
-        await send_error(h, err, close=close)
+            data = conn.refuse(refused.error, req.last)
+            if data:
+                await h.write(data)

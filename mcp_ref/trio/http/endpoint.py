@@ -34,7 +34,7 @@ from ..._http_server import (
 )
 from ..._http_streams import STANDALONE, LogicalStream, check_batch
 from .common import CONNECTION_CLOSE, H11Stream
-from .requests import Refused, checked, read_body, send_simple
+from .requests import Refused, checked, send_simple
 from .session import HttpSession
 from .sessions import SessionTable
 from .sse import answer_sse, wait_change
@@ -51,7 +51,12 @@ allows fewer requests in flight."""
 
 
 async def post(
-    cfg: ServerConfig, table: SessionTable, h: H11Stream, headers: RequestHeaders, last: bool
+    cfg: ServerConfig,
+    table: SessionTable,
+    h: H11Stream,
+    headers: RequestHeaders,
+    body: bytes,
+    last: bool,
 ) -> None:
     """Answer a POST to the MCP endpoint: 202 for notifications and responses, else
     the answer of its request(s) as JSON or an SSE stream.
@@ -64,7 +69,6 @@ async def post(
     Raises:
         Refused: the request breaks a rule (the error says which).
     """
-    body = await read_body(h, headers, cfg.limits)
     infos = checked(read_messages(body, max_items=_MAX_BATCH))
     try:
         await _post_messages(cfg, table, h, headers, body, infos, last)

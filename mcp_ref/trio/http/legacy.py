@@ -23,7 +23,7 @@ from ..._http_server import (
 )
 from ..._http_streams import LEGACY
 from .common import H11Stream
-from .requests import Refused, checked, read_body, send_simple
+from .requests import Refused, checked, send_simple
 from .sessions import SessionTable
 from .sse import answer_sse
 
@@ -55,19 +55,19 @@ async def legacy_post(
     h: H11Stream,
     headers: RequestHeaders,
     query: str,
+    body: bytes,
     last: bool,
 ) -> None:
     """Answer a POST to the message endpoint: 202, the message(s) going to the session
     named by the ``session_id`` query parameter.
 
     Raises:
-        Refused: 400 without ``session_id``, 404 for an unknown or ended session, and
-            the body rules of :func:`~.requests.read_body`.
+        Refused: 400 without ``session_id``, 404 for an unknown or ended session, 400
+            for a body that is not a message or a batch of them.
     """
     sess = table.sessions.get(checked(legacy_session_id(query)))
     if sess is None or sess.kind != "legacy":
         raise Refused(http_error(404, "session not found", clause=None))
-    body = await read_body(h, headers, cfg.limits)
     infos = checked(read_messages(body))
     sess.touch()
     if not await sess.deliver(body):
