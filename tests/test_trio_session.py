@@ -592,3 +592,33 @@ async def test_initialize_is_not_cancelled(autojump_clock: trio.testing.MockCloc
             with trio.move_on_after(10) as scope:
                 await peer.receive()
             assert scope.cancelled_caught and peer.buffer == b""
+
+
+async def test_initialize_is_answered_before_the_next_message_is_dispatched() -> None:
+    """A client that sends initialize, initialized and a request in one write: the
+    session handles initialize before it takes the next event, so the lifecycle moves in
+    input order and both requests are answered (a handler task for initialize would let
+    the next messages reach the core before its answer, and they would be refused)."""
+
+    class SlowInit(ServerHandler):
+        async def handle_request(self, ctx: RequestContext) -> Any:
+            if ctx.method == "initialize":
+                for _ in range(10):
+                    await trio.lowlevel.checkpoint()  # let every other task run
+            return await super().handle_request(ctx)
+
+    call_echo = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"x": 1}},
+    }
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    with trio.fail_after(LIMIT):
+        async with raw_pair(SERVER, SlowInit()) as (_, peer, _stream):
+            await peer.send(
+                b"".join(json.dumps(m).encode() + b"\n" for m in (INIT, initialized, call_echo))
+            )
+            first, second = await peer.receive(), await peer.receive()
+            assert first["id"] == "init" and "result" in first
+            assert second["id"] == 2 and "result" in second, second
