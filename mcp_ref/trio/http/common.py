@@ -16,7 +16,8 @@ h11 has an event, ``send`` writes what h11 produces (one ``send_all``) and calls
 
 :class:`Supervisor` runs tasks in a nursery that is a local variable of its
 :meth:`Supervisor.run` (started by whoever owns the supervisor), so no nursery is ever
-stored for others to spawn into: they hand a job to a bounded queue instead.
+stored for others to spawn into: they hand a job to a bounded queue, which ``run``
+reads.
 """
 
 from __future__ import annotations
@@ -155,51 +156,34 @@ Job = tuple[Callable[..., Awaitable[Any]], Sequence[Any]]
 class Supervisor:
     """Runs tasks handed to it, in a nursery private to :meth:`run`.
 
-    Once :meth:`run` has started, :meth:`start_soon` starts the task at once in that
-    nursery; jobs handed to it before wait in a queue.
+    :meth:`start_soon` puts a job in a bounded queue; :meth:`run` starts each job it
+    takes from the queue as a task of its nursery, which never leaves :meth:`run`.
 
     Args:
-        max_pending: jobs queued before :meth:`run` starts, after which
-            :meth:`start_soon` refuses (a bound).
+        max_pending: jobs waiting to be started, after which :meth:`start_soon`
+            refuses (a bound).
     """
 
     def __init__(self, max_pending: int = 1024) -> None:
         self._send, self._receive = trio.open_memory_channel[Job](max_pending)
-        self._nursery: trio.Nursery | None = None
-        self._closed = trio.Event()
 
     def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> bool:
-        """Start ``fn(*args)`` as a task (or queue it until :meth:`run` starts); False
-        when the supervisor is closed or its queue is full."""
-        if self._closed.is_set():
-            return False
-        if self._nursery is not None:
-            self._nursery.start_soon(fn, *args)
-            return True
+        """Have ``fn(*args)`` started as a task; False when the supervisor is closed or
+        its queue is full."""
         try:
             self._send.send_nowait((fn, args))
-        except trio.WouldBlock:
+        except (trio.WouldBlock, trio.ClosedResourceError):
             return False
         return True
 
     def close(self) -> None:
         """Take no more jobs; :meth:`run` returns once the running tasks have ended."""
-        self._closed.set()
+        self._send.close()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Start the queued jobs, then each job as it is handed over, until :meth:`close`;
-        then wait for the tasks (start it with ``nursery.start``; cancel it to stop every
-        task)."""
+        """Start each job handed over, until :meth:`close`; then wait for the tasks
+        (start it with ``nursery.start``; cancel it to stop every task)."""
         async with trio.open_nursery() as nursery:
-            while True:  # the jobs queued before now
-                try:
-                    fn, args = self._receive.receive_nowait()
-                except trio.WouldBlock:
-                    break
-                nursery.start_soon(fn, *args)
-            self._nursery = nursery  # from here on start_soon starts tasks itself
             task_status.started()
-            try:
-                await self._closed.wait()
-            finally:
-                self._nursery = None
+            async for fn, args in self._receive:
+                nursery.start_soon(fn, *args)

@@ -257,11 +257,6 @@ class ServerChannel:
         finishes its requests)."""
         self._sess.session = session
 
-    def try_send(self, data: bytes, *, related_request_id: RequestId | None = None) -> int:
-        """Route one message onto its stream at once: ``len(data)`` (never fails)."""
-        self._sess.route(data, related_request_id)
-        return len(data)
-
     async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
         """Route one message onto its stream (never blocks, never fails)."""
         self._sess.route(data, related_request_id)
