@@ -51,11 +51,11 @@ after ``pool_idle_seconds``; a request that meets a connection the server had cl
 sent again on a new one, only when nothing was received); SSE streams use their own
 connections.  ``https`` URLs use TLS with the default trust store.
 
-Modules: :mod:`._http_client_channel` (the channel: ``send``/``receive``/``aclose`` and
-the POSTs), :mod:`._http_client_connections` (the pool, one exchange, the headers,
-the shared state), :mod:`._http_client_sessions` (session id, version, a new session
-after 404), :mod:`._http_client_answers` (answers to requests, SSE streams and their
-resumption), :mod:`._http_client_get` (the GET stream) and :mod:`._http_client_legacy`
+Modules: :mod:`.client_channel` (the channel: ``send``/``receive``/``aclose`` and
+the POSTs), :mod:`.client_connections` (the pool, one exchange, the headers,
+the shared state), :mod:`.client_sessions` (session id, version, a new session
+after 404), :mod:`.client_answers` (answers to requests, SSE streams and their
+resumption), :mod:`.client_get` (the GET stream) and :mod:`.client_legacy`
 (2024-11-05); this one holds the entry points.
 """
 

@@ -17,7 +17,7 @@ the server gets one second to end the stream (then the connection can be reused)
 stream that ends first is resumed by a GET carrying ``Last-Event-ID`` after the server's
 ``retry`` (else ``default_retry``), as long as it makes progress
 (#resumability-and-redelivery.3).  A 404 starts a new session
-(:mod:`._http_client_sessions`) and sends the request again, once.
+(:mod:`.client_sessions`) and sends the request again, once.
 """
 
 from __future__ import annotations

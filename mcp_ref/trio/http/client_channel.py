@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 :class:`HttpClientChannel` joins the parts of the client (one mixin class per module:
 connections, sessions, answers, GET stream, 2024-11-05 fallback; see
-:mod:`._http_client_connections`) and adds the :class:`~mcp_ref.trio.MessageChannel`
+:mod:`.client_connections`) and adds the :class:`~mcp_ref.trio.MessageChannel`
 side: ``receive``, ``send`` and ``aclose``.
 
 ``send`` turns one message into one POST
@@ -47,10 +47,10 @@ log = logging.getLogger("mcp_ref.trio.http")
 class HttpClientChannel(ClientGetStream, ClientLegacy):
     """A :class:`~mcp_ref.trio.MessageChannel` speaking Streamable HTTP to one URL.
 
-    Make it with :func:`~._http_client.open_http_channel` (or use
+    Make it with :func:`~.client.open_http_channel` (or use
     :func:`mcp_ref.client.open_http_client`), which runs its background tasks.  The
     constructor, ``(url, supervisor, **options)`` with the options of
-    ``open_http_channel``, is :class:`~._http_client_connections.ClientConnections`'s.
+    ``open_http_channel``, is :class:`~.client_connections.ClientConnections`'s.
 
     Attributes:
         url: the MCP endpoint.

@@ -2,12 +2,12 @@
 
 Theory of operation
 -------------------
-:class:`~._http_client_channel.HttpClientChannel` is made of one mixin class per module,
+:class:`~.client_channel.HttpClientChannel` is made of one mixin class per module,
 each one part of the client: :class:`ClientConnections` (this one) <-
-:class:`~._http_client_sessions.ClientSessions` <-
-:class:`~._http_client_answers.ClientAnswers` <- the GET stream
-(:mod:`._http_client_get`) and the 2024-11-05 fallback (:mod:`._http_client_legacy`)
-<- the channel (:mod:`._http_client_channel`).  A part calls only what lies to its
+:class:`~.client_sessions.ClientSessions` <-
+:class:`~.client_answers.ClientAnswers` <- the GET stream
+(:mod:`.client_get`) and the 2024-11-05 fallback (:mod:`.client_legacy`)
+<- the channel (:mod:`.client_channel`).  A part calls only what lies to its
 left.  ``ClientConnections.__init__`` makes the state all parts share.
 
 Every HTTP request is one :class:`_Exchange`.  ``_start`` writes head, body and end in
@@ -138,7 +138,7 @@ def _error_message(body: bytes) -> str:
 
 
 class ClientConnections:
-    """The state of an :class:`~._http_client_channel.HttpClientChannel` (made here for
+    """The state of an :class:`~.client_channel.HttpClientChannel` (made here for
     all its parts) and its connections: the pool, one exchange, the request headers."""
 
     def __init__(

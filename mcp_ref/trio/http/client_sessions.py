@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 The channel keeps the ``Mcp-Session-Id`` of the ``initialize`` answer (``_note_session``)
 and the ``protocolVersion`` of its result (``_note_version``);
-:mod:`._http_client_connections` puts both on every later request
+:mod:`.client_connections` puts both on every later request
 (2025-06-18/basic/transports#session-management.4, #protocol-version-header.1).
 
 A 404 to a request that carried the session id means the session is gone

@@ -2,14 +2,22 @@
 
 Theory of operation
 -------------------
-:func:`serve_http` listens on TCP and serves every connection in its own task: h11
-parses HTTP/1.1, the rules of :mod:`mcp_ref._http` decide each status code, and
-:mod:`mcp_ref._sse` writes the event streams.  One MCP session is one
-:class:`~mcp_ref.trio.Session` (run by the handler's ``serve`` method when it has one,
-e.g. :class:`mcp_ref.server.Server`, else by :func:`~mcp_ref.trio.open_session`) over a
-:class:`~.session.ServerChannel` of ours.  Each session runs in an *owner task* started
-by the server's private :class:`~.common.Supervisor`, so it outlives the
-HTTP request that created it but never the server.
+:func:`serve_http` listens on TCP and serves every connection in its own task.  What the
+server decides is sans-IO, in the core, and this package is loops around it:
+
+* :mod:`mcp_ref._http_connection`: one connection's bytes in, its requests (routed,
+  bodies read whole) or refusals out, on h11 (:mod:`mcp_ref._http_server` holds the
+  rules one request passes; :mod:`mcp_ref._http` the header rules and status codes);
+* :mod:`mcp_ref._http_streams`: which logical stream each message of a session goes to;
+* :mod:`mcp_ref._http_sessions`: the session bounds (eviction, expiry), time passed in;
+* :mod:`mcp_ref._sse`: the event streams' bytes.
+
+One MCP session is one :class:`~mcp_ref.trio.Session` (run by the handler's ``serve``
+method when it has one, e.g. :class:`mcp_ref.server.Server`, else by
+:func:`~mcp_ref.trio.open_session`) over a :class:`~.session.ServerChannel` of ours.
+Each session runs in an *owner task* started by the server's private
+:class:`~.common.Supervisor`, so it outlives the HTTP request that created it but never
+the server.
 
 Messages in: a POST's body is handed to the session's channel as one message (a bounded
 queue: the POST waits when the session is slow).  Messages out: the session calls
@@ -44,7 +52,8 @@ holds an id it can resume from, so the server may end a stream at any time (poll
 The server never reads JSON itself: the kind and id of each message (to route it, and
 to know which message ends a stream) come from :mod:`mcp_ref._http_messages`, which reads
 a body with the connection's own decoder, so a POST never waits for a request the
-connection did not take; the negotiated version comes from the connection.
+connection did not take; the negotiated version comes from the answer to
+``initialize`` (:func:`mcp_ref._http_messages.negotiated_version`).
 
 Sessions: ``initialize`` creates one with a random id (16 bytes from :mod:`secrets`);
 others name it in ``Mcp-Session-Id``: 400 without, 404 unknown or ended.  DELETE ends
@@ -72,13 +81,13 @@ Limits (:class:`~mcp_ref._http.HttpLimits`): request head size (h11: 431), body 
 (413), requests per connection (then ``Connection: close``), seconds to receive a
 request (408, or a silent close when the connection was idle), SSE keepalive comments.
 
-Modules, each importing only those before it: :mod:`mcp_ref._http_streams` (sans-IO:
-logical streams and their routing rules), :mod:`.common` (h11 over trio),
-:mod:`.requests` (settings; one request's headers, body and refusal), :mod:`.session`
-(one session: channel, input queue, waking), :mod:`.sessions` (the session table),
-:mod:`.sse` (writing a logical stream as an SSE response), :mod:`.endpoint` (POST, GET
-and DELETE of the MCP endpoint), :mod:`.legacy` (2024-11-05), :mod:`.connection`
-(connections and routing); this one holds the entry points.
+Modules, each importing only those before it: :mod:`.common` (h11 over trio, the
+supervisor), :mod:`.requests` (refusals and bodiless answers), :mod:`.fastpath` (the one
+fast path), :mod:`.session` (one session: channel, input queue, waking its responses),
+:mod:`.sessions` (the session table), :mod:`.sse` (writing a logical stream as an SSE
+response), :mod:`.endpoint` (POST, GET and DELETE of the MCP endpoint), :mod:`.legacy`
+(2024-11-05), :mod:`.connection` (the loop around one connection); this one holds the
+entry points.
 """
 
 from __future__ import annotations
