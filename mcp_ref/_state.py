@@ -164,43 +164,65 @@ PING, REQUEST, NOTIFICATION, RESPONSE, CLOSE = (
 )
 
 # Source: 2025-06-18/basic/lifecycle#lifecycle-phases (initialization, operation, shutdown).
+# The rows are in three parts: the handshake, which differs by role (CLIENT_ROWS,
+# SERVER_ROWS); what both roles may do in each state without changing it (SELF_LOOPS);
+# and shutdown (SHUTDOWN_ROWS, SERVER_CLOSING_ROWS).
 CLIENT_ROWS: list[tuple[State, Direction, Kind, State]] = [
-    # state        direction kind                 next state
-    # -- pre-initialization: only initialize (and pings, and answers to pings) --
+    # state       direction kind                 next state
     # Spec: 2025-06-18/basic/lifecycle#initialization.1
     # "The initialization phase MUST be the first interaction between client and server."
     # Spec: 2025-06-18/basic/lifecycle#initialization.2
     # "The client MUST initiate this phase by sending an `initialize` request containing:"
     (PRE_INIT, SEND, INITIALIZE, INITIALIZING),
-    (PRE_INIT, SEND, PING, PRE_INIT),
-    (PRE_INIT, SEND, RESPONSE, PRE_INIT),
-    (PRE_INIT, RECEIVE, PING, PRE_INIT),
-    (PRE_INIT, RECEIVE, RESPONSE, PRE_INIT),
-    # -- initializing: initialize sent, no result yet --
     (INITIALIZING, RECEIVE, INITIALIZE_RESULT, INITIALIZED),
     (INITIALIZING, RECEIVE, INITIALIZE_ERROR, PRE_INIT),
     # Spec: 2025-06-18/basic/lifecycle#version-negotiation.6
     # "If the client does not support the version in the server's response, it SHOULD
     # disconnect."
     (INITIALIZING, RECEIVE, UNSUPPORTED_VERSION, CLOSED),
-    # Spec: 2025-06-18/basic/lifecycle#initialization.5
-    # "The client SHOULD NOT send requests other than pings before the server has responded to the
-    # `initialize` request."
-    # (notifications such as cancelling a ping may go)
-    (INITIALIZING, SEND, PING, INITIALIZING),
-    (INITIALIZING, SEND, NOTIFICATION, INITIALIZING),
-    (INITIALIZING, SEND, RESPONSE, INITIALIZING),
-    # Spec: 2025-06-18/basic/lifecycle#initialization.6
-    # "The server SHOULD NOT send requests other than pings and logging before receiving the
-    # `initialized` notification."
-    (INITIALIZING, RECEIVE, PING, INITIALIZING),
-    (INITIALIZING, RECEIVE, NOTIFICATION, INITIALIZING),
-    (INITIALIZING, RECEIVE, RESPONSE, INITIALIZING),
-    # -- initialized: the result is in; our initialized notification has not gone --
     # Spec: 2025-06-18/basic/lifecycle#initialization.4
     # "After successful initialization, the client MUST send an `initialized` notification to
     # indicate it is ready to begin normal operations:"
     (INITIALIZED, SEND, Kind.INITIALIZED, OPERATING),
+]
+"""The client's handshake: the rows that change its state before shutdown."""
+
+SERVER_ROWS: list[tuple[State, Direction, Kind, State]] = [
+    # state       direction kind                 next state
+    # Spec: 2025-06-18/basic/lifecycle#initialization.1
+    # "The initialization phase MUST be the first interaction between client and server."
+    (PRE_INIT, RECEIVE, INITIALIZE, INITIALIZING),
+    # Spec: 2025-06-18/basic/lifecycle#initialization.3
+    # "The server MUST respond with its own capabilities and information:"
+    (INITIALIZING, SEND, INITIALIZE_RESULT, INITIALIZED),
+    (INITIALIZING, SEND, INITIALIZE_ERROR, PRE_INIT),
+    # Spec: 2025-06-18/basic/lifecycle#initialization.4
+    # "After successful initialization, the client MUST send an `initialized` notification to
+    # indicate it is ready to begin normal operations:"
+    # (requests other than ping wait for it)
+    (INITIALIZED, RECEIVE, Kind.INITIALIZED, OPERATING),
+]
+"""The server's handshake: the rows that change its state before shutdown."""
+
+SELF_LOOPS: list[tuple[State, Direction, Kind, State]] = [
+    # -- before and during the handshake: pings, answers, and (once initialize is in
+    # flight) notifications, both ways; no other request --
+    (PRE_INIT, SEND, PING, PRE_INIT),
+    (PRE_INIT, SEND, RESPONSE, PRE_INIT),
+    (PRE_INIT, RECEIVE, PING, PRE_INIT),
+    (PRE_INIT, RECEIVE, RESPONSE, PRE_INIT),
+    # Spec: 2025-06-18/basic/lifecycle#initialization.5
+    # "The client SHOULD NOT send requests other than pings before the server has responded to the
+    # `initialize` request."
+    # Spec: 2025-06-18/basic/lifecycle#initialization.6
+    # "The server SHOULD NOT send requests other than pings and logging before receiving the
+    # `initialized` notification."
+    (INITIALIZING, SEND, PING, INITIALIZING),
+    (INITIALIZING, SEND, NOTIFICATION, INITIALIZING),
+    (INITIALIZING, SEND, RESPONSE, INITIALIZING),
+    (INITIALIZING, RECEIVE, PING, INITIALIZING),
+    (INITIALIZING, RECEIVE, NOTIFICATION, INITIALIZING),
+    (INITIALIZING, RECEIVE, RESPONSE, INITIALIZING),
     (INITIALIZED, SEND, PING, INITIALIZED),
     (INITIALIZED, SEND, NOTIFICATION, INITIALIZED),
     (INITIALIZED, SEND, RESPONSE, INITIALIZED),
@@ -217,55 +239,7 @@ CLIENT_ROWS: list[tuple[State, Direction, Kind, State]] = [
     (OPERATING, RECEIVE, NOTIFICATION, OPERATING),
     (OPERATING, RECEIVE, RESPONSE, OPERATING),
 ]
-"""The client's rows before shutdown; :data:`SHUTDOWN_ROWS` end either role's table."""
-
-SERVER_ROWS: list[tuple[State, Direction, Kind, State]] = [
-    # state        direction kind                 next state
-    # -- pre-initialization --
-    # Spec: 2025-06-18/basic/lifecycle#initialization.1
-    # "The initialization phase MUST be the first interaction between client and server."
-    (PRE_INIT, RECEIVE, INITIALIZE, INITIALIZING),
-    (PRE_INIT, RECEIVE, PING, PRE_INIT),
-    (PRE_INIT, RECEIVE, RESPONSE, PRE_INIT),
-    (PRE_INIT, SEND, PING, PRE_INIT),
-    (PRE_INIT, SEND, RESPONSE, PRE_INIT),
-    # -- initializing: the client's initialize is in; we have not answered --
-    # Spec: 2025-06-18/basic/lifecycle#initialization.3
-    # "The server MUST respond with its own capabilities and information:"
-    (INITIALIZING, SEND, INITIALIZE_RESULT, INITIALIZED),
-    (INITIALIZING, SEND, INITIALIZE_ERROR, PRE_INIT),
-    (INITIALIZING, RECEIVE, PING, INITIALIZING),
-    (INITIALIZING, RECEIVE, NOTIFICATION, INITIALIZING),
-    (INITIALIZING, RECEIVE, RESPONSE, INITIALIZING),
-    # Spec: 2025-06-18/basic/lifecycle#initialization.6
-    # "The server SHOULD NOT send requests other than pings and logging before receiving the
-    # `initialized` notification."
-    (INITIALIZING, SEND, PING, INITIALIZING),
-    (INITIALIZING, SEND, NOTIFICATION, INITIALIZING),
-    (INITIALIZING, SEND, RESPONSE, INITIALIZING),
-    # -- initialized: our result went out; the client's initialized notification not in --
-    # Spec: 2025-06-18/basic/lifecycle#initialization.4
-    # "After successful initialization, the client MUST send an `initialized` notification to
-    # indicate it is ready to begin normal operations:"
-    # (requests other than ping wait for it)
-    (INITIALIZED, RECEIVE, Kind.INITIALIZED, OPERATING),
-    (INITIALIZED, RECEIVE, PING, INITIALIZED),
-    (INITIALIZED, RECEIVE, NOTIFICATION, INITIALIZED),
-    (INITIALIZED, RECEIVE, RESPONSE, INITIALIZED),
-    (INITIALIZED, SEND, PING, INITIALIZED),
-    (INITIALIZED, SEND, NOTIFICATION, INITIALIZED),
-    (INITIALIZED, SEND, RESPONSE, INITIALIZED),
-    # -- operation --
-    (OPERATING, SEND, PING, OPERATING),
-    (OPERATING, SEND, REQUEST, OPERATING),
-    (OPERATING, SEND, NOTIFICATION, OPERATING),
-    (OPERATING, SEND, RESPONSE, OPERATING),
-    (OPERATING, RECEIVE, PING, OPERATING),
-    (OPERATING, RECEIVE, REQUEST, OPERATING),
-    (OPERATING, RECEIVE, NOTIFICATION, OPERATING),
-    (OPERATING, RECEIVE, RESPONSE, OPERATING),
-]
-"""The server's rows before shutdown."""
+"""What either role may send or receive in each open state, staying in it."""
 
 # Source: 2025-06-18/basic/lifecycle#shutdown ("one side (usually the client) cleanly
 # terminates the protocol connection"; for stdio, by closing the input).
@@ -304,8 +278,8 @@ def _table(*rows: list[tuple[State, Direction, Kind, State]]) -> _T:
 
 
 TRANSITIONS: dict[Role, _T] = {
-    CLIENT: _table(CLIENT_ROWS, SHUTDOWN_ROWS),
-    SERVER: _table(SERVER_ROWS, SHUTDOWN_ROWS, SERVER_CLOSING_ROWS),
+    CLIENT: _table(CLIENT_ROWS, SELF_LOOPS, SHUTDOWN_ROWS),
+    SERVER: _table(SERVER_ROWS, SELF_LOOPS, SHUTDOWN_ROWS, SERVER_CLOSING_ROWS),
 }
 """Both tables, by our role: ``(state, direction, kind) -> next state``.  spec_map draws
 the lifecycle diagram from this."""
