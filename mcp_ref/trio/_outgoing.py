@@ -24,13 +24,12 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Final, Literal
 
-import attrs
 import trio
 
-from .._client import SessionClosed  # one class for every client and driver
+# One class, one default and one token rule for every client and driver.
+from .._client import DEFAULT_TIMEOUT, SessionClosed, with_progress_token
 from .._errors import McpError, NoAnswerError
 from .._inflight import RequestTimeout
-from .._methods import METHODS
 from ..events import ErrorResponse, Event, Progress, RequestId, RequestTimedOut, Response
 
 log = logging.getLogger("mcp_ref.trio")
@@ -44,11 +43,6 @@ __all__ = [
     "Waiters",
     "with_progress_token",
 ]
-
-DEFAULT_TIMEOUT: Final = RequestTimeout(seconds=60, reset_on_progress=True, maximum=600)
-"""The default per-request timeout: 60 s, restarted by progress, at most 600 s in all.
-
-Source: 2025-06-18/basic/lifecycle#timeouts.1, .4 and .5."""
 
 
 class _Default(enum.Enum):
@@ -158,21 +152,3 @@ class Waiters:
         """Finish every wait with :class:`SessionClosed` (the peer can no longer answer)."""
         for waiter in self._by_key.values():
             waiter.finish(error=SessionClosed(reason))
-
-
-def with_progress_token(method: str, params: Any, token: RequestId) -> Any:
-    """``params`` with ``_meta.progressToken`` set to ``token`` unless the caller put
-    one there (the caller's token is kept)."""
-    if params is None:
-        spec = METHODS.get(method)
-        if spec is None or spec.params_type is None:
-            return params  # the core refuses the method
-        params = spec.params_type()
-    if not attrs.has(type(params)) or not hasattr(params, "meta"):
-        return params
-    meta = dict(params.meta or {})
-    # Spec: 2025-06-18/basic/utilities/progress#progress-flow.2 (request ids are unique)
-    # "Progress tokens can be chosen by the sender using any means, but MUST be unique across all
-    # active requests."
-    meta.setdefault("progressToken", token)
-    return attrs.evolve(params, meta=meta)
