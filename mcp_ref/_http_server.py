@@ -28,6 +28,7 @@ The logical streams a session's messages go to are :mod:`mcp_ref._http_streams`.
 from __future__ import annotations
 
 import enum
+import json
 from collections.abc import Callable, Collection, Container
 from typing import Any, Final, TypeVar
 from urllib.parse import parse_qs
@@ -39,12 +40,15 @@ from . import _http as rules
 from ._http import HttpError, HttpLimits, http_error
 from ._http_messages import MessageInfo, read_post_body
 from ._methods import SUPPORTED_VERSIONS
+from .events import RequestId
 
 __all__ = [
+    "STATELESS_INIT_ID",
     "Endpoint",
     "RequestHeaders",
     "ServerConfig",
     "check_body_headers",
+    "check_initialize_alone",
     "gone",
     "header",
     "legacy_session_id",
@@ -53,6 +57,7 @@ __all__ = [
     "request_version",
     "route_request",
     "session_named",
+    "stateless_preamble",
 ]
 
 _T = TypeVar("_T")
@@ -297,3 +302,43 @@ def gone() -> HttpError:
         "session not found (terminated)",
         clause="2025-06-18/basic/transports#session-management.6",
     )
+
+
+def check_initialize_alone(infos: list[MessageInfo]) -> HttpError | None:
+    """400 for a batch that holds ``initialize``: it must be sent alone."""
+    # Spec: 2025-06-18/basic/lifecycle#initialization.1
+    # "The initialization phase MUST be the first interaction between client and server."
+    if len(infos) > 1 and any(m.method == "initialize" for m in infos):
+        return http_error(
+            400,
+            "initialize must be sent alone",
+            clause="2025-06-18/basic/lifecycle#initialization.1",
+        )
+    return None
+
+
+STATELESS_INIT_ID: Final[RequestId] = "mcp-ref:stateless-initialize"
+"""The id of the synthetic ``initialize`` of a stateless session (its answer is
+dropped)."""
+
+
+def stateless_preamble(version: str) -> list[bytes]:
+    """The messages that bring a stateless session (one POST's) to the operating state
+    before the POST's own: a synthetic ``initialize`` (id :data:`STATELESS_INIT_ID`,
+    protocol ``version``, no client capabilities, so the server never asks the client
+    for anything) and ``notifications/initialized``.  The core's lifecycle then holds
+    unchanged, and the request is handled as the first of an operating session."""
+    init = {
+        "jsonrpc": "2.0",
+        "id": STATELESS_INIT_ID,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": {"name": "stateless-http-client", "version": "0"},
+        },
+    }
+    return [
+        json.dumps(init, separators=(",", ":")).encode(),
+        b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
+    ]

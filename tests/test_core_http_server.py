@@ -17,8 +17,16 @@ import pytest
 
 from mcp_ref._http import HttpError, HttpLimits, MessageKind
 from mcp_ref._http_connection import CLOSED, NEED_DATA, Refusal, RequestReady, ServerConnection
-from mcp_ref._http_messages import MessageInfo
-from mcp_ref._http_server import Endpoint, ServerConfig, request_headers, route_request
+from mcp_ref._http_messages import MessageInfo, message_info
+from mcp_ref._http_server import (
+    STATELESS_INIT_ID,
+    Endpoint,
+    ServerConfig,
+    check_initialize_alone,
+    request_headers,
+    route_request,
+    stateless_preamble,
+)
 from mcp_ref._http_sessions import SessionBook, told_apart
 from mcp_ref._http_streams import STANDALONE, SessionStreams, check_batch
 
@@ -303,3 +311,26 @@ def test_a_refusal_of_a_head_request_ends_after_the_head() -> None:
     assert isinstance(refused, Refusal) and refused.error.status == 405
     assert refused.data.startswith(b"HTTP/1.1 405 ") and b'"jsonrpc"' not in refused.data
     assert not conn.next_cycle(last=False)
+
+
+def test_initialize_must_be_sent_alone() -> None:
+    init, ping = request(0, "initialize"), request(1, "ping")
+    assert check_initialize_alone([init]) is None
+    assert check_initialize_alone([ping, request(2, "ping")]) is None
+    refused = check_initialize_alone([init, ping])
+    assert isinstance(refused, HttpError) and refused.status == 400
+
+
+def test_a_stateless_session_is_brought_to_operating_by_its_preamble() -> None:
+    from mcp_ref import NEED_DATA as CORE_NEED_DATA
+    from mcp_ref import SERVER, Connection, Request
+
+    init, initialized = stateless_preamble("2025-06-18")
+    conn = Connection(SERVER)
+    conn.receive_message(init)
+    event = conn.next_event()
+    assert isinstance(event, Request) and event.method == "initialize"
+    assert event.id == STATELESS_INIT_ID and event.params.protocol_version == "2025-06-18"
+    assert conn.next_event() is CORE_NEED_DATA
+    note = message_info(initialized)
+    assert note is not None and note.method == "notifications/initialized"

@@ -12,7 +12,6 @@ after the last response.  A GET attaches the standalone stream, or with
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from collections.abc import Sequence
@@ -22,15 +21,18 @@ import h11
 import trio
 
 from ... import _http as rules
-from ..._http import LAST_EVENT_ID, HttpError, MessageKind, PostReply, http_error
+from ..._http import LAST_EVENT_ID, HttpError, MessageKind, PostReply
 from ..._http_messages import MessageInfo, with_request_id
 from ..._http_server import (
+    STATELESS_INIT_ID,
     RequestHeaders,
     ServerConfig,
+    check_initialize_alone,
     gone,
     header,
     read_messages,
     request_version,
+    stateless_preamble,
 )
 from ..._http_streams import STANDALONE, LogicalStream, check_batch
 from .common import CONNECTION_CLOSE, H11Stream
@@ -42,8 +44,6 @@ from .sse import answer_sse, wait_change
 __all__ = ["answer_json", "answer_post", "delete", "get", "post", "stateless_post"]
 
 log = logging.getLogger("mcp_ref.trio.http")
-
-_STATELESS_INIT_ID: Final = "mcp-ref:stateless-initialize"
 
 _MAX_BATCH: Final = 64
 """The most messages of one POSTed batch (2025-03-26), unless the session's connection
@@ -89,15 +89,8 @@ async def _post_messages(
     last: bool,
 ) -> None:
     """The rest of :func:`post`, once the body is read: its session, then its answer."""
+    checked(check_initialize_alone(infos))
     is_init = any(m.method == "initialize" for m in infos)
-    if is_init and len(infos) > 1:
-        raise Refused(
-            http_error(
-                400,
-                "initialize must be sent alone",
-                clause="2025-06-18/basic/lifecycle#initialization.1",
-            )
-        )
     if cfg.stateless:
         if len(infos) > 1:
             _check_batch(checked(request_version(headers)), len(infos), None)
@@ -232,27 +225,12 @@ async def stateless_post(
 ) -> None:
     """Answer a POST in stateless mode, with a session of its own for this POST only."""
     extra: list[bytes] = []
-    if not is_init:
-        version = checked(request_version(headers))
-        # The session lives for this POST only: bring it to the operating state.
-        init = {
-            "jsonrpc": "2.0",
-            "id": _STATELESS_INIT_ID,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": version,
-                "capabilities": {},
-                "clientInfo": {"name": "stateless-http-client", "version": "0"},
-            },
-        }
-        extra = [
-            json.dumps(init).encode(),
-            b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
-        ]
+    if not is_init:  # the session lives for this POST only: bring it to operating
+        extra = stateless_preamble(checked(request_version(headers)))
     sess = await table.open("stateless")
     try:
         if extra:
-            sess.state.discard_answer(_STATELESS_INIT_ID)  # the synthetic one goes nowhere
+            sess.state.discard_answer(STATELESS_INIT_ID)  # the synthetic one goes nowhere
         await answer_post(cfg, h, sess, body, infos, is_init=is_init, last=last, extra=extra)
     finally:
         sess.end("stateless request answered")
