@@ -20,7 +20,9 @@ One request goes through these steps, each a function here:
    :func:`read_messages` once it is: what the body holds, read by the connection's own
    decoder (:mod:`mcp_ref._http_messages`), or the JSON-RPC error to answer with.
 4. :func:`request_version` (the ``MCP-Protocol-Version`` rules) and
-   :func:`session_named` (the ``Mcp-Session-Id`` rules) where the endpoint needs them.
+   :func:`session_named` (the ``Mcp-Session-Id`` rules) where the endpoint needs them;
+   :func:`check_batch`, the HTTP server's one rule on JSON-RPC batches (which the
+   connection core's batch stage can later replace).
 
 The logical streams a session's messages go to are :mod:`mcp_ref._http_streams`.
 """
@@ -39,7 +41,7 @@ import h11
 from . import _http as rules
 from ._http import HttpError, HttpLimits, http_error
 from ._http_messages import MessageInfo, read_post_body
-from ._methods import SUPPORTED_VERSIONS
+from ._methods import BATCH_VERSIONS, SUPPORTED_VERSIONS
 from .events import RequestId
 
 __all__ = [
@@ -47,6 +49,7 @@ __all__ = [
     "Endpoint",
     "RequestHeaders",
     "ServerConfig",
+    "check_batch",
     "check_body_headers",
     "check_initialize_alone",
     "gone",
@@ -342,3 +345,30 @@ def stateless_preamble(version: str) -> list[bytes]:
         json.dumps(init, separators=(",", ":")).encode(),
         b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
     ]
+
+
+def check_batch(
+    version: str | None, size: int, max_requests_in_flight: int | None
+) -> HttpError | None:
+    """The refusal of a POSTed batch that the session's connection would refuse whole
+    (with id null, which would answer none of the POST's requests): outside
+    2025-03-26, or larger than the connection takes (``max_requests_in_flight``;
+    None: not known yet).  None when the batch may go to the session.
+
+    This is the HTTP server's one batch rule; the connection core's batch stage can
+    replace it.
+
+    Source: 2025-03-26/basic/transports (batches); 2025-06-18/basic#messages (none
+    from 2025-06-18 on).
+    """
+    # Spec: 2025-06-18/basic#messages.1 (no batches from 2025-06-18 on)
+    # "All messages between MCP clients and servers MUST follow the JSON-RPC 2.0 specification."
+    if version not in BATCH_VERSIONS:
+        return http_error(
+            400,
+            f"JSON-RPC batches are not allowed in protocol version {version}",
+            clause="2025-06-18/basic/transports#sending-messages-to-the-server.4",
+        )
+    if max_requests_in_flight is not None and size > max_requests_in_flight:
+        return http_error(400, "batch too large", clause=None)
+    return None

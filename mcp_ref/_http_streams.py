@@ -25,28 +25,28 @@ Nothing here waits or writes: every call returns at once and says what changed (
 stream to wake, or None).  Each stream's ``seq`` grows with every change, so a driver
 that remembers it knows whether news came while it was busy.  The driver maps streams
 to HTTP responses, and wakes those writing a stream it was told about.
-
-:func:`check_batch` holds the HTTP server's rule on JSON-RPC batches (one place, which
-the connection core's batch stage can later replace).
 """
 
 from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-from ._http import EventStore, HttpError, HttpLimits, MessageKind, http_error
+import attrs
+
+from ._http import MESSAGE_EVENT, EventStore, HttpError, HttpLimits, MessageKind, http_error
 from ._http_messages import MessageInfo, message_info, negotiated_version
-from ._methods import BATCH_VERSIONS
+from ._sse import encode_data
 from .events import RequestId
 
 __all__ = [
     "LEGACY",
     "PRIMING_SINCE",
     "STANDALONE",
+    "Chunk",
     "LogicalStream",
     "SessionKind",
     "SessionStreams",
-    "check_batch",
+    "StreamCursor",
     "request_key",
 ]
 
@@ -148,6 +148,8 @@ class SessionStreams:
         """Key of the ``initialize`` request, while it is answered."""
         self.init_failed = False
         """The answer to ``initialize`` was an error."""
+        self.ended = False
+        """The session ended: every response writing its streams ends."""
         self._next_stream = 0
         if kind == "streamable":
             self.streams[STANDALONE] = self.new_stream(STANDALONE, json_mode=False)
@@ -324,9 +326,13 @@ class SessionStreams:
         stream.seq += 1
         return stream
 
-    def all_streams(self) -> list[LogicalStream]:
-        """Every stream that a response may be writing (when the session ends)."""
-        return list(self.streams.values()) + list(self.routes.values())
+    def end(self) -> list[LogicalStream]:
+        """The session ends: every stream that a response may be writing (to wake)."""
+        self.ended = True
+        woken = list(self.streams.values()) + list(self.routes.values())
+        for stream in woken:
+            stream.seq += 1
+        return woken
 
     def _settle(self, stream: LogicalStream, key: Any) -> None:
         """The request ``key`` of ``stream`` is answered or cancelled; a POST's stream
@@ -337,28 +343,82 @@ class SessionStreams:
             self.streams.pop(stream.id, None)
 
 
-def check_batch(
-    version: str | None, size: int, max_requests_in_flight: int | None
-) -> HttpError | None:
-    """The refusal of a POSTed batch that the session's connection would refuse whole
-    (with id null, which would answer none of the POST's requests): outside
-    2025-03-26, or larger than the connection takes (``max_requests_in_flight``;
-    None: not known yet).  None when the batch may go to the session.
+@attrs.frozen
+class Chunk:
+    """What :meth:`StreamCursor.take` found."""
 
-    This is the HTTP server's one batch rule; the connection core's batch stage can
-    replace it.
+    data: bytes
+    """SSE events to write (``b""``: none)."""
+    last_id: str | None
+    """The id of the last event among them (None: none)."""
+    end: str | None
+    """Why the response ends now (None: it goes on)."""
 
-    Source: 2025-03-26/basic/transports (batches); 2025-06-18/basic#messages (none
-    from 2025-06-18 on).
+
+class StreamCursor:
+    """One SSE response's place in a logical stream: the events it has yet to write,
+    encoded, and when it ends.
+
+    Args:
+        streams: the session's streams (its store holds the events).
+        stream: the stream the response writes (attached as ``generation``).
+        cursor: the id of the last event the client holds (a stream's ``base_id``:
+            none).
+        generation: what :meth:`SessionStreams.attach` returned.
+
+    Source: 2025-06-18/basic/transports#resumability-and-redelivery (replay after
+    ``Last-Event-ID``), #sending-messages-to-the-server.10-14 (the end of a POST's stream).
     """
-    # Spec: 2025-06-18/basic#messages.1 (no batches from 2025-06-18 on)
-    # "All messages between MCP clients and servers MUST follow the JSON-RPC 2.0 specification."
-    if version not in BATCH_VERSIONS:
-        return http_error(
-            400,
-            f"JSON-RPC batches are not allowed in protocol version {version}",
-            clause="2025-06-18/basic/transports#sending-messages-to-the-server.4",
-        )
-    if max_requests_in_flight is not None and size > max_requests_in_flight:
-        return http_error(400, "batch too large", clause=None)
-    return None
+
+    def __init__(
+        self, streams: SessionStreams, stream: LogicalStream, cursor: str, generation: int
+    ) -> None:
+        self.streams = streams
+        self.stream = stream
+        self.cursor = cursor
+        self.generation = generation
+
+    def opening(self, retry_ms: int) -> bytes:
+        """The priming event, from 2025-11-25 on (else ``b""``): the cursor's id and
+        empty data, and when to reconnect (``retry_ms``, milliseconds)."""
+        if not self.streams.primes:
+            return b""
+        # Spec: 2025-06-18/basic/transports#resumability-and-redelivery.1
+        # "Servers MAY attach an `id` field to their SSE events, as described in the SSE standard."
+        return encode_data("", id=self.cursor, retry=retry_ms)
+
+    def take(self) -> Chunk:
+        """The events appended after the cursor (which moves past them), and whether
+        the response ends: taken over by a newer one, its events lost from the store,
+        the stream answered whole, the session ended, or the handler closed it."""
+        stream, store = self.stream, self.streams.store
+        if stream.generation != self.generation:
+            return Chunk(b"", None, "another response took the stream over")
+        parts: list[bytes] = []
+        last: str | None = None
+        if self.cursor != stream.last_id:
+            replay = store.replay_after(self.cursor)
+            if isinstance(replay, HttpError):
+                return Chunk(b"", None, f"events lost: {replay.detail}")
+            for event_id, data in replay.events:
+                if data:
+                    parts.append(encode_data(data, event=MESSAGE_EVENT, id=event_id))
+                self.cursor = last = event_id
+        end: str | None = None
+        if stream.finished and self.cursor == stream.last_id:
+            # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.10
+            # "The SSE stream SHOULD eventually include JSON-RPC response for the JSON-RPC request
+            # sent in the POST body."
+            # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.13
+            # "The server SHOULD NOT close the SSE stream before sending the JSON-RPC response for
+            # the received JSON-RPC request, unless the session expires."
+            # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.14
+            # "After the JSON-RPC response has been sent, the server SHOULD close the SSE stream."
+            store.forget_stream(stream.id)
+            end = "answered"
+        elif self.streams.ended:
+            end = "the session ended"
+        elif stream.close_requested:
+            stream.close_requested = False
+            end = "closed by its handler"
+        return Chunk(b"".join(parts), last, end)

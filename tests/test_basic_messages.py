@@ -583,7 +583,7 @@ def test_a_notification_is_delivered_or_refused_never_answered() -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# Issue 13: the HTTP server's own batch check (mcp_ref/_http_streams.py, check_batch).
+# Issue 13: the HTTP server's own batch check (mcp_ref/_http_server.py, check_batch).
 
 
 @spec(_MESSAGES_1)

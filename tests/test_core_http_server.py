@@ -22,13 +22,14 @@ from mcp_ref._http_server import (
     STATELESS_INIT_ID,
     Endpoint,
     ServerConfig,
+    check_batch,
     check_initialize_alone,
     request_headers,
     route_request,
     stateless_preamble,
 )
 from mcp_ref._http_sessions import SessionBook, told_apart
-from mcp_ref._http_streams import STANDALONE, SessionStreams, check_batch
+from mcp_ref._http_streams import STANDALONE, SessionStreams, StreamCursor
 
 T = "2025-06-18/basic/transports#"
 
@@ -334,3 +335,38 @@ def test_a_stateless_session_is_brought_to_operating_by_its_preamble() -> None:
     assert conn.next_event() is CORE_NEED_DATA
     note = message_info(initialized)
     assert note is not None and note.method == "notifications/initialized"
+
+
+@pytest.mark.spec(T + "resumability-and-redelivery.4")
+def test_a_cursor_writes_what_follows_it_and_ends_with_the_answer() -> None:
+    streams = SessionStreams("streamable", HttpLimits())
+    post = streams.open_post([request(1)], json_mode=False, is_init=False)
+    assert not isinstance(post, HttpError)
+    streams.route(NOTE, 1)
+    first = StreamCursor(streams, post, post.base_id, streams.attach(post))
+    assert first.opening(1000) == b""  # no priming before 2025-11-25
+    chunk = first.take()
+    assert chunk.data.startswith(b"event: message\n") and chunk.end is None
+    assert chunk.last_id is not None and first.take().data == b""
+    # The client drops the connection; a GET with that last id resumes: the response
+    # to request 1 only, then the end, and the newer response takes the stream over.
+    streams.route(RESULT % 1, None)
+    resumed = StreamCursor(streams, post, chunk.last_id, streams.attach(post))
+    assert first.take().end == "another response took the stream over"
+    rest = resumed.take()
+    assert b'"id":1' in rest.data and b"notifications/message" not in rest.data
+    assert rest.end == "answered"
+
+
+def test_a_handler_may_end_its_stream_and_the_session_end_ends_every_response() -> None:
+    streams = SessionStreams("streamable", HttpLimits())
+    streams.protocol_version = "2025-11-25"  # primed: the client holds an id at once
+    post = streams.open_post([request(1)], json_mode=False, is_init=False)
+    assert not isinstance(post, HttpError)
+    cursor = StreamCursor(streams, post, post.base_id, streams.attach(post))
+    assert cursor.opening(500).startswith(b"id: ") and b"retry: 500" in cursor.opening(500)
+    assert streams.request_close(1) is post
+    assert cursor.take().end == "closed by its handler"
+    get = streams.streams[STANDALONE]
+    listening = StreamCursor(streams, get, get.base_id, streams.attach(get))
+    assert get in streams.end() and listening.take().end == "the session ended"

@@ -27,6 +27,7 @@ from ..._http_server import (
     STATELESS_INIT_ID,
     RequestHeaders,
     ServerConfig,
+    check_batch,
     check_initialize_alone,
     gone,
     header,
@@ -34,7 +35,7 @@ from ..._http_server import (
     request_version,
     stateless_preamble,
 )
-from ..._http_streams import STANDALONE, LogicalStream, check_batch
+from ..._http_streams import STANDALONE, LogicalStream
 from .common import CONNECTION_CLOSE, H11Stream
 from .requests import Refused, checked, send_simple
 from .session import HttpSession
@@ -111,7 +112,7 @@ async def _post_messages(
 
 
 def _check_batch(version: str | None, size: int, sess: HttpSession | None) -> None:
-    """:func:`mcp_ref._http_streams.check_batch` for this session's connection.
+    """:func:`mcp_ref._http_server.check_batch` for this session's connection.
 
     Raises:
         Refused: 400 with a -32600 body.

@@ -227,8 +227,7 @@ class HttpSession:
         self.ended = True
         self.end_reason = reason
         self.input_send.close()
-        for stream in self.state.all_streams():
-            stream.seq += 1
+        for stream in self.state.end():
             self.wake(stream)
         self._on_end(self)
 

@@ -23,11 +23,9 @@ from typing import Any, Final, Literal
 import h11
 import trio
 
-from ... import _http as rules
-from ..._http import HttpError
 from ..._http_server import ServerConfig
-from ..._http_streams import LogicalStream
-from ..._sse import SSEEvent, encode_comment, encode_data, encode_event
+from ..._http_streams import LogicalStream, StreamCursor
+from ..._sse import SSEEvent, encode_comment, encode_event
 from .common import H11Stream
 from .session import HttpSession
 
@@ -76,46 +74,23 @@ async def answer_sse(
 
 
 async def _pump(cfg: ServerConfig, out: SseOut, sess: HttpSession, cursor: str, post: bool) -> bool:
-    """Write the stream's events from ``cursor`` until it ends; True when the client
-    closed its side first."""
-    stream, generation = out.stream, out.generation
-    if sess.state.primes:
-        # Spec: 2025-06-18/basic/transports#resumability-and-redelivery.1
-        # "Servers MAY attach an `id` field to their SSE events, as described in the SSE standard."
-        # 2025-11-25: prime the stream with an id and empty data, and say when to
-        # reconnect.
-        out.add(encode_data("", id=cursor, retry=cfg.retry_ms))
+    """Write the stream's events from ``cursor`` (what to write, and when to stop, is
+    the sans-IO :class:`~mcp_ref._http_streams.StreamCursor`'s) until the response
+    ends; True when the client closed its side first."""
+    stream = out.stream
+    reader = StreamCursor(sess.state, stream, cursor, out.generation)
+    out.add(reader.opening(cfg.retry_ms))
     keepalive = cfg.limits.keepalive_seconds
     head_waits = post and not sess.state.primes
-    store = sess.state.store
     while True:
         seq = stream.seq
-        if stream.generation != generation:
-            return False  # another response took the stream over
-        if cursor != stream.last_id:
-            replay = store.replay_after(cursor)
-            if isinstance(replay, HttpError):
-                log.warning("stream %s of session %s lost events: %s", stream.id, sess.id, replay)
-                return False
-            for event_id, data in replay.events:
-                if data:
-                    out.add(encode_data(data, event=rules.MESSAGE_EVENT, id=event_id))
-                cursor = out.delivered = event_id
-        if stream.finished and cursor == stream.last_id:
-            # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.10
-            # "The SSE stream SHOULD eventually include JSON-RPC response for the JSON-RPC request
-            # sent in the POST body."
-            # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.13
-            # "The server SHOULD NOT close the SSE stream before sending the JSON-RPC response for
-            # the received JSON-RPC request, unless the session expires."
-            # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.14
-            # "After the JSON-RPC response has been sent, the server SHOULD close the SSE stream."
-            store.forget_stream(stream.id)
-            return False
-        if sess.ended:
-            return False
-        if stream.close_requested:
-            stream.close_requested = False
+        chunk = reader.take()
+        out.add(chunk.data)
+        if chunk.last_id is not None:
+            out.delivered = chunk.last_id
+        if chunk.end is not None:
+            if chunk.end.startswith("events lost"):
+                log.warning("stream %s of session %s: %s", stream.id, sess.id, chunk.end)
             return False
         if head_waits and out.delivered is None:
             # Nothing but the head yet: wait a moment for more, then write the head.
@@ -149,8 +124,9 @@ class SseOut:
         self.delivered: str | None = None  # id of the last event in ``chunks``
 
     def add(self, data: bytes) -> None:
-        """Queue one encoded SSE event (or comment)."""
-        self.chunks.append(data)
+        """Queue encoded SSE events (or a comment); nothing for ``b""``."""
+        if data:
+            self.chunks.append(data)
 
     async def flush(self, *, end: bool = False) -> None:
         """Write what is pending (with the end of the response when ``end``); then the
