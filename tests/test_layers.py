@@ -185,3 +185,13 @@ def test_the_trio_drivers_form_no_cycle_even_for_annotations() -> None:
     trio_modules = {n for n in MODULES if n.startswith("mcp_ref.trio")}
     graph = {n: {m for m in edges if m in trio_modules} for n, edges in _edges(typing=True).items()}
     assert cycles({n: graph[n] for n in trio_modules}) == []
+
+
+HTTP_MODULES = sorted([*PACKAGE.glob("trio/http/*.py"), *PACKAGE.glob("_http*.py")])
+
+
+@pytest.mark.parametrize("path", HTTP_MODULES, ids=lambda p: p.relative_to(PACKAGE).as_posix())
+def test_each_http_module_can_be_read_in_one_sitting(path: Path) -> None:
+    """The HTTP transport and its sans-IO core: no module over 450 lines (issue 14)."""
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    assert lines <= 450, f"{path.name} has {lines} lines"
