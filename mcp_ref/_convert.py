@@ -4,15 +4,24 @@ Theory of operation
 -------------------
 :func:`structure` turns JSON that ``json.loads`` produced into the attrs classes of
 :mod:`mcp_ref.types`; :func:`unstructure` turns them back into dicts and lists ready for
-``json.dumps``.  Both go through one :class:`cattrs.Converter`, ``_CONVERTER``, whose
-only hooks are two factories registered below.  For each type the factories *compile*
-a converter once (cattrs caches the result per type), so no call reflects on a class:
+``json.dumps``.  The work is cattrs': :func:`make_converter` configures a
+:class:`cattrs.Converter` and everything else is cattrs' own code.
 
-* an attrs class gets two functions written as Python source and ``exec``-ed: they read
-  and write every field by its wire name, in straight-line code;
-* ``list[X]``, ``dict[str, X]``, unions and ``Literal`` get small closures built from the
-  compiled converters of their parts; a part that needs no work (``str``, ``Any``,
-  ``dict[str, Any]``...) is checked inline and passed through without a copy.
+* Each class gets the hooks cattrs generates for it (``make_dict_structure_fn_from_attrs``
+  / ``make_dict_unstructure_fn``), told the wire names with ``override(rename=...)``.
+  cattrs builds them the first time a class is converted and caches them.
+* Unions of classes tagged by a constant (``type`` of the content blocks, ``method`` of
+  the requests) use cattrs' ``configure_tagged_union``; ``str | int`` ids use its
+  ``configure_union_passthrough``.
+* What cattrs' options cannot say is a few small hooks here: strict scalars and
+  containers, the ``extra`` dict of unknown keys, the rule for the unions without a tag,
+  and ``SamplingMessage.content`` (a content block or a list of them).
+
+Refusals take two steps.  The converter on the hot path is built without cattrs'
+``detailed_validation``: a bad value makes it raise whatever it meets (``KeyError``,
+``TypeError``...), with no path.  Only then is the same value structured again by a
+twin converter built *with* it, whose exception groups carry each step's attribute or
+index; :func:`explain` follows the first error down and names its path with wire names.
 
 The conventions, shared by every class:
 
@@ -29,7 +38,8 @@ The conventions, shared by every class:
   ``50``), ``bool`` only a boolean.  ``str | int`` ids keep their JSON type: ``"7"``
   stays ``"7"``;
 * the JSON keys a class does not know go into its ``extra`` dict and are written back at
-  the top level of the same object, so a message round-trips unchanged;
+  the top level of the same object, so a message round-trips unchanged (a class without
+  an ``extra`` field refuses them);
 * a union of classes that all carry a distinct constant (``type`` for content blocks,
   ``method`` for requests) is dispatched on that key; any other union tries the classes
   whose required keys are all present, those that leave the fewest keys unknown first;
@@ -46,6 +56,7 @@ Source: 2025-06-18/basic#requests (ids are strings or integers), the 2025-11-25 
 
 from __future__ import annotations
 
+import functools
 import json
 import types
 import typing
@@ -54,10 +65,19 @@ from typing import Any, Final, Literal, TypeVar, Union
 
 import attrs
 import cattrs
+from cattrs.cols import list_structure_factory
+from cattrs.errors import AttributeValidationNote, IterableValidationNote
+from cattrs.fns import identity
+from cattrs.gen import make_dict_structure_fn_from_attrs, make_dict_unstructure_fn, override
+from cattrs.strategies import configure_tagged_union, configure_union_passthrough
+
+from . import types as schema
 
 __all__ = [
     "ConversionError",
+    "explain",
     "json_type_name",
+    "make_converter",
     "structure",
     "structure_fn",
     "unstructure",
@@ -66,6 +86,7 @@ __all__ = [
 
 T = TypeVar("T")
 Fn = Callable[[Any], Any]
+Hook = Callable[[Any, Any], Any]  # cattrs' structure hooks: (value, type) -> object
 
 
 class ConversionError(ValueError):
@@ -102,7 +123,114 @@ class ConversionError(ValueError):
         return ConversionError(self.reason, path)
 
 
-# --- error helpers (cold path) ---------------------------------------------------------
+# --- reading the types: what to configure -----------------------------------------------
+
+_NONE = type(None)
+
+
+def _is_class(tp: Any) -> bool:
+    return isinstance(tp, type) and attrs.has(tp)
+
+
+def _is_union(tp: Any) -> bool:
+    return typing.get_origin(tp) in (Union, types.UnionType)
+
+
+def _is_literal(tp: Any) -> bool:
+    return typing.get_origin(tp) is Literal
+
+
+def _is_class_union(tp: Any) -> bool:
+    return _is_union(tp) and all(_is_class(a) for a in typing.get_args(tp))
+
+
+def _origin_is(tp: Any, kind: type) -> bool:
+    return tp is kind or typing.get_origin(tp) is kind
+
+
+def _has_class(tp: Any) -> bool:
+    """Whether values of ``tp`` can hold an attrs instance (so need unstructuring)."""
+    if _is_class(tp):
+        return True
+    return not _is_literal(tp) and any(_has_class(a) for a in typing.get_args(tp))
+
+
+def _wire_name(field: attrs.Attribute[Any]) -> str:
+    """The field's JSON key: ``protocol_version`` -> ``protocolVersion``, ``meta`` ->
+    ``_meta``, or the name in its metadata (``$schema``)."""
+    wire = field.metadata.get("wire")
+    if isinstance(wire, str):
+        return wire
+    if field.name == "meta":
+        return "_meta"
+    first, *rest = field.name.split("_")
+    return first + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+def _wire_required(field: attrs.Attribute[Any]) -> bool:
+    """Whether a field must be present on the wire (see the module docstring)."""
+    if field.default is attrs.NOTHING:
+        return True
+    if field.default is None:
+        return False
+    tp = field.type
+    return _is_literal(tp) or (_is_union(tp) and any(_is_literal(a) for a in typing.get_args(tp)))
+
+
+def _without_none(tp: Any) -> Any:
+    """``X | None`` -> ``X`` (the type a present optional value must have)."""
+    if _is_union(tp):
+        args = tuple(a for a in typing.get_args(tp) if a is not _NONE)
+        return args[0] if len(args) == 1 else Union[args]  # noqa: UP007
+    return tp
+
+
+def _field_type(field: attrs.Attribute[Any]) -> Any:
+    """The type a field's value is structured as: an optional field's without None."""
+    return _without_none(field.type) if field.default is None else field.type
+
+
+def _tag_of(classes: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]] | None:
+    """The wire name every class requires with its own single constant, and the
+    constants in the union's order (``("type", ("text", "image", ...))`` for the content
+    blocks); None when there is no such key."""
+    fields = [{_wire_name(f): f for f in attrs.fields(c)} for c in classes]
+    for wire in sorted(set.intersection(*(set(f) for f in fields))):
+        values = [typing.get_args(f[wire].type) for f in fields]
+        if all(_is_literal(f[wire].type) and _wire_required(f[wire]) for f in fields) and all(
+            len(v) == 1 for v in values
+        ):
+            if len({v[0] for v in values}) == len(classes):
+                return wire, tuple(v[0] for v in values)
+    return None
+
+
+@attrs.frozen
+class _ClassInfo:
+    """What the union rule needs to know about one class, by wire names."""
+
+    required: frozenset[str]
+    known: frozenset[str]
+    consts: dict[str, tuple[Any, ...]]  # the Literal fields' allowed values
+
+
+@functools.cache
+def _class_info(cls: type) -> _ClassInfo:
+    attrs.resolve_types(cls)
+    fields = [f for f in attrs.fields(cls) if f.name != "extra"]
+    consts = {}
+    for f in fields:
+        tp = _without_none(f.type)
+        if _is_literal(tp):
+            consts[_wire_name(f)] = typing.get_args(tp)
+    return _ClassInfo(
+        required=frozenset(_wire_name(f) for f in fields if _wire_required(f)),
+        known=frozenset(_wire_name(f) for f in fields),
+        consts=consts,
+    )
+
+
+# --- messages -------------------------------------------------------------------------
 
 
 def json_type_name(value: Any) -> str:
@@ -133,90 +261,7 @@ def _show(value: Any) -> str:
     return json_type_name(value)
 
 
-def _wrong(expected: str, value: Any, path: str | int | None = None) -> ConversionError:
-    exc = ConversionError(f"expected {expected}, got {json_type_name(value)}")
-    return exc if path is None else exc.prefixed(path)
-
-
-def _missing(wire: str) -> ConversionError:
-    return ConversionError("required field missing").prefixed(wire)
-
-
-def _bad_literal(values: tuple[Any, ...], value: Any, path: str | None) -> ConversionError:
-    if len(values) == 1:
-        exc = ConversionError(f"expected {_show(values[0])}, got {_show(value)}")
-    else:
-        shown = ", ".join(_show(v) for v in values)
-        exc = ConversionError(f"expected one of {shown}; got {_show(value)}")
-    return exc if path is None else exc.prefixed(path)
-
-
-def _locate(fn: Fn, items: Any, keys: Any) -> ConversionError:
-    """Re-run ``fn`` over ``items`` to find which element failed (slow path only)."""
-    for key in keys:
-        try:
-            fn(items[key])
-        except ConversionError as exc:
-            return exc.prefixed(key)
-    return ConversionError("conversion failed")  # pragma: no cover - fn is pure
-
-
-_MISSING: Final = object()
-
-
-# --- type analysis ---------------------------------------------------------------------
-
-_NONE = type(None)
 _PRIMITIVE_NAMES: Final = {str: "string", int: "integer", float: "number", bool: "boolean"}
-
-
-def _camel(name: str) -> str:
-    """``protocol_version`` -> ``protocolVersion``; ``meta`` -> ``_meta``."""
-    if name == "meta":
-        return "_meta"
-    first, *rest = name.split("_")
-    return first + "".join(p[:1].upper() + p[1:] for p in rest)
-
-
-def _wire_name(field: attrs.Attribute[Any]) -> str:
-    wire = field.metadata.get("wire")
-    return wire if isinstance(wire, str) else _camel(field.name)
-
-
-def _is_union(tp: Any) -> bool:
-    return typing.get_origin(tp) in (Union, types.UnionType)
-
-
-def _is_literal(tp: Any) -> bool:
-    return typing.get_origin(tp) is Literal
-
-
-def _list_arg(tp: Any) -> Any:
-    """The item type of a list type, or _MISSING if ``tp`` is not one."""
-    if tp is list:
-        return Any
-    if typing.get_origin(tp) is list:
-        return typing.get_args(tp)[0]
-    return _MISSING
-
-
-def _dict_arg(tp: Any) -> Any:
-    """The value type of a ``dict[str, V]`` type, or _MISSING if ``tp`` is not one."""
-    if tp is dict:
-        return Any
-    if typing.get_origin(tp) is dict:
-        key, value = typing.get_args(tp)
-        if key is not str:
-            raise TypeError(f"only dict[str, ...] can be converted, not {tp!r}")
-        return value
-    return _MISSING
-
-
-def _has_class(tp: Any) -> bool:
-    """Whether values of ``tp`` can hold an attrs instance (so need converting)."""
-    if isinstance(tp, type) and attrs.has(tp):
-        return True
-    return any(_has_class(arg) for arg in typing.get_args(tp) if not _is_literal(tp))
 
 
 def _describe(tp: Any) -> str:
@@ -232,9 +277,9 @@ def _describe(tp: Any) -> str:
         if len(values) == 1:
             return _show(values[0])
         return "one of " + ", ".join(_show(v) for v in values)
-    if _list_arg(tp) is not _MISSING:
+    if _origin_is(tp, list):
         return "array"
-    if _dict_arg(tp) is not _MISSING or (isinstance(tp, type) and attrs.has(tp)):
+    if _origin_is(tp, dict) or _is_class(tp):
         return "object"
     if _is_union(tp):
         names: list[str] = []
@@ -246,629 +291,448 @@ def _describe(tp: Any) -> str:
     return repr(tp)
 
 
-def _check_expr(tp: Any, var: str) -> str | None:
-    """A Python expression true when ``var`` is a valid JSON value of ``tp`` (for types
-    whose values pass through unchanged), or None when ``tp`` needs a function."""
-    if tp is Any:
-        return "True"
-    if tp is str:
-        return f"isinstance({var}, str)"
-    if tp is int:
-        return f"(isinstance({var}, int) and {var}.__class__ is not bool)"
-    if tp is float:
-        return f"(isinstance({var}, (int, float)) and {var}.__class__ is not bool)"
-    if tp is bool:
-        return f"{var}.__class__ is bool"
-    if tp is _NONE or tp is None:
-        return f"{var} is None"
-    if _is_literal(tp):
-        values = typing.get_args(tp)
-        if len(values) > 2 and all(v.__class__ is str for v in values):
-            # One hashed lookup: CPython folds ``in {constants}`` into a frozenset.
-            members = ", ".join(repr(v) for v in values)
-            return f"({var}.__class__ is str and {var} in {{{members}}})"
-        parts = [
-            f"({var}.__class__ is {type(v).__name__} and {var} == {v!r})"
-            for v in typing.get_args(tp)
-        ]
-        return "(" + " or ".join(parts) + ")"
-    if _dict_arg(tp) is Any:
-        return f"isinstance({var}, dict)"
-    if _list_arg(tp) is Any:
-        return f"isinstance({var}, list)"
-    if _is_union(tp):
-        checks = [_check_expr(arg, var) for arg in typing.get_args(tp)]
-        if all(c is not None for c in checks):
-            return "(" + " or ".join(c for c in checks if c is not None) + ")"
-    return None
+def _wrong(expected: str, value: Any) -> ConversionError:
+    return ConversionError(f"expected {expected}, got {json_type_name(value)}")
 
 
-# --- the compiler ----------------------------------------------------------------------
+def _bad_literal(values: tuple[Any, ...], value: Any) -> ConversionError:
+    if len(values) == 1:
+        return ConversionError(f"expected {_show(values[0])}, got {_show(value)}")
+    shown = ", ".join(_show(v) for v in values)
+    return ConversionError(f"expected one of {shown}; got {_show(value)}")
 
 
-@attrs.define
-class _ClassInfo:
-    """What the union dispatcher needs to know about one class."""
-
-    cls: type
-    required: frozenset[str]
-    known: frozenset[str]
-    consts: dict[str, tuple[Any, ...]]  # wire name -> allowed values, for Literal fields
-    required_consts: frozenset[str]
+# --- strict scalars -----------------------------------------------------------------------
+# cattrs' own hooks coerce (str(123), int("7")) and its Literal check is ``v in values``,
+# which lets True through for Literal[1].
 
 
-class _Compiler:
-    """Builds and caches one structure and one unstructure function per type.
+def _structure_str(v: Any, _: Any = None) -> str:
+    if v.__class__ is str:
+        return v
+    raise _wrong("string", v)
 
-    The caches are keyed by types, which come from code, never from input: their size
-    is bounded by the number of types the program names.
-    """
 
-    def __init__(self) -> None:
-        self._structure: dict[Any, Fn] = {}
-        self._unstructure: dict[Any, Fn] = {}
-        self._class_info: dict[type, _ClassInfo] = {}
-        self._counter = 0
+def _structure_int(v: Any, _: Any = None) -> int:
+    if v.__class__ is int:
+        return v
+    raise _wrong("integer", v)
 
-    # -- public entry points (called by the cattrs factories) --
 
-    def structure_fn(self, tp: Any) -> Fn:
-        """The function turning JSON into a value of ``tp``; raises ConversionError.
+def _structure_float(v: Any, _: Any = None) -> float:
+    if v.__class__ is float or v.__class__ is int:
+        return v  # kept as given: 50 stays 50
+    raise _wrong("number", v)
 
-        Raises TypeError (once, when compiling) for a type the converter cannot handle.
-        """
-        try:
-            return self._structure[tp]
-        except KeyError:
-            pass
-        try:
-            fn = self._build_structure(tp)
-        except BaseException:
-            self._structure.pop(tp, None)  # drop a half-built class's trampoline
-            raise
-        self._structure[tp] = fn
-        return fn
 
-    def unstructure_fn(self, tp: Any) -> Fn | None:
-        """The function turning a value of ``tp`` into JSON, or None when values of
-        ``tp`` are JSON already."""
-        if not _has_class(tp):
-            return None
-        try:
-            return self._unstructure[tp]
-        except KeyError:
-            pass
-        try:
-            fn = self._build_unstructure(tp)
-        except BaseException:
-            self._unstructure.pop(tp, None)
-            raise
-        self._unstructure[tp] = fn
-        return fn
+def _structure_bool(v: Any, _: Any = None) -> bool:
+    if v.__class__ is bool:
+        return v
+    raise _wrong("boolean", v)
 
-    # -- structure --
 
-    def _build_structure(self, tp: Any) -> Fn:
-        if isinstance(tp, type) and attrs.has(tp):
-            return self._structure_class(tp)
-        check = _check_expr(tp, "v")
-        if check is not None:
-            return self._structure_checked(tp, check)
-        item = _list_arg(tp)
-        if item is not _MISSING:
-            return self._structure_list(item)
-        value = _dict_arg(tp)
-        if value is not _MISSING:
-            return self._structure_dict(value)
-        if _is_union(tp):
-            return self._structure_union(tp)
-        raise TypeError(f"mcp_ref cannot convert values of type {tp!r}")
+def _literal_factory(tp: Any) -> Hook:
+    values = typing.get_args(tp)
+    kinds = frozenset(type(v) for v in values)
+    allowed = frozenset(values)  # the schema's constants are strings: no True == 1 here
 
-    def _structure_checked(self, tp: Any, check: str) -> Fn:
-        if _is_literal(tp):
-            values = typing.get_args(tp)
-            src = f"def f(v):\n    if not {check}:\n        raise _bad_literal(values, v, None)\n    return v\n"
-            return self._exec(src, "f", {"values": values, "_bad_literal": _bad_literal})
-        src = f"def f(v):\n    if not {check}:\n        raise _wrong(expected, v)\n    return v\n"
-        return self._exec(src, "f", {"expected": _describe(tp), "_wrong": _wrong})
+    def structure_literal(v: Any, _: Any = tp) -> Any:
+        if v.__class__ in kinds and v in allowed:
+            return v
+        raise _bad_literal(values, v)
 
-    def _structure_list(self, item: Any) -> Fn:
-        check = _check_expr(item, "x")
-        if check is not None:
-            src = (
-                "def f(v):\n"
-                "    if not isinstance(v, list):\n"
-                "        raise _wrong('array', v)\n"
-                "    for i, x in enumerate(v):\n"
-                f"        if not {check}:\n"
-                "            raise _item_error(x, i)\n"
-                "    return v\n"
-            )
-            item_fn = self.structure_fn(item)
+    return structure_literal
 
-            def item_error(x: Any, i: int) -> ConversionError:
-                try:
-                    item_fn(x)
-                except ConversionError as exc:
-                    return exc.prefixed(i)
-                return _wrong(_describe(item), x, i)  # pragma: no cover
 
-            return self._exec(src, "f", {"_wrong": _wrong, "_item_error": item_error})
-        g = self.structure_fn(item)
+# --- unions cattrs resolves otherwise ---------------------------------------------------
 
-        def structure_list(v: Any) -> Any:
-            if not isinstance(v, list):
-                raise _wrong("array", v)
-            try:
-                return list(map(g, v))
-            except ConversionError:
-                raise _locate(g, v, range(len(v))) from None
 
-        tagged = self._tagged_items(item)
-        if tagged is None:
-            return structure_list
-        key, table = tagged
+def _rule_union_factory(conv: cattrs.Converter) -> Callable[[Any], Hook]:
+    """Unions of classes without a tag (``ServerResult``, ``ElicitRequestParams``, the
+    enum schemas): try the classes whose required keys are all present and whose
+    constants match, those leaving the fewest keys unknown first, then those with the
+    most required keys.  cattrs' own disambiguation picks a class by one key unique to
+    it and tries no other, and cannot resolve a union where no such key exists."""
 
-        def structure_tagged_list(v: Any) -> Any:
-            # A list of tagged objects (content blocks): look each one's class up by its
-            # tag directly.  Anything odd (not a dict, no or unknown tag, a bad field)
-            # takes the general path, which reports the error with its place.
-            if v.__class__ is list:
-                try:
-                    return [table[x[key]](x) for x in v]
-                except (KeyError, TypeError, ConversionError):
-                    pass
-            return structure_list(v)
+    def factory(tp: Any) -> Hook:
+        classes = typing.get_args(tp)
+        infos = [_class_info(c) for c in classes]
+        hooks = [conv.get_structure_hook(c) for c in classes]
+        names = ", ".join(c.__name__ for c in classes)
 
-        return structure_tagged_list
-
-    def _structure_dict(self, value: Any) -> Fn:
-        g = self.structure_fn(value)
-        converts = _has_class(value)
-
-        def structure_dict(v: Any) -> Any:
-            if not isinstance(v, dict):
-                raise _wrong("object", v)
-            try:
-                if converts:
-                    return {k: g(x) for k, x in v.items()}
-                for x in v.values():
-                    g(x)
-                return v
-            except ConversionError:
-                raise _locate(g, v, list(v)) from None
-
-        return structure_dict
-
-    def _structure_union(self, tp: Any) -> Fn:
-        args = typing.get_args(tp)
-        allows_none = _NONE in args
-        classes = [a for a in args if isinstance(a, type) and attrs.has(a)]
-        dict_arg = next((a for a in args if _dict_arg(a) is not _MISSING), None)
-        list_arg = next((a for a in args if _list_arg(a) is not _MISSING), None)
-        scalars = [
-            a
-            for a in args
-            if a not in classes and a is not dict_arg and a is not list_arg and a is not _NONE
-        ]
-        expected = _describe(tp)
-        object_fn: Fn | None = None
-        if classes and dict_arg is not None:
-            raise TypeError(f"cannot convert a union of classes and dicts: {tp!r}")
-        if classes:
-            object_fn = self._class_union(classes)
-        elif dict_arg is not None:
-            object_fn = self.structure_fn(dict_arg)
-        list_fn = self.structure_fn(list_arg) if list_arg is not None else None
-        scalar_fn = self.structure_fn(Union[tuple(scalars)]) if scalars else None  # noqa: UP007
-        scalar_types = tuple(
-            {str: (str,), int: (int,), float: (int, float), bool: (bool,)}.get(s, ())
-            for s in scalars
-        )
-        literal_types = tuple(
-            type(v) for s in scalars if _is_literal(s) for v in typing.get_args(s)
-        )
-        accepts_scalar = tuple({t for group in scalar_types for t in group} | set(literal_types))
-
-        def structure_union(v: Any) -> Any:
-            if isinstance(v, dict):
-                if object_fn is not None:
-                    return object_fn(v)
-            elif isinstance(v, list):
-                if list_fn is not None:
-                    return list_fn(v)
-            elif v is None:
-                if allows_none:
-                    return None
-            elif scalar_fn is not None and isinstance(v, accepts_scalar):
-                return scalar_fn(v)
-            raise _wrong(expected, v)
-
-        return structure_union
-
-    def _info(self, cls: type) -> _ClassInfo:
-        try:
-            return self._class_info[cls]
-        except KeyError:
-            pass
-        required: set[str] = set()
-        known: set[str] = set()
-        consts: dict[str, tuple[Any, ...]] = {}
-        required_consts: set[str] = set()
-        for field in attrs.fields(cls):
-            if field.name == "extra":
-                continue
-            wire = _wire_name(field)
-            known.add(wire)
-            wire_required = _wire_required(field)
-            if wire_required:
-                required.add(wire)
-            lit = field.type
-            if _is_union(lit):
-                lits = [a for a in typing.get_args(lit) if _is_literal(a)]
-                lit = lits[0] if len(lits) == 1 else None
-            if _is_literal(lit):
-                consts[wire] = typing.get_args(lit)
-                if wire_required:
-                    required_consts.add(wire)
-        info = _ClassInfo(
-            cls, frozenset(required), frozenset(known), consts, frozenset(required_consts)
-        )
-        self._class_info[cls] = info
-        return info
-
-    def _class_union(self, classes: list[type]) -> Fn:
-        tagged = self._tag_table(classes)
-        if tagged is not None:
-            key, table = tagged
-            return self._dispatch_on(key, table, tuple(table))
-        infos = [self._info(c) for c in classes]
-        fns = [self.structure_fn(c) for c in classes]
-        return self._try_in_order(infos, fns)
-
-    def _tag_table(self, classes: list[type]) -> tuple[str, dict[Any, Fn]] | None:
-        """A key every class requires with its own single constant (e.g. ``type`` of
-        the content blocks): ``(key, {constant: structure function})``, or None."""
-        infos = [self._info(c) for c in classes]
-        for key in sorted(set.intersection(*(set(i.required_consts) for i in infos))):
-            values = [i.consts[key] for i in infos]
-            if all(len(v) == 1 for v in values) and len({v[0] for v in values}) == len(values):
-                fns = [self.structure_fn(c) for c in classes]
-                return key, {v[0]: fn for v, fn in zip(values, fns, strict=True)}
-        return None
-
-    def _tagged_items(self, item: Any) -> tuple[str, dict[Any, Fn]] | None:
-        """For a union made only of classes with a tag key: its tag table."""
-        if not _is_union(item):
-            return None
-        args = typing.get_args(item)
-        if not all(isinstance(a, type) and attrs.has(a) for a in args):
-            return None
-        return self._tag_table(list(args))
-
-    @staticmethod
-    def _dispatch_on(key: str, table: dict[Any, Fn], allowed: tuple[Any, ...]) -> Fn:
-        def dispatch(v: Any) -> Any:
-            if not isinstance(v, dict):
-                raise _wrong("object", v)
-            tag = v.get(key, _MISSING)
-            if tag is _MISSING:
-                raise _missing(key)
-            fn = table.get(tag) if isinstance(tag, str) else None
-            if fn is None:
-                raise _bad_literal(allowed, tag, key)
-            return fn(v)
-
-        return dispatch
-
-    @staticmethod
-    def _try_in_order(infos: list[_ClassInfo], fns: list[Fn]) -> Fn:
-        names = ", ".join(i.cls.__name__ for i in infos)
-        entries = list(zip(infos, fns, strict=True))
-
-        def try_in_order(v: Any) -> Any:
+        def structure_by_rule(v: Any, _: Any = tp) -> Any:
             if not isinstance(v, dict):
                 raise _wrong("object", v)
             keys = v.keys()
-            ranked: list[tuple[int, int, int, Fn]] = []
-            for n, (info, fn) in enumerate(entries):
-                if not info.required <= keys:
-                    continue
-                if any(k in v and not _const_ok(v[k], info.consts[k]) for k in info.consts):
-                    continue
-                unknown = sum(1 for k in keys if k not in info.known)
-                ranked.append((unknown, -len(info.required), n, fn))
-            ranked.sort(key=lambda r: r[:3])
+            ranked = sorted(
+                (sum(1 for k in keys if k not in info.known), -len(info.required), n)
+                for n, info in enumerate(infos)
+                if info.required <= keys
+                and all(k not in v or _const_ok(v[k], c) for k, c in info.consts.items())
+            )
             first: ConversionError | None = None
-            for *_, fn in ranked:
+            for *_, n in ranked:
                 try:
-                    return fn(v)
-                except ConversionError as exc:
-                    first = first or exc
+                    return hooks[n](v, classes[n])
+                except Exception as exc:  # this class does not fit: try the next one
+                    first = first or explain(exc, classes[n], v)
             if first is not None:
                 raise first
-            # No class has all its required keys: report the nearest one's complaint.
-            nearest = min(entries, key=lambda e: len(e[0].required - keys))
+            # No class has all its required keys: tell the nearest one's complaint.
+            n = min(range(len(classes)), key=lambda n: len(infos[n].required - keys))
             try:
-                nearest[1](v)
-            except ConversionError as exc:
-                closest = nearest[0].cls.__name__
-                reason = f"{exc.reason} (closest of {names}: {closest})"
-                raise ConversionError(reason, exc.path) from None
+                hooks[n](v, classes[n])
+            except Exception as exc:
+                why = explain(exc, classes[n], v)
+                closest = f"(closest of {names}: {classes[n].__name__})"
+                raise ConversionError(f"{why.reason} {closest}", why.path) from None
             raise ConversionError(f"matches none of {names}")  # pragma: no cover
 
-        return try_in_order
+        return structure_by_rule
 
-    def _structure_class(self, cls: type) -> Fn:
-        attrs.resolve_types(cls)
-        # Register a trampoline first so self-referencing classes compile.
-        cell: list[Fn] = []
-        self._structure[cls] = lambda v: cell[0](v)
-        ns: dict[str, Any] = {
-            "ConversionError": ConversionError,
-            "_MISSING": _MISSING,
-            "_missing": _missing,
-            "_wrong": _wrong,
-            "_bad_literal": _bad_literal,
-            "CLS": cls,
-        }
-        lines = [
-            "def structure(d):",
-            "    if not isinstance(d, dict):",
-            "        raise _wrong('object', d)",
-        ]
-        optional_lines: list[str] = []
-        args: list[str] = []
-        required_args: list[str] = []
-        absent_args: list[str] = []  # the optional fields' values when none is present
-        known: list[str] = []
-        has_extra = False
-        # Required fields first, then a fast exit when the object holds nothing else
-        # (the common case: most results carry only their required keys), then the
-        # optional fields one by one.
-        for i, field in enumerate(attrs.fields(cls)):
-            if field.name == "extra":
-                has_extra = True
-                continue
-            wire = _wire_name(field)
-            known.append(wire)
-            tp = field.type
-            local = f"a{i}"
-            args.append(f"{field.name}={local}")
-            if _wire_required(field):
-                required_args.append(f"{field.name}={local}")
-                lines += [
-                    "    try:",
-                    f"        v = d[{wire!r}]",
-                    "    except KeyError:",
-                    f"        raise _missing({wire!r}) from None",
-                ]
-                lines += self._field_lines(tp, wire, local, ns, i, "    ")
-            else:
-                if field.default is None:
-                    absent = "None"
-                    tp = _without_none(tp)
-                else:
-                    ns[f"default{i}"] = field.default
-                    absent = f"default{i}"
-                absent_args.append(f"{field.name}={absent}")
-                optional_lines += [
-                    f"    v = d.get({wire!r}, _MISSING)",
-                    "    if v is _MISSING:",
-                    f"        {local} = {absent}",
-                    "    else:",
-                    "        n += 1",
-                ]
-                optional_lines += self._field_lines(tp, wire, local, ns, i, "        ")
-        ns["KNOWN"] = frozenset(known)
-        n_required = len(required_args)
-        if optional_lines:
-            extra_arg = ["extra={}"] if has_extra else []
-            lines += [
-                f"    if len(d) == {n_required}:",
-                f"        return CLS({', '.join(required_args + absent_args + extra_arg)})",
-                "    n = 0",
-                *optional_lines,
-            ]
-        else:
-            lines.append("    n = 0")
-        lines.append(f"    if len(d) != n + {n_required}:")
-        if has_extra:
-            lines.append("        extra = {k: x for k, x in d.items() if k not in KNOWN}")
-            lines.append("    else:")
-            lines.append("        extra = {}")
-            args.append("extra=extra")
-        else:
-            lines.append("        k = next(k for k in d if k not in KNOWN)")
-            lines.append("        raise ConversionError('unknown field').prefixed(k)")
-        lines.append(f"    return CLS({', '.join(args)})")
-        fn = self._exec("\n".join(lines) + "\n", "structure", ns, cls.__name__)
-        cell.append(fn)
-        return fn
-
-    def _field_lines(
-        self, tp: Any, wire: str, local: str, ns: dict[str, Any], i: int, indent: str
-    ) -> list[str]:
-        check = _check_expr(tp, "v")
-        if check == "True":
-            return [f"{indent}{local} = v"]
-        if check is not None:
-            if _is_literal(tp):
-                ns[f"values{i}"] = typing.get_args(tp)
-                raise_line = f"raise _bad_literal(values{i}, v, {wire!r})"
-            else:
-                ns[f"expected{i}"] = _describe(tp)
-                raise_line = f"raise _wrong(expected{i}, v, {wire!r})"
-            return [
-                f"{indent}if not {check}:",
-                f"{indent}    {raise_line}",
-                f"{indent}{local} = v",
-            ]
-        ns[f"s{i}"] = self.structure_fn(tp)
-        return [
-            f"{indent}try:",
-            f"{indent}    {local} = s{i}(v)",
-            f"{indent}except ConversionError as e:",
-            f"{indent}    raise e.prefixed({wire!r}) from None",
-        ]
-
-    # -- unstructure --
-
-    def _build_unstructure(self, tp: Any) -> Fn:
-        if isinstance(tp, type) and attrs.has(tp):
-            return self._unstructure_class(tp)
-        item = _list_arg(tp)
-        if item is not _MISSING:
-            g = self.unstructure_fn(item)
-            assert g is not None
-            return lambda v: [g(x) for x in v]
-        value = _dict_arg(tp)
-        if value is not _MISSING:
-            h = self.unstructure_fn(value)
-            assert h is not None
-            return lambda v: {k: h(x) for k, x in v.items()}
-        if _is_union(tp):
-            table: dict[type, Fn] = {}
-            list_fn: Fn | None = None
-            for arg in typing.get_args(tp):
-                if isinstance(arg, type) and attrs.has(arg):
-                    fn = self.unstructure_fn(arg)
-                    assert fn is not None
-                    table[arg] = fn
-                elif _list_arg(arg) is not _MISSING:
-                    list_fn = self.unstructure_fn(arg)
-
-            def unstructure_union(v: Any) -> Any:
-                fn = table.get(v.__class__)
-                if fn is not None:
-                    return fn(v)
-                if list_fn is not None and isinstance(v, list):
-                    return list_fn(v)
-                if attrs.has(v.__class__):  # not a member of the union: still convert it
-                    return _CONVERTER.unstructure(v)
-                return v
-
-            return unstructure_union
-        raise TypeError(f"mcp_ref cannot convert values of type {tp!r}")  # pragma: no cover
-
-    def _unstructure_class(self, cls: type) -> Fn:
-        attrs.resolve_types(cls)
-        cell: list[Fn] = []
-        self._unstructure[cls] = lambda v: cell[0](v)
-        ns: dict[str, Any] = {}
-        always: list[str] = []
-        optional: list[str] = []
-        known: list[str] = []
-        has_extra = False
-        for i, field in enumerate(attrs.fields(cls)):
-            if field.name == "extra":
-                has_extra = True
-                continue
-            wire = _wire_name(field)
-            known.append(wire)
-            fn = self.unstructure_fn(field.type)
-            value = f"o.{field.name}"
-            if field.default is None:
-                expr = "v" if fn is None else f"u{i}(v)"
-                optional += [
-                    f"    v = o.{field.name}",
-                    "    if v is not None:",
-                    f"        d[{wire!r}] = {expr}",
-                ]
-            else:
-                expr = value if fn is None else f"u{i}({value})"
-                always.append(f"{wire!r}: {expr}")
-            if fn is not None:
-                ns[f"u{i}"] = fn
-        ns["KNOWN"] = frozenset(known)
-        lines = ["def unstructure(o):", "    d = {" + ", ".join(always) + "}", *optional]
-        if has_extra:
-            lines += [
-                "    e = o.extra",
-                "    if e:",
-                "        for k in e:",
-                "            if k not in KNOWN:",
-                "                d[k] = e[k]",
-            ]
-        lines.append("    return d")
-        fn = self._exec("\n".join(lines) + "\n", "unstructure", ns, cls.__name__)
-        cell.append(fn)
-        return fn
-
-    # -- helpers --
-
-    def _exec(self, src: str, name: str, ns: dict[str, Any], label: str = "") -> Fn:
-        self._counter += 1
-        filename = f"<mcp_ref._convert {name} {label or self._counter}>"
-        exec(compile(src, filename, "exec"), ns)  # the source is built above, from attrs fields
-        fn: Fn = ns[name]
-        return fn
-
-
-def _wire_required(field: attrs.Attribute[Any]) -> bool:
-    """Whether a field must be present on the wire (see the module docstring)."""
-    if field.default is attrs.NOTHING:
-        return True
-    if field.default is None:
-        return False
-    tp = field.type
-    return _is_literal(tp) or (_is_union(tp) and any(_is_literal(a) for a in typing.get_args(tp)))
-
-
-def _without_none(tp: Any) -> Any:
-    """``X | None`` -> ``X`` (the type a present optional value must have)."""
-    if _is_union(tp):
-        args = tuple(a for a in typing.get_args(tp) if a is not _NONE)
-        if len(args) == 1:
-            return args[0]
-        return Union[args]  # noqa: UP007
-    return tp
+    return factory
 
 
 def _const_ok(value: Any, allowed: tuple[Any, ...]) -> bool:
     return any(value.__class__ is type(a) and value == a for a in allowed)
 
 
-# --- the converter ---------------------------------------------------------------------
+def _class_or_list_factory(conv: cattrs.Converter) -> Callable[[Any], Hook]:
+    """A union of classes and one list (``SamplingMessage.content``: a content block or
+    a list of them), which cattrs has no hook for: the JSON type picks the part."""
 
-_COMPILER: Final = _Compiler()
-_CONVERTER: Final = cattrs.Converter()
+    def factory(tp: Any) -> Hook:
+        args = typing.get_args(tp)
+        classes = tuple(a for a in args if _is_class(a))
+        lists = [a for a in args if _origin_is(a, list)]
+        if len(classes) + len(lists) != len(args) or len(lists) != 1:
+            raise TypeError(f"mcp_ref cannot convert values of type {tp!r}")
+        object_tp = classes[0] if len(classes) == 1 else Union[classes]  # noqa: UP007
+        object_hook = conv.get_structure_hook(object_tp)
+        list_hook = conv.get_structure_hook(lists[0])
+
+        def structure_class_or_list(v: Any, _: Any = tp) -> Any:
+            if isinstance(v, dict):
+                return object_hook(v, object_tp)
+            if isinstance(v, list):
+                return list_hook(v, lists[0])
+            raise _wrong("object or array", v)
+
+        return structure_class_or_list
+
+    return factory
 
 
-def _structure_factory(tp: Any) -> Callable[[Any, Any], Any]:
-    fn = _COMPILER.structure_fn(tp)
-    return lambda data, _cls: fn(data)
+@functools.cache
+def _tagged_unions() -> dict[Any, tuple[str, tuple[Any, ...]]]:
+    """Every union of classes in :mod:`mcp_ref.types` (an alias, or inside a field's
+    type) whose classes carry a distinct constant: ``{union: (tag, constants)}``, inner
+    unions first (configuring a union builds its classes' hooks, which must find the
+    unions inside them configured already)."""
+    found: dict[Any, tuple[str, tuple[Any, ...]]] = {}
+    seen: set[type] = set()
+
+    def visit(tp: Any) -> None:
+        if _is_class(tp):
+            if tp not in seen:
+                seen.add(tp)
+                attrs.resolve_types(tp)
+                for field in attrs.fields(tp):
+                    visit(field.type)
+            return
+        if not _is_literal(tp):
+            for arg in typing.get_args(tp):
+                visit(arg)
+        if _is_class_union(tp):
+            tag = _tag_of(typing.get_args(tp))
+            if tag is not None:
+                found.setdefault(tp, tag)
+
+    for value in vars(schema).values():
+        if _is_class(value) or _is_union(value):
+            visit(value)
+    return found
 
 
-def _unstructure_factory(tp: Any) -> Fn:
-    fn = _COMPILER.unstructure_fn(tp)
-    assert fn is not None
-    return fn
+# --- the converter ----------------------------------------------------------------------
 
 
-_CONVERTER.register_structure_hook_factory(lambda _tp: True, _structure_factory)
-# cattrs looks primitives up before any factory (and would coerce: int(True) == 1).
-for _primitive in (str, int, float, bool):
-    _CONVERTER.register_structure_hook(_primitive, _structure_factory(_primitive))
-_CONVERTER.register_unstructure_hook_factory(attrs.has, _unstructure_factory)
+def make_converter(*, detailed_validation: bool = False) -> cattrs.Converter:
+    """A new ``cattrs.Converter`` configured for :mod:`mcp_ref.types` (see the module
+    docstring); ``detailed_validation`` is cattrs' option (exception groups that carry
+    each step's attribute or index, built on every call).
+
+    Its structure hooks raise on a bad value, but not always :class:`ConversionError`:
+    use :func:`structure` / :func:`structure_fn`, or :func:`explain` the exception
+    of a converter made with ``detailed_validation=True``.
+    """
+    conv = cattrs.Converter(detailed_validation=detailed_validation)
+
+    # Scalars and constants: strict JSON types.
+    for scalar, hook in (
+        (str, _structure_str),
+        (int, _structure_int),
+        (float, _structure_float),
+        (bool, _structure_bool),
+    ):
+        conv.register_structure_hook(scalar, hook)
+    conv.register_structure_hook_factory(_is_literal, _literal_factory)
+
+    # str | int ids and progress tokens: cattrs' strategy checks the value's class and
+    # passes it through.  It also takes a member's subclasses, and bool is a subclass of
+    # int, so bool is configured apart: the strategy configured last (consulted first)
+    # leaves bool out and hands a union with bool in it (ElicitResult.content's values)
+    # on to the first.
+    configure_union_passthrough(str | int | float | bool | None, conv)
+    configure_union_passthrough(str | int | float | None, conv)
+
+    # Containers: a JSON array or object, then cattrs' own hook for the items.
+    def list_factory(tp: Any) -> Hook:
+        items = list_structure_factory(tp, conv)
+
+        def structure_list(v: Any, _: Any = tp) -> Any:
+            if isinstance(v, list):
+                return items(v, tp)
+            raise _wrong("array", v)
+
+        return structure_list
+
+    def dict_factory(tp: Any) -> Hook:
+        args = typing.get_args(tp)
+        if args and args[0] is not str:
+            raise TypeError(f"only dict[str, ...] can be converted, not {tp!r}")
+        values = conv.gen_structure_mapping(tp) if args and args[1] is not Any else None
+
+        def structure_dict(v: Any, _: Any = tp) -> Any:
+            if not isinstance(v, dict):
+                raise _wrong("object", v)
+            return v if values is None else values(v, tp)  # dict[str, Any]: shared
+
+        return structure_dict
+
+    conv.register_structure_hook_factory(lambda tp: _origin_is(tp, list), list_factory)
+    conv.register_structure_hook_factory(lambda tp: _origin_is(tp, dict), dict_factory)
+
+    # Unions of classes: those with a tag are configured at the end; the others follow
+    # the rule.  A union of classes and a list gets its own hook.
+    tagged = _tagged_unions()
+    conv.register_structure_hook_factory(
+        lambda tp: _is_class_union(tp) and tp not in tagged, _rule_union_factory(conv)
+    )
+    conv.register_structure_hook_factory(
+        lambda tp: (
+            _is_union(tp)
+            and any(_is_class(a) for a in typing.get_args(tp))
+            and not all(_is_class(a) or a is _NONE for a in typing.get_args(tp))
+        ),
+        _class_or_list_factory(conv),
+    )
+
+    # Classes: cattrs' generated hooks, by wire names, `extra` left to the wrappers.
+    def structure_class_factory(cls: type) -> Hook:
+        attrs.resolve_types(cls)
+        fields: list[attrs.Attribute[Any]] = []
+        overrides: dict[str, Any] = {}
+        for field in attrs.fields(cls):
+            if field.name == "extra":
+                overrides["extra"] = override(omit=True)
+            elif _wire_required(field) and field.default is not attrs.NOTHING:
+                # A constant with a default (type: "text"): cattrs would make it optional.
+                field = field.evolve(default=attrs.NOTHING)
+                overrides[field.name] = override(rename=_wire_name(field))
+            elif field.default is None:
+                # Absent means None; a present null only where the type allows it.
+                hook = conv.get_structure_hook(_without_none(field.type))
+                overrides[field.name] = override(rename=_wire_name(field), struct_hook=hook)
+            else:
+                overrides[field.name] = override(rename=_wire_name(field))
+            fields.append(field)
+        generated: Fn = make_dict_structure_fn_from_attrs(fields, cls, conv, **overrides)
+        known = _class_info(cls).known
+        required = len(_class_info(cls).required)
+        keeps_extra = "extra" in attrs.fields_dict(cls)
+        evolve = attrs.evolve
+
+        def structure_class(d: Any, _: Any = cls) -> Any:
+            if not isinstance(d, dict):
+                raise _wrong("object", d)
+            obj = generated(d)
+            if len(d) == required or known.issuperset(d):  # no key but the known ones
+                return obj
+            unknown = {k: x for k, x in d.items() if k not in known}
+            if not keeps_extra:
+                raise ConversionError("unknown field").prefixed(next(iter(unknown)))
+            return evolve(obj, extra=unknown)
+
+        return structure_class
+
+    conv.register_structure_hook_factory(_is_class, structure_class_factory)
+
+    # Unstructure: values of types that hold no class are JSON already (passed through,
+    # not copied); classes by cattrs' generated hooks, with `extra` merged back.
+    conv.register_unstructure_hook_func(
+        lambda tp: tp not in (dict, list) and not _has_class(tp), identity
+    )
+
+    def unstructure_class_factory(cls: type) -> Fn:
+        attrs.resolve_types(cls)
+        overrides: dict[str, Any] = {}
+        for field in attrs.fields(cls):
+            if field.name == "extra":
+                overrides["extra"] = override(omit=True)
+            else:  # None is left out; a constant (type: "text") is always written.
+                omit = field.default is None
+                overrides[field.name] = override(rename=_wire_name(field), omit_if_default=omit)
+        generated: Fn = make_dict_unstructure_fn(
+            cls, conv, _cattrs_omit_if_default=False, **overrides
+        )
+        if "extra" not in attrs.fields_dict(cls):
+            return generated
+        known = _class_info(cls).known
+
+        def unstructure_class(o: Any) -> Any:
+            d = generated(o)
+            extra = o.extra
+            if extra:
+                for k in extra:
+                    if k not in known:  # never over a known field
+                        d[k] = extra[k]
+            return d
+
+        return unstructure_class
+
+    conv.register_unstructure_hook_factory(_is_class, unstructure_class_factory)
+
+    # Tagged unions last: configuring one builds its classes' hooks with everything above.
+    for union, (tag, constants) in tagged.items():
+        tags = dict(zip(typing.get_args(union), constants, strict=True))
+        configure_tagged_union(union, conv, tag_generator=tags.__getitem__, tag_name=tag)
+
+    # On the way out, a union holding classes (tagged or not, `X | None` too) is
+    # unstructured by the value's own class: the class hooks write a tag themselves (it
+    # is a required constant), and a value the type does not announce (a block of another
+    # union, a plain dict) is still written, as values are not checked on the way out.
+    def unstructure_union_factory(tp: Any) -> Fn:
+        hooks: dict[Any, Fn] = {a: conv.get_unstructure_hook(a) for a in typing.get_args(tp)}
+        hooks[_NONE] = identity
+        by_value = conv.unstructure
+
+        def unstructure_by_class(v: Any) -> Any:
+            return hooks.get(v.__class__, by_value)(v)
+
+        return unstructure_by_class
+
+    conv.register_unstructure_hook_factory(
+        lambda tp: _is_union(tp) and _has_class(tp), unstructure_union_factory
+    )
+    return conv
 
 
-def structure_fn(cls: Any) -> Callable[[Any], Any]:
-    """The compiled structure function of ``cls``: ``structure_fn(cls)(data)`` is
-    ``structure(data, cls)`` without the converter's dispatch (for hot paths).
+# --- refusals: cattrs' detailed exceptions -> one line ----------------------------------
+
+_ABSENT: Final = object()
+
+
+def _note(exc: BaseException, kind: type[T]) -> T | None:
+    """The note cattrs attached to ``exc`` when it passed one attribute or item."""
+    notes = [n for n in getattr(exc, "__notes__", ()) if isinstance(n, kind)]
+    return notes[-1] if notes else None
+
+
+def explain(exc: BaseException, tp: Any, value: Any) -> ConversionError:
+    """The :class:`ConversionError` for ``exc``, which structuring ``value`` as ``tp``
+    raised: the path of the first bad value, by wire names, and what is wrong with it.
+
+    The path comes from a converter made with ``detailed_validation=True``: its
+    ``ClassValidationError`` / ``IterableValidationError`` groups list the attributes
+    and items that failed, in order, each with a note naming it.  The reason comes from
+    the type expected at the end of that path and the value found there.  Pure; never
+    raises.
+    """
+    if isinstance(exc, cattrs.ClassValidationError):
+        sub = exc.exceptions[0]
+        attribute = _note(sub, AttributeValidationNote)
+        if attribute is None:  # pragma: no cover - the classes' __init__ checks nothing
+            return ConversionError(f"invalid {exc.cl.__name__}: {sub}")
+        field = attrs.fields_dict(exc.cl)[attribute.name]
+        wire = _wire_name(field)
+        inner = value.get(wire, _ABSENT)
+        return explain(sub, _field_type(field), inner).prefixed(wire)
+    if isinstance(exc, cattrs.IterableValidationError):
+        sub = exc.exceptions[0]
+        item = _note(sub, IterableValidationNote)
+        if item is None:  # pragma: no cover - cattrs notes every item
+            return ConversionError(str(sub))
+        return explain(sub, item.type, value[item.index]).prefixed(item.index)
+    # The first bad value itself.
+    if value is _ABSENT:
+        return ConversionError("required field missing")
+    if isinstance(exc, ConversionError) and exc.path:
+        return exc  # told by a hook of ours, from further down (a union's class)
+    classes = tuple(a for a in typing.get_args(tp) if _is_class(a)) if _is_union(tp) else ()
+    if classes and isinstance(value, dict):
+        tag = _tag_of(classes)
+        if tag is not None:  # a tagged union: the tag is missing or unknown
+            key, constants = tag
+            if key not in value:
+                return ConversionError("required field missing").prefixed(key)
+            return _bad_literal(constants, value[key]).prefixed(key)
+    if isinstance(exc, ConversionError) and not _is_union(tp):
+        return exc
+    if _is_literal(tp):
+        return _bad_literal(typing.get_args(tp), value)
+    return _wrong(_describe(tp), value)  # a union: what all its members expect
+
+
+# --- the module's converters --------------------------------------------------------------
+
+_CONVERTER: Final = make_converter()
+
+
+@functools.cache
+def _detailed() -> cattrs.Converter:
+    """The twin that explains refusals: the same configuration, with cattrs' detailed
+    validation.  Built on the first refusal, used only after ``_CONVERTER`` refused."""
+    return make_converter(detailed_validation=True)
+
+
+def _refusal(exc: Exception, data: Any, tp: Any) -> Exception:
+    """Structure ``data`` again with the detailed twin and explain why it fails."""
+    try:
+        _detailed().structure(data, tp)
+    except Exception as detailed:
+        return explain(detailed, tp, data)
+    return exc  # pragma: no cover - the twins disagree: a bug, raised as it is
+
+
+@functools.cache
+def structure_fn(tp: Any) -> Fn:
+    """The structure function of ``tp`` (a class, union alias, ``list[...]``...):
+    ``structure_fn(tp)(data)`` is ``structure(data, tp)`` without the converter's
+    lookup (for hot paths).  Built once per type, cached.
 
     Raises (when called): :class:`ConversionError`, as :func:`structure`.
     """
-    return _COMPILER.structure_fn(cls)
+    hook = _CONVERTER.get_structure_hook(tp)
+
+    def structure_value(data: Any) -> Any:
+        try:
+            return hook(data, tp)
+        except Exception as exc:
+            raise _refusal(exc, data, tp) from None
+
+    return structure_value
 
 
-def unstructure_fn(cls: Any) -> Callable[[Any], Any]:
-    """The compiled unstructure function of the attrs class ``cls`` (for hot paths):
-    ``unstructure_fn(type(obj))(obj)`` is ``unstructure(obj)``."""
-    fn = _COMPILER.unstructure_fn(cls)
-    if fn is None:
+@functools.cache
+def unstructure_fn(cls: Any) -> Fn:
+    """The unstructure function of the attrs class ``cls`` (for hot paths):
+    ``unstructure_fn(type(obj))(obj)`` is ``unstructure(obj)``; for any other type,
+    :func:`unstructure` itself."""
+    if not _is_class(cls):
         return unstructure
-    return fn
+    hook: Fn = _CONVERTER.get_unstructure_hook(cls)
+    return hook
 
 
 def structure(data: Any, cls: type[T]) -> T:
@@ -880,7 +744,8 @@ def structure(data: Any, cls: type[T]) -> T:
     Raises :class:`ConversionError` naming the path of the first bad value; never
     anything else for any JSON input.  See the module docstring for the rules.
     """
-    result: T = _CONVERTER.structure(data, cls)
+    tp: Any = cls  # a union alias is not a type[T] to mypy
+    result: T = structure_fn(tp)(data)
     return result
 
 
@@ -889,8 +754,8 @@ def unstructure(obj: Any) -> Any:
 
     camelCase keys, ``meta`` written as ``_meta``, optional fields that are ``None``
     left out, ``extra`` keys merged back into their object (never over a known key).
-    Lists and dicts are walked; other values are returned as they are.  Raises nothing
-    of its own: values are not checked on the way out (the attrs classes are built by
-    our own code or checked by the core before sending).
+    Lists and dicts are walked; other values are returned as they are.  Values are not
+    checked on the way out (the attrs classes are built by our own code or checked by
+    the core before sending).
     """
     return _CONVERTER.unstructure(obj)

@@ -130,6 +130,49 @@ def test_bool_is_not_an_int_and_int_is_not_a_bool() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("tp", "data", "message"),
+    [
+        (t.CallToolRequestParams, {"name": 123}, "name: expected string, got integer"),
+        (
+            t.CallToolRequestParams,
+            {"name": "x", "arguments": []},
+            "arguments: expected object, got array",
+        ),
+        (
+            t.ProgressNotificationParams,
+            {"progressToken": True, "progress": 1},
+            "progressToken: expected string or integer, got boolean",
+        ),
+        (
+            t.ProgressNotificationParams,
+            {"progressToken": "p", "progress": "1"},
+            "progress: expected number, got string",
+        ),
+        (t.TextContent, {"text": "x"}, "type: required field missing"),
+        (
+            t.TextContent,
+            {"type": "text", "text": "x", "annotations": None},
+            "annotations: expected object, got null",
+        ),
+        (t.CallToolResult, {"content": "abc"}, "content: expected array, got string"),
+        (
+            t.ListToolsResult,
+            {"tools": [], "nextCursor": 5},
+            "nextCursor: expected string, got integer",
+        ),
+        (t.Result, [], "expected object, got array"),
+        (t.Result, "_meta", "expected object, got string"),
+        (t.Result, None, "expected object, got null"),
+    ],
+)
+def test_what_cattrs_defaults_would_accept_is_refused(tp: Any, data: Any, message: str) -> None:
+    """cattrs' own hooks coerce (``str(123)``), take any iterable for a list (``"abc"``
+    -> ``["a", "b", "c"]``), make a constant with a default optional, take ``True`` for
+    an ``int`` id; the converter is configured not to."""
+    assert fails(data, tp) == message
+
+
 def test_float_fields_take_ints_and_keep_them() -> None:
     params = structure(
         {"progressToken": 1, "progress": 50, "total": 99.5}, t.ProgressNotificationParams
@@ -314,6 +357,19 @@ def test_unknown_fields_are_kept_at_every_level() -> None:
 def test_extra_never_overrides_a_known_field() -> None:
     text = t.TextContent(text="real", extra={"text": "fake", "x": 1, "_meta": {}})
     assert unstructure(text) == {"type": "text", "text": "real", "x": 1}
+
+
+def test_a_class_outside_its_union_is_still_written() -> None:
+    """Values are not checked on the way out: a block of another union is written by its
+    own class."""
+    use = t.ToolUseContent(id="u1", name="echo", input={})
+    result = t.CallToolResult(content=[t.TextContent(text="x"), use])  # type: ignore[list-item]
+    assert unstructure(result)["content"][1] == {
+        "type": "tool_use",
+        "id": "u1",
+        "name": "echo",
+        "input": {},
+    }
 
 
 def test_none_optionals_are_left_out() -> None:

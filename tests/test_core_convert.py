@@ -1,12 +1,13 @@
-"""A converter compiled afresh (mcp_ref._convert._Compiler) on real messages.
+"""A converter built afresh (mcp_ref._convert.make_converter) on real messages.
 
-The module compiles one structure and one unstructure function per type, once, and
-caches them.  These tests compile them again in the test, from nothing, and check the
-result on the official example messages (tests/vendor/examples) and on damaged copies of
-them: what round-trips must round-trip, and what is refused must be refused with the
-same one-line message naming the JSON path.  Compiling again in another order also
-checks that the trampolines for self-referencing classes and the per-type caches do not
-change what a converter does.
+The module builds its cattrs converter once, at import, and cattrs caches each type's
+hooks.  These tests build a new converter (and its detailed twin, which explains
+refusals) in the test and check it on the official example messages
+(tests/vendor/examples) and on damaged copies of them: what round-trips must
+round-trip, and what is refused must be refused with the same one-line message naming
+the JSON path.  Asking a fresh converter for the types in another order also checks
+that hook caching and the order the unions are configured in do not change what a
+converter does.
 
 Source: the 2025-11-25 schema (every shape); 2025-06-18/basic#requests (ids keep their
 JSON type); mcp_ref/_convert.py's rules (camelCase, ``_meta``, omitted optionals,
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
 import pytest
@@ -25,7 +26,8 @@ import pytest
 from mcp_ref import types as t
 from mcp_ref._convert import (
     ConversionError,
-    _Compiler,
+    explain,
+    make_converter,
     structure,
     unstructure,
     unstructure_fn,
@@ -34,6 +36,25 @@ from mcp_ref._convert import (
 from ._spec import spec_dir
 
 _ROOT = spec_dir() / "examples" / "2026-07-28"
+
+
+def _fresh() -> tuple[Callable[[Any, Any], Any], Callable[[Any], Any]]:
+    """``(structure, unstructure)`` of a converter built now, with a detailed twin built
+    now too that explains its refusals (as the module does with its own pair)."""
+    fast, detailed = make_converter(), make_converter(detailed_validation=True)
+
+    def fresh_structure(data: Any, tp: Any) -> Any:
+        try:
+            return fast.structure(data, tp)
+        except Exception:
+            pass
+        try:
+            detailed.structure(data, tp)
+        except Exception as exc:
+            raise explain(exc, tp, data) from None
+        raise AssertionError("the detailed twin accepts what the converter refused")
+
+    return fresh_structure, fast.unstructure
 
 
 def _corpus() -> list[tuple[type, Any]]:
@@ -89,31 +110,26 @@ def test_the_corpus_is_real() -> None:
     assert len({cls for cls, _ in CORPUS}) >= 30
 
 
-def test_a_fresh_compiler_round_trips_the_examples() -> None:
-    compiler = _Compiler()
+def test_a_fresh_converter_round_trips_the_examples() -> None:
+    fresh_structure, fresh_unstructure = _fresh()
     for cls, data in CORPUS:
-        obj = compiler.structure_fn(cls)(copy.deepcopy(data))
+        obj = fresh_structure(copy.deepcopy(data), cls)
         assert obj == structure(copy.deepcopy(data), cls)
-        unstructure_fn = compiler.unstructure_fn(cls)
-        assert unstructure_fn is not None
-        assert unstructure_fn(obj) == data
+        assert fresh_unstructure(obj) == data
 
 
-def test_a_fresh_compiler_agrees_on_damaged_examples() -> None:
-    compiler = _Compiler()
+def test_a_fresh_converter_agrees_on_damaged_examples() -> None:
+    fresh_structure, fresh_unstructure = _fresh()
     checked = refused = 0
-    for cls, data in CORPUS:
-        fresh = compiler.structure_fn(cls)
+    for cls, data in reversed(CORPUS):  # another order than the module's first use
         for damaged in _damaged(data):
-            got = _outcome(fresh, damaged)
+            got = _outcome(lambda d, cls=cls: fresh_structure(d, cls), damaged)
             assert got == _outcome(lambda d, cls=cls: structure(d, cls), damaged), damaged
             checked += 1
             if got[0] == "refused":
                 refused += 1
             else:
-                unstructure_fn = compiler.unstructure_fn(cls)
-                assert unstructure_fn is not None
-                assert unstructure_fn(got[1]) == unstructure(got[1])
+                assert fresh_unstructure(got[1]) == unstructure(got[1])
     assert checked > 1000 and refused > checked // 4
 
 
@@ -122,45 +138,59 @@ def test_a_fresh_compiler_agrees_on_damaged_examples() -> None:
     [
         (list[str], ["a"], ["a", 1], "[1]: expected string, got integer"),
         (dict[str, int], {"a": 1}, {"a": True}, "a: expected integer, got boolean"),
-        (str | int, "7", 7.5, None),
-        (t.ContentBlock, {"type": "text", "text": "x"}, {"type": "video"}, None),
+        (str | int, "7", 7.5, "expected string or integer, got number"),
+        (
+            t.ContentBlock,
+            {"type": "text", "text": "x"},
+            {"type": "video"},
+            'type: expected one of "text", "image", "audio", "resource_link", "resource"; '
+            'got "video"',
+        ),
     ],
 )
-def test_a_fresh_compiler_on_containers_and_unions(
-    tp: Any, good: Any, bad: Any, message: str | None
+def test_a_fresh_converter_on_containers_and_unions(
+    tp: Any, good: Any, bad: Any, message: str
 ) -> None:
-    compiler = _Compiler()
-    fn = compiler.structure_fn(tp)
-    assert fn(copy.deepcopy(good)) == structure(copy.deepcopy(good), tp)
+    fresh_structure, _ = _fresh()
+    assert fresh_structure(copy.deepcopy(good), tp) == structure(copy.deepcopy(good), tp)
     with pytest.raises(ConversionError) as caught:
-        fn(bad)
+        fresh_structure(bad, tp)
     with pytest.raises(ConversionError) as cached:
         structure(bad, tp)
-    assert str(caught.value) == str(cached.value)
-    if message is not None:
-        assert str(caught.value) == message
+    assert str(caught.value) == str(cached.value) == message
 
 
-def test_a_fresh_compiler_picks_the_closest_class_of_a_union() -> None:
+def test_a_fresh_converter_picks_the_closest_class_of_a_union() -> None:
     """Unions without a distinct constant try the classes whose required keys are all
     there, those leaving the fewest keys unknown first (then the most required keys)."""
-    compiler = _Compiler()
-    schema = compiler.structure_fn(t.PrimitiveSchemaDefinition)
+    fresh_structure, _ = _fresh()
+
+    def schema(data: Any) -> Any:
+        return fresh_structure(data, t.PrimitiveSchemaDefinition)
+
+    def results(data: Any) -> Any:
+        return fresh_structure(data, t.ServerResult)
+
+    def params(data: Any) -> Any:
+        return fresh_structure(data, t.ElicitRequestParams)
+
     legacy = {"type": "string", "enum": ["a"], "enumNames": ["A"]}
     assert type(schema(legacy)) is t.LegacyTitledEnumSchema
     assert type(schema({"type": "string", "enum": ["a"]})) is t.UntitledSingleSelectEnumSchema
     assert type(schema({"type": "string", "format": "email"})) is t.StringSchema
     assert type(schema({"type": "number", "minimum": 1})) is t.NumberSchema
     assert type(schema({"type": "boolean"})) is t.BooleanSchema
-    results = compiler.structure_fn(t.ServerResult)
     assert type(results({"tools": []})) is t.ListToolsResult
     assert type(results({})) is t.Result
     assert type(results({"tools": [], "zz": 1})) is t.ListToolsResult
-    params = compiler.structure_fn(t.ElicitRequestParams)
     url = {"mode": "url", "message": "m", "url": "https://x.example", "elicitationId": "e"}
     assert type(params(url)) is t.ElicitRequestURLParams
     form = {"message": "m", "requestedSchema": {"type": "object", "properties": {}}}
     assert type(params(form)) is t.ElicitRequestFormParams
+    # cattrs' own disambiguation would pick ElicitRequestURLParams by a key unique to it
+    # (url or elicitationId) and refuse; the rule takes the form params.
+    for extra in ({"url": "https://x.example"}, {"elicitationId": "e"}):
+        assert type(params({**form, **extra})) is t.ElicitRequestFormParams
     # A constant of the wrong JSON type does not select its class: 1 is not "url".
     with pytest.raises(ConversionError):
         params({**url, "mode": 1})
@@ -180,12 +210,13 @@ def test_a_fresh_compiler_picks_the_closest_class_of_a_union() -> None:
         assert str(caught.value).startswith(f"expected object, got {name}")
 
 
-def test_a_class_never_seen_is_compiled_on_first_use() -> None:
+@pytest.mark.parametrize("fresh", [False, True], ids=["module", "fresh"])
+def test_a_class_never_seen_gets_its_hooks_on_first_use(fresh: bool) -> None:
     import attrs
 
     @attrs.frozen(kw_only=True)
     class Fresh:
-        """A class defined here, so no converter has compiled it before."""
+        """A class defined here, so no converter has built its hooks before."""
 
         kind: Literal["fresh"] = "fresh"
         count: int
@@ -194,6 +225,13 @@ def test_a_class_never_seen_is_compiled_on_first_use() -> None:
         meta: dict[str, Any] | None = None
         extra: dict[str, Any] = attrs.field(factory=dict)
 
+    @attrs.frozen(kw_only=True)
+    class Closed:
+        """A class without ``extra``: unknown keys are refused."""
+
+        count: int
+
+    convert, back = _fresh() if fresh else (structure, unstructure)
     wire = {
         "kind": "fresh",
         "count": 2,
@@ -201,20 +239,30 @@ def test_a_class_never_seen_is_compiled_on_first_use() -> None:
         "_meta": {"m": 1},
         "other": True,
     }
-    obj = structure(copy.deepcopy(wire), Fresh)
+    obj = convert(copy.deepcopy(wire), Fresh)
     assert obj == Fresh(
         count=2, items=[t.TextContent(text="x")], meta={"m": 1}, extra={"other": True}
     )
-    assert unstructure(obj) == wire
+    assert back(obj) == wire
     with pytest.raises(ConversionError) as caught:
-        structure({"kind": "fresh", "count": True}, Fresh)
-    assert str(caught.value).startswith("count: expected integer, got boolean")
+        convert({"kind": "fresh", "count": True}, Fresh)
+    assert str(caught.value) == "count: expected integer, got boolean"
     with pytest.raises(ConversionError) as caught:
-        structure({"kind": "stale", "count": 1}, Fresh)
-    assert str(caught.value).startswith('kind: expected "fresh"')
+        convert({"kind": "stale", "count": 1}, Fresh)
+    assert str(caught.value) == 'kind: expected "fresh", got "stale"'
+    with pytest.raises(ConversionError) as caught:
+        convert({"count": 1, "items": [{"type": "text", "text": 5}]}, Fresh)
+    assert str(caught.value) == "kind: required field missing"
+    with pytest.raises(ConversionError) as caught:
+        convert({"kind": "fresh", "count": 1, "items": [{"type": "text", "text": 5}]}, Fresh)
+    assert str(caught.value) == "items[0].text: expected string, got integer"
+    assert convert({"count": 1}, Closed) == Closed(count=1)
+    with pytest.raises(ConversionError) as caught:
+        convert({"count": 1, "z z": 2}, Closed)
+    assert str(caught.value) == '["z z"]: unknown field'
 
 
-def test_unstructure_fn_is_the_compiled_function_for_classes() -> None:
+def test_unstructure_fn_is_the_class_hook_for_classes() -> None:
     fn = unstructure_fn(t.TextContent)
     assert fn is not unstructure
     assert fn(t.TextContent(text="x")) == {"type": "text", "text": "x"}
