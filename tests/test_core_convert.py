@@ -76,7 +76,7 @@ def _corpus() -> list[tuple[type, Any]]:
 
 
 CORPUS = _corpus()
-WRONG = (None, True, 7, 2.5, "s", [], {}, [{}], {"k": []})
+WRONG: tuple[Any, ...] = (None, True, 7, 2.5, "s", [], {}, [{}], {"k": []})
 
 
 def _outcome(fn: Any, data: Any) -> tuple[str, Any]:
