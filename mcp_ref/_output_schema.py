@@ -14,6 +14,7 @@ is checked (results are returned as they came).  Remote ``$ref`` are never fetch
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import logging
 from collections.abc import Iterable
 from typing import Any
@@ -25,13 +26,20 @@ __all__ = ["JSONSCHEMA_AVAILABLE", "OutputSchemaError", "OutputSchemas"]
 
 log = logging.getLogger("mcp_ref.client")
 
-try:
-    _jsonschema: Any = importlib.import_module("jsonschema")
-except ImportError:  # pragma: no cover - depends on the environment
-    _jsonschema = None
+JSONSCHEMA_AVAILABLE = importlib.util.find_spec("jsonschema") is not None
+"""Whether ``jsonschema`` is installed (structured results are checked only then)."""
 
-JSONSCHEMA_AVAILABLE = _jsonschema is not None
-"""Whether ``jsonschema`` could be imported (structured results are checked only then)."""
+_jsonschema_module: Any = None
+
+
+def _jsonschema() -> Any:
+    """The ``jsonschema`` module, imported on the first check (None when it is not
+    installed): importing it pulls in ``random`` and ``tempfile``, which the core's
+    import must not."""
+    global _jsonschema_module
+    if _jsonschema_module is None and JSONSCHEMA_AVAILABLE:
+        _jsonschema_module = importlib.import_module("jsonschema")
+    return _jsonschema_module
 
 
 class OutputSchemaError(McpError):
@@ -105,23 +113,24 @@ class OutputSchemas:
         schema = self._schemas.get(name)
         if schema is None or result.structured_content is None or result.is_error:
             return
-        if _jsonschema is None:
+        jsonschema = _jsonschema()
+        if jsonschema is None:
             log.debug("jsonschema is not installed: not checking the result of %r", name)
             return
         validator = self._validators.get(name)
         if validator is None:
-            cls = _jsonschema.validators.validator_for(
-                schema, default=_jsonschema.Draft202012Validator
+            cls = jsonschema.validators.validator_for(
+                schema, default=jsonschema.Draft202012Validator
             )
             try:
                 cls.check_schema(schema)
-            except _jsonschema.SchemaError as exc:
+            except jsonschema.SchemaError as exc:
                 raise OutputSchemaError(
                     name, f"invalid outputSchema: {exc.message}", result
                 ) from None
             validator = self._validators[name] = cls(schema)
         try:
-            error = _jsonschema.exceptions.best_match(
+            error = jsonschema.exceptions.best_match(
                 validator.iter_errors(result.structured_content)
             )
         except Exception as exc:  # e.g. an unresolvable $ref: remote refs are not fetched

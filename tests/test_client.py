@@ -151,7 +151,7 @@ async def test_call_tool_progress_and_output_schema(monkeypatch: pytest.MonkeyPa
             assert "at n" in info.value.message
             assert info.value.result.structured_content == {"n": "x"}
             # without jsonschema the result is returned unchecked
-            monkeypatch.setattr(_schema, "_jsonschema", None)
+            monkeypatch.setattr(_schema, "_jsonschema", lambda: None)
             unchecked = await client.call_tool("structured", {"value": {"n": "x"}})
             assert unchecked.structured_content == {"n": "x"}
             # an unknown tool is an error response
