@@ -20,8 +20,6 @@ all the requests are processed, and an empty array MUST NOT be sent;
 
 from __future__ import annotations
 
-from typing import Any
-
 import attrs
 
 from ._errors import INVALID_REQUEST, RemoteProtocolError
@@ -31,13 +29,14 @@ from ._methods import BATCH_VERSIONS
 __all__ = ["BatchReplies", "refuse_batch"]
 
 
-def refuse_batch(
-    items: list[Any], version: str | None, max_items: int
-) -> RemoteProtocolError | None:
+def refuse_batch(count: int, version: str | None, max_items: int) -> RemoteProtocolError | None:
     """Why a batch (a JSON array of messages) is refused whole, or None to accept it.
 
+    The one place of these rules: the connection applies them to a batch it reads, the
+    Streamable HTTP server to a POSTed batch before it opens a stream for it.
+
     Args:
-        items: the decoded array.
+        count: how many messages the array holds.
         version: the negotiated protocol version (None before initialize).
         max_items: the largest batch accepted (the connection's in-flight bound).
 
@@ -51,9 +50,9 @@ def refuse_batch(
     if version not in BATCH_VERSIONS:
         why = f"JSON-RPC batches are not allowed in protocol version {version}"
         reply = "batches are not supported"
-    elif not items:
+    elif count == 0:
         why = reply = "empty batch"
-    elif len(items) > max_items:
+    elif count > max_items:
         why = reply = "batch too large"
     else:
         return None

@@ -400,7 +400,7 @@ class Connection:
         for ``next_event``.  On a byte stream the replies owed are counted, to go back as
         one array (``_batch``); a message transport (Streamable HTTP) assembles the
         replies to a batch body itself."""
-        refusal = refuse_batch(items, self.protocol_version, self._inflight.max_incoming)
+        refusal = refuse_batch(len(items), self.protocol_version, self._inflight.max_incoming)
         if refusal is not None:
             raise refusal
         replies = BatchReplies() if self.newline_framing else None

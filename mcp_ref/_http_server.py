@@ -39,6 +39,7 @@ import attrs
 import h11
 
 from . import _http as rules
+from ._batch import refuse_batch
 from ._http import HttpError, HttpLimits, http_error
 from ._http_messages import MessageInfo, read_post_body
 from ._methods import BATCH_VERSIONS, SUPPORTED_VERSIONS
@@ -355,20 +356,19 @@ def check_batch(
     2025-03-26, or larger than the connection takes (``max_requests_in_flight``;
     None: not known yet).  None when the batch may go to the session.
 
-    This is the HTTP server's one batch rule; the connection core's batch stage can
-    replace it.
+    The rules are the connection's own (:func:`mcp_ref._batch.refuse_batch`); this
+    turns its refusal into the HTTP answer.
 
     Source: 2025-03-26/basic/transports (batches); 2025-06-18/basic#messages (none
     from 2025-06-18 on).
     """
-    # Spec: 2025-06-18/basic#messages.1 (no batches from 2025-06-18 on)
-    # "All messages between MCP clients and servers MUST follow the JSON-RPC 2.0 specification."
-    if version not in BATCH_VERSIONS:
-        return http_error(
-            400,
-            f"JSON-RPC batches are not allowed in protocol version {version}",
-            clause="2025-06-18/basic/transports#sending-messages-to-the-server.4",
-        )
-    if max_requests_in_flight is not None and size > max_requests_in_flight:
-        return http_error(400, "batch too large", clause=None)
-    return None
+    refusal = refuse_batch(size, version, max_requests_in_flight or size)
+    if refusal is None:
+        return None
+    # A batch outside 2025-03-26 is the transport's 400 too.
+    clause = (
+        "2025-06-18/basic/transports#sending-messages-to-the-server.4"
+        if version not in BATCH_VERSIONS
+        else None
+    )
+    return http_error(400, refusal.message, clause=clause)
