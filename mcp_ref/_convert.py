@@ -17,11 +17,11 @@ Theory of operation
   containers, the ``extra`` dict of unknown keys, the rule for the unions without a tag,
   and ``SamplingMessage.content`` (a content block or a list of them).
 
-Refusals take two steps.  The converter on the hot path is built without cattrs'
-``detailed_validation``: a bad value makes it raise whatever it meets (``KeyError``,
-``TypeError``...), with no path.  Only then is the same value structured again by a
-twin converter built *with* it, whose exception groups carry each step's attribute or
-index; :func:`explain` follows the first error down and names its path with wire names.
+A refusal is explained after the fact.  The converter keeps cattrs'
+``detailed_validation``: when a value fails, cattrs raises exception groups whose notes
+name each attribute and item on the way down (on success this costs a dict per object,
+about 1% of a message on the core hot path).  :func:`explain` follows the first error
+down and writes its path with wire names, and the reason from the type expected there.
 
 The conventions, shared by every class:
 
@@ -194,14 +194,13 @@ def _tag_of(classes: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]] | None:
     """The wire name every class requires with its own single constant, and the
     constants in the union's order (``("type", ("text", "image", ...))`` for the content
     blocks); None when there is no such key."""
-    fields = [{_wire_name(f): f for f in attrs.fields(c)} for c in classes]
-    for wire in sorted(set.intersection(*(set(f) for f in fields))):
-        values = [typing.get_args(f[wire].type) for f in fields]
-        if all(_is_literal(f[wire].type) and _wire_required(f[wire]) for f in fields) and all(
-            len(v) == 1 for v in values
-        ):
-            if len({v[0] for v in values}) == len(classes):
-                return wire, tuple(v[0] for v in values)
+    by_wire = [{_wire_name(f): f for f in attrs.fields(c)} for c in classes]
+    for wire in sorted(set.intersection(*(set(fields) for fields in by_wire))):
+        tag = [fields[wire] for fields in by_wire]
+        if all(_is_literal(f.type) and len(f.type.__args__) == 1 for f in tag):
+            constants = tuple(f.type.__args__[0] for f in tag)
+            if all(_wire_required(f) for f in tag) and len(set(constants)) == len(tag):
+                return wire, constants
     return None
 
 
@@ -457,14 +456,13 @@ def _tagged_unions() -> dict[Any, tuple[str, tuple[Any, ...]]]:
 # --- the converter ----------------------------------------------------------------------
 
 
-def make_converter(*, detailed_validation: bool = False) -> cattrs.Converter:
+def make_converter(*, detailed_validation: bool = True) -> cattrs.Converter:
     """A new ``cattrs.Converter`` configured for :mod:`mcp_ref.types` (see the module
-    docstring); ``detailed_validation`` is cattrs' option (exception groups that carry
-    each step's attribute or index, built on every call).
+    docstring); ``detailed_validation`` is cattrs' option (exception groups that name
+    each attribute and item that failed), which :func:`explain` needs.
 
     Its structure hooks raise on a bad value, but not always :class:`ConversionError`:
-    use :func:`structure` / :func:`structure_fn`, or :func:`explain` the exception
-    of a converter made with ``detailed_validation=True``.
+    use :func:`structure` / :func:`structure_fn`, which :func:`explain` what they catch.
     """
     conv = cattrs.Converter(detailed_validation=detailed_validation)
 
@@ -643,9 +641,9 @@ def explain(exc: BaseException, tp: Any, value: Any) -> ConversionError:
     """The :class:`ConversionError` for ``exc``, which structuring ``value`` as ``tp``
     raised: the path of the first bad value, by wire names, and what is wrong with it.
 
-    The path comes from a converter made with ``detailed_validation=True``: its
-    ``ClassValidationError`` / ``IterableValidationError`` groups list the attributes
-    and items that failed, in order, each with a note naming it.  The reason comes from
+    The path comes from cattrs' ``detailed_validation``: its ``ClassValidationError``
+    / ``IterableValidationError`` groups list the attributes and items that failed, in
+    order, each with a note naming it.  The reason comes from
     the type expected at the end of that path and the value found there.  Pure; never
     raises.
     """
@@ -690,22 +688,6 @@ _CONVERTER: Final = make_converter()
 
 
 @functools.cache
-def _detailed() -> cattrs.Converter:
-    """The twin that explains refusals: the same configuration, with cattrs' detailed
-    validation.  Built on the first refusal, used only after ``_CONVERTER`` refused."""
-    return make_converter(detailed_validation=True)
-
-
-def _refusal(exc: Exception, data: Any, tp: Any) -> Exception:
-    """Structure ``data`` again with the detailed twin and explain why it fails."""
-    try:
-        _detailed().structure(data, tp)
-    except Exception as detailed:
-        return explain(detailed, tp, data)
-    return exc  # pragma: no cover - the twins disagree: a bug, raised as it is
-
-
-@functools.cache
 def structure_fn(tp: Any) -> Fn:
     """The structure function of ``tp`` (a class, union alias, ``list[...]``...):
     ``structure_fn(tp)(data)`` is ``structure(data, tp)`` without the converter's
@@ -719,7 +701,7 @@ def structure_fn(tp: Any) -> Fn:
         try:
             return hook(data, tp)
         except Exception as exc:
-            raise _refusal(exc, data, tp) from None
+            raise explain(exc, tp, data) from None
 
     return structure_value
 

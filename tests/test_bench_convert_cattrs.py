@@ -1,7 +1,7 @@
 """``python -m bench.convert_cattrs`` measures what it says.
 
 The bench times ``mcp_ref._convert`` against two other configurations of cattrs (the same
-with ``detailed_validation``; cattrs' loose defaults with wire names) by plugging each
+without ``detailed_validation``; cattrs' loose defaults with wire names) by plugging each
 into the connection.  This checks that the variants really differ where they should
 (loose coerces, ours refuses), that they agree on the hot path's valid messages, that
 plugging one in reaches the connection and is undone after, and that the measurements
@@ -38,9 +38,9 @@ def test_loose_is_loose_and_ours_is_strict() -> None:
     assert structurer(t.CallToolResult)({"content": [], "zz": 1}).extra == {}
     with pytest.raises(ConversionError):
         structure({"name": 123}, t.CallToolRequestParams)
-    detailed, _ = cc.hooks(cc.DETAILED)
+    fast, _ = cc.hooks(cc.FAST)
     with pytest.raises(ConversionError):
-        detailed(t.CallToolRequestParams)({"name": 123})
+        fast(t.CallToolRequestParams)({"name": 123})
 
 
 def test_the_bench_plugs_the_converter_into_the_connection() -> None:
@@ -54,7 +54,7 @@ def test_the_bench_plugs_the_converter_into_the_connection() -> None:
         event = server.next_event()
         assert isinstance(event, Request) and event.params.name == "7"
     assert _connection._structurer is ours_structurer
-    for conv in (None, cc.DETAILED):
+    for conv in (None, cc.FAST):
         with cc.plugged(conv):
             _, server = initialized_pair()
             server.receive_data(bad)
@@ -77,4 +77,4 @@ def test_the_measurements_run() -> None:
     for spreads in rows:
         assert set(spreads) == {name for name, _ in cc.VARIANTS}
         assert all(s.median > 0 for s in spreads.values())
-    assert "detailed validation on every call" in cc.render(messages, hot)
+    assert "without detailed validation" in cc.render(messages, hot)
