@@ -349,8 +349,8 @@ def render(
         lines += [
             "",
             f"On the core hot path (geometric mean of {len(hot)} cases), the same "
-            f"without detailed validation is {mean('fast'):+.0f}% and cattrs' loose "
-            f"defaults {mean('loose'):+.0f}% against ours.",
+            f"without detailed validation is {mean('fast'):+.1f}% and cattrs' loose "
+            f"defaults {mean('loose'):+.1f}% against ours.",
         ]
     return "\n".join(lines)
 

@@ -17,11 +17,12 @@ Theory of operation
   containers, the ``extra`` dict of unknown keys, the rule for the unions without a tag,
   and ``SamplingMessage.content`` (a content block or a list of them).
 
-A refusal is explained after the fact.  The converter keeps cattrs'
-``detailed_validation``: when a value fails, cattrs raises exception groups whose notes
-name each attribute and item on the way down (on success this costs a dict per object,
-about 1% of a message on the core hot path).  :func:`explain` follows the first error
-down and writes its path with wire names, and the reason from the type expected there.
+Refusals: the converter keeps cattrs' ``detailed_validation`` (its default), so a bad
+value makes cattrs raise exception groups whose notes name each attribute and item on
+the way down to it.  :func:`explain` follows the first error down, writes its path with
+wire names and the reason from the type expected there.  On a valid message the option
+costs under 100 ns, within the noise of the core hot path (``python -m
+bench.convert_cattrs`` measures it).
 
 The conventions, shared by every class:
 
@@ -643,9 +644,8 @@ def explain(exc: BaseException, tp: Any, value: Any) -> ConversionError:
 
     The path comes from cattrs' ``detailed_validation``: its ``ClassValidationError``
     / ``IterableValidationError`` groups list the attributes and items that failed, in
-    order, each with a note naming it.  The reason comes from
-    the type expected at the end of that path and the value found there.  Pure; never
-    raises.
+    order, each with a note naming it.  The reason comes from the type expected at the
+    end of that path and the value found there.  Pure; never raises.
     """
     if isinstance(exc, cattrs.ClassValidationError):
         sub = exc.exceptions[0]
