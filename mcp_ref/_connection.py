@@ -181,7 +181,7 @@ class Connection:
             remember=remember_ids,
         )
         self._next_id = 0
-        self._init_id: Any = None
+        self._init_id: Any = None  # a server's: the id of the client's initialize
         # Replies owed to refused messages, by the id they carry, oldest first, each
         # with the batch it answers into (None outside a batch).  Bounded: a driver
         # sends each reply as next_event raises, so only one that sends none fills it.
@@ -833,7 +833,6 @@ class Connection:
         data = self._encode(message)
         self._inflight.add_outgoing(out)  # checks (id reuse, bounds) before adding
         if k is Kind.INITIALIZE:
-            self._init_id = rid
             self.requested_version = event.params.protocol_version
             self.capabilities[CLIENT] = event.params.capabilities
             self._forget_plans()

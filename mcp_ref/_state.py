@@ -269,10 +269,16 @@ SERVER_CLOSING_ROWS: list[tuple[State, Direction, Kind, State]] = [
 
 
 def _table(*rows: list[tuple[State, Direction, Kind, State]]) -> _T:
-    """The rows as a look-up dict; a ``(state, direction, kind)`` given twice is a bug."""
+    """The rows as a look-up dict.
+
+    Raises:
+        ValueError: a ``(state, direction, kind)`` is given twice (the table would not say
+            which next state holds).
+    """
     table: _T = {}
     for state, direction, kind, next_ in (row for part in rows for row in part):
-        assert (state, direction, kind) not in table, (state, direction, kind)
+        if (state, direction, kind) in table:
+            raise ValueError(f"two rows for {state.name}, {direction.name}, {kind.name}")
         table[(state, direction, kind)] = next_
     return table
 

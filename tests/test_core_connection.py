@@ -550,3 +550,97 @@ def test_refusal_replies_are_remembered_exactly_to_the_bound(in_flight: int, bou
             replies.append(caught.value.event_hint)
         server.send(replies[0])
         assert server.requests_in_flight() == ([], [] if extra else [1])
+
+
+# -- What the mutation run of the merged Connection showed untested ----------------------
+
+
+def test_the_default_timeout_given_to_the_constructor_applies() -> None:
+    client = Connection(CLIENT, default_timeout=RequestTimeout(seconds=3.0))
+    client.send(init_request(), now=10.0)
+    assert client.next_deadline() == 13.0
+
+
+def test_a_line_of_whitespace_and_text_is_not_a_blank_line() -> None:
+    """Only JSON's whitespace makes a line blank: `` X `` is a line to refuse."""
+    server = Connection(SERVER)
+    server.receive_data(b" X \n")
+    with pytest.raises(RemoteProtocolError) as caught:
+        server.next_event()
+    assert caught.value.code == -32700
+
+
+def test_a_refusal_reusing_the_id_of_initialize_in_flight_leaves_the_handshake_alone() -> None:
+    server = Connection(SERVER)
+    deliver(Connection(CLIENT).send(init_request(rid=0)), server)
+    server.receive_data(b'{"jsonrpc":"2.0","id":0,"method":"ping"}\n')
+    with pytest.raises(RemoteProtocolError) as caught:
+        server.next_event()
+    server.send(caught.value.event_hint)
+    assert server.our_state is State.INITIALIZING  # not sent back to PRE_INIT
+    server.send(Response(id=0, result=init_result()))
+    assert server.our_state is State.INITIALIZED
+
+
+def test_an_unusable_answer_to_a_ping_keeps_the_handshake_where_it_is() -> None:
+    client = Connection(CLIENT)
+    client.send(init_request())
+    client.send(Request(id=5, method="ping"))
+    client.receive_data(b'{"jsonrpc":"2.0","id":5,"result":{"_meta":5}}\n')
+    (error,) = events(client)
+    assert isinstance(error, ErrorResponse) and (error.id, error.code) == (5, -32603)
+    assert client.our_state is State.INITIALIZING
+
+
+def test_an_error_reply_to_a_request_of_a_batch_goes_into_its_array() -> None:
+    client, server = initialized_pair(version="2025-03-26")
+    deliver(client.send(Request(id=9, method="ping")), server)  # outside the batch
+    server.receive_data(_batch(_ping(1), _ping(2)))
+    assert [e.id for e in events(server)] == [1, 2]
+    assert server.send(Response(id=9, result=t.EmptyResult())) != b""  # not held
+    assert server.send(Response(id=1, result=t.EmptyResult())) == b""
+    array = server.send(ErrorResponse(id=2, code=-32000, message="no"))
+    assert [reply.get("id") for reply in json.loads(array)] == [1, 2]
+    assert json.loads(array)[1]["error"]["code"] == -32000
+
+
+def _refuse_reusing(server: Connection, rid: int) -> ErrorResponse:
+    server.receive_data(f'{{"jsonrpc":"2.0","id":{rid},"method":"no/such"}}\n'.encode())
+    with pytest.raises(RemoteProtocolError) as caught:
+        server.next_event()
+    hint = caught.value.event_hint
+    assert hint is not None
+    return hint
+
+
+@pytest.mark.parametrize("more", [1, 2])
+def test_sent_refusal_replies_make_room_one_each(more: int) -> None:
+    """64 replies owed (the bound with 16 in flight); one is sent, so one more fits and
+    the second one more forgets the oldest, which then answers the request it names."""
+    client, server = initialized_pair(max_requests_in_flight=16)
+    deliver(client.send(Request(id=1, method="ping")), server)
+    oldest = _refuse_reusing(server, 1)
+    others = [_refuse_reusing(server, rid) for rid in range(100, 163)]  # 64 owed
+    server.send(others[0])  # 63 owed
+    for rid in range(200, 200 + more):
+        _refuse_reusing(server, rid)  # 64, then 65: the oldest is forgotten
+    server.send(oldest)
+    assert server.requests_in_flight() == ([], [] if more == 2 else [1])
+
+
+@pytest.mark.parametrize("send_one", [False, True])
+def test_after_forgetting_the_oldest_refusal_the_bound_still_counts_right(send_one: bool) -> None:
+    """65 replies owed with a bound of 64: the oldest is forgotten, and 64 are owed.  One
+    more forgets the next oldest too, unless one was sent in between."""
+    client, server = initialized_pair(max_requests_in_flight=16)
+    for rid in (1, 2):
+        deliver(client.send(Request(id=rid, method="ping")), server)
+    first, second = _refuse_reusing(server, 1), _refuse_reusing(server, 2)
+    others = [_refuse_reusing(server, rid) for rid in range(100, 163)]  # 65: first goes
+    if send_one:
+        server.send(others[0])
+    _refuse_reusing(server, 300)
+    server.send(second)
+    assert server.requests_in_flight() == ([], [1, 2] if send_one else [1])
+    server.send(first)  # forgotten: it answers request 1
+    assert server.requests_in_flight() == ([], [2] if send_one else [])

@@ -82,6 +82,16 @@ def test_a_cancellation_names_only_a_legal_id() -> None:
         assert info is not None and info.cancels is None
 
 
+def test_only_a_cancellation_names_a_request_it_cancels() -> None:
+    for method in ("tools/call", "notifications/progress"):
+        line = f'{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{{"requestId":3}}}}'
+        info = message_info(line.encode())
+        assert info is not None and info.cancels is None
+    line = '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}'
+    info = message_info(line.encode())
+    assert info is not None and info.cancels == 3
+
+
 def test_with_request_id_rewrites_the_body_and_its_length() -> None:
     base = http_error(400, "bad thing", clause=None, headers=[(b"x-extra", b"1")])
     moved = with_request_id(base, "req-1")

@@ -239,3 +239,17 @@ def test_a_refusal_names_no_request_id_that_is_not_legal(obj: dict[str, Any]) ->
         classify(obj)
     assert caught.value.request_id is None
     assert caught.value.event_hint is not None and caught.value.event_hint.id is None
+
+
+@pytest.mark.parametrize(
+    ("prefix", "expected"),
+    [
+        (b'{"a":"{[}","id":7,"method":"x"', (7, True)),  # brackets inside a string
+        (b'{"a":{"b":{},"id":9},"id":3,', (3, False)),  # a nested "id" is not the id
+        (b'{"x":"q\\"id\\":8","id":5,', (5, False)),  # escaped quotes inside a string
+        (b'{"x":"\\\\","id":6,', (6, False)),  # an escaped backslash ends before the quote
+        (b'{"x":"\\"","id":4,', (4, False)),
+    ],
+)
+def test_peek_reads_strings_and_nesting_as_json_does(prefix: bytes, expected: Any) -> None:
+    assert peek(prefix) == expected

@@ -61,3 +61,23 @@ def test_a_stream_may_start_with_a_blank_line() -> None:
     decoder.receive_data(b"\ndata: x\n\n")
     assert decoder.next_event() == SSEEvent(data="x")
     assert decoder.next_event() is NEED_DATA
+
+
+def test_the_size_bound_counts_each_event_afresh() -> None:
+    """The bound is per event: two events of exactly the bound both pass."""
+    line = b"data: " + b"x" * 10  # 16 bytes: the bound below
+    decoder = SSEDecoder(max_event_size=len(line))
+    decoder.receive_data(line + b"\n\n" + line + b"\n\n")
+    first, second = decoder.next_event(), decoder.next_event()
+    assert isinstance(first, SSEEvent) and isinstance(second, SSEEvent)
+    assert first.data == second.data == "x" * 10
+
+
+def test_a_retry_of_twelve_digits_is_taken_and_of_thirteen_ignored() -> None:
+    decoder = SSEDecoder()
+    decoder.receive_data(b"retry: " + b"9" * 12 + b"\ndata: a\n\n")
+    decoder.next_event()
+    assert decoder.retry == int("9" * 12)
+    decoder.receive_data(b"retry: " + b"1" * 13 + b"\ndata: b\n\n")
+    decoder.next_event()
+    assert decoder.retry == int("9" * 12)

@@ -97,3 +97,13 @@ def test_kind_of_answers_to_initialize_and_defaults() -> None:
     assert kind_of("initialize", is_request=True) is Kind.INITIALIZE
     assert kind_of("ping", is_request=True) is Kind.PING
     assert kind_of("notifications/initialized", is_request=False) is Kind.INITIALIZED
+
+
+def test_the_rows_become_the_look_up_table_and_a_repeated_key_is_refused() -> None:
+    from mcp_ref._state import _table
+
+    row = (State.OPERATING, SEND, Kind.PING, State.OPERATING)
+    other = (State.OPERATING, RECEIVE, Kind.PING, State.OPERATING)
+    assert _table([row], [other]) == {row[:3]: row[3], other[:3]: other[3]}
+    with pytest.raises(ValueError, match="two rows for OPERATING, SEND, PING"):
+        _table([row], [row])
