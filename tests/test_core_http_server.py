@@ -9,6 +9,7 @@ multiple connections, resumability, session management).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import attrs
@@ -168,8 +169,13 @@ def test_batches_only_in_2025_03_26_and_no_larger_than_the_connection_takes() ->
     refused = check_batch("2025-06-18", 2, None)
     assert isinstance(refused, HttpError) and refused.status == 400
     assert check_batch("2025-03-26", 2, None) is None
+    assert check_batch("2025-03-26", 1, 4) is None  # a batch of one is a batch
     too_big = check_batch("2025-03-26", 5, 4)
     assert isinstance(too_big, HttpError) and too_big.status == 400
+    assert json.loads(too_big.body)["error"]["message"] == "batch too large"
+    empty = check_batch("2025-03-26", 0, 4)
+    assert isinstance(empty, HttpError)
+    assert json.loads(empty.body)["error"]["message"] == "empty batch"
 
 
 # -- the session bounds --------------------------------------------------------------
@@ -314,12 +320,15 @@ def test_a_refusal_of_a_head_request_ends_after_the_head() -> None:
     assert not conn.next_cycle(last=False)
 
 
+@pytest.mark.spec("2025-06-18/basic/lifecycle#initialization.1")
 def test_initialize_must_be_sent_alone() -> None:
     init, ping = request(0, "initialize"), request(1, "ping")
     assert check_initialize_alone([init]) is None
     assert check_initialize_alone([ping, request(2, "ping")]) is None
-    refused = check_initialize_alone([init, ping])
-    assert isinstance(refused, HttpError) and refused.status == 400
+    for body in ([init, ping], [ping, init]):
+        refused = check_initialize_alone(body)
+        assert isinstance(refused, HttpError) and refused.status == 400
+        assert json.loads(refused.body)["error"]["message"] == "initialize must be sent alone"
 
 
 def test_a_stateless_session_is_brought_to_operating_by_its_preamble() -> None:
