@@ -223,5 +223,3 @@ async def test_a_caller_cancelled_request_is_cancelled_by_its_own_id_and_route()
     assert note["method"] == "notifications/cancelled"
     assert note["params"]["requestId"] == ping["id"]
     assert (note, "call-7") in routed.sent and (ping, "call-7") in routed.sent
-
-
