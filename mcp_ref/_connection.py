@@ -712,8 +712,7 @@ class Connection:
         if type(event) is Request:
             return self._send_request(event, now, timeout)
         if type(event) is Response:
-            data = self._send_response(event)
-            return self._batched(event.id, data) if self._batch_of else data
+            return self._send_response(event)
         if type(event) is ErrorResponse:
             return self._send_error(event)
         if type(event) is Notification:
@@ -962,7 +961,7 @@ class Connection:
             self.capabilities[SERVER] = result.capabilities
             self._forget_plans()
         self.state = new_state
-        return data
+        return self._batched(rid, data) if self._batch_of else data
 
     def _send_error(self, event: ErrorResponse) -> bytes:
         rid = event.id

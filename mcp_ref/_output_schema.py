@@ -13,6 +13,7 @@ is checked (results are returned as they came).  Remote ``$ref`` are never fetch
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import logging
@@ -29,17 +30,13 @@ log = logging.getLogger("mcp_ref.client")
 JSONSCHEMA_AVAILABLE = importlib.util.find_spec("jsonschema") is not None
 """Whether ``jsonschema`` is installed (structured results are checked only then)."""
 
-_jsonschema_module: Any = None
 
-
+@functools.cache
 def _jsonschema() -> Any:
     """The ``jsonschema`` module, imported on the first check (None when it is not
     installed): importing it pulls in ``random`` and ``tempfile``, which the core's
     import must not."""
-    global _jsonschema_module
-    if _jsonschema_module is None and JSONSCHEMA_AVAILABLE:
-        _jsonschema_module = importlib.import_module("jsonschema")
-    return _jsonschema_module
+    return importlib.import_module("jsonschema") if JSONSCHEMA_AVAILABLE else None
 
 
 class OutputSchemaError(McpError):
