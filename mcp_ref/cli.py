@@ -726,26 +726,26 @@ def _parser() -> argparse.ArgumentParser:
 
     inspect = sub.add_parser("inspect", help="list a stdio server's tools, resources, prompts")
     inspect.add_argument("--json", action="store_true", help="print JSON")
-    inspect.add_argument(
-        "--timeout",
-        type=_seconds,
-        metavar="SECONDS",
-        help="wait at most this long for each answer, initialize's included "
-        f"(default: {INITIALIZE_TIMEOUT:g} s for initialize, 60 s for the others)",
-    )
+    _add_timeout(inspect, "the others")
     inspect.add_argument("server_command", nargs=argparse.REMAINDER, metavar="-- CMD")
 
     call = sub.add_parser("call", help="call one tool of a stdio server")
     call.add_argument("--json", action="store_true", help="print the whole result as JSON")
-    call.add_argument(
+    _add_timeout(call, "the call")
+    call.add_argument("words", nargs=argparse.REMAINDER, metavar="-- CMD TOOL key=value")
+    return parser
+
+
+def _add_timeout(parser: argparse.ArgumentParser, rest: str) -> None:
+    """Add ``--timeout SECONDS`` (seconds per answer; ``rest`` names what the 60 s
+    default covers besides ``initialize``)."""
+    parser.add_argument(
         "--timeout",
         type=_seconds,
         metavar="SECONDS",
         help="wait at most this long for each answer, initialize's included "
-        f"(default: {INITIALIZE_TIMEOUT:g} s for initialize, 60 s for the call)",
+        f"(default: {INITIALIZE_TIMEOUT:g} s for initialize, 60 s for {rest})",
     )
-    call.add_argument("words", nargs=argparse.REMAINDER, metavar="-- CMD TOOL key=value")
-    return parser
 
 
 def _run(args: argparse.Namespace, out: TextIO) -> int:

@@ -32,6 +32,34 @@ def _consts(schema: Mapping[str, Any]) -> list[Any] | None:
     return None
 
 
+# The bounds JSON Schema puts on each kind: (keyword, is the value under it too small,
+# the words of the problem).  Numbers are bounded by value, strings by length, arrays by
+# item count.
+_BOUNDS: dict[str, tuple[tuple[str, bool, str], ...]] = {
+    "number": (
+        ("minimum", True, "below the minimum {}"),
+        ("maximum", False, "above the maximum {}"),
+    ),
+    "string": (
+        ("minLength", True, "shorter than {} characters"),
+        ("maxLength", False, "longer than {} characters"),
+    ),
+    "array": (("minItems", True, "fewer than {} items"), ("maxItems", False, "more than {} items")),
+}
+_BOUNDS["integer"] = _BOUNDS["number"]
+
+
+def _bound_problem(name: str, kind: str, schema: Mapping[str, Any], value: Any) -> str | None:
+    """The first bound of ``_BOUNDS[kind]`` that ``value`` breaks, as a problem."""
+    measure = value if kind in ("number", "integer") else len(value)
+    for keyword, is_minimum, words in _BOUNDS[kind]:
+        if keyword in schema:
+            limit = schema[keyword]
+            if (measure < limit) if is_minimum else (measure > limit):
+                return f"{name}: " + words.format(limit)
+    return None
+
+
 def _value_problem(name: str, schema: Mapping[str, Any], value: Any) -> str | None:
     kind = schema.get("type")
     if kind == "boolean":
@@ -41,22 +69,14 @@ def _value_problem(name: str, schema: Mapping[str, Any], value: Any) -> str | No
             return f"{name}: expected a {kind}"
         if kind == "integer" and not (isinstance(value, int) or value.is_integer()):
             return f"{name}: expected an integer"
-        if "minimum" in schema and value < schema["minimum"]:
-            return f"{name}: below the minimum {schema['minimum']}"
-        if "maximum" in schema and value > schema["maximum"]:
-            return f"{name}: above the maximum {schema['maximum']}"
-        return None
+        return _bound_problem(name, kind, schema, value)
     if kind == "string":
         if not isinstance(value, str):
             return f"{name}: expected a string"
         consts = _consts(schema)
         if consts is not None and value not in consts:
             return f"{name}: {value!r} is not one of the allowed values"
-        if "minLength" in schema and len(value) < schema["minLength"]:
-            return f"{name}: shorter than {schema['minLength']} characters"
-        if "maxLength" in schema and len(value) > schema["maxLength"]:
-            return f"{name}: longer than {schema['maxLength']} characters"
-        return None
+        return _bound_problem(name, kind, schema, value)
     if kind == "array":
         if not isinstance(value, list):
             return f"{name}: expected an array"
@@ -64,11 +84,7 @@ def _value_problem(name: str, schema: Mapping[str, Any], value: Any) -> str | No
         consts = _consts(items) if isinstance(items, Mapping) else None
         if consts is not None and any(v not in consts for v in value):
             return f"{name}: holds a value that is not one of the allowed values"
-        if "minItems" in schema and len(value) < schema["minItems"]:
-            return f"{name}: fewer than {schema['minItems']} items"
-        if "maxItems" in schema and len(value) > schema["maxItems"]:
-            return f"{name}: more than {schema['maxItems']} items"
-        return None
+        return _bound_problem(name, kind, schema, value)
     return f"{name}: the requested schema has an unsupported type {kind!r}"
 
 
