@@ -22,11 +22,17 @@ from mcp_ref._http_messages import MessageInfo, message_info
 from mcp_ref._http_server import (
     STATELESS_INIT_ID,
     Endpoint,
+    RequestHeaders,
     ServerConfig,
     check_batch,
     check_initialize_alone,
+    gone,
+    legacy_session_id,
+    read_messages,
     request_headers,
+    request_version,
     route_request,
+    session_named,
     stateless_preamble,
 )
 from mcp_ref._http_sessions import SessionBook, told_apart
@@ -168,11 +174,13 @@ def test_the_answer_to_initialize_names_the_version_or_marks_the_failure() -> No
 def test_batches_only_in_2025_03_26_and_no_larger_than_the_connection_takes() -> None:
     refused = check_batch("2025-06-18", 2, None)
     assert isinstance(refused, HttpError) and refused.status == 400
+    assert refused.clause == T + "sending-messages-to-the-server.4"
     assert check_batch("2025-03-26", 2, None) is None
     assert check_batch("2025-03-26", 1, 4) is None  # a batch of one is a batch
     too_big = check_batch("2025-03-26", 5, 4)
     assert isinstance(too_big, HttpError) and too_big.status == 400
     assert json.loads(too_big.body)["error"]["message"] == "batch too large"
+    assert too_big.clause is None  # our bound, not the spec's
     empty = check_batch("2025-03-26", 0, 4)
     assert isinstance(empty, HttpError)
     assert json.loads(empty.body)["error"]["message"] == "empty batch"
@@ -329,6 +337,7 @@ def test_initialize_must_be_sent_alone() -> None:
         refused = check_initialize_alone(body)
         assert isinstance(refused, HttpError) and refused.status == 400
         assert json.loads(refused.body)["error"]["message"] == "initialize must be sent alone"
+        assert refused.clause == "2025-06-18/basic/lifecycle#initialization.1"
 
 
 def test_a_stateless_session_is_brought_to_operating_by_its_preamble() -> None:
@@ -336,6 +345,11 @@ def test_a_stateless_session_is_brought_to_operating_by_its_preamble() -> None:
     from mcp_ref import SERVER, Connection, Request
 
     init, initialized = stateless_preamble("2025-06-18")
+    assert init == (
+        b'{"jsonrpc":"2.0","id":"mcp-ref:stateless-initialize","method":"initialize",'
+        b'"params":{"protocolVersion":"2025-06-18","capabilities":{},'
+        b'"clientInfo":{"name":"stateless-http-client","version":"0"}}}'
+    )
     conn = Connection(SERVER)
     conn.receive_message(init)
     event = conn.next_event()
@@ -379,3 +393,69 @@ def test_a_handler_may_end_its_stream_and_the_session_end_ends_every_response() 
     get = streams.streams[STANDALONE]
     listening = StreamCursor(streams, get, get.base_id, streams.attach(get))
     assert get in streams.end() and listening.take().end == "the session ended"
+
+
+# -- the version and session a request names ------------------------------------------
+
+
+def headers(memos: dict[Any, Any] | None = None, **items: str) -> RequestHeaders:
+    pairs = [("host", "localhost:8000"), *((k.replace("_", "-"), v) for k, v in items.items())]
+    req = h11.Request(method="POST", target="/mcp", headers=pairs)
+    return request_headers(req, {} if memos is None else memos)
+
+
+@pytest.mark.spec(T + "protocol-version-header.3", T + "protocol-version-header.4")
+def test_the_version_a_request_names_or_2025_03_26_or_400() -> None:
+    assert request_version(headers()) == "2025-03-26"
+    assert request_version(headers(mcp_protocol_version="2025-06-18")) == "2025-06-18"
+    bad = request_version(headers(mcp_protocol_version="1999-01-01"))
+    assert isinstance(bad, HttpError) and bad.status == 400
+    assert bad.clause == T + "protocol-version-header.4"
+
+
+@pytest.mark.spec(T + "session-management.5", T + "session-management.6")
+def test_the_session_a_request_names_must_be_live_each_time() -> None:
+    memos: dict[Any, Any] = {}
+    assert session_named(headers(memos, mcp_session_id="abc"), {"abc"}) == "abc"
+    # The same header set again: the session ended meanwhile.
+    ended = session_named(headers(memos, mcp_session_id="abc"), set())
+    assert isinstance(ended, HttpError) and ended.status == 404
+    assert session_named(headers(memos, mcp_session_id="abc"), {"abc"}) == "abc"
+    missing = session_named(headers(memos), {"abc"})
+    assert isinstance(missing, HttpError) and missing.status == 400
+    assert missing.clause == T + "session-management.5"
+
+
+@pytest.mark.spec(T + "session-management.6")
+def test_a_session_that_ended_is_404() -> None:
+    got = gone()
+    assert (got.status, got.detail, got.clause) == (
+        404,
+        "session not found (terminated)",
+        T + "session-management.6",
+    )
+    assert json.loads(got.body)["error"]["message"] == "session not found (terminated)"
+
+
+def test_the_legacy_message_endpoint_takes_its_session_from_the_query() -> None:
+    assert legacy_session_id("session_id=abc") == "abc"
+    assert legacy_session_id("x=1&session_id=a%20b&session_id=c") == "a b"
+    for query in ("", "x=1", "session_id="):
+        missing = legacy_session_id(query)
+        assert isinstance(missing, HttpError)
+        assert (missing.status, missing.detail, missing.clause) == (
+            400,
+            "missing session_id",
+            None,
+        )
+
+
+def test_a_batch_larger_than_the_bound_is_400() -> None:
+    def batch(n: int) -> bytes:
+        return b"[" + b",".join([b'{"jsonrpc":"2.0","method":"notifications/x"}'] * n) + b"]"
+
+    assert len(read_messages(batch(64))) == 64  # type: ignore[arg-type]
+    too_big = read_messages(batch(65))
+    assert isinstance(too_big, HttpError) and too_big.status == 400
+    assert len(read_messages(batch(2), max_items=2)) == 2  # type: ignore[arg-type]
+    assert isinstance(read_messages(batch(3), max_items=2), HttpError)

@@ -1,0 +1,249 @@
+"""The logical streams of a Streamable HTTP server session (mcp_ref._http_streams),
+without sockets: which stream each message goes to, the responses writing them
+(attach, detach, generations), cancellation, a handler ending its response, and the
+events a cursor writes.
+
+Source: 2025-06-18/basic/transports (sending messages to the server, listening for
+messages from the server, multiple connections, resumability and redelivery).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mcp_ref._http import HttpError, HttpLimits, MessageKind
+from mcp_ref._http_messages import MessageInfo
+from mcp_ref._http_streams import (
+    LEGACY,
+    STANDALONE,
+    LogicalStream,
+    SessionStreams,
+    StreamCursor,
+)
+
+T = "2025-06-18/basic/transports#"
+RESULT = b'{"jsonrpc":"2.0","id":%d,"result":{}}'
+NOTE = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":%d}}'
+
+
+def request(rid: Any, method: str = "tools/call") -> MessageInfo:
+    return MessageInfo(kind=MessageKind.REQUEST, id=rid, method=method)
+
+
+def post(streams: SessionStreams, *rids: Any, json_mode: bool = False) -> LogicalStream:
+    got = streams.open_post([request(r) for r in rids], json_mode=json_mode, is_init=False)
+    assert not isinstance(got, HttpError)
+    return got
+
+
+def cursor(streams: SessionStreams, stream: LogicalStream) -> StreamCursor:
+    return StreamCursor(streams, stream, stream.base_id, streams.attach(stream))
+
+
+# -- POST streams that never reached the session, and discarded answers ----------------
+
+
+def test_a_post_closed_before_its_body_reached_the_session_is_forgotten() -> None:
+    streams = SessionStreams("streamable", HttpLimits())
+    p = post(streams, 1, 2)
+    streams.close_post(p)
+    assert p.id not in streams.streams and not streams.routes and not streams.busy()
+    streams.close_post(p)  # twice: nothing left to forget
+    # The ids are free again, and a late response to them goes nowhere.
+    assert streams.route(RESULT % 1, None) is None
+    again = post(streams, 1)
+    assert again.id == "p2" and streams.routes
+
+
+def test_closing_a_post_leaves_another_streams_route_of_the_same_id() -> None:
+    streams = SessionStreams("streamable", HttpLimits())
+    first = post(streams, 1)
+    streams.discard_answer(1)  # the id now routes elsewhere
+    streams.close_post(first)
+    assert streams.routes and streams.route(RESULT % 1, None) is not first
+
+
+def test_a_discarded_answer_goes_on_no_stream_and_in_no_store() -> None:
+    streams = SessionStreams("streamable", HttpLimits())
+    get = streams.streams[STANDALONE]
+    before = (get.last_id, streams.store.stream_ids, len(streams.store))
+    streams.discard_answer("init")
+    data = b'{"jsonrpc":"2.0","id":"init","result":{}}'
+    sink = streams.route(data, None)
+    assert sink is not None and sink.id == "discard" and sink.json_mode
+    assert sink.json_parts == [data] and sink.finished
+    assert (get.last_id, streams.store.stream_ids, len(streams.store)) == before
+    assert not streams.routes
+    assert post(streams, 1).id == "p1"  # the discard stream took no POST's number
+
+
+def test_a_stateless_session_drops_what_no_request_relates_to() -> None:
+    streams = SessionStreams("stateless", HttpLimits())
+    assert streams.streams == {}
+    assert streams.route(NOTE % 1, None) is None
+    p = post(streams, 1)
+    assert streams.route(NOTE % 1, 1) is p
+
+
+# -- responses writing a stream ------------------------------------------------------
+
+
+def test_an_attached_stream_makes_the_session_busy_until_its_response_detaches() -> None:
+    streams = SessionStreams("streamable", HttpLimits())
+    get = streams.streams[STANDALONE]
+    assert not streams.busy()
+    first = streams.attach(get)
+    assert get.attached and streams.busy()
+    second = streams.attach(get)  # a resumption takes the stream over
+    assert second != first
+    streams.detach(get, first)  # the response taken over stops: the new one writes on
+    assert get.attached and streams.busy()
+    streams.detach(get, second)
+    assert not get.attached and not streams.busy()
+
+
+def test_seq_grows_with_every_change() -> None:
+    streams = SessionStreams("streamable", HttpLimits())
+    streams.protocol_version = "2025-11-25"
+    p = post(streams, 1, 2, 3)
+    seen = [p.seq]
+
+    def changed() -> None:
+        assert p.seq > max(seen), (p.seq, seen)
+        seen.append(p.seq)
+
+    streams.attach(p)
+    changed()
+    streams.route(NOTE % 1, 1)
+    changed()
+    assert streams.cancel_request(1) is p
+    changed()
+    assert streams.request_close(2) is p
+    changed()
+    streams.route(RESULT % 2, 2)
+    changed()
+    streams.end()
+    changed()
+
+
+# -- cancellation ----------------------------------------------------------------------
+
+
+def test_cancelling_an_unknown_or_settled_request_wakes_nothing() -> None:
+    streams = SessionStreams("streamable", HttpLimits())
+    assert streams.cancel_request(9) is None
+    p = post(streams, 1, 2)
+    streams.route(RESULT % 1, 1)
+    assert streams.cancel_request(1) is None
+    assert streams.cancel_request("2") is None  # "2" is not 2
+    assert not p.finished
+    assert streams.cancel_request(2) is p and p.finished
+
+
+# -- a handler ending its response (polling) -------------------------------------------
+
+
+@pytest.mark.spec(T + "resumability-and-redelivery.4")
+def test_a_handler_may_end_only_a_resumable_sse_response() -> None:
+    streams = SessionStreams("streamable", HttpLimits())
+    assert streams.request_close(1) is None  # no such request
+    j = post(streams, 1, json_mode=True)
+    assert streams.request_close(1) is None and not j.close_requested  # a JSON answer
+    s = post(streams, 2)
+    # Before 2025-11-25 nothing primes the stream: the client holds no id until one
+    # event was written.
+    assert streams.request_close(2) is None and not s.close_requested
+    s.delivered_id = s.base_id
+    assert streams.request_close(2) is s and s.close_requested
+    streams.route(RESULT % 2, 2)
+    assert streams.request_close(2) is None  # answered
+
+
+def test_a_primed_stream_may_end_before_any_event_was_written() -> None:
+    streams = SessionStreams("streamable", HttpLimits())
+    streams.protocol_version = "2025-11-25"
+    s = post(streams, 1)
+    assert s.delivered_id is None
+    assert streams.request_close(1) is s
+
+
+def test_a_close_ends_one_response_only() -> None:
+    streams = SessionStreams("streamable", HttpLimits())
+    streams.protocol_version = "2025-11-25"
+    s = post(streams, 1)
+    c = cursor(streams, s)
+    streams.request_close(1)
+    assert c.take().end == "closed by its handler"
+    resumed = cursor(streams, s)
+    assert resumed.take().end is None and not s.close_requested
+
+
+# -- what a cursor writes --------------------------------------------------------------
+
+
+@pytest.mark.spec(T + "resumability-and-redelivery.1")
+def test_a_primed_response_opens_with_its_cursor_id_and_retry() -> None:
+    streams = SessionStreams("streamable", HttpLimits())
+    streams.protocol_version = "2025-11-25"
+    s = post(streams, 1)
+    assert cursor(streams, s).opening(500) == b"id: %s\nretry: 500\ndata:\n\n" % (
+        s.base_id.encode()
+    )
+
+
+def test_a_response_taken_over_writes_nothing_more() -> None:
+    streams = SessionStreams("streamable", HttpLimits())
+    s = post(streams, 1)
+    old = cursor(streams, s)
+    streams.route(NOTE % 1, 1)
+    cursor(streams, s)
+    chunk = old.take()
+    assert (chunk.data, chunk.last_id) == (b"", None)
+    assert chunk.end == "another response took the stream over"
+
+
+def test_a_cursor_writes_every_new_event_in_order_with_its_id() -> None:
+    streams = SessionStreams("streamable", HttpLimits())
+    s = post(streams, 1)
+    c = cursor(streams, s)
+    ids = [streams.route(NOTE % n, 1) and s.last_id for n in (1, 2)]
+    chunk = c.take()
+    assert chunk.data == b"".join(
+        b"event: message\nid: %s\ndata: %s\n\n" % (i.encode(), NOTE % n)  # type: ignore[union-attr]
+        for i, n in zip(ids, (1, 2), strict=True)
+    )
+    assert chunk.last_id == ids[-1] and chunk.end is None
+
+
+@pytest.mark.spec(T + "resumability-and-redelivery.4")
+def test_a_cursor_whose_events_were_evicted_ends_its_response() -> None:
+    streams = SessionStreams("streamable", HttpLimits(stored_events_per_stream=1))
+    s = post(streams, 1)
+    c = cursor(streams, s)
+    streams.route(NOTE % 1, 1)
+    streams.route(NOTE % 2, 1)  # the first note is gone from the store
+    chunk = c.take()
+    assert (chunk.data, chunk.last_id) == (b"", None)
+    assert chunk.end is not None and chunk.end.startswith("events lost: events after ")
+
+
+@pytest.mark.spec(T + "sending-messages-to-the-server.14")
+def test_an_answered_stream_ends_and_its_events_are_forgotten() -> None:
+    streams = SessionStreams("streamable", HttpLimits())
+    s = post(streams, 1)
+    c = cursor(streams, s)
+    streams.route(RESULT % 1, 1)
+    chunk = c.take()
+    assert chunk.end == "answered" and b'"id":1' in chunk.data
+    assert s.id not in streams.store.stream_ids
+    assert isinstance(streams.store.replay_after(s.base_id), HttpError)
+
+
+def test_the_legacy_stream_carries_every_message_and_never_ends_by_request() -> None:
+    streams = SessionStreams("legacy", HttpLimits())
+    legacy = streams.streams[LEGACY]
+    assert streams.route(RESULT % 7, None) is legacy  # a response with no POST stream
+    assert streams.route(NOTE % 1, None) is legacy
+    assert streams.request_close(7) is None
