@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import logging
 from typing import Any
 
 import pytest
@@ -26,7 +27,9 @@ from mcp_ref import (
     Progress,
     RemoteProtocolError,
     Request,
+    RequestCancelled,
     RequestTimedOut,
+    RequestTimeout,
     Response,
 )
 from mcp_ref import types as t
@@ -37,6 +40,7 @@ from mcp_ref._client import (
     ClientWire,
     ListWalk,
     SessionClosed,
+    as_timeout,
     result_of,
     typed_params,
     with_progress_token,
@@ -383,3 +387,276 @@ def test_the_clients_are_loops_around_the_core() -> None:
             if isinstance(node, ast.ImportFrom) and node.module is not None
         }
         assert "_client" in imported, name  # from .._client / from ._client (the core)
+
+
+# -- the details a loop relies on: messages, logs, ids, bookkeeping -------------------------
+
+
+def test_default_and_session_closed_read_well() -> None:
+    assert repr(DEFAULT) == "DEFAULT"
+    assert str(SessionClosed("gone")) == "gone"
+    assert ClientCore().initialize_result is None
+    assert ListWalk("tools/list").method == "tools/list"
+
+
+def test_as_timeout() -> None:
+    assert as_timeout(None) is None
+    given = RequestTimeout(seconds=3, reset_on_progress=True)
+    assert as_timeout(given) is given
+    assert as_timeout(2.5) == RequestTimeout(seconds=2.5)
+    with pytest.raises(ValueError):
+        as_timeout(0)
+
+
+def test_typed_params_names_the_method_and_the_field() -> None:
+    with pytest.raises(LocalProtocolError) as bad:
+        typed_params("tools/call", {"name": 5})
+    assert bad.value.message == "bad params for tools/call: name: expected string, got integer"
+    loose = {"anything": 1}
+    assert typed_params("no/such", loose) is loose  # no method entry: as given
+
+
+def test_progress_token_only_on_params_that_carry_meta() -> None:
+    class Loose:
+        meta = None
+
+    loose = Loose()
+    assert with_progress_token("tools/call", loose, 1) is loose  # not an attrs class
+    argument = t.CompleteRequestParamsArgument(name="a", value="b")  # attrs, no _meta
+    assert with_progress_token("completion/complete", argument, 1) is argument
+    assert with_progress_token("tools/call", None, 1) is None  # name is required
+
+
+def test_result_of_keeps_the_servers_error_and_the_method() -> None:
+    with pytest.raises(McpError) as error:
+        result_of(ErrorResponse(id=1, code=-32602, message="no such tool", data={"x": 1}))
+    assert (error.value.code, error.value.message, error.value.data) == (
+        -32602,
+        "no such tool",
+        {"x": 1},
+    )
+    with pytest.raises(NoAnswerError) as late:
+        result_of(RequestTimedOut(id=1, method="tools/call", elapsed=5.0))
+    assert late.value.data == {"method": "tools/call", "elapsed": 5.0}
+
+
+def test_the_servers_requests_reach_their_own_handler_with_their_params() -> None:
+    seen: list[Any] = []
+
+    def elicit(params: Any) -> t.ElicitResult:
+        seen.append(params)
+        return t.ElicitResult(action="decline")
+
+    core = ClientCore(
+        sampling_handler=lambda params: seen.append(params) or sampler(params),
+        elicitation_handler=elicit,
+        roots=[t.Root(uri="file:///r")],
+        sampling_rate_limit=RateLimit(1.0, burst=1),
+        elicitation_rate_limit=RateLimit(1.0, burst=1),
+    )
+    ask = t.CreateMessageRequestParams(messages=[], max_tokens=1)
+    assert core.handle("sampling/createMessage", ask, now=0.0) == sampler(ask)
+    form = t.ElicitRequestFormParams(message="m", requested_schema={"type": "object"})
+    assert core.handle("elicitation/create", form, now=0.0) == t.ElicitResult(action="decline")
+    assert seen == [ask, form]
+    # Each method has its own bucket: sampling's is empty now, elicitation's too.
+    for method in ("sampling/createMessage", "elicitation/create"):
+        with pytest.raises(McpError) as refused:
+            core.handle(method, None, now=0.0)
+        assert refused.value.code == INTERNAL_ERROR
+    with pytest.raises(McpError) as error:
+        ClientCore().handle("roots/list", None, now=0.0)
+    assert (error.value.code, error.value.message) == (
+        METHOD_NOT_FOUND,
+        "method not found: roots/list",
+    )
+    assert core.finish("sampling/createMessage", "as is") == "as is"
+
+
+def test_each_rate_limit_counts_its_own_method() -> None:
+    core = ClientCore(
+        sampling_handler=sampler,
+        elicitation_handler=lambda params: t.ElicitResult(action="decline"),
+        sampling_rate_limit=RateLimit(1.0, burst=1),
+        elicitation_rate_limit=RateLimit(1.0, burst=1),
+    )
+    core.handle("sampling/createMessage", None, now=0.0)
+    assert core.handle("elicitation/create", None, now=0.0) == t.ElicitResult(action="decline")
+
+
+def test_set_roots_refuses_none() -> None:
+    core = ClientCore(roots=[])
+    with pytest.raises(LocalProtocolError) as error:
+        core.set_roots(None)
+    assert error.value.message == (
+        "this client did not declare the roots capability; open it with roots=[...]"
+    )
+
+
+def test_wire_notifications_are_typed_and_only_initialized_joins_the_handshake() -> None:
+    wire, server = wire_pair(roots=[])
+    assert wire.handshake == ()
+    data = wire.send_notification("notifications/roots/list_changed", {"_meta": {"k": 1}})
+    (note,) = deliver(data, server)
+    assert note.params == t.NotificationParams(meta={"k": 1})
+    assert wire.handshake == ()
+    # An initialize not sent through the wire: its initialized is not kept either.
+    conn = Connection(CLIENT)
+    server = Connection(mcp_ref.SERVER)
+    (request,) = deliver(conn.send(init_request()), server)
+    conn.receive_data(server.send(Response(id=request.id, result=init_result())))
+    wire = ClientWire(conn)
+    assert isinstance(wire.next_event(), Response)
+    wire.send_notification("notifications/initialized")
+    assert wire.handshake == ()
+
+
+def test_wire_forgets_progress_callbacks_when_answered_or_cancelled() -> None:
+    wire, server = wire_pair()
+    rid, _, data = wire.send_request("ping", None, now=0.0, timeout=None, on_progress=print)
+    deliver(data, server)
+    rid2, _, data = wire.send_request("ping", None, now=0.0, timeout=None, on_progress=print)
+    deliver(data, server)
+    assert set(wire._on_progress) == {rid, rid2}
+    wire.connection.receive_data(server.send(Response(id=rid, result=t.EmptyResult())))
+    assert isinstance(wire.next_event(), Response)
+    assert set(wire._on_progress) == {rid2}
+    wire.cancel(rid2, "ping")
+    assert wire._on_progress == {}
+
+
+def test_wire_cancel_of_what_cannot_be_cancelled_writes_nothing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    conn = Connection(CLIENT)
+    conn.send(init_request())
+    with caplog.at_level(logging.DEBUG, logger="mcp_ref.client"):
+        assert ClientWire(conn).cancel(0, "initialize") == b""
+    assert caplog.records == []  # not even tried
+    wire, _ = wire_pair()
+    with caplog.at_level(logging.DEBUG, logger="mcp_ref.client"):
+        assert wire.cancel(99, "ping") == b""
+    assert [r.getMessage() for r in caplog.records] == [
+        "could not cancel request 99: cannot cancel 99: no such request was sent"
+    ]
+    caplog.clear()
+    wire.connection.close()
+    with caplog.at_level(logging.DEBUG, logger="mcp_ref.client"):
+        assert wire.cancel(5, "ping") == b""  # the session ended: nothing to write
+    assert caplog.records == []
+
+
+def test_wire_cancellation_says_why() -> None:
+    wire, server = wire_pair()
+    rid, _, data = wire.send_request("ping", None, now=0.0, timeout=DEFAULT)
+    deliver(data, server)
+    (cancelled,) = deliver(wire.cancel(rid, "ping"), server)
+    assert cancelled.reason == "cancelled by the client"
+
+
+def test_wire_goes_on_after_a_protocol_error_without_a_reply(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    wire, server = wire_pair()
+    bad = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": "x"}}
+    wire.connection.receive_data(
+        json.dumps(bad).encode() + b"\n" + server.send(Request(id="s1", method="ping"))
+    )
+    with caplog.at_level(logging.WARNING, logger="mcp_ref.client"):
+        event = wire.next_event()
+    assert isinstance(event, Request) and event.id == "s1"
+    assert wire.data_to_send() == b""
+    assert [r.getMessage() for r in caplog.records] == [
+        "protocol error from the server: invalid params for notifications/progress: "
+        "progress: expected number, got string"
+    ]
+
+
+def test_wire_queues_every_refusal_in_order() -> None:
+    client, _ = initialized_pair(client_caps=t.ClientCapabilities())
+    wire = ClientWire(client)
+    ask = {"messages": [], "maxTokens": 1}
+    lines = [
+        {"jsonrpc": "2.0", "id": rid, "method": "sampling/createMessage", "params": ask}
+        for rid in ("s1", "s2")
+    ]
+    wire.connection.receive_data(b"".join(json.dumps(m).encode() + b"\n" for m in lines))
+    assert wire.next_event() is None
+    first, second = wire.data_to_send().splitlines()
+    assert json.loads(first)["id"] == "s1" and json.loads(second)["id"] == "s2"
+    assert wire.data_to_send() == b""
+
+
+def test_wire_a_fatal_protocol_error_ends_the_session_with_its_reason() -> None:
+    conn = Connection(CLIENT)
+    wire = ClientWire(conn)
+    _, _, data = wire.send_request("initialize", wire.initialize_params(), now=0.0, timeout=None)
+    (request,) = deliver(data, Connection(mcp_ref.SERVER))
+    info = {"name": "s", "version": "1"}
+    answer = {"protocolVersion": "1999-01-01", "capabilities": {}, "serverInfo": info}
+    conn.receive_data(json.dumps({"jsonrpc": "2.0", "id": request.id, "result": answer}).encode())
+    conn.receive_data(b"\n")
+    assert isinstance(wire.next_event(), ConnectionClosed)
+    assert wire.closed is not None and "'1999-01-01'" in wire.closed
+    with pytest.raises(SessionClosed) as closed:
+        wire.send_notification("notifications/initialized")
+    assert closed.value.reason == wire.closed
+
+
+def test_wire_end_of_input_reason() -> None:
+    wire, _ = wire_pair()
+    wire.connection.receive_data(b"")
+    assert isinstance(wire.next_event(), ConnectionClosed)
+    assert wire.closed == "the server closed the connection"
+    wire.close("later")
+    assert wire.closed == "the server closed the connection"  # the first reason stays
+
+
+def test_wire_hands_on_a_batchs_held_replies_after_a_cancellation() -> None:
+    """2025-03-26: the server cancels the last request of a batch whose other reply is
+    held; the connection then has the array to write, which next_event queues."""
+    client, _ = initialized_pair("2025-03-26")
+    wire = ClientWire(client)
+    batch = [{"jsonrpc": "2.0", "id": rid, "method": "ping"} for rid in ("s1", "s2")]
+    client.receive_data(json.dumps(batch).encode() + b"\n")
+    first, second = wire.next_event(), wire.next_event()
+    assert isinstance(first, Request) and isinstance(second, Request)
+    assert wire.reply(first, t.EmptyResult()) == b""  # held for the array
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "s2"}}
+    client.receive_data(json.dumps(cancel).encode() + b"\n")
+    assert isinstance(wire.next_event(), RequestCancelled)
+    assert json.loads(wire.data_to_send()) == [{"jsonrpc": "2.0", "id": "s1", "result": {}}]
+
+
+def test_wire_replies_carry_the_request_id_and_what_went_wrong(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    wire, server = wire_pair()
+
+    def answer(rid: str, outcome: Any) -> Any:
+        wire.connection.receive_data(server.send(Request(id=rid, method="ping")))
+        request = wire.next_event()
+        assert isinstance(request, Request)
+        (reply,) = deliver(wire.reply(request, outcome), server)
+        return reply
+
+    refused = answer("s1", McpError(-32600, "no", {"why": 1}))
+    assert (refused.id, refused.code, refused.message, refused.data) == (
+        "s1",
+        -32600,
+        "no",
+        {"why": 1},
+    )
+    oops = RuntimeError("oops")
+    with caplog.at_level(logging.ERROR, logger="mcp_ref.client"):
+        failed = answer("s2", oops)
+    assert (failed.id, failed.code, failed.message) == ("s2", INTERNAL_ERROR, "handler failed")
+    (record,) = caplog.records
+    assert record.getMessage() == "the ping handler failed" and record.exc_info[1] is oops
+    caplog.clear()
+    with caplog.at_level(logging.ERROR, logger="mcp_ref.client"):
+        invalid = answer("s3", "nonsense")
+    assert (invalid.id, invalid.code, invalid.message) == ("s3", INTERNAL_ERROR, "invalid result")
+    assert [r.getMessage() for r in caplog.records] == [
+        "invalid answer to ping: the result of ping must be Result, not str"
+    ]

@@ -76,7 +76,7 @@ def test_an_invalid_schema_or_an_unresolvable_ref_is_reported_not_raised_raw() -
     assert error.result is res and error.tool == "bad" and error.code == INTERNAL_ERROR
     error = refusal(schemas, "ref", res)  # remote refs are never fetched
     assert error.message == prefix("ref") + "cannot check it: Unresolvable: https://example.com/s"
-    assert error.data == {"tool": "ref"}
+    assert error.data == {"tool": "ref"} and error.result is res
 
 
 def test_the_schemas_own_draft_is_used_else_2020_12() -> None:
