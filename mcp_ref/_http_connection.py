@@ -194,8 +194,7 @@ class ServerConnection:
             self._pending = None
             if not isinstance(event, h11.EndOfMessage):
                 return CLOSED  # the client went away during the body
-            chunks = self._chunks
-            body = chunks[0] if len(chunks) == 1 and type(chunks[0]) is bytes else b"".join(chunks)
+            body = b"".join(self._chunks)  # h11 hands each chunk over as a bytearray
             self._chunks = []
             return RequestReady(
                 endpoint=endpoint, query=query, headers=headers, body=body, last=last
