@@ -25,6 +25,7 @@ from mcp_ref._http_server import (
     RequestHeaders,
     ServerConfig,
     check_batch,
+    check_body_headers,
     check_initialize_alone,
     gone,
     legacy_session_id,
@@ -459,3 +460,98 @@ def test_a_batch_larger_than_the_bound_is_400() -> None:
     assert isinstance(too_big, HttpError) and too_big.status == 400
     assert len(read_messages(batch(2), max_items=2)) == 2  # type: ignore[arg-type]
     assert isinstance(read_messages(batch(3), max_items=2), HttpError)
+
+
+# -- the refusals of route_request, exactly --------------------------------------------
+
+
+def refusal(got: object) -> tuple[int, str, dict[bytes, bytes]]:
+    assert isinstance(got, HttpError), got
+    return got.status, got.detail, dict(got.headers)
+
+
+def test_a_head_of_exactly_the_limit_passes_and_one_byte_more_is_431() -> None:
+    items = [("host", "localhost:8000"), ("accept", SSE_AND_JSON), ("X-Pad", "abc")]
+    size = len("/mcp") + sum(len(k) + len(v) + 4 for k, v in items)
+    for most, ok in ((size, True), (size - 1, False)):
+        req = h11.Request(method="POST", target="/mcp", headers=items)
+        cfg = attrs.evolve(CFG, limits=HttpLimits(max_header_bytes=most))
+        got = route_request(cfg, req.method, req.target, request_headers(req, {}))
+        if ok:
+            assert got == (Endpoint.POST, "")
+        else:
+            assert refusal(got)[:2] == (431, f"request head larger than {most} bytes")
+
+
+def test_the_memo_of_header_sets_is_bounded() -> None:
+    memos: dict[Any, Any] = {}
+    for n in range(300):
+        req = h11.Request(method="GET", target=f"/mcp?n={n}", headers=[("host", "x")])
+        request_headers(req, memos)
+        assert len(memos) <= 256
+
+
+def test_a_path_that_is_no_endpoint_is_404() -> None:
+    assert refusal(route("GET", "/nowhere"))[:2] == (404, "no MCP endpoint at /nowhere")
+
+
+def test_the_legacy_endpoints_take_one_method_each() -> None:
+    status, detail, hdrs = refusal(route("POST", "/sse"))
+    assert (status, detail, hdrs[b"allow"]) == (
+        405,
+        "the 2024-11-05 SSE endpoint takes GET only",
+        b"GET",
+    )
+    status, detail, hdrs = refusal(route("GET", "/messages"))
+    assert (status, detail, hdrs[b"allow"]) == (
+        405,
+        "the 2024-11-05 message endpoint takes POST only",
+        b"POST",
+    )
+
+
+@pytest.mark.spec(T + "listening-for-messages-from-the-server.3", T + "session-management.9")
+def test_405_lists_the_methods_the_server_takes() -> None:
+    stateless = attrs.evolve(CFG, stateless=True, enable_get_stream=False)
+    no_get = attrs.evolve(CFG, enable_get_stream=False)
+    cases = [
+        ("PUT", CFG, "method PUT not allowed on the MCP endpoint", b"POST, GET, DELETE"),
+        ("PUT", stateless, "method PUT not allowed on the MCP endpoint", b"POST"),
+        ("GET", no_get, "this server offers no SSE stream on GET", b"POST, DELETE"),
+        ("GET", stateless, "this server offers no SSE stream on GET", b"POST"),
+        ("DELETE", stateless, "this server does not let clients terminate sessions", b"POST"),
+    ]
+    for method, cfg, detail, allow in cases:
+        status, said, hdrs = refusal(route(method, "/mcp", cfg, accept="text/event-stream"))
+        assert (status, said, hdrs[b"allow"]) == (405, detail, allow), (method, cfg)
+
+
+@pytest.mark.spec(T + "listening-for-messages-from-the-server.2")
+def test_a_get_must_accept_an_event_stream() -> None:
+    assert refusal(route("GET", "/mcp", accept="application/json"))[0] == 406
+    assert route("GET", "/mcp", accept="text/event-stream") == (Endpoint.GET, "")
+
+
+def test_the_host_of_an_absolute_form_target_must_be_allowed() -> None:
+    assert refusal(route("GET", "http://evil.example/mcp", accept="text/event-stream"))[0] == 403
+    ok = route("GET", "http://localhost:8000/mcp", accept="text/event-stream")
+    assert ok == (Endpoint.GET, "")
+
+
+def test_a_body_must_be_json_and_within_the_bound() -> None:
+    def check(content_type: str, length: int) -> HttpError | None:
+        req = h11.Request(
+            method="POST",
+            target="/mcp",
+            headers=[
+                ("host", "x"),
+                ("content-type", content_type),
+                ("content-length", str(length)),
+            ],
+        )
+        return check_body_headers(request_headers(req, {}), HttpLimits(max_body_bytes=10))
+
+    assert check("application/json", 10) is None
+    assert refusal(check("text/plain", 10))[0] == 415
+    assert refusal(check("text/plain", 11))[0] == 415
+    assert refusal(check("application/json", 11))[0] == 413
