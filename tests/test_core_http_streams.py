@@ -247,3 +247,101 @@ def test_the_legacy_stream_carries_every_message_and_never_ends_by_request() -> 
     assert streams.route(RESULT % 7, None) is legacy  # a response with no POST stream
     assert streams.route(NOTE % 1, None) is legacy
     assert streams.request_close(7) is None
+
+
+# -- a new session's streams ---------------------------------------------------------
+
+
+def test_a_new_session_has_its_streams_and_no_version_yet() -> None:
+    limits = HttpLimits(
+        stored_events_per_stream=3, stored_streams=2, stored_bytes=999, max_streams_per_session=5
+    )
+    streams = SessionStreams("streamable", limits)
+    assert (streams.protocol_version, streams.init_failed, streams.ended) == (None, False, False)
+    assert not streams.primes
+    get = streams.streams[STANDALONE]
+    assert get.id == STANDALONE and get.base_id.startswith(STANDALONE + "/")
+    assert not get.json_mode and not get.finished and get.delivered_id is None
+    store = streams.store
+    assert (store.max_events_per_stream, store.max_total_bytes) == (3, 999)
+    # Room for every stream the session may have open (the POST streams and the GET
+    # one) and one more, whatever stored_streams says.
+    assert store.max_streams == 7
+    assert SessionStreams("streamable", HttpLimits(stored_streams=50)).store.max_streams == 50
+    legacy = SessionStreams("legacy", HttpLimits())
+    assert list(legacy.streams) == [LEGACY]
+    one = legacy.streams[LEGACY]
+    assert one.id == LEGACY and not one.json_mode and one.base_id.startswith(LEGACY + "/")
+
+
+def test_posts_get_streams_p1_p2_and_so_on() -> None:
+    streams = SessionStreams("streamable", HttpLimits())
+    assert [post(streams, n).id for n in (1, 2, 3)] == ["p1", "p2", "p3"]
+    j = post(streams, 4, json_mode=True)
+    assert j.id == "p4" and j.base_id == "" and "p4" not in streams.store.stream_ids
+
+
+def test_the_refusals_of_a_post_say_why() -> None:
+    streams = SessionStreams("streamable", HttpLimits(max_streams_per_session=1))
+    post(streams, 1)
+    again = streams.open_post([request(1)], json_mode=False, is_init=False)
+    assert isinstance(again, HttpError)
+    assert (again.status, again.detail) == (400, "a request with this id is still being handled")
+    more = streams.open_post([request(2)], json_mode=False, is_init=False)
+    assert isinstance(more, HttpError)
+    assert (more.status, more.detail) == (
+        429,
+        "too many requests in progress in this session (at most 1)",
+    )
+
+
+def test_empty_base_events_take_no_room_in_the_store() -> None:
+    note = NOTE % 1
+    streams = SessionStreams("streamable", HttpLimits(stored_bytes=len(note)))
+    p = post(streams, 1)
+    c = cursor(streams, p)
+    streams.route(note, 1)
+    post(streams, 2)  # its base event comes after the note
+    chunk = c.take()
+    assert chunk.end is None and note in chunk.data
+
+
+# -- routing ---------------------------------------------------------------------------
+
+
+def test_a_server_request_whose_id_a_client_request_has_goes_to_the_related_stream() -> None:
+    streams = SessionStreams("streamable", HttpLimits())
+    p1, p5 = post(streams, 1), post(streams, 5)
+    ask = b'{"jsonrpc":"2.0","id":5,"method":"sampling/createMessage","params":{}}'
+    assert streams.route(ask, 1) is p1
+    assert not p5.finished and streams.cancel_request(5) is p5  # request 5 still pending
+    assert not p1.finished
+
+
+def test_only_the_answer_to_initialize_names_the_version() -> None:
+    streams = SessionStreams("streamable", HttpLimits())
+    init = streams.open_post([request(0, "initialize")], json_mode=True, is_init=True)
+    assert not isinstance(init, HttpError)
+    other = post(streams, 1)
+    streams.route(b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18"}}', None)
+    assert streams.protocol_version == "2025-06-18" and not streams.init_failed
+    assert streams.route(RESULT % 1, 1) is other
+    assert streams.protocol_version == "2025-06-18" and not streams.init_failed
+
+
+def test_a_message_that_is_not_utf8_is_stored_with_replacement_characters() -> None:
+    streams = SessionStreams("streamable", HttpLimits())
+    get = streams.streams[STANDALONE]
+    c = cursor(streams, get)
+    assert streams.route(b'{"jsonrpc":"2.0","method":"x","params":{"v":"\xff"}}', None) is get
+    assert "\ufffd".encode() in c.take().data
+
+
+def test_legacy_responses_and_notifications_share_the_one_stream_in_order() -> None:
+    streams = SessionStreams("legacy", HttpLimits())
+    legacy = streams.streams[LEGACY]
+    c = cursor(streams, legacy)
+    assert streams.route(NOTE % 1, None) is legacy
+    assert streams.route(RESULT % 3, None) is legacy
+    chunk = c.take()
+    assert chunk.data.index(NOTE % 1) < chunk.data.index(RESULT % 3) and chunk.end is None
