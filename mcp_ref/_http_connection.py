@@ -116,7 +116,7 @@ class ServerConnection:
 
     @property
     def waiting_for(self) -> Literal["head", "body"] | None:
-        """What :data:`NEED_DATA` waits for: a request head, a POST's body, or None
+        """What :data:`NEED_DATA` waits for: a request head, its body, or None
         (an answer is being written)."""
         if self._pending is not None:
             return "body"
@@ -159,17 +159,17 @@ class ServerConnection:
         if isinstance(routed, HttpError):
             return self._refusal(routed, last)
         endpoint, query = routed
-        if endpoint not in _WITH_BODY:
-            return RequestReady(
-                endpoint=endpoint, query=query, headers=headers, body=b"", last=last
-            )
-        err = check_body_headers(headers, self.cfg.limits)
-        if err is not None:
-            return self._refusal(err, last)
-        if self.h11.they_are_waiting_for_100_continue:
-            self.outgoing.append(
-                self.h11.send(h11.InformationalResponse(status_code=100, headers=[])) or b""
-            )
+        if endpoint in _WITH_BODY:
+            err = check_body_headers(headers, self.cfg.limits)
+            if err is not None:
+                return self._refusal(err, last)
+            if self.h11.they_are_waiting_for_100_continue:
+                self.outgoing.append(
+                    self.h11.send(h11.InformationalResponse(status_code=100, headers=[])) or b""
+                )
+        # Every request's end of message is read too (h11 hands it over as an event of
+        # its own, at once for a GET without a body): only then can the connection serve
+        # the next request once this one is answered.
         self._pending = (endpoint, query, headers, last)
         self._chunks, self._size = [], 0
         return None
@@ -194,7 +194,9 @@ class ServerConnection:
             self._pending = None
             if not isinstance(event, h11.EndOfMessage):
                 return CLOSED  # the client went away during the body
-            body = b"".join(self._chunks)  # h11 hands each chunk over as a bytearray
+            # h11 hands each chunk over as a bytearray; a body sent with another method
+            # is read (within the bound) and ignored.
+            body = b"".join(self._chunks) if endpoint in _WITH_BODY else b""
             self._chunks = []
             return RequestReady(
                 endpoint=endpoint, query=query, headers=headers, body=body, last=last

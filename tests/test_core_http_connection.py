@@ -229,3 +229,29 @@ def test_a_closed_connection_stays_closed() -> None:
     conn = connection()
     conn.receive_data(b"")
     assert conn.next_event() is CLOSED and conn.next_event() is CLOSED
+
+
+def test_a_request_without_a_body_leaves_the_connection_ready_for_the_next() -> None:
+    conn = connection()
+    delete = b"DELETE /mcp HTTP/1.1\r\n" + HOST + b"mcp-session-id: abc\r\n\r\n"
+    conn.receive_data(delete + POST + PING)
+    ready = conn.next_event()
+    assert isinstance(ready, RequestReady) and ready.endpoint is Endpoint.DELETE
+    assert ready.body == b"" and conn.waiting_for is None
+    answer(conn)
+    assert conn.next_cycle(ready.last)
+    after = conn.next_event()
+    assert isinstance(after, RequestReady) and after.body == PING
+
+
+def test_a_body_sent_with_a_get_is_read_and_ignored() -> None:
+    conn = connection()
+    get = (
+        b"GET /mcp HTTP/1.1\r\n" + HOST + b"accept: text/event-stream\r\ncontent-length: 3\r\n\r\n"
+    )
+    conn.receive_data(get + b"ab")
+    assert conn.next_event() is NEED_DATA and conn.waiting_for == "body"
+    conn.receive_data(b"c")
+    ready = conn.next_event()
+    assert isinstance(ready, RequestReady) and ready.endpoint is Endpoint.GET
+    assert ready.body == b""

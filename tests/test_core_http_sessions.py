@@ -172,3 +172,12 @@ def test_the_refusal_names_the_bound_it_hit() -> None:
 
 def test_nothing_to_expire_asks_again_never() -> None:
     assert book().expired([], now=0.0) == ([], math.inf)
+
+
+def test_an_address_that_is_no_ip_tells_its_clients_apart() -> None:
+    # A peer named otherwise than by an IP address (a proxy's name, a socket path) is
+    # one client's: held to its share.
+    b = book(max_sessions_per_peer=1)
+    b.add(Tenant(is_busy=True), "client.example", 0.0)
+    got = b.room_for("client.example", [], now=0.0)
+    assert isinstance(got, HttpError) and got.status == 429
