@@ -11,7 +11,8 @@ in (:meth:`~ServerConnection.receive_data`), events out
   bound and its ``Content-Type`` already passed);
 * :class:`Refusal`: a request refused before it reached an endpoint, or an HTTP/1.1
   error of the peer's: write ``data`` (empty when h11 no longer lets us answer), then
-  go on to the next request (:meth:`~ServerConnection.next_cycle`) unless ``close``;
+  go on to the next request (:meth:`~ServerConnection.next_cycle`) unless ``close``
+  (always, for now: a refused request was not read whole);
 * :data:`NEED_DATA`: give it more bytes; while :attr:`~ServerConnection.waiting_for`
   is ``"head"`` or ``"body"`` the driver bounds the wait
   (``HttpLimits.idle_timeout_seconds``) and calls :meth:`~ServerConnection.timed_out`
@@ -157,12 +158,12 @@ class ServerConnection:
         headers = request_headers(req, self._memos)
         routed = route_request(self.cfg, req.method, req.target, headers)
         if isinstance(routed, HttpError):
-            return self._refusal(routed, last)
+            return self._broken(routed)
         endpoint, query = routed
         if endpoint in _WITH_BODY:
             err = check_body_headers(headers, self.cfg.limits)
             if err is not None:
-                return self._refusal(err, last)
+                return self._broken(err)
             if self.h11.they_are_waiting_for_100_continue:
                 self.outgoing.append(
                     self.h11.send(h11.InformationalResponse(status_code=100, headers=[])) or b""
@@ -189,7 +190,7 @@ class ServerConnection:
                 if self._size > most:
                     self._pending = None
                     err = http_error(413, f"body larger than {most} bytes", clause=None)
-                    return self._refusal(err, last)
+                    return self._broken(err)
                 continue
             self._pending = None
             if not isinstance(event, h11.EndOfMessage):
@@ -221,14 +222,11 @@ class ServerConnection:
             return b""
         return self._error_bytes(err, close=last or self.h11.their_state is not h11.DONE)
 
-    def _refusal(self, err: HttpError, last: bool) -> Refusal:
-        """The refusal of the current request: the connection goes on after it unless
-        it is the ``last`` or the request's body was not read."""
-        close = last or self.h11.their_state is not h11.DONE
-        return Refusal(error=err, data=self.refuse(err, last), close=close)
-
     def _broken(self, err: HttpError) -> Refusal:
-        """A refusal after which the connection closes (h11 may no longer let us answer)."""
+        """The refusal of a request not read whole, or broken: the connection closes
+        after it (h11 starts a next cycle only once a request was read whole, and a
+        refused body is not worth reading; after an error h11 may no longer let us
+        answer at all)."""
         data = b""
         if self.h11.our_state in (h11.IDLE, h11.SEND_RESPONSE):
             data = self._error_bytes(err, close=True)
