@@ -57,6 +57,10 @@ def test_refusals_say_why_and_answer_the_id_they_can_read() -> None:
     batch = "[" + _ping(1) + ',{"jsonrpc":"2.0","id":8,"method":3}]'
     _, detail, rid, error = _answer(read_post_body(batch.encode()))
     assert (detail, rid, error["code"]) == ('invalid request: "method" must be a string', 8, -32600)
+    # In a batch as alone: params that are not an object are -32602, not -32600.
+    batch = "[" + _ping(1) + ',{"jsonrpc":"2.0","id":9,"method":"x","params":[]}]'
+    _, detail, rid, error = _answer(read_post_body(batch.encode()))
+    assert (detail, rid, error["code"]) == ('invalid params: "params" must be an object', 9, -32602)
 
 
 def test_batches_hold_at_most_64_messages_by_default() -> None:

@@ -81,3 +81,13 @@ def test_a_retry_of_twelve_digits_is_taken_and_of_thirteen_ignored() -> None:
     decoder.receive_data(b"retry: " + b"1" * 13 + b"\ndata: b\n\n")
     decoder.next_event()
     assert decoder.retry == int("9" * 12)
+
+
+def test_a_retry_of_zero_milliseconds_is_legal() -> None:
+    assert encode_data("x", retry=0) == b"retry: 0\ndata: x\n\n"
+
+
+def test_a_lone_cr_in_data_splits_it_into_lines() -> None:
+    # A CR alone ends a line in SSE: data holding one is written as several data lines.
+    assert encode_data("a\rb") == b"data: a\ndata: b\n\n"
+    assert encode_data("a\r\nb\nc") == b"data: a\ndata: b\ndata: c\n\n"
