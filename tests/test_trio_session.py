@@ -54,7 +54,8 @@ class Recording:
         return data
 
     async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
-        self.sent.append(json.loads(data))
+        # A "lines" channel may get several messages in one send (a burst).
+        self.sent.extend(json.loads(line) for line in data.splitlines())
         await self.inner.send(data, related_request_id=related_request_id)
 
     async def aclose(self) -> None:

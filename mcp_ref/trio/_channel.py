@@ -21,8 +21,10 @@ in an optional ``eof_reason`` attribute; the session puts it in the
 :class:`~mcp_ref.trio.SessionClosed` it raises to waiting callers.
 
 A ``send`` that raises means the byte stream is broken (it may hold half a message):
-the session calls ``Connection.send_failed()`` and ends.  The session calls ``send``
-for one message at a time, under its send lock.
+the session calls ``Connection.send_failed()`` and ends.  Only the session's writer
+calls ``send``, one call at a time: a ``"messages"`` channel gets one message per call;
+a ``"lines"`` channel may get several whole lines in one call (what piled up while the
+previous write was under way), with ``related_request_id=None``.
 
 This module has two channels: :class:`StreamChannel` over trio byte streams, and
 :func:`memory_channel_pair`, two connected in-memory "messages" channels for tests.
@@ -39,6 +41,7 @@ from ..events import RequestId
 
 __all__ = [
     "DEFAULT_RECEIVE_SIZE",
+    "MAX_READS_WITHOUT_YIELD",
     "MemoryMessageChannel",
     "MessageChannel",
     "StreamChannel",
@@ -47,6 +50,10 @@ __all__ = [
 
 DEFAULT_RECEIVE_SIZE = 65536
 """Bytes asked for per ``receive_some`` call by :class:`StreamChannel`."""
+
+MAX_READS_WITHOUT_YIELD = 64
+"""Waiting messages a :class:`MemoryMessageChannel` hands over before it lets other
+tasks run (a schedule point)."""
 
 
 @runtime_checkable
@@ -77,7 +84,7 @@ class MessageChannel(Protocol):
         ...
 
     async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
-        """Write one message (framed already for ``"lines"``).
+        """Write one message (``"lines"``: one or more, each framed already).
 
         Args:
             data: the bytes the core produced.
@@ -176,22 +183,47 @@ class MemoryMessageChannel:
         """The trio memory channel messages are sent on."""
         self.receive_channel = receive_channel
         """The trio memory channel messages are received from."""
+        self._reads_without_yield = 0
 
     async def receive(self) -> bytes:
-        """The next whole message; ``b""`` once the other end closed."""
+        """The next whole message; ``b""`` once the other end closed.
+
+        A message already waiting is taken without a schedule point (still a
+        cancellation point), at most :data:`MAX_READS_WITHOUT_YIELD` in a row, so the
+        session's reader takes a burst in one step, and a peer that keeps the buffer
+        full cannot starve the other tasks.
+        """
         try:
+            if self._reads_without_yield < MAX_READS_WITHOUT_YIELD:
+                await trio.lowlevel.checkpoint_if_cancelled()
+                try:
+                    message = self.receive_channel.receive_nowait()
+                except trio.WouldBlock:
+                    pass
+                else:
+                    self._reads_without_yield += 1
+                    return message
+            self._reads_without_yield = 0
             return await self.receive_channel.receive()
         except (trio.EndOfChannel, trio.ClosedResourceError):
             return b""
 
     async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
-        """Queue one message for the other end.
+        """Queue one message for the other end; wait only while its buffer is full.
+
+        A message that fits goes in without a schedule point (still a cancellation
+        point), as a byte stream's ``send`` returns once the kernel buffer took the
+        bytes: the session's writer then writes a burst of messages in one step.
 
         Raises:
             trio.BrokenResourceError: the other end was closed.
             trio.ClosedResourceError: this end was closed.
         """
-        await self.send_channel.send(data)
+        await trio.lowlevel.checkpoint_if_cancelled()
+        try:
+            self.send_channel.send_nowait(data)
+        except trio.WouldBlock:
+            await self.send_channel.send(data)
 
     async def aclose(self) -> None:
         """Close both directions (the other end then receives ``b""``)."""

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Final
 
@@ -67,7 +67,6 @@ from ..events import (
     RequestTimedOut,
     Response,
 )
-from . import _fastpath
 from ._channel import MessageChannel
 from ._handler import Handler, RequestContext
 from ._incoming import answer
@@ -97,6 +96,14 @@ is cancelled and answered with an error (:meth:`Session.finish_requests`)."""
 _CLOSE_GRACE: Final = 5.0  # seconds closing the channel may take at the end
 
 
+async def shielded(work: Awaitable[None]) -> None:
+    """Await ``work`` shielded from the dispatching task's cancellation, so an event
+    taken from the core is dispatched whole (a cancelled ``push`` caller, say).  Only
+    the events whose dispatch waits pay for the scope."""
+    with trio.CancelScope(shield=True):
+        await work
+
+
 class _Tasks:
     """The tasks of one session and its dispatch route (see the module docstring)."""
 
@@ -106,15 +113,12 @@ class _Tasks:
         handler: Handler,
         nursery: trio.Nursery,
         drain_timeout: float,
-        fast_path: bool,
     ) -> None:
         self.session = session
         self.handler = handler
         self.nursery = nursery
         self.drain_timeout = drain_timeout
         self.dispatch_lock = trio.Lock()
-        self.fast_path = fast_path
-        self.read_now = _fastpath.reader_for(session._channel) if fast_path else None
 
     async def read(self) -> None:
         """The one reader: the channel's bytes into the core, then dispatch."""
@@ -122,12 +126,10 @@ class _Tasks:
         conn = session.connection
         whole_messages = channel.framing == "messages"
         while not session.closed:
-            data = self.read_now() if self.read_now is not None else None  # fast path
-            if data is None:
-                try:
-                    data = await channel.receive()  # b"" at end of input
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    data = b""
+            try:
+                data = await channel.receive()  # b"" at end of input
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                data = b""
             if session.closed:
                 return
             session.last_input_at = trio.current_time()
@@ -142,28 +144,30 @@ class _Tasks:
         """The one dispatch route: in turn with the other tasks that dispatch, call
         ``take`` (which feeds the core), then dispatch every event the core has ready.
 
-        Waiting for the turn can be cancelled (then nothing was taken); the dispatch
-        itself is shielded, so an event taken from the core is never dropped half-way
-        (what it waits for ends when the session closes).
+        Waiting for the turn can be cancelled (then nothing was taken); an event taken
+        from the core is never dropped half-way: whatever its dispatch awaits is
+        :func:`shielded` (what it waits for ends when the session closes).  A free turn
+        is taken without a schedule point: the reader has just had one in
+        ``channel.receive``.
         """
         session, lock = self.session, self.dispatch_lock
-        if self.fast_path:
-            await _fastpath.acquire(lock)  # fast path: no schedule point when free
-        else:
-            await lock.acquire()
+        await trio.lowlevel.checkpoint_if_cancelled()
+        try:
+            lock.acquire_nowait()
+        except trio.WouldBlock:
+            await lock.acquire()  # another task dispatches: wait in turn
         try:
             take()
-            with trio.CancelScope(shield=True):
-                while not session.closed:
-                    try:
-                        event = session.connection.next_event()
-                    except RemoteProtocolError as exc:
-                        await self.refuse(exc)
-                        continue
-                    if event is NEED_DATA:
-                        return
-                    assert isinstance(event, Event)
-                    await self.dispatch_one(event)
+            while not session.closed:
+                try:
+                    event = session.connection.next_event()
+                except RemoteProtocolError as exc:
+                    await shielded(self.refuse(exc))
+                    continue
+                if event is NEED_DATA:
+                    return
+                assert isinstance(event, Event)
+                await self.dispatch_one(event)
         finally:
             lock.release()
 
@@ -176,7 +180,7 @@ class _Tasks:
         elif kind is Notification:
             assert isinstance(event, Notification)
             try:
-                await session._notes_in.send(event)  # bounded: reading waits while full
+                await shielded(session._notes_in.send(event))  # bounded: waits while full
             except (trio.ClosedResourceError, trio.BrokenResourceError):
                 pass
         elif kind is RequestCancelled:
@@ -186,7 +190,7 @@ class _Tasks:
             log.debug("the peer cancelled request %r: %s", event.id, event.reason)
             session._running.cancel(event.id)
             if session.connection.has_data_to_send:  # it settled a batch: its replies
-                await session._quiet_write(session.connection.data_to_send)
+                await shielded(session._quiet_write(session.connection.data_to_send))
         elif kind in (Response, ErrorResponse, RequestTimedOut, Progress):
             session._waiters.deliver(event)
         elif kind is ConnectionClosed:
@@ -209,7 +213,7 @@ class _Tasks:
         if request.method == "ping":
             # Spec: 2025-06-18/basic/utilities/ping#behavior-requirements.1
             # "The receiver MUST respond promptly with an empty response:"
-            await session._quiet_send(Response(id=request.id, result=t.Result()))
+            await shielded(session._quiet_send(Response(id=request.id, result=t.Result())))
         elif session._running.full or session.closed:
             who = "server" if session.role is SERVER else "client"
             busy = ErrorResponse(
@@ -217,12 +221,12 @@ class _Tasks:
                 code=INTERNAL_ERROR,
                 message=f"{who} busy: {len(session._running)} requests are being handled",
             )
-            await session._quiet_send(busy)
+            await shielded(session._quiet_send(busy))
         else:
             ctx = RequestContext(session, request.id, request.method, request.params)
             session._running.add(request.id, ctx.cancel_scope)
             if request.method == "initialize":
-                await self.run_request(ctx)  # answered before the next event
+                await shielded(self.run_request(ctx))  # answered before the next event
             else:
                 self.nursery.start_soon(self.run_request, ctx)
 
@@ -328,7 +332,6 @@ async def open_session(
     max_queued_notifications: int = 64,
     drain_timeout: float = 30.0,
     keepalive: Keepalive | None = None,
-    fast_path: bool = False,
 ) -> AsyncIterator[Session]:
     """Run an MCP session over ``channel`` for the duration of an ``async with`` block.
 
@@ -349,9 +352,6 @@ async def open_session(
             finish and be answered before they are cancelled (default 30).
         keepalive: ping the peer after this much silence and end the session when it
             stops answering (:class:`~mcp_ref.trio.Keepalive`); default None, no pings.
-        fast_path: write a message at once, without the send lock or a schedule point,
-            when nothing else is writing and the channel can take it (memory channels,
-            sockets and pipes; see :mod:`mcp_ref.trio._fastpath`); default False.
 
     Yields:
         The :class:`Session`.  Initialization is not done here: a client sends
@@ -385,12 +385,11 @@ async def open_session(
         max_concurrent_requests=max_concurrent_requests,
         send_timeout=send_timeout,
         max_queued_notifications=max_queued_notifications,
-        fast_path=fast_path,
     )
     body_error: BaseException | None = None
     try:
         async with trio.open_nursery() as nursery:
-            tasks = _Tasks(session, handler, nursery, drain_timeout, fast_path)
+            tasks = _Tasks(session, handler, nursery, drain_timeout)
             session._dispatch = tasks.dispatch
             attach = getattr(channel, "attach_session", None)
             if attach is not None:
@@ -414,6 +413,8 @@ async def open_session(
                 nursery.cancel_scope.cancel()
     finally:
         session._close("the session was closed by its owner")
+        with trio.CancelScope(shield=True):
+            await session._write_rest()  # what the outbox accepted (within its grace)
         with trio.CancelScope(shield=True), trio.move_on_after(_CLOSE_GRACE):
             try:
                 await channel.aclose()

@@ -8,24 +8,40 @@ is the half its users see:
 
 * **sending**: :meth:`Session.send_request` registers a waiter (:mod:`._outgoing`),
   writes the request and awaits the outcome; :meth:`Session.send_notification` writes;
-* **the one write path** (:meth:`Session._write`): take the send lock, ask the core for
-  the bytes (``Connection.send`` checks the message and updates the state), write them
-  with ``channel.send``.  The write is shielded from the caller's cancellation (half a
-  message would break the stream) but bounded by ``send_timeout`` and cancelled when
-  the session closes; a write that fails calls ``Connection.send_failed()`` and ends
-  the session;
+* **the one write path** (:meth:`Session._write`): ask the core for the bytes
+  (``Connection.send`` checks the message and updates the state) and append them to the
+  session's outbox, in the same step, so the outbox holds messages in the order the
+  core made them.  If no write is under way, the sender becomes the writer and writes
+  everything the outbox holds, what other tasks append meanwhile included, then
+  returns; otherwise it returns at once, its message accepted (a *group commit*: one
+  write per burst, no queue of tasks taking turns at a lock).  A sender waits only
+  while the outbox is full (:data:`OUTBOX_LIMIT` messages: backpressure, before its
+  message is made, so a sender cancelled there sends nothing).  A ``"lines"`` channel
+  gets everything pending in one ``send``; a ``"messages"`` channel one message per
+  ``send``.  A write is shielded from the writer's cancellation (half a message would
+  break the stream) but bounded by ``send_timeout``; a write that fails calls
+  ``Connection.send_failed()``, drops the outbox and ends the session;
 * **handing input over**: :meth:`Session.push`, for channels whose input arrives in
   other tasks;
 * **ending**: :meth:`Session.finish_requests` (a graceful stop), :meth:`Session.abort`,
-  and :meth:`Session._close`, which every end goes through.
+  and :meth:`Session._close`, which every end goes through.  Closing refuses new
+  messages but keeps what the outbox accepted: the writer goes on for at most
+  :data:`CLOSE_GRACE` seconds more (:meth:`Session.abort` gives none), and
+  :func:`~mcp_ref.trio.open_session` writes what is left before it closes the channel.
+
+Why not a lock around each write: every ``Lock.acquire`` is a schedule point, and under
+load a writer that yields inside ``channel.send`` while holding the lock makes every
+other sender park, the lock then passing on one sender per trip through trio's
+scheduler.  Measured in bench/README.md ("the plain trio session").
 """
 
 from __future__ import annotations
 
 import logging
 import math
+from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Final
 
 import trio
 
@@ -35,14 +51,19 @@ from .._errors import LocalProtocolError
 from .._inflight import RequestTimeout
 from .._state import Role
 from ..events import Event, Notification, Progress, Request, RequestId
-from . import _fastpath
 from ._channel import MessageChannel
 from ._incoming import Running
 from ._outgoing import SESSION_DEFAULT, SessionClosed, TimeoutArg, Waiters, with_progress_token
 
-__all__ = ["Session"]
+__all__ = ["CLOSE_GRACE", "OUTBOX_LIMIT", "Session"]
 
 log = logging.getLogger("mcp_ref.trio")
+
+OUTBOX_LIMIT: Final = 64
+"""Messages the outbox holds, accepted but not yet written, before a sender waits."""
+
+CLOSE_GRACE: Final = 5.0
+"""Seconds the writer has, once the session closed, to write what the outbox accepted."""
 
 
 class Session:
@@ -67,7 +88,6 @@ class Session:
         max_concurrent_requests: int,
         send_timeout: float | None,
         max_queued_notifications: int,
-        fast_path: bool = False,
     ) -> None:
         self.connection = connection
         self.role: Role = connection.our_role
@@ -78,9 +98,13 @@ class Session:
         self.last_input_at = trio.current_time()
         self._channel = channel
         self._send_timeout = math.inf if send_timeout is None else send_timeout
-        self._send_lock = trio.Lock()
+        self._join_writes = channel.framing == "lines"  # a byte stream: one send per burst
+        self._outbox: deque[tuple[bytes, RequestId | None]] = deque()  # accepted, unwritten
+        self._writing = False  # a task is writing the outbox (see _write)
+        self._room = trio.lowlevel.ParkingLot()  # senders waiting for a full outbox
+        self._written = trio.lowlevel.ParkingLot()  # the close waiting for the writer
         self._write_scope: trio.CancelScope | None = None
-        self._write_now = _fastpath.writer_for(channel) if fast_path else None
+        self._write_until = math.inf  # no write goes past this (set by _close)
         self._waiters = Waiters()  # our requests' callers
         self._running = Running(max_concurrent_requests)  # the peer's requests
         self._notes_in, self._notes_out = trio.open_memory_channel[Notification](
@@ -230,43 +254,59 @@ class Session:
     async def _write(
         self, produce: Callable[[], bytes], related_request_id: RequestId | None
     ) -> None:
-        """The one write path: under the send lock, call ``produce`` (the core's
-        ``send``, which may raise LocalProtocolError) and write the bytes it returns.
+        """The one write path (see the module docstring): call ``produce`` (the core's
+        ``send``, which may raise LocalProtocolError) and put the bytes it returns in the
+        outbox; then write the outbox unless another task is writing it.
+
+        No schedule point unless the outbox is full or this task writes.
 
         Raises:
-            SessionClosed: the session is closed, or the write failed or timed out.
+            SessionClosed: the session is closed, or this task's write failed or timed
+                out (a message another task writes and cannot deliver ends the session,
+                which its own caller learns from).
         """
-        lock = self._send_lock
-        if self._write_now is not None and not lock.locked():
-            # The fast path (_fastpath.py): no write under way, so the channel may take
-            # the bytes at once; what it leaves is written below, the lock taken first.
+        while len(self._outbox) >= OUTBOX_LIMIT:  # backpressure: wait, nothing made yet
             self._check_open()
-            data = produce()
-            taken = self._write_now(data) if data else 0
-            if taken >= len(data):
-                return
-            lock.acquire_nowait()  # free: nothing yielded since locked()
-            try:
-                await self._write_locked(data[taken:], related_request_id)
-            finally:
-                lock.release()
+            await self._room.park()
+        self._check_open()
+        data = produce()
+        if not data:  # b"": the core sends nothing (the answer to a cancelled request)
             return
-        async with lock:  # messages whole and in order
-            self._check_open()
-            data = produce()
-            if data:  # b"": the core sends nothing (the answer to a cancelled request)
-                await self._write_locked(data, related_request_id)
+        self._outbox.append((data, related_request_id))
+        if not self._writing:
+            await self._write_outbox()
 
-    async def _write_locked(self, data: bytes, related_request_id: RequestId | None) -> None:
-        """Write bytes the core produced (the caller holds the send lock)."""
+    async def _write_outbox(self) -> None:
+        """Write the outbox until it is empty (the caller is now the writer)."""
+        outbox, channel = self._outbox, self._channel
+        self._writing = True
+        try:
+            while outbox:
+                if self._join_writes and len(outbox) > 1:
+                    data = b"".join([message for message, _ in outbox])
+                    outbox.clear()
+                    related = None  # a byte stream ignores it
+                else:
+                    data, related = outbox.popleft()
+                await self._write_now(channel, data, related)
+                if self._room:  # senders wait for room: wake as many as fit
+                    self._room.unpark(count=OUTBOX_LIMIT - len(outbox))
+        finally:
+            self._writing = False
+            if self._written:
+                self._written.unpark_all()  # _write_rest waits for the writer to end
+
+    async def _write_now(
+        self, channel: MessageChannel, data: bytes, related_request_id: RequestId | None
+    ) -> None:
+        """One ``channel.send``, shielded from the writer's cancellation, bounded by
+        ``send_timeout`` (and the close's grace); a failure ends the session."""
         failure: str | None = None
-        # The shield keeps the caller's cancellation out (half a message would break
-        # the stream); the scope's own deadline and _close() still apply inside.
-        deadline = trio.current_time() + self._send_timeout
+        deadline = min(trio.current_time() + self._send_timeout, self._write_until)
         with trio.CancelScope(shield=True, deadline=deadline) as scope:
             self._write_scope = scope
             try:
-                await self._channel.send(data, related_request_id=related_request_id)
+                await channel.send(data, related_request_id=related_request_id)
             except Exception as exc:
                 failure = f"sending to the peer failed: {exc!r}"
             finally:
@@ -275,9 +315,23 @@ class Session:
             failure = self.close_reason or f"sending took longer than {self._send_timeout} s"
         if failure is not None:
             self.connection.send_failed()  # the stream may hold half a message
+            self._outbox.clear()  # what it held can no longer follow in order
             eof = getattr(self._channel, "eof_reason", None)
             self._close(f"{failure}; {eof}" if eof and eof not in failure else failure)
             raise SessionClosed(self.close_reason or failure)
+
+    async def _write_rest(self) -> None:
+        """At the very end (``open_session``, after :meth:`_close`, before the channel
+        closes): let a writer of another task finish, then write what the outbox still
+        holds, within the close's grace."""
+        with trio.move_on_at(self._write_until):
+            while self._writing:
+                await self._written.park()
+            if self._outbox:
+                try:
+                    await self._write_outbox()
+                except SessionClosed:
+                    pass
 
     async def _quiet_send(self, event: Event, related_request_id: RequestId | None = None) -> None:
         """:meth:`_send`, logging instead of raising (the session may be ending)."""
@@ -348,17 +402,22 @@ class Session:
     def abort(self, reason: str) -> None:
         """End the session now, as if the connection broke: pending ``send_request``
         callers get :class:`SessionClosed` with ``reason``, running handlers are
-        cancelled, :meth:`wait_closed` returns.  Idempotent; the owner still leaves its
+        cancelled, a write under way is cancelled and the messages not yet written are
+        dropped, :meth:`wait_closed` returns.  Idempotent; the owner still leaves its
         ``async with`` block to release the channel."""
-        self._close(reason)
+        self._close(reason, grace=0.0)
 
     def _check_open(self) -> None:
         if self.closed:
             raise SessionClosed(self.close_reason or "the session is closed")
 
-    def _close(self, reason: str) -> None:
-        """End the session (idempotent): fail our requests' callers, cancel the
-        handlers and the write under way, end the notification queue and the timer."""
+    def _close(self, reason: str, *, grace: float = CLOSE_GRACE) -> None:
+        """End the session (idempotent): refuse new messages, fail our requests' callers,
+        cancel the handlers, give the writer ``grace`` seconds more for what the outbox
+        accepted, end the notification queue and the timer."""
+        self._write_until = min(self._write_until, trio.current_time() + grace)
+        if self._write_scope is not None:
+            self._write_scope.deadline = min(self._write_scope.deadline, self._write_until)
         if self.closed:
             return
         self.closed = True
@@ -366,8 +425,7 @@ class Session:
         self.connection.close()
         self._waiters.fail_all(reason)
         self._running.cancel_all()
-        if self._write_scope is not None:
-            self._write_scope.cancel()
+        self._room.unpark_all()  # senders waiting for room: SessionClosed
         self._notes_in.close()
         self._timer_wakeup.set()
         self._closed_event.set()

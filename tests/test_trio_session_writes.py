@@ -1,0 +1,234 @@
+"""The trio session's one write path (mcp_ref/trio/_session_api.py, ``Session._write``):
+messages go out whole and in the order the core made them; a message made while a
+write is under way joins the outbox and the writer takes it in the next write (one
+``send`` for a ``"lines"`` channel); a full outbox makes senders wait; what the outbox
+accepted is written when the owner closes, dropped on abort or a failed write.
+
+Source: 2025-06-18/basic/transports#stdio (whole newline-delimited messages) and
+2025-06-18/basic/lifecycle#shutdown (what was accepted before the close)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from mcp_ref import CLIENT, SERVER
+from mcp_ref.events import RequestId
+from mcp_ref.trio import Session, SessionClosed, StreamChannel, memory_channel_pair, open_session
+from mcp_ref.trio._session_api import OUTBOX_LIMIT
+
+from ._pair import CLIENT_CAPS, init_request
+from .test_trio_session import LIMIT, ClientHandler, Recording, ServerHandler, call, session_pair
+
+NOTE = "notifications/roots/list_changed"
+
+
+@pytest.mark.parametrize("framing", ["lines", "messages"])
+async def test_many_callers_at_once_get_their_own_answers(framing: str) -> None:
+    with trio.fail_after(LIMIT):
+        async with session_pair(framing=framing) as (client, *_):
+            answers: dict[int, Any] = {}
+
+            async def one(i: int) -> None:
+                result = await call(client, "echo", args={"i": i})
+                answers[i] = json.loads(result.content[0].text)["i"]
+
+            async with trio.open_nursery() as nursery:
+                for i in range(100):
+                    nursery.start_soon(one, i)
+            assert answers == {i: i for i in range(100)}
+
+
+async def test_a_message_larger_than_the_socket_buffer_goes_out_whole() -> None:
+    # 4 MiB takes many writes of the socket; the small answer made meanwhile waits in
+    # the outbox and follows it whole.
+    a, b = trio.socket.socketpair()
+    big = "x" * (4 * 1024 * 1024)
+    with trio.fail_after(LIMIT):
+        async with (
+            open_session(StreamChannel(trio.SocketStream(b)), SERVER, ServerHandler()),
+            open_session(StreamChannel(trio.SocketStream(a)), CLIENT, ClientHandler()) as client,
+        ):
+            await client.send_request("initialize", init_request(caps=CLIENT_CAPS).params)
+            await client.send_notification("notifications/initialized")
+            results: dict[str, Any] = {}
+
+            async def one(key: str, args: dict[str, Any]) -> None:
+                results[key] = json.loads((await call(client, "echo", args=args)).content[0].text)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(one, "big", {"text": big})
+                nursery.start_soon(one, "small", {"n": 1})
+            assert results == {"big": {"text": big}, "small": {"n": 1}}
+
+
+async def test_a_cancelled_caller_sends_nothing() -> None:
+    with trio.fail_after(LIMIT):
+        async with session_pair(framing="messages") as (client, _, c_wire, _s):
+            before = len(c_wire.sent)
+            with trio.CancelScope() as scope:
+                scope.cancel()
+                await client.send_notification(NOTE)
+            assert len(c_wire.sent) == before
+
+
+class Gated(Recording):
+    """A recording channel whose ``send`` waits while ``held``; ``sends`` counts calls."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self.held = False
+        self.opened = trio.Event()
+        self.sends = 0
+
+    async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
+        self.sends += 1
+        if self.held:
+            await self.opened.wait()
+        await super().send(data, related_request_id=related_request_id)
+
+    def open(self) -> None:
+        self.held = False
+        self.opened.set()
+
+
+@asynccontextmanager
+async def gated_client(framing: str) -> AsyncIterator[tuple[Session, Gated]]:
+    """An initialized client session whose channel can hold its writes."""
+    if framing == "lines":
+        a, b = trio.testing.memory_stream_pair()
+        ca, cb = Gated(StreamChannel(a)), StreamChannel(b)
+    else:
+        ma, mb = memory_channel_pair()
+        ca, cb = Gated(ma), mb
+    sh = ServerHandler()
+    async with (
+        open_session(cb, SERVER, sh),
+        open_session(ca, CLIENT, ClientHandler()) as client,
+    ):
+        await client.send_request("initialize", init_request(caps=CLIENT_CAPS).params)
+        await client.send_notification("notifications/initialized")
+        await sh.initialized.wait()
+        yield client, ca
+
+
+async def test_messages_made_during_a_write_go_out_in_one_send_on_a_byte_stream() -> None:
+    with trio.fail_after(LIMIT):
+        async with gated_client("lines") as (client, wire):
+            wire.held, sends, sent = True, wire.sends, len(wire.sent)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(client.send_notification, NOTE)  # the writer, held
+                await trio.testing.wait_all_tasks_blocked()
+                for _ in range(3):  # accepted at once, behind the held write
+                    await client.send_notification(NOTE)
+                assert wire.sends == sends + 1
+                wire.open()
+            assert wire.sends == sends + 2  # the three in one send
+            assert [m["method"] for m in wire.sent[sent:]] == [NOTE] * 4
+
+
+async def test_a_message_channel_gets_one_message_per_send() -> None:
+    with trio.fail_after(LIMIT):
+        async with gated_client("messages") as (client, wire):
+            wire.held, sends = True, wire.sends
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(client.send_notification, NOTE)
+                await trio.testing.wait_all_tasks_blocked()
+                for _ in range(3):
+                    await client.send_notification(NOTE)
+                wire.open()
+            assert wire.sends == sends + 4
+
+
+async def test_a_full_outbox_makes_senders_wait_and_a_cancelled_one_sends_nothing() -> None:
+    with trio.fail_after(LIMIT):
+        async with gated_client("messages") as (client, wire):
+            wire.held, sent = True, len(wire.sent)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(client.send_notification, NOTE)  # the writer, held
+                await trio.testing.wait_all_tasks_blocked()
+                for _ in range(OUTBOX_LIMIT):
+                    await client.send_notification(NOTE)  # the outbox is full now
+                with trio.move_on_after(1) as waited:
+                    await client.send_notification(NOTE)  # waits for room
+                assert waited.cancelled_caught  # cancelled while waiting: nothing made
+                nursery.start_soon(client.send_notification, NOTE)  # waits, then goes
+                await trio.testing.wait_all_tasks_blocked()
+                wire.open()
+            assert len(wire.sent) - sent == OUTBOX_LIMIT + 2
+
+
+async def test_what_the_outbox_accepted_is_written_when_the_owner_closes() -> None:
+    with trio.fail_after(LIMIT):
+        a, b = memory_channel_pair()
+        wire, sh = Gated(a), ServerHandler()
+        async with open_session(b, SERVER, sh), trio.open_nursery() as outside:
+            async with open_session(wire, CLIENT, ClientHandler()) as client:
+                await client.send_request("initialize", init_request(caps=CLIENT_CAPS).params)
+                wire.held = True
+                outside.start_soon(client.send_notification, "notifications/initialized")
+                await trio.testing.wait_all_tasks_blocked()
+                await client.send_notification(NOTE)  # accepted behind the held write
+                outside.start_soon(_open_later, wire)
+            # The block ended while the write was held: both still reach the server.
+            while len(sh.notes) < 2:
+                await trio.testing.wait_all_tasks_blocked()
+            assert [n.method for n in sh.notes] == ["notifications/initialized", NOTE]
+
+
+async def _open_later(wire: Gated) -> None:
+    await trio.sleep(0.01)
+    wire.open()
+
+
+async def test_abort_drops_what_was_not_written() -> None:
+    with trio.fail_after(LIMIT):
+        async with gated_client("messages") as (client, wire):
+            wire.held, sent = True, len(wire.sent)
+            outcome: list[BaseException] = []
+
+            async def writer() -> None:
+                try:
+                    await client.send_notification(NOTE)
+                except SessionClosed as exc:
+                    outcome.append(exc)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(writer)
+                await trio.testing.wait_all_tasks_blocked()
+                await client.send_notification(NOTE)
+                client.abort("gone")
+            assert len(outcome) == 1 and "gone" in str(outcome[0])
+            assert len(wire.sent) == sent  # neither went out
+            with pytest.raises(SessionClosed):
+                await client.send_notification(NOTE)
+
+
+async def test_a_failed_write_fails_the_requests_behind_it() -> None:
+    with trio.fail_after(LIMIT):
+        async with gated_client("messages") as (client, wire):
+            wire.held = True
+            outcome: list[BaseException] = []
+
+            async def attempt(work: Any) -> None:
+                try:
+                    await work
+                except SessionClosed as exc:
+                    outcome.append(exc)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(attempt, client.send_notification(NOTE))  # the writer
+                await trio.testing.wait_all_tasks_blocked()
+                nursery.start_soon(attempt, client.send_request("ping"))  # behind it
+                await trio.testing.wait_all_tasks_blocked()
+                await wire.inner.send_channel.aclose()  # the held write fails
+                wire.open()
+            assert len(outcome) == 2
+            assert all("sending to the peer failed" in str(exc) for exc in outcome)
+            assert client.closed
