@@ -4,7 +4,8 @@
 this script once per scenario with the scenario's server URL as the last argument and
 the scenario's name in ``MCP_CONFORMANCE_SCENARIO``.  It connects with
 :func:`mcp_ref.client.open_http_client`, does what the scenario asks, and exits 0; any
-failure exits 1 with the reason on stderr.  OAuth scenarios (``auth/...``) are not
+failure exits 1 with the reason on stderr, and so does a scenario it does not know (so
+no new scenario of the suite passes by default).  OAuth scenarios (``auth/...``) are not
 supported yet: the client says so on stderr (:data:`NO_OAUTH`) and tries a plain
 connection, which those servers refuse (401).  A scenario whose checks hold only for a
 client that declines to authorize (``auth/resource-mismatch``) would pass for the wrong
@@ -57,16 +58,20 @@ async def run(scenario: str, url: str) -> None:
             if scenario == "initialize":
                 return
             tools = {tool.name: tool for tool in await client.list_tools()}
-            if scenario == "tools_call":
+            if scenario == "json-schema-2020-12-preservation":
+                # Round-trip the focal tool's inputSchema verbatim through the echo tool:
+                # the suite flags any JSON Schema 2020-12 keyword the client lost.
+                schema = tools["json_schema_2020_12_tool"].input_schema
+                result = await client.call_tool("json_schema_echo", {"schema": schema})
+            elif scenario == "tools_call":
                 result = await client.call_tool("add_numbers", {"a": 2, "b": 3})
             elif scenario == "elicitation-sep1034-client-defaults":
                 result = await client.call_tool("test_client_elicitation_defaults", {})
             elif scenario == "sse-retry":
                 result = await client.call_tool("test_reconnection", {})
             else:
-                # Unknown scenario: list what there is and call nothing.
-                print(f"unknown scenario {scenario!r}; tools: {sorted(tools)}", file=sys.stderr)
-                return
+                # An unknown scenario fails (exit 1), so none passes by default.
+                raise RuntimeError(f"unknown scenario {scenario!r}; tools: {sorted(tools)}")
             if result.is_error:
                 raise RuntimeError(f"tool failed: {result.content}")
             print(result.content, file=sys.stderr)

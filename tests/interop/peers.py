@@ -10,6 +10,10 @@ installs them on demand into a cache directory and hands back paths.
 * Everything comes from a package registry through its ordinary client:
   ``npm install`` for the npm packages, ``pip install`` for the Python SDK.
   Nothing else is downloaded.
+* Two versions of one npm package (the conformance suite, 0.1.16 and
+  0.2.0-alpha.12) live side by side: the second is installed under an npm alias
+  (``ALIASES``: ``conformance-next@npm:@modelcontextprotocol/conformance@...``)
+  in a group of its own.
 * The cache is ``<repo>/.cache/peers/`` (git-ignored), or ``$MCP_REF_PEERS_DIR``.
   Each peer is a *group* with its own sub-directory (an npm prefix or a venv),
   so one failed install never spoils another, and the Python SDK's dependencies
@@ -47,26 +51,40 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-# Exact versions of every peer.  Change one here and the next call reinstalls
+# Exact versions of every peer, keyed by the name the package is installed under
+# (its directory in node_modules).  Change one here and the next call reinstalls
 # that group.  "node" is the npm package that ships a Node.js binary; the
-# conformance CLI (0.1.16) needs Node 22 (it imports fs.globSync).
+# conformance CLI (0.1.16 and 0.2.0-alpha.12) needs Node 22 (it imports
+# fs.globSync).  Two versions of the conformance suite are pinned; the second is
+# installed under an npm alias (see ALIASES) in a prefix of its own.
 PINS: dict[str, str] = {
     "node": "22.23.3",
     "@modelcontextprotocol/conformance": "0.1.16",
+    "conformance-next": "0.2.0-alpha.12",
     "@modelcontextprotocol/server-everything": "2026.8.31",
     "@modelcontextprotocol/sdk": "1.32.2",
     "zod": "4.6.7",
     "mcp": "2.3.0",
 }
 
+# npm aliases: the pin's name -> the registry package it installs
+# (``npm install conformance-next@npm:@modelcontextprotocol/conformance@0.2.0-alpha.12``).
+ALIASES: dict[str, str] = {
+    "conformance-next": "@modelcontextprotocol/conformance",
+}
+
 # Which pins make up each group, and whether the group is an npm prefix.
 GROUPS: dict[str, tuple[str, ...]] = {
     "node22": ("node",),
     "conformance": ("@modelcontextprotocol/conformance",),
+    "conformance-next": ("conformance-next",),
     "server-everything": ("@modelcontextprotocol/server-everything",),
     "ts-sdk": ("@modelcontextprotocol/sdk", "zod"),
     "python-sdk": ("mcp",),
 }
+
+# The groups that each hold one version of the conformance CLI (both run on node22).
+CONFORMANCE_GROUPS: tuple[str, ...] = ("conformance", "conformance-next")
 
 NPM_INSTALL_TIMEOUT_SECONDS = 600.0
 PIP_INSTALL_TIMEOUT_SECONDS = 900.0
@@ -105,7 +123,13 @@ def peers_dir() -> Path:
 
 
 def _pins_of(group: str) -> dict[str, str]:
-    return {name: PINS[name] for name in GROUPS[group]}
+    return {name: _npm_version_spec(name) for name in GROUPS[group]}
+
+
+def _npm_version_spec(name: str) -> str:
+    """What ``package.json`` asks for ``name``: its pin, through its alias if it has one."""
+    alias = ALIASES.get(name)
+    return f"npm:{alias}@{PINS[name]}" if alias else PINS[name]
 
 
 def _tail(text: str) -> str:
@@ -293,14 +317,14 @@ def _package_version(gdir: Path, package: str) -> str | None:
 def _install_npm_group(group: str, gdir: Path) -> dict[str, str]:
     pins = _pins_of(group)
     _write_package_json(gdir, pins)
-    specs = [f"{name}@{version}" for name, version in pins.items()]
+    specs = [f"{name}@{spec}" for name, spec in pins.items()]
     # Only the "node" package needs its install script (it fetches the
     # arch-specific binary package from the registry).
     _npm_install(gdir, specs, scripts=group == "node22")
-    for name, version in pins.items():
+    for name in pins:
         got = _package_version(gdir, name)
-        if got != version:
-            raise PeerUnavailable(f"after npm install, {name} is {got!r}, wanted {version}")
+        if got != PINS[name]:
+            raise PeerUnavailable(f"after npm install, {name} is {got!r}, wanted {PINS[name]}")
     if group == "node22":
         node = _find_node22(gdir)
         if node is None:
@@ -311,11 +335,9 @@ def _install_npm_group(group: str, gdir: Path) -> dict[str, str]:
         if node is None:
             raise PeerUnavailable(f"npm package node@{PINS['node']} installed no working binary")
         return {"node": str(node)}
-    if group == "conformance":
-        entry = (
-            gdir / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
-        )
-        return {"entry": str(entry)}
+    if group in CONFORMANCE_GROUPS:
+        (name,) = GROUPS[group]
+        return {"entry": str(gdir / "node_modules" / name / "dist" / "index.js")}
     if group == "server-everything":
         entry = (
             gdir
@@ -397,8 +419,8 @@ def ensure(group: str) -> dict[str, str]:
 
     ``group`` is a key of ``GROUPS``.  The result maps a role to an absolute
     path: ``{"node": ...}`` for node22, ``{"entry": <dist/index.js>}`` for
-    conformance and server-everything, ``{"dir", "package"}`` for ts-sdk,
-    ``{"python": ...}`` for python-sdk.  Fast (one small file read) when a
+    conformance, conformance-next and server-everything, ``{"dir", "package"}``
+    for ts-sdk, ``{"python": ...}`` for python-sdk.  Fast (one small file read) when a
     valid stamp exists.  Raises PeerUnavailable with the reason otherwise;
     raises KeyError for an unknown group.
     """
@@ -455,11 +477,11 @@ def _try(group: str) -> dict[str, str] | None:
 def why_missing(name: str) -> str:
     """Why peer ``name`` (a ``GROUPS`` key) is unusable; "" when it is usable.
 
-    Covers what the peer needs to run too: conformance needs node22, and
+    Covers what the peer needs to run too: each conformance group needs node22, and
     server-everything needs a node binary.  Triggers the install if it was not
     tried yet in this process.  Raises KeyError for an unknown name.
     """
-    needed = ["node22", name] if name == "conformance" else [name]
+    needed = ["node22", name] if name in CONFORMANCE_GROUPS else [name]
     for group in needed:
         try:
             ensure(group)
@@ -479,15 +501,18 @@ def node22() -> Path | None:
     return Path(paths["node"]) if paths else None
 
 
-def conformance_cmd() -> list[str] | None:
-    """argv prefix running the conformance CLI under Node 22, or None.
+def conformance_cmd(group: str = "conformance") -> list[str] | None:
+    """argv prefix running one version of the conformance CLI under Node 22, or None.
 
-    Append a subcommand: ``[*conformance_cmd(), "server", "--url", url]``.
-    Needs both the node22 and conformance groups; ``why_missing`` of either
-    tells what is wrong.
+    ``group`` is one of ``CONFORMANCE_GROUPS``: "conformance" (0.1.16) or
+    "conformance-next" (0.2.0-alpha.12).  Append a subcommand:
+    ``[*conformance_cmd(), "server", "--url", url]``.  Needs the node22 group and
+    ``group``; ``why_missing(group)`` tells what is wrong.
     """
+    if group not in CONFORMANCE_GROUPS:
+        raise KeyError(f"not a conformance group: {group!r}; known: {CONFORMANCE_GROUPS}")
     node = node22()
-    paths = _try("conformance")
+    paths = _try(group)
     if node is None or paths is None:
         return None
     return [str(node), paths["entry"]]
