@@ -74,10 +74,12 @@ def test_node22_prints_its_version() -> None:
     assert proc.stdout.strip() == f"v{peers.PINS['node']}"
 
 
-def test_conformance_lists_server_and_client_scenarios() -> None:
-    cmd = _need(peers.conformance_cmd(), "conformance")
+@pytest.mark.parametrize("group", peers.CONFORMANCE_GROUPS)
+def test_conformance_lists_server_and_client_scenarios(group: str) -> None:
+    cmd = _need(peers.conformance_cmd(group), group)
     version = _run([*cmd, "--version"])
-    assert version.stdout.strip() == peers.PINS["@modelcontextprotocol/conformance"]
+    (name,) = peers.GROUPS[group]
+    assert version.stdout.strip() == peers.PINS[name]
     proc = _run([*cmd, "list"])
     assert proc.returncode == 0, proc.stderr
     assert "Server scenarios" in proc.stdout
