@@ -277,40 +277,40 @@ class Session:
             await self._write_outbox()
 
     async def _write_outbox(self) -> None:
-        """Write the outbox until it is empty (the caller is now the writer)."""
-        outbox, channel = self._outbox, self._channel
-        self._writing = True
-        try:
-            while outbox:
-                if self._join_writes and len(outbox) > 1:
-                    data = b"".join([message for message, _ in outbox])
-                    outbox.clear()
-                    related = None  # a byte stream ignores it
-                else:
-                    data, related = outbox.popleft()
-                await self._write_now(channel, data, related)
-                if self._room:  # senders wait for room: wake as many as fit
-                    self._room.unpark(count=OUTBOX_LIMIT - len(outbox))
-        finally:
-            self._writing = False
-            if self._written:
-                self._written.unpark_all()  # _write_rest waits for the writer to end
+        """Write the outbox until it is empty (the caller is now the writer).
 
-    async def _write_now(
-        self, channel: MessageChannel, data: bytes, related_request_id: RequestId | None
-    ) -> None:
-        """One ``channel.send``, shielded from the writer's cancellation, bounded by
-        ``send_timeout`` (and the close's grace); a failure ends the session."""
+        The writes are shielded from the writer's cancellation (half a message would
+        break the stream); each ``channel.send`` is bounded by ``send_timeout`` and the
+        close's grace.  A failure calls ``Connection.send_failed()``, drops the outbox
+        and ends the session.
+        """
+        outbox, channel = self._outbox, self._channel
         failure: str | None = None
         deadline = min(trio.current_time() + self._send_timeout, self._write_until)
+        self._writing = True
         with trio.CancelScope(shield=True, deadline=deadline) as scope:
             self._write_scope = scope
             try:
-                await channel.send(data, related_request_id=related_request_id)
+                while outbox:
+                    if self._join_writes and len(outbox) > 1:
+                        data = b"".join([message for message, _ in outbox])
+                        outbox.clear()
+                        related = None  # a byte stream ignores it
+                    else:
+                        data, related = outbox.popleft()
+                    await channel.send(data, related_request_id=related)
+                    if self._room:  # senders wait for room: wake as many as fit
+                        self._room.unpark(count=OUTBOX_LIMIT - len(outbox))
+                    if outbox:  # more came meanwhile: a new send_timeout for the next
+                        now = trio.current_time()
+                        scope.deadline = min(now + self._send_timeout, self._write_until)
             except Exception as exc:
                 failure = f"sending to the peer failed: {exc!r}"
             finally:
                 self._write_scope = None
+                self._writing = False
+        if self._written:
+            self._written.unpark_all()  # _write_rest waits for the writer to end
         if failure is None and scope.cancelled_caught:
             failure = self.close_reason or f"sending took longer than {self._send_timeout} s"
         if failure is not None:
