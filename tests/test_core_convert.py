@@ -278,3 +278,172 @@ def test_a_wrong_constant_is_shown_short(value: Any, shown: str) -> None:
     with pytest.raises(ConversionError) as caught:
         structure({"type": value, "text": "a"}, t.TextContent)
     assert str(caught.value) == f'type: expected "text", got {shown}'
+
+
+# -- the hooks of a fresh converter, called without explain ------------------------------
+# Our own hooks refuse with a ConversionError that already says what was expected (the
+# reason explain would give); cattrs' generated class hooks raise its exception groups.
+
+
+@pytest.mark.parametrize(
+    ("tp", "bad", "message"),
+    [
+        (str, 1, "expected string, got integer"),
+        (int, True, "expected integer, got boolean"),
+        (int, 1.0, "expected integer, got number"),
+        (float, "1", "expected number, got string"),
+        (bool, 1, "expected boolean, got integer"),
+        (list[int], {}, "expected array, got object"),
+        (dict[str, int], [], "expected object, got array"),
+        (t.PrimitiveSchemaDefinition, 5, "expected object, got integer"),
+        (t.ElicitRequestParams, [], "expected object, got array"),
+        (t.TextContent | list[t.TextContent], "s", "expected object or array, got string"),
+        (
+            t.SamplingMessage.__attrs_attrs__.content.type,
+            5,
+            "expected object or array, got integer",
+        ),
+    ],
+)
+def test_our_hooks_refuse_with_a_conversion_error(tp: Any, bad: Any, message: str) -> None:
+    conv = make_converter()
+    with pytest.raises(ConversionError) as caught:
+        conv.structure(bad, tp)
+    assert str(caught.value) == message and caught.value.path == ""
+
+
+def test_scalars_pass_through_unchanged() -> None:
+    conv = make_converter()
+    assert conv.structure(50, float) == 50 and type(conv.structure(50, float)) is int
+    assert conv.structure(2.5, float) == 2.5
+    assert conv.structure(False, bool) is False
+    assert conv.structure("7", str | int) == "7" and conv.structure(7, str | int) == 7
+
+
+def test_a_union_of_classes_and_a_list_takes_either() -> None:
+    """One class or several, and a list of them; anything else cannot be converted."""
+    conv = make_converter()
+    text = {"type": "text", "text": "x"}
+    image = {"type": "image", "data": "AA==", "mimeType": "image/png"}
+    one = t.TextContent | list[t.TextContent]
+    assert conv.structure(text, one) == t.TextContent(text="x")
+    assert conv.structure([text], one) == [t.TextContent(text="x")]
+    two = t.TextContent | t.ImageContent | list[t.TextContent]
+    assert conv.structure(image, two) == t.ImageContent(data="AA==", mime_type="image/png")
+    assert conv.structure(text, two) == t.TextContent(text="x")
+    assert conv.structure([text], two) == [t.TextContent(text="x")]
+    for tp in (t.TextContent | list[int] | list[str], t.TextContent | str):
+        with pytest.raises(TypeError) as caught:
+            conv.structure(text, tp)
+        assert str(caught.value) == f"mcp_ref cannot convert values of type {tp!r}"
+
+
+# -- explain, on its own --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tp", "value", "message"),
+    [
+        (Any, 1, "expected any value, got integer"),
+        (None, 5, "expected null, got integer"),
+        (type(None), 5, "expected null, got integer"),
+        (int | None, "x", "expected integer or null, got string"),
+        (Literal["a"] | int, 2.5, 'expected "a" or integer, got number'),
+        (Literal["a", "b"] | int, 2.5, 'expected one of "a", "b" or integer, got number'),
+        (list[int] | list[str], 1, "expected array, got integer"),  # said once
+        (Literal["a", "b"], "c", 'expected one of "a", "b"; got "c"'),
+        (bytes, 1, "expected <class 'bytes'>, got integer"),
+        (list[int] | dict[str, int], 1, "expected array or object, got integer"),
+    ],
+)
+def test_explain_says_what_the_type_expects(tp: Any, value: Any, message: str) -> None:
+    assert str(explain(ValueError("inner"), tp, value)) == message
+
+
+def test_json_type_names() -> None:
+    from mcp_ref._convert import json_type_name
+
+    names = [None, True, False, "s", 1, 1.5, [], {}, b"x", (1,)]
+    assert [json_type_name(v) for v in names] == [
+        "null",
+        "boolean",
+        "boolean",
+        "string",
+        "integer",
+        "number",
+        "array",
+        "object",
+        "a Python bytes",
+        "a Python tuple",
+    ]
+
+
+def test_a_union_without_a_constant_tag_is_not_explained_as_tagged() -> None:
+    """Two classes whose only shared required key holds a list, not a constant."""
+    import attrs
+
+    @attrs.frozen(kw_only=True)
+    class Ints:
+        items: list[int]
+
+    @attrs.frozen(kw_only=True)
+    class Strs:
+        items: list[str]
+        name: str
+
+    union = Ints | Strs
+    assert str(explain(ValueError(), union, {"items": 5})) == "expected object, got object"
+    assert structure({"items": [1]}, union) == Ints(items=[1])
+
+
+def test_a_tie_on_unknown_keys_goes_to_the_class_with_more_required_keys() -> None:
+    import attrs
+
+    @attrs.frozen(kw_only=True)
+    class Loose:
+        x: int
+        y: int | None = None
+
+    @attrs.frozen(kw_only=True)
+    class Tight:
+        x: int
+        y: int
+
+    for tp in (Loose | Tight, Tight | Loose):
+        assert structure({"x": 1, "y": 2}, tp) == Tight(x=1, y=2)
+        assert structure({"x": 1}, tp) == Loose(x=1)
+
+
+def test_objects_of_any_values_are_shared_not_copied() -> None:
+    conv = make_converter()
+    data = {"a": [1], "b": {"c": None}}
+    assert conv.structure(data, dict[str, Any]) is data
+    assert conv.structure(data, dict) is data
+    assert structure(data, dict[str, Any]) is data
+    typed = conv.structure({"a": 1}, dict[str, int])
+    assert typed == {"a": 1}
+    with pytest.raises(TypeError) as caught:
+        conv.structure({}, dict[int, str])
+    assert str(caught.value) == "only dict[str, ...] can be converted, not dict[int, str]"
+
+
+@pytest.mark.parametrize("fresh", [False, True], ids=["module", "fresh"])
+def test_wire_names_of_constants_and_a_key_named_extra(fresh: bool) -> None:
+    """A constant field of two words has a camelCase wire name too; a JSON key that
+    happens to be called "extra" is an unknown key like any other, kept in ``extra``."""
+    import attrs
+
+    @attrs.frozen(kw_only=True)
+    class Kinded:
+        the_kind: Literal["k"] = "k"
+        max_count: int
+        extra: dict[str, Any] = attrs.field(factory=dict)
+
+    convert, back = _fresh() if fresh else (structure, unstructure)
+    wire = {"theKind": "k", "maxCount": 1, "extra": 5}
+    obj = convert(copy.deepcopy(wire), Kinded)
+    assert obj == Kinded(max_count=1, extra={"extra": 5})
+    assert back(obj) == wire
+    with pytest.raises(ConversionError) as caught:
+        convert({"maxCount": 1, "the_kind": "k"}, Kinded)
+    assert str(caught.value) == "theKind: required field missing"
