@@ -295,6 +295,7 @@ def test_a_wrong_constant_is_shown_short(value: Any, shown: str) -> None:
         (bool, 1, "expected boolean, got integer"),
         (list[int], {}, "expected array, got object"),
         (dict[str, int], [], "expected object, got array"),
+        (t.TextContent, 5, "expected object, got integer"),
         (t.PrimitiveSchemaDefinition, 5, "expected object, got integer"),
         (t.ElicitRequestParams, [], "expected object, got array"),
         (t.TextContent | list[t.TextContent], "s", "expected object or array, got string"),
@@ -447,3 +448,32 @@ def test_wire_names_of_constants_and_a_key_named_extra(fresh: bool) -> None:
     with pytest.raises(ConversionError) as caught:
         convert({"maxCount": 1, "the_kind": "k"}, Kinded)
     assert str(caught.value) == "theKind: required field missing"
+
+
+@pytest.mark.parametrize("fresh", [False, True], ids=["module", "fresh"])
+def test_a_closed_class_takes_its_optional_fields(fresh: bool) -> None:
+    import attrs
+
+    @attrs.frozen(kw_only=True)
+    class Closed:
+        count: int
+        label: str | None = None
+
+    convert, _ = _fresh() if fresh else (structure, unstructure)
+    assert convert({"count": 1, "label": "x"}, Closed) == Closed(count=1, label="x")
+    with pytest.raises(ConversionError) as caught:
+        convert({"count": 1, "label": "x", "zz": 0}, Closed)
+    assert str(caught.value) == "zz: unknown field"
+
+
+def test_unstructure_passes_json_values_through_without_copying() -> None:
+    arguments = {"a": [1, 2]}
+    meta = {"progressToken": 1}
+    params = t.CallToolRequestParams(name="x", arguments=arguments, meta=meta)
+    values = ["a", "b"]
+    completion = t.CompleteResultCompletion(values=values)
+    for back in (make_converter().unstructure, unstructure):
+        out = back(params)
+        assert out == {"name": "x", "arguments": {"a": [1, 2]}, "_meta": {"progressToken": 1}}
+        assert out["arguments"] is arguments and out["_meta"] is meta
+        assert back(completion)["values"] is values
