@@ -296,6 +296,8 @@ def test_a_wrong_constant_is_shown_short(value: Any, shown: str) -> None:
         (list[int], {}, "expected array, got object"),
         (dict[str, int], [], "expected object, got array"),
         (t.TextContent, 5, "expected object, got integer"),
+        (Literal["a", "b"], "c", 'expected one of "a", "b"; got "c"'),
+        (Literal["a"], 1, 'expected "a", got 1'),
         (t.PrimitiveSchemaDefinition, 5, "expected object, got integer"),
         (t.ElicitRequestParams, [], "expected object, got array"),
         (t.TextContent | list[t.TextContent], "s", "expected object or array, got string"),
@@ -477,3 +479,34 @@ def test_unstructure_passes_json_values_through_without_copying() -> None:
         assert out == {"name": "x", "arguments": {"a": [1, 2]}, "_meta": {"progressToken": 1}}
         assert out["arguments"] is arguments and out["_meta"] is meta
         assert back(completion)["values"] is values
+
+
+def test_a_union_is_written_by_the_values_own_class() -> None:
+    """Values are not checked on the way out: a block the field's union does not list,
+    or a plain dict, is written as it is; None in a required union field is null."""
+    import attrs
+
+    @attrs.frozen(kw_only=True)
+    class Holder:
+        block: t.TextContent | None
+
+    result = t.CallToolResult(
+        content=[
+            {"type": "text", "text": "raw"},
+            t.ToolUseContent(id="u", name="n", input={}),  # not a ContentBlock
+            t.TextContent(text="x"),
+        ]
+    )
+    wire = {
+        "content": [
+            {"type": "text", "text": "raw"},
+            {"type": "tool_use", "id": "u", "name": "n", "input": {}},
+            {"type": "text", "text": "x"},
+        ]
+    }
+    for back in (make_converter().unstructure, unstructure):
+        assert back(result) == wire
+        assert back(Holder(block=None)) == {"block": None}
+        assert back(Holder(block=t.TextContent(text="y"))) == {
+            "block": {"type": "text", "text": "y"}
+        }
