@@ -208,12 +208,11 @@ def route_request(
                 b"GET", allow_get=cfg.enable_get_stream, allow_delete=not cfg.stateless
             ) or rules.check_accept(headers, b"GET")
             return err or (Endpoint.GET, query)
+        # Any other method is refused here, and DELETE when the server keeps no sessions.
         err = rules.check_method(
             method, allow_get=cfg.enable_get_stream, allow_delete=not cfg.stateless
         )
-        if method == b"DELETE":
-            return err or (Endpoint.DELETE, query)
-        return err or http_error(405, "method not allowed", clause=None)
+        return err or (Endpoint.DELETE, query)
     if cfg.legacy_sse and path == cfg.legacy_sse_path:
         if method != b"GET":
             return http_error(

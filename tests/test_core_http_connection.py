@@ -16,7 +16,7 @@ import pytest
 
 from mcp_ref._http import HttpLimits
 from mcp_ref._http_connection import CLOSED, NEED_DATA, Refusal, RequestReady, ServerConnection
-from mcp_ref._http_server import Endpoint, ServerConfig
+from mcp_ref._http_server import Endpoint, ServerConfig, gone
 
 CFG = ServerConfig(
     path="/mcp",
@@ -255,3 +255,27 @@ def test_a_body_sent_with_a_get_is_read_and_ignored() -> None:
     ready = conn.next_event()
     assert isinstance(ready, RequestReady) and ready.endpoint is Endpoint.GET
     assert ready.body == b""
+
+
+def test_a_refusal_once_the_answer_has_begun_writes_nothing() -> None:
+    conn = connection()
+    conn.receive_data(POST + PING)
+    ready = conn.next_event()
+    assert isinstance(ready, RequestReady)
+    err = gone()
+    assert conn.refuse(err, last=False).startswith(b"HTTP/1.1 404 Not Found\r\n")
+    conn = connection()
+    conn.receive_data(POST + PING)
+    assert isinstance(conn.next_event(), RequestReady)
+    answer(conn, finish=False)
+    assert conn.refuse(err, last=False) == b""
+
+
+def test_a_refusal_after_the_body_keeps_the_connection_unless_last() -> None:
+    for last in (False, True):
+        conn = connection()
+        conn.receive_data(POST + PING)
+        assert isinstance(conn.next_event(), RequestReady)
+        data = conn.refuse(gone(), last=last)
+        assert (b"connection: close\r\n" in data) is last
+        assert conn.next_cycle(last) is not last

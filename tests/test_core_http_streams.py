@@ -118,6 +118,8 @@ def test_seq_grows_with_every_change() -> None:
     changed()
     streams.route(NOTE % 1, 1)
     changed()
+    streams.attach(p)  # a resumption
+    changed()
     assert streams.cancel_request(1) is p
     changed()
     assert streams.request_close(2) is p
@@ -167,6 +169,8 @@ def test_a_primed_stream_may_end_before_any_event_was_written() -> None:
     s = post(streams, 1)
     assert s.delivered_id is None
     assert streams.request_close(1) is s
+    j = post(streams, 2, json_mode=True)
+    assert streams.request_close(2) is None and not j.close_requested  # a JSON answer
 
 
 def test_a_close_ends_one_response_only() -> None:
