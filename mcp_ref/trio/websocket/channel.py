@@ -5,8 +5,11 @@ Theory of operation
 :class:`WebSocketChannel` owns one wsproto :class:`~wsproto.WSConnection` (already past
 the opening handshake, which :mod:`.server` and :mod:`.client` run)
 and the byte stream under it.  :meth:`WebSocketChannel.run` is the one reader: it feeds
-wsproto what arrives, answers pings and close frames, and puts whole *text* messages
-into a bounded inbox that ``receive`` reads.  Every write (``send``, pongs, pings, close
+wsproto what arrives, answers pings and close frames, and hands each whole *text*
+message to the session (``Session.push``, from this task: a burst of messages read at
+once is dispatched in one step, with no hand-over between tasks; the push waits while
+the session cannot take more, which stops the reading).  Without a session (tests),
+messages go into a bounded inbox that ``receive`` reads.  Every write (``send``, pongs, pings, close
 frames) goes through one lock, so a control frame never splits a data frame.
 
 Rules kept here (see :mod:`mcp_ref.trio.websocket` for the transport as a whole): binary messages
@@ -40,6 +43,8 @@ from wsproto.utilities import LocalProtocolError as WSLocalProtocolError
 
 from ..._framing import DEFAULT_MAX_MESSAGE_BYTES
 from ...events import RequestId
+from .._outgoing import SessionClosed
+from .._session_api import Session
 
 __all__ = [
     "CLOSE_ABNORMAL",
@@ -185,8 +190,14 @@ class WebSocketChannel:
         self._closing = trio.CancelScope()  # gets a deadline once closing starts
         self._done = trio.Event()
         self._running = False
+        self._session: Session | None = None  # set by attach_session: input is pushed
 
     # ------------------------------------------------------------ MessageChannel
+
+    def attach_session(self, session: Session) -> None:
+        """Called by ``open_session``: whole messages go to ``session.push`` from the
+        reader task; ``receive`` then only reports the end of input."""
+        self._session = session
 
     async def receive(self) -> bytes:
         """The next whole message (UTF-8 JSON bytes); ``b""`` once input ended."""
@@ -320,6 +331,12 @@ class WebSocketChannel:
             message = b"".join(self._parts) or b" "
             self._parts.clear()
             self._size = 0
+            if self._session is not None:
+                try:
+                    await self._session.push(message)  # waits while the session is full
+                except SessionClosed:
+                    pass  # the session ended: nobody reads any more
+                return
             try:
                 await self._inbox_send.send(message)  # bounded: waits for receive()
             except (trio.ClosedResourceError, trio.BrokenResourceError):
@@ -352,7 +369,12 @@ class WebSocketChannel:
         """Write one wsproto event under the lock.  Control frames are bounded by
         ``close_timeout`` (data frames by the session's ``send_timeout``); a write that
         fails drops the connection."""
-        async with self._send_lock:
+        await trio.lowlevel.checkpoint_if_cancelled()
+        try:
+            self._send_lock.acquire_nowait()  # free: no schedule point (send_all has one)
+        except trio.WouldBlock:
+            await self._send_lock.acquire()
+        try:
             try:
                 data = self._ws.send(event)
             except WSLocalProtocolError as exc:
@@ -377,6 +399,8 @@ class WebSocketChannel:
                     self._broken = True
                     self._end_input("writing to the WebSocket failed")
                     self._closing.cancel()
+        finally:
+            self._send_lock.release()
 
     async def _local_close(self, code: int, reason: str) -> None:
         """Start the closing handshake from our side and end input."""
