@@ -510,3 +510,19 @@ def test_a_union_is_written_by_the_values_own_class() -> None:
         assert back(Holder(block=t.TextContent(text="y"))) == {
             "block": {"type": "text", "text": "y"}
         }
+
+
+def test_null_where_the_type_allows_it_and_nowhere_else() -> None:
+    """``Task.ttl`` is required and may be null; ``pollInterval`` is optional and may
+    not: a present value must have the type without None."""
+    task = {"createdAt": "a", "lastUpdatedAt": "b", "status": "working", "taskId": "t"}
+    fresh_structure, _ = _fresh()
+    for convert in (structure, fresh_structure):
+        assert convert({**task, "ttl": None}, t.Task).ttl is None
+        for key, value, message in (
+            ("ttl", "x", "ttl: expected integer or null, got string"),
+            ("pollInterval", None, "pollInterval: expected integer, got null"),
+        ):
+            with pytest.raises(ConversionError) as caught:
+                convert({**task, "ttl": 5, key: value}, t.Task)
+            assert str(caught.value) == message
