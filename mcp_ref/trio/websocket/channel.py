@@ -5,12 +5,11 @@ Theory of operation
 :class:`WebSocketChannel` owns one wsproto :class:`~wsproto.WSConnection` (already past
 the opening handshake, which :mod:`.server` and :mod:`.client` run)
 and the byte stream under it.  :meth:`WebSocketChannel.run` is the one reader: it feeds
-wsproto what arrives, answers pings and close frames, and hands each whole *text*
-message to the session (``Session.push``, from this task: a burst of messages read at
-once is dispatched in one step, with no hand-over between tasks; the push waits while
-the session cannot take more, which stops the reading).  Without a session (tests),
-messages go into a bounded inbox that ``receive`` reads.  Every write (``send``, pongs, pings, close
-frames) goes through one lock, so a control frame never splits a data frame.
+wsproto what arrives, answers pings and close frames, and pushes each whole *text*
+message to the session from this task (``Session.push``: a burst read at once is
+dispatched in one step; a full session stops the reading).  Without a session (tests)
+messages wait in a bounded inbox for ``receive``.  Every write (``send``, pongs, pings,
+close frames) goes through one lock, so a control frame never splits a data frame.
 
 Rules kept here (see :mod:`mcp_ref.trio.websocket` for the transport as a whole): binary messages
 are refused with 1003, messages over ``max_message_bytes`` with 1009 (counted while the
@@ -19,8 +18,8 @@ violations with 1002; a pong late by ``ping_timeout`` closes with 1011; the clos
 handshake is bounded by ``close_timeout``, then TCP is half-closed and read to the
 peer's FIN; a connection lost without a close frame ends input with "1006".
 
-The constants of the transport (subprotocol, default path, close codes, default
-timeouts and sizes) live here too, as both sides share them.
+The constants of the transport (subprotocol, default path, default timeouts and sizes)
+live here too, as both sides share them; the close codes in :mod:`.codes`.
 """
 
 from __future__ import annotations
@@ -45,6 +44,16 @@ from ..._framing import DEFAULT_MAX_MESSAGE_BYTES
 from ...events import RequestId
 from .._outgoing import SessionClosed
 from .._session_api import Session
+from .codes import (
+    CLOSE_ABNORMAL,
+    CLOSE_INVALID_DATA,
+    CLOSE_MESSAGE_TOO_BIG,
+    CLOSE_NORMAL,
+    CLOSE_PING_TIMEOUT,
+    CLOSE_PROTOCOL_ERROR,
+    CLOSE_UNSUPPORTED_DATA,
+    describe,
+)
 
 __all__ = [
     "CLOSE_ABNORMAL",
@@ -73,33 +82,6 @@ SUBPROTOCOL: Final = "mcp"
 DEFAULT_PATH: Final = "/mcp"
 """The path the server accepts upgrades on, unless told otherwise."""
 
-CLOSE_NORMAL: Final = 1000
-"""Close code: the session ended normally."""
-CLOSE_PROTOCOL_ERROR: Final = 1002
-"""Close code: the peer broke RFC 6455 framing (unmasked frame, bad opcode, ...)."""
-CLOSE_UNSUPPORTED_DATA: Final = 1003
-"""Close code: a binary message (MCP messages are text)."""
-CLOSE_ABNORMAL: Final = 1006
-"""Not sent on the wire: the connection was lost without a close frame."""
-CLOSE_INVALID_DATA: Final = 1007
-"""Close code: a text message that is not valid UTF-8."""
-CLOSE_MESSAGE_TOO_BIG: Final = 1009
-"""Close code: a message over ``max_message_bytes``."""
-CLOSE_PING_TIMEOUT: Final = 1011
-"""Close code: no pong came back within ``ping_timeout`` (keepalive)."""
-
-_CLOSE_NAMES: Final = {
-    1000: "normal closure",
-    1001: "going away",
-    1002: "protocol error",
-    1003: "unsupported data",
-    1006: "connection lost without a close frame",
-    1007: "invalid UTF-8",
-    1008: "policy violation",
-    1009: "message too big",
-    1011: "internal error",
-}
-
 RECEIVE_SIZE: Final = 65536
 """Bytes asked for per ``receive_some``."""
 MAX_HANDSHAKE_BYTES: Final = 16384
@@ -115,12 +97,6 @@ DEFAULT_CLOSE_TIMEOUT: Final = 5.0
 DEFAULT_HANDSHAKE_TIMEOUT: Final = 10.0
 """Seconds the opening handshake may take (client: including the TCP connect)."""
 _INBOX_SIZE: Final = 1  # whole messages waiting for receive(); the reader waits when full
-
-
-def _describe(code: int, reason: str | None) -> str:
-    name = _CLOSE_NAMES.get(code)
-    text = f"code {code}" + (f" ({name})" if name else "")
-    return f"{text}: {reason}" if reason else text
 
 
 class WebSocketChannel:
@@ -195,8 +171,7 @@ class WebSocketChannel:
     # ------------------------------------------------------------ MessageChannel
 
     def attach_session(self, session: Session) -> None:
-        """Called by ``open_session``: whole messages go to ``session.push`` from the
-        reader task; ``receive`` then only reports the end of input."""
+        """Push input to ``session`` (``receive`` then only reports its end)."""
         self._session = session
 
     async def receive(self) -> bytes:
@@ -331,15 +306,12 @@ class WebSocketChannel:
             message = b"".join(self._parts) or b" "
             self._parts.clear()
             self._size = 0
-            if self._session is not None:
-                try:
-                    await self._session.push(message)  # waits while the session is full
-                except SessionClosed:
-                    pass  # the session ended: nobody reads any more
-                return
             try:
-                await self._inbox_send.send(message)  # bounded: waits for receive()
-            except (trio.ClosedResourceError, trio.BrokenResourceError):
+                if self._session is not None:
+                    await self._session.push(message)  # waits while the session is full
+                else:
+                    await self._inbox_send.send(message)  # bounded: waits for receive()
+            except (SessionClosed, trio.ClosedResourceError, trio.BrokenResourceError):
                 pass  # input already ended (we are closing)
 
     async def _on_close(self, event: CloseConnection) -> None:
@@ -351,7 +323,7 @@ class WebSocketChannel:
             # The peer closed first: answer with the same code, as RFC 6455 5.5.1 asks.
             self._record(event.code, event.reason, "remote")
             self._end_input(
-                f"the peer closed the WebSocket with {_describe(event.code, event.reason)}"
+                f"the peer closed the WebSocket with {describe(event.code, event.reason)}"
             )
             self._start_closing_timer()
             await self._send_event(event.response(), control=True)
@@ -408,8 +380,8 @@ class WebSocketChannel:
             return
         self._record(code, reason, "local")
         if code != CLOSE_NORMAL:
-            log.info("closing the WebSocket: %s", _describe(code, reason))
-        self._end_input(f"we closed the WebSocket with {_describe(code, reason)}")
+            log.info("closing the WebSocket: %s", describe(code, reason))
+        self._end_input(f"we closed the WebSocket with {describe(code, reason)}")
         self._start_closing_timer()
         await self._send_event(CloseConnection(code=code, reason=reason or None), control=True)
 
