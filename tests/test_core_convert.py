@@ -528,3 +528,13 @@ def test_null_where_the_type_allows_it_and_nowhere_else() -> None:
             with pytest.raises(ConversionError) as caught:
                 convert({**task, "ttl": 5, key: value}, t.Task)
             assert str(caught.value) == message
+
+
+def test_an_object_where_a_list_of_classes_was_expected() -> None:
+    """The tag rule is for unions only: a list of tagged classes given an object that
+    carries the right tag is still "expected array"."""
+    fresh_structure, _ = _fresh()
+    for convert in (structure, fresh_structure):
+        with pytest.raises(ConversionError) as caught:
+            convert({"type": "text", "text": "x"}, list[t.TextContent])
+        assert str(caught.value) == "expected array, got object"
