@@ -538,3 +538,22 @@ def test_an_object_where_a_list_of_classes_was_expected() -> None:
         with pytest.raises(ConversionError) as caught:
             convert({"type": "text", "text": "x"}, list[t.TextContent])
         assert str(caught.value) == "expected array, got object"
+
+
+@pytest.mark.parametrize("fresh", [False, True], ids=["module", "fresh"])
+def test_a_union_with_a_constant_and_a_default_is_required(fresh: bool) -> None:
+    """A field whose union holds a Literal is required even with a default (as a plain
+    Literal field is); a union without one, with a default, is optional."""
+    import attrs
+
+    @attrs.frozen(kw_only=True)
+    class Odd:
+        kind: Literal["x"] | int = "x"
+        count: int | str = 0
+
+    convert, _ = _fresh() if fresh else (structure, unstructure)
+    assert convert({"kind": 5}, Odd) == Odd(kind=5, count=0)
+    assert convert({"kind": "x", "count": "s"}, Odd) == Odd(kind="x", count="s")
+    with pytest.raises(ConversionError) as caught:
+        convert({"count": 1}, Odd)
+    assert str(caught.value) == "kind: required field missing"
