@@ -97,7 +97,6 @@ class Waiter:
         """
         while True:
             await self.wake.wait()
-            self.wake = trio.Event()
             while self.progress and self.on_progress is not None:
                 outcome = self.on_progress(self.progress.popleft())
                 if inspect.isawaitable(outcome):
@@ -106,6 +105,9 @@ class Waiter:
                 if self.error is not None:
                     raise self.error
                 return self.result
+            # Only progress came: wait again (no await since the loop above emptied the
+            # queue, so nothing can arrive unseen in between).
+            self.wake = trio.Event()
 
 
 class Waiters:
