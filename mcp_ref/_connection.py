@@ -22,7 +22,8 @@ module:
 
 1. framing (``_framing``: bounded lines) and JSON (``_jsonrpc.decode``, -32700);
 2. the JSON-RPC envelope (``_jsonrpc.classify``, -32600 / -32602); a batch
-   (2025-03-26 only) is split into its items here and each goes on alone (``_batch``);
+   (2025-03-26 only) goes to the batch stage (``_batch``), which feeds its items
+   back one by one and gathers their replies: the steps below see single messages;
 3. the method table (``_methods.METHODS``: known method, right sender, revision,
    negotiated capability, -32601);
 4. the lifecycle table (``_state``, -32600): the state changes only by its rows;
@@ -34,8 +35,8 @@ Sending runs the same checks the other way round, and changes nothing until the
 message is known to be good: a refusal leaves the connection as it was.
 
 A refused message is answered by the error reply in ``event_hint``; that reply may
-carry the id of a request of ours in flight (the peer reused it), so the ids of replies
-owed to refusals are kept (``_refusals``), and sending one answers no request.
+carry the id of a request in flight (the peer reused it), so the ids of replies owed
+to refusals are counted (``_refusals``), and sending one answers no request.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from . import _jsonrpc as rpc
-from ._batch import BatchReplies, refuse_batch
+from ._batch import Batches
 from ._convert import ConversionError, structure_fn, unstructure_fn
 from ._errors import (
     INTERNAL_ERROR,
@@ -182,14 +183,13 @@ class Connection:
         )
         self._next_id = 0
         self._init_id: Any = None  # a server's: the id of the client's initialize
-        # Replies owed to refused messages, by the id they carry, oldest first, each
-        # with the batch it answers into (None outside a batch).  Bounded: a driver
-        # sends each reply as next_event raises, so only one that sends none fills it.
-        self._refusals: dict[Any, deque[BatchReplies | None]] = {}
+        # How many replies are owed to refused messages, by the id they carry.
+        # Bounded: a driver sends each reply as next_event raises, so only one that
+        # sends none fills it; past the bound the oldest id is forgotten.
+        self._refusals: dict[Any, int] = {}
         self._refusals_count = 0
         self._max_refusals = max(64, 4 * max_requests_in_flight)
-        # Batches read from a byte stream: the batch each accepted request answers into.
-        self._batch_of: dict[Any, BatchReplies] = {}
+        self._batches: Batches | None = None  # made by the first batch read
         self._outbox: list[bytes] = []
         # Per-method decisions (method table, lifecycle kind, capabilities), made once
         # until the version or the capabilities change (see _forget_plans).
@@ -293,27 +293,27 @@ class Connection:
                 connection stays usable.
         """
         while True:
-            if self._events:
-                ready = self._events.popleft()
-                if type(ready) is RemoteProtocolError:
-                    raise ready
-                assert not isinstance(ready, RemoteProtocolError)
-                return ready
-            line = self._lines.next_line() if not self._messages else self._next_message()
-            if line is None and self._eof:
-                line = self._lines.take_rest() or None
-            if line is None:
-                if self._eof and not self._closed_reported:
-                    self._closed_reported = True
-                    # CLOSING: we may still answer what we accepted.
-                    self.state = self._step(RECEIVE, Kind.CLOSE) or self.state
-                    return ConnectionClosed()
-                return NEED_DATA
             try:
+                if self._events:
+                    ready = self._events.popleft()
+                    if type(ready) is RemoteProtocolError:
+                        raise ready
+                    assert not isinstance(ready, RemoteProtocolError)
+                    return ready
+                line = self._lines.next_line() if not self._messages else self._next_message()
+                if line is None and self._eof:
+                    line = self._lines.take_rest() or None
+                if line is None:
+                    if self._eof and not self._closed_reported:
+                        self._closed_reported = True
+                        # CLOSING: we may still answer what we accepted.
+                        self.state = self._step(RECEIVE, Kind.CLOSE) or self.state
+                        return ConnectionClosed()
+                    return NEED_DATA
                 event = self._read(line)
             except RemoteProtocolError as exc:
                 if exc.event_hint is not None:
-                    self._note_refusal(exc.event_hint.id, None)
+                    self._note_refusal(exc.event_hint.id)
                 raise
             if event is not None:
                 return event
@@ -343,7 +343,13 @@ class Connection:
         except RemoteProtocolError as exc:
             raise self._parse_error(line, exc) from None
         if type(obj) is list:
-            self._split_batch(obj)
+            if self._batches is None:
+                self._batches = Batches(
+                    max_items=self._inflight.max_incoming,
+                    collect=self.newline_framing,
+                    max_refused=self._max_refusals,
+                )
+            self._events.extend(self._batches.split(obj, self.protocol_version, self._handle))
             return None
         return self._handle(obj)
 
@@ -395,29 +401,6 @@ class Connection:
             event_hint=rpc.error_reply(None, INVALID_REQUEST, message),
         )
 
-    def _split_batch(self, items: list[Any]) -> None:
-        """Handle every item of a batch now, in order; their events and refusals queue
-        for ``next_event``.  On a byte stream the replies owed are counted, to go back as
-        one array (``_batch``); a message transport (Streamable HTTP) assembles the
-        replies to a batch body itself."""
-        refusal = refuse_batch(len(items), self.protocol_version, self._inflight.max_incoming)
-        if refusal is not None:
-            raise refusal
-        replies = BatchReplies() if self.newline_framing else None
-        for item in items:
-            try:
-                event = self._handle(item)
-            except RemoteProtocolError as exc:
-                if exc.event_hint is not None:
-                    self._note_refusal(exc.event_hint.id, replies)
-                self._events.append(exc)
-                continue
-            if type(event) is Request and replies is not None:
-                replies.owed += 1
-                self._batch_of[event.id] = replies
-            if event is not None:
-                self._events.append(event)
-
     def _handle(self, obj: Any) -> Event | None:
         kind, rid, method, payload = rpc.classify(obj)
         if kind == rpc.REQUEST:
@@ -431,17 +414,14 @@ class Connection:
         hint = rpc.error_reply(rid, code, message)
         return RemoteProtocolError(message, code=code, event_hint=hint, request_id=rid)
 
-    def _note_refusal(self, rid: Any, batch: BatchReplies | None) -> None:
+    def _note_refusal(self, rid: Any) -> None:
         """A reply with id ``rid`` is owed to a refused message: sending it answers no
-        request in flight (the refused message may have reused the id), and goes into
-        ``batch``'s array when there is one.  Past the bound the oldest is forgotten."""
-        if batch is not None:
-            batch.owed += 1
-        self._refusals.setdefault(rid, deque()).append(batch)
+        request in flight (the refused message may have reused the id)."""
+        self._refusals[rid] = self._refusals.get(rid, 0) + 1
         self._refusals_count += 1
         if self._refusals_count > self._max_refusals:
             oldest = next(iter(self._refusals))
-            self._refusals_count -= len(self._refusals.pop(oldest))
+            self._refusals_count -= self._refusals.pop(oldest)
 
     def _plan_request(self, rid: Any, method: str) -> tuple[MethodSpec, Kind]:
         """Decide, once per method until the version or capabilities change, whether the
@@ -573,9 +553,8 @@ class Connection:
         req = self._inflight.pop_incoming(rid, "cancelled")
         if req is None:
             return None
-        replies = self._batch_of.pop(rid, None)
-        if replies is not None:
-            array = replies.drop()  # no reply is owed for it any more
+        if self._batches is not None:
+            array = self._batches.cancelled(rid)
             if array:
                 self._outbox.append(array)
         return RequestCancelled(id=rid, reason=params.reason)
@@ -961,7 +940,7 @@ class Connection:
             self.capabilities[SERVER] = result.capabilities
             self._forget_plans()
         self.state = new_state
-        return self._batched(rid, data) if self._batch_of else data
+        return data if self._batches is None else self._batches.reply(rid, data, refused=False)
 
     def _send_error(self, event: ErrorResponse) -> bytes:
         rid = event.id
@@ -976,9 +955,9 @@ class Connection:
         # session."
         # The reply to a refused message (which may have reused the id of a request
         # still in flight) answers no request of ours.
-        refusal = self._refusals.get(rid)
+        refused = rid in self._refusals
         req: Any = None
-        if rid is not None and refusal is None:
+        if rid is not None and not refused:
             req = self._answerable(rid)
             if req is False:
                 return b""
@@ -991,21 +970,14 @@ class Connection:
         # always be deliverable; the peer's own bound still applies on its side.
         data = self._encode({"jsonrpc": "2.0", "id": rid, "error": error}, bounded=False)
         self.state = new_state
-        if refusal is not None:
-            batch = refusal.popleft()
+        if refused:
             self._refusals_count -= 1
-            if not refusal:
+            self._refusals[rid] -= 1
+            if not self._refusals[rid]:
                 del self._refusals[rid]
-            return data if batch is None else batch.add(data)
-        if req is not None:
+        elif req is not None:
             self._inflight.pop_incoming(rid, "answered")
-        return self._batched(rid, data) if self._batch_of else data
-
-    def _batched(self, rid: Any, data: bytes) -> bytes:
-        """A reply to a request of a batch is held until the batch's last one; that one
-        brings the array (see :mod:`._batch`).  Other replies pass unchanged."""
-        replies = self._batch_of.pop(rid, None)
-        return data if replies is None else replies.add(data)
+        return data if self._batches is None else self._batches.reply(rid, data, refused=refused)
 
     # -- closing, timeouts, and what the connection sends by itself ----------------
 
