@@ -195,7 +195,7 @@ class Connection:
         # until the version or the capabilities change (see _forget_plans).
         self._request_plans: dict[str, tuple[MethodSpec, Kind]] = {}
         self._notification_plans: dict[str, tuple[MethodSpec, Kind, Callable[[Any], Any]]] = {}
-        self._send_plans: dict[str, tuple[MethodSpec, Kind, Callable[[Any], Any]]] = {}
+        self._send_plans: dict[str, tuple[MethodSpec, Kind, Any]] = {}
         #: The negotiated protocol version (None until initialize completes).
         self.protocol_version: str | None = None
         #: The version the client asked for in ``initialize``.
@@ -230,7 +230,7 @@ class Connection:
             self._next_id += 1
             rid = self._next_id
             inflight = self._inflight
-            if inflight.get_outgoing(rid) is None and not inflight.outgoing_finished(rid):
+            if rid not in inflight.outgoing and rid not in inflight.finished_out:
                 return rid
 
     def negotiated_version_for(self, requested: str) -> str:
@@ -333,11 +333,7 @@ class Connection:
             if self.newline_framing:
                 return None  # a blank line (strip copies: only when it may be one)
             # A whole message that is blank is no JSON at all: refuse it.
-            raise RemoteProtocolError(
-                "parse error: empty message",
-                code=PARSE_ERROR,
-                event_hint=rpc.error_reply(None, PARSE_ERROR, "parse error: empty message"),
-            )
+            raise self._refuse(None, PARSE_ERROR, "parse error: empty message")
         try:
             obj = rpc.decode(line)
         except RemoteProtocolError as exc:
@@ -385,7 +381,7 @@ class Connection:
         if rid is not None and is_request:
             raise self._refuse(rid, INVALID_REQUEST, message)
         if rid is not None:
-            out = self._inflight.get_outgoing(rid)
+            out = self._inflight.outgoing.get(rid)
             if out is not None and out.method != "initialize":
                 self._inflight.pop_outgoing(rid, "answered")
                 return ErrorResponse(
@@ -395,11 +391,7 @@ class Connection:
                     method=out.method,
                 )
             return None  # a response we are not waiting for: nothing to do
-        raise RemoteProtocolError(
-            message,
-            code=INVALID_REQUEST,
-            event_hint=rpc.error_reply(None, INVALID_REQUEST, message),
-        )
+        raise self._refuse(None, INVALID_REQUEST, message)
 
     def _handle(self, obj: Any) -> Event | None:
         kind, rid, method, payload = rpc.classify(obj)
@@ -410,7 +402,7 @@ class Connection:
         return self._receive_response(kind, rid, payload, obj)
 
     def _refuse(self, rid: Any, code: int, message: str) -> RemoteProtocolError:
-        """The refusal of request ``rid``, with its error reply as the hint."""
+        """The refusal of request ``rid`` (None: not known), with its reply as the hint."""
         hint = rpc.error_reply(rid, code, message)
         return RemoteProtocolError(message, code=code, event_hint=hint, request_id=rid)
 
@@ -423,6 +415,21 @@ class Connection:
             oldest = next(iter(self._refusals))
             self._refusals_count -= self._refusals.pop(oldest)
 
+    def _receive_step(self, kind: Kind, rid: Any = None) -> State:
+        """The next state for receiving ``kind``.
+
+        Raises:
+            RemoteProtocolError: -32600 when the lifecycle table has no row for it, with
+                the reply to request ``rid`` (None: the message is owed no reply).
+        """
+        new_state = next_state(self.our_role, self.state, RECEIVE, kind)
+        if new_state is None:
+            why = describe_refusal(self.our_role, self.state, RECEIVE, kind)
+            if rid is None:
+                raise RemoteProtocolError(why, code=INVALID_REQUEST)
+            raise self._refuse(rid, INVALID_REQUEST, why)
+        return new_state
+
     def _plan_request(self, rid: Any, method: str) -> tuple[MethodSpec, Kind]:
         """Decide, once per method until the version or capabilities change, whether the
         peer may send us this request: the method table, then the capabilities."""
@@ -430,10 +437,7 @@ class Connection:
         if spec is None or spec.kind == NOTIFICATION:
             raise self._refuse(rid, METHOD_NOT_FOUND, f"method not found: {method}")
         k = kind_of(method, is_request=True)
-        if self._step(RECEIVE, k) is None:
-            raise self._refuse(
-                rid, INVALID_REQUEST, describe_refusal(self.our_role, self.state, RECEIVE, k)
-            )
+        self._receive_step(k, rid)  # a lifecycle refusal names the state first
         # Spec: 2025-06-18/basic/lifecycle#error-handling.1 (capability not negotiated)
         # "Implementations SHOULD be prepared to handle these error cases:"
         # Spec: 2025-06-18/client/roots#error-handling.1 (a client without roots: -32601)
@@ -452,13 +456,9 @@ class Connection:
     def _receive_request(self, rid: Any, method: str, payload: Any) -> Event:
         plan = self._request_plans.get(method)
         spec, k = plan if plan is not None else self._plan_request(rid, method)
-        new_state = self._step(RECEIVE, k)
-        if new_state is None:
-            raise self._refuse(
-                rid, INVALID_REQUEST, describe_refusal(self.our_role, self.state, RECEIVE, k)
-            )
+        new_state = self._receive_step(k, rid)
         inflight = self._inflight
-        if inflight.is_incoming_known(rid):
+        if rid in inflight.incoming or rid in inflight.finished_in:
             raise self._refuse(rid, INVALID_REQUEST, f"request id {rid!r} was already used")
         if len(inflight.incoming) >= inflight.max_incoming:
             raise self._refuse(rid, INTERNAL_ERROR, "too many requests in flight")
@@ -484,7 +484,7 @@ class Connection:
                 # Spec: 2025-06-18/basic/utilities/progress#progress-flow.2
                 # "Progress tokens can be chosen by the sender using any means, but MUST be unique
                 # across all active requests."
-                if inflight.incoming_token_in_use(token):
+                if token in inflight.in_tokens:
                     raise self._refuse(
                         rid, INVALID_PARAMS, f"progress token {token!r} is already in use"
                     )
@@ -510,11 +510,7 @@ class Connection:
             k = kind_of(method, is_request=False)
             plan = self._notification_plans[method] = (spec, k, _structurer(spec.params_type))
         spec, k, structure_params = plan
-        new_state = self._step(RECEIVE, k)
-        if new_state is None:
-            raise RemoteProtocolError(
-                describe_refusal(self.our_role, self.state, RECEIVE, k), code=INVALID_REQUEST
-            )
+        new_state = self._receive_step(k)
         # A notification of a capability the peer did not declare breaks
         # 2025-06-18/basic/lifecycle#operation.1 on the peer's side, but it asks nothing
         # of us: it is delivered (dropping a log line helps no one).  We never send one
@@ -561,7 +557,7 @@ class Connection:
 
     def _receive_progress(self, params: Any) -> Event:
         token = params.progress_token
-        out = self._inflight.outgoing_for_token(token)
+        out = self._inflight.out_tokens.get(token)
         # Spec: 2025-06-18/basic/utilities/progress#behavior-requirements.1
         # "Progress notifications MUST only reference tokens that:"
         if out is None:
@@ -593,7 +589,7 @@ class Connection:
             )
         out = inflight.outgoing.get(rid)
         if out is None:
-            if inflight.outgoing_finished(rid) in ("cancelled", "timed out"):
+            if inflight.finished_out.get(rid) in ("cancelled", "timed out"):
                 # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.5
                 # "The sender of the cancellation notification SHOULD ignore any response to the
                 # request that arrives afterward"
@@ -604,11 +600,7 @@ class Connection:
         method = out.method
         answers_init = method == "initialize"
         k = kind_of(None, is_request=False, answers_initialize=answers_init, is_error=is_error)
-        new_state = self._step(RECEIVE, k)
-        if new_state is None:
-            raise RemoteProtocolError(
-                describe_refusal(self.our_role, self.state, RECEIVE, k), code=INVALID_REQUEST
-            )
+        new_state = self._receive_step(k)
         inflight.pop_outgoing(rid, "answered")
         if is_error:
             self.state = new_state
@@ -720,7 +712,7 @@ class Connection:
 
     def _check_step(self, kind: Kind) -> State:
         """The next state for sending ``kind``; LocalProtocolError when refused."""
-        new_state = self._step(SEND, kind)
+        new_state = next_state(self.our_role, self.state, SEND, kind)
         if new_state is None:
             raise LocalProtocolError(describe_refusal(self.our_role, self.state, SEND, kind))
         return new_state
@@ -739,27 +731,30 @@ class Connection:
         data: dict[str, Any] = _unstructurer(type(params))(params)
         return data
 
-    def _plan_send_request(self, method: str) -> tuple[MethodSpec, Kind, Callable[[Any], Any]]:
+    def _plan_send(self, method: str, is_request: bool) -> tuple[MethodSpec, Kind, Any]:
         """Decide, once per method until the version or capabilities change, whether we
-        may send this request (the method table, then the peer's capabilities)."""
+        may send this request or notification: the method table, the lifecycle, then
+        the capabilities.  The plan: the method's spec, its lifecycle kind, and for a
+        request the structure function of its result."""
         spec = self._lookup(method, sender=self.our_role)
-        if spec is None or spec.kind == NOTIFICATION:
-            version = (
-                f" in protocol version {self.protocol_version}" if self.protocol_version else ""
-            )
+        if spec is None or (spec.kind == NOTIFICATION) == is_request:
+            what = "request" if is_request else "notification"
+            version = self.protocol_version
             raise LocalProtocolError(
-                f"{self.our_role.value} cannot send request {method!r}{version}",
+                f"{self.our_role.value} cannot send {what} {method!r}"
+                + (f" in protocol version {version}" if version else ""),
                 code=METHOD_NOT_FOUND,
             )
-        k = kind_of(method, is_request=True)
+        k = kind_of(method, is_request=is_request)
         self._check_step(k)  # a lifecycle refusal names the state first
         if not self._capability_ok(spec):
             raise LocalProtocolError(
-                f"{method} needs the peer's capability {'.'.join(spec.capability)}, "
-                "which was not negotiated",
+                f"{method} needs the {spec.capability_of.value if spec.capability_of else ''} "
+                f"capability {'.'.join(spec.capability)}, which was not negotiated",
                 code=METHOD_NOT_FOUND,
             )
-        plan = self._send_plans[method] = (spec, k, _structurer(spec.result_type))
+        result = _structurer(spec.result_type) if is_request else None
+        plan = self._send_plans[method] = (spec, k, result)
         return plan
 
     def _send_request(self, event: Request, now: float | None, timeout: Any) -> bytes:
@@ -771,7 +766,7 @@ class Connection:
         if not rpc.valid_id(rid):
             raise LocalProtocolError(f"request id must be a str or an int, not {rid!r}")
         plan = self._send_plans.get(method)
-        spec, k, structure_result = plan if plan is not None else self._plan_send_request(method)
+        spec, k, structure_result = plan if plan is not None else self._plan_send(method, True)
         new_state = self._check_step(k)
         params = self._check_params(spec, event.params)
         token = None
@@ -819,18 +814,9 @@ class Connection:
 
     def _send_notification(self, event: Notification) -> bytes:
         method = event.method
-        spec = self._lookup(method, sender=self.our_role)
-        if spec is None or spec.kind != NOTIFICATION:
-            raise LocalProtocolError(
-                f"{self.our_role.value} cannot send notification {method!r}",
-                code=METHOD_NOT_FOUND,
-            )
-        new_state = self._check_step(kind_of(method, is_request=False))
-        if not self._capability_ok(spec):
-            raise LocalProtocolError(
-                f"{method} needs the capability {'.'.join(spec.capability)}, not negotiated",
-                code=METHOD_NOT_FOUND,
-            )
+        plan = self._send_plans.get(method)
+        spec, k, _ = plan if plan is not None else self._plan_send(method, False)
+        new_state = self._check_step(k)
         params = self._check_params(spec, event.params)
         # Spec: 2025-06-18/basic#notifications.2
         # "Notifications MUST NOT include an ID."
@@ -854,9 +840,9 @@ class Connection:
                 f"notifications/cancelled needs a str or int requestId: {rid!r}"
             )
         inflight = self._inflight
-        out = inflight.get_outgoing(rid)
+        out = inflight.outgoing.get(rid)
         if out is None:
-            if inflight.outgoing_finished(rid):
+            if rid in inflight.finished_out:
                 return False  # already answered (or given up on): nothing to cancel
             # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.1
             # "Cancellation notifications MUST only reference requests that:"
@@ -872,7 +858,7 @@ class Connection:
         token = params.progress_token
         if not rpc.valid_id(token):
             raise LocalProtocolError(f"a progress token is a str or an int, not {token!r}")
-        req = self._inflight.incoming_for_token(token)
+        req = self._inflight.in_tokens.get(token)
         # Spec: 2025-06-18/basic/utilities/progress#behavior-requirements.1
         # "Progress notifications MUST only reference tokens that:"
         # Spec: 2025-06-18/basic/utilities/progress#implementation-notes.3
@@ -889,8 +875,8 @@ class Connection:
 
     def _answerable(self, rid: Any) -> Incoming | bool | None:
         """The incoming request ``rid`` answers; False when the answer must be dropped."""
-        req = self._inflight.get_incoming(rid)
-        if req is None and self._inflight.incoming_finished(rid) == "cancelled":
+        req = self._inflight.incoming.get(rid)
+        if req is None and self._inflight.finished_in.get(rid) == "cancelled":
             # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.3
             # "Receivers of cancellation notifications SHOULD:"
             return False

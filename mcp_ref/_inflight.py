@@ -29,7 +29,7 @@ from __future__ import annotations
 import heapq
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
@@ -180,36 +180,9 @@ class InFlight:
 
     def pop_outgoing(self, request_id: Any, why: str) -> Outgoing | None:
         """Forget a request we sent (answered, cancelled or timed out); None if unknown."""
-        k = request_id
-        req = self.outgoing.pop(k, None)
-        if req is not None:
-            self.finished_out.add(k, why)
-            if req.progress_token is not None:
-                self.out_tokens.pop(req.progress_token, None)
-        return req
-
-    def outgoing_finished(self, request_id: Any) -> str | None:
-        """Why a request we sent finished, if it did recently."""
-        return self.finished_out.get(request_id)
-
-    def get_outgoing(self, request_id: Any) -> Outgoing | None:
-        """The request we sent with this id, if in flight."""
-        return self.outgoing.get(request_id)
-
-    def outgoing_for_token(self, token: Any) -> Outgoing | None:
-        """The in-flight request we sent with this progress token."""
-        return self.out_tokens.get(token)
+        return _pop(self.outgoing, self.out_tokens, self.finished_out, request_id, why)
 
     # -- incoming -----------------------------------------------------------------
-
-    def is_incoming_known(self, request_id: Any) -> bool:
-        """True if an id is in flight from the peer or was used by it recently."""
-        k = request_id
-        return k in self.incoming or k in self.finished_in
-
-    def incoming_token_in_use(self, token: Any) -> bool:
-        """True if a peer's active request already uses this progress token."""
-        return token in self.in_tokens
 
     def add_incoming(self, req: Incoming) -> None:
         """Register a request received from the peer (the caller checked the bounds)."""
@@ -221,25 +194,7 @@ class InFlight:
 
     def pop_incoming(self, request_id: Any, why: str) -> Incoming | None:
         """Forget a request from the peer (answered or cancelled); None if unknown."""
-        k = request_id
-        req = self.incoming.pop(k, None)
-        if req is not None:
-            self.finished_in.add(k, why)
-            if req.progress_token is not None:
-                self.in_tokens.pop(req.progress_token, None)
-        return req
-
-    def get_incoming(self, request_id: Any) -> Incoming | None:
-        """The peer's unanswered request with this id."""
-        return self.incoming.get(request_id)
-
-    def incoming_finished(self, request_id: Any) -> str | None:
-        """Why a peer's request finished, if it did recently."""
-        return self.finished_in.get(request_id)
-
-    def incoming_for_token(self, token: Any) -> Incoming | None:
-        """The peer's active request with this progress token."""
-        return self.in_tokens.get(token)
+        return _pop(self.incoming, self.in_tokens, self.finished_in, request_id, why)
 
     # -- deadlines ----------------------------------------------------------------
 
@@ -293,3 +248,18 @@ class InFlight:
             self.pop_outgoing(o.id, "timed out")
             expired.append(o)
         return expired
+
+
+_R = TypeVar("_R", Outgoing, Incoming)
+
+
+def _pop(
+    table: dict[Any, _R], tokens: dict[Any, _R], finished: _Recent, k: Any, why: str
+) -> _R | None:
+    """Take request ``k`` out of ``table`` and its token out of ``tokens``; remember why."""
+    req = table.pop(k, None)
+    if req is not None:
+        finished.add(k, why)
+        if req.progress_token is not None:
+            tokens.pop(req.progress_token, None)
+    return req
