@@ -63,6 +63,7 @@ from ._inflight import Incoming, InFlight, Outgoing, RequestTimeout
 from ._methods import (
     METHODS,
     NOTIFICATION,
+    REQUEST,
     SUPPORTED_VERSIONS,
     MethodSpec,
     capability_present,
@@ -86,8 +87,6 @@ from .events import (
     ErrorResponse,
     Event,
     Notification,
-    Progress,
-    ProgressDropped,
     Request,
     RequestCancelled,
     RequestTimedOut,
@@ -433,8 +432,8 @@ class Connection:
     def _plan_request(self, rid: Any, method: str) -> tuple[MethodSpec, Kind]:
         """Decide, once per method until the version or capabilities change, whether the
         peer may send us this request: the method table, then the capabilities."""
-        spec = self._lookup(method, sender=self.their_role)
-        if spec is None or spec.kind == NOTIFICATION:
+        spec = self._lookup(method, self.their_role, REQUEST)
+        if spec is None:
             raise self._refuse(rid, METHOD_NOT_FOUND, f"method not found: {method}")
         k = kind_of(method, is_request=True)
         self._receive_step(k, rid)  # a lifecycle refusal names the state first
@@ -442,14 +441,9 @@ class Connection:
         # "Implementations SHOULD be prepared to handle these error cases:"
         # Spec: 2025-06-18/client/roots#error-handling.1 (a client without roots: -32601)
         # "Clients SHOULD return standard JSON-RPC errors for common failure cases:"
-        if not self._capability_ok(spec):
-            raise self._refuse(
-                rid,
-                METHOD_NOT_FOUND,
-                f"method not available: {method} needs the "
-                f"{spec.capability_of.value if spec.capability_of else ''} capability "
-                f"{'.'.join(spec.capability)}, which was not negotiated",
-            )
+        missing = self._missing_capability(spec)
+        if missing:
+            raise self._refuse(rid, METHOD_NOT_FOUND, f"method not available: {missing}")
         plan = self._request_plans[method] = (spec, k)
         return plan
 
@@ -504,8 +498,8 @@ class Connection:
         # Every failure below raises without an event_hint: no response to a notification.
         plan = self._notification_plans.get(method)
         if plan is None:
-            spec = self._lookup(method, sender=self.their_role)
-            if spec is None or spec.kind != NOTIFICATION:
+            spec = self._lookup(method, self.their_role, NOTIFICATION)
+            if spec is None:
                 raise RemoteProtocolError(f"unknown notification: {method}", code=METHOD_NOT_FOUND)
             k = kind_of(method, is_request=False)
             plan = self._notification_plans[method] = (spec, k, _structurer(spec.params_type))
@@ -528,7 +522,7 @@ class Connection:
         if method == _CANCELLED:
             return self._receive_cancel(params)
         if method == _PROGRESS:
-            return self._receive_progress(params)
+            return self._inflight.progress_received(params)
         return Notification(method=method, params=params)
 
     def _receive_cancel(self, params: Any) -> Event | None:
@@ -554,30 +548,6 @@ class Connection:
             if array:
                 self._outbox.append(array)
         return RequestCancelled(id=rid, reason=params.reason)
-
-    def _receive_progress(self, params: Any) -> Event:
-        token = params.progress_token
-        out = self._inflight.out_tokens.get(token)
-        # Spec: 2025-06-18/basic/utilities/progress#behavior-requirements.1
-        # "Progress notifications MUST only reference tokens that:"
-        if out is None:
-            return ProgressDropped(progress_token=token, reason="no active request has this token")
-        # Spec: 2025-06-18/basic/utilities/progress#progress-flow.4
-        # "The `progress` value MUST increase with each notification, even if the total is unknown."
-        if out.last_progress is not None and not params.progress > out.last_progress:
-            return ProgressDropped(
-                progress_token=token,
-                reason=f"progress {params.progress} does not increase past {out.last_progress}",
-            )
-        out.last_progress = params.progress
-        out.progressed = True
-        return Progress(
-            request_id=out.id,
-            progress_token=token,
-            progress=params.progress,
-            total=params.total,
-            message=params.message,
-        )
 
     def _receive_response(self, kind: int, rid: Any, payload: Any, obj: Any) -> Event | None:
         inflight = self._inflight
@@ -736,8 +706,8 @@ class Connection:
         may send this request or notification: the method table, the lifecycle, then
         the capabilities.  The plan: the method's spec, its lifecycle kind, and for a
         request the structure function of its result."""
-        spec = self._lookup(method, sender=self.our_role)
-        if spec is None or (spec.kind == NOTIFICATION) == is_request:
+        spec = self._lookup(method, self.our_role, REQUEST if is_request else NOTIFICATION)
+        if spec is None:
             what = "request" if is_request else "notification"
             version = self.protocol_version
             raise LocalProtocolError(
@@ -747,12 +717,9 @@ class Connection:
             )
         k = kind_of(method, is_request=is_request)
         self._check_step(k)  # a lifecycle refusal names the state first
-        if not self._capability_ok(spec):
-            raise LocalProtocolError(
-                f"{method} needs the {spec.capability_of.value if spec.capability_of else ''} "
-                f"capability {'.'.join(spec.capability)}, which was not negotiated",
-                code=METHOD_NOT_FOUND,
-            )
+        missing = self._missing_capability(spec)
+        if missing:
+            raise LocalProtocolError(missing, code=METHOD_NOT_FOUND)
         result = _structurer(spec.result_type) if is_request else None
         plan = self._send_plans[method] = (spec, k, result)
         return plan
@@ -826,52 +793,12 @@ class Connection:
         data = self._encode(message)
         # The two checks below raise before they change anything.
         if method == _CANCELLED:
-            if not self._send_cancel(event.params):
-                return b""
+            if not self._inflight.cancel_outgoing(event.params.request_id):
+                return b""  # already answered (or given up on): nothing to cancel
         elif method == _PROGRESS:
-            self._send_progress(event.params)
+            self._inflight.progress_sent(event.params)
         self.state = new_state
         return data
-
-    def _send_cancel(self, params: Any) -> bool:
-        rid = params.request_id
-        if not rpc.valid_id(rid):
-            raise LocalProtocolError(
-                f"notifications/cancelled needs a str or int requestId: {rid!r}"
-            )
-        inflight = self._inflight
-        out = inflight.outgoing.get(rid)
-        if out is None:
-            if rid in inflight.finished_out:
-                return False  # already answered (or given up on): nothing to cancel
-            # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.1
-            # "Cancellation notifications MUST only reference requests that:"
-            raise LocalProtocolError(f"cannot cancel {rid!r}: no such request was sent")
-        # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.2
-        # "The `initialize` request MUST NOT be cancelled by clients"
-        if out.method == "initialize":
-            raise LocalProtocolError("the initialize request must not be cancelled")
-        inflight.pop_outgoing(rid, "cancelled")
-        return True
-
-    def _send_progress(self, params: Any) -> None:
-        token = params.progress_token
-        if not rpc.valid_id(token):
-            raise LocalProtocolError(f"a progress token is a str or an int, not {token!r}")
-        req = self._inflight.in_tokens.get(token)
-        # Spec: 2025-06-18/basic/utilities/progress#behavior-requirements.1
-        # "Progress notifications MUST only reference tokens that:"
-        # Spec: 2025-06-18/basic/utilities/progress#implementation-notes.3
-        # "Progress notifications MUST stop after completion"
-        if req is None:
-            raise LocalProtocolError(f"progress token {token!r} belongs to no active request")
-        # Spec: 2025-06-18/basic/utilities/progress#progress-flow.4
-        # "The `progress` value MUST increase with each notification, even if the total is unknown."
-        if req.last_progress is not None and not params.progress > req.last_progress:
-            raise LocalProtocolError(
-                f"progress must increase: {params.progress} after {req.last_progress}"
-            )
-        req.last_progress = params.progress
 
     def _answerable(self, rid: Any) -> Incoming | bool | None:
         """The incoming request ``rid`` answers; False when the answer must be dropped."""
@@ -1043,25 +970,34 @@ class Connection:
 
     # -- the method table and the capabilities -------------------------------------
 
-    def _lookup(self, method: str, *, sender: Role) -> MethodSpec | None:
+    def _lookup(self, method: str, sender: Role, kind: str) -> MethodSpec | None:
+        """The method table's row for ``method`` when ``sender`` may send it as ``kind``
+        (REQUEST or NOTIFICATION) in the negotiated version; else None."""
         spec = METHODS.get(method)
         if (
             spec is None
+            or spec.kind != kind
             or sender not in spec.senders
             or not spec.available_in(self.protocol_version)
         ):
             return None
         return spec
 
-    def _capability_ok(self, spec: MethodSpec) -> bool:
-        if not spec.capability or spec.capability_of is None:
-            return True
+    def _missing_capability(self, spec: MethodSpec) -> str | None:
+        """Why ``spec``'s method may not be used here (the capability it needs was not
+        negotiated), or None when it may."""
+        owner = spec.capability_of
+        if not spec.capability or owner is None:
+            return None
         version = self.protocol_version
         if version is not None and version < spec.capability_since:
-            return True
+            return None
         # Spec: 2025-06-18/basic/lifecycle#operation.1
         # "Both parties MUST:"
-        return capability_present(self.capabilities[spec.capability_of], spec.capability)
+        if capability_present(self.capabilities[owner], spec.capability):
+            return None
+        path = ".".join(spec.capability)
+        return f"{spec.method} needs the {owner.value} capability {path}, which was not negotiated"
 
     def _structure_params(self, spec: MethodSpec, payload: Any) -> Any:
         if payload is None:

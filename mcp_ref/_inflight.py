@@ -34,6 +34,8 @@ from typing import Any, TypeVar
 import attrs
 
 from ._errors import LocalProtocolError
+from ._jsonrpc import valid_id
+from .events import Progress, ProgressDropped
 
 __all__ = ["InFlight", "Incoming", "Outgoing", "RequestTimeout"]
 
@@ -182,6 +184,59 @@ class InFlight:
         """Forget a request we sent (answered, cancelled or timed out); None if unknown."""
         return _pop(self.outgoing, self.out_tokens, self.finished_out, request_id, why)
 
+    def cancel_outgoing(self, request_id: Any) -> bool:
+        """We cancel a request we sent: forget it.  False when it already finished
+        (nothing to cancel: send nothing).
+
+        Raises:
+            LocalProtocolError: the id is not a str or an int, names no request we sent,
+                or names ``initialize``.
+        """
+        rid = request_id
+        if not valid_id(rid):
+            raise LocalProtocolError(
+                f"notifications/cancelled needs a str or int requestId: {rid!r}"
+            )
+        out = self.outgoing.get(rid)
+        if out is None:
+            if rid in self.finished_out:
+                return False
+            # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.1
+            # "Cancellation notifications MUST only reference requests that:"
+            raise LocalProtocolError(f"cannot cancel {rid!r}: no such request was sent")
+        # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.2
+        # "The `initialize` request MUST NOT be cancelled by clients"
+        if out.method == "initialize":
+            raise LocalProtocolError("the initialize request must not be cancelled")
+        self.pop_outgoing(rid, "cancelled")
+        return True
+
+    def progress_received(self, params: Any) -> Progress | ProgressDropped:
+        """The event of a ``notifications/progress`` from the peer (typed ``params``):
+        Progress for a request we sent, else ProgressDropped saying why."""
+        token = params.progress_token
+        out = self.out_tokens.get(token)
+        # Spec: 2025-06-18/basic/utilities/progress#behavior-requirements.1
+        # "Progress notifications MUST only reference tokens that:"
+        if out is None:
+            return ProgressDropped(progress_token=token, reason="no active request has this token")
+        # Spec: 2025-06-18/basic/utilities/progress#progress-flow.4
+        # "The `progress` value MUST increase with each notification, even if the total is unknown."
+        if out.last_progress is not None and not params.progress > out.last_progress:
+            return ProgressDropped(
+                progress_token=token,
+                reason=f"progress {params.progress} does not increase past {out.last_progress}",
+            )
+        out.last_progress = params.progress
+        out.progressed = True
+        return Progress(
+            request_id=out.id,
+            progress_token=token,
+            progress=params.progress,
+            total=params.total,
+            message=params.message,
+        )
+
     # -- incoming -----------------------------------------------------------------
 
     def add_incoming(self, req: Incoming) -> None:
@@ -191,6 +246,31 @@ class InFlight:
             # Spec: 2025-06-18/basic/utilities/progress#implementation-notes.1
             # "Senders and receivers SHOULD track active progress tokens"
             self.in_tokens[req.progress_token] = req
+
+    def progress_sent(self, params: Any) -> None:
+        """We send a ``notifications/progress`` (typed ``params``) for a peer's request.
+
+        Raises:
+            LocalProtocolError: the token is not a str or an int, belongs to no active
+                request, or the progress does not increase.
+        """
+        token = params.progress_token
+        if not valid_id(token):
+            raise LocalProtocolError(f"a progress token is a str or an int, not {token!r}")
+        req = self.in_tokens.get(token)
+        # Spec: 2025-06-18/basic/utilities/progress#behavior-requirements.1
+        # "Progress notifications MUST only reference tokens that:"
+        # Spec: 2025-06-18/basic/utilities/progress#implementation-notes.3
+        # "Progress notifications MUST stop after completion"
+        if req is None:
+            raise LocalProtocolError(f"progress token {token!r} belongs to no active request")
+        # Spec: 2025-06-18/basic/utilities/progress#progress-flow.4
+        # "The `progress` value MUST increase with each notification, even if the total is unknown."
+        if req.last_progress is not None and not params.progress > req.last_progress:
+            raise LocalProtocolError(
+                f"progress must increase: {params.progress} after {req.last_progress}"
+            )
+        req.last_progress = params.progress
 
     def pop_incoming(self, request_id: Any, why: str) -> Incoming | None:
         """Forget a request from the peer (answered or cancelled); None if unknown."""

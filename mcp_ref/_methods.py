@@ -103,11 +103,13 @@ def _req(
     params_type: Any,
     result_type: Any,
     section: str,
+    *,
+    kind: str = REQUEST,
     **kw: Any,
 ) -> MethodSpec:
     return MethodSpec(
         method=method,
-        kind=REQUEST,
+        kind=kind,
         senders=senders,
         params_type=params_type,
         result_type=result_type,
@@ -119,14 +121,7 @@ def _req(
 def _note(
     method: str, senders: frozenset[Role], params_type: Any, section: str, **kw: Any
 ) -> MethodSpec:
-    return MethodSpec(
-        method=method,
-        kind=NOTIFICATION,
-        senders=senders,
-        params_type=params_type,
-        section=section,
-        **kw,
-    )
+    return _req(method, senders, params_type, None, section, kind=NOTIFICATION, **kw)
 
 
 _V = "2025-06-18/"
