@@ -89,7 +89,7 @@ class BatchReplies:
         """Hold one reply (``line``: its serialized message and newline); return the
         array line ``b"[...]\\n"`` when it was the last one owed, else ``b""``."""
         self.owed -= 1
-        self.parts.append(line.rstrip(b"\n"))
+        self.parts.append(line.removesuffix(b"\n"))
         return self._done()
 
     def drop(self) -> bytes:

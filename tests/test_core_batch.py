@@ -130,3 +130,17 @@ def test_replies_to_refusals_are_remembered_up_to_the_bound() -> None:
     stage.split(["d", "e"], VERSION, _handle)  # at the bound: both kept
     assert stage.reply("d", b"D\n", refused=True) == b""
     assert stage.reply("e", b"E\n", refused=True) == b"[D,E]\n"
+
+
+def test_the_refusal_memory_counts_what_it_forgets_and_what_is_sent() -> None:
+    stage = _stage(max_refused=2)
+    stage.split(["a", "a", "b"], VERSION, _handle)  # both of "a" are forgotten: 1 left
+    stage.split(["c"], VERSION, _handle)  # 2: at the bound, nothing forgotten
+    # Still remembered: held for its batch (which waits for the forgotten two forever).
+    assert stage.reply("b", b"B\n", refused=True) == b""
+    stage = _stage(max_refused=2)
+    stage.split(["a", "b"], VERSION, _handle)
+    assert stage.reply("a", b"A\n", refused=True) == b""  # 1 left
+    stage.split(["c"], VERSION, _handle)
+    stage.split(["d"], VERSION, _handle)  # 3: "b", the oldest, is forgotten
+    assert stage.reply("b", b"B\n", refused=True) == b"B\n"
