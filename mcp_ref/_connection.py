@@ -800,25 +800,21 @@ class Connection:
         self.state = new_state
         return data
 
-    def _answerable(self, rid: Any) -> Incoming | bool | None:
-        """The incoming request ``rid`` answers; False when the answer must be dropped."""
-        req = self._inflight.incoming.get(rid)
-        if req is None and self._inflight.finished_in.get(rid) == "cancelled":
-            # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.3
-            # "Receivers of cancellation notifications SHOULD:"
-            return False
-        return req
+    def _was_cancelled(self, rid: Any) -> bool:
+        """Whether the peer cancelled its request ``rid``: an answer to it is dropped."""
+        # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.3
+        # "Receivers of cancellation notifications SHOULD:"
+        return self._inflight.finished_in.get(rid) == "cancelled"
 
     def _send_response(self, event: Response) -> bytes:
         rid = event.id
         if not rpc.valid_id(rid):
             raise LocalProtocolError(f"response id must be a str or an int, not {rid!r}")
-        req = self._answerable(rid)
-        if req is False:
-            return b""
-        if req is None or req is True:
+        req = self._inflight.incoming.get(rid)
+        if req is None:
+            if self._was_cancelled(rid):
+                return b""
             raise LocalProtocolError(f"no request with id {rid!r} awaits a response")
-        assert isinstance(req, Incoming)
         spec = METHODS[req.method]
         is_init = req.method == "initialize"
         new_state = self._check_step(Kind.INITIALIZE_RESULT if is_init else Kind.RESPONSE)
@@ -869,11 +865,9 @@ class Connection:
         # The reply to a refused message (which may have reused the id of a request
         # still in flight) answers no request of ours.
         refused = rid in self._refusals
-        req: Any = None
-        if rid is not None and not refused:
-            req = self._answerable(rid)
-            if req is False:
-                return b""
+        req = None if refused else self._inflight.incoming.get(rid)
+        if req is None and not refused and self._was_cancelled(rid):
+            return b""
         is_init = req is not None and req.method == "initialize"
         new_state = self._check_step(Kind.INITIALIZE_ERROR if is_init else Kind.RESPONSE)
         error: dict[str, Any] = {"code": event.code, "message": event.message}
@@ -921,10 +915,7 @@ class Connection:
         Only a batch makes any: when the peer cancels the last request of a batch whose
         other replies are held, the array of those replies is here (after the
         :class:`RequestCancelled` event).  A driver calls it after handling that event.
-
-        Source: JSON-RPC 2.0 section 6 (the replies to a batch go back as one array,
-        once all its requests are processed, and never as an empty one); batches are
-        received only in protocol version 2025-03-26 (see :mod:`._batch`).
+        Source: JSON-RPC 2.0 section 6, in :mod:`._batch`.
         """
         data = b"".join(self._outbox)
         self._outbox.clear()
