@@ -52,6 +52,11 @@ def test_request_refusals() -> None:
         "tools/list needs the server capability tools, which was not negotiated",
         -32601,
     )
+    # Before initialize no version is negotiated, and the refusal names none.
+    assert _refusal(lambda: Connection(CLIENT).send(Request(id=1, method="no/such"))) == (
+        "client cannot send request 'no/such'",
+        -32601,
+    )
     caps = t.ServerCapabilities(tools=t.ServerCapabilitiesTools())
     client, server = initialized_pair(server_caps=caps, max_message_bytes=400)
     assert _refusal(lambda: client.send(Request(id=1, method="tools/call"))) == (
