@@ -66,7 +66,7 @@ from ._methods import (
     REQUEST,
     SUPPORTED_VERSIONS,
     MethodSpec,
-    capability_present,
+    lookup,
     negotiate_version,
 )
 from ._state import (
@@ -432,7 +432,7 @@ class Connection:
     def _plan_request(self, rid: Any, method: str) -> tuple[MethodSpec, Kind]:
         """Decide, once per method until the version or capabilities change, whether the
         peer may send us this request: the method table, then the capabilities."""
-        spec = self._lookup(method, self.their_role, REQUEST)
+        spec = lookup(method, self.their_role, REQUEST, self.protocol_version)
         if spec is None:
             raise self._refuse(rid, METHOD_NOT_FOUND, f"method not found: {method}")
         k = kind_of(method, is_request=True)
@@ -441,7 +441,7 @@ class Connection:
         # "Implementations SHOULD be prepared to handle these error cases:"
         # Spec: 2025-06-18/client/roots#error-handling.1 (a client without roots: -32601)
         # "Clients SHOULD return standard JSON-RPC errors for common failure cases:"
-        missing = self._missing_capability(spec)
+        missing = spec.missing_capability(self.protocol_version, self.capabilities)
         if missing:
             raise self._refuse(rid, METHOD_NOT_FOUND, f"method not available: {missing}")
         plan = self._request_plans[method] = (spec, k)
@@ -498,7 +498,7 @@ class Connection:
         # Every failure below raises without an event_hint: no response to a notification.
         plan = self._notification_plans.get(method)
         if plan is None:
-            spec = self._lookup(method, self.their_role, NOTIFICATION)
+            spec = lookup(method, self.their_role, NOTIFICATION, self.protocol_version)
             if spec is None:
                 raise RemoteProtocolError(f"unknown notification: {method}", code=METHOD_NOT_FOUND)
             k = kind_of(method, is_request=False)
@@ -706,7 +706,9 @@ class Connection:
         may send this request or notification: the method table, the lifecycle, then
         the capabilities.  The plan: the method's spec, its lifecycle kind, and for a
         request the structure function of its result."""
-        spec = self._lookup(method, self.our_role, REQUEST if is_request else NOTIFICATION)
+        spec = lookup(
+            method, self.our_role, REQUEST if is_request else NOTIFICATION, self.protocol_version
+        )
         if spec is None:
             what = "request" if is_request else "notification"
             version = self.protocol_version
@@ -717,7 +719,7 @@ class Connection:
             )
         k = kind_of(method, is_request=is_request)
         self._check_step(k)  # a lifecycle refusal names the state first
-        missing = self._missing_capability(spec)
+        missing = spec.missing_capability(self.protocol_version, self.capabilities)
         if missing:
             raise LocalProtocolError(missing, code=METHOD_NOT_FOUND)
         result = _structurer(spec.result_type) if is_request else None
@@ -959,36 +961,7 @@ class Connection:
             out.append(rpc.encode(message, newline=self.newline_framing))
         return out
 
-    # -- the method table and the capabilities -------------------------------------
-
-    def _lookup(self, method: str, sender: Role, kind: str) -> MethodSpec | None:
-        """The method table's row for ``method`` when ``sender`` may send it as ``kind``
-        (REQUEST or NOTIFICATION) in the negotiated version; else None."""
-        spec = METHODS.get(method)
-        if (
-            spec is None
-            or spec.kind != kind
-            or sender not in spec.senders
-            or not spec.available_in(self.protocol_version)
-        ):
-            return None
-        return spec
-
-    def _missing_capability(self, spec: MethodSpec) -> str | None:
-        """Why ``spec``'s method may not be used here (the capability it needs was not
-        negotiated), or None when it may."""
-        owner = spec.capability_of
-        if not spec.capability or owner is None:
-            return None
-        version = self.protocol_version
-        if version is not None and version < spec.capability_since:
-            return None
-        # Spec: 2025-06-18/basic/lifecycle#operation.1
-        # "Both parties MUST:"
-        if capability_present(self.capabilities[owner], spec.capability):
-            return None
-        path = ".".join(spec.capability)
-        return f"{spec.method} needs the {owner.value} capability {path}, which was not negotiated"
+    # -- helpers -------------------------------------------------------------------
 
     def _structure_params(self, spec: MethodSpec, payload: Any) -> Any:
         if payload is None:
