@@ -1,17 +1,24 @@
-"""Replies to a JSON-RPC batch: collected, then sent as one array.
+"""JSON-RPC batches (protocol 2025-03-26 only): a stage in front of the connection.
 
 Theory of operation
 -------------------
 Protocol version 2025-03-26 allows JSON-RPC batches (2025-06-18 removed them again).
-The Streamable HTTP server answers a batch body with one array itself, and message
-transports (WebSocket) reply item by item.  When the connection reads a batch from a
-byte stream (stdio, newline framing), it handles every item at once and
-opens one :class:`BatchReplies` for it, owing one reply per request it produced an event
-for and per item it refused with an error reply.  Each reply the application sends for
-the batch is serialized as usual, then held here; the one that settles the last debt
-returns the whole array, ``[reply, reply, ...]``, to write in place of itself.  A
-request the peer cancels is owed nothing more (:meth:`BatchReplies.drop`).  A batch
-that owes nothing (only notifications and responses) is answered with nothing.
+The connection itself handles one message at a time and never sees a batch: when it
+decodes a JSON array it hands it to its :class:`Batches` stage, which
+
+1. refuses the array whole when it may not be read (:func:`refuse_batch`);
+2. feeds the items to the connection one by one, in order, and returns their events
+   and refusals, which ``next_event`` hands out in their turn;
+3. on a byte stream (newline framing), collects the replies: it opens one
+   :class:`BatchReplies` per array, owing one reply per request accepted and per item
+   refused with an error reply, and keyed by the reply's id (the refused item's id,
+   or the request's).  Each reply the application sends for the batch is held; the
+   one that settles the last debt is replaced by the whole array, ``[reply, ...]``.
+   A request the peer cancels is owed nothing more.  A batch that owes nothing (only
+   notifications and responses) is answered with nothing.
+
+Message transports do without step 3: the Streamable HTTP server answers a batch body
+with one array itself, and a WebSocket peer gets its replies one by one.
 
 Source: JSON-RPC 2.0 section 6 (batch): the replies SHOULD come back as an array once
 all the requests are processed, and an empty array MUST NOT be sent;
@@ -20,13 +27,18 @@ all the requests are processed, and an empty array MUST NOT be sent;
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
 import attrs
 
 from ._errors import INVALID_REQUEST, RemoteProtocolError
 from ._jsonrpc import error_reply
 from ._methods import BATCH_VERSIONS
+from .events import Event, Request
 
-__all__ = ["BatchReplies", "refuse_batch"]
+__all__ = ["BatchReplies", "Batches", "refuse_batch"]
 
 
 def refuse_batch(count: int, version: str | None, max_items: int) -> RemoteProtocolError | None:
@@ -63,14 +75,11 @@ def refuse_batch(count: int, version: str | None, max_items: int) -> RemoteProto
 
 @attrs.define
 class BatchReplies:
-    """The replies owed to one batch.
+    """The replies owed to one batch read from a byte stream.
 
     Attributes:
         owed: replies still to come (>= 0).
         parts: the replies held so far, each one serialized JSON message (no newline).
-
-    Batches are answered as one array only on byte streams (newline framing), so what
-    comes in and goes out here are framed lines.
     """
 
     owed: int = 0
@@ -80,7 +89,7 @@ class BatchReplies:
         """Hold one reply (``line``: its serialized message and newline); return the
         array line ``b"[...]\\n"`` when it was the last one owed, else ``b""``."""
         self.owed -= 1
-        self.parts.append(line.rstrip(b"\n"))
+        self.parts.append(line.removesuffix(b"\n"))
         return self._done()
 
     def drop(self) -> bytes:
@@ -95,3 +104,79 @@ class BatchReplies:
         array = b"[" + b",".join(self.parts) + b"]\n"
         self.parts = []
         return array
+
+
+class Batches:
+    """The batch stage of one connection.
+
+    Args:
+        max_items: the largest batch accepted (the connection's in-flight bound).
+        collect: True on a byte stream: replies go back as one array per batch.
+        max_refused: how many replies to refused items are remembered; past it the
+            oldest id's are forgotten (a driver sends each as ``next_event`` raises).
+    """
+
+    def __init__(self, *, max_items: int, collect: bool, max_refused: int) -> None:
+        self.max_items = max_items
+        self.collect = collect
+        self.max_refused = max_refused
+        self._requests: dict[Any, BatchReplies] = {}  # accepted request id -> its batch
+        self._refused: dict[Any, deque[BatchReplies]] = {}  # reply id -> batches, oldest first
+        self._refused_count = 0
+
+    def split(
+        self, items: list[Any], version: str | None, handle: Callable[[Any], Event | None]
+    ) -> list[Event | RemoteProtocolError]:
+        """Feed every item to ``handle`` (the connection's reader of one message), in
+        order; return their events and refusals (RemoteProtocolError) in that order.
+
+        Raises:
+            RemoteProtocolError: the batch is refused whole (:func:`refuse_batch`).
+        """
+        refusal = refuse_batch(len(items), version, self.max_items)
+        if refusal is not None:
+            raise refusal
+        replies = BatchReplies() if self.collect else None
+        out: list[Event | RemoteProtocolError] = []
+        for item in items:
+            try:
+                event = handle(item)
+            except RemoteProtocolError as exc:
+                out.append(exc)
+                if exc.event_hint is not None and replies is not None:
+                    replies.owed += 1
+                    self._refused.setdefault(exc.event_hint.id, deque()).append(replies)
+                    self._refused_count += 1
+                continue
+            if event is None:
+                continue
+            out.append(event)
+            if type(event) is Request and replies is not None:
+                replies.owed += 1
+                self._requests[event.id] = replies
+        while self._refused_count > self.max_refused:
+            oldest = next(iter(self._refused))
+            self._refused_count -= len(self._refused.pop(oldest))
+        return out
+
+    def reply(self, rid: Any, data: bytes, *, refused: bool) -> bytes:
+        """What to write for the reply ``data`` with id ``rid``, which answers a refused
+        message (``refused``) or a request: ``data`` itself when no batch owes it,
+        ``b""`` while its batch waits for more, the batch's array when it was the last."""
+        if not refused:
+            replies = self._requests.pop(rid, None)
+            return data if replies is None else replies.add(data)
+        owed = self._refused.get(rid)
+        if not owed:
+            return data
+        self._refused_count -= 1
+        replies = owed.popleft()
+        if not owed:
+            del self._refused[rid]
+        return replies.add(data)
+
+    def cancelled(self, rid: Any) -> bytes:
+        """The peer cancelled request ``rid``: no reply is owed for it any more.  Return
+        its batch's array when that settles it, else ``b""``."""
+        replies = self._requests.pop(rid, None)
+        return b"" if replies is None else replies.drop()

@@ -22,7 +22,8 @@ module:
 
 1. framing (``_framing``: bounded lines) and JSON (``_jsonrpc.decode``, -32700);
 2. the JSON-RPC envelope (``_jsonrpc.classify``, -32600 / -32602); a batch
-   (2025-03-26 only) is split into its items here and each goes on alone (``_batch``);
+   (2025-03-26 only) goes to the batch stage (``_batch``), which feeds its items
+   back one by one and gathers their replies: the steps below see single messages;
 3. the method table (``_methods.METHODS``: known method, right sender, revision,
    negotiated capability, -32601);
 4. the lifecycle table (``_state``, -32600): the state changes only by its rows;
@@ -34,8 +35,8 @@ Sending runs the same checks the other way round, and changes nothing until the
 message is known to be good: a refusal leaves the connection as it was.
 
 A refused message is answered by the error reply in ``event_hint``; that reply may
-carry the id of a request of ours in flight (the peer reused it), so the ids of replies
-owed to refusals are kept (``_refusals``), and sending one answers no request.
+carry the id of a request in flight (the peer reused it), so the ids of replies owed
+to refusals are counted (``_refusals``), and sending one answers no request.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from . import _jsonrpc as rpc
-from ._batch import BatchReplies, refuse_batch
+from ._batch import Batches
 from ._convert import ConversionError, structure_fn, unstructure_fn
 from ._errors import (
     INTERNAL_ERROR,
@@ -62,9 +63,10 @@ from ._inflight import Incoming, InFlight, Outgoing, RequestTimeout
 from ._methods import (
     METHODS,
     NOTIFICATION,
+    REQUEST,
     SUPPORTED_VERSIONS,
     MethodSpec,
-    capability_present,
+    lookup,
     negotiate_version,
 )
 from ._state import (
@@ -85,8 +87,6 @@ from .events import (
     ErrorResponse,
     Event,
     Notification,
-    Progress,
-    ProgressDropped,
     Request,
     RequestCancelled,
     RequestTimedOut,
@@ -182,20 +182,19 @@ class Connection:
         )
         self._next_id = 0
         self._init_id: Any = None  # a server's: the id of the client's initialize
-        # Replies owed to refused messages, by the id they carry, oldest first, each
-        # with the batch it answers into (None outside a batch).  Bounded: a driver
-        # sends each reply as next_event raises, so only one that sends none fills it.
-        self._refusals: dict[Any, deque[BatchReplies | None]] = {}
+        # How many replies are owed to refused messages, by the id they carry.
+        # Bounded: a driver sends each reply as next_event raises, so only one that
+        # sends none fills it; past the bound the oldest id is forgotten.
+        self._refusals: dict[Any, int] = {}
         self._refusals_count = 0
         self._max_refusals = max(64, 4 * max_requests_in_flight)
-        # Batches read from a byte stream: the batch each accepted request answers into.
-        self._batch_of: dict[Any, BatchReplies] = {}
+        self._batches: Batches | None = None  # made by the first batch read
         self._outbox: list[bytes] = []
         # Per-method decisions (method table, lifecycle kind, capabilities), made once
         # until the version or the capabilities change (see _forget_plans).
         self._request_plans: dict[str, tuple[MethodSpec, Kind]] = {}
         self._notification_plans: dict[str, tuple[MethodSpec, Kind, Callable[[Any], Any]]] = {}
-        self._send_plans: dict[str, tuple[MethodSpec, Kind, Callable[[Any], Any]]] = {}
+        self._send_plans: dict[str, tuple[MethodSpec, Kind, Any]] = {}
         #: The negotiated protocol version (None until initialize completes).
         self.protocol_version: str | None = None
         #: The version the client asked for in ``initialize``.
@@ -230,7 +229,7 @@ class Connection:
             self._next_id += 1
             rid = self._next_id
             inflight = self._inflight
-            if inflight.get_outgoing(rid) is None and not inflight.outgoing_finished(rid):
+            if rid not in inflight.outgoing and rid not in inflight.finished_out:
                 return rid
 
     def negotiated_version_for(self, requested: str) -> str:
@@ -293,27 +292,27 @@ class Connection:
                 connection stays usable.
         """
         while True:
-            if self._events:
-                ready = self._events.popleft()
-                if type(ready) is RemoteProtocolError:
-                    raise ready
-                assert not isinstance(ready, RemoteProtocolError)
-                return ready
-            line = self._lines.next_line() if not self._messages else self._next_message()
-            if line is None and self._eof:
-                line = self._lines.take_rest() or None
-            if line is None:
-                if self._eof and not self._closed_reported:
-                    self._closed_reported = True
-                    # CLOSING: we may still answer what we accepted.
-                    self.state = self._step(RECEIVE, Kind.CLOSE) or self.state
-                    return ConnectionClosed()
-                return NEED_DATA
             try:
+                if self._events:
+                    ready = self._events.popleft()
+                    if type(ready) is RemoteProtocolError:
+                        raise ready
+                    assert not isinstance(ready, RemoteProtocolError)
+                    return ready
+                line = self._lines.next_line() if not self._messages else self._next_message()
+                if line is None and self._eof:
+                    line = self._lines.take_rest() or None
+                if line is None:
+                    if self._eof and not self._closed_reported:
+                        self._closed_reported = True
+                        # CLOSING: we may still answer what we accepted.
+                        self.state = self._step(RECEIVE, Kind.CLOSE) or self.state
+                        return ConnectionClosed()
+                    return NEED_DATA
                 event = self._read(line)
             except RemoteProtocolError as exc:
                 if exc.event_hint is not None:
-                    self._note_refusal(exc.event_hint.id, None)
+                    self._note_refusal(exc.event_hint.id)
                 raise
             if event is not None:
                 return event
@@ -333,17 +332,19 @@ class Connection:
             if self.newline_framing:
                 return None  # a blank line (strip copies: only when it may be one)
             # A whole message that is blank is no JSON at all: refuse it.
-            raise RemoteProtocolError(
-                "parse error: empty message",
-                code=PARSE_ERROR,
-                event_hint=rpc.error_reply(None, PARSE_ERROR, "parse error: empty message"),
-            )
+            raise self._refuse(None, PARSE_ERROR, "parse error: empty message")
         try:
             obj = rpc.decode(line)
         except RemoteProtocolError as exc:
             raise self._parse_error(line, exc) from None
         if type(obj) is list:
-            self._split_batch(obj)
+            if self._batches is None:
+                self._batches = Batches(
+                    max_items=self._inflight.max_incoming,
+                    collect=self.newline_framing,
+                    max_refused=self._max_refusals,
+                )
+            self._events.extend(self._batches.split(obj, self.protocol_version, self._handle))
             return None
         return self._handle(obj)
 
@@ -379,7 +380,7 @@ class Connection:
         if rid is not None and is_request:
             raise self._refuse(rid, INVALID_REQUEST, message)
         if rid is not None:
-            out = self._inflight.get_outgoing(rid)
+            out = self._inflight.outgoing.get(rid)
             if out is not None and out.method != "initialize":
                 self._inflight.pop_outgoing(rid, "answered")
                 return ErrorResponse(
@@ -389,34 +390,7 @@ class Connection:
                     method=out.method,
                 )
             return None  # a response we are not waiting for: nothing to do
-        raise RemoteProtocolError(
-            message,
-            code=INVALID_REQUEST,
-            event_hint=rpc.error_reply(None, INVALID_REQUEST, message),
-        )
-
-    def _split_batch(self, items: list[Any]) -> None:
-        """Handle every item of a batch now, in order; their events and refusals queue
-        for ``next_event``.  On a byte stream the replies owed are counted, to go back as
-        one array (``_batch``); a message transport (Streamable HTTP) assembles the
-        replies to a batch body itself."""
-        refusal = refuse_batch(len(items), self.protocol_version, self._inflight.max_incoming)
-        if refusal is not None:
-            raise refusal
-        replies = BatchReplies() if self.newline_framing else None
-        for item in items:
-            try:
-                event = self._handle(item)
-            except RemoteProtocolError as exc:
-                if exc.event_hint is not None:
-                    self._note_refusal(exc.event_hint.id, replies)
-                self._events.append(exc)
-                continue
-            if type(event) is Request and replies is not None:
-                replies.owed += 1
-                self._batch_of[event.id] = replies
-            if event is not None:
-                self._events.append(event)
+        raise self._refuse(None, INVALID_REQUEST, message)
 
     def _handle(self, obj: Any) -> Event | None:
         kind, rid, method, payload = rpc.classify(obj)
@@ -427,58 +401,58 @@ class Connection:
         return self._receive_response(kind, rid, payload, obj)
 
     def _refuse(self, rid: Any, code: int, message: str) -> RemoteProtocolError:
-        """The refusal of request ``rid``, with its error reply as the hint."""
+        """The refusal of request ``rid`` (None: not known), with its reply as the hint."""
         hint = rpc.error_reply(rid, code, message)
         return RemoteProtocolError(message, code=code, event_hint=hint, request_id=rid)
 
-    def _note_refusal(self, rid: Any, batch: BatchReplies | None) -> None:
+    def _note_refusal(self, rid: Any) -> None:
         """A reply with id ``rid`` is owed to a refused message: sending it answers no
-        request in flight (the refused message may have reused the id), and goes into
-        ``batch``'s array when there is one.  Past the bound the oldest is forgotten."""
-        if batch is not None:
-            batch.owed += 1
-        self._refusals.setdefault(rid, deque()).append(batch)
+        request in flight (the refused message may have reused the id)."""
+        self._refusals[rid] = self._refusals.get(rid, 0) + 1
         self._refusals_count += 1
         if self._refusals_count > self._max_refusals:
             oldest = next(iter(self._refusals))
-            self._refusals_count -= len(self._refusals.pop(oldest))
+            self._refusals_count -= self._refusals.pop(oldest)
+
+    def _receive_step(self, kind: Kind, rid: Any = None) -> State:
+        """The next state for receiving ``kind``.
+
+        Raises:
+            RemoteProtocolError: -32600 when the lifecycle table has no row for it, with
+                the reply to request ``rid`` (None: the message is owed no reply).
+        """
+        new_state = next_state(self.our_role, self.state, RECEIVE, kind)
+        if new_state is None:
+            why = describe_refusal(self.our_role, self.state, RECEIVE, kind)
+            if rid is None:
+                raise RemoteProtocolError(why, code=INVALID_REQUEST)
+            raise self._refuse(rid, INVALID_REQUEST, why)
+        return new_state
 
     def _plan_request(self, rid: Any, method: str) -> tuple[MethodSpec, Kind]:
         """Decide, once per method until the version or capabilities change, whether the
         peer may send us this request: the method table, then the capabilities."""
-        spec = self._lookup(method, sender=self.their_role)
-        if spec is None or spec.kind == NOTIFICATION:
+        spec = lookup(method, self.their_role, REQUEST, self.protocol_version)
+        if spec is None:
             raise self._refuse(rid, METHOD_NOT_FOUND, f"method not found: {method}")
         k = kind_of(method, is_request=True)
-        if self._step(RECEIVE, k) is None:
-            raise self._refuse(
-                rid, INVALID_REQUEST, describe_refusal(self.our_role, self.state, RECEIVE, k)
-            )
+        self._receive_step(k, rid)  # a lifecycle refusal names the state first
         # Spec: 2025-06-18/basic/lifecycle#error-handling.1 (capability not negotiated)
         # "Implementations SHOULD be prepared to handle these error cases:"
         # Spec: 2025-06-18/client/roots#error-handling.1 (a client without roots: -32601)
         # "Clients SHOULD return standard JSON-RPC errors for common failure cases:"
-        if not self._capability_ok(spec):
-            raise self._refuse(
-                rid,
-                METHOD_NOT_FOUND,
-                f"method not available: {method} needs the "
-                f"{spec.capability_of.value if spec.capability_of else ''} capability "
-                f"{'.'.join(spec.capability)}, which was not negotiated",
-            )
+        missing = spec.missing_capability(self.protocol_version, self.capabilities)
+        if missing:
+            raise self._refuse(rid, METHOD_NOT_FOUND, f"method not available: {missing}")
         plan = self._request_plans[method] = (spec, k)
         return plan
 
     def _receive_request(self, rid: Any, method: str, payload: Any) -> Event:
         plan = self._request_plans.get(method)
         spec, k = plan if plan is not None else self._plan_request(rid, method)
-        new_state = self._step(RECEIVE, k)
-        if new_state is None:
-            raise self._refuse(
-                rid, INVALID_REQUEST, describe_refusal(self.our_role, self.state, RECEIVE, k)
-            )
+        new_state = self._receive_step(k, rid)
         inflight = self._inflight
-        if inflight.is_incoming_known(rid):
+        if rid in inflight.incoming or rid in inflight.finished_in:
             raise self._refuse(rid, INVALID_REQUEST, f"request id {rid!r} was already used")
         if len(inflight.incoming) >= inflight.max_incoming:
             raise self._refuse(rid, INTERNAL_ERROR, "too many requests in flight")
@@ -504,7 +478,7 @@ class Connection:
                 # Spec: 2025-06-18/basic/utilities/progress#progress-flow.2
                 # "Progress tokens can be chosen by the sender using any means, but MUST be unique
                 # across all active requests."
-                if inflight.incoming_token_in_use(token):
+                if token in inflight.in_tokens:
                     raise self._refuse(
                         rid, INVALID_PARAMS, f"progress token {token!r} is already in use"
                     )
@@ -524,17 +498,13 @@ class Connection:
         # Every failure below raises without an event_hint: no response to a notification.
         plan = self._notification_plans.get(method)
         if plan is None:
-            spec = self._lookup(method, sender=self.their_role)
-            if spec is None or spec.kind != NOTIFICATION:
+            spec = lookup(method, self.their_role, NOTIFICATION, self.protocol_version)
+            if spec is None:
                 raise RemoteProtocolError(f"unknown notification: {method}", code=METHOD_NOT_FOUND)
             k = kind_of(method, is_request=False)
             plan = self._notification_plans[method] = (spec, k, _structurer(spec.params_type))
         spec, k, structure_params = plan
-        new_state = self._step(RECEIVE, k)
-        if new_state is None:
-            raise RemoteProtocolError(
-                describe_refusal(self.our_role, self.state, RECEIVE, k), code=INVALID_REQUEST
-            )
+        new_state = self._receive_step(k)
         # A notification of a capability the peer did not declare breaks
         # 2025-06-18/basic/lifecycle#operation.1 on the peer's side, but it asks nothing
         # of us: it is delivered (dropping a log line helps no one).  We never send one
@@ -552,7 +522,7 @@ class Connection:
         if method == _CANCELLED:
             return self._receive_cancel(params)
         if method == _PROGRESS:
-            return self._receive_progress(params)
+            return self._inflight.progress_received(params)
         return Notification(method=method, params=params)
 
     def _receive_cancel(self, params: Any) -> Event | None:
@@ -573,36 +543,11 @@ class Connection:
         req = self._inflight.pop_incoming(rid, "cancelled")
         if req is None:
             return None
-        replies = self._batch_of.pop(rid, None)
-        if replies is not None:
-            array = replies.drop()  # no reply is owed for it any more
+        if self._batches is not None:
+            array = self._batches.cancelled(rid)
             if array:
                 self._outbox.append(array)
         return RequestCancelled(id=rid, reason=params.reason)
-
-    def _receive_progress(self, params: Any) -> Event:
-        token = params.progress_token
-        out = self._inflight.outgoing_for_token(token)
-        # Spec: 2025-06-18/basic/utilities/progress#behavior-requirements.1
-        # "Progress notifications MUST only reference tokens that:"
-        if out is None:
-            return ProgressDropped(progress_token=token, reason="no active request has this token")
-        # Spec: 2025-06-18/basic/utilities/progress#progress-flow.4
-        # "The `progress` value MUST increase with each notification, even if the total is unknown."
-        if out.last_progress is not None and not params.progress > out.last_progress:
-            return ProgressDropped(
-                progress_token=token,
-                reason=f"progress {params.progress} does not increase past {out.last_progress}",
-            )
-        out.last_progress = params.progress
-        out.progressed = True
-        return Progress(
-            request_id=out.id,
-            progress_token=token,
-            progress=params.progress,
-            total=params.total,
-            message=params.message,
-        )
 
     def _receive_response(self, kind: int, rid: Any, payload: Any, obj: Any) -> Event | None:
         inflight = self._inflight
@@ -614,7 +559,7 @@ class Connection:
             )
         out = inflight.outgoing.get(rid)
         if out is None:
-            if inflight.outgoing_finished(rid) in ("cancelled", "timed out"):
+            if inflight.finished_out.get(rid) in ("cancelled", "timed out"):
                 # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.5
                 # "The sender of the cancellation notification SHOULD ignore any response to the
                 # request that arrives afterward"
@@ -625,11 +570,7 @@ class Connection:
         method = out.method
         answers_init = method == "initialize"
         k = kind_of(None, is_request=False, answers_initialize=answers_init, is_error=is_error)
-        new_state = self._step(RECEIVE, k)
-        if new_state is None:
-            raise RemoteProtocolError(
-                describe_refusal(self.our_role, self.state, RECEIVE, k), code=INVALID_REQUEST
-            )
+        new_state = self._receive_step(k)
         inflight.pop_outgoing(rid, "answered")
         if is_error:
             self.state = new_state
@@ -741,7 +682,7 @@ class Connection:
 
     def _check_step(self, kind: Kind) -> State:
         """The next state for sending ``kind``; LocalProtocolError when refused."""
-        new_state = self._step(SEND, kind)
+        new_state = next_state(self.our_role, self.state, SEND, kind)
         if new_state is None:
             raise LocalProtocolError(describe_refusal(self.our_role, self.state, SEND, kind))
         return new_state
@@ -760,27 +701,29 @@ class Connection:
         data: dict[str, Any] = _unstructurer(type(params))(params)
         return data
 
-    def _plan_send_request(self, method: str) -> tuple[MethodSpec, Kind, Callable[[Any], Any]]:
+    def _plan_send(self, method: str, is_request: bool) -> tuple[MethodSpec, Kind, Any]:
         """Decide, once per method until the version or capabilities change, whether we
-        may send this request (the method table, then the peer's capabilities)."""
-        spec = self._lookup(method, sender=self.our_role)
-        if spec is None or spec.kind == NOTIFICATION:
-            version = (
-                f" in protocol version {self.protocol_version}" if self.protocol_version else ""
-            )
+        may send this request or notification: the method table, the lifecycle, then
+        the capabilities.  The plan: the method's spec, its lifecycle kind, and for a
+        request the structure function of its result."""
+        spec = lookup(
+            method, self.our_role, REQUEST if is_request else NOTIFICATION, self.protocol_version
+        )
+        if spec is None:
+            what = "request" if is_request else "notification"
+            version = self.protocol_version
             raise LocalProtocolError(
-                f"{self.our_role.value} cannot send request {method!r}{version}",
+                f"{self.our_role.value} cannot send {what} {method!r}"
+                + (f" in protocol version {version}" if version else ""),
                 code=METHOD_NOT_FOUND,
             )
-        k = kind_of(method, is_request=True)
+        k = kind_of(method, is_request=is_request)
         self._check_step(k)  # a lifecycle refusal names the state first
-        if not self._capability_ok(spec):
-            raise LocalProtocolError(
-                f"{method} needs the peer's capability {'.'.join(spec.capability)}, "
-                "which was not negotiated",
-                code=METHOD_NOT_FOUND,
-            )
-        plan = self._send_plans[method] = (spec, k, _structurer(spec.result_type))
+        missing = spec.missing_capability(self.protocol_version, self.capabilities)
+        if missing:
+            raise LocalProtocolError(missing, code=METHOD_NOT_FOUND)
+        result = _structurer(spec.result_type) if is_request else None
+        plan = self._send_plans[method] = (spec, k, result)
         return plan
 
     def _send_request(self, event: Request, now: float | None, timeout: Any) -> bytes:
@@ -792,7 +735,7 @@ class Connection:
         if not rpc.valid_id(rid):
             raise LocalProtocolError(f"request id must be a str or an int, not {rid!r}")
         plan = self._send_plans.get(method)
-        spec, k, structure_result = plan if plan is not None else self._plan_send_request(method)
+        spec, k, structure_result = plan if plan is not None else self._plan_send(method, True)
         new_state = self._check_step(k)
         params = self._check_params(spec, event.params)
         token = None
@@ -840,18 +783,9 @@ class Connection:
 
     def _send_notification(self, event: Notification) -> bytes:
         method = event.method
-        spec = self._lookup(method, sender=self.our_role)
-        if spec is None or spec.kind != NOTIFICATION:
-            raise LocalProtocolError(
-                f"{self.our_role.value} cannot send notification {method!r}",
-                code=METHOD_NOT_FOUND,
-            )
-        new_state = self._check_step(kind_of(method, is_request=False))
-        if not self._capability_ok(spec):
-            raise LocalProtocolError(
-                f"{method} needs the capability {'.'.join(spec.capability)}, not negotiated",
-                code=METHOD_NOT_FOUND,
-            )
+        plan = self._send_plans.get(method)
+        spec, k, _ = plan if plan is not None else self._plan_send(method, False)
+        new_state = self._check_step(k)
         params = self._check_params(spec, event.params)
         # Spec: 2025-06-18/basic#notifications.2
         # "Notifications MUST NOT include an ID."
@@ -861,72 +795,28 @@ class Connection:
         data = self._encode(message)
         # The two checks below raise before they change anything.
         if method == _CANCELLED:
-            if not self._send_cancel(event.params):
-                return b""
+            if not self._inflight.cancel_outgoing(event.params.request_id):
+                return b""  # already answered (or given up on): nothing to cancel
         elif method == _PROGRESS:
-            self._send_progress(event.params)
+            self._inflight.progress_sent(event.params)
         self.state = new_state
         return data
 
-    def _send_cancel(self, params: Any) -> bool:
-        rid = params.request_id
-        if not rpc.valid_id(rid):
-            raise LocalProtocolError(
-                f"notifications/cancelled needs a str or int requestId: {rid!r}"
-            )
-        inflight = self._inflight
-        out = inflight.get_outgoing(rid)
-        if out is None:
-            if inflight.outgoing_finished(rid):
-                return False  # already answered (or given up on): nothing to cancel
-            # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.1
-            # "Cancellation notifications MUST only reference requests that:"
-            raise LocalProtocolError(f"cannot cancel {rid!r}: no such request was sent")
-        # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.2
-        # "The `initialize` request MUST NOT be cancelled by clients"
-        if out.method == "initialize":
-            raise LocalProtocolError("the initialize request must not be cancelled")
-        inflight.pop_outgoing(rid, "cancelled")
-        return True
-
-    def _send_progress(self, params: Any) -> None:
-        token = params.progress_token
-        if not rpc.valid_id(token):
-            raise LocalProtocolError(f"a progress token is a str or an int, not {token!r}")
-        req = self._inflight.incoming_for_token(token)
-        # Spec: 2025-06-18/basic/utilities/progress#behavior-requirements.1
-        # "Progress notifications MUST only reference tokens that:"
-        # Spec: 2025-06-18/basic/utilities/progress#implementation-notes.3
-        # "Progress notifications MUST stop after completion"
-        if req is None:
-            raise LocalProtocolError(f"progress token {token!r} belongs to no active request")
-        # Spec: 2025-06-18/basic/utilities/progress#progress-flow.4
-        # "The `progress` value MUST increase with each notification, even if the total is unknown."
-        if req.last_progress is not None and not params.progress > req.last_progress:
-            raise LocalProtocolError(
-                f"progress must increase: {params.progress} after {req.last_progress}"
-            )
-        req.last_progress = params.progress
-
-    def _answerable(self, rid: Any) -> Incoming | bool | None:
-        """The incoming request ``rid`` answers; False when the answer must be dropped."""
-        req = self._inflight.get_incoming(rid)
-        if req is None and self._inflight.incoming_finished(rid) == "cancelled":
-            # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.3
-            # "Receivers of cancellation notifications SHOULD:"
-            return False
-        return req
+    def _was_cancelled(self, rid: Any) -> bool:
+        """Whether the peer cancelled its request ``rid``: an answer to it is dropped."""
+        # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.3
+        # "Receivers of cancellation notifications SHOULD:"
+        return self._inflight.finished_in.get(rid) == "cancelled"
 
     def _send_response(self, event: Response) -> bytes:
         rid = event.id
         if not rpc.valid_id(rid):
             raise LocalProtocolError(f"response id must be a str or an int, not {rid!r}")
-        req = self._answerable(rid)
-        if req is False:
-            return b""
-        if req is None or req is True:
+        req = self._inflight.incoming.get(rid)
+        if req is None:
+            if self._was_cancelled(rid):
+                return b""
             raise LocalProtocolError(f"no request with id {rid!r} awaits a response")
-        assert isinstance(req, Incoming)
         spec = METHODS[req.method]
         is_init = req.method == "initialize"
         new_state = self._check_step(Kind.INITIALIZE_RESULT if is_init else Kind.RESPONSE)
@@ -961,7 +851,7 @@ class Connection:
             self.capabilities[SERVER] = result.capabilities
             self._forget_plans()
         self.state = new_state
-        return self._batched(rid, data) if self._batch_of else data
+        return data if self._batches is None else self._batches.reply(rid, data, refused=False)
 
     def _send_error(self, event: ErrorResponse) -> bytes:
         rid = event.id
@@ -976,12 +866,10 @@ class Connection:
         # session."
         # The reply to a refused message (which may have reused the id of a request
         # still in flight) answers no request of ours.
-        refusal = self._refusals.get(rid)
-        req: Any = None
-        if rid is not None and refusal is None:
-            req = self._answerable(rid)
-            if req is False:
-                return b""
+        refused = rid in self._refusals
+        req = None if refused else self._inflight.incoming.get(rid)
+        if req is None and not refused and self._was_cancelled(rid):
+            return b""
         is_init = req is not None and req.method == "initialize"
         new_state = self._check_step(Kind.INITIALIZE_ERROR if is_init else Kind.RESPONSE)
         error: dict[str, Any] = {"code": event.code, "message": event.message}
@@ -991,21 +879,14 @@ class Connection:
         # always be deliverable; the peer's own bound still applies on its side.
         data = self._encode({"jsonrpc": "2.0", "id": rid, "error": error}, bounded=False)
         self.state = new_state
-        if refusal is not None:
-            batch = refusal.popleft()
+        if refused:
             self._refusals_count -= 1
-            if not refusal:
+            self._refusals[rid] -= 1
+            if not self._refusals[rid]:
                 del self._refusals[rid]
-            return data if batch is None else batch.add(data)
-        if req is not None:
+        elif req is not None:
             self._inflight.pop_incoming(rid, "answered")
-        return self._batched(rid, data) if self._batch_of else data
-
-    def _batched(self, rid: Any, data: bytes) -> bytes:
-        """A reply to a request of a batch is held until the batch's last one; that one
-        brings the array (see :mod:`._batch`).  Other replies pass unchanged."""
-        replies = self._batch_of.pop(rid, None)
-        return data if replies is None else replies.add(data)
+        return data if self._batches is None else self._batches.reply(rid, data, refused=refused)
 
     # -- closing, timeouts, and what the connection sends by itself ----------------
 
@@ -1036,10 +917,7 @@ class Connection:
         Only a batch makes any: when the peer cancels the last request of a batch whose
         other replies are held, the array of those replies is here (after the
         :class:`RequestCancelled` event).  A driver calls it after handling that event.
-
-        Source: JSON-RPC 2.0 section 6 (the replies to a batch go back as one array,
-        once all its requests are processed, and never as an empty one); batches are
-        received only in protocol version 2025-03-26 (see :mod:`._batch`).
+        Source: JSON-RPC 2.0 section 6, in :mod:`._batch`.
         """
         data = b"".join(self._outbox)
         self._outbox.clear()
@@ -1083,27 +961,7 @@ class Connection:
             out.append(rpc.encode(message, newline=self.newline_framing))
         return out
 
-    # -- the method table and the capabilities -------------------------------------
-
-    def _lookup(self, method: str, *, sender: Role) -> MethodSpec | None:
-        spec = METHODS.get(method)
-        if (
-            spec is None
-            or sender not in spec.senders
-            or not spec.available_in(self.protocol_version)
-        ):
-            return None
-        return spec
-
-    def _capability_ok(self, spec: MethodSpec) -> bool:
-        if not spec.capability or spec.capability_of is None:
-            return True
-        version = self.protocol_version
-        if version is not None and version < spec.capability_since:
-            return True
-        # Spec: 2025-06-18/basic/lifecycle#operation.1
-        # "Both parties MUST:"
-        return capability_present(self.capabilities[spec.capability_of], spec.capability)
+    # -- helpers -------------------------------------------------------------------
 
     def _structure_params(self, spec: MethodSpec, payload: Any) -> Any:
         if payload is None:

@@ -74,11 +74,6 @@ class LineBuffer:
         #: The first PEEK_BYTES of the last over-long line (for its id, see _jsonrpc.peek).
         self.too_long_prefix = b""
 
-    @property
-    def max_line_bytes(self) -> int:
-        """The bound on one line, in bytes."""
-        return self._max
-
     def __len__(self) -> int:
         """Bytes held and not yet returned."""
         return len(self._buf) - self._start

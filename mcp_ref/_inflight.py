@@ -29,11 +29,13 @@ from __future__ import annotations
 import heapq
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
 from ._errors import LocalProtocolError
+from ._jsonrpc import valid_id
+from .events import Progress, ProgressDropped
 
 __all__ = ["InFlight", "Incoming", "Outgoing", "RequestTimeout"]
 
@@ -180,36 +182,62 @@ class InFlight:
 
     def pop_outgoing(self, request_id: Any, why: str) -> Outgoing | None:
         """Forget a request we sent (answered, cancelled or timed out); None if unknown."""
-        k = request_id
-        req = self.outgoing.pop(k, None)
-        if req is not None:
-            self.finished_out.add(k, why)
-            if req.progress_token is not None:
-                self.out_tokens.pop(req.progress_token, None)
-        return req
+        return _pop(self.outgoing, self.out_tokens, self.finished_out, request_id, why)
 
-    def outgoing_finished(self, request_id: Any) -> str | None:
-        """Why a request we sent finished, if it did recently."""
-        return self.finished_out.get(request_id)
+    def cancel_outgoing(self, request_id: Any) -> bool:
+        """We cancel a request we sent: forget it.  False when it already finished
+        (nothing to cancel: send nothing).
 
-    def get_outgoing(self, request_id: Any) -> Outgoing | None:
-        """The request we sent with this id, if in flight."""
-        return self.outgoing.get(request_id)
+        Raises:
+            LocalProtocolError: the id is not a str or an int, names no request we sent,
+                or names ``initialize``.
+        """
+        rid = request_id
+        if not valid_id(rid):
+            raise LocalProtocolError(
+                f"notifications/cancelled needs a str or int requestId: {rid!r}"
+            )
+        out = self.outgoing.get(rid)
+        if out is None:
+            if rid in self.finished_out:
+                return False
+            # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.1
+            # "Cancellation notifications MUST only reference requests that:"
+            raise LocalProtocolError(f"cannot cancel {rid!r}: no such request was sent")
+        # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.2
+        # "The `initialize` request MUST NOT be cancelled by clients"
+        if out.method == "initialize":
+            raise LocalProtocolError("the initialize request must not be cancelled")
+        self.pop_outgoing(rid, "cancelled")
+        return True
 
-    def outgoing_for_token(self, token: Any) -> Outgoing | None:
-        """The in-flight request we sent with this progress token."""
-        return self.out_tokens.get(token)
+    def progress_received(self, params: Any) -> Progress | ProgressDropped:
+        """The event of a ``notifications/progress`` from the peer (typed ``params``):
+        Progress for a request we sent, else ProgressDropped saying why."""
+        token = params.progress_token
+        out = self.out_tokens.get(token)
+        # Spec: 2025-06-18/basic/utilities/progress#behavior-requirements.1
+        # "Progress notifications MUST only reference tokens that:"
+        if out is None:
+            return ProgressDropped(progress_token=token, reason="no active request has this token")
+        # Spec: 2025-06-18/basic/utilities/progress#progress-flow.4
+        # "The `progress` value MUST increase with each notification, even if the total is unknown."
+        if out.last_progress is not None and not params.progress > out.last_progress:
+            return ProgressDropped(
+                progress_token=token,
+                reason=f"progress {params.progress} does not increase past {out.last_progress}",
+            )
+        out.last_progress = params.progress
+        out.progressed = True
+        return Progress(
+            request_id=out.id,
+            progress_token=token,
+            progress=params.progress,
+            total=params.total,
+            message=params.message,
+        )
 
     # -- incoming -----------------------------------------------------------------
-
-    def is_incoming_known(self, request_id: Any) -> bool:
-        """True if an id is in flight from the peer or was used by it recently."""
-        k = request_id
-        return k in self.incoming or k in self.finished_in
-
-    def incoming_token_in_use(self, token: Any) -> bool:
-        """True if a peer's active request already uses this progress token."""
-        return token in self.in_tokens
 
     def add_incoming(self, req: Incoming) -> None:
         """Register a request received from the peer (the caller checked the bounds)."""
@@ -219,27 +247,34 @@ class InFlight:
             # "Senders and receivers SHOULD track active progress tokens"
             self.in_tokens[req.progress_token] = req
 
+    def progress_sent(self, params: Any) -> None:
+        """We send a ``notifications/progress`` (typed ``params``) for a peer's request.
+
+        Raises:
+            LocalProtocolError: the token is not a str or an int, belongs to no active
+                request, or the progress does not increase.
+        """
+        token = params.progress_token
+        if not valid_id(token):
+            raise LocalProtocolError(f"a progress token is a str or an int, not {token!r}")
+        req = self.in_tokens.get(token)
+        # Spec: 2025-06-18/basic/utilities/progress#behavior-requirements.1
+        # "Progress notifications MUST only reference tokens that:"
+        # Spec: 2025-06-18/basic/utilities/progress#implementation-notes.3
+        # "Progress notifications MUST stop after completion"
+        if req is None:
+            raise LocalProtocolError(f"progress token {token!r} belongs to no active request")
+        # Spec: 2025-06-18/basic/utilities/progress#progress-flow.4
+        # "The `progress` value MUST increase with each notification, even if the total is unknown."
+        if req.last_progress is not None and not params.progress > req.last_progress:
+            raise LocalProtocolError(
+                f"progress must increase: {params.progress} after {req.last_progress}"
+            )
+        req.last_progress = params.progress
+
     def pop_incoming(self, request_id: Any, why: str) -> Incoming | None:
         """Forget a request from the peer (answered or cancelled); None if unknown."""
-        k = request_id
-        req = self.incoming.pop(k, None)
-        if req is not None:
-            self.finished_in.add(k, why)
-            if req.progress_token is not None:
-                self.in_tokens.pop(req.progress_token, None)
-        return req
-
-    def get_incoming(self, request_id: Any) -> Incoming | None:
-        """The peer's unanswered request with this id."""
-        return self.incoming.get(request_id)
-
-    def incoming_finished(self, request_id: Any) -> str | None:
-        """Why a peer's request finished, if it did recently."""
-        return self.finished_in.get(request_id)
-
-    def incoming_for_token(self, token: Any) -> Incoming | None:
-        """The peer's active request with this progress token."""
-        return self.in_tokens.get(token)
+        return _pop(self.incoming, self.in_tokens, self.finished_in, request_id, why)
 
     # -- deadlines ----------------------------------------------------------------
 
@@ -293,3 +328,18 @@ class InFlight:
             self.pop_outgoing(o.id, "timed out")
             expired.append(o)
         return expired
+
+
+_R = TypeVar("_R", Outgoing, Incoming)
+
+
+def _pop(
+    table: dict[Any, _R], tokens: dict[Any, _R], finished: _Recent, k: Any, why: str
+) -> _R | None:
+    """Take request ``k`` out of ``table`` and its token out of ``tokens``; remember why."""
+    req = table.pop(k, None)
+    if req is not None:
+        finished.add(k, why)
+        if req.progress_token is not None:
+            tokens.pop(req.progress_token, None)
+    return req

@@ -26,6 +26,7 @@ never holds a newline; framing still checks.
 from __future__ import annotations
 
 import json
+from json.encoder import c_encode_basestring, c_make_encoder  # type: ignore[attr-defined]
 from typing import Any, Final
 
 from ._errors import (
@@ -56,7 +57,6 @@ ERROR: Final = 3
 
 _loads = json.loads
 _scan_once = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 _dumps_ascii = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
 
@@ -64,16 +64,11 @@ def _no_default(value: Any) -> Any:
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
-try:
-    # JSONEncoder.encode builds a new C encoder on every call; build it once.  markers
-    # None skips the cycle check: a cyclic value ends in RecursionError, caught below.
-    from json.encoder import c_encode_basestring, c_make_encoder  # type: ignore[attr-defined]
-
-    _c_encode = c_make_encoder(
-        None, _no_default, c_encode_basestring, None, ":", ",", False, False, False
-    )
-except ImportError:  # pragma: no cover - CPython always has the C accelerator
-    _c_encode = None
+# JSONEncoder.encode builds a new C encoder on every call; build it once.  markers None
+# skips the cycle check: a cyclic value ends in RecursionError, caught in encode.
+_c_encode = c_make_encoder(
+    None, _no_default, c_encode_basestring, None, ":", ",", False, False, False
+)
 
 
 def valid_id(value: object) -> bool:
@@ -330,10 +325,7 @@ def encode(message: dict[str, Any], *, newline: bool = False) -> bytes:
             (e.g. a set), or is nested too deeply or cyclic.
     """
     try:
-        if _c_encode is not None:
-            text = "".join(_c_encode(message, 0))
-        else:  # pragma: no cover
-            text = _dumps(message)
+        text = "".join(_c_encode(message, 0))
     except TypeError as exc:
         raise ValueError(str(exc)) from None
     except RecursionError:

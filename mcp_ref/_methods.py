@@ -37,6 +37,7 @@ __all__ = [
     "MethodSpec",
     "capability_present",
     "check_version",
+    "lookup",
     "negotiate_version",
 ]
 
@@ -96,6 +97,21 @@ class MethodSpec:
         """Whether the method exists in protocol ``version`` (None: not negotiated yet)."""
         return version is None or version >= self.since
 
+    def missing_capability(self, version: str | None, capabilities: dict[Role, Any]) -> str | None:
+        """Why the method may not be used in protocol ``version`` with the negotiated
+        ``capabilities`` (by role): the capability it needs is absent.  None when it may."""
+        owner = self.capability_of
+        if not self.capability or owner is None:
+            return None
+        if version is not None and version < self.capability_since:
+            return None
+        # Spec: 2025-06-18/basic/lifecycle#operation.1
+        # "Both parties MUST:"
+        if capability_present(capabilities[owner], self.capability):
+            return None
+        path = ".".join(self.capability)
+        return f"{self.method} needs the {owner.value} capability {path}, which was not negotiated"
+
 
 def _req(
     method: str,
@@ -103,11 +119,13 @@ def _req(
     params_type: Any,
     result_type: Any,
     section: str,
+    *,
+    kind: str = REQUEST,
     **kw: Any,
 ) -> MethodSpec:
     return MethodSpec(
         method=method,
-        kind=REQUEST,
+        kind=kind,
         senders=senders,
         params_type=params_type,
         result_type=result_type,
@@ -119,14 +137,7 @@ def _req(
 def _note(
     method: str, senders: frozenset[Role], params_type: Any, section: str, **kw: Any
 ) -> MethodSpec:
-    return MethodSpec(
-        method=method,
-        kind=NOTIFICATION,
-        senders=senders,
-        params_type=params_type,
-        section=section,
-        **kw,
-    )
+    return _req(method, senders, params_type, None, section, kind=NOTIFICATION, **kw)
 
 
 _V = "2025-06-18/"
@@ -206,6 +217,15 @@ _ROWS = [
 
 METHODS: Final[dict[str, MethodSpec]] = {row.method: row for row in _ROWS}
 """Every MCP method of the supported revisions, by name."""
+
+
+def lookup(method: str, sender: Role, kind: str, version: str | None) -> MethodSpec | None:
+    """The row of ``method`` when ``sender`` may send it as ``kind`` (REQUEST or
+    NOTIFICATION) in protocol ``version`` (None: not negotiated yet); else None."""
+    spec = METHODS.get(method)
+    if spec is None or spec.kind != kind or sender not in spec.senders:
+        return None
+    return spec if spec.available_in(version) else None
 
 
 def capability_present(capabilities: Any, path: tuple[str, ...]) -> bool:

@@ -131,7 +131,6 @@ class PageWalker:
     def __init__(self, *, max_pages: int = 1000) -> None:
         self.items: list[Any] = []
         self._cursor: str | None = None
-        self._started = False
         self._done = False
         self._seen: set[str] = set()
         self._pages = 0

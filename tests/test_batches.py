@@ -232,3 +232,20 @@ def test_a_malformed_message_reusing_an_id_in_flight_leaves_that_request_open() 
     assert server.requests_in_flight()[1] == [1]
     out = server.send(Response(id=1, result=t.EmptyResult()))
     assert json.loads(out) == {"jsonrpc": "2.0", "id": 1, "result": {}}
+
+
+@pytest.mark.spec("2025-06-18/basic#requests.3")
+def test_a_reply_sent_before_an_items_refusal_is_raised_answers_the_request() -> None:
+    # The second item reuses the first's id and is refused; until next_event raises
+    # that refusal, an error reply with id 1 answers the genuine request 1.
+    _, server = initialized_pair(VERSION)
+    server.receive_data(batch(ping(1), ping(1)))
+    assert server.next_event().id == 1
+    assert server.send(ErrorResponse(id=1, code=-1, message="failed")) == b""
+    assert server.requests_in_flight()[1] == []
+    with pytest.raises(RemoteProtocolError) as exc:
+        server.next_event()
+    hint = exc.value.event_hint
+    assert hint is not None and hint.id == 1
+    array = json.loads(server.send(hint))
+    assert [m["error"]["code"] for m in array] == [-1, INVALID_REQUEST]

@@ -126,11 +126,11 @@ def test_finished_ids_are_remembered_up_to_the_bound_oldest_out_first() -> None:
     for rid in range(4):
         _send(table, rid, 0.0, timeout)
         table.pop_outgoing(rid, "answered")
-    assert [table.outgoing_finished(rid) for rid in range(4)] == ["answered"] * 4
+    assert [table.finished_out.get(rid) for rid in range(4)] == ["answered"] * 4
     _send(table, 4, 0.0, timeout)
     table.pop_outgoing(4, "cancelled")
-    assert table.outgoing_finished(0) is None
-    assert [table.outgoing_finished(rid) for rid in range(1, 5)] == ["answered"] * 3 + ["cancelled"]
+    assert table.finished_out.get(0) is None
+    assert [table.finished_out.get(rid) for rid in range(1, 5)] == ["answered"] * 3 + ["cancelled"]
     assert table.pop_outgoing("never sent", "answered") is None
     assert table.pop_incoming("never received", "answered") is None
 

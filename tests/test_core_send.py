@@ -49,7 +49,12 @@ def test_request_refusals() -> None:
         -32601,
     )
     assert _refusal(lambda: client.send(Request(id=1, method="tools/list"))) == (
-        "tools/list needs the peer's capability tools, which was not negotiated",
+        "tools/list needs the server capability tools, which was not negotiated",
+        -32601,
+    )
+    # Before initialize no version is negotiated, and the refusal names none.
+    assert _refusal(lambda: Connection(CLIENT).send(Request(id=1, method="no/such"))) == (
+        "client cannot send request 'no/such'",
         -32601,
     )
     caps = t.ServerCapabilities(tools=t.ServerCapabilitiesTools())
@@ -98,11 +103,16 @@ def test_notification_refusals() -> None:
     client, server = initialized_pair(server_caps=t.ServerCapabilities())
     assert _refusal(
         lambda: client.send(Notification(method="notifications/tools/list_changed"))
-    ) == ("client cannot send notification 'notifications/tools/list_changed'", -32601)
+    ) == (
+        "client cannot send notification 'notifications/tools/list_changed' "
+        "in protocol version 2025-11-25",
+        -32601,
+    )
     assert _refusal(
         lambda: server.send(Notification(method="notifications/tools/list_changed"))
     ) == (
-        "notifications/tools/list_changed needs the capability tools.list_changed, not negotiated",
+        "notifications/tools/list_changed needs the server capability tools.list_changed, "
+        "which was not negotiated",
         -32601,
     )
     fresh = Connection(CLIENT)
