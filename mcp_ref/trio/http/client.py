@@ -51,27 +51,183 @@ after ``pool_idle_seconds``; a request that meets a connection the server had cl
 sent again on a new one, only when nothing was received); SSE streams use their own
 connections.  ``https`` URLs use TLS with the default trust store.
 
-Modules: :mod:`.client_channel` (the channel: ``send``/``receive``/``aclose`` and
-the POSTs), :mod:`.client_connections` (the pool, one exchange, the headers,
-the shared state), :mod:`.client_sessions` (session id, version, a new session
-after 404), :mod:`.client_answers` (answers to requests, SSE streams and their
-resumption), :mod:`.client_get` (the GET stream) and :mod:`.client_legacy`
-(2024-11-05); this one holds the entry points.
+Modules: the decisions (headers, what a head means, SSE cursors and their replay, a new
+session, the fallback) are the sans-IO :mod:`mcp_ref._http_client` and
+:mod:`mcp_ref._http_client_streams`; here are their loops: :mod:`.client_connections`
+(the pool, one exchange), :mod:`.client_answers` (answers, streams, the GET stream, a
+new session, 2024-11-05) and this one (the channel and its entry point).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Literal
 
 import trio
 
-from .client_channel import HttpClientChannel
-from .client_connections import HttpTransportError
+from ..._http_client import MAX_ERROR_BODY, Answer, Outgoing, Send, refusal_message
+from ...events import RequestId
+from .client_answers import ClientAnswers
+from .client_connections import _IO_FAILURES, _TRANSPORT_FAILURES, HttpTransportError
 from .common import Supervisor
 
 __all__ = ["HttpClientChannel", "HttpTransportError", "open_http_channel"]
+
+log = logging.getLogger("mcp_ref.trio.http")
+
+
+class HttpClientChannel(ClientAnswers):
+    """A :class:`~mcp_ref.trio.MessageChannel` speaking Streamable HTTP to one URL.
+
+    Make it with :func:`open_http_channel` (or use
+    :func:`mcp_ref.client.open_http_client`), which runs its background tasks.  The
+    constructor, ``(url, supervisor, **options)`` with the options of
+    ``open_http_channel``, is :class:`~.client_connections.ClientConnections`'s.
+
+    Attributes:
+        url: the MCP endpoint.
+        session_id: the ``Mcp-Session-Id`` the server assigned, or None.
+        protocol_version: the negotiated version (None before ``initialize``).
+        mode: ``"streamable"``, or ``"legacy"`` after falling back to 2024-11-05.
+        reinitializations: how many times a new session was started after a 404.
+
+    Source: 2025-06-18/basic/transports#streamable-http.
+    """
+
+    framing: Literal["lines", "messages"] = "messages"
+
+    async def receive(self) -> bytes:
+        """The next message from the server; ``b""`` once the channel is closed."""
+        try:
+            return await self._in_receive.receive()
+        except (trio.EndOfChannel, trio.ClosedResourceError):
+            return b""
+
+    async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
+        """POST one message (see the module docstring for what is awaited).
+
+        Raises:
+            trio.ClosedResourceError: the channel is closed.
+            HttpTransportError: ``initialize`` could not be sent or was refused.
+        """
+        if self.closed:
+            raise trio.ClosedResourceError("the HTTP channel is closed")
+        out = self.core.outgoing(data)
+        if out.send is Send.LEGACY:
+            await self._legacy_send(data)
+        elif out.send is Send.INITIALIZE:
+            await self._send_initialize(data, out)
+        elif out.send is Send.REQUEST:
+            await self._send_request(data, out)
+        else:
+            if out.cancels is not None and (scope := self._readers.get(out.cancels)):
+                scope.cancel()  # stop reading the cancelled request's answer
+            if await self._send_one_way(data) and out.opens_get:
+                await self._open_get_stream()
+
+    async def aclose(self) -> None:
+        """DELETE the session (when there is one), close connections and end input.
+        Idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        if self._get_scope is not None:
+            self._get_scope.cancel()
+        for scope in self._readers.values():
+            scope.cancel()
+        if self.session_id is not None and self.mode == "streamable":
+            # Spec: 2025-06-18/basic/transports#session-management.8
+            # "Clients that no longer need a particular session (e.g., because the user is leaving
+            # the client application) SHOULD send an HTTP DELETE to the MCP endpoint with the
+            # `Mcp-Session-Id` header, to explicitly terminate the session."
+            with trio.move_on_after(min(self._io_timeout, 2.0)):
+                try:
+                    ex = await self._request(b"DELETE", self.core.target, b"", fresh=False)
+                    await ex.read_body(MAX_ERROR_BODY)
+                    log.debug("DELETE answered %s", ex.status)
+                except _TRANSPORT_FAILURES:
+                    pass
+        for _, conn in self._pool:
+            await conn.aclose()
+        self._pool.clear()
+        self._in_send.close()
+        self._supervisor.close()
+
+    # -- sending ---------------------------------------------------------------------------
+
+    async def _send_initialize(self, data: bytes, out: Outgoing) -> None:
+        core = self.core
+        try:
+            ex = await self._request(b"POST", core.post_target, data, fresh=False)
+        except _IO_FAILURES as exc:
+            raise HttpTransportError(f"cannot reach {self.url}: {exc}") from exc
+        what = core.answer(ex.status, ex.headers, key=out.key)
+        if what is Answer.FALLBACK:
+            await ex.conn.aclose()
+            log.info("POST initialize got %s: trying the 2024-11-05 HTTP+SSE transport", ex.status)
+            await self._fall_back(data)
+        elif what is Answer.UNAUTHORIZED:
+            body = await ex.read_body(MAX_ERROR_BODY)
+            await ex.conn.aclose()
+            raise HttpTransportError(
+                "the server wants authorization, which mcp-ref does not implement yet: "
+                + refusal_message(ex.status, body)
+            )
+        else:
+            self._supervisor.start_soon(self._read_answer, ex, out, core.generation, False)
+
+    async def _send_request(self, data: bytes, out: Outgoing) -> None:
+        try:
+            # Never wait here: the session holds its send lock while we run, and a wait
+            # could keep back the answer a pending request needs (an elicitation).
+            self._posts.acquire_nowait()
+        except trio.WouldBlock:
+            if out.id is not None:
+                why = f"more than {self._max_posts} requests awaiting answers"
+                self._supervisor.start_soon(self._feed_error, out.id, why)
+            return
+        try:
+            # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.1
+            # "Every JSON-RPC message sent from the client MUST be a new HTTP POST request to the
+            # MCP endpoint."
+            # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.2
+            # "The client MUST use HTTP POST to send JSON-RPC messages to the MCP endpoint."
+            # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.4
+            # "The body of the POST request MUST be a single JSON-RPC request, notification, or
+            # response."
+            # One POST per message: the session hands us exactly one message per send.
+            ex = await self._start(b"POST", self.core.post_target, data, fresh=False)
+        except _IO_FAILURES as exc:
+            self._posts.release()
+            if out.id is not None:
+                self._supervisor.start_soon(self._feed_error, out.id, f"POST failed: {exc}")
+            return
+        if not self._supervisor.start_soon(self._read_answer, ex, out, self.core.generation, True):
+            self._posts.release()
+            await ex.conn.aclose()
+
+    async def _send_one_way(self, data: bytes) -> bool:
+        """POST a notification or response and wait for its answer (bounded); True
+        when the server took it."""
+        for attempt in range(2):
+            generation = self.core.generation
+            with trio.move_on_after(self._io_timeout):
+                try:
+                    ex, body = await self._post_message(data)
+                except _TRANSPORT_FAILURES as exc:
+                    log.warning("POST of a message failed: %s", exc)
+                    return False
+                what = self.core.one_way(ex.status, retried=attempt > 0)
+                if what is Answer.EXPIRED and await self._session_expired(generation):
+                    continue
+                if what is not Answer.ACCEPTED:
+                    log.warning("server refused a message: %s", refusal_message(ex.status, body))
+                return what is Answer.ACCEPTED
+            log.warning("POST of a message took longer than %s s: given up", self._io_timeout)
+            return False
+        return False
 
 
 @asynccontextmanager

@@ -1,14 +1,13 @@
-"""The Streamable HTTP client's connections: the pool, one exchange, the request headers.
+"""The Streamable HTTP client's connections: the pool and one exchange.
 
 Theory of operation
 -------------------
-:class:`~.client_channel.HttpClientChannel` is made of one mixin class per module,
-each one part of the client: :class:`ClientConnections` (this one) <-
-:class:`~.client_sessions.ClientSessions` <-
-:class:`~.client_answers.ClientAnswers` <- the GET stream
-(:mod:`.client_get`) and the 2024-11-05 fallback (:mod:`.client_legacy`)
-<- the channel (:mod:`.client_channel`).  A part calls only what lies to its
-left.  ``ClientConnections.__init__`` makes the state all parts share.
+:class:`~.client.HttpClientChannel` is two mixin classes and itself:
+:class:`ClientConnections` (this one) <- :class:`~.client_answers.ClientAnswers` (the
+answers, the streams, a new session, the fallback) <- the channel (:mod:`.client`).  A
+part calls only what lies to its left.  Every decision -- headers, what a head means,
+SSE cursors, a new session -- is the sans-IO :class:`~mcp_ref._http_client.HttpClientCore`
+kept in ``self.core``; these modules do the I/O it asks for.
 
 Every HTTP request is one :class:`_Exchange`.  ``_start`` writes head, body and end in
 one write, on a pooled keep-alive connection unless ``fresh`` (SSE streams always get
@@ -19,11 +18,6 @@ when both sides finished their messages; at most ``_POOL_SIZE`` are kept, and th
 longer than ``pool_idle_seconds`` are dropped.  ``https`` URLs use TLS with the default
 trust store.
 
-Headers: every request of a session carries the same ``Host``, ``Mcp-Session-Id``,
-``MCP-Protocol-Version`` and the caller's extra headers
-(:func:`mcp_ref._http.client_request_headers`), built once per (method, session id,
-version); in 2024-11-05 mode neither session id nor version is sent.
-
 Failures: an exchange may raise any of ``_TRANSPORT_FAILURES``; :class:`HttpTransportError`
 is our own refusal to go on.
 """
@@ -33,21 +27,18 @@ from __future__ import annotations
 import ssl
 from collections.abc import Sequence
 from typing import Any, Final, Literal
-from urllib.parse import urlsplit
 
 import h11
 import trio
 
-from ... import _http as rules
-from ..._http import CONTENT_TYPE, HttpLimits
-from ..._http_messages import error_of
+from ..._http import HttpLimits
+from ..._http_client import MAX_ERROR_BODY, HttpClientCore, media_type
 from .common import H11Stream, Supervisor
 
 __all__ = ["ClientConnections", "HttpTransportError"]
 
 
 _INCOMING_QUEUE: Final = 256
-_MAX_ERROR_BODY: Final = 65536
 _POOL_SIZE: Final = 8
 
 
@@ -87,21 +78,18 @@ class _Exchange:
         self.complete = False
         """True once the whole response was read (the connection may be reused)."""
 
-    def header(self, name: bytes) -> bytes | None:
-        assert self.response is not None
-        for key, value in self.response.headers:
-            if key == name:
-                return bytes(value)
-        return None
-
     @property
     def status(self) -> int:
         assert self.response is not None
         return int(self.response.status_code)
 
+    @property
+    def headers(self) -> list[tuple[bytes, bytes]]:
+        assert self.response is not None
+        return list(self.response.headers)
+
     def media_type(self) -> bytes:
-        value = self.header(CONTENT_TYPE) or b""
-        return value.split(b";")[0].strip().lower()
+        return media_type(self.headers)
 
     async def next_chunk(self) -> bytes | None:
         """The next piece of the response body; None at its end.
@@ -130,16 +118,10 @@ class _Exchange:
         return bytes(body)
 
 
-def _error_message(body: bytes) -> str:
-    error = error_of(body)
-    if error is not None:
-        return error[1]
-    return body[:200].decode("utf-8", "replace") or "(no body)"
-
-
 class ClientConnections:
-    """The state of an :class:`~.client_channel.HttpClientChannel` (made here for
-    all its parts) and its connections: the pool, one exchange, the request headers."""
+    """The state of an :class:`~.client.HttpClientChannel` (made here for all its
+    parts; the decisions' state is ``self.core``) and its connections: the pool, one
+    exchange."""
 
     def __init__(
         self,
@@ -157,103 +139,64 @@ class ClientConnections:
         pool_idle_seconds: float = 4.0,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"not an http(s) URL: {url!r}")
+        self.core = HttpClientCore(
+            url,
+            headers=headers,
+            limits=limits,
+            legacy_fallback=legacy_fallback,
+            get_stream=get_stream,
+            default_retry=default_retry,
+        )
         self.url = url
-        self.session_id: str | None = None
-        self.protocol_version: str | None = None
-        self.mode: Literal["streamable", "legacy"] = "streamable"
-        self.reinitializations = 0
         self.eof_reason: str | None = None
+        self.closed = False
         self._supervisor = supervisor
-        self._tls = parts.scheme == "https"
-        self._host = parts.hostname
-        self._port = parts.port or (443 if self._tls else 80)
-        self._host_header = parts.netloc.rpartition("@")[2].encode("idna")
-        self._target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        self._post_target = self._target
-        self._extra = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers]
-        self._limits = limits or HttpLimits()
-        self._legacy_fallback = legacy_fallback
-        self._want_get = get_stream
         self._connect_timeout = connect_timeout
         self._io_timeout = io_timeout
-        self._default_retry = default_retry
         self._pool_idle = pool_idle_seconds
         self._ssl_context = ssl_context
         self._max_posts = max_concurrent_posts
         self._posts = trio.Semaphore(max_concurrent_posts)
         self._pool: list[tuple[float, H11Stream]] = []
         self._in_send, self._in_receive = trio.open_memory_channel[bytes](_INCOMING_QUEUE)
-        self._init_body: bytes | None = None
-        self._init_key: Any = None
-        self._initialized_body: bytes | None = None
-        self._generation = 0
         self._reinit_lock = trio.Lock()
         self._readers: dict[Any, trio.CancelScope] = {}
-        self._head_cache: dict[tuple[bytes, str | None, str | None], list[tuple[bytes, bytes]]] = {}
         self._get_scope: trio.CancelScope | None = None
-        self.closed = False
+
+    @property
+    def session_id(self) -> str | None:
+        """The ``Mcp-Session-Id`` the server assigned, or None."""
+        return self.core.session_id
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The negotiated version (None before ``initialize``)."""
+        return self.core.protocol_version
+
+    @property
+    def mode(self) -> Literal["streamable", "legacy"]:
+        """``"streamable"``, or ``"legacy"`` after falling back to 2024-11-05."""
+        return self.core.mode
+
+    @property
+    def reinitializations(self) -> int:
+        """How many times a new session was started after a 404."""
+        return self.core.reinitializations
 
     # -- connections ---------------------------------------------------------------------
 
     async def _connect(self) -> H11Stream:
+        core = self.core
         with trio.fail_after(self._connect_timeout):
             stream: trio.abc.Stream
-            if self._tls:
+            if core.tls:
                 context = self._ssl_context or ssl.create_default_context()
                 stream = await trio.open_ssl_over_tcp_stream(
-                    self._host, self._port, ssl_context=context
+                    core.host, core.port, ssl_context=context
                 )
             else:
-                stream = await trio.open_tcp_stream(self._host, self._port)
-        return H11Stream(
-            stream, h11.CLIENT, max_incomplete_event_size=self._limits.max_header_bytes
-        )
-
-    def _headers(
-        self, method: bytes, *, last_event_id: str | None = None, body: bytes = b""
-    ) -> list[tuple[bytes, bytes]]:
-        legacy = self.mode == "legacy"
-        session_id = None if legacy else self.session_id
-        version = None if legacy else self.protocol_version
-        # The same headers go on every request of a session: built once per
-        # (method, session id, version); a resuming GET's Last-Event-ID is never kept.
-        key = (method, session_id, version)
-        cached = self._head_cache.get(key) if last_event_id is None else None
-        if cached is None:
-            out = [(b"host", self._host_header)]
-            # Spec: 2025-06-18/basic/transports#session-management.4
-            # "If an `Mcp-Session-Id` is returned by the server during initialization, clients using
-            # the Streamable HTTP transport MUST include it in the `Mcp-Session-Id` header on all of
-            # their subsequent HTTP requests."
-            # Spec: 2025-06-18/basic/transports#protocol-version-header.1
-            # "If using HTTP, the client MUST include the `MCP-Protocol-Version: <protocol-version>`
-            # HTTP header on all subsequent requests to the MCP server, allowing the MCP server to
-            # respond based on the MCP protocol version."
-            # Spec: 2025-06-18/basic/transports#protocol-version-header.2
-            # "The protocol version sent by the client SHOULD be the one negotiated during
-            # initialization."
-            # Spec: 2025-06-18/basic/lifecycle#version-negotiation.7
-            # "If using HTTP, the client MUST include the `MCP-Protocol-Version: <protocol-version>`
-            # HTTP header on all subsequent requests to the MCP server."
-            out += rules.client_request_headers(
-                method,
-                session_id=session_id,
-                protocol_version=version,
-                last_event_id=last_event_id,
-            )
-            cached = out
-            if last_event_id is None:
-                if len(self._head_cache) >= 8:
-                    self._head_cache.clear()
-                self._head_cache[key] = cached
-        out = cached.copy()
-        if method == b"POST":
-            out.append((b"content-length", str(len(body)).encode("ascii")))
-        out += self._extra
-        return out
+                stream = await trio.open_tcp_stream(core.host, core.port)
+        return H11Stream(stream, h11.CLIENT, max_incomplete_event_size=core.limits.max_header_bytes)
 
     def _take_pooled(self) -> H11Stream | None:
         now = trio.current_time()
@@ -287,7 +230,7 @@ class ClientConnections:
         last_event_id: str | None = None,
     ) -> _Exchange:
         """Write one request (on a pooled connection unless ``fresh``)."""
-        headers = self._headers(method, last_event_id=last_event_id, body=body)
+        headers = self.core.headers(method, last_event_id=last_event_id, body=body)
         conn = None if fresh else self._take_pooled()
         reused = conn is not None
         if conn is None:
@@ -350,13 +293,13 @@ class ClientConnections:
 
     async def _post_message(self, data: bytes) -> tuple[_Exchange, bytes]:
         """POST one message whose answer carries no MCP message (202, or an error);
-        returns the exchange and its body (at most _MAX_ERROR_BODY bytes), the
+        returns the exchange and its body (at most MAX_ERROR_BODY bytes), the
         connection given back to the pool.
 
         Raises:
             any of _TRANSPORT_FAILURES.
         """
-        ex = await self._request(b"POST", self._post_target, data, fresh=False)
-        body = await ex.read_body(_MAX_ERROR_BODY)
+        ex = await self._request(b"POST", self.core.post_target, data, fresh=False)
+        body = await ex.read_body(MAX_ERROR_BODY)
         self._give_back(ex)
         return ex, body
