@@ -2,10 +2,11 @@
 
 **Not standard library only**: HTTP/1.1 is parsed and produced by h11, a sans-IO
 library (no I/O of its own; already a dependency of mcp-ref).  Sockets are asyncio's
-(``asyncio.open_connection``, TLS from :mod:`ssl` for ``https``); server-sent events
-are decoded by :class:`mcp_ref._sse.SSEDecoder`; the headers follow the rules in
-:mod:`mcp_ref._http`.  So the stack is asyncio + three sans-IO layers: h11 for HTTP,
-the SSE decoder, and the MCP core.
+(``asyncio.open_connection``, TLS from :mod:`ssl` for ``https``).  Every decision of
+the HTTP client -- the headers, what a response head means, the SSE events, a new
+session after 404 -- is the sans-IO :class:`mcp_ref._http_client.HttpClientCore` the
+trio client also runs on.  So the stack is asyncio + three sans-IO layers: h11 for
+HTTP, the HTTP client core, and the MCP core.
 
 How it drives the core, step by step
 ------------------------------------
@@ -16,11 +17,13 @@ How it drives the core, step by step
    connection each time; no pooling), with ``Accept: application/json,
    text/event-stream``, ``Mcp-Session-Id`` once the server gave one, and
    ``MCP-Protocol-Version`` once initialization negotiated it
-   (:func:`mcp_ref._http.client_request_headers`).
+   (:meth:`~mcp_ref._http_client.HttpClientCore.headers`).
 3. The answer: ``202`` (nothing to read); ``200`` with ``application/json`` (the whole
    body is one message: ``conn.receive_message(body)``); ``200`` with
-   ``text/event-stream`` (each chunk into the SSE decoder, each event's data into
-   ``conn.receive_message``).  After each message, drain the client core's events
+   ``text/event-stream`` (each chunk into a
+   :class:`~mcp_ref._http_client_streams.StreamCursor`, each message it gives into
+   ``conn.receive_message``); :meth:`~mcp_ref._http_client.HttpClientCore.answer`
+   says which.  After each message, drain the client core's events
    (``ClientSession._process_events``), as on any transport.  Server requests on the stream (``ping``, and those the declared
    handlers take) are answered by POSTing the core's response; a server's
    ``notifications/cancelled`` reaches us only on a request's stream, as this client
@@ -34,8 +37,8 @@ How it drives the core, step by step
    its streams break off, as when a client crashes.
 6. A 404 to a request that carried the session id means the server ended the session:
    the client replays, without a session id, the ``initialize`` request and
-   ``notifications/initialized`` it sent first (``wire.handshake``: the client core
-   kept their bytes, so the transport never reads a message to find them), then POSTs
+   ``notifications/initialized`` it sent first (the HTTP client core kept their bytes
+   and checks the new session's version), then POSTs
    the message again (once per ended session, under a lock).  The core never learns
    of it: it stays in the operating state, with what the first handshake negotiated.
 
@@ -49,7 +52,6 @@ import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Final, cast
-from urllib.parse import urlsplit
 
 import h11
 
@@ -57,10 +59,10 @@ from .. import _http as rules
 from .._client import DEFAULT_TIMEOUT, SessionClosed, as_timeout
 from .._connection import Connection
 from .._errors import McpError
+from .._http_client import MAX_ERROR_BODY, Answer, HttpClientCore, Send, media_type
+from .._http_client_streams import StreamCursor
 from .._http_messages import error_of
 from .._inflight import RequestTimeout
-from .._sse import NEED_DATA as SSE_NEED_DATA
-from .._sse import SSEDecoder
 from .._state import CLIENT
 from ..events import Event, Notification
 from ._client import ClientSession
@@ -71,7 +73,6 @@ log = logging.getLogger("mcp_ref.asyncio")
 
 _CHUNK: Final = 65536
 _MAX_BACKGROUND: Final = 64
-_MAX_ERROR_BODY: Final = 65536
 
 
 class _SessionGone(McpError):
@@ -129,44 +130,36 @@ class HttpClient(ClientSession):
         **session_kw: Any,
     ) -> None:
         super().__init__(connection, **session_kw)
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"not an http(s) URL: {url!r}")
+        self.http = HttpClientCore(url, headers=headers, legacy_fallback=False, get_stream=False)
+        """The HTTP client core: its decisions and the session's state."""
         self.url = url
-        self.session_id: str | None = None
-        self._host = parts.hostname
-        self._port = parts.port or (443 if parts.scheme == "https" else 80)
-        self._tls = parts.scheme == "https"
-        self._authority = parts.netloc.rpartition("@")[2].encode("ascii")
-        self._target = ((parts.path or "/") + (f"?{parts.query}" if parts.query else "")).encode()
-        self._extra = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers]
         self._io_timeout = io_timeout
         self._background: set[asyncio.Task[None]] = set()
         self._sockets: set[asyncio.StreamWriter] = set()
         """The open connections (bounded: one per POST, and POSTs are bounded)."""
         self._aborted = False
-        # The sessions started so far (a POST that saw the 404 late learns it was done).
-        self._generation = 0
         self._reinit = asyncio.Lock()
+
+    @property
+    def session_id(self) -> str | None:
+        """The ``Mcp-Session-Id`` the server assigned, or None."""
+        return self.http.session_id
 
     @asynccontextmanager
     async def _http(
-        self, method: bytes, mcp_headers: list[tuple[bytes, bytes]], body: bytes
+        self, method: bytes, body: bytes
     ) -> AsyncIterator[tuple[h11.Response, _Exchange]]:
         """Send one HTTP request; yield its response head and the exchange to read on."""
         if self._aborted:
             raise SessionClosed("the client aborted the session")
-        reader, writer = await asyncio.open_connection(self._host, self._port, ssl=self._tls)
+        http = self.http
+        reader, writer = await asyncio.open_connection(http.host, http.port, ssl=http.tls)
         self._sockets.add(writer)
         try:
             ex = _Exchange(reader, writer)
-            headers = [(b"host", self._authority), *mcp_headers, *self._extra]
-            if body:
-                headers.append((b"content-length", str(len(body)).encode()))
-            headers.append((b"connection", b"close"))
-            writer.write(
-                ex.h11.send(h11.Request(method=method, target=self._target, headers=headers))
-            )
+            headers = [*http.headers(method, body=body), (b"connection", b"close")]
+            target = http.target.encode()
+            writer.write(ex.h11.send(h11.Request(method=method, target=target, headers=headers)))
             if body:
                 writer.write(ex.h11.send(h11.Data(data=body)))
             writer.write(ex.h11.send(h11.EndOfMessage()))
@@ -182,7 +175,7 @@ class HttpClient(ClientSession):
     async def _post(self, body: bytes) -> None:
         """POST one message and feed whatever comes back to the core (steps 2 and 3);
         after a 404, start a new session and POST it again, once (step 6)."""
-        generation = self._generation
+        generation = self.http.generation
         try:
             await self._post_once(body)
             return
@@ -191,7 +184,7 @@ class HttpClient(ClientSession):
         try:
             await self._post_once(body)
         except _SessionGone:
-            self.session_id = None  # nothing left to DELETE
+            self.http.session_id = None  # nothing left to DELETE
             reason = "the server ended the session (HTTP 404), and the new one too"
             raise self._close(reason) from None
 
@@ -203,88 +196,93 @@ class HttpClient(ClientSession):
         Raises:
             SessionClosed: there is no handshake to replay, or the server refused it.
         """
+        http = self.http
         async with self._reinit:
-            if generation != self._generation:
-                return  # another POST did it
             # Spec: 2025-06-18/basic/transports#session-management.7
             # "it MUST start a new session by sending a new `InitializeRequest` without a
             # session ID attached"
-            self.session_id = None
-            if len(self.wire.handshake) < 2:
+            begin = http.begin_new_session(generation)
+            if begin is None:
+                return  # another POST did it
+            if begin is False or http.init_body is None or http.initialized_body is None:
                 raise self._close("the server ended the session (HTTP 404) before it began")
             try:
-                for body in self.wire.handshake:
+                for body in (http.init_body, http.initialized_body):
                     await self._post_once(body, feed=False)
             except (McpError, OSError, h11.ProtocolError) as exc:
+                http.end_new_session(False)
                 reason = f"the server ended the session (HTTP 404); a new one failed: {exc}"
                 raise self._close(reason) from exc
-            self._generation += 1
+            http.end_new_session(True)
 
     async def _post_once(self, body: bytes, *, feed: bool = True) -> None:
-        """POST one message; feed the answer to the core (``feed``) or check it only.
+        """POST one message; feed the answer to the core (``feed``) or, for a replayed
+        handshake, only check it.
 
         Raises:
             _SessionGone: 404 for our session id.
             _Refused: any other HTTP error.
         """
-        headers = rules.client_request_headers(
-            b"POST", session_id=self.session_id, protocol_version=self.connection.protocol_version
-        )
-        async with self._http(b"POST", headers, body) as (response, ex):
-            if self.session_id is None:
-                found = rules.get_session_id(response.headers)
-                if isinstance(found, rules.HttpError):
-                    raise McpError(rules.HTTP_SERVER_ERROR, f"server sent {found.detail}")
-                # Spec: 2025-06-18/basic/transports#session-management.4 (kept and sent back)
-                # "If an `Mcp-Session-Id` is returned by the server during initialization, clients
-                # using the Streamable HTTP transport MUST include it in the `Mcp-Session-Id` header
-                # on all of their subsequent HTTP requests."
-                self.session_id = found
-            if response.status_code == 202:
-                # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.5
-                # "If the server accepts the input, the server MUST return HTTP status code 202
-                # Accepted with no body."
+        http = self.http
+        out = http.outgoing(body)
+        async with self._http(b"POST", body) as (response, ex):
+            status, headers = response.status_code, response.headers
+            if out.send in (Send.INITIALIZE, Send.REQUEST):
+                what = http.answer(status, headers, key=out.key)
+            else:
+                what = http.one_way(status)
+            # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.5
+            # "If the server accepts the input, the server MUST return HTTP status code 202
+            # Accepted with no body."
+            if what is Answer.ACCEPTED:
                 return
-            if response.status_code != 200:
+            if what is Answer.EXPIRED:
+                raise _SessionGone(
+                    rules.HTTP_SERVER_ERROR, "the server ended the session (HTTP 404)"
+                )
+            if what not in (Answer.JSON, Answer.SSE):
                 await self._fail(response, ex)
-            ctype = _media_type(response.headers)
             # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.9
             # "The client MUST support both these cases."
-            if not feed:
-                async for _ in ex.body():  # a replayed handshake's answer: read, dropped
-                    pass
-            elif ctype == rules.CONTENT_TYPE_JSON:
+            if what is Answer.JSON:
                 data = b""
                 async for chunk in ex.body():
                     data += chunk
                     if len(data) > self.connection.max_message_bytes:
                         raise McpError(rules.HTTP_SERVER_ERROR, "JSON answer too large")
-                self.connection.receive_message(data)
-                self._process_events()
-            elif ctype == rules.CONTENT_TYPE_SSE:
-                decoder = SSEDecoder(max_event_size=self.connection.max_message_bytes)
-                async for chunk in ex.body():
-                    decoder.receive_data(chunk)
-                    self._feed_events(decoder)
-                decoder.receive_data(b"")
-                self._feed_events(decoder)
+                self._receive(data, out.key, feed)
             else:
-                raise McpError(rules.HTTP_SERVER_ERROR, f"unexpected content type {ctype!r}")
+                cursor = StreamCursor(self.connection.max_message_bytes, http.default_retry)
+                async for chunk in ex.body():
+                    for data in cursor.receive_data(chunk):
+                        self._receive(data, out.key, feed)
+                    if cursor.error is not None:
+                        raise McpError(rules.HTTP_SERVER_ERROR, cursor.error)
+                for data in cursor.receive_data(b""):
+                    self._receive(data, out.key, feed)
 
-    def _feed_events(self, decoder: SSEDecoder) -> None:
-        while (event := decoder.next_event()) is not SSE_NEED_DATA and event is not None:
-            if event.data and event.event in (None, rules.MESSAGE_EVENT):
-                self.connection.receive_message(event.data.encode("utf-8"))
-                self._process_events()
+    def _receive(self, data: bytes, key: object, feed: bool) -> None:
+        """One message of an answer: to the core (``feed``), or, for a replayed
+        ``initialize``, checked by the HTTP client core (same version)."""
+        if not feed:
+            if self.http.replayed(data) is False:
+                raise McpError(
+                    rules.HTTP_SERVER_ERROR, "the new session negotiated another version"
+                )
+            return
+        self.http.received(data, key)  # the initialize result names the version
+        self.connection.receive_message(data)
+        self._process_events()
 
     async def _fail(self, response: h11.Response, ex: _Exchange) -> None:
         status = response.status_code
-        if status == 404 and self.session_id is not None:
-            raise _SessionGone(rules.HTTP_SERVER_ERROR, "the server ended the session (HTTP 404)")
+        if status < 300:
+            ctype = media_type(response.headers).decode("latin-1")
+            raise McpError(rules.HTTP_SERVER_ERROR, f"unexpected content type {ctype!r}")
         body = b""
         async for chunk in ex.body():
             body += chunk
-            if len(body) > _MAX_ERROR_BODY:
+            if len(body) > MAX_ERROR_BODY:
                 break
         code, message = rules.HTTP_SERVER_ERROR, f"HTTP {status} {response.reason.decode()}"
         # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.7
@@ -368,26 +366,16 @@ class HttpClient(ClientSession):
         await asyncio.gather(*tasks, return_exceptions=True)
         if self.session_id is None or self._aborted:
             return
-        headers = rules.client_request_headers(
-            b"DELETE", session_id=self.session_id, protocol_version=self.connection.protocol_version
-        )
         try:
             async with asyncio.timeout(self._io_timeout):
                 # Spec: 2025-06-18/basic/transports#session-management.8
                 # "Clients that no longer need a particular session (e.g., because the user is
                 # leaving the client application) SHOULD send an HTTP DELETE to the MCP endpoint
                 # with the `Mcp-Session-Id` header, to explicitly terminate the session."
-                async with self._http(b"DELETE", headers, b"") as (response, _):
+                async with self._http(b"DELETE", b"") as (response, _):
                     log.debug("DELETE answered %d", response.status_code)
         except (OSError, h11.ProtocolError) as exc:  # TimeoutError is an OSError
             log.info("DELETE of the session failed: %r", exc)
-
-
-def _media_type(headers: rules.Headers) -> bytes:
-    for name, value in headers:
-        if name == rules.CONTENT_TYPE:
-            return value.split(b";")[0].strip().lower()
-    return b""
 
 
 @asynccontextmanager
