@@ -144,7 +144,7 @@ def refusal_message(status: int, body: bytes) -> str:
     # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.7
     # "The HTTP response body MAY comprise a JSON-RPC error response that has no `id`."
     error = error_of(body)
-    text = error[1] if error is not None else body[:200].decode("utf-8", "replace")
+    text = error[1] if error is not None else body[:200].decode(errors="replace")
     return f"HTTP {status}: {text or '(no body)'}"
 
 
@@ -290,7 +290,7 @@ class HttpClientCore:
             last_event_id=last_event_id,
         )
         if method == b"POST":
-            out.append((b"content-length", str(len(body)).encode("ascii")))
+            out.append((b"content-length", b"%d" % len(body)))
         return out + self.extra
 
     # -- answers -------------------------------------------------------------------------
@@ -342,7 +342,7 @@ class HttpClientCore:
         ignored)."""
         for name, value in headers:
             if name == MCP_SESSION_ID and rules.validate_session_id(bytes(value)):
-                self.session_id = bytes(value).decode("ascii")
+                self.session_id = bytes(value).decode()  # validated: ASCII
 
     def received(self, data: bytes, key: Any) -> bool:
         """One message the server sent: True when it is the response to the request

@@ -129,7 +129,7 @@ class StreamCursor:
                 if self._expect_endpoint and self.first is None:
                     self.first = event
                 elif event.data and event.event in (None, MESSAGE_EVENT):
-                    out.append(event.data.encode("utf-8"))
+                    out.append(event.data.encode())
         except RemoteProtocolError as exc:
             self.error = exc.message
         if decoder.last_event_id:

@@ -73,6 +73,7 @@ def test_the_url_gives_host_port_target_and_tls() -> None:
     assert core.host_header == b"Example.com"
     assert core.target == core.post_target == "/a/b?q=2"
     plain = HttpClientCore("http://h")
+    assert plain.mode == "streamable" and plain.generation == 0
     assert (plain.tls, plain.port, plain.target) == (False, 80, "/")
     assert HttpClientCore(URL).port == 8080
     for bad in ("ftp://example.com/", "http:///nohost", "example.com"):
@@ -280,9 +281,12 @@ def test_a_new_session_replays_the_handshake_once() -> None:
     assert core.replayed(_init_result()) is True
     assert core.end_new_session(True) is None
     assert core.generation == core.reinitializations == 1
+    assert core.begin_new_session(1) is True
+    assert core.end_new_session(True) is None
+    assert core.generation == 2
     # a task that saw the 404 of the old session learns another one did it
-    assert core.begin_new_session(0) is None
-    assert core.session_id == "s2"
+    assert core.begin_new_session(1) is None
+    assert core.session_id is None
 
 
 def test_a_new_session_that_fails() -> None:
@@ -293,14 +297,17 @@ def test_a_new_session_that_fails() -> None:
     assert core.replay_answer(200, JSON) is Answer.JSON
     assert core.replay_answer(200, [(b"content-type", b"text/html")]) is Answer.UNEXPECTED
     assert core.replayed(_init_result(version="2025-03-26")) is False
-    reason = core.end_new_session(False)
-    assert reason is not None and "could not be started" in reason
+    assert core.end_new_session(False) == (
+        "the HTTP session expired and a new one could not be started"
+    )
     assert core.generation == 0
     # nothing to replay before the handshake went through
     assert HttpClientCore(URL).begin_new_session(0) is False
     half = HttpClientCore(URL)
     half.outgoing(INIT)
     assert half.begin_new_session(0) is False
+    # an initialize result naming no version, replayed before any new session began
+    assert half.replayed(_msg(id=1, result={})) is True
 
 
 # -- 2024-11-05 -------------------------------------------------------------------------------
@@ -314,6 +321,8 @@ def test_the_fallback_and_its_endpoint() -> None:
     assert core.post_target == "/messages?session_id=a b"
     core.endpoint(SSEEvent(event="endpoint", data="http://example.com:8080/m"))
     assert core.post_target == "/m"
+    core.endpoint(SSEEvent(event="endpoint", data="http://example.com:8080"))
+    assert core.post_target == "/"
     assert core.target == "/mcp?x=1"
     with pytest.raises(RemoteProtocolError, match="origin"):
         core.endpoint(SSEEvent(event="endpoint", data="http://evil.example/m"))
@@ -392,6 +401,15 @@ def test_a_request_stream_resumes_while_it_makes_progress() -> None:
         cursor.begin()
         assert cursor.post_ended(False) == 0.02
     cursor.begin()
+    assert cursor.post_ended(False) == "the SSE stream keeps ending without progress"
+
+
+def test_a_request_stream_without_events_gives_up_after_the_bound() -> None:
+    cursor = StreamCursor(1000, 1.0)
+    cursor.receive_data(b"id: e1\n\n")  # an id, no event
+    for _ in range(MAX_RESUMES_WITHOUT_PROGRESS):
+        assert cursor.post_ended(False) == 1.0
+        cursor.begin()
     assert cursor.post_ended(False) == "the SSE stream keeps ending without progress"
 
 
