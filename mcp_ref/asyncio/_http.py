@@ -42,7 +42,12 @@ How it drives the core, step by step
    the message again (once per ended session, under a lock).  The core never learns
    of it: it stays in the operating state, with what the first handshake negotiated.
 
-Not done: the optional GET stream, and resuming with ``Last-Event-ID``.
+7. An SSE answer that ends before its response is resumed with a GET carrying
+   ``Last-Event-ID`` after the server's ``retry``, while the stream makes progress
+   (:meth:`~mcp_ref._http_client_streams.StreamCursor.post_ended`); one that cannot be
+   resumed fails the call.
+
+Not done: the optional GET stream.
 """
 
 from __future__ import annotations
@@ -60,7 +65,7 @@ from .._client import DEFAULT_TIMEOUT, SessionClosed, as_timeout
 from .._connection import Connection
 from .._errors import McpError
 from .._http_client import MAX_ERROR_BODY, Answer, HttpClientCore, Send, media_type
-from .._http_client_streams import StreamCursor
+from .._http_client_streams import Reopen, StreamCursor
 from .._http_messages import error_of
 from .._inflight import RequestTimeout
 from .._state import CLIENT
@@ -147,7 +152,7 @@ class HttpClient(ClientSession):
 
     @asynccontextmanager
     async def _http(
-        self, method: bytes, body: bytes
+        self, method: bytes, body: bytes, *, last_event_id: str | None = None
     ) -> AsyncIterator[tuple[h11.Response, _Exchange]]:
         """Send one HTTP request; yield its response head and the exchange to read on."""
         if self._aborted:
@@ -157,7 +162,8 @@ class HttpClient(ClientSession):
         self._sockets.add(writer)
         try:
             ex = _Exchange(reader, writer)
-            headers = [*http.headers(method, body=body), (b"connection", b"close")]
+            mcp = http.headers(method, body=body, last_event_id=last_event_id)
+            headers = [*mcp, (b"connection", b"close")]
             target = http.target.encode()
             writer.write(ex.h11.send(h11.Request(method=method, target=target, headers=headers)))
             if body:
@@ -252,27 +258,61 @@ class HttpClient(ClientSession):
                         raise McpError(rules.HTTP_SERVER_ERROR, "JSON answer too large")
                 self._receive(data, out.key, feed)
             else:
-                cursor = StreamCursor(self.connection.max_message_bytes, http.default_retry)
-                async for chunk in ex.body():
-                    for data in cursor.receive_data(chunk):
-                        self._receive(data, out.key, feed)
-                    if cursor.error is not None:
-                        raise McpError(rules.HTTP_SERVER_ERROR, cursor.error)
-                for data in cursor.receive_data(b""):
-                    self._receive(data, out.key, feed)
+                await self._read_stream(ex, out.key, feed)
 
-    def _receive(self, data: bytes, key: object, feed: bool) -> None:
+    async def _read_stream(self, ex: _Exchange, key: object, feed: bool) -> None:
+        """Step 3's SSE case: read the stream until the response to ``key`` came; when
+        it ends first, resume it with a GET carrying ``Last-Event-ID`` as the cursor
+        says (after the server's ``retry``), or fail (step 7).
+
+        Raises:
+            McpError: the stream cannot be resumed, or its resumption was refused.
+        """
+        cursor = StreamCursor(self.connection.max_message_bytes, self.http.default_retry)
+        answered = await self._read_events(ex, cursor, key, feed)
+        while (then := cursor.post_ended(answered)) is not None:
+            if isinstance(then, str):
+                raise McpError(rules.HTTP_SERVER_ERROR, then)
+            await asyncio.sleep(then)
+            last = cursor.last_event_id
+            async with self._http(b"GET", b"", last_event_id=last) as (response, ex):
+                session = self.http.session_id is not None
+                what = cursor.reopened(response.status_code, response.headers, session=session)
+                if what is not Reopen.READ:
+                    why = f"resuming the stream failed: HTTP {response.status_code}"
+                    raise McpError(rules.HTTP_SERVER_ERROR, why)
+                answered = await self._read_events(ex, cursor, key, feed)
+
+    async def _read_events(
+        self, ex: _Exchange, cursor: StreamCursor, key: object, feed: bool
+    ) -> bool:
+        """Feed one SSE response's messages; True when the response to ``key`` came."""
+        answered = False
+        cursor.begin()
+        async for chunk in ex.body():
+            for data in cursor.receive_data(chunk):
+                answered = self._receive(data, key, feed) or answered
+            if cursor.error is not None:
+                raise McpError(rules.HTTP_SERVER_ERROR, cursor.error)
+        for data in cursor.receive_data(b""):
+            answered = self._receive(data, key, feed) or answered
+        return answered
+
+    def _receive(self, data: bytes, key: object, feed: bool) -> bool:
         """One message of an answer: to the core (``feed``), or, for a replayed
-        ``initialize``, checked by the HTTP client core (same version)."""
+        ``initialize``, checked by the HTTP client core (same version).  True when it
+        is the response to ``key``."""
         if not feed:
-            if self.http.replayed(data) is False:
+            same = self.http.replayed(data)
+            if same is False:
                 raise McpError(
                     rules.HTTP_SERVER_ERROR, "the new session negotiated another version"
                 )
-            return
-        self.http.received(data, key)  # the initialize result names the version
+            return same is not None
+        answered = self.http.received(data, key)  # the initialize result names the version
         self.connection.receive_message(data)
         self._process_events()
+        return answered
 
     async def _fail(self, response: h11.Response, ex: _Exchange) -> None:
         status = response.status_code
