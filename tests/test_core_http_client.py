@@ -11,6 +11,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mcp_ref._errors import RemoteProtocolError
 from mcp_ref._http import HttpLimits
@@ -33,6 +35,7 @@ from mcp_ref._http_client_streams import (
 )
 from mcp_ref._http_streams import request_key
 from mcp_ref._sse import SSEEvent
+from tests._examples import examples
 
 spec = pytest.mark.spec
 
@@ -451,3 +454,56 @@ def test_limits_reach_the_core() -> None:
     assert HttpClientCore(URL).limits == HttpLimits()
     assert HttpClientCore(URL).default_retry == 1.0
     assert HttpClientCore(URL).want_get and HttpClientCore(URL).legacy_fallback
+
+
+# -- anything a server may send ----------------------------------------------------------------
+
+_HEADS = st.lists(
+    st.tuples(
+        st.sampled_from([b"content-type", b"mcp-session-id", b"x-other"]),
+        st.one_of(
+            st.sampled_from([b"application/json", b"text/event-stream", b"s-2"]),
+            st.binary(max_size=20),
+        ),
+    ),
+    max_size=4,
+)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(
+    status=st.integers(100, 599),
+    heads=_HEADS,
+    initialize=st.booleans(),
+    retried=st.booleans(),
+)
+def test_every_head_has_a_meaning_and_a_session_id_stays_valid(
+    status: int, heads: list[tuple[bytes, bytes]], initialize: bool, retried: bool
+) -> None:
+    core = _started()
+    key = core.init_key if initialize else request_key(2)
+    what = core.answer(status, heads, key=key, retried=retried)
+    assert isinstance(what, Answer)
+    assert (what is Answer.ACCEPTED) == (status == 202)
+    assert core.one_way(status) in (Answer.ACCEPTED, Answer.EXPIRED, Answer.REFUSED)
+    assert core.session_id is not None
+    core.headers(b"POST")  # still a valid header value
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(
+    chunks=st.lists(st.binary(min_size=1, max_size=40), max_size=8), status=st.integers(100, 599)
+)
+def test_arbitrary_streams_give_messages_or_an_error_never_an_exception(
+    chunks: list[bytes], status: int
+) -> None:
+    cursor = StreamCursor(64, 1.0)
+    for chunk in chunks:
+        for data in cursor.receive_data(chunk):
+            assert isinstance(data, bytes)
+    cursor.receive_data(b"")
+    then = cursor.post_ended(False)
+    assert isinstance(then, str) or (then is not None and then >= 0)
+    assert isinstance(cursor.reopened(status, [], session=True), Reopen)
+    if cursor.last_event_id:
+        HttpClientCore(URL).headers(b"GET", last_event_id=cursor.last_event_id)
