@@ -17,19 +17,23 @@ exchange:
   server gave (else ``default_retry``) and resumes with a GET carrying
   ``Last-Event-ID`` (#resumability-and-redelivery.3), as often as it makes progress.
   A request that cannot be answered any more (HTTP error, stream lost without an event
-  id, connection failure) gets an error response made here, so the caller is not left
-  waiting for its timeout;
+  id, connection failure) gets the core's error response
+  (:func:`~mcp_ref._http_client.failure`), so the caller is not left waiting for its
+  timeout;
 * a *notification* or *response* is POSTed and its ``202`` awaited before ``send``
   returns, so they reach the server in order;
 * after ``notifications/initialized`` a background task opens the GET stream and keeps
-  it open, reconnecting (with ``Last-Event-ID``) when it ends; a 4xx other than 404
-  means the server offers none, and the task stops.
+  it open, reconnecting (with ``Last-Event-ID``) when it ends, as the core's
+  :class:`~mcp_ref._http_client_streams.StreamCursor` says; an answer that is no SSE
+  stream (other than 404 and 409) means the server offers none, and the task stops.
 
-What the channel reads of messages (:func:`mcp_ref._http_messages.message_info`, the
-connection's own reader): kind, id and method, and two things more.  The ``protocolVersion`` of the ``initialize`` result,
-because every later request must carry it in ``MCP-Protocol-Version``
-(#protocol-version-header.1); and the ``requestId`` of an outgoing
-``notifications/cancelled``, to stop reading that request's stream.
+The channel never reads a message itself: the HTTP client core
+(:class:`~mcp_ref._http_client.HttpClientCore`, in ``self.core``) reads each with the
+connection's own reader -- kind, id and method; the ``protocolVersion`` of the
+``initialize`` result, which every later request carries in ``MCP-Protocol-Version``
+(#protocol-version-header.1); the ``requestId`` of an outgoing
+``notifications/cancelled``, to stop reading that request's stream -- and the channel
+does what it decides.
 
 Sessions: the ``Mcp-Session-Id`` of the ``initialize`` answer goes on every later
 request (#session-management.4).  A 404 to a request that carried it means the session
