@@ -82,8 +82,8 @@ class StreamCursor:
             :attr:`first` rather than given back.
 
     Attributes:
-        last_event_id: the last event id received ("" when none), sent back as
-            ``Last-Event-ID``.
+        last_event_id: the last event id received ("" when none, or when it is not
+            printable ASCII), sent back as ``Last-Event-ID``.
         retry: the server's last ``retry``, in milliseconds, or None.
         count: events received on the current response.
         error: why the current response's events could not be read (an event past
@@ -132,8 +132,10 @@ class StreamCursor:
                     out.append(event.data.encode())
         except RemoteProtocolError as exc:
             self.error = exc.message
-        if decoder.last_event_id:
-            self.last_event_id = decoder.last_event_id
+        if event_id := decoder.last_event_id:
+            # An id that cannot go in a header (not printable ASCII) names no place to
+            # resume from: the stream is then as one without ids.
+            self.last_event_id = event_id if event_id.isascii() and event_id.isprintable() else ""
         if decoder.retry is not None:
             self.retry = decoder.retry
         return out

@@ -362,6 +362,22 @@ def test_a_cursor_gives_messages_and_keeps_id_and_retry_across_responses() -> No
     assert cursor.receive_data(b"") == []
 
 
+def test_an_id_that_cannot_be_sent_back_names_no_place_to_resume() -> None:
+    cursor = StreamCursor(1000, 1.0)
+    cursor.receive_data(b"id: e1\ndata: a\n\n")
+    assert cursor.last_event_id == "e1"
+    cursor.receive_data("id: \u00e9\ndata: b\n\n".encode())
+    assert cursor.last_event_id == ""
+    cursor.receive_data(b"id: e\x01\ndata: c\n\n")
+    assert cursor.last_event_id == ""
+    assert cursor.post_ended(False) == (
+        "the SSE stream ended before the response and cannot be resumed"
+    )
+    cursor.receive_data(b"id: e3 x\ndata: d\n\n")
+    assert cursor.last_event_id == "e3 x"
+    HttpClientCore(URL).headers(b"GET", last_event_id=cursor.last_event_id)
+
+
 def test_a_cursor_stops_reading_a_response_past_the_bound() -> None:
     cursor = StreamCursor(10, 1.0)
     assert cursor.receive_data(b"data: ok\n\ndata: " + b"x" * 20) == [b"ok"]
@@ -492,7 +508,11 @@ def test_every_head_has_a_meaning_and_a_session_id_stays_valid(
 
 @settings(max_examples=examples(300), deadline=None)
 @given(
-    chunks=st.lists(st.binary(min_size=1, max_size=40), max_size=8), status=st.integers(100, 599)
+    chunks=st.lists(
+        st.one_of(st.binary(min_size=1, max_size=40), st.just(b"\n\nid: \x01\n\n")),
+        max_size=8,
+    ),
+    status=st.integers(100, 599),
 )
 def test_arbitrary_streams_give_messages_or_an_error_never_an_exception(
     chunks: list[bytes], status: int
@@ -505,5 +525,4 @@ def test_arbitrary_streams_give_messages_or_an_error_never_an_exception(
     then = cursor.post_ended(False)
     assert isinstance(then, str) or (then is not None and then >= 0)
     assert isinstance(cursor.reopened(status, [], session=True), Reopen)
-    if cursor.last_event_id:
-        HttpClientCore(URL).headers(b"GET", last_event_id=cursor.last_event_id)
+    HttpClientCore(URL).headers(b"GET", last_event_id=cursor.last_event_id)
