@@ -399,7 +399,7 @@ def test_a_union_without_a_constant_tag_is_not_explained_as_tagged() -> None:
     assert structure({"items": [1]}, union) == Ints(items=[1])
 
 
-def test_a_tie_on_unknown_keys_goes_to_the_class_with_more_required_keys() -> None:
+def test_a_tie_on_unknown_keys_goes_to_the_class_with_more_required_keys_in_any_converter() -> None:
     import attrs
 
     @attrs.frozen(kw_only=True)
