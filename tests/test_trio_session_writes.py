@@ -2,7 +2,9 @@
 messages go out whole and in the order the core made them; a message made while a
 write is under way joins the outbox and the writer takes it in the next write (one
 ``send`` for a ``"lines"`` channel); a full outbox makes senders wait; what the outbox
-accepted is written when the owner closes, dropped on abort or a failed write.
+accepted is written when the owner closes, dropped on abort or a failed write.  A
+channel with ``send_nowait`` gets each message it can take at once that way; what would
+block goes through ``send``, in its place.
 
 Source: 2025-06-18/basic/transports#stdio (whole newline-delimited messages) and
 2025-06-18/basic/lifecycle#shutdown (what was accepted before the close)."""
@@ -98,15 +100,36 @@ class Gated(Recording):
         self.opened.set()
 
 
+class Taking(Gated):
+    """A gated ``"messages"`` channel with ``send_nowait``: it takes a message at once
+    unless ``held`` (then ``trio.WouldBlock``) or ``broken``; ``taken`` counts them."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__(inner)
+        self.taken = 0
+        self.broken = False
+
+    def send_nowait(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
+        if self.broken:
+            raise trio.BrokenResourceError("the peer went away")
+        if self.held:
+            raise trio.WouldBlock
+        self.inner.send_nowait(data, related_request_id=related_request_id)
+        self.taken += 1
+        self.sent.append(json.loads(data))
+
+
 @asynccontextmanager
-async def gated_client(framing: str) -> AsyncIterator[tuple[Session, Gated]]:
+async def gated_client(
+    framing: str, wrap: type[Gated] = Gated
+) -> AsyncIterator[tuple[Session, Any]]:
     """An initialized client session whose channel can hold its writes."""
     if framing == "lines":
         a, b = trio.testing.memory_stream_pair()
-        ca, cb = Gated(StreamChannel(a)), StreamChannel(b)
+        ca, cb = wrap(StreamChannel(a)), StreamChannel(b)
     else:
         ma, mb = memory_channel_pair()
-        ca, cb = Gated(ma), mb
+        ca, cb = wrap(ma), mb
     sh = ServerHandler()
     async with (
         open_session(cb, SERVER, sh),
@@ -232,3 +255,64 @@ async def test_a_failed_write_fails_the_requests_behind_it() -> None:
             assert len(outcome) == 2
             assert all("sending to the peer failed" in str(exc) for exc in outcome)
             assert client.closed
+
+
+async def test_a_message_the_channel_takes_at_once_skips_the_waiting_send() -> None:
+    with trio.fail_after(LIMIT):
+        async with gated_client("messages", Taking) as (client, wire):
+            taken, sends = wire.taken, wire.sends
+            await client.send_notification(NOTE)
+            assert (wire.taken, wire.sends) == (taken + 1, sends)
+
+
+async def test_what_would_block_goes_the_waiting_way_and_keeps_its_place() -> None:
+    with trio.fail_after(LIMIT):
+        async with gated_client("messages", Taking) as (client, wire):
+            wire.held, taken, sends, sent = True, wire.taken, wire.sends, len(wire.sent)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(client.send_request, "ping")  # would block: held
+                await trio.testing.wait_all_tasks_blocked()
+                for _ in range(3):  # accepted behind it, not tried at once
+                    await client.send_notification(NOTE)
+                assert (wire.taken, wire.sends) == (taken, sends + 1)
+                wire.open()
+            assert (wire.taken, wire.sends) == (taken, sends + 4)
+            methods = [m.get("method") for m in wire.sent[sent:]]
+            assert methods == ["ping", NOTE, NOTE, NOTE]
+            await client.send_notification(NOTE)  # room again: taken at once
+            assert wire.taken == taken + 1
+
+
+async def test_a_message_refused_at_once_fails_the_session() -> None:
+    with trio.fail_after(LIMIT):
+        async with gated_client("messages", Taking) as (client, wire):
+            wire.broken = True
+            with pytest.raises(SessionClosed, match="sending to the peer failed"):
+                await client.send_notification(NOTE)
+            assert client.closed
+            with pytest.raises(SessionClosed):
+                await client.send_request("ping")
+
+
+async def test_a_small_memory_buffer_keeps_every_answer() -> None:
+    # Two messages of room per direction: writes are taken at once until the buffer
+    # is full, then wait for the reader; every caller still gets its own answer.
+    with trio.fail_after(LIMIT):
+        a, b = memory_channel_pair(max_buffer=2)
+        sh = ServerHandler()
+        async with (
+            open_session(b, SERVER, sh),
+            open_session(a, CLIENT, ClientHandler()) as client,
+        ):
+            await client.send_request("initialize", init_request(caps=CLIENT_CAPS).params)
+            await client.send_notification("notifications/initialized")
+            answers: dict[int, Any] = {}
+
+            async def one(i: int) -> None:
+                result = await call(client, "echo", args={"i": i})
+                answers[i] = json.loads(result.content[0].text)["i"]
+
+            async with trio.open_nursery() as nursery:
+                for i in range(50):
+                    nursery.start_soon(one, i)
+            assert answers == {i: i for i in range(50)}

@@ -71,6 +71,12 @@ class MessageChannel(Protocol):
     :class:`~mcp_ref.trio.Session` before its tasks start; a ``"messages"`` channel whose
     input arrives in other tasks may then hand messages over with ``await
     session.push(data)`` instead of queueing them for ``receive``.
+
+    Optional method: ``send_nowait(data, *, related_request_id=None)``, a synchronous
+    ``send`` that raises ``trio.WouldBlock`` (having written nothing) instead of waiting.
+    The session tries it first: a message taken at once needs no send timeout and cannot
+    be cut in half by a cancellation, so the session skips the shielded, timed scope it
+    puts around ``send`` (the trio idiom of ``MemorySendChannel.send_nowait``).
     """
 
     framing: Literal["lines", "messages"]
@@ -224,6 +230,16 @@ class MemoryMessageChannel:
             self.send_channel.send_nowait(data)
         except trio.WouldBlock:
             await self.send_channel.send(data)
+
+    def send_nowait(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
+        """Queue one message for the other end if its buffer has room.
+
+        Raises:
+            trio.WouldBlock: the buffer is full (nothing was queued).
+            trio.BrokenResourceError: the other end was closed.
+            trio.ClosedResourceError: this end was closed.
+        """
+        self.send_channel.send_nowait(data)
 
     async def aclose(self) -> None:
         """Close both directions (the other end then receives ``b""``)."""

@@ -18,9 +18,10 @@ is the half its users see:
   while the outbox is full (:data:`OUTBOX_LIMIT` messages: backpressure, before its
   message is made, so a sender cancelled there sends nothing).  A ``"lines"`` channel
   gets everything pending in one ``send``; a ``"messages"`` channel one message per
-  ``send``.  A write is shielded from the writer's cancellation (half a message would
-  break the stream) but bounded by ``send_timeout``; a write that fails calls
-  ``Connection.send_failed()``, drops the outbox and ends the session;
+  ``send`` (its optional ``send_nowait`` first, if it takes the message without
+  waiting).  A write that waits is shielded from the writer's cancellation (half a
+  message would break the stream) but bounded by ``send_timeout``; a write that fails
+  calls ``Connection.send_failed()``, drops the outbox and ends the session;
 * **handing input over**: :meth:`Session.push`, for channels whose input arrives in
   other tasks;
 * **ending**: :meth:`Session.finish_requests` (a graceful stop), :meth:`Session.abort`,
@@ -29,10 +30,9 @@ is the half its users see:
   :data:`CLOSE_GRACE` seconds more (:meth:`Session.abort` gives none), and
   :func:`~mcp_ref.trio.open_session` writes what is left before it closes the channel.
 
-Why not a lock around each write: every ``Lock.acquire`` is a schedule point, and under
-load a writer that yields inside ``channel.send`` while holding the lock makes every
-other sender park, the lock then passing on one sender per trip through trio's
-scheduler.  Measured in bench/README.md ("the plain trio session").
+Why not a lock around each write: under load, a writer that yields in ``channel.send``
+holding the lock makes every other sender park, the lock then passing on one sender per
+trip through trio's scheduler (bench/README.md, "the plain trio session").
 """
 
 from __future__ import annotations
@@ -99,6 +99,7 @@ class Session:
         self._channel = channel
         self._send_timeout = math.inf if send_timeout is None else send_timeout
         self._join_writes = channel.framing == "lines"  # a byte stream: one send per burst
+        self._send_nowait = getattr(channel, "send_nowait", None)  # optional (_channel.py)
         self._outbox: deque[tuple[bytes, RequestId | None]] = deque()  # accepted, unwritten
         self._writing = False  # a task is writing the outbox (see _write)
         self._room = trio.lowlevel.ParkingLot()  # senders waiting for a full outbox
@@ -279,13 +280,30 @@ class Session:
     async def _write_outbox(self) -> None:
         """Write the outbox until it is empty (the caller is now the writer).
 
-        The writes are shielded from the writer's cancellation (half a message would
-        break the stream); each ``channel.send`` is bounded by ``send_timeout`` and the
-        close's grace.  A failure calls ``Connection.send_failed()``, drops the outbox
-        and ends the session.
+        While the session is open the channel's optional ``send_nowait`` goes first;
+        the rest is written with ``channel.send``, shielded from the writer's
+        cancellation and bounded by ``send_timeout`` and the close's grace.  A failure
+        calls ``Connection.send_failed()``, drops the outbox and ends the session.
         """
         outbox, channel = self._outbox, self._channel
         failure: str | None = None
+        if self._send_nowait is not None and not self.closed:
+            # A channel that can take a message without waiting is tried first: what
+            # does not wait can neither be cut in half nor time out, so it needs no
+            # shielded, timed scope (about 6 us each); what would block goes below.
+            try:
+                while outbox:
+                    data, related = outbox[0]
+                    self._send_nowait(data, related_request_id=related)
+                    outbox.popleft()
+            except trio.WouldBlock:
+                pass  # the rest goes the long way
+            except Exception as exc:
+                self._write_failed(f"sending to the peer failed: {exc!r}")
+            if self._room:  # senders wait for room: wake as many as fit
+                self._room.unpark(count=OUTBOX_LIMIT - len(outbox))
+            if not outbox:
+                return
         deadline = min(trio.current_time() + self._send_timeout, self._write_until)
         self._writing = True
         with trio.CancelScope(shield=True, deadline=deadline) as scope:
@@ -314,16 +332,20 @@ class Session:
         if failure is None and scope.cancelled_caught:
             failure = self.close_reason or f"sending took longer than {self._send_timeout} s"
         if failure is not None:
-            self.connection.send_failed()  # the stream may hold half a message
-            self._outbox.clear()  # what it held can no longer follow in order
-            eof = getattr(self._channel, "eof_reason", None)
-            self._close(f"{failure}; {eof}" if eof and eof not in failure else failure)
-            raise SessionClosed(self.close_reason or failure)
+            self._write_failed(failure)
+
+    def _write_failed(self, failure: str) -> None:
+        """A write failed or timed out: ``Connection.send_failed()``, drop the outbox,
+        end the session, raise :class:`SessionClosed`."""
+        self.connection.send_failed()  # the stream may hold half a message
+        self._outbox.clear()  # what it held can no longer follow in order
+        eof = getattr(self._channel, "eof_reason", None)
+        self._close(f"{failure}; {eof}" if eof and eof not in failure else failure)
+        raise SessionClosed(self.close_reason or failure)
 
     async def _write_rest(self) -> None:
-        """At the very end (``open_session``, after :meth:`_close`, before the channel
-        closes): let a writer of another task finish, then write what the outbox still
-        holds, within the close's grace."""
+        """At the end (``open_session``, after :meth:`_close`, before the channel closes):
+        let another task's writer finish, then write the rest, within the close's grace."""
         with trio.move_on_at(self._write_until):
             while self._writing:
                 await self._written.park()
@@ -355,11 +377,10 @@ class Session:
         the reader would (a request starts its task; nothing waits for its answer).
 
         This waits its turn while another task dispatches, and while the notification
-        queue is full (the reader's backpressure).  A caller cancelled while waiting its
-        turn gives nothing to the session; once the core has taken the message, its
-        events are dispatched whole, shielded from the caller's cancellation (the
-        session's close ends any wait).  The channel must keep the order: a message it
-        still holds for ``receive()`` must reach the session before any pushed after.
+        queue is full (backpressure).  A caller cancelled while waiting its turn gives
+        nothing; once the core took the message, its events are dispatched whole,
+        shielded from the caller's cancellation.  The channel must keep the order: a
+        message it holds for ``receive()`` must reach the session before any pushed.
 
         Raises:
             SessionClosed: the session is closed, or its input ended; the message was
@@ -381,9 +402,8 @@ class Session:
         await self._dispatch(take)
 
     async def finish_requests(self, grace: float, *, reason: str) -> int:
-        """Stop gracefully: let the peer's requests in progress run for at most ``grace``
-        seconds, then cancel each one still running and answer it with an error
-        response (-32603, message ``reason``).
+        """Stop gracefully: let the peer's requests in progress run for ``grace`` seconds
+        at most, then cancel each one still running and answer it with -32603 ``reason``.
 
         The session stays open (the caller ends it, e.g. by ending its input); requests
         that arrive meanwhile are handled as usual.  A handler that ignores its
@@ -400,11 +420,10 @@ class Session:
         return await self._running.settle(grace, reason)
 
     def abort(self, reason: str) -> None:
-        """End the session now, as if the connection broke: pending ``send_request``
-        callers get :class:`SessionClosed` with ``reason``, running handlers are
-        cancelled, a write under way is cancelled and the messages not yet written are
-        dropped, :meth:`wait_closed` returns.  Idempotent; the owner still leaves its
-        ``async with`` block to release the channel."""
+        """End the session now, as if the connection broke: ``send_request`` callers get
+        :class:`SessionClosed` (``reason``), handlers and a write under way are cancelled,
+        unwritten messages dropped, :meth:`wait_closed` returns.  Idempotent; the owner
+        still leaves its ``async with`` block to release the channel."""
         self._close(reason, grace=0.0)
 
     def _check_open(self) -> None:

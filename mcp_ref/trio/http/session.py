@@ -260,6 +260,11 @@ class ServerChannel:
         """Route one message onto its stream (never blocks, never fails)."""
         self._sess.route(data, related_request_id)
 
+    def send_nowait(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
+        """:meth:`send` without the ``await``: the session then writes without a send
+        timeout scope (see :class:`~mcp_ref.trio.MessageChannel`).  Never raises."""
+        self._sess.route(data, related_request_id)
+
     async def aclose(self) -> None:
         """End the session's HTTP side."""
         self._sess.end("the session closed")
