@@ -35,9 +35,10 @@ here, once, with no I/O and no clock (time is an argument, as in the
 The asyncio and blocking clients drive a :class:`~mcp_ref.Connection` themselves;
 :class:`ClientWire` (the core plus that connection) gives them the rest: the bytes of a
 request, of its cancellation (never ``initialize``'s) and of the reply to a server
-request; the events to act on, after it has done its share (protocol errors' replies
-queued, progress and notifications handed to their callbacks, end of input noticed);
-and the handshake's bytes, for a transport that must replay them.  The trio client
+request; and the events to act on, after it has done its share (protocol errors'
+replies queued, progress and notifications handed to their callbacks, end of input
+noticed).  (A transport that must replay the handshake, as Streamable HTTP does after a
+404, keeps its bytes itself: :mod:`mcp_ref._http_client`.)  The trio client
 leaves the connection to :class:`mcp_ref.trio.Session` and uses the core only.
 
 Every client raises the one :class:`SessionClosed` defined here.
@@ -550,9 +551,6 @@ class ClientWire(ClientCore):
         self._out: list[bytes] = []
         self._on_progress: dict[RequestId, Callable[[Progress], object]] = {}
         """The progress callback of each request waiting for its answer."""
-        self.handshake: tuple[bytes, ...] = ()
-        """The bytes of ``initialize`` and ``notifications/initialized`` as first sent:
-        what a transport replays to start a new session (Streamable HTTP, after a 404)."""
 
     def send_request(
         self,
@@ -590,8 +588,6 @@ class ClientWire(ClientCore):
         data = conn.send(Request(id=rid, method=method, params=params), now=now, **kw)
         if on_progress is not None:
             self._on_progress[rid] = on_progress
-        if method == "initialize":
-            self.handshake = (data,)
         return rid, params, data
 
     def send_notification(self, method: str, params: Any = None) -> bytes:
@@ -603,10 +599,7 @@ class ClientWire(ClientCore):
         """
         self.check_open()
         note = Notification(method=method, params=typed_params(method, params))
-        data = self.connection.send(note)
-        if method == "notifications/initialized" and len(self.handshake) == 1:
-            self.handshake += (data,)
-        return data
+        return self.connection.send(note)
 
     def cancel(self, rid: RequestId, method: str) -> bytes:
         """Stop waiting for request ``rid``: the ``notifications/cancelled`` to write

@@ -348,23 +348,6 @@ def test_wire_protocol_errors_are_answered_and_end_of_input_closes() -> None:
         wire.send_request("ping", None, now=0.0, timeout=DEFAULT)
 
 
-def test_wire_keeps_the_handshake_for_a_new_session() -> None:
-    conn = Connection(CLIENT)
-    wire = ClientWire(conn)
-    _, _, init = wire.send_request("initialize", wire.initialize_params(), now=0.0, timeout=None)
-    assert wire.handshake == (init,)
-    server = Connection(mcp_ref.SERVER)
-    (request,) = deliver(init, server)
-    conn.receive_data(server.send(Response(id=request.id, result=init_result())))
-    assert isinstance(wire.next_event(), Response)
-    note = wire.initialized(init_result())
-    done = wire.send_notification(note.method, note.params)
-    assert wire.handshake == (init, done)
-    with pytest.raises(LocalProtocolError):  # once is all the lifecycle allows
-        wire.send_notification("notifications/initialized")
-    assert wire.handshake == (init, done)
-
-
 def test_the_clients_are_loops_around_the_core() -> None:
     """No client defines a SessionClosed, a progress-token rule or an initialize of its
     own: each imports the client core (read from the source)."""
@@ -493,22 +476,11 @@ def test_set_roots_refuses_none() -> None:
     )
 
 
-def test_wire_notifications_are_typed_and_only_initialized_joins_the_handshake() -> None:
+def test_wire_notifications_are_typed() -> None:
     wire, server = wire_pair(roots=[])
-    assert wire.handshake == ()
     data = wire.send_notification("notifications/roots/list_changed", {"_meta": {"k": 1}})
     (note,) = deliver(data, server)
     assert note.params == t.NotificationParams(meta={"k": 1})
-    assert wire.handshake == ()
-    # An initialize not sent through the wire: its initialized is not kept either.
-    conn = Connection(CLIENT)
-    server = Connection(mcp_ref.SERVER)
-    (request,) = deliver(conn.send(init_request()), server)
-    conn.receive_data(server.send(Response(id=request.id, result=init_result())))
-    wire = ClientWire(conn)
-    assert isinstance(wire.next_event(), Response)
-    wire.send_notification("notifications/initialized")
-    assert wire.handshake == ()
 
 
 def test_wire_forgets_progress_callbacks_when_answered_or_cancelled() -> None:
