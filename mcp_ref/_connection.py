@@ -31,12 +31,10 @@ module:
 6. the in-flight tables (``_inflight``: duplicate ids, progress tokens, cancellation,
    response matching).
 
-Sending runs the same checks the other way round, and changes nothing until the
-message is known to be good: a refusal leaves the connection as it was.
-
-A refused message is answered by the error reply in ``event_hint``; that reply may
-carry the id of a request in flight (the peer reused it), so the ids of replies owed
-to refusals are counted (``_refusals``), and sending one answers no request.
+Sending runs the same checks the other way round and changes nothing until the
+message is known to be good.  A refusal's reply (``event_hint``) may carry the id of
+a request in flight (the peer reused it): ``_refusals`` counts the replies owed to
+refusals, and sending one answers no request.
 """
 
 from __future__ import annotations
@@ -66,6 +64,7 @@ from ._methods import (
     REQUEST,
     SUPPORTED_VERSIONS,
     MethodSpec,
+    answer_refusal,
     lookup,
     negotiate_version,
 )
@@ -107,17 +106,12 @@ class _NeedData:
 NEED_DATA: Final = _NeedData()
 """Returned by ``next_event()`` when no complete message is buffered."""
 
-_DEFAULT: Final = object()
-"""The ``timeout=`` default of ``send``: the connection's ``default_timeout``."""
-
-_BLANK: Final = frozenset(b" \t\r\n")
-"""Bytes a whitespace-only line may start with (JSON's insignificant whitespace)."""
-
+_DEFAULT: Final = object()  # send(timeout=): the connection's default_timeout
+_BLANK: Final = frozenset(b" \t\r\n")  # JSON's insignificant whitespace
 _CANCELLED: Final = "notifications/cancelled"
 _PROGRESS: Final = "notifications/progress"
 
-# The compiled (un)structure function of each class, looked up once per class (the
-# classes are the schema's: a fixed, finite set).
+# The compiled (un)structure function of each class (a fixed set: the schema's).
 _structurer: Callable[[Any], Callable[[Any], Any]] = functools.cache(structure_fn)
 _unstructurer: Callable[[Any], Callable[[Any], Any]] = functools.cache(unstructure_fn)
 
@@ -160,7 +154,6 @@ class Connection:
             raise ValueError("our_role must be CLIENT or SERVER")
         # Spec: 2025-06-18/basic#overview.1
         # "All implementations MUST support the base protocol and lifecycle management components."
-        # The base protocol and the lifecycle are this class; every role gets both.
         self.our_role: Final = our_role
         self.their_role: Final = our_role.peer
         self.state = State.PRE_INIT
@@ -170,8 +163,7 @@ class Connection:
         self.max_requests_in_flight = max_requests_in_flight
         self._lines = LineBuffer(max_message_bytes)
         self._messages: deque[bytes] = deque()
-        # Events ready for next_event; a batch's refused items wait here as the
-        # RemoteProtocolError to raise in their turn.
+        # Ready for next_event; a batch's refused items wait as their error.
         self._events: deque[Event | RemoteProtocolError] = deque()
         self._eof = False
         self._closed_reported = False
@@ -182,16 +174,13 @@ class Connection:
         )
         self._next_id = 0
         self._init_id: Any = None  # a server's: the id of the client's initialize
-        # How many replies are owed to refused messages, by the id they carry.
-        # Bounded: a driver sends each reply as next_event raises, so only one that
-        # sends none fills it; past the bound the oldest id is forgotten.
+        # Replies owed to refused messages, by id; past the bound the oldest is forgotten.
         self._refusals: dict[Any, int] = {}
         self._refusals_count = 0
         self._max_refusals = max(64, 4 * max_requests_in_flight)
         self._batches: Batches | None = None  # made by the first batch read
         self._outbox: list[bytes] = []
-        # Per-method decisions (method table, lifecycle kind, capabilities), made once
-        # until the version or the capabilities change (see _forget_plans).
+        # Per-method decisions, kept until the version or capabilities change.
         self._request_plans: dict[str, tuple[MethodSpec, Kind]] = {}
         self._notification_plans: dict[str, tuple[MethodSpec, Kind, Callable[[Any], Any]]] = {}
         self._send_plans: dict[str, tuple[MethodSpec, Kind, Any]] = {}
@@ -233,8 +222,7 @@ class Connection:
                 return rid
 
     def negotiated_version_for(self, requested: str) -> str:
-        """The version a server must answer to ``requested`` (same if supported, else the
-        latest).  Source: 2025-06-18/basic/lifecycle#version-negotiation."""
+        """The version a server answers to ``requested`` (see ``negotiate_version``)."""
         return negotiate_version(requested)
 
     def requests_in_flight(self) -> tuple[list[Any], list[Any]]:
@@ -245,7 +233,6 @@ class Connection:
         )
 
     def _step(self, direction: Direction, kind: Kind) -> State | None:
-        """The lifecycle table's next state for this message here, or None: refused."""
         return next_state(self.our_role, self.state, direction, kind)
 
     # -- receiving ----------------------------------------------------------------
@@ -282,14 +269,12 @@ class Connection:
         self._messages.append(data)
 
     def next_event(self) -> Event | _NeedData:
-        """Return the next event, or :data:`NEED_DATA` when more input is needed.
-
-        After end of input it returns :class:`ConnectionClosed` once, then NEED_DATA.
+        """The next event, or :data:`NEED_DATA`; after end of input
+        :class:`ConnectionClosed` once, then NEED_DATA.
 
         Raises:
-            RemoteProtocolError: the next message broke the protocol.  ``event_hint``
-                holds the error response to send (None when no reply is owed).  The
-                connection stays usable.
+            RemoteProtocolError: the next message broke the protocol; send
+                ``event_hint`` (None: no reply owed) and go on.
         """
         while True:
             try:
@@ -318,20 +303,15 @@ class Connection:
                 return event
 
     def _read(self, line: bytes | object) -> Event | None:
-        """One framed message: its event, or None when it makes none (a blank line, a
-        batch whose items were queued, a late response).
-
-        Raises:
-            RemoteProtocolError: the message is refused.
-        """
+        """One framed message's event, or None (a blank line, a batch, a late response)."""
         if line is TOO_LONG:
             return self._too_long()
         assert isinstance(line, bytes)
-        # JSON's whitespace only (bytes.strip() would take \x0b and \x0c too).
+        # JSON's whitespace only (bytes.strip() would take \x0b and \x0c too); strip
+        # copies, so only when the line may be blank.
         if not line or (line[0] in _BLANK and not line.strip(b" \t\r\n")):
             if self.newline_framing:
-                return None  # a blank line (strip copies: only when it may be one)
-            # A whole message that is blank is no JSON at all: refuse it.
+                return None
             raise self._refuse(None, PARSE_ERROR, "parse error: empty message")
         try:
             obj = rpc.decode(line)
@@ -349,7 +329,6 @@ class Connection:
         return self._handle(obj)
 
     def _next_message(self) -> bytes | object:
-        """The next whole message fed with ``receive_message`` (or TOO_LONG)."""
         data = self._messages.popleft()
         if len(data) > self.max_message_bytes:
             self._lines.too_long_prefix = data[:PEEK_BYTES]
@@ -357,9 +336,7 @@ class Connection:
         return data
 
     def _parse_error(self, line: bytes, exc: RemoteProtocolError) -> RemoteProtocolError:
-        """The refusal of a message that is not JSON: -32700, answering the id of the
-        request it was meant to be when its first bytes show one (a truncated
-        ``tools/call``), else id null."""
+        """-32700, answering the id a truncated request shows in its first bytes."""
         # Spec: JSON-RPC 2.0 section 5: "If there was an error in detecting the id in
         # the Request object (e.g. Parse error/Invalid Request), it MUST be Null."
         rid, is_request = rpc.peek(line[:PEEK_BYTES])
@@ -368,13 +345,9 @@ class Connection:
         return self._refuse(rid, exc.code, exc.message)
 
     def _too_long(self) -> Event | None:
-        """A message over ``max_message_bytes`` was skipped: answer it by its id when its
-        first bytes show one (a request gets -32600 with its id; a response to one of
-        our requests fails that request now rather than at its timeout).
-
-        Raises:
-            RemoteProtocolError: for a request, or when no id can be read (id null).
-        """
+        """A message over ``max_message_bytes`` was skipped: a request gets -32600 by
+        the id its first bytes show (else id null); a response to one of our requests
+        fails that request now rather than at its timeout."""
         message = f"message longer than {self.max_message_bytes} bytes"
         rid, is_request = rpc.peek(self._lines.too_long_prefix)
         if rid is not None and is_request:
@@ -401,13 +374,10 @@ class Connection:
         return self._receive_response(kind, rid, payload, obj)
 
     def _refuse(self, rid: Any, code: int, message: str) -> RemoteProtocolError:
-        """The refusal of request ``rid`` (None: not known), with its reply as the hint."""
         hint = rpc.error_reply(rid, code, message)
         return RemoteProtocolError(message, code=code, event_hint=hint, request_id=rid)
 
     def _note_refusal(self, rid: Any) -> None:
-        """A reply with id ``rid`` is owed to a refused message: sending it answers no
-        request in flight (the refused message may have reused the id)."""
         self._refusals[rid] = self._refusals.get(rid, 0) + 1
         self._refusals_count += 1
         if self._refusals_count > self._max_refusals:
@@ -415,12 +385,7 @@ class Connection:
             self._refusals_count -= self._refusals.pop(oldest)
 
     def _receive_step(self, kind: Kind, rid: Any = None) -> State:
-        """The next state for receiving ``kind``.
-
-        Raises:
-            RemoteProtocolError: -32600 when the lifecycle table has no row for it, with
-                the reply to request ``rid`` (None: the message is owed no reply).
-        """
+        """The next state for receiving ``kind``; -32600 (replying to ``rid``) if none."""
         new_state = next_state(self.our_role, self.state, RECEIVE, kind)
         if new_state is None:
             why = describe_refusal(self.our_role, self.state, RECEIVE, kind)
@@ -430,8 +395,7 @@ class Connection:
         return new_state
 
     def _plan_request(self, rid: Any, method: str) -> tuple[MethodSpec, Kind]:
-        """Decide, once per method until the version or capabilities change, whether the
-        peer may send us this request: the method table, then the capabilities."""
+        """May the peer send us this request: the method table, lifecycle, capabilities."""
         spec = lookup(method, self.their_role, REQUEST, self.protocol_version)
         if spec is None:
             raise self._refuse(rid, METHOD_NOT_FOUND, f"method not found: {method}")
@@ -459,8 +423,6 @@ class Connection:
         try:
             # Spec: 2025-06-18/client/sampling#security-considerations.2
             # "Both parties SHOULD validate message content"
-            # Params are checked against the schema; sampling messages (role, content
-            # blocks) included.  A malformed one is refused with -32602.
             params = self._structure_params(spec, payload)
         except ConversionError as exc:
             raise self._refuse(rid, INVALID_PARAMS, f"invalid params for {method}: {exc}") from None
@@ -495,7 +457,7 @@ class Connection:
     def _receive_notification(self, method: str, payload: Any) -> Event | None:
         # Spec: 2025-06-18/basic#notifications.1
         # "The receiver MUST NOT send a response."
-        # Every failure below raises without an event_hint: no response to a notification.
+        # (every failure below raises without an event_hint)
         plan = self._notification_plans.get(method)
         if plan is None:
             spec = lookup(method, self.their_role, NOTIFICATION, self.protocol_version)
@@ -505,10 +467,8 @@ class Connection:
             plan = self._notification_plans[method] = (spec, k, _structurer(spec.params_type))
         spec, k, structure_params = plan
         new_state = self._receive_step(k)
-        # A notification of a capability the peer did not declare breaks
-        # 2025-06-18/basic/lifecycle#operation.1 on the peer's side, but it asks nothing
-        # of us: it is delivered (dropping a log line helps no one).  We never send one
-        # (see _send_notification), and requests of such capabilities are refused.
+        # A notification of a capability the peer did not declare (its fault, see
+        # lifecycle#operation.1) asks nothing of us: it is delivered.
         try:
             if payload is None:
                 params = self._structure_params(spec, None)  # None, or raises
@@ -528,18 +488,13 @@ class Connection:
     def _receive_cancel(self, params: Any) -> Event | None:
         # Spec: 2025-06-18/basic/utilities/cancellation#error-handling.1
         # "Invalid cancellation notifications SHOULD be ignored:"
-        # Unknown, finished or absent ids are ignored below; one with params of the
-        # wrong shape never gets here (RemoteProtocolError without a reply, above).
         rid = params.request_id
         # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.2
         # "The `initialize` request MUST NOT be cancelled by clients"
-        # Only a server receives the client's initialize; ids of requests going the
-        # other way may equal it and are cancellable.
         if self.our_role is SERVER and rid == self._init_id and type(rid) is type(self._init_id):
             return None
         # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.4
         # "Receivers MAY ignore cancellation notifications if:"
-        # Unknown or already answered requests: ignore the notification.
         req = self._inflight.pop_incoming(rid, "cancelled")
         if req is None:
             return None
@@ -552,8 +507,7 @@ class Connection:
     def _receive_response(self, kind: int, rid: Any, payload: Any, obj: Any) -> Event | None:
         inflight = self._inflight
         is_error = kind == rpc.ERROR
-        if rid is None:
-            # The peer could not read one of our messages.
+        if rid is None:  # the peer could not read one of our messages
             return ErrorResponse(
                 id=None, code=payload["code"], message=payload["message"], data=payload.get("data")
             )
@@ -637,19 +591,15 @@ class Connection:
                 connection's ``default_timeout``; None for none).
 
         Returns:
-            The serialized message (with its newline when ``newline_framing``), or
-            ``b""`` when the spec says to send nothing: a response to a request the
-            peer cancelled, or a cancellation of a request already answered; or a reply
-            held for its batch's array (the batch's last reply brings the array).
+            The message (with its newline when ``newline_framing``), or ``b""``: a
+            response to a request the peer cancelled, a cancellation of a request
+            already answered, or a reply held for its batch's array.
 
         Raises:
-            LocalProtocolError: the event breaks the protocol; nothing is sent and the
-                connection is unchanged.
+            LocalProtocolError: the event breaks the protocol; nothing changed.
         """
         if self.state is State.CLOSED:
             raise LocalProtocolError("connection is closed")
-        # Each path checks everything, encodes, and only then changes the state, so a
-        # refusal leaves the connection as it was.
         if type(event) is Request:
             return self._send_request(event, now, timeout)
         if type(event) is Response:
@@ -661,16 +611,10 @@ class Connection:
         raise LocalProtocolError(f"cannot send {type(event).__name__}")
 
     def _encode(self, message: dict[str, Any], *, bounded: bool = True) -> bytes:
-        """Serialize a message we send (framed when ``newline_framing``).
-
-        Raises:
-            LocalProtocolError: not serializable, or (when ``bounded``) longer than
-                ``max_message_bytes``.
-        """
         try:
             # Spec: 2025-06-18/basic/transports#stdio.1
             # "Messages are delimited by newlines, and MUST NOT contain embedded newlines."
-            # (JSON text holds no raw newline: the framed line is one line by construction)
+            # (JSON text holds no raw newline)
             data = rpc.encode(message, newline=self.newline_framing)
         except ValueError as exc:
             raise LocalProtocolError(f"cannot serialize the message: {exc}") from None
@@ -681,7 +625,6 @@ class Connection:
         return data
 
     def _check_step(self, kind: Kind) -> State:
-        """The next state for sending ``kind``; LocalProtocolError when refused."""
         new_state = next_state(self.our_role, self.state, SEND, kind)
         if new_state is None:
             raise LocalProtocolError(describe_refusal(self.our_role, self.state, SEND, kind))
@@ -702,10 +645,8 @@ class Connection:
         return data
 
     def _plan_send(self, method: str, is_request: bool) -> tuple[MethodSpec, Kind, Any]:
-        """Decide, once per method until the version or capabilities change, whether we
-        may send this request or notification: the method table, the lifecycle, then
-        the capabilities.  The plan: the method's spec, its lifecycle kind, and for a
-        request the structure function of its result."""
+        """May we send this: the method table, lifecycle, capabilities.  The plan: the
+        row, the lifecycle kind, and a request's result structure function."""
         spec = lookup(
             method, self.our_role, REQUEST if is_request else NOTIFICATION, self.protocol_version
         )
@@ -747,7 +688,6 @@ class Connection:
         # Spec: 2025-06-18/basic/lifecycle#timeouts.3
         # "SDKs and other middleware SHOULD allow these timeouts to be configured on a per-request
         # basis."
-        # Each request may bring its own timeout; the connection's default otherwise.
         if timeout is _DEFAULT:
             timeout = self.default_timeout
         out = Outgoing(
@@ -793,8 +733,7 @@ class Connection:
         if params is not None:
             message["params"] = params
         data = self._encode(message)
-        # The two checks below raise before they change anything.
-        if method == _CANCELLED:
+        if method == _CANCELLED:  # both checks raise before they change anything
             if not self._inflight.cancel_outgoing(event.params.request_id):
                 return b""  # already answered (or given up on): nothing to cancel
         elif method == _PROGRESS:
@@ -803,7 +742,6 @@ class Connection:
         return data
 
     def _was_cancelled(self, rid: Any) -> bool:
-        """Whether the peer cancelled its request ``rid``: an answer to it is dropped."""
         # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.3
         # "Receivers of cancellation notifications SHOULD:"
         return self._inflight.finished_in.get(rid) == "cancelled"
@@ -826,20 +764,8 @@ class Connection:
                 f"the result of {req.method} must be {spec.result_type.__name__}, "
                 f"not {type(result).__name__}"
             )
-        if is_init:
-            requested = self.requested_version or ""
-            version = result.protocol_version
-            # Spec: 2025-06-18/basic/lifecycle#version-negotiation.3
-            # "If the server supports the requested protocol version, it MUST respond with the same
-            # version."
-            if requested in SUPPORTED_VERSIONS and version != requested:
-                raise LocalProtocolError(
-                    f"the client asked for {requested}, which we support: answer it, not {version}"
-                )
-            # Spec: 2025-06-18/basic/lifecycle#version-negotiation.4
-            # "Otherwise, the server MUST respond with another protocol version it supports."
-            if version not in SUPPORTED_VERSIONS:
-                raise LocalProtocolError(f"cannot answer with unsupported version {version!r}")
+        if is_init and (why := answer_refusal(self.requested_version, result.protocol_version)):
+            raise LocalProtocolError(why)
         # Spec: 2025-06-18/basic#responses.1
         # "Responses MUST include the same ID as the request they correspond to."
         data = self._encode(
@@ -864,8 +790,7 @@ class Connection:
         # Spec: 2025-06-18/basic#requests.3
         # "The request ID MUST NOT have been previously used by the requestor within the same
         # session."
-        # The reply to a refused message (which may have reused the id of a request
-        # still in flight) answers no request of ours.
+        # (a refused message may have reused the id of a request in flight)
         refused = rid in self._refusals
         req = None if refused else self._inflight.incoming.get(rid)
         if req is None and not refused and self._was_cancelled(rid):
@@ -875,8 +800,7 @@ class Connection:
         error: dict[str, Any] = {"code": event.code, "message": event.message}
         if event.data is not None:
             error["data"] = event.data
-        # Unbounded: an error reply (often to a message refused for its size) must
-        # always be deliverable; the peer's own bound still applies on its side.
+        # Unbounded: the reply to a message refused for its size must go out.
         data = self._encode({"jsonrpc": "2.0", "id": rid, "error": error}, bounded=False)
         self.state = new_state
         if refused:
@@ -891,19 +815,13 @@ class Connection:
     # -- closing, timeouts, and what the connection sends by itself ----------------
 
     def close(self) -> None:
-        """Mark the connection closed on our side: nothing more is sent or read.
-
-        A driver calls it when it stops, e.g. after end of input once the requests it
-        accepted are answered (state CLOSING).  Idempotent.
-        """
+        """Close our side: nothing more is sent or read (idempotent).  A driver calls
+        it when it stops, e.g. in CLOSING once the requests it accepted are answered."""
         self.state = self._step(SEND, Kind.CLOSE) or self.state
 
     def send_failed(self) -> None:
-        """Tell the core that writing the bytes of a ``send`` failed or was cancelled.
-
-        The byte stream may hold half a message, so the connection is closed: later
-        ``send`` calls raise LocalProtocolError.
-        """
+        """Writing the bytes of a ``send`` failed or was cancelled: the stream may hold
+        half a message, so the connection closes."""
         self.close()
 
     @property
@@ -915,9 +833,7 @@ class Connection:
         """Bytes the connection produced by itself, to write now; ``b""`` when none.
 
         Only a batch makes any: when the peer cancels the last request of a batch whose
-        other replies are held, the array of those replies is here (after the
-        :class:`RequestCancelled` event).  A driver calls it after handling that event.
-        Source: JSON-RPC 2.0 section 6, in :mod:`._batch`.
+        other replies are held, their array is here after the :class:`RequestCancelled`.
         """
         data = b"".join(self._outbox)
         self._outbox.clear()
@@ -929,17 +845,9 @@ class Connection:
         return self._inflight.next_deadline()
 
     def handle_timeout(self, now: float) -> list[bytes]:
-        """Expire requests whose deadline has passed.
-
-        For each one, a :class:`RequestTimedOut` event is queued for ``next_event`` and
-        a ``notifications/cancelled`` is produced (never for ``initialize``).
-
-        Returns:
-            The messages to write (the cancellation notifications), one bytes object
-            each, framed like ``send``'s output; often empty.
-
-        Source: 2025-06-18/basic/lifecycle#timeouts.
-        """
+        """Expire requests whose deadline has passed: queue a :class:`RequestTimedOut`
+        for each and return the ``notifications/cancelled`` messages to write (framed
+        like ``send``'s; none for ``initialize``)."""
         out: list[bytes] = []
         # Spec: 2025-06-18/basic/lifecycle#error-handling.1 (request timeouts)
         # "Implementations SHOULD be prepared to handle these error cases:"
@@ -971,7 +879,6 @@ class Connection:
         return _structurer(spec.params_type)(payload)
 
     def _forget_plans(self) -> None:
-        """Version or capabilities changed: what may be received must be decided anew."""
         self._request_plans.clear()
         self._notification_plans.clear()
         self._send_plans.clear()

@@ -19,9 +19,7 @@ being stored, so a peer cannot make us hold more than ``max_line_bytes`` at a ti
 
 from __future__ import annotations
 
-from ._errors import LocalProtocolError
-
-__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "TOO_LONG", "LineBuffer", "frame"]
+__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "PEEK_BYTES", "TOO_LONG", "LineBuffer"]
 
 DEFAULT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 """Default bound on one message: 8 MiB (bytes, newline excluded)."""
@@ -136,24 +134,3 @@ class LineBuffer:
         self._buf = bytearray()
         self._start = 0
         self._scan = 0
-
-
-def frame(payload: bytes) -> bytes:
-    """Frame one serialized message for a newline-delimited stream.
-
-    Args:
-        payload: one message, UTF-8 JSON, without a trailing newline.
-
-    Returns:
-        ``payload + b"\\n"``.
-
-    Raises:
-        LocalProtocolError: the payload contains a newline.
-
-    Source: 2025-06-18/basic/transports#stdio.
-    """
-    # Spec: 2025-06-18/basic/transports#stdio.1
-    # "Messages are delimited by newlines, and MUST NOT contain embedded newlines."
-    if b"\n" in payload:
-        raise LocalProtocolError("a message must not contain an embedded newline")
-    return payload + b"\n"

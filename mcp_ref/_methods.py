@@ -35,6 +35,7 @@ __all__ = [
     "METHODS",
     "SUPPORTED_VERSIONS",
     "MethodSpec",
+    "answer_refusal",
     "capability_present",
     "check_version",
     "lookup",
@@ -244,21 +245,26 @@ def capability_present(capabilities: Any, path: tuple[str, ...]) -> bool:
 
 
 def negotiate_version(requested: str) -> str:
-    """The version a server answers to an ``initialize`` asking for ``requested``.
+    """The version a server answers to an ``initialize`` asking for ``requested``: the
+    same when supported (see :func:`answer_refusal`), else the latest."""
+    # Spec: 2025-06-18/basic/lifecycle#version-negotiation.5
+    # "This SHOULD be the latest version supported by the server."
+    return requested if requested in SUPPORTED_VERSIONS else LATEST_PROTOCOL_VERSION
 
-    Source: 2025-06-18/basic/lifecycle#version-negotiation.3 (same version if supported)
-    and .4 (otherwise another supported version, the latest).
-    """
+
+def answer_refusal(requested: str | None, version: str) -> str | None:
+    """Why a server may not answer an ``initialize`` asking for ``requested`` with
+    ``version``; None when it may."""
     # Spec: 2025-06-18/basic/lifecycle#version-negotiation.3
     # "If the server supports the requested protocol version, it MUST respond with the same
     # version."
-    if requested in SUPPORTED_VERSIONS:
-        return requested
+    if requested in SUPPORTED_VERSIONS and version != requested:
+        return f"the client asked for {requested}, which we support: answer it, not {version}"
     # Spec: 2025-06-18/basic/lifecycle#version-negotiation.4
     # "Otherwise, the server MUST respond with another protocol version it supports."
-    # Spec: 2025-06-18/basic/lifecycle#version-negotiation.5
-    # "This SHOULD be the latest version supported by the server."
-    return LATEST_PROTOCOL_VERSION
+    if version not in SUPPORTED_VERSIONS:
+        return f"cannot answer with unsupported version {version!r}"
+    return None
 
 
 def check_version(version: str) -> str:

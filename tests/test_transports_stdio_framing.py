@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcp_ref import INVALID_REQUEST, SERVER, Connection, LocalProtocolError, RemoteProtocolError
-from mcp_ref._framing import TOO_LONG, LineBuffer, frame
+from mcp_ref import INVALID_REQUEST, SERVER, Connection, RemoteProtocolError
+from mcp_ref._framing import TOO_LONG, LineBuffer
+from mcp_ref.events import ErrorResponse
 from tests._examples import examples
 
 spec = pytest.mark.spec
@@ -158,10 +159,12 @@ def test_byte_at_a_time_is_linear() -> None:
 
 
 @spec("2025-06-18/basic/transports#stdio.1")
-def test_sending_refuses_embedded_newlines() -> None:
-    with pytest.raises(LocalProtocolError):
-        frame(b'{"a":\n1}')
-    assert frame(b"{}") == b"{}\n"
+def test_sent_messages_hold_no_embedded_newline() -> None:
+    # A newline inside a string is escaped: the message is one line, then its newline.
+    data = Connection(SERVER).send(ErrorResponse(id=None, code=INVALID_REQUEST, message="a\nb"))
+    assert data.endswith(b"\n")
+    assert data.count(b"\n") == 1
+    assert b"a\\nb" in data
 
 
 def test_connection_refuses_oversized_message_and_survives() -> None:
