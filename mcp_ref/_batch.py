@@ -3,26 +3,22 @@
 Theory of operation
 -------------------
 Protocol version 2025-03-26 allows JSON-RPC batches (2025-06-18 removed them again).
-The connection itself handles one message at a time and never sees a batch: when it
-decodes a JSON array it hands it to its :class:`Batches` stage, which
+The connection handles one message at a time and never sees a batch: it hands a
+decoded JSON array to its :class:`Batches` stage, which
 
 1. refuses the array whole when it may not be read (:func:`refuse_batch`);
 2. feeds the items to the connection one by one, in order, and returns their events
    and refusals, which ``next_event`` hands out in their turn;
-3. on a byte stream (newline framing), collects the replies: it opens one
-   :class:`BatchReplies` per array, owing one reply per request accepted and per item
-   refused with an error reply, and keyed by the reply's id (the refused item's id,
-   or the request's).  Each reply the application sends for the batch is held; the
-   one that settles the last debt is replaced by the whole array, ``[reply, ...]``.
-   A request the peer cancels is owed nothing more.  A batch that owes nothing (only
-   notifications and responses) is answered with nothing.
+3. on a byte stream, collects the replies: one :class:`BatchReplies` per array owes a
+   reply per request accepted and per item refused with a reply, by the reply's id.
+   Each reply sent is held; the one that settles the last debt becomes the whole
+   array.  A cancelled request is owed nothing; a batch owing nothing gets nothing.
 
-Message transports do without step 3: the Streamable HTTP server answers a batch body
-with one array itself, and a WebSocket peer gets its replies one by one.
+Message transports skip step 3: the Streamable HTTP server answers a batch body with
+one array itself, and a WebSocket peer gets its replies one by one.
 
-Source: JSON-RPC 2.0 section 6 (batch): the replies SHOULD come back as an array once
-all the requests are processed, and an empty array MUST NOT be sent;
-2025-03-26 basic (batches may be received).
+Source: JSON-RPC 2.0 section 6: the replies SHOULD come back as one array once all the
+requests are processed, and an empty array MUST NOT be sent.
 """
 
 from __future__ import annotations
@@ -42,21 +38,9 @@ __all__ = ["BatchReplies", "Batches", "refuse_batch"]
 
 
 def refuse_batch(count: int, version: str | None, max_items: int) -> RemoteProtocolError | None:
-    """Why a batch (a JSON array of messages) is refused whole, or None to accept it.
-
-    The one place of these rules: the connection applies them to a batch it reads, the
-    Streamable HTTP server to a POSTed batch before it opens a stream for it.
-
-    Args:
-        count: how many messages the array holds.
-        version: the negotiated protocol version (None before initialize).
-        max_items: the largest batch accepted (the connection's in-flight bound).
-
-    Returns:
-        A :class:`RemoteProtocolError` (-32600, its reply with id null in
-        ``event_hint``) when batches are not allowed in ``version``, or the batch is
-        empty or longer than ``max_items``; else None.
-    """
+    """Why a batch of ``count`` messages is refused whole (-32600, its id-null reply
+    in ``event_hint``), or None to accept it.  Used by the connection and by the
+    Streamable HTTP server before it opens a stream for a POSTed batch."""
     # Spec: 2025-06-18/basic#messages.1 (no batches from 2025-06-18 on)
     # "All messages between MCP clients and servers MUST follow the JSON-RPC 2.0 specification."
     if version not in BATCH_VERSIONS:
@@ -75,12 +59,8 @@ def refuse_batch(count: int, version: str | None, max_items: int) -> RemoteProto
 
 @attrs.define
 class BatchReplies:
-    """The replies owed to one batch read from a byte stream.
-
-    Attributes:
-        owed: replies still to come (>= 0).
-        parts: the replies held so far, each one serialized JSON message (no newline).
-    """
+    """The replies owed to one batch read from a byte stream: ``owed`` still to come,
+    ``parts`` held so far (serialized messages, no newline)."""
 
     owed: int = 0
     parts: list[bytes] = attrs.Factory(list)

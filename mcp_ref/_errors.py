@@ -4,14 +4,12 @@ Theory of operation
 -------------------
 Two kinds of protocol error, named as in h11:
 
-* :class:`LocalProtocolError`: *we* tried to do something the protocol forbids
-  (send a request whose capability was not negotiated, reuse a request id, send a
-  response to a request we never received).  Nothing was written; the caller has a bug.
-* :class:`RemoteProtocolError`: the *peer* sent something the protocol forbids.  The
-  error carries ``code`` (a JSON-RPC error code) and, where the spec fixes the reply,
-  ``event_hint``: the ready :class:`~mcp_ref.events.ErrorResponse` the driver should
-  send back.  A driver does ``conn.send(exc.event_hint)`` and carries on: a bad message
-  does not end a connection the spec lets survive.
+* :class:`LocalProtocolError`: *we* tried to do something the protocol forbids (reuse
+  a request id, answer a request we never received).  Nothing was written.
+* :class:`RemoteProtocolError`: the *peer* sent something the protocol forbids.  It
+  carries ``code`` (a JSON-RPC error code) and, where the spec fixes the reply,
+  ``event_hint``: the ready :class:`~mcp_ref.events.ErrorResponse`.  A driver does
+  ``conn.send(exc.event_hint)`` and carries on.
 
 Anything else escaping ``receive_data``/``next_event`` is a bug in mcp-ref.
 """
@@ -65,12 +63,8 @@ REQUEST_CANCELLED = -32800
 
 
 class ProtocolError(Exception):
-    """Base class of the core's protocol errors.
-
-    Attributes:
-        code: a JSON-RPC error code (int), e.g. ``-32600``.
-        message: a one-line human-readable description (str).
-    """
+    """Base class of the core's protocol errors: a one-line ``message`` and a JSON-RPC
+    error ``code``."""
 
     def __init__(self, message: str, *, code: int = INVALID_REQUEST) -> None:
         super().__init__(message)
@@ -79,24 +73,17 @@ class ProtocolError(Exception):
 
 
 class LocalProtocolError(ProtocolError):
-    """We tried to send something the protocol forbids; nothing was sent.
-
-    Raised by ``Connection.send`` and by message constructors.  ``code`` tells which
-    JSON-RPC error a peer would have answered had we sent it.
-    """
+    """We tried to send something the protocol forbids; nothing was sent.  ``code`` is
+    the error a peer would have answered had we sent it."""
 
 
 class RemoteProtocolError(ProtocolError):
     """The peer sent something the protocol forbids.
 
     Attributes:
-        event_hint: the :class:`~mcp_ref.events.ErrorResponse` the spec asks us to send
-            back (``None`` when the offending message was a notification or a response,
-            which get no reply).  Send it with ``conn.send(exc.event_hint)``.
+        event_hint: the :class:`~mcp_ref.events.ErrorResponse` to send back (None for a
+            notification or a response, which get no reply).
         request_id: the id of the offending request when it could be known, else None.
-
-    Source: JSON-RPC 2.0 section 5 (error object);
-    2025-06-18/basic#responses (every request gets a response).
     """
 
     def __init__(
@@ -113,18 +100,9 @@ class RemoteProtocolError(ProtocolError):
 
 
 class McpError(Exception):
-    """An MCP error response, as a Python exception.
-
-    Raised by high-level client calls when the peer answered with an error response,
-    and raised by server handlers to answer with one.
-
-    Attributes:
-        code: the JSON-RPC error code (int).
-        message: the error message (str).
-        data: optional extra JSON data, or None.
-
-    Source: 2025-06-18/basic#responses.
-    """
+    """An MCP error response (``code``, ``message``, optional JSON ``data``) as an
+    exception: raised by client calls when the peer answered with one, and by server
+    handlers to answer with one."""
 
     def __init__(self, code: int, message: str, data: object = None) -> None:
         super().__init__(f"{message} (code {code})")
@@ -134,21 +112,11 @@ class McpError(Exception):
 
 
 class NoAnswerError(McpError):
-    """We gave up waiting: the peer sent no answer to a request within its timeout.
+    """The peer sent no answer to a request (``method``) within its timeout
+    (``elapsed`` seconds), as opposed to answering with an error.
 
-    Raised by the clients' requests instead of a plain :class:`~mcp_ref.McpError`,
-    so "the peer never answered" stays apart from "the peer answered with an error"
-    (which is a plain McpError, whatever its code, -32001 included).  It is an
-    McpError with ``code`` ``REQUEST_TIMEOUT`` (-32001) and ``data``
-    ``{"method": ..., "elapsed": ...}``, so code that caught the timeout as
-    ``McpError`` before still does; catch ``NoAnswerError`` first to tell them apart.
-
-    Attributes:
-        method: the request's method, e.g. ``"initialize"``.
-        elapsed: seconds between sending the request and giving up.
-
-    Source: 2025-06-18/basic/lifecycle#timeouts (the sender stops waiting and, except
-    for ``initialize``, sends ``notifications/cancelled``).
+    An McpError with code ``REQUEST_TIMEOUT`` (-32001) and data ``{"method": ...,
+    "elapsed": ...}``; catch it before McpError to tell the two apart.
     """
 
     def __init__(self, method: str, elapsed: float) -> None:

@@ -42,11 +42,7 @@ __all__ = ["InFlight", "Incoming", "Outgoing", "RequestTimeout"]
 
 @attrs.frozen(kw_only=True)
 class RequestTimeout:
-    """How long a request we send may wait for its response.
-
-    Source: 2025-06-18/basic/lifecycle#timeouts (per-request timeouts, optional reset
-    on progress, always a maximum).
-    """
+    """How long a request we send may wait for its response (see the module header)."""
 
     seconds: float
     """Seconds to wait for a response (or, with ``reset_on_progress``, between progress
@@ -103,8 +99,7 @@ class _Recent:
     __slots__ = ("_items", "_max")
 
     def __init__(self, maximum: int) -> None:
-        # OrderedDict: popping the oldest is O(1) (a plain dict's next(iter()) rescans
-        # the deleted slots at its front).
+        # OrderedDict: popping the oldest is O(1) (a dict's next(iter()) is not).
         self._items: OrderedDict[Any, str] = OrderedDict()
         self._max = maximum
 
@@ -150,12 +145,8 @@ class InFlight:
     # -- outgoing -----------------------------------------------------------------
 
     def add_outgoing(self, req: Outgoing) -> None:
-        """Register a request we are sending.
-
-        Raises:
-            LocalProtocolError: the id is in flight or was used recently, the progress
-                token is in use, or the table is full.
-        """
+        """Register a request we are sending; LocalProtocolError when its id or token
+        is in use, or the table is full."""
         k = req.id
         # Spec: 2025-06-18/basic#requests.3
         # "The request ID MUST NOT have been previously used by the requestor within the same
@@ -186,12 +177,7 @@ class InFlight:
 
     def cancel_outgoing(self, request_id: Any) -> bool:
         """We cancel a request we sent: forget it.  False when it already finished
-        (nothing to cancel: send nothing).
-
-        Raises:
-            LocalProtocolError: the id is not a str or an int, names no request we sent,
-                or names ``initialize``.
-        """
+        (send nothing); LocalProtocolError when it names no request we sent."""
         rid = request_id
         if not valid_id(rid):
             raise LocalProtocolError(
@@ -248,12 +234,8 @@ class InFlight:
             self.in_tokens[req.progress_token] = req
 
     def progress_sent(self, params: Any) -> None:
-        """We send a ``notifications/progress`` (typed ``params``) for a peer's request.
-
-        Raises:
-            LocalProtocolError: the token is not a str or an int, belongs to no active
-                request, or the progress does not increase.
-        """
+        """We send a ``notifications/progress`` (typed ``params``) for a peer's request;
+        LocalProtocolError when the spec forbids it."""
         token = params.progress_token
         if not valid_id(token):
             raise LocalProtocolError(f"a progress token is a str or an int, not {token!r}")
@@ -302,12 +284,8 @@ class InFlight:
         return None
 
     def expire(self, now: float) -> list[Outgoing]:
-        """Pop the requests whose deadline has passed at ``now``.
-
-        Requests that showed progress under a resetting policy get a new deadline
-        (capped by the hard limit) instead.  Returns the expired requests, already
-        removed from the tables.
-        """
+        """Pop and return the requests whose deadline has passed at ``now`` (those that
+        showed progress under a resetting policy get a new deadline instead)."""
         expired: list[Outgoing] = []
         heap = self._heap
         while heap and heap[0][0] <= now:
@@ -318,7 +296,6 @@ class InFlight:
             # Spec: 2025-06-18/basic/lifecycle#timeouts.5
             # "However, implementations SHOULD always enforce a maximum timeout, regardless of
             # progress notifications, to limit the impact of a misbehaving client or server."
-            # Progress moves the deadline, never past the hard limit since sending.
             hard = o.sent_at + o.timeout.hard_limit
             if o.progressed and o.timeout.reset_on_progress and now < hard:
                 o.progressed = False

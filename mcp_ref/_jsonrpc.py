@@ -14,13 +14,9 @@ request, a notification, a response or an error response, enforcing:
 * ``params`` is an object, ``error`` an object with an integer ``code`` and a string
   ``message``.
 
-Failures raise :class:`RemoteProtocolError` carrying the ready error response (when the
-message was a request whose id could be read, the error answers that id; else id null),
-so the driver only has to send it.
-
-Encoding is the reverse: :func:`encode` serializes a JSON-ready dict compactly as UTF-8,
-one line.  ``json.dumps`` escapes control characters inside strings, so the result
-never holds a newline; framing still checks.
+Failures raise :class:`RemoteProtocolError` carrying the ready error response (to the
+request's id when it could be read, else id null).  :func:`encode` is the reverse:
+compact UTF-8 JSON, one line (control characters inside strings are escaped).
 """
 
 from __future__ import annotations
@@ -72,20 +68,14 @@ _c_encode = c_make_encoder(
 
 
 def valid_id(value: object) -> bool:
-    """True if ``value`` is a legal MCP request id: a str, or an int that is not a bool.
-
-    Source: 2025-06-18/basic#requests.
-    """
+    """True if ``value`` is a legal MCP request id: a str, or an int that is not a bool."""
     t = type(value)
     return t is str or t is int
 
 
 def error_reply(request_id: Any, code: int, message: str, data: Any = None) -> ErrorResponse:
-    """Build the error response to send for a bad message.
-
-    ``request_id`` is used only when it is a legal id; otherwise the reply has id null,
-    as JSON-RPC 2.0 section 5 asks when the id cannot be determined.
-    """
+    """The error response to a bad message; id null unless ``request_id`` is legal
+    (JSON-RPC 2.0 section 5)."""
     rid = request_id if valid_id(request_id) else None
     return ErrorResponse(id=rid, code=code, message=message, data=data)
 
@@ -99,13 +89,7 @@ def _fail(
 
 
 def decode(line: bytes) -> Any:
-    """Decode one framed line (UTF-8 JSON) into a Python value.
-
-    Raises:
-        RemoteProtocolError: code -32700 (parse error), with an id-null error reply.
-
-    Source: 2025-06-18/basic/transports#transports.1 (UTF-8); JSON-RPC 2.0 section 5.1.
-    """
+    """Decode one framed line (UTF-8 JSON); -32700 with an id-null reply when it is not."""
     try:
         # Spec: 2025-06-18/basic/transports#transports.1
         # "JSON-RPC messages MUST be UTF-8 encoded."
@@ -131,23 +115,16 @@ def decode(line: bytes) -> Any:
 
 
 def classify(obj: Any) -> tuple[int, Any, Any, Any]:
-    """Check one decoded JSON-RPC message and say what it is.
-
-    Args:
-        obj: one decoded JSON value (not a batch: the caller splits arrays).
+    """Check one decoded message (not a batch) and say what it is.
 
     Returns:
-        ``(kind, id, method, payload)`` where kind is REQUEST, NOTIFICATION, RESPONSE or
-        ERROR; id is the request id (None for notifications); method is the method name
-        (None for responses); payload is the params dict (or None), the result, or the
-        error object ``{"code": int, "message": str, ...}``.
+        ``(kind, id, method, payload)``: kind REQUEST, NOTIFICATION, RESPONSE or ERROR;
+        id None for notifications; method None for responses; payload the params (or
+        None), the result, or the error object.
 
     Raises:
         RemoteProtocolError: -32600 for a malformed envelope, -32602 for non-object
-        params; with the error reply to send when the message was a request.
-
-    Source: 2025-06-18/basic#messages; 2025-06-18/basic#requests;
-    2025-06-18/basic#responses; 2025-06-18/basic#notifications.
+        params; with the error reply when the message was a request.
     """
     if type(obj) is not dict:
         raise _fail("invalid request: a message must be a JSON object", INVALID_REQUEST)
@@ -239,24 +216,12 @@ def _skip_ws(text: str, i: int) -> int:
 
 
 def peek(prefix: bytes) -> tuple[Any, bool]:
-    """Read the id of a message too long to decode, from its first bytes.
+    """``(id or None, has_method)`` of a message too long (or too broken) to decode,
+    read from its first bytes, so its error answers the right id.
 
-    Walks the top-level object of ``prefix`` (strings, nesting) and reads the values of
-    its ``"id"`` key, when that value ends inside the prefix, and whether it has a
-    ``"method"`` key.  Used only on the error path, so the error answers the right id
-    ("all with an id where one can be known").
-
-    Input it cannot read (not an object, JSON broken or cut off before the id's value
-    ends) raises no error: it gives no id, and the caller replies with id null.  Bytes
-    that are not UTF-8 are read as U+FFFD.
-
-    Returns:
-        ``(id or None, has_method)``; the id only when it is a legal request id.  It
-        never raises, not even for an ``"id"`` value nested deeper than the JSON
-        scanner's recursion can go.
-
-    Source: JSON-RPC 2.0 section 5 (when the id cannot be detected, the error
-    response's id MUST be Null).
+    Walks the top-level object (strings, nesting) for an ``"id"`` whose value ends
+    inside the prefix and is a legal id, and a ``"method"`` key.  Never raises: input
+    it cannot read gives no id, and the reply gets id null (JSON-RPC 2.0 section 5).
     """
     text = prefix.decode("utf-8", "replace")
     i = _skip_ws(text, 0)
@@ -312,18 +277,9 @@ def peek(prefix: bytes) -> tuple[Any, bool]:
 
 
 def encode(message: dict[str, Any], *, newline: bool = False) -> bytes:
-    """Serialize one JSON-ready message as compact UTF-8 JSON.
-
-    Args:
-        message: the JSON-ready message (dicts, lists, str, int, float, bool, None).
-        newline: append the ``\n`` that frames it on a byte stream.  JSON text never
-            holds a raw newline (control characters inside strings are escaped), so
-            the result is one line (2025-06-18/basic/transports#stdio.1).
-
-    Raises:
-        ValueError: the message holds NaN or infinity, or a value that is not JSON
-            (e.g. a set), or is nested too deeply or cyclic.
-    """
+    """Serialize one JSON-ready message as compact UTF-8 JSON, with the framing
+    newline when ``newline``; ValueError for NaN, infinity, non-JSON values, or
+    nesting too deep (or cyclic)."""
     try:
         text = "".join(_c_encode(message, 0))
     except TypeError as exc:

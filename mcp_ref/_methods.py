@@ -10,8 +10,7 @@ method it records:
 * ``params_type`` / ``result_type``: the typed classes of :mod:`mcp_ref.types` the core
   converts to and from, once, on the boundary;
 * ``capability``: which side's negotiated capabilities must hold which path, e.g.
-  ``tools/list`` needs the *server's* ``tools``; ``notifications/resources/updated``
-  needs the server's ``resources.subscribe``.  A request whose capability was not
+  ``tools/list`` needs the *server's* ``tools``.  A request whose capability was not
   negotiated is refused on both the send side (LocalProtocolError) and the receive
   side (-32601) (2025-06-18/basic/lifecycle#operation.1);
 * ``paginated``: whether it takes a ``cursor`` and returns ``nextCursor``;
@@ -73,8 +72,7 @@ class MethodSpec:
     senders: frozenset[Role]
     """The roles that may send it."""
     params_type: Any
-    """The class params are converted to (params may always be omitted when every
-    field of it is optional)."""
+    """The class params are converted to."""
     result_type: Any = None
     """For requests: the class of the result."""
     capability: tuple[str, ...] = ()
@@ -83,8 +81,7 @@ class MethodSpec:
     capability_of: Role | None = None
     """Whose capabilities ``capability`` is looked up in."""
     capability_since: str = "2024-11-05"
-    """The first revision in which the capability is required (``completions`` came in
-    2025-03-26; before it completion needed none)."""
+    """The first revision in which the capability is required (``completions``: 2025-03-26)."""
     paginated: bool = False
     """Whether params carry ``cursor`` and the result ``nextCursor``."""
     since: str = "2024-11-05"
@@ -99,8 +96,7 @@ class MethodSpec:
         return version is None or version >= self.since
 
     def missing_capability(self, version: str | None, capabilities: dict[Role, Any]) -> str | None:
-        """Why the method may not be used in protocol ``version`` with the negotiated
-        ``capabilities`` (by role): the capability it needs is absent.  None when it may."""
+        """Why the capability the method needs is absent, or None when it may be used."""
         owner = self.capability_of
         if not self.capability or owner is None:
             return None
@@ -142,9 +138,8 @@ def _note(
 
 
 _V = "2025-06-18/"
-# One row per method, in two lines: its name, who may send it, its params class and its
-# result class (a request's); then the section that defines it and what differs from the
-# MethodSpec defaults.
+# One row per method, in two lines: name, senders, params class, result class; then the
+# section that defines it and what differs from the MethodSpec defaults.
 # fmt: off
 _ROWS = [
     # -- lifecycle and utilities --
@@ -230,12 +225,8 @@ def lookup(method: str, sender: Role, kind: str, version: str | None) -> MethodS
 
 
 def capability_present(capabilities: Any, path: tuple[str, ...]) -> bool:
-    """Whether typed ``capabilities`` hold ``path`` (each step present and not False).
-
-    Args:
-        capabilities: a ``ServerCapabilities`` or ``ClientCapabilities`` (or None).
-        path: attribute names, e.g. ``("resources", "subscribe")``.
-    """
+    """Whether typed (or dict) ``capabilities`` hold ``path``, e.g. ``("resources",
+    "subscribe")``: each step present and not False."""
     node = capabilities
     for name in path:
         if node is None:
@@ -268,13 +259,7 @@ def answer_refusal(requested: str | None, version: str) -> str | None:
 
 
 def check_version(version: str) -> str:
-    """``version`` if mcp-ref speaks it (:data:`SUPPORTED_VERSIONS`).
-
-    Raises:
-        ValueError: an unsupported version, naming the supported ones.
-
-    Source: 2025-06-18/basic/lifecycle#version-negotiation.1.
-    """
+    """``version`` if mcp-ref speaks it, else ValueError naming the supported ones."""
     if version not in SUPPORTED_VERSIONS:
         raise ValueError(
             f"protocol version {version!r} is not supported; use one of "

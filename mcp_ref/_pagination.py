@@ -44,10 +44,7 @@ DEFAULT_PAGE_SIZE = 50
 
 
 class InvalidCursor(ProtocolError):
-    """A request carried a cursor this server did not issue (answer -32602).
-
-    Source: 2025-06-18/server/utilities/pagination#error-handling.1.
-    """
+    """A request carried a cursor this server did not issue (answer -32602)."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message, code=INVALID_PARAMS)
@@ -60,11 +57,8 @@ def encode_cursor(tag: str, offset: int) -> str:
 
 
 def decode_cursor(tag: str, cursor: str) -> int:
-    """Read the offset back out of a cursor made by :func:`encode_cursor`.
-
-    Raises:
-        InvalidCursor: malformed, forged, or issued for another list.
-    """
+    """The offset in a cursor made by :func:`encode_cursor`; InvalidCursor when it is
+    malformed, forged, or issued for another list."""
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         text = base64.urlsafe_b64decode(padded.encode("ascii")).decode("ascii")
@@ -80,21 +74,12 @@ def decode_cursor(tag: str, cursor: str) -> int:
 def paginate(
     items: Sequence[T], cursor: str | None, *, tag: str, page_size: int = DEFAULT_PAGE_SIZE
 ) -> tuple[list[T], str | None]:
-    """Cut one page out of ``items``.
-
-    Args:
-        items: the whole list, in a stable order.
-        cursor: the request's ``cursor`` (None for the first page).
-        tag: names the list (e.g. ``"tools/list"``), so cursors do not cross lists.
-        page_size: items per page (>= 1); the server decides it
-            (2025-06-18/server/utilities/pagination#pagination-model.1).
-
-    Returns:
-        ``(page, next_cursor)``; ``next_cursor`` is None on the last page.
+    """Cut ``(page, next_cursor)`` out of ``items`` (in a stable order) at ``cursor``
+    (None: the first page); ``next_cursor`` is None on the last page.  ``tag`` names
+    the list (e.g. ``"tools/list"``), so cursors do not cross lists.
 
     Raises:
-        InvalidCursor: the cursor is not one this function issued for ``tag``, or
-            points past the end of the list.
+        InvalidCursor: the cursor is not one issued for ``tag``, or points past the end.
     """
     if page_size < 1:
         raise ValueError("page_size must be at least 1")
@@ -121,9 +106,6 @@ class PageWalker:
             result = <send the list request with params cursor=cursor>
             walker.add_page(result.tools, result.next_cursor)
         all_tools = walker.items
-
-    Source: 2025-06-18/server/utilities/pagination#implementation-guidelines.3 (the
-    cursor is passed back untouched, never parsed).
     """
 
     DONE: Any = object()
@@ -143,22 +125,16 @@ class PageWalker:
         return self._cursor
 
     def add_page(self, page: Sequence[Any], next_cursor: str | None) -> None:
-        """Record one page and the cursor it returned.
-
-        Raises:
-            RemoteProtocolError: the server repeated a cursor, or sent more than
-                ``max_pages`` pages.
-        """
+        """Record one page and its cursor; RemoteProtocolError when the server repeats
+        a cursor or sends more than ``max_pages`` pages."""
         # Spec: 2025-06-18/server/utilities/pagination#implementation-guidelines.3
         # "Clients MUST treat cursors as opaque tokens:"
         # Spec: 2025-06-18/server/utilities/pagination#pagination-model.1
         # "Page size is determined by the server, and clients MUST NOT assume a fixed page size"
-        # Pages of any size are accepted; only the cursor says whether more follow.
         self.items.extend(page)
         self._pages += 1
         # Spec: 2025-06-18/server/utilities/pagination#implementation-guidelines.2
         # "Clients SHOULD:"
-        # No nextCursor ends the walk, so an unpaginated result is a one-page walk.
         if next_cursor is None:
             self._done = True
             return

@@ -66,11 +66,8 @@ __all__ = [
 
 
 class _FastHashEnum(enum.Enum):
-    """An Enum hashed by identity in C (members compare by identity anyway).
-
-    ``Enum.__hash__`` is a Python-level function; the lifecycle table is looked up
-    twice per message with tuples of these, so the C hash matters on the hot path.
-    """
+    """An Enum hashed by identity in C (``Enum.__hash__`` is Python code, and the table
+    is looked up twice per message)."""
 
     __hash__ = object.__hash__
 
@@ -146,8 +143,8 @@ class Kind(_FastHashEnum):
 
 _T = dict[tuple[State, Direction, Kind], State]
 
-# The rows below use the members' own names, so each row reads as a sentence: "in
-# PRE_INIT, SEND INITIALIZE leads to INITIALIZING".
+# Bare names, so each row reads as a sentence: "in PRE_INIT, SEND INITIALIZE leads to
+# INITIALIZING".
 PRE_INIT, INITIALIZING, INITIALIZED, OPERATING, CLOSING, CLOSED = State
 INITIALIZE, INITIALIZE_RESULT, INITIALIZE_ERROR, UNSUPPORTED_VERSION = (
     Kind.INITIALIZE,
@@ -269,12 +266,7 @@ SERVER_CLOSING_ROWS: list[tuple[State, Direction, Kind, State]] = [
 
 
 def _table(*rows: list[tuple[State, Direction, Kind, State]]) -> _T:
-    """The rows as a look-up dict.
-
-    Raises:
-        ValueError: a ``(state, direction, kind)`` is given twice (the table would not say
-            which next state holds).
-    """
+    """The rows as a look-up dict; ValueError when a key is given twice."""
     table: _T = {}
     for state, direction, kind, next_ in (row for part in rows for row in part):
         if (state, direction, kind) in table:
@@ -298,17 +290,8 @@ def kind_of(
     answers_initialize: bool = False,
     is_error: bool = False,
 ) -> Kind:
-    """Classify a message for the table.
-
-    Args:
-        method: the request/notification method, or None for a response.
-        is_request: True for a request, False for a notification or response.
-        answers_initialize: for responses, whether it answers our/their ``initialize``.
-        is_error: for responses, whether it is an error response.
-
-    Returns:
-        The :class:`Kind`.
-    """
+    """The :class:`Kind` of a message: ``method`` None for a response, which
+    ``answers_initialize`` or not, and ``is_error`` or not."""
     if method is None:
         if answers_initialize:
             return INITIALIZE_ERROR if is_error else INITIALIZE_RESULT
@@ -325,12 +308,7 @@ def kind_of(
 
 
 def next_state(role: Role, state: State, direction: Direction, kind: Kind) -> State | None:
-    """Look up the table.
-
-    Returns:
-        The next state, or None when the message is not allowed (the caller raises the
-        Local or Remote error that fits the direction).
-    """
+    """The table's next state, or None when the message is not allowed here."""
     return TRANSITIONS[role].get((state, direction, kind))
 
 

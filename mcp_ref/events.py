@@ -7,19 +7,11 @@ Four events mirror the four JSON-RPC message shapes and travel both ways:
 Their ``params``/``result`` are typed messages from :mod:`mcp_ref.types` (frozen attrs
 classes), converted once, at the boundary, by the connection.
 
-The other events only come *out* of the connection; the core makes them to tell the
-driver what it decided on the protocol's behalf:
-
-* :class:`RequestCancelled`: the peer cancelled a request we are handling: stop work,
-  send nothing (the core would drop the response anyway).
-* :class:`RequestTimedOut`: a request we sent expired; the core has already produced the
-  ``notifications/cancelled`` bytes (returned from ``handle_timeout``).
-* :class:`Progress`: a progress notification matched to the request we sent it for.
-* :class:`ProgressDropped`, :class:`UnexpectedResponse`: input the spec says to ignore,
-  reported so nothing is lost silently.
-* :class:`ConnectionClosed`: end of input.
-
-All events are frozen, slotted, keyword-only attrs classes.
+The other events only come *out* of the connection, to tell the driver what the core
+decided on the protocol's behalf: :class:`RequestCancelled` (stop work, send nothing),
+:class:`RequestTimedOut`, :class:`Progress` (matched to our request),
+:class:`ProgressDropped` and :class:`UnexpectedResponse` (input the spec says to
+ignore, reported so nothing is lost silently), :class:`ConnectionClosed`.
 """
 
 from __future__ import annotations
@@ -44,10 +36,7 @@ __all__ = [
 ]
 
 RequestId = str | int
-"""A JSON-RPC request id: a string or an integer, never null, kept exactly as sent.
-
-Source: 2025-06-18/basic#requests (ids MUST be a string or integer, MUST NOT be null).
-"""
+"""A request id: a string or an integer, never null, kept exactly as sent."""
 
 
 class Event:
@@ -58,10 +47,7 @@ class Event:
 
 @attrs.frozen(kw_only=True)
 class Request(Event):
-    """A JSON-RPC request, to send or received.
-
-    Source: 2025-06-18/basic#requests.
-    """
+    """A JSON-RPC request, to send or received (2025-06-18/basic#requests)."""
 
     id: RequestId
     """The request id (str or int, never None, never bool).  Compared exactly: "7" is not 7."""
@@ -74,10 +60,7 @@ class Request(Event):
 
 @attrs.frozen(kw_only=True)
 class Notification(Event):
-    """A JSON-RPC notification (no id, no reply), to send or received.
-
-    Source: 2025-06-18/basic#notifications.
-    """
+    """A JSON-RPC notification, to send or received (2025-06-18/basic#notifications)."""
 
     method: str
     """The notification method, e.g. ``"notifications/progress"``."""
@@ -87,10 +70,7 @@ class Notification(Event):
 
 @attrs.frozen(kw_only=True)
 class Response(Event):
-    """A successful JSON-RPC response.
-
-    Source: 2025-06-18/basic#responses.
-    """
+    """A successful JSON-RPC response (2025-06-18/basic#responses)."""
 
     id: RequestId
     """The id of the request this answers."""
@@ -103,10 +83,7 @@ class Response(Event):
 
 @attrs.frozen(kw_only=True)
 class ErrorResponse(Event):
-    """A JSON-RPC error response.
-
-    Source: 2025-06-18/basic#responses; JSON-RPC 2.0 section 5.1.
-    """
+    """A JSON-RPC error response (2025-06-18/basic#responses)."""
 
     id: RequestId | None
     """The id of the request this answers; None only when the id could not be read."""
@@ -122,12 +99,8 @@ class ErrorResponse(Event):
 
 @attrs.frozen(kw_only=True)
 class RequestCancelled(Event):
-    """The peer cancelled a request it had sent us (``notifications/cancelled``).
-
-    The driver should stop the work; a response sent afterwards is dropped by the core.
-
-    Source: 2025-06-18/basic/utilities/cancellation#behavior-requirements.
-    """
+    """The peer cancelled a request it had sent us: stop the work; a response sent
+    afterwards is dropped (2025-06-18/basic/utilities/cancellation)."""
 
     id: RequestId
     """The id of the cancelled request."""
@@ -137,13 +110,8 @@ class RequestCancelled(Event):
 
 @attrs.frozen(kw_only=True)
 class RequestTimedOut(Event):
-    """A request we sent got no response within its timeout.
-
-    The core has forgotten the request and produced a ``notifications/cancelled`` for it;
-    a late response is dropped.
-
-    Source: 2025-06-18/basic/lifecycle#timeouts.
-    """
+    """A request we sent got no response within its timeout; ``handle_timeout``
+    returned its ``notifications/cancelled`` (2025-06-18/basic/lifecycle#timeouts)."""
 
     id: RequestId
     """The id of the request that expired."""
@@ -155,10 +123,7 @@ class RequestTimedOut(Event):
 
 @attrs.frozen(kw_only=True)
 class Progress(Event):
-    """A ``notifications/progress`` for a request we sent and that is still in flight.
-
-    Source: 2025-06-18/basic/utilities/progress#progress-flow.
-    """
+    """A ``notifications/progress`` for a request we sent and that is still in flight."""
 
     request_id: RequestId
     """The id of our request that carried the progress token."""
@@ -174,10 +139,7 @@ class Progress(Event):
 
 @attrs.frozen(kw_only=True)
 class ProgressDropped(Event):
-    """A progress notification the core ignored, and why.
-
-    Source: 2025-06-18/basic/utilities/progress#behavior-requirements.
-    """
+    """A progress notification the core ignored, and why."""
 
     progress_token: Any
     """The token the peer sent."""
@@ -187,12 +149,8 @@ class ProgressDropped(Event):
 
 @attrs.frozen(kw_only=True)
 class UnexpectedResponse(Event):
-    """A response whose id matches no request we have in flight.
-
-    Late responses to cancelled or timed-out requests are dropped without this event.
-
-    Source: 2025-06-18/basic#responses.
-    """
+    """A response whose id matches no request in flight (late responses to cancelled or
+    timed-out requests are dropped without one)."""
 
     id: RequestId | None
     """The id the peer sent."""
@@ -202,7 +160,4 @@ class UnexpectedResponse(Event):
 
 @attrs.frozen(kw_only=True)
 class ConnectionClosed(Event):
-    """End of input: the peer closed its side (``receive_data(b"")``).
-
-    Source: 2025-06-18/basic/lifecycle#shutdown.
-    """
+    """End of input: the peer closed its side (2025-06-18/basic/lifecycle#shutdown)."""
