@@ -238,12 +238,7 @@ class Connection:
     # -- receiving ----------------------------------------------------------------
 
     def receive_data(self, data: bytes) -> None:
-        """Feed bytes received from the peer; ``b""`` means end of input.
-
-        Raises:
-            LocalProtocolError: data after end of input, or on a connection without
-                newline framing (use :meth:`receive_message`).
-        """
+        """Feed bytes received from the peer; ``b""`` means end of input."""
         if self._eof:
             if data:
                 raise LocalProtocolError("receive_data after end of input")
@@ -256,12 +251,8 @@ class Connection:
         self._lines.feed(data)
 
     def receive_message(self, data: bytes) -> None:
-        """Feed one whole message (for transports that delimit messages).
-
-        Raises:
-            LocalProtocolError: after end of input, or more than 1024 messages are
-                queued (call ``next_event`` until NEED_DATA between feeds).
-        """
+        """Feed one whole message (for transports that delimit messages); at most 1024
+        wait for ``next_event``."""
         if self._eof:
             raise LocalProtocolError("receive_message after end of input")
         if len(self._messages) >= 1024:
@@ -290,7 +281,6 @@ class Connection:
                 if line is None:
                     if self._eof and not self._closed_reported:
                         self._closed_reported = True
-                        # CLOSING: we may still answer what we accepted.
                         self.state = self._step(RECEIVE, Kind.CLOSE) or self.state
                         return ConnectionClosed()
                     return NEED_DATA
@@ -312,11 +302,15 @@ class Connection:
         if not line or (line[0] in _BLANK and not line.strip(b" \t\r\n")):
             if self.newline_framing:
                 return None
-            raise self._refuse(None, PARSE_ERROR, "parse error: empty message")
+            raise rpc.refuse("parse error: empty message", PARSE_ERROR)
         try:
             obj = rpc.decode(line)
         except RemoteProtocolError as exc:
-            raise self._parse_error(line, exc) from None
+            # Not JSON: -32700 with id null, or the id a truncated request shows.
+            rid, is_request = rpc.peek(line[:PEEK_BYTES])
+            if rid is None or not is_request:
+                raise
+            raise rpc.refuse(exc.message, exc.code, rid) from None
         if type(obj) is list:
             if self._batches is None:
                 self._batches = Batches(
@@ -335,15 +329,6 @@ class Connection:
             return TOO_LONG
         return data
 
-    def _parse_error(self, line: bytes, exc: RemoteProtocolError) -> RemoteProtocolError:
-        """-32700, answering the id a truncated request shows in its first bytes."""
-        # Spec: JSON-RPC 2.0 section 5: "If there was an error in detecting the id in
-        # the Request object (e.g. Parse error/Invalid Request), it MUST be Null."
-        rid, is_request = rpc.peek(line[:PEEK_BYTES])
-        if rid is None or not is_request:
-            return exc
-        return self._refuse(rid, exc.code, exc.message)
-
     def _too_long(self) -> Event | None:
         """A message over ``max_message_bytes`` was skipped: a request gets -32600 by
         the id its first bytes show (else id null); a response to one of our requests
@@ -351,7 +336,7 @@ class Connection:
         message = f"message longer than {self.max_message_bytes} bytes"
         rid, is_request = rpc.peek(self._lines.too_long_prefix)
         if rid is not None and is_request:
-            raise self._refuse(rid, INVALID_REQUEST, message)
+            raise rpc.refuse(message, INVALID_REQUEST, rid)
         if rid is not None:
             out = self._inflight.outgoing.get(rid)
             if out is not None and out.method != "initialize":
@@ -363,7 +348,7 @@ class Connection:
                     method=out.method,
                 )
             return None  # a response we are not waiting for: nothing to do
-        raise self._refuse(None, INVALID_REQUEST, message)
+        raise rpc.refuse(message, INVALID_REQUEST)
 
     def _handle(self, obj: Any) -> Event | None:
         kind, rid, method, payload = rpc.classify(obj)
@@ -372,10 +357,6 @@ class Connection:
         if kind == rpc.NOTIFICATION:
             return self._receive_notification(method, payload)
         return self._receive_response(kind, rid, payload, obj)
-
-    def _refuse(self, rid: Any, code: int, message: str) -> RemoteProtocolError:
-        hint = rpc.error_reply(rid, code, message)
-        return RemoteProtocolError(message, code=code, event_hint=hint, request_id=rid)
 
     def _note_refusal(self, rid: Any) -> None:
         self._refusals[rid] = self._refusals.get(rid, 0) + 1
@@ -389,16 +370,14 @@ class Connection:
         new_state = next_state(self.our_role, self.state, RECEIVE, kind)
         if new_state is None:
             why = describe_refusal(self.our_role, self.state, RECEIVE, kind)
-            if rid is None:
-                raise RemoteProtocolError(why, code=INVALID_REQUEST)
-            raise self._refuse(rid, INVALID_REQUEST, why)
+            raise rpc.refuse(why, INVALID_REQUEST, rid, reply=rid is not None)
         return new_state
 
     def _plan_request(self, rid: Any, method: str) -> tuple[MethodSpec, Kind]:
         """May the peer send us this request: the method table, lifecycle, capabilities."""
         spec = lookup(method, self.their_role, REQUEST, self.protocol_version)
         if spec is None:
-            raise self._refuse(rid, METHOD_NOT_FOUND, f"method not found: {method}")
+            raise rpc.refuse(f"method not found: {method}", METHOD_NOT_FOUND, rid)
         k = kind_of(method, is_request=True)
         self._receive_step(k, rid)  # a lifecycle refusal names the state first
         # Spec: 2025-06-18/basic/lifecycle#error-handling.1 (capability not negotiated)
@@ -407,7 +386,7 @@ class Connection:
         # "Clients SHOULD return standard JSON-RPC errors for common failure cases:"
         missing = spec.missing_capability(self.protocol_version, self.capabilities)
         if missing:
-            raise self._refuse(rid, METHOD_NOT_FOUND, f"method not available: {missing}")
+            raise rpc.refuse(f"method not available: {missing}", METHOD_NOT_FOUND, rid)
         plan = self._request_plans[method] = (spec, k)
         return plan
 
@@ -417,33 +396,28 @@ class Connection:
         new_state = self._receive_step(k, rid)
         inflight = self._inflight
         if rid in inflight.incoming or rid in inflight.finished_in:
-            raise self._refuse(rid, INVALID_REQUEST, f"request id {rid!r} was already used")
+            raise rpc.refuse(f"request id {rid!r} was already used", INVALID_REQUEST, rid)
         if len(inflight.incoming) >= inflight.max_incoming:
-            raise self._refuse(rid, INTERNAL_ERROR, "too many requests in flight")
+            raise rpc.refuse("too many requests in flight", INTERNAL_ERROR, rid)
         try:
             # Spec: 2025-06-18/client/sampling#security-considerations.2
             # "Both parties SHOULD validate message content"
             params = self._structure_params(spec, payload)
         except ConversionError as exc:
-            raise self._refuse(rid, INVALID_PARAMS, f"invalid params for {method}: {exc}") from None
+            raise rpc.refuse(f"invalid params for {method}: {exc}", INVALID_PARAMS, rid) from None
         token = None
         meta = getattr(params, "meta", None)
-        if meta is not None:
-            token = meta.get("progressToken")
-            if token is not None:
-                # Spec: 2025-06-18/basic/utilities/progress#progress-flow.1
-                # "Progress tokens MUST be a string or integer value"
-                if not rpc.valid_id(token):
-                    raise self._refuse(
-                        rid, INVALID_PARAMS, "progressToken must be a string or an integer"
-                    )
-                # Spec: 2025-06-18/basic/utilities/progress#progress-flow.2
-                # "Progress tokens can be chosen by the sender using any means, but MUST be unique
-                # across all active requests."
-                if token in inflight.in_tokens:
-                    raise self._refuse(
-                        rid, INVALID_PARAMS, f"progress token {token!r} is already in use"
-                    )
+        if meta is not None and (token := meta.get("progressToken")) is not None:
+            # Spec: 2025-06-18/basic/utilities/progress#progress-flow.1
+            # "Progress tokens MUST be a string or integer value"
+            if not rpc.valid_id(token):
+                why = "progressToken must be a string or an integer"
+                raise rpc.refuse(why, INVALID_PARAMS, rid)
+            # Spec: 2025-06-18/basic/utilities/progress#progress-flow.2
+            # "Progress tokens can be chosen by the sender using any means, but MUST be unique
+            # across all active requests."
+            if token in inflight.in_tokens:
+                raise rpc.refuse(f"progress token {token!r} is already in use", INVALID_PARAMS, rid)
         if k is Kind.INITIALIZE:
             self._init_id = rid
             self.requested_version = params.protocol_version
@@ -681,9 +655,8 @@ class Connection:
         params = self._check_params(spec, event.params)
         token = None
         meta = getattr(event.params, "meta", None)
-        if meta is not None:
-            token = meta.get("progressToken")
-            if token is not None and not rpc.valid_id(token):
+        if meta is not None and (token := meta.get("progressToken")) is not None:
+            if not rpc.valid_id(token):
                 raise LocalProtocolError("progressToken must be a str or an int")
         # Spec: 2025-06-18/basic/lifecycle#timeouts.3
         # "SDKs and other middleware SHOULD allow these timeouts to be configured on a per-request
@@ -826,7 +799,6 @@ class Connection:
 
     @property
     def has_data_to_send(self) -> bool:
-        """True when :meth:`data_to_send` has bytes."""
         return bool(self._outbox)
 
     def data_to_send(self) -> bytes:
@@ -840,8 +812,7 @@ class Connection:
         return data
 
     def next_deadline(self) -> float | None:
-        """The time (same clock as ``now``) at which ``handle_timeout`` must be called,
-        or None when no request we sent has a timeout."""
+        """When (on the clock of ``now``) to call ``handle_timeout``; None: never."""
         return self._inflight.next_deadline()
 
     def handle_timeout(self, now: float) -> list[bytes]:

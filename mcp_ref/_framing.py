@@ -26,8 +26,6 @@ DEFAULT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024
 
 
 class _TooLong:
-    """Sentinel type of :data:`TOO_LONG`."""
-
     __slots__ = ()
 
     def __repr__(self) -> str:
@@ -42,24 +40,11 @@ PEEK_BYTES = 4096
 
 
 class LineBuffer:
-    """Split a byte stream into lines, holding at most ``max_line_bytes`` of a line.
+    """Split a byte stream into lines (without their ``\\n``, or a ``\\r`` before it),
+    holding at most ``max_line_bytes`` (newline excluded) of a line: ``feed(data)``, then
+    ``next_line()`` until it returns None."""
 
-    Args:
-        max_line_bytes: the longest line accepted, in bytes, newline excluded.
-
-    Usage: ``feed(data)`` any number of times, then call ``next_line()`` until it
-    returns None.  Lines come back without their ``\\n`` (and without a ``\\r`` before
-    it).  Over-long lines produce :data:`TOO_LONG` once and are then skipped.
-    """
-
-    __slots__ = (
-        "_buf",
-        "_discarding",
-        "_max",
-        "_scan",
-        "_start",
-        "too_long_prefix",
-    )
+    __slots__ = ("_buf", "_discarding", "_max", "_scan", "_start", "too_long_prefix")
 
     def __init__(self, max_line_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
         if max_line_bytes < 1:

@@ -25,12 +25,7 @@ import json
 from json.encoder import c_encode_basestring, c_make_encoder  # type: ignore[attr-defined]
 from typing import Any, Final
 
-from ._errors import (
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    PARSE_ERROR,
-    RemoteProtocolError,
-)
+from ._errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, RemoteProtocolError
 from .events import ErrorResponse
 
 __all__ = [
@@ -43,6 +38,7 @@ __all__ = [
     "encode",
     "error_reply",
     "peek",
+    "refuse",
     "valid_id",
 ]
 
@@ -80,9 +76,10 @@ def error_reply(request_id: Any, code: int, message: str, data: Any = None) -> E
     return ErrorResponse(id=rid, code=code, message=message, data=data)
 
 
-def _fail(
+def refuse(
     message: str, code: int, request_id: Any = None, *, reply: bool = True
 ) -> RemoteProtocolError:
+    """The refusal of a message: ``reply`` to ``request_id`` (id null when not legal)."""
     rid = request_id if valid_id(request_id) else None
     hint = error_reply(rid, code, message) if reply else None
     return RemoteProtocolError(message, code=code, event_hint=hint, request_id=rid)
@@ -95,7 +92,7 @@ def decode(line: bytes) -> Any:
         # "JSON-RPC messages MUST be UTF-8 encoded."
         text = line.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise _fail(f"parse error: invalid UTF-8 at byte {exc.start}", PARSE_ERROR) from None
+        raise refuse(f"parse error: invalid UTF-8 at byte {exc.start}", PARSE_ERROR) from None
     try:
         # The C scanner directly (json.loads adds two Python-level layers); anything
         # but one clean value (leading or trailing whitespace, errors) goes the long way.
@@ -105,13 +102,13 @@ def decode(line: bytes) -> Any:
     except (StopIteration, ValueError):
         pass
     except RecursionError:
-        raise _fail("parse error: JSON nested too deeply", PARSE_ERROR) from None
+        raise refuse("parse error: JSON nested too deeply", PARSE_ERROR) from None
     try:
         return _loads(text)
     except ValueError as exc:
-        raise _fail(f"parse error: {exc}", PARSE_ERROR) from None
+        raise refuse(f"parse error: {exc}", PARSE_ERROR) from None
     except RecursionError:
-        raise _fail("parse error: JSON nested too deeply", PARSE_ERROR) from None
+        raise refuse("parse error: JSON nested too deeply", PARSE_ERROR) from None
 
 
 def classify(obj: Any) -> tuple[int, Any, Any, Any]:
@@ -127,13 +124,13 @@ def classify(obj: Any) -> tuple[int, Any, Any, Any]:
         params; with the error reply when the message was a request.
     """
     if type(obj) is not dict:
-        raise _fail("invalid request: a message must be a JSON object", INVALID_REQUEST)
+        raise refuse("invalid request: a message must be a JSON object", INVALID_REQUEST)
     rid = obj.get("id")
     method = obj.get("method")
     # Spec: 2025-06-18/basic#messages.1
     # "All messages between MCP clients and servers MUST follow the JSON-RPC 2.0 specification."
     if obj.get("jsonrpc") != "2.0":
-        raise _fail(
+        raise refuse(
             'invalid request: "jsonrpc" must be "2.0"',
             INVALID_REQUEST,
             rid,
@@ -142,7 +139,7 @@ def classify(obj: Any) -> tuple[int, Any, Any, Any]:
         )
     if method is not None:
         if type(method) is not str:
-            raise _fail('invalid request: "method" must be a string', INVALID_REQUEST, rid)
+            raise refuse('invalid request: "method" must be a string', INVALID_REQUEST, rid)
         params = obj.get("params")
         if "id" in obj:
             # Spec: 2025-06-18/basic#requests.1
@@ -150,18 +147,18 @@ def classify(obj: Any) -> tuple[int, Any, Any, Any]:
             # Spec: 2025-06-18/basic#requests.2
             # "Unlike base JSON-RPC, the ID MUST NOT be `null`."
             if not valid_id(rid):
-                raise _fail(
+                raise refuse(
                     "invalid request: id must be a string or an integer, not "
                     + ("null" if rid is None else type(rid).__name__),
                     INVALID_REQUEST,
                 )
             if params is not None and type(params) is not dict:
-                raise _fail('invalid params: "params" must be an object', INVALID_PARAMS, rid)
+                raise refuse('invalid params: "params" must be an object', INVALID_PARAMS, rid)
             return REQUEST, rid, method, params
         # Spec: 2025-06-18/basic#notifications.1
         # "The receiver MUST NOT send a response."
         if params is not None and type(params) is not dict:
-            raise _fail('invalid params: "params" must be an object', INVALID_PARAMS, reply=False)
+            raise refuse('invalid params: "params" must be an object', INVALID_PARAMS, reply=False)
         return NOTIFICATION, None, method, params
     # A response: never answered, so every failure below carries no reply.
     has_result = "result" in obj
@@ -169,11 +166,11 @@ def classify(obj: Any) -> tuple[int, Any, Any, Any]:
     if has_result and has_error:
         # Spec: 2025-06-18/basic#responses.3
         # "A response MUST NOT set both."
-        raise _fail("invalid response: both result and error", INVALID_REQUEST, rid, reply=False)
+        raise refuse("invalid response: both result and error", INVALID_REQUEST, rid, reply=False)
     # Spec: 2025-06-18/basic#responses.2
     # "Either a `result` or an `error` MUST be set."
     if not has_result and not has_error:
-        raise _fail(
+        raise refuse(
             "invalid message: neither a method nor a result or error",
             INVALID_REQUEST,
             rid,
@@ -183,7 +180,7 @@ def classify(obj: Any) -> tuple[int, Any, Any, Any]:
         # Spec: 2025-06-18/basic#responses.1
         # "Responses MUST include the same ID as the request they correspond to."
         if not valid_id(rid):
-            raise _fail(
+            raise refuse(
                 "invalid response: id must be a string or an integer", INVALID_REQUEST, reply=False
             )
         return RESPONSE, rid, None, obj["result"]
@@ -198,14 +195,14 @@ def classify(obj: Any) -> tuple[int, Any, Any, Any]:
         or type(error.get("code")) is not int
         or type(error.get("message")) is not str
     ):
-        raise _fail(
+        raise refuse(
             "invalid error response: error must be an object with an integer code and a string message",
             INVALID_REQUEST,
             rid,
             reply=False,
         )
     if rid is not None and not valid_id(rid):
-        raise _fail("invalid error response: bad id", INVALID_REQUEST, reply=False)
+        raise refuse("invalid error response: bad id", INVALID_REQUEST, reply=False)
     return ERROR, rid, None, error
 
 

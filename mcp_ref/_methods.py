@@ -2,22 +2,13 @@
 
 Theory of operation
 -------------------
-One table drives conversion, dispatch, capability checks and spec_map.  For each
-method it records:
-
-* ``kind``: request or notification;
-* ``senders``: which roles may send it (a client never receives ``tools/list``);
-* ``params_type`` / ``result_type``: the typed classes of :mod:`mcp_ref.types` the core
-  converts to and from, once, on the boundary;
-* ``capability``: which side's negotiated capabilities must hold which path, e.g.
-  ``tools/list`` needs the *server's* ``tools``.  A request whose capability was not
-  negotiated is refused on both the send side (LocalProtocolError) and the receive
-  side (-32601) (2025-06-18/basic/lifecycle#operation.1);
-* ``paginated``: whether it takes a ``cursor`` and returns ``nextCursor``;
-* ``since`` (and ``until``): the protocol revisions that define it;
-* ``section``: the spec section that defines it.
-
-Versions: :data:`SUPPORTED_VERSIONS` is what mcp-ref speaks, newest first.
+One table drives conversion, dispatch, capability checks and spec_map.  Each row
+(:class:`MethodSpec`) says who may send the method, its typed params and result
+classes (:mod:`mcp_ref.types`), the revisions that define it, whether it paginates,
+and which side's negotiated capability it needs: ``tools/list`` needs the *server's*
+``tools``.  A request whose capability was not negotiated is refused on both the send
+side (LocalProtocolError) and the receive side (-32601)
+(2025-06-18/basic/lifecycle#operation.1).
 """
 
 from __future__ import annotations

@@ -182,7 +182,6 @@ CLIENT_ROWS: list[tuple[State, Direction, Kind, State]] = [
     # indicate it is ready to begin normal operations:"
     (INITIALIZED, SEND, Kind.INITIALIZED, OPERATING),
 ]
-"""The client's handshake: the rows that change its state before shutdown."""
 
 SERVER_ROWS: list[tuple[State, Direction, Kind, State]] = [
     # state       direction kind                 next state
@@ -199,7 +198,6 @@ SERVER_ROWS: list[tuple[State, Direction, Kind, State]] = [
     # (requests other than ping wait for it)
     (INITIALIZED, RECEIVE, Kind.INITIALIZED, OPERATING),
 ]
-"""The server's handshake: the rows that change its state before shutdown."""
 
 SELF_LOOPS: list[tuple[State, Direction, Kind, State]] = [
     # -- before and during the handshake: pings, answers, and (once initialize is in
@@ -236,7 +234,6 @@ SELF_LOOPS: list[tuple[State, Direction, Kind, State]] = [
     (OPERATING, RECEIVE, NOTIFICATION, OPERATING),
     (OPERATING, RECEIVE, RESPONSE, OPERATING),
 ]
-"""What either role may send or receive in each open state, staying in it."""
 
 # Source: 2025-06-18/basic/lifecycle#shutdown ("one side (usually the client) cleanly
 # terminates the protocol connection"; for stdio, by closing the input).
@@ -256,7 +253,6 @@ SHUTDOWN_ROWS: list[tuple[State, Direction, Kind, State]] = [
     (CLOSING, SEND, NOTIFICATION, CLOSING),
     (CLOSING, SEND, CLOSE, CLOSED),
 ]
-"""The rows that end a connection, the same for both roles; CLOSED has none (final)."""
 
 SERVER_CLOSING_ROWS: list[tuple[State, Direction, Kind, State]] = [
     # A server may still answer an initialize it accepted before the input ended.
