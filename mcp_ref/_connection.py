@@ -120,24 +120,18 @@ class Connection:
     """One side of an MCP session, with no I/O.
 
     Args:
-        our_role: ``CLIENT`` or ``SERVER``.
-        max_message_bytes: the largest message accepted, in bytes
-            (default 8 MiB); a longer one is refused with -32600 and skipped.
-        max_requests_in_flight: the most requests in flight in each direction
-            (default 1024; also the largest batch); past it we refuse to send
-            (LocalProtocolError) or answer the peer's request with -32603.
-        default_timeout: the :class:`RequestTimeout` of requests we send when
-            ``send`` is given none; None (the default) means no timeout.
-        newline_framing: True (default) for byte streams of newline-delimited
-            messages (stdio); False for transports that delimit messages themselves,
-            where ``send`` returns one message without its newline.
-        remember_ids: how many finished request ids each direction remembers, to drop
+        our_role: ``CLIENT`` or ``SERVER`` (else ValueError).
+        max_message_bytes: the largest message accepted, in bytes (default 8 MiB); a
+            longer one is refused with -32600 and skipped.
+        max_requests_in_flight: the most requests in flight each way (default 1024;
+            also the largest batch); past it we refuse to send (LocalProtocolError)
+            or answer the peer's request with -32603.
+        default_timeout: the :class:`RequestTimeout` of requests ``send`` is given
+            none for; None (the default): no timeout.
+        newline_framing: True (default) for newline-delimited byte streams (stdio);
+            False for transports that delimit messages (``send`` adds no newline).
+        remember_ids: how many finished request ids each way are remembered, to drop
             late responses and refuse reused ids (default 4096).
-
-    Raises:
-        ValueError: ``our_role`` is not CLIENT or SERVER.
-
-    Source: 2025-06-18/basic (messages), 2025-06-18/basic/lifecycle.
     """
 
     def __init__(
