@@ -184,55 +184,33 @@ def _serve(args: argparse.Namespace) -> int:
     from .trio._stdio import serve_until_signal
 
     serve: Callable[[trio.Event], Any]
-    if args.http:
-        host, port = _address(args.http)
-        from .trio import serve_http
+    if args.http or args.ws:
+        host, port = _address(args.http or args.ws)
+        from .trio import serve_http, serve_websocket
+
+        start: Callable[..., Any]
+        if args.http:
+            start = partial(
+                serve_http,
+                server,
+                host,
+                port,
+                stateless=args.stateless,
+                json_response=args.json_response,
+            )
+        else:
+            start = partial(serve_websocket, server, host, port, **session_kw)
+        name = f"[{host}]" if ":" in host else host
 
         async def serve(stop: trio.Event) -> None:
             async with trio.open_nursery() as nursery:
-                info = await nursery.start(
-                    partial(
-                        serve_http,
-                        server,
-                        host,
-                        port,
-                        stateless=args.stateless,
-                        json_response=args.json_response,
-                        stop=stop,
-                        grace_seconds=args.grace,
-                    )
-                )
+                started = await nursery.start(partial(start, stop=stop, grace_seconds=args.grace))
                 # Spec: 2025-06-18/basic/transports#security-warning.2 (localhost by default)
                 # "When running locally, servers SHOULD bind only to localhost (127.0.0.1) rather
                 # than all network interfaces (0.0.0.0)"
-                print(f"mcp-ref: serving {args.server} on {info.url}", file=sys.stderr, flush=True)
-
-    elif args.ws:
-        host, port = _address(args.ws)
-        from .trio import serve_websocket
-
-        async def serve(stop: trio.Event) -> None:
-            async with trio.open_nursery() as nursery:
-                bound = await nursery.start(
-                    partial(
-                        serve_websocket,
-                        server,
-                        host,
-                        port,
-                        stop=stop,
-                        grace_seconds=args.grace,
-                        **session_kw,
-                    )
-                )
-                # Spec: 2025-06-18/basic/transports#security-warning.2 (localhost by default)
-                # "When running locally, servers SHOULD bind only to localhost (127.0.0.1) rather
-                # than all network interfaces (0.0.0.0)"
-                name = f"[{host}]" if ":" in host else host
-                print(
-                    f"mcp-ref: serving {args.server} on ws://{name}:{bound}/mcp",
-                    file=sys.stderr,
-                    flush=True,
-                )
+                # serve_http reports a ServerInfo, serve_websocket the port it bound.
+                url = started.url if args.http else f"ws://{name}:{started}/mcp"
+                print(f"mcp-ref: serving {args.server} on {url}", file=sys.stderr, flush=True)
 
     else:
         if sys.stdin.isatty():
