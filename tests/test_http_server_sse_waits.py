@@ -70,3 +70,27 @@ async def test_the_end_of_the_session_ends_the_wait(autojump_clock: trio.testing
 
             nursery.start_soon(end_soon)
             assert await wait_change(h, sess, stream, stream.seq, math.inf) == "changed"
+
+
+async def test_a_wait_without_a_connection_ends_on_news_on_timeout_and_at_the_end(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # What a JSON answer waits with (no connection to read): an event the session sets.
+    sess = _session()
+    stream = sess.state.streams["get"]
+    with trio.fail_after(TIMEOUT):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_route_soon, sess)
+            assert await wait_change(None, sess, stream, stream.seq, math.inf) == "changed"
+        assert sess.waiters == {}
+        assert await wait_change(None, sess, stream, stream.seq, 5.0) == "timeout"
+        assert sess.waiters == {}
+        async with trio.open_nursery() as nursery:
+
+            async def end_soon() -> None:
+                await trio.sleep(0.01)
+                sess.end("test")
+
+            nursery.start_soon(end_soon)
+            assert await wait_change(None, sess, stream, stream.seq, math.inf) == "changed"
+        assert sess.waiters == {}

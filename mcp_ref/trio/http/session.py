@@ -11,8 +11,9 @@ Messages in: :meth:`HttpSession.deliver` queues one POST body (a bounded queue: 
 waits when the session is slow); the session's reader takes it from
 :meth:`ServerChannel.receive`.  Messages out: the session's ``channel.send`` calls
 :meth:`HttpSession.route`, which never blocks: the sans-IO core appends the message to
-one stream and names it, and :meth:`HttpSession.wake` cancels the waits of the responses
-writing that stream (:func:`~.sse.wait_change` registers them in ``waiters``).
+one stream and names it, and :meth:`HttpSession.wake` wakes the responses writing that
+stream (:func:`~.sse.wait_change` registers them in ``waiters``: it cancels the read of
+an SSE writer, and sets the event a JSON answer waits on).
 """
 
 from __future__ import annotations
@@ -111,16 +112,16 @@ class HttpSession:
         self.started = trio.Event()
         self.done = trio.Event()
         self.cancel_scope = trio.CancelScope()
-        self.waiters: dict[LogicalStream, set[trio.CancelScope]] = {}
-        """The waits of the responses writing each stream (see :meth:`wake`)."""
+        self.waiters: dict[LogicalStream, set[Callable[[], None]]] = {}
+        """What wakes each response waiting for news of a stream (see :meth:`wake`)."""
         self._on_end = on_end
         self._json_heads: dict[str | None, list[tuple[bytes, bytes]]] = {}
         self._sse_heads: dict[tuple[str | None, bool, bool], h11.Response] = {}
 
     def wake(self, stream: LogicalStream) -> None:
-        """Tell the responses writing ``stream`` that it changed (cancel their waits)."""
-        for scope in self.waiters.get(stream, ()):
-            scope.cancel()
+        """Tell the responses writing ``stream`` that it changed (call their wakers)."""
+        for wake in self.waiters.get(stream, ()):
+            wake()
 
     def initialized(self) -> bool:
         """Whether the session completed initialization: its core connection received

@@ -8,7 +8,8 @@ cursor until the stream ends, the client leaves, or another response takes the s
 over.  Between writes it waits in :func:`wait_change`: it reads the client's side of the
 connection (to notice a client that left, so that events meant for it stay in the store
 for a resumption) until the session wakes it (:meth:`~.session.HttpSession.wake`
-cancels the read) or the keepalive time passes.
+cancels the read) or the keepalive time passes.  A JSON answer, which reads nothing
+while it waits, waits on an event instead (a third of the cost of a cancelled wait).
 
 A POST's answer usually comes within moments, so its head waits up to
 ``HEAD_WAIT_SECONDS`` for the first events: a quick answer is one write (head, events,
@@ -159,16 +160,25 @@ async def wait_change(
     rest) or ``"timeout"``.  Input the client pipelines meanwhile goes into h11 for the
     next request (up to ``_MAX_PIPELINED`` bytes; past that the socket is not read).
     :meth:`HttpSession.wake` cancels the read (a cancelled ``receive_some`` loses
-    nothing).
+    nothing); without ``h`` it sets an event.
     """
     if stream.seq != seq:
         return "changed"
     waiting = sess.waiters.setdefault(stream, set())
-    with trio.CancelScope(deadline=trio.current_time() + timeout) as scope:
-        waiting.add(scope)
+    if h is None:  # nothing to read: an event is cheaper to wake than a cancelled wait
+        changed = trio.Event()
+        waiting.add(changed.set)
         try:
-            if h is None:
-                await trio.sleep_forever()
+            with trio.move_on_after(timeout):
+                await changed.wait()
+        finally:
+            waiting.discard(changed.set)
+            if not waiting:
+                sess.waiters.pop(stream, None)
+        return "changed" if stream.seq != seq else "timeout"
+    with trio.CancelScope(deadline=trio.current_time() + timeout) as scope:
+        waiting.add(scope.cancel)
+        try:
             while h.conn.their_state is not h11.CLOSED:
                 if len(h.conn.trailing_data[0]) > _MAX_PIPELINED:
                     await trio.sleep_forever()  # pipelined input piles up: stop reading
@@ -176,7 +186,7 @@ async def wait_change(
                     return "eof"
             return "eof"
         finally:
-            waiting.discard(scope)
+            waiting.discard(scope.cancel)
             if not waiting:
                 sess.waiters.pop(stream, None)
     return "changed" if stream.seq != seq else "timeout"
