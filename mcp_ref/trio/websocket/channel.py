@@ -38,45 +38,24 @@ from ...events import RequestId
 from .._outgoing import SessionClosed
 from .._session_api import Session
 
-__all__ = [
-    "CLOSE_MESSAGE_TOO_BIG",
-    "CLOSE_NORMAL",
-    "CLOSE_PING_TIMEOUT",
-    "CLOSE_PROTOCOL_ERROR",
-    "CLOSE_UNSUPPORTED_DATA",
-    "DEFAULT_CLOSE_TIMEOUT",
-    "DEFAULT_HANDSHAKE_TIMEOUT",
-    "DEFAULT_PATH",
-    "DEFAULT_PING_INTERVAL",
-    "DEFAULT_PING_TIMEOUT",
-    "RECEIVE_SIZE",
-    "SUBPROTOCOL",
-    "WebSocketChannel",
-]
+__all__ = ["SUBPROTOCOL", "WebSocketChannel", "describe"]
 
 log = logging.getLogger("mcp_ref.trio.websocket")
 
-SUBPROTOCOL: Final = "mcp"
-"""The ``Sec-WebSocket-Protocol`` both sides must agree on."""
+SUBPROTOCOL: Final = "mcp"  # the Sec-WebSocket-Protocol both sides must agree on
 DEFAULT_PATH: Final = "/mcp"
-"""The path the server accepts upgrades on, unless told otherwise."""
-RECEIVE_SIZE: Final = 65536
-"""Bytes asked for per ``receive_some``."""
-DEFAULT_PING_INTERVAL: Final = 20.0
-"""Seconds between keepalive pings."""
-DEFAULT_PING_TIMEOUT: Final = 20.0
-"""Seconds a pong may take before the connection is closed (1011)."""
-DEFAULT_CLOSE_TIMEOUT: Final = 5.0
-"""Seconds the closing handshake (and the wait for the peer's FIN) may take."""
-DEFAULT_HANDSHAKE_TIMEOUT: Final = 10.0
-"""Seconds the opening handshake may take (client: including the TCP connect)."""
+RECEIVE_SIZE: Final = 65536  # bytes per receive_some
+DEFAULT_PING_INTERVAL: Final = 20.0  # seconds between keepalive pings
+DEFAULT_PING_TIMEOUT: Final = 20.0  # seconds a pong may take (then close 1011)
+DEFAULT_CLOSE_TIMEOUT: Final = 5.0  # seconds for the closing handshake and the peer's FIN
+DEFAULT_HANDSHAKE_TIMEOUT: Final = 10.0  # seconds for the upgrade (client: and the connect)
 
-# The close codes we send (RFC 6455 section 7.4.1); the others are named by wsproto.
-CLOSE_NORMAL: Final = 1000
-CLOSE_PROTOCOL_ERROR: Final = 1002
-CLOSE_UNSUPPORTED_DATA: Final = 1003  # a binary message: MCP messages are text
-CLOSE_MESSAGE_TOO_BIG: Final = 1009
-CLOSE_PING_TIMEOUT: Final = 1011  # RFC 6455's "internal error": no pong in time
+# The close codes we send (RFC 6455 section 7.4.1); wsproto's CloseReason names them all.
+CLOSE_NORMAL: Final = CloseReason.NORMAL_CLOSURE  # 1000
+CLOSE_PROTOCOL_ERROR: Final = CloseReason.PROTOCOL_ERROR  # 1002
+CLOSE_UNSUPPORTED_DATA: Final = CloseReason.UNSUPPORTED_DATA  # 1003: MCP messages are text
+CLOSE_MESSAGE_TOO_BIG: Final = CloseReason.MESSAGE_TOO_BIG  # 1009
+CLOSE_PING_TIMEOUT: Final = CloseReason.INTERNAL_ERROR  # 1011: no pong in time
 
 
 def describe(code: int, reason: str | None) -> str:

@@ -21,7 +21,6 @@ from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, RejectConnection, Request
 from wsproto.utilities import RemoteProtocolError as WSRemoteProtocolError
 
-from ..._framing import DEFAULT_MAX_MESSAGE_BYTES
 from ..._http import (
     LOCALHOST_HOSTS,
     LOCALHOST_ORIGINS,
@@ -34,11 +33,8 @@ from .._session import DEFAULT_GRACE_SECONDS, Handler
 from .._stdio import serve_channel_until
 from ..http.server import _is_loopback, accept_connections, close_listeners
 from .channel import (
-    DEFAULT_CLOSE_TIMEOUT,
     DEFAULT_HANDSHAKE_TIMEOUT,
     DEFAULT_PATH,
-    DEFAULT_PING_INTERVAL,
-    DEFAULT_PING_TIMEOUT,
     RECEIVE_SIZE,
     SUBPROTOCOL,
     WebSocketChannel,
@@ -58,22 +54,24 @@ def _error(status: int, detail: str, headers: Sequence[tuple[bytes, bytes]] = ()
     return http_error(status, detail, clause=None, headers=headers)
 
 
-async def _read_request(stream: trio.abc.Stream, conn: h11.Connection) -> h11.Request | None:
-    """One request head; None when the client went away or sent bad HTTP (answered)."""
+async def _read_request(stream: trio.abc.Stream) -> tuple[h11.Connection, h11.Request | None]:
+    """One request head, and the h11 connection to answer on; None when the client went
+    away or sent bad HTTP (then answered)."""
+    conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HANDSHAKE_BYTES)
     while True:
         try:
             event = conn.next_event()
         except h11.RemoteProtocolError as exc:
             await _refuse(stream, conn, _error(exc.error_status_hint, f"bad HTTP request: {exc}"))
-            return None
+            return conn, None
         if event is not h11.NEED_DATA:
-            return event if isinstance(event, h11.Request) else None
+            return conn, event if isinstance(event, h11.Request) else None
         try:
             data = await stream.receive_some(RECEIVE_SIZE)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
-            return None
+            return conn, None
         if not data:
-            return None
+            return conn, None
         conn.receive_data(bytes(data))
 
 
@@ -135,8 +133,7 @@ async def websocket_server_handshake(
     Source: 2025-06-18/basic/transports#security-warning.1 (validate ``Origin``),
     2025-06-18/basic/transports#custom-transports.3 (the documented handshake).
     """
-    conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HANDSHAKE_BYTES)
-    request = await _read_request(stream, conn)
+    conn, request = await _read_request(stream)
     if request is None:
         return None
     ws = WSConnection(ConnectionType.SERVER)
@@ -162,56 +159,49 @@ async def websocket_server_handshake(
     return WebSocketChannel(stream, ws, subprotocol=SUBPROTOCOL, **channel_kw)
 
 
+_HANDSHAKE_OPTIONS: Final = frozenset(
+    {"path", "allowed_origins", "allowed_hosts", "max_message_bytes"}
+    | {"ping_interval", "ping_timeout", "close_timeout"}
+)
+
+
 async def serve_websocket_stream(
     stream: trio.abc.Stream,
     target: Handler,
     *,
-    path: str | None = DEFAULT_PATH,
-    allowed_origins: Collection[str] = LOCALHOST_ORIGINS,
-    allowed_hosts: Collection[str] = LOCALHOST_HOSTS,
-    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-    ping_interval: float | None = DEFAULT_PING_INTERVAL,
-    ping_timeout: float = DEFAULT_PING_TIMEOUT,
-    close_timeout: float = DEFAULT_CLOSE_TIMEOUT,
     handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
     stop: trio.Event | None = None,
-    **session_kw: Any,
+    **options: Any,
 ) -> None:
-    """Serve one MCP session on one accepted connection: handshake (within
-    ``handshake_timeout`` seconds), session, close; the stream is closed on return.
+    """Serve one MCP session on one accepted connection: the handshake (within
+    ``handshake_timeout`` seconds), the session, the close; the stream is closed on return.
 
     Args:
         target: a session :class:`~mcp_ref.trio.Handler` (see
             :func:`~mcp_ref.trio.serve_channel`).
-        path, allowed_origins, allowed_hosts: see :func:`websocket_server_handshake`.
-        max_message_bytes, ping_interval, ping_timeout, close_timeout: see
-            :class:`WebSocketChannel` (the session gets the same message bound).
         stop: when set, the session takes no more input and ends as at the end of input
             (its ``drain_timeout``, error answers for what still runs, the close).
-        **session_kw: options of :func:`~mcp_ref.trio.open_session`.
+        **options: those of :func:`websocket_server_handshake` (``path``,
+            ``allowed_origins``, ``allowed_hosts``) and :class:`WebSocketChannel`
+            (``max_message_bytes``, which the session gets too, ``ping_interval``,
+            ``ping_timeout``, ``close_timeout``); the rest go to
+            :func:`~mcp_ref.trio.open_session`.
 
     Never raises for a misbehaving client: refusals are answered and logged.
     """
+    handshake_kw = {k: options.pop(k) for k in _HANDSHAKE_OPTIONS & options.keys()}
+    if "max_message_bytes" in handshake_kw:
+        options["max_message_bytes"] = handshake_kw["max_message_bytes"]
     try:
         channel: WebSocketChannel | None = None
         with trio.move_on_after(handshake_timeout):
-            channel = await websocket_server_handshake(
-                stream,
-                path=path,
-                allowed_origins=allowed_origins,
-                allowed_hosts=allowed_hosts,
-                max_message_bytes=max_message_bytes,
-                ping_interval=ping_interval,
-                ping_timeout=ping_timeout,
-                close_timeout=close_timeout,
-            )
+            channel = await websocket_server_handshake(stream, **handshake_kw)
         if channel is None or (stop is not None and stop.is_set()):
             return
-        session_kw.setdefault("max_message_bytes", max_message_bytes)
         async with trio.open_nursery() as nursery:
             await nursery.start(channel.run)
             try:
-                await serve_channel_until(target, channel, stop, **session_kw)
+                await serve_channel_until(target, channel, stop, **options)
             finally:
                 with trio.CancelScope(shield=True):
                     await channel.aclose()
@@ -315,8 +305,8 @@ async def _serve_listeners(
         nonlocal active
         if active >= max_connections:
             with trio.move_on_after(kw.get("handshake_timeout", DEFAULT_HANDSHAKE_TIMEOUT)):
-                conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HANDSHAKE_BYTES)
-                if await _read_request(stream, conn) is not None:
+                conn, request = await _read_request(stream)
+                if request is not None:
                     busy = f"too many connections (at most {max_connections})"
                     await _refuse(stream, conn, _error(503, busy))
             await trio.aclose_forcefully(stream)
