@@ -276,11 +276,13 @@ class WebSocketChannel:
         message = b"".join(self._parts) or b" "
         self._parts.clear()
         self._size = 0
-        with suppress(SessionClosed, trio.ClosedResourceError, trio.BrokenResourceError):
+        try:
             if self._session is not None:
                 await self._session.push(message)  # waits while the session is full
             else:
                 await self._inbox_send.send(message)  # waits for receive()
+        except (SessionClosed, trio.ClosedResourceError, trio.BrokenResourceError):
+            pass  # input has ended: we are closing
 
     # ------------------------------------------------------------------ writing
 
@@ -301,13 +303,17 @@ class WebSocketChannel:
                 if control:
                     return
                 raise trio.BrokenResourceError(f"the WebSocket is closing: {exc}") from None
-            if isinstance(event, CloseConnection):
-                self._start_deadline()
             written = False
             try:
-                with trio.move_on_after(self.close_timeout if control else math.inf):
+                if not control:
                     await self.stream.send_all(data)
                     written = True
+                else:
+                    if isinstance(event, CloseConnection):
+                        self._start_deadline()
+                    with trio.move_on_after(self.close_timeout):
+                        await self.stream.send_all(data)
+                        written = True
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 if not control:
                     raise
