@@ -10,12 +10,11 @@ and asks that it document how a connection is made and how messages travel
   offering the subprotocol ``mcp``; the server checks ``Origin`` and ``Host`` as
   Streamable HTTP does and refuses with a plain HTTP response (:mod:`.server`,
   :mod:`.client`).  One WebSocket carries one MCP session.
-* **Messages**: one JSON-RPC message per text message.  :class:`WebSocketChannel`
-  (:mod:`.channel`, both roles) is a ``"messages"`` channel: it hands whole messages to
-  the session and never looks inside; parsing, JSON-RPC errors and request timeouts
-  are the core's and the session's.  What stays here is WebSocket work no other layer
-  does: the close codes (1003 binary, 1007 bad UTF-8, 1009 over ``max_message_bytes``,
-  1002 framing, 1011 keepalive), ping/pong, and the closing handshake.
+* **Messages**: one JSON-RPC message per text message, handed whole to the session by
+  :class:`WebSocketChannel` (:mod:`.channel`, both roles).  Parsing, JSON-RPC errors and
+  request timeouts are the core's and the session's; the channel keeps only what no
+  other layer does: close codes, the message bound while frames arrive, ping/pong and
+  the closing handshake.
 """
 
 # Spec: 2025-06-18/basic/transports#custom-transports.3 (documented in docs/websocket.md)

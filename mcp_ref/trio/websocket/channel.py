@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import logging
 import math
-from contextlib import suppress
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
 from typing import Final, Literal
 
 import trio
@@ -38,7 +39,7 @@ from ...events import RequestId
 from .._outgoing import SessionClosed
 from .._session_api import Session
 
-__all__ = ["SUBPROTOCOL", "WebSocketChannel", "describe"]
+__all__ = ["SUBPROTOCOL", "WebSocketChannel", "describe", "running"]
 
 log = logging.getLogger("mcp_ref.trio.websocket")
 
@@ -371,3 +372,18 @@ class WebSocketChannel:
                 await self.close(CLOSE_PING_TIMEOUT, reason)
                 await self.abort()
             return
+
+
+@asynccontextmanager
+async def running(channel: WebSocketChannel) -> AsyncIterator[WebSocketChannel]:
+    """Run ``channel`` (its reader and keepalive) in a nursery of this block's own; on
+    exit, close it with 1000 and wait for the closing handshake (shielded, bounded by
+    ``close_timeout``).  Both roles' ``open_*``/``serve_*`` functions use it."""
+    async with trio.open_nursery() as nursery:
+        await nursery.start(channel.run)
+        try:
+            yield channel
+        finally:
+            with trio.CancelScope(shield=True):
+                await channel.aclose()
+            nursery.cancel_scope.cancel()

@@ -27,6 +27,7 @@ from .channel import (
     RECEIVE_SIZE,
     SUBPROTOCOL,
     WebSocketChannel,
+    running,
 )
 
 __all__ = ["HandshakeError", "open_websocket_channel", "websocket_client_handshake"]
@@ -169,11 +170,5 @@ async def open_websocket_channel(
             if own:
                 await trio.aclose_forcefully(stream)
             raise
-    async with trio.open_nursery() as nursery:
-        await nursery.start(channel.run)
-        try:
-            yield channel
-        finally:
-            with trio.CancelScope(shield=True):
-                await channel.aclose()
-            nursery.cancel_scope.cancel()
+    async with running(channel):
+        yield channel

@@ -38,6 +38,7 @@ from .channel import (
     RECEIVE_SIZE,
     SUBPROTOCOL,
     WebSocketChannel,
+    running,
 )
 
 __all__ = ["serve_websocket", "serve_websocket_stream", "websocket_server_handshake"]
@@ -198,13 +199,8 @@ async def serve_websocket_stream(
             channel = await websocket_server_handshake(stream, **handshake_kw)
         if channel is None or (stop is not None and stop.is_set()):
             return
-        async with trio.open_nursery() as nursery:
-            await nursery.start(channel.run)
-            try:
-                await serve_channel_until(target, channel, stop, **options)
-            finally:
-                with trio.CancelScope(shield=True):
-                    await channel.aclose()
+        async with running(channel):
+            await serve_channel_until(target, channel, stop, **options)
     except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
         log.debug("WebSocket connection failed: %r", exc)
     finally:
