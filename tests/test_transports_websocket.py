@@ -56,7 +56,6 @@ from mcp_ref.trio.websocket.channel import (
     CLOSE_PROTOCOL_ERROR,
     CLOSE_UNSUPPORTED_DATA,
 )
-from mcp_ref.trio.websocket.client import parse_host_port
 from mcp_ref.trio.websocket.server import _serve_listeners
 
 spec = pytest.mark.spec
@@ -657,18 +656,11 @@ async def test_client_reports_a_refusal_without_body_and_a_hangup(
                     pass  # pragma: no cover
 
 
-def test_urls_and_addresses() -> None:
+def test_only_ws_urls() -> None:
     with pytest.raises(ValueError, match="wss"):
         trio.run(_open, "wss://example.com/mcp")
     with pytest.raises(ValueError, match="ws://"):
         trio.run(_open, "http://example.com/mcp")
-    assert parse_host_port("127.0.0.1:8000") == ("127.0.0.1", 8000)
-    assert parse_host_port(":9") == ("127.0.0.1", 9)
-    assert parse_host_port("9") == ("127.0.0.1", 9)
-    assert parse_host_port("[::1]:80") == ("::1", 80)
-    for bad in ("host:", "host:x", "host:70000"):
-        with pytest.raises(ValueError):
-            parse_host_port(bad)
 
 
 async def _open(url: str) -> None:

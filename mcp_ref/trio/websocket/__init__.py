@@ -2,43 +2,19 @@
 
 Theory of operation
 -------------------
-The spec lets clients and servers add transports of their own as long as JSON-RPC and
-the lifecycle are kept, and asks them to document how a connection is made and how
-messages travel (2025-06-18/basic/transports#custom-transports).  This is that
-transport; docs/websocket.md is its description for other implementers.
+The spec lets a transport of one's own carry MCP if it keeps JSON-RPC and the lifecycle,
+and asks that it document how a connection is made and how messages travel
+(2025-06-18/basic/transports#custom-transports); docs/websocket.md is that document.
 
-* **Connection**: the client sends an HTTP/1.1 ``GET`` upgrade (RFC 6455) to the MCP
-  path (default ``/mcp``) offering the subprotocol ``mcp``.  The server parses the
-  request with its own bounded h11 connection, checks path, ``Origin`` and ``Host``
-  (the same DNS-rebinding defence as Streamable HTTP, :func:`mcp_ref._http.check_origin`
-  and :func:`~mcp_ref._http.check_host`) and the subprotocol, then lets wsproto answer
-  ``101 Switching Protocols``.  A refusal is a plain HTTP response (403, 400, ...) sent
-  before any WebSocket exists.  One WebSocket connection carries exactly one MCP
-  session, which starts with ``initialize`` as on every transport.
-* **Messages**: one JSON-RPC message per WebSocket *text* message (UTF-8).  A
-  :class:`WebSocketChannel` is a ``framing="messages"`` :class:`MessageChannel`: its
-  ``receive`` returns one whole message and the core parses it (the channel never looks
-  inside).  Binary messages are refused with close code 1003, messages over
-  ``max_message_bytes`` with 1009 (checked while the frames arrive, never buffered past
-  the limit), invalid UTF-8 with 1007 and framing violations with 1002.
-* **Keepalive**: each side sends a ping every ``ping_interval`` seconds and closes with
-  1011 when the pong does not come within ``ping_timeout``; pings from the peer are
-  answered at once.
-* **Closing**: the end of the session sends close code 1000 and waits (at most
-  ``close_timeout``) for the peer's close frame, then half-closes TCP and reads until
-  the peer's FIN, so no data is cut by a reset.  A connection lost without a close frame
-  ends the input with the reason "1006".
-
-Tasks: :meth:`WebSocketChannel.run` holds the reader (feeds wsproto, answers pings and
-closes, queues whole messages for ``receive`` in a bounded channel) and the keepalive
-timer, in a nursery of its own; the ``open_*``/``serve_*`` functions start it in theirs.
-Every write goes through one lock, so control frames never split a data frame.
-
-Modules: :mod:`.channel` (the wsproto connection wrapper: reading, writing, ping/pong,
-the closing handshake; the transport's constants), :mod:`.server` (the server's
-handshake checks: path, ``Origin``, ``Host``, subprotocol; the listeners) and
-:mod:`.client` (the client's handshake and ``open_websocket_channel``); this package is
-the transport's description and its import point.
+* **Connection**: an HTTP/1.1 upgrade (RFC 6455) to the MCP path (default ``/mcp``)
+  offering the subprotocol ``mcp``; the server checks ``Origin`` and ``Host`` as
+  Streamable HTTP does and refuses with a plain HTTP response (:mod:`.server`,
+  :mod:`.client`).  One WebSocket carries one MCP session.
+* **Messages**: one JSON-RPC message per text message, handed whole to the session by
+  :class:`WebSocketChannel` (:mod:`.channel`, both roles).  Parsing, JSON-RPC errors and
+  request timeouts are the core's and the session's; the channel keeps only what no
+  other layer does: close codes, the message bound while frames arrive, ping/pong and
+  the closing handshake.
 """
 
 # Spec: 2025-06-18/basic/transports#custom-transports.3 (documented in docs/websocket.md)
