@@ -10,7 +10,7 @@ import trio.testing
 from mcp_ref._http import HttpLimits
 from mcp_ref._http_server import ServerConfig
 from mcp_ref.server import Server
-from mcp_ref.trio.http.connection import HttpServer
+from mcp_ref.trio.http.server import HttpServer
 
 from ._http_raw import init_body, notification_body, request_body
 

@@ -27,8 +27,7 @@ from mcp_ref._http import LOCALHOST_HOSTS, HttpError, HttpLimits, check_host, sp
 from mcp_ref._http_server import ServerConfig
 from mcp_ref._http_sessions import told_apart
 from mcp_ref.server import Server
-from mcp_ref.trio.http.connection import HttpServer
-from mcp_ref.trio.http.server import open_http_server
+from mcp_ref.trio.http.server import HttpServer, open_http_server
 from mcp_ref.trio.http.sessions import peer_of
 
 from ._http_raw import RawConnection, init_body, notification_body, open_session, request_body

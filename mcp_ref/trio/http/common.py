@@ -1,15 +1,8 @@
-"""What the trio HTTP server and client share: h11 over a trio stream, request keys and
-a private task supervisor.
+"""What the trio HTTP server and client share: h11 over a trio stream, and a private
+task supervisor.
 
 Theory of operation
 -------------------
-Streamable HTTP cannot treat messages as opaque bytes everywhere: the server answers a
-POST of a request with a stream that ends after *the response to that request*, and the
-client must know which answer ends a POST's stream.  Neither side reads JSON itself for
-that: both ask the core (:mod:`mcp_ref._http_messages`), which reads a message with the
-very functions the connection uses, so the transport and the connection can never
-disagree about what a message is or which id it carries.
-
 :class:`H11Stream` is h11 driven over a ``trio.abc.Stream``: ``next_event`` reads until
 h11 has an event, ``send`` writes what h11 produces (one ``send_all``) and calls
 ``send_failed`` when the write fails.
@@ -29,17 +22,10 @@ import h11
 import trio
 
 from ..._http_connection import CONNECTION_CLOSE
-from ..._http_streams import request_key
 
-__all__ = [
-    "CONNECTION_CLOSE",
-    "RECEIVE_SIZE",
-    "H11Stream",
-    "Supervisor",
-    "request_key",
-]
+__all__ = ["CONNECTION_CLOSE", "H11Stream", "Supervisor"]
 
-RECEIVE_SIZE: Final = 65536
+_RECEIVE_SIZE: Final = 65536
 """Bytes asked for per ``receive_some``."""
 
 
@@ -73,7 +59,7 @@ class H11Stream:
         """Read one chunk from the socket into h11; ``b""`` at end of stream (also for a
         broken or closed socket)."""
         try:
-            data = bytes(await self.stream.receive_some(RECEIVE_SIZE))
+            data = bytes(await self.stream.receive_some(_RECEIVE_SIZE))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             data = b""
         self.received += len(data)
@@ -90,12 +76,6 @@ class H11Stream:
                 the status to answer with).
         """
         conn = self.conn
-        if conn.their_state is h11.IDLE and conn.our_role is h11.SERVER:
-            # Between requests h11 has nothing to parse out of an empty buffer: read
-            # first (saves a next_event that would say NEED_DATA).
-            data, closed = conn.trailing_data
-            if not data and not closed:
-                await self.receive_some()
         while True:
             event = conn.next_event()
             if event is h11.NEED_DATA:

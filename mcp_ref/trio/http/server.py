@@ -2,92 +2,24 @@
 
 Theory of operation
 -------------------
-:func:`serve_http` listens on TCP and serves every connection in its own task.  What the
-server decides is sans-IO, in the core, and this package is loops around it:
+:func:`serve_http` listens on TCP and serves every connection in its own task
+(:meth:`HttpServer.handle_connection`), a loop around the sans-IO
+:class:`~mcp_ref._http_connection.ServerConnection`: read the socket (a head or a body
+within ``limits.idle_timeout_seconds``), feed it, and do what its events say: write a
+refusal, or hand the request to its handler in :mod:`.endpoint`.  What the server
+decides is the core's: :mod:`mcp_ref._http_server` (the rules one request passes),
+:mod:`mcp_ref._http_streams` (which logical stream each message goes to: the stream of
+the POST whose request it relates to, else the standalone one a GET reads; never two),
+:mod:`mcp_ref._http_sessions` (the session bounds), :mod:`mcp_ref._sse` (the bytes).
 
-* :mod:`mcp_ref._http_connection`: one connection's bytes in, its requests (routed,
-  bodies read whole) or refusals out, on h11 (:mod:`mcp_ref._http_server` holds the
-  rules one request passes; :mod:`mcp_ref._http` the header rules and status codes);
-* :mod:`mcp_ref._http_streams`: which logical stream each message of a session goes to;
-* :mod:`mcp_ref._http_sessions`: the session bounds (eviction, expiry), time passed in;
-* :mod:`mcp_ref._sse`: the event streams' bytes.
-
-One MCP session is one :class:`~mcp_ref.trio.Session` (run by the handler's ``serve``
-method when it has one, e.g. :class:`mcp_ref.server.Server`, else by
-:func:`~mcp_ref.trio.open_session`) over a :class:`~.session.ServerChannel` of ours.
-Each session runs in an *owner task* started by the server's private
-:class:`~.common.Supervisor`, so it outlives the HTTP request that created it but never
-the server.
-
-Messages in: a POST's body is handed to the session's channel as one message (a bounded
-queue: the POST waits when the session is slow).  Messages out: the session calls
-``channel.send(data, related_request_id=...)``; the channel never blocks and never
-fails.  It puts the message on exactly one *logical stream* (never two:
-2025-06-18/basic/transports#multiple-connections.2):
-
-* the stream of the POST that carried request R, for R's response and for every message
-  sent while handling R (``related_request_id == R``);
-* else the session's *standalone* stream, the one a GET reads (server notifications and
-  requests unrelated to any request); a stateless server drops those.
-
-A logical stream is a list of events in the session's :class:`~mcp_ref._http.EventStore`
-(bounded), plus at most one HTTP response *attached* to it and writing its events from a
-cursor.  A POST's stream is attached to that POST's response; when the client drops the
-connection the stream lives on detached, and a GET with ``Last-Event-ID`` re-attaches it
-and replays what was missed: only that stream's events
-(2025-06-18/basic/transports#resumability-and-redelivery.5).  Event ids are
-``<stream id>/<seq>`` with one sequence per session (:func:`~mcp_ref._http.make_event_id`).
-A new attachment takes over from an old one (the old response ends), so a client whose
-connection died unnoticed can always resume.  When the response to the POST's request
-has been written, the response ends (#sending-messages-to-the-server.14).
-
-With ``json_response=True`` a request's answer is one ``application/json`` body, and
-messages sent while handling it go to the standalone stream instead.
-
-From 2025-11-25 on (the negotiated version), every SSE response starts with a *priming*
-event: an id and empty data, with a ``retry`` field (``retry_ms``).  The client then
-holds an id it can resume from, so the server may end a stream at any time (polling);
-:func:`close_sse_stream` lets a request handler do so.
-
-The server never reads JSON itself: the kind and id of each message (to route it, and
-to know which message ends a stream) come from :mod:`mcp_ref._http_messages`, which reads
-a body with the connection's own decoder, so a POST never waits for a request the
-connection did not take; the negotiated version comes from the answer to
-``initialize`` (:func:`mcp_ref._http_messages.negotiated_version`).
-
-Sessions: ``initialize`` creates one with a random id (16 bytes from :mod:`secrets`);
-others name it in ``Mcp-Session-Id``: 400 without, 404 unknown or ended.  DELETE ends
-it.  The session table (:mod:`.sessions`) bounds them: at most
-``limits.max_sessions`` at once and ``limits.max_sessions_per_peer`` per client address
-(an idle session is evicted to make room, else 503 or 429 with ``Retry-After``); the
-reaper ends sessions that never complete initialization within
-``limits.uninitialized_session_seconds`` and sessions idle for
-``limits.session_idle_seconds``.  Every limit is listed in ``docs/http-limits.md``.
-
-Stateless mode (``stateless=True``): no session ids, no GET stream, no DELETE.  Each POST
-gets a fresh session that lives for that POST only.  A POST other than ``initialize``
-first has a synthetic ``initialize`` (version from ``MCP-Protocol-Version``, else
-2025-03-26; no client capabilities, so the server never asks the client for anything)
-and ``notifications/initialized`` fed before it; the answer to the synthetic initialize
-is dropped.  So the core's lifecycle holds unchanged, and every request is handled as
-the first request of an operating session.
-
-Legacy HTTP+SSE (2024-11-05, ``legacy_sse=True``): ``GET /sse`` opens a session whose
-stream starts with an ``endpoint`` event naming ``/messages?session_id=<id>``; POSTs
-there are answered 202 and every server message goes to that one stream.  The session
-ends when the GET's connection does.
-
-Limits (:class:`~mcp_ref._http.HttpLimits`): request head size (h11: 431), body size
-(413), requests per connection (then ``Connection: close``), seconds to receive a
-request (408, or a silent close when the connection was idle), SSE keepalive comments.
+One MCP session is one :class:`~mcp_ref.trio.Session` over an
+:class:`~.session.HttpSession`, run by an owner task of the session table
+(:mod:`.sessions`), so it outlives the request that created it but never the server.
+A logical stream is written by at most one HTTP response at a time (:mod:`.sse`); a
+client whose connection dropped resumes it with ``Last-Event-ID``.
 
 Modules, each importing only those before it: :mod:`.common` (h11 over trio, the
-supervisor), :mod:`.requests` (refusals and bodiless answers), :mod:`.fastpath` (the one
-fast path), :mod:`.session` (one session: channel, input queue, waking its responses),
-:mod:`.sessions` (the session table), :mod:`.sse` (writing a logical stream as an SSE
-response), :mod:`.endpoint` (POST, GET and DELETE of the MCP endpoint), :mod:`.legacy`
-(2024-11-05), :mod:`.connection` (the loop around one connection); this one holds the
-entry points.
+supervisor), :mod:`.session`, :mod:`.sessions`, :mod:`.sse`, :mod:`.endpoint`, this one.
 """
 
 from __future__ import annotations
@@ -95,22 +27,30 @@ from __future__ import annotations
 import errno
 import ipaddress
 import logging
+import math
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any, Final
 
 import attrs
+import h11
 import trio
 
 from ... import _http as rules
 from ..._http import HttpLimits
+from ..._http_connection import NEED_DATA, Refusal, RequestReady, ServerConnection
 from ..._http_server import ServerConfig
-from .._session import DEFAULT_GRACE_SECONDS, Handler, Session
-from .connection import HttpServer
+from .._session import DEFAULT_GRACE_SECONDS, Handler
+from .common import H11Stream
+from .endpoint import ENDPOINTS
 from .session import close_sse_stream
+from .sessions import PEER, Refused, SessionTable, peer_of
 
 __all__ = [
     "CLOSE_WAIT_SECONDS",
+    "HttpServer",
     "HttpServerInfo",
     "close_sse_stream",
     "open_http_server",
@@ -270,6 +210,107 @@ async def serve_http(
         await close_listeners(listeners)
 
 
+class HttpServer:
+    """One server's settings, sessions and connections (see :func:`serve_http
+    <mcp_ref.trio.serve_http>` for the arguments).
+
+    Run :meth:`handle_connection` per accepted connection; start ``table.supervisor.run``
+    and ``table.reaper`` beside it.
+    """
+
+    def __init__(
+        self,
+        handler: Handler | Callable[[], Handler],
+        cfg: ServerConfig,
+        session_kw: dict[str, Any],
+    ) -> None:
+        self.cfg = cfg
+        self.table = SessionTable(handler, limits=cfg.limits, session_kw=session_kw)
+        # Header-rule outcomes per (target, header set); see RequestHeaders.  Bounded.
+        self._memos: dict[tuple[Any, ...], dict[Any, Any]] = {}
+        # A graceful stop (serve_http's stop): connections serve no further request, and
+        # those waiting for one (their idle scopes, in ``waiting``) are cancelled.
+        self.draining = False
+        self.waiting: weakref.WeakSet[trio.CancelScope] = weakref.WeakSet()
+
+    async def handle_connection(self, stream: trio.abc.Stream) -> None:
+        """Serve the requests of one connection until it closes, errs or idles: read
+        the socket, feed the sans-IO :class:`~mcp_ref._http_connection.ServerConnection`,
+        do what its events say.
+
+        A request head, and a POST's body, must arrive within
+        ``limits.idle_timeout_seconds`` (else 408, or a quiet close when the connection
+        was idle).  The sessions it creates count against its client's address
+        (``HttpLimits.max_sessions_per_peer``): :data:`~.sessions.PEER` holds it while
+        this runs.
+        """
+        peer_token = PEER.set(peer_of(stream))
+        conn = ServerConnection(self.cfg, self._memos)
+        h = H11Stream(stream, h11.SERVER, conn=conn.h11)
+        phase: str | None = None
+        deadline = math.inf
+        try:
+            while True:
+                if self.draining and conn.waiting_for == "head":
+                    return  # stopping: no further request on this connection
+                event = conn.next_event()
+                if event is NEED_DATA:
+                    if conn.outgoing:  # 100 Continue
+                        await h.write(b"".join(conn.outgoing))
+                        conn.outgoing.clear()
+                    if conn.waiting_for != phase:
+                        phase = conn.waiting_for
+                        deadline = trio.current_time() + self.cfg.limits.idle_timeout_seconds
+                    if not await self._receive(h, deadline, waiting=phase == "head"):
+                        event = conn.timed_out()
+                    else:
+                        continue
+                if isinstance(event, Refusal):
+                    if event.data:
+                        await h.write(event.data)
+                    if event.close or not conn.next_cycle(last=False):
+                        return
+                    phase = None
+                    continue
+                if not isinstance(event, RequestReady):
+                    return  # CLOSED
+                phase = None
+                await self.handle_request(h, conn, event)
+                if not conn.next_cycle(event.last):
+                    return
+        except (trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError) as exc:
+            log.debug("HTTP connection ended: %r", exc)
+        except Exception:
+            # A bug of ours must not take the server down with it: this connection ends.
+            log.exception("error while serving an HTTP connection")
+        finally:
+            PEER.reset(peer_token)
+            with trio.CancelScope(shield=True), trio.move_on_after(1):
+                await h.aclose()
+
+    async def _receive(self, h: H11Stream, deadline: float, *, waiting: bool) -> bool:
+        """Read one chunk into h11, by ``deadline``; False when it passed first (or a
+        graceful stop ended the wait of a connection ``waiting`` for a request)."""
+        with trio.CancelScope(deadline=deadline) as scope:
+            if waiting:
+                self.waiting.add(scope)
+            try:
+                await h.receive_some()
+            finally:
+                self.waiting.discard(scope)
+        return not scope.cancelled_caught
+
+    async def handle_request(self, h: H11Stream, conn: ServerConnection, req: RequestReady) -> None:
+        """Answer one request routed to its endpoint (with the error of a
+        :class:`~.sessions.Refused` when one is raised)."""
+        try:
+            await ENDPOINTS[req.endpoint](self.cfg, self.table, h, req)
+        except Refused as refused:
+            data = conn.refuse(refused.error, req.last)
+            if data:
+                await h.write(data)
+
+
 CLOSE_WAIT_SECONDS: Final = 1.0
 """After a graceful stop's grace, seconds the connections get to write what they hold
 (the error answers, the ends of the SSE responses) before they are cancelled."""
@@ -325,17 +366,14 @@ async def _stop_gracefully(server: HttpServer, grace: float) -> None:
     async with trio.open_nursery() as nursery:
         for sess in sessions:
             if sess.session is not None:
-                nursery.start_soon(_finish, sess.session, grace)
+                finish = sess.session.finish_requests
+                nursery.start_soon(partial(finish, grace, reason=_SHUTDOWN_REASON))
     # 3. Every session ends: its streams write what they hold and end whole.
     # The lifecycle page, "Shutdown": "the underlying transport mechanism should be
     # used to signal connection termination": each SSE response ends (h11
     # EndOfMessage), then its connection.
     for sess in list(server.table.running):
         sess.end(_SHUTDOWN_REASON)
-
-
-async def _finish(session: Session, grace: float) -> None:
-    await session.finish_requests(grace, reason=_SHUTDOWN_REASON)
 
 
 @asynccontextmanager
@@ -350,23 +388,12 @@ async def open_http_server(
         most ``grace_seconds`` plus ``CLOSE_WAIT_SECONDS`` and a little).
     """
     async with trio.open_nursery() as nursery:
-        info: HttpServerInfo = await nursery.start(_serve_with_status, handler, host, port, kw)
+        info: HttpServerInfo = await nursery.start(partial(serve_http, handler, host, port, **kw))
         try:
             yield info
         finally:
             if not info.stop.is_set():
                 nursery.cancel_scope.cancel()
-
-
-async def _serve_with_status(
-    handler: Handler | Callable[[], Handler],
-    host: str,
-    port: int,
-    kw: dict[str, Any],
-    *,
-    task_status: trio.TaskStatus[HttpServerInfo] = trio.TASK_STATUS_IGNORED,
-) -> None:
-    await serve_http(handler, host, port, task_status=task_status, **kw)
 
 
 def _is_loopback(host: str) -> bool:

@@ -2,18 +2,20 @@
 
 Theory of operation
 -------------------
-An :class:`HttpSession` joins three things: the :class:`ServerChannel` its
-:class:`~mcp_ref.trio.Session` talks to, the sans-IO
+An :class:`HttpSession` is the :class:`~mcp_ref.trio.MessageChannel` its
+:class:`~mcp_ref.trio.Session` talks to, joined to the sans-IO
 :class:`~mcp_ref._http_streams.SessionStreams` that decides which logical stream carries
-each message, and the HTTP responses writing those streams.
+each message, and to the HTTP responses writing those streams.
 
-Messages in: :meth:`HttpSession.deliver` queues one POST body (a bounded queue: the POST
-waits when the session is slow); the session's reader takes it from
-:meth:`ServerChannel.receive`.  Messages out: the session's ``channel.send`` calls
-:meth:`HttpSession.route`, which never blocks: the sans-IO core appends the message to
-one stream and names it, and :meth:`HttpSession.wake` wakes the responses writing that
-stream (:func:`~.sse.wait_change` registers them in ``waiters``: it cancels the read of
-an SSE writer, and sets the event a JSON answer waits on).
+Messages in: :meth:`HttpSession.deliver` hands one POST body to the running session from
+the POST's own task when no body is queued (:meth:`Session.push
+<mcp_ref.trio.Session.push>`: no task switch), else queues it (a bounded queue: the POST
+waits when the session is slow) for :meth:`HttpSession.receive`.  Order holds: a body
+the reader has taken is fed to the core before the reader next yields.  Messages out:
+``send`` never blocks: the core appends the message to one stream and names it, and
+:meth:`HttpSession.wake` wakes the responses writing that stream
+(:func:`~.sse.wait_change` registers them in ``waiters``: it cancels the read of an SSE
+writer, and sets the event a JSON answer waits on).
 """
 
 from __future__ import annotations
@@ -32,11 +34,10 @@ from ..._http_messages import MessageInfo
 from ..._http_streams import STANDALONE, LogicalStream, SessionKind, SessionStreams
 from ..._state import State
 from ...events import RequestId
-from .._session import Session
+from .._session import Session, SessionClosed
 from .common import CONNECTION_CLOSE
-from .fastpath import push_now
 
-__all__ = ["CURRENT", "HttpSession", "ServerChannel", "close_sse_stream"]
+__all__ = ["CURRENT", "HttpSession", "close_sse_stream"]
 
 log = logging.getLogger("mcp_ref.trio.http")
 
@@ -48,8 +49,7 @@ _INPUT_QUEUE = 64
 CURRENT: contextvars.ContextVar[HttpSession | None] = contextvars.ContextVar(
     "mcp_ref_http_session", default=None
 )
-"""The session whose owner task is running (set in that task; see
-:func:`close_sse_stream`)."""
+"""The session whose handlers run in this task (see :func:`close_sse_stream`)."""
 
 
 def close_sse_stream(request_id: RequestId) -> bool:
@@ -72,17 +72,16 @@ def close_sse_stream(request_id: RequestId) -> bool:
     2025-06-18/basic/transports#resumability-and-redelivery.4.
     """
     sess = CURRENT.get()
-    if sess is None:
-        return False
-    stream = sess.state.request_close(request_id)
-    if stream is None:
+    stream = sess.state.request_close(request_id) if sess is not None else None
+    if sess is None or stream is None:
         return False
     sess.wake(stream)
     return True
 
 
 class HttpSession:
-    """One MCP session of the HTTP server: its channel, input queue and streams.
+    """One MCP session of the HTTP server: the channel its session talks to, its input
+    queue and its streams.
 
     Args:
         session_id: the ``Mcp-Session-Id`` (None for a stateless session).
@@ -90,6 +89,9 @@ class HttpSession:
         limits: the bounds (the event store's, the streams per session).
         on_end: called once when the session ends (the session table forgets it).
     """
+
+    framing: Literal["lines", "messages"] = "messages"
+    eof_reason: str | None = None
 
     def __init__(
         self,
@@ -105,10 +107,8 @@ class HttpSession:
         self.input_send, self.input_receive = trio.open_memory_channel[bytes](_INPUT_QUEUE)
         self.queued = 0  # bodies in the input queue (an evictable session has none)
         self.session: Session | None = None  # the MCP session, once it runs
-        self.channel = ServerChannel(self)
         self.last_used = trio.current_time()
         self.ended = False
-        self.end_reason = ""
         self.started = trio.Event()
         self.done = trio.Event()
         self.cancel_scope = trio.CancelScope()
@@ -132,9 +132,8 @@ class HttpSession:
         Source: 2025-06-18/basic/lifecycle#initialization (the initialized notification
         ends it).
         """
-        session = self.session
-        if session is not None:
-            return session.connection.state not in _NOT_YET
+        if self.session is not None:
+            return self.session.connection.state not in _NOT_YET
         return self.state.protocol_version is not None
 
     def busy(self) -> bool:
@@ -173,11 +172,7 @@ class HttpSession:
         """Whether the standalone stream is written by a response that has events of
         it still to write."""
         get = self.state.streams.get(STANDALONE)
-        if get is None or not get.attached:
-            return False
-        return (get.delivered_id or get.base_id) != get.last_id
-
-    # -- output (from the session) -------------------------------------------------------
+        return get is not None and get.attached and (get.delivered_id or get.base_id) != get.last_id
 
     def route(self, data: bytes, related: RequestId | None) -> None:
         """Put one outgoing message on its logical stream and wake the response writing
@@ -194,22 +189,22 @@ class HttpSession:
         for stream in self.state.cancel_from(infos):
             self.wake(stream)
 
-    # -- input (to the session) ----------------------------------------------------------
-
     async def deliver(self, body: bytes) -> bool:
-        """Queue one POST body for the session's reader (waits while the queue is full);
-        False when the session has ended.  (Once the session runs and nothing is queued,
-        :func:`~.fastpath.push_now` hands it over from this task instead.)"""
+        """Give one POST body to the session (module docstring; waits while the queue is
+        full); False when the session has ended."""
         if self.ended:
             return False
         if self.session is not None and self.queued == 0:
-            # See .fastpath; handlers started by the body see their HTTP session, as
-            # when the session's reader starts them (close_sse_stream reads it).
+            # Handlers started by the body see their HTTP session, as when the reader
+            # starts them (close_sse_stream reads it).
             token = CURRENT.set(self)
             try:
-                return await push_now(self.session, body)
+                await self.session.push(body)
+            except SessionClosed:
+                return False
             finally:
                 CURRENT.reset(token)
+            return True
         self.queued += 1
         try:
             await self.input_send.send(body)
@@ -226,46 +221,37 @@ class HttpSession:
         if self.ended:
             return
         self.ended = True
-        self.end_reason = reason
+        self.eof_reason = reason
         self.input_send.close()
         for stream in self.state.end():
             self.wake(stream)
         self._on_end(self)
 
-
-class ServerChannel:
-    """The :class:`~mcp_ref.trio.MessageChannel` a server session talks to."""
-
-    framing: Literal["lines", "messages"] = "messages"
-    eof_reason: str | None = None
-
-    def __init__(self, sess: HttpSession) -> None:
-        self._sess = sess
+    # -- the MessageChannel its Session talks to -------------------------------------
 
     async def receive(self) -> bytes:
         """The next queued POST body; ``b""`` once the session was ended."""
         try:
-            data = await self._sess.input_receive.receive()
+            data = await self.input_receive.receive()
         except (trio.EndOfChannel, trio.ClosedResourceError):
-            self.eof_reason = self._sess.end_reason or None
             return b""
-        self._sess.queued -= 1
+        self.queued -= 1
         return data
 
     def attach_session(self, session: Session) -> None:
         """The MCP session runs (its connection tells the batch bound; a graceful stop
         finishes its requests)."""
-        self._sess.session = session
+        self.session = session
 
     async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
         """Route one message onto its stream (never blocks, never fails)."""
-        self._sess.route(data, related_request_id)
+        self.route(data, related_request_id)
 
     def send_nowait(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
         """:meth:`send` without the ``await``: the session then writes without a send
         timeout scope (see :class:`~mcp_ref.trio.MessageChannel`).  Never raises."""
-        self._sess.route(data, related_request_id)
+        self.route(data, related_request_id)
 
     async def aclose(self) -> None:
         """End the session's HTTP side."""
-        self._sess.end("the session closed")
+        self.end("the session closed")

@@ -3,18 +3,20 @@
 Theory of operation
 -------------------
 :class:`SessionTable` creates sessions (:meth:`SessionTable.open`) and finds them by the
-``Mcp-Session-Id`` a request names (:meth:`SessionTable.of_headers`).  Each session runs in
-an *owner task* started by the table's private
-:class:`~.common.Supervisor`, so it outlives the HTTP request that
-created it but never the server: the handler's ``serve(channel)`` when it has one, else
-:func:`~mcp_ref.trio.open_session`.
+``Mcp-Session-Id`` a request names (:meth:`SessionTable.of_headers`).  Each session runs
+in an *owner task* started by the table's :class:`~.common.Supervisor`, so it outlives
+the HTTP request that created it but never the server: the handler's ``serve(channel)``
+when it has one, else :func:`~mcp_ref.trio.open_session`.
 
 The bounds (``limits.max_sessions``, ``limits.max_sessions_per_peer``, eviction of an
 idle session to make room, expiry of sessions never initialized or idle too long) are
-decided by the sans-IO :class:`~mcp_ref._http_sessions.SessionBook`; this module does
-what it decides: ends the sessions it names (an ended session that does not stop by
-itself is cancelled after a grace time), and sleeps until its next deadline
-(:meth:`SessionTable.reaper`).
+decided by the sans-IO :class:`~mcp_ref._http_sessions.SessionBook`; this module ends
+the sessions it names (one that does not stop by itself is cancelled after a grace
+time) and sleeps until its next deadline (:meth:`SessionTable.reaper`).
+
+A sans-IO decision to refuse a request is an :class:`~mcp_ref._http.HttpError`; the
+driver passes it up as :class:`Refused` (:func:`checked`) to the connection, which
+answers with it.
 """
 
 from __future__ import annotations
@@ -24,27 +26,48 @@ import ipaddress
 import logging
 import secrets
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import trio
 
 from ... import _http as rules
-from ..._http import HttpLimits, http_error
+from ..._http import HttpError, HttpLimits, http_error
 from ..._http_server import RequestHeaders, session_named
 from ..._http_sessions import SessionBook
 from ..._http_streams import SessionKind
 from ..._state import SERVER
 from .._session import Handler, open_session
 from .common import Supervisor
-from .requests import Refused, checked
 from .session import CURRENT, HttpSession
 
-__all__ = ["PEER", "SessionTable", "peer_of"]
+__all__ = ["PEER", "Refused", "SessionTable", "checked", "peer_of"]
 
 log = logging.getLogger("mcp_ref.trio.http")
 
-_CLOSE_GRACE: Final = 5.0
-_EVICT_GRACE: Final = 1.0  # seconds an evicted session has to stop before it is cancelled
+_T = TypeVar("_T")
+
+_CLOSE_GRACE: Final = 5.0  # seconds an ended session has to stop before it is cancelled
+_EVICT_GRACE: Final = 1.0  # the same, for one evicted to make room (a request waits)
+
+
+class Refused(Exception):
+    """The request is refused with ``error`` (its status, headers and body)."""
+
+    def __init__(self, error: HttpError) -> None:
+        super().__init__(error.detail)
+        self.error = error
+
+
+def checked(value: _T | HttpError) -> _T:
+    """``value``, unless it is an :class:`~mcp_ref._http.HttpError`.
+
+    Raises:
+        Refused: carrying that error.
+    """
+    if isinstance(value, HttpError):
+        raise Refused(value)
+    return value
+
 
 PEER: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "mcp_ref.trio.http.peer", default=None
@@ -129,12 +152,6 @@ class SessionTable:
         """Live sessions (owner tasks running) created from the client address ``peer``."""
         return self.book.peer_count(peer)
 
-    def _handler(self) -> Handler:
-        h = self.handler
-        if hasattr(h, "handle_request"):
-            return h  # type: ignore[return-value]
-        return h()  # a factory
-
     async def open(self, kind: SessionKind) -> HttpSession:
         """Start a new session's owner task and return the session once it runs.
 
@@ -174,17 +191,7 @@ class SessionTable:
                 return
             victim = checked(room)
             victim.end("evicted to make room for a new session")
-            await self._wait_gone(victim)
-
-    async def _wait_gone(self, sess: HttpSession) -> None:
-        """Wait (bounded) for an ended session's owner task to finish, cancelling it
-        after ``_EVICT_GRACE`` seconds."""
-        with trio.move_on_after(_EVICT_GRACE):
-            await sess.done.wait()
-            return
-        sess.cancel_scope.cancel()
-        with trio.move_on_after(_EVICT_GRACE):
-            await sess.done.wait()
+            await _stop(victim, _EVICT_GRACE)
 
     async def _own(self, sess: HttpSession) -> None:
         """The owner task of one session: runs it until it ends."""
@@ -192,21 +199,20 @@ class SessionTable:
         self.running.add(sess)
         try:
             with sess.cancel_scope:
-                handler = self._handler()
+                h = self.handler
+                handler: Any = h if hasattr(h, "handle_request") else h()  # (a factory)
                 serve = getattr(handler, "serve", None)
                 sess.started.set()
                 if serve is not None:
-                    await serve(sess.channel, **self.session_kw)
+                    await serve(sess, **self.session_kw)
                 else:
-                    async with open_session(
-                        sess.channel, SERVER, handler, **self.session_kw
-                    ) as session:
+                    async with open_session(sess, SERVER, handler, **self.session_kw) as session:
                         await session.wait_closed()
         except Exception:
             log.exception("session %s failed", sess.id)
         finally:
             sess.started.set()
-            sess.end(sess.end_reason or "the session ended")
+            sess.end("the session ended")
             self.running.discard(sess)
             self.book.remove(sess)
             sess.done.set()
@@ -220,13 +226,7 @@ class SessionTable:
         # containing that session ID with HTTP 404 Not Found."
         # Input is closed; if the session does not end by itself, cancel it.
         if not sess.done.is_set():
-            self.supervisor.start_soon(self._cancel_later, sess)
-
-    async def _cancel_later(self, sess: HttpSession) -> None:
-        with trio.move_on_after(_CLOSE_GRACE):
-            await sess.done.wait()
-            return
-        sess.cancel_scope.cancel()
+            self.supervisor.start_soon(_stop, sess, _CLOSE_GRACE)
 
     async def reaper(self) -> None:
         """End the sessions the book says have expired
@@ -261,3 +261,13 @@ class SessionTable:
         if sess.kind != "streamable":
             raise Refused(http_error(404, "session not found (unknown or terminated)", clause=None))
         return sess
+
+
+async def _stop(sess: HttpSession, grace: float) -> None:
+    """Wait up to ``grace`` seconds for an ended session's owner task to finish; then
+    cancel it, and wait as long again."""
+    for _ in range(2):
+        with trio.move_on_after(grace):
+            await sess.done.wait()
+            return
+        sess.cancel_scope.cancel()
