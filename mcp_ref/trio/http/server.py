@@ -211,12 +211,9 @@ async def serve_http(
 
 
 class HttpServer:
-    """One server's settings, sessions and connections (see :func:`serve_http
-    <mcp_ref.trio.serve_http>` for the arguments).
-
-    Run :meth:`handle_connection` per accepted connection; start ``table.supervisor.run``
-    and ``table.reaper`` beside it.
-    """
+    """One server's settings, sessions and connections (the arguments of
+    :func:`serve_http`).  Run :meth:`handle_connection` per accepted connection; start
+    ``table.supervisor.run`` and ``table.reaper`` beside it."""
 
     def __init__(
         self,
@@ -234,16 +231,9 @@ class HttpServer:
         self.waiting: weakref.WeakSet[trio.CancelScope] = weakref.WeakSet()
 
     async def handle_connection(self, stream: trio.abc.Stream) -> None:
-        """Serve the requests of one connection until it closes, errs or idles: read
-        the socket, feed the sans-IO :class:`~mcp_ref._http_connection.ServerConnection`,
-        do what its events say.
-
-        A request head, and a POST's body, must arrive within
-        ``limits.idle_timeout_seconds`` (else 408, or a quiet close when the connection
-        was idle).  The sessions it creates count against its client's address
-        (``HttpLimits.max_sessions_per_peer``): :data:`~.sessions.PEER` holds it while
-        this runs.
-        """
+        """Serve the requests of one connection until it closes, errs or idles (module
+        docstring).  The sessions it creates count against its client's address
+        (:data:`~.sessions.PEER` holds it while this runs)."""
         peer_token = PEER.set(peer_of(stream))
         conn = ServerConnection(self.cfg, self._memos)
         h = H11Stream(stream, h11.SERVER, conn=conn.h11)
@@ -275,7 +265,12 @@ class HttpServer:
                 if not isinstance(event, RequestReady):
                     return  # CLOSED
                 phase = None
-                await self.handle_request(h, conn, event)
+                try:
+                    await ENDPOINTS[event.endpoint](self.cfg, self.table, h, event)
+                except Refused as refused:  # its answer, unless a response has begun
+                    data = conn.refuse(refused.error, event.last)
+                    if data:
+                        await h.write(data)
                 if not conn.next_cycle(event.last):
                     return
         except (trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError) as exc:
@@ -299,16 +294,6 @@ class HttpServer:
             finally:
                 self.waiting.discard(scope)
         return not scope.cancelled_caught
-
-    async def handle_request(self, h: H11Stream, conn: ServerConnection, req: RequestReady) -> None:
-        """Answer one request routed to its endpoint (with the error of a
-        :class:`~.sessions.Refused` when one is raised)."""
-        try:
-            await ENDPOINTS[req.endpoint](self.cfg, self.table, h, req)
-        except Refused as refused:
-            data = conn.refuse(refused.error, req.last)
-            if data:
-                await h.write(data)
 
 
 CLOSE_WAIT_SECONDS: Final = 1.0
@@ -362,7 +347,7 @@ async def _stop_gracefully(server: HttpServer, grace: float) -> None:
         scope.cancel()
     # 2. The requests in progress get ``grace`` seconds; those still running are then
     # cancelled and each answered with an error, which its stream carries.
-    sessions = list(server.table.running)
+    sessions = list(server.table.book.seats)
     async with trio.open_nursery() as nursery:
         for sess in sessions:
             if sess.session is not None:
@@ -372,7 +357,7 @@ async def _stop_gracefully(server: HttpServer, grace: float) -> None:
     # The lifecycle page, "Shutdown": "the underlying transport mechanism should be
     # used to signal connection termination": each SSE response ends (h11
     # EndOfMessage), then its connection.
-    for sess in list(server.table.running):
+    for sess in list(server.table.book.seats):
         sess.end(_SHUTDOWN_REASON)
 
 

@@ -113,19 +113,9 @@ def peer_of(stream: trio.abc.Stream) -> str | None:
 
 
 class SessionTable:
-    """The sessions of one server, and the tasks that run them.
-
-    Args:
-        handler: a :class:`~mcp_ref.trio.Handler` shared by every session, or a
-            zero-argument factory of one per session.
-        limits: the bounds (``max_sessions``, ``max_sessions_per_peer``,
-            ``session_idle_seconds``, ``session_evictable_seconds``,
-            ``uninitialized_session_seconds``; see the module docstring).
-        session_kw: passed to the handler's ``serve`` or to
-            :func:`~mcp_ref.trio.open_session`.
-
-    Start :attr:`supervisor`'s ``run`` and :meth:`reaper` in the server's nursery.
-    """
+    """The sessions of one server, and the tasks that run them (``handler`` and
+    ``session_kw``: see :func:`~mcp_ref.trio.serve_http`).  Start :attr:`supervisor`'s
+    ``run`` and :meth:`reaper` in the server's nursery."""
 
     def __init__(
         self,
@@ -139,7 +129,6 @@ class SessionTable:
         self.session_kw = session_kw
         self.sessions: dict[str, HttpSession] = {}  # by id (stateless ones have none)
         self.book: SessionBook[HttpSession] = SessionBook(limits)  # every live one's seat
-        self.running: set[HttpSession] = set()  # their sessions (a graceful stop ends them)
         self.supervisor = Supervisor()
         self.reaper_nudge = trio.Event()
 
@@ -149,7 +138,7 @@ class SessionTable:
         return len(self.book.seats)
 
     def peer_count(self, peer: str | None) -> int:
-        """Live sessions (owner tasks running) created from the client address ``peer``."""
+        """Live sessions created from the client address ``peer``."""
         return self.book.peer_count(peer)
 
     async def open(self, kind: SessionKind) -> HttpSession:
@@ -196,7 +185,6 @@ class SessionTable:
     async def _own(self, sess: HttpSession) -> None:
         """The owner task of one session: runs it until it ends."""
         CURRENT.set(sess)
-        self.running.add(sess)
         try:
             with sess.cancel_scope:
                 h = self.handler
@@ -213,7 +201,6 @@ class SessionTable:
         finally:
             sess.started.set()
             sess.end("the session ended")
-            self.running.discard(sess)
             self.book.remove(sess)
             sess.done.set()
 
@@ -230,14 +217,8 @@ class SessionTable:
 
     async def reaper(self) -> None:
         """End the sessions the book says have expired
-        (:meth:`~mcp_ref._http_sessions.SessionBook.expired`: not initialized within
-        ``limits.uninitialized_session_seconds``, or idle for
-        ``limits.session_idle_seconds``).
-
-        Sleeps until the book's next deadline (a ``trio.move_on_at`` scope), or until
-        :meth:`open` wakes it with ``reaper_nudge``; a busy session counts as used at
-        each pass.  Runs until cancelled.
-        """
+        (:meth:`~mcp_ref._http_sessions.SessionBook.expired`), then sleep until its next
+        deadline or until :meth:`open` sets ``reaper_nudge``.  Runs until cancelled."""
         while True:
             nudge = self.reaper_nudge = trio.Event()
             for sess in self.sessions.values():

@@ -55,58 +55,47 @@ async def answer_sse(
     post: bool = False,
 ) -> None:
     """Attach ``stream`` to this response and write its events from ``cursor`` (default:
-    after the last event written) until it ends (``post``: the answer to the POST that
-    carried the stream's requests; ``first``: an event to write before them)."""
+    after the last event written) until it ends; what to write and when to stop is the
+    sans-IO :class:`~mcp_ref._http_streams.StreamCursor`'s.  ``post``: the answer to the
+    POST that carried the stream's requests; ``first``: an event to write before them."""
     out = SseOut(h, stream, sess.sse_head(session_id, last, post=post))
     if first is not None:
         out.add(encode_event(first))
-    if cursor is None:
-        cursor = stream.delivered_id or stream.base_id
     out.generation = sess.state.attach(stream)
     sess.wake(stream)  # a response writing it before stops
-    try:
-        client_left = await _pump(cfg, out, sess, cursor, post)
-    finally:
-        sess.state.detach(stream, out.generation)
-    if not post:
-        sess.touch()  # (answer_post does, for a POST)
-    if not client_left:
-        await out.flush(end=True)
-
-
-async def _pump(cfg: ServerConfig, out: SseOut, sess: HttpSession, cursor: str, post: bool) -> bool:
-    """Write the stream's events from ``cursor`` (what to write, and when to stop, is
-    the sans-IO :class:`~mcp_ref._http_streams.StreamCursor`'s) until the response
-    ends; True when the client closed its side first."""
-    stream = out.stream
+    if cursor is None:
+        cursor = stream.delivered_id or stream.base_id
     reader = StreamCursor(sess.state, stream, cursor, out.generation)
     out.add(reader.opening(cfg.retry_ms))
-    keepalive = cfg.limits.keepalive_seconds
     head_waits = post and not sess.state.primes
-    while True:
-        seq = stream.seq
-        chunk = reader.take()
-        out.add(chunk.data)
-        if chunk.last_id is not None:
-            out.delivered = chunk.last_id
-        if chunk.end is not None:
-            if chunk.end.startswith("events lost"):
-                log.warning("stream %s of session %s: %s", stream.id, sess.id, chunk.end)
-            return False
-        if head_waits and out.delivered is None:
-            # Nothing but the head yet: wait a moment for more, then write the head.
-            got = await wait_change(out.h, sess, stream, seq, HEAD_WAIT_SECONDS)
+    try:
+        while True:
+            seq = stream.seq
+            chunk = reader.take()
+            out.add(chunk.data)
+            if chunk.last_id is not None:
+                out.delivered = chunk.last_id
+            if chunk.end is not None:
+                if chunk.end.startswith("events lost"):
+                    log.warning("stream %s of session %s: %s", stream.id, sess.id, chunk.end)
+                break
+            if head_waits and out.delivered is None:
+                # Nothing but the head yet: wait a moment for more, then write the head.
+                got = await wait_change(h, sess, stream, seq, HEAD_WAIT_SECONDS)
+                head_waits = got == "changed"
+            else:
+                head_waits = False
+                await out.flush()
+                got = await wait_change(h, sess, stream, seq, cfg.limits.keepalive_seconds)
+                if got == "timeout":
+                    out.add(encode_comment("keepalive"))
             if got == "eof":
-                return True
-            head_waits = got == "changed"
-            continue
-        head_waits = False
-        await out.flush()
-        got = await wait_change(out.h, sess, stream, seq, keepalive)
-        if got == "eof":
-            return True
-        if got == "timeout":
-            out.add(encode_comment("keepalive"))
+                return  # the client left: what it did not receive stays in the store
+    finally:
+        sess.state.detach(stream, out.generation)
+        if not post:
+            sess.touch()  # (answer_post does, for a POST)
+    await out.flush(end=True)
 
 
 class SseOut:
