@@ -116,14 +116,16 @@ async def serve_http(
         port: the TCP port; 0 picks a free one (see ``task_status``).
         path: the MCP endpoint's path.
         json_response: answer requests with one JSON body instead of an SSE stream.
-        stateless: no sessions (see the module docstring).
+        stateless: no session ids, no GET stream, no DELETE: each POST gets a session of
+            its own (:mod:`.endpoint`).
         enable_get_stream: offer the standalone GET stream (else GET gets 405).
         allowed_origins: ``Origin`` patterns (:func:`mcp_ref._http.check_origin`);
             default: the loopback origins for a loopback ``host``, else none (requests
             with an ``Origin`` are refused with 403, those without pass).
         allowed_hosts: ``Host`` patterns (:func:`mcp_ref._http.check_host`); default the
             loopback names for a loopback ``host``, else any.
-        limits: the bounds (:class:`~mcp_ref._http.HttpLimits`).
+        limits: the bounds (:class:`~mcp_ref._http.HttpLimits`, each listed in
+            ``docs/http-limits.md``).
         legacy_sse: also host the 2024-11-05 endpoints at ``legacy_sse_path`` (GET) and
             ``legacy_messages_path`` (POST).
         retry_ms: the ``retry`` field of priming events, in milliseconds.
