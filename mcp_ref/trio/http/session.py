@@ -124,14 +124,9 @@ class HttpSession:
             wake()
 
     def initialized(self) -> bool:
-        """Whether the session completed initialization: its core connection received
-        the client's ``notifications/initialized`` (or is closing).  For a handler whose
-        ``serve`` runs no mcp_ref session (none attached): once the ``initialize``
-        result was seen.
-
-        Source: 2025-06-18/basic/lifecycle#initialization (the initialized notification
-        ends it).
-        """
+        """Whether its core connection received ``notifications/initialized`` (or is
+        closing); without an attached session, whether ``initialize`` was answered.
+        Source: 2025-06-18/basic/lifecycle#initialization."""
         if self.session is not None:
             return self.session.connection.state not in _NOT_YET
         return self.state.protocol_version is not None

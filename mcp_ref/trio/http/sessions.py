@@ -72,10 +72,9 @@ def checked(value: _T | HttpError) -> _T:
 PEER: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "mcp_ref.trio.http.peer", default=None
 )
-"""The client address of the connection whose request is being served: an IP address
-as text (:func:`peer_of`), or None when the connection has none.  Set per connection
-task by ``HttpServer.handle_connection``; :meth:`SessionTable.open` counts sessions
-per value (``HttpLimits.max_sessions_per_peer``)."""
+"""The client address (:func:`peer_of`) of the connection this task serves, set by
+``HttpServer.handle_connection``; :meth:`SessionTable.open` counts sessions per value
+(``HttpLimits.max_sessions_per_peer``)."""
 
 
 def peer_of(stream: trio.abc.Stream) -> str | None:
