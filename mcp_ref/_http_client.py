@@ -283,6 +283,9 @@ class HttpClientCore:
         # Spec: 2025-06-18/basic/transports#protocol-version-header.2
         # "The protocol version sent by the client SHOULD be the one negotiated during
         # initialization."
+        # Spec: 2025-06-18/basic/lifecycle#version-negotiation.7
+        # "If using HTTP, the client MUST include the `MCP-Protocol-Version: <protocol-version>`
+        # HTTP header on all subsequent requests to the MCP server."
         out += rules.client_request_headers(
             method,
             session_id=None if legacy else self.session_id,
