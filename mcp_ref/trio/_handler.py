@@ -3,13 +3,9 @@ the :class:`RequestContext` each of the peer's requests brings.
 
 Theory of operation
 -------------------
-The session (:mod:`._session`) calls ``handler.handle_request(ctx)`` in a task of its
-own for each request of the peer, inside ``ctx.cancel_scope`` (cancelled when the peer
-cancels the request or the session ends), and sends what it returns or raises as the
-answer.  It calls ``handler.handle_notification`` for each notification, one at a time,
-in arrival order.  What a handler sends through its context (progress, requests to the
-peer, notifications) is tagged with the request's id, so Streamable HTTP routes it
-onto that request's stream.
+The session calls ``handler.handle_request(ctx)`` in a task of its own per request,
+inside ``ctx.cancel_scope``, and sends what it returns or raises as the answer; it calls
+``handle_notification`` for each notification, one at a time, in arrival order.
 """
 
 from __future__ import annotations
@@ -63,8 +59,8 @@ class RequestContext:
         cancel_scope: the scope the handler runs in; cancelled when the peer sends
             ``notifications/cancelled`` for it or the session closes.
 
-    What the handler sends through it is tagged with the request's id, so Streamable
-    HTTP routes it onto that request's stream.
+    What the handler sends through it is tagged with the request's id (Streamable HTTP
+    routes it onto that request's stream).
 
     Source: 2025-06-18/basic/utilities/cancellation#behavior-requirements.3,
     2025-06-18/basic/utilities/progress#progress-flow.

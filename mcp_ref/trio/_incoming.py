@@ -1,24 +1,16 @@
-"""The peer's requests while we handle them: the table of running handlers, the answer a
-handler's outcome becomes, and a graceful stop.
+"""The peer's requests while we handle them: the running handlers, the answer each one's
+outcome becomes, and a graceful stop.
 
 Theory of operation
 -------------------
 The session runs each request of the peer in a task of its own, inside a
 ``trio.CancelScope`` that :class:`Running` keeps by request id: the peer's
-``notifications/cancelled`` cancels that scope, and so does the end of the session.
-:class:`Running` also bounds how many run at once (``max_concurrent_requests``: past it
-the session answers -32603 at once rather than queue without bound).
-
-:func:`answer` turns what a handler did into the response to send: its result, the
-error it raised (:class:`~mcp_ref.McpError` as is, ``InvalidCursor`` as -32602,
-anything else as -32603 without a traceback).
-
-A graceful stop (:meth:`Running.settle`) lets the running handlers finish for a grace
-period, then cancels the rest and marks each one *abandoned*: its task then answers it
-with -32603 and the stop's reason, since the peer still waits for a response.
-
-Nothing here knows the session or the channel: this module is a leaf the session
-imports.
+``notifications/cancelled`` cancels it, and so does the end of the session (no answer
+either way).  :class:`Running` also bounds how many run at once.  A graceful stop
+(:meth:`Running.settle`) gives them a grace period, then cancels the rest and marks
+each *abandoned*: its task answers it with -32603 and the stop's reason, since the peer
+still waits.  :func:`answer` turns a handler's outcome into the response.  A leaf module:
+it knows neither the session nor the channel.
 """
 
 from __future__ import annotations
@@ -52,8 +44,7 @@ class Running:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self._scopes: dict[tuple[type, RequestId], trio.CancelScope] = {}
-        # Requests we stopped ourselves (a graceful stop whose grace ran out): the
-        # reason their error answer gives.
+        # Stopped by a graceful stop whose grace ran out: the reason to answer with.
         self._abandoned: dict[tuple[type, RequestId], str] = {}
         self._changed = trio.Event()
         self._closed = False

@@ -2,52 +2,31 @@
 
 Theory of operation
 -------------------
-A session started with ``keepalive=Keepalive(interval=...)`` runs one more task.  It
-watches when input last came from the peer (:attr:`Session.last_input_at`, any bytes at
-all).  Once the peer has been silent for ``interval`` seconds it sends ``ping``, a
-request with its own ``timeout``.  Any answer counts, even an error response: the peer
-is there.  A ping that gets no answer in time is a failure, logged as a warning; after
-``max_failures`` failures in a row the session ends, like a broken connection, and
-pending requests get :class:`~mcp_ref.trio.SessionClosed`.
+A session opened with ``keepalive=Keepalive(interval=...)`` runs one more task, which
+watches when input last came from the peer (:attr:`Session.last_input_at`).  After
+``interval`` seconds of silence it sends ``ping`` with its own ``timeout``.  Any answer
+counts, even an error response.  An unanswered ping is logged; ``max_failures`` in a row
+end the session like a broken connection.  A busy session never pings, and a ping the
+lifecycle refuses (during the handshake, or while closing) waits for the next interval.
 
-A busy session never pings: input resets the wait, so pings travel only over a quiet
-connection, one at a time.  A ping refused by the lifecycle (the session is still
-closing its handshake, or closing down) is skipped until the next interval.
-
-Source: 2025-06-18/basic/utilities/ping#implementation-considerations (periodic pings,
-configurable frequency and timeouts, no excessive pinging) and
-2025-06-18/basic/utilities/ping#error-handling (timeouts are connection failures,
-repeated failures reset the connection, failures are logged).
+Source: 2025-06-18/basic/utilities/ping#implementation-considerations and #error-handling.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Protocol
 
 import attrs
 import trio
 
 from .._errors import LocalProtocolError, McpError, NoAnswerError
 from .._inflight import RequestTimeout
-from .._state import Role
 from ._outgoing import SessionClosed
+from ._session_api import Session
 
 __all__ = ["Keepalive", "run_keepalive"]
 
 log = logging.getLogger("mcp_ref.trio")
-
-
-class _Pingable(Protocol):
-    """What the keepalive task uses of a :class:`~mcp_ref.trio.Session`."""
-
-    role: Role
-    closed: bool
-    last_input_at: float
-
-    async def send_request(self, method: str, params: Any = None, *, timeout: Any = ...) -> Any: ...
-
-    def abort(self, reason: str) -> None: ...
 
 
 def _positive(instance: object, attribute: attrs.Attribute[float], value: float) -> None:
@@ -85,12 +64,11 @@ class Keepalive:
             raise ValueError(f"Keepalive.max_failures must be >= 1, not {value!r}")
 
 
-async def run_keepalive(session: _Pingable, keepalive: Keepalive) -> None:
+async def run_keepalive(session: Session, keepalive: Keepalive) -> None:
     """Ping ``session``'s peer after each ``keepalive.interval`` seconds of silence
     until the session closes; close it after ``max_failures`` unanswered pings.
 
-    Runs as one of the session's tasks (:func:`~mcp_ref.trio.open_session` starts it);
-    returns when the session is closed.  Never raises.
+    One of the session's tasks; returns when the session is closed.  Never raises.
 
     Source: 2025-06-18/basic/utilities/ping#implementation-considerations.1 and
     2025-06-18/basic/utilities/ping#error-handling.1.
@@ -137,8 +115,7 @@ async def run_keepalive(session: _Pingable, keepalive: Keepalive) -> None:
         except McpError:
             failures = 0  # an error response (even -32001) is still an answer
             continue
-        except LocalProtocolError as exc:
-            # e.g. the lifecycle does not allow a ping in this state: try again later.
+        except LocalProtocolError as exc:  # the lifecycle refuses a ping now: try later
             log.debug("keepalive ping not sent: %s", exc)
             continue
         except SessionClosed:

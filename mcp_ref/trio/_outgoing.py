@@ -1,23 +1,17 @@
-"""Our requests to the peer, as their callers see them: timeouts, progress, the wait.
+"""Our requests to the peer, as their callers see them: the wait, its outcome, progress.
 
 Theory of operation
 -------------------
 :meth:`Session.send_request <mcp_ref.trio.Session.send_request>` registers a
-:class:`Waiter` under the request's id in :class:`Waiters`, sends the request, and
-awaits :meth:`Waiter.outcome`.  The session's dispatch hands every event about one of
-our requests to :meth:`Waiters.deliver`: a ``Response`` or ``ErrorResponse`` finishes
-the wait, a ``RequestTimedOut`` (the core's timeout expired) finishes it with
-:class:`~mcp_ref.NoAnswerError`, and a ``Progress`` is queued for the caller's
-``on_progress`` callback, which runs in the caller's own task.  When the session ends,
-:meth:`Waiters.fail_all` finishes every wait with :class:`SessionClosed`.
-
-Nothing here awaits the channel or knows the session: this module is a leaf the session
-imports.
+:class:`Waiter` in :class:`Waiters` under the request's id, sends the request and awaits
+:meth:`Waiter.outcome`.  The session's dispatch hands each event about one of our
+requests to :meth:`Waiters.deliver`; a ``Progress`` is queued for the caller's
+``on_progress``, which runs in the caller's own task.  A leaf module: it knows neither
+the session nor the channel.
 """
 
 from __future__ import annotations
 
-import enum
 import inspect
 import logging
 from collections import deque
@@ -26,33 +20,17 @@ from typing import Any, Final, Literal
 
 import trio
 
-# One class, one default and one token rule for every client and driver.
-from .._client import DEFAULT_TIMEOUT, SessionClosed, with_progress_token
+# One class, one default and one sentinel for every client and driver.
+from .._client import DEFAULT, DEFAULT_TIMEOUT, SessionClosed, _Default
 from .._errors import McpError, NoAnswerError
 from .._inflight import RequestTimeout
 from ..events import ErrorResponse, Event, Progress, RequestId, RequestTimedOut, Response
 
 log = logging.getLogger("mcp_ref.trio")
 
-__all__ = [
-    "DEFAULT_TIMEOUT",
-    "SESSION_DEFAULT",
-    "SessionClosed",
-    "TimeoutArg",
-    "Waiter",
-    "Waiters",
-    "with_progress_token",
-]
+__all__ = ["DEFAULT_TIMEOUT", "SESSION_DEFAULT", "SessionClosed", "TimeoutArg", "Waiters"]
 
-
-class _Default(enum.Enum):
-    TOKEN = 0
-
-    def __repr__(self) -> str:
-        return "SESSION_DEFAULT"
-
-
-SESSION_DEFAULT: Final = _Default.TOKEN
+SESSION_DEFAULT: Final = DEFAULT
 """Sentinel for ``timeout=``: use the session's ``default_timeout``."""
 
 TimeoutArg = RequestTimeout | None | Literal[_Default.TOKEN]
@@ -105,8 +83,7 @@ class Waiter:
                 if self.error is not None:
                     raise self.error
                 return self.result
-            # Only progress came: wait again (no await since the loop above emptied the
-            # queue, so nothing can arrive unseen in between).
+            # Only progress came; nothing can arrive unseen before the new event.
             self.wake = trio.Event()
 
 
@@ -120,7 +97,7 @@ class Waiters:
         self, request_id: RequestId, on_progress: Callable[[Progress], Any] | None
     ) -> Waiter:
         """Register a caller for ``request_id`` (before the request is sent)."""
-        waiter = self._by_key[key_of(request_id)] = Waiter(on_progress)
+        self._by_key[key_of(request_id)] = waiter = Waiter(on_progress)
         return waiter
 
     def forget(self, request_id: RequestId) -> None:
@@ -144,7 +121,7 @@ class Waiters:
         elif type(event) is RequestTimedOut:
             # Spec: 2025-06-18/basic/lifecycle#timeouts.2
             # "stop waiting for a response"
-            # We gave up: NoAnswerError, never a plain McpError a peer could send.
+            # (NoAnswerError: never a plain McpError, which a peer could send)
             waiter.finish(error=NoAnswerError(event.method, event.elapsed))
         elif type(event) is Progress and waiter.on_progress is not None and not waiter.done:
             waiter.progress.append(event)  # the oldest is dropped when the caller lags

@@ -6,38 +6,28 @@ Theory of operation
 the one write path) and runs it in a nursery it owns, with three tasks (four with
 ``keepalive=``):
 
-* **the reader** (:meth:`_Tasks.read`): await ``channel.receive()``, feed the bytes to
-  the core (``receive_data``, or ``receive_message`` for a ``"messages"`` channel),
-  dispatch what the core made of them, repeat.  A channel whose input arrives in other
-  tasks may instead hand messages over with :meth:`Session.push`;
+* **the reader** (:meth:`_Tasks.read`): await ``channel.receive()``, feed the core,
+  dispatch, repeat.  A channel whose input arrives in other tasks may instead
+  :meth:`Session.push` each message;
 * **the timer** (:meth:`_Tasks.expire`): sleep until ``Connection.next_deadline()`` (on
-  ``trio.current_time()``, so ``MockClock`` drives it in tests), call
-  ``handle_timeout(now)``, write the ``notifications/cancelled`` it returns, dispatch.
-  Sending a request with an earlier deadline wakes it;
-* **the notification task** (:meth:`_Tasks.notify`): calls
-  ``handler.handle_notification`` for each queued notification, in arrival order.
+  ``trio.current_time()``, so ``MockClock`` drives it), call ``handle_timeout(now)``,
+  write the ``notifications/cancelled`` it returns.  An earlier deadline wakes it;
+* **the notification task** (:meth:`_Tasks.notify`): ``handler.handle_notification``
+  for each queued notification, in arrival order.
 
-**One dispatch route** (:meth:`_Tasks.dispatch`): under one lock (the reader, the
-timer and ``push`` take turns), feed the core, then take ``next_event()`` until
-``NEED_DATA`` and act on each event in order:
+**One dispatch route** (:meth:`_Tasks.dispatch`): in turn (one lock for the reader, the
+timer and ``push``), feed the core, then act on each event ``next_event()`` gives until
+``NEED_DATA``: a ``Request`` gets a task running ``handler.handle_request`` in its own
+cancel scope (``ping`` is answered here, ``initialize`` before the next event, and past
+``max_concurrent_requests`` -32603 at once); ``RequestCancelled`` cancels that scope; an
+answer, timeout or progress goes to its caller in ``send_request`` (:mod:`._outgoing`);
+a ``Notification`` joins a bounded queue (full, it stops the reading); a
+``RemoteProtocolError`` is logged and its ready reply (e.g. -32700) sent; end of input
+fails our callers, lets the requests we accepted finish (``drain_timeout``), and closes.
 
-- a ``Request`` gets a task of its own running ``handler.handle_request(ctx)`` in its
-  own cancel scope, which then sends the answer; ``ping`` is answered here;
-  ``initialize`` is handled before the next event, so the lifecycle moves in input
-  order; past ``max_concurrent_requests`` a request is answered at once with -32603;
-- a ``RequestCancelled`` cancels that handler's scope (the core drops its answer);
-- a ``Response``, ``ErrorResponse``, ``RequestTimedOut`` or ``Progress`` goes to the
-  caller waiting in ``send_request`` (:mod:`._outgoing`);
-- a ``Notification`` joins a bounded queue (full, it stops the reading: backpressure);
-- a ``RemoteProtocolError`` is logged and its ready reply (e.g. -32700) sent; the
-  session goes on;
-- ``ConnectionClosed`` (end of input): our callers get :class:`SessionClosed`, the
-  requests we accepted are still answered (``drain_timeout``), then the session closes.
-
-Handlers run on the event loop: a blocking handler stalls the session (the server API
-runs sync tool functions with ``trio.to_thread.run_sync``).  When the ``async with``
-block ends, running handlers are cancelled, callers waiting in ``send_request`` get
-:class:`SessionClosed`, the channel is closed, and no task outlives the block.
+Handlers run on the event loop: a blocking one stalls the session.  When the ``async
+with`` block ends, running handlers are cancelled, callers get :class:`SessionClosed`,
+the channel is closed, and no task outlives the block.
 """
 
 from __future__ import annotations
@@ -141,21 +131,20 @@ class _Tasks:
                 return
 
     async def dispatch(self, take: Callable[[], None]) -> None:
-        """The one dispatch route: in turn with the other tasks that dispatch, call
-        ``take`` (which feeds the core), then dispatch every event the core has ready.
+        """The one dispatch route: in turn, call ``take`` (which feeds the core), then
+        dispatch every event the core has ready.
 
         Waiting for the turn can be cancelled (then nothing was taken); an event taken
-        from the core is never dropped half-way: whatever its dispatch awaits is
-        :func:`shielded` (what it waits for ends when the session closes).  A free turn
-        is taken without a schedule point: the reader has just had one in
-        ``channel.receive``.
+        from the core is dispatched whole (what it awaits is :func:`shielded`, and ends
+        when the session closes).  A free turn is taken without a schedule point: the
+        reader has just had one in ``channel.receive``.
         """
         session, lock = self.session, self.dispatch_lock
         await trio.lowlevel.checkpoint_if_cancelled()
         try:
             lock.acquire_nowait()
         except trio.WouldBlock:
-            await lock.acquire()  # another task dispatches: wait in turn
+            await lock.acquire()
         try:
             take()
             while not session.closed:
@@ -173,27 +162,23 @@ class _Tasks:
 
     async def dispatch_one(self, event: Event) -> None:
         session = self.session
-        kind = type(event)
-        if kind is Request:
-            assert isinstance(event, Request)
+        if type(event) is Request:
             await self.start_request(event)
-        elif kind is Notification:
-            assert isinstance(event, Notification)
+        elif type(event) is Notification:
             try:
                 await shielded(session._notes_in.send(event))  # bounded: waits while full
             except (trio.ClosedResourceError, trio.BrokenResourceError):
                 pass
-        elif kind is RequestCancelled:
-            assert isinstance(event, RequestCancelled)
+        elif type(event) is RequestCancelled:
             # Spec: 2025-06-18/basic/utilities/cancellation#implementation-notes.1
             # "Both parties SHOULD log cancellation reasons for debugging"
             log.debug("the peer cancelled request %r: %s", event.id, event.reason)
             session._running.cancel(event.id)
             if session.connection.has_data_to_send:  # it settled a batch: its replies
                 await shielded(session._quiet_write(session.connection.data_to_send))
-        elif kind in (Response, ErrorResponse, RequestTimedOut, Progress):
+        elif type(event) in (Response, ErrorResponse, RequestTimedOut, Progress):
             session._waiters.deliver(event)
-        elif kind is ConnectionClosed:
+        elif type(event) is ConnectionClosed:
             eof = getattr(session._channel, "eof_reason", None)
             self.end_of_input("the peer closed the connection" + (f"; {eof}" if eof else ""))
         else:  # ProgressDropped, UnexpectedResponse
@@ -238,9 +223,8 @@ class _Tasks:
                 outcome = self.handler.handle_request(ctx)
                 await self.reply(ctx, await answer(outcome, ctx.request_id, ctx.method))
                 return
-            # Only a cancelled handler gets here.  Cancelled by the peer, or because the
-            # session closed: no answer.  Stopped by a graceful stop: the peer still
-            # waits, and only a response ends its wait.
+            # Cancelled.  By the peer, or the session's end: no answer.  By a graceful
+            # stop: the peer still waits, and only a response ends its wait.
             reason = running.stopped_by_us(ctx.request_id)
             if reason is not None:
                 # Spec: 2025-06-18/basic#responses.4
@@ -313,9 +297,8 @@ class _Tasks:
             self.nursery.start_soon(self.finish_then_close, reason)
 
     async def finish_then_close(self, reason: str) -> None:
-        grace = self.drain_timeout
-        why = f"cancelled: still running {grace:g} s after the end of input"
-        await self.session._running.settle(grace, why)
+        why = f"cancelled: still running {self.drain_timeout:g} s after the end of input"
+        await self.session._running.settle(self.drain_timeout, why)
         self.session._close(reason)
 
 

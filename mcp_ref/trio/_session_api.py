@@ -2,37 +2,29 @@
 
 Theory of operation
 -------------------
-A :class:`Session` is made and run by :func:`~mcp_ref.trio.open_session` (in
-:mod:`._session`, which owns its tasks and dispatches what the peer sends).  This module
-is the half its users see:
+:func:`~mcp_ref.trio.open_session` (:mod:`._session`) makes a :class:`Session` and runs
+its tasks; this module is the half its users call: :meth:`Session.send_request`,
+:meth:`Session.send_notification`, :meth:`Session.push`, and the ends
+(:meth:`Session.finish_requests`, :meth:`Session.abort`, and :meth:`Session._close`,
+which every end goes through).
 
-* **sending**: :meth:`Session.send_request` registers a waiter (:mod:`._outgoing`),
-  writes the request and awaits the outcome; :meth:`Session.send_notification` writes;
-* **the one write path** (:meth:`Session._write`): ask the core for the bytes
-  (``Connection.send`` checks the message and updates the state) and append them to the
-  session's outbox, in the same step, so the outbox holds messages in the order the
-  core made them.  If no write is under way, the sender becomes the writer and writes
-  everything the outbox holds, what other tasks append meanwhile included, then
-  returns; otherwise it returns at once, its message accepted (a *group commit*: one
-  write per burst, no queue of tasks taking turns at a lock).  A sender waits only
-  while the outbox is full (:data:`OUTBOX_LIMIT` messages: backpressure, before its
-  message is made, so a sender cancelled there sends nothing).  A ``"lines"`` channel
-  gets everything pending in one ``send``; a ``"messages"`` channel one message per
-  ``send`` (its optional ``send_nowait`` first, if it takes the message without
-  waiting).  A write that waits is shielded from the writer's cancellation (half a
-  message would break the stream) but bounded by ``send_timeout``; a write that fails
-  calls ``Connection.send_failed()``, drops the outbox and ends the session;
-* **handing input over**: :meth:`Session.push`, for channels whose input arrives in
-  other tasks;
-* **ending**: :meth:`Session.finish_requests` (a graceful stop), :meth:`Session.abort`,
-  and :meth:`Session._close`, which every end goes through.  Closing refuses new
-  messages but keeps what the outbox accepted: the writer goes on for at most
-  :data:`CLOSE_GRACE` seconds more (:meth:`Session.abort` gives none), and
-  :func:`~mcp_ref.trio.open_session` writes what is left before it closes the channel.
+**The one write path** (:meth:`Session._write`) is a *group commit*.  A sender asks the
+core for the bytes (``Connection.send`` checks the message and moves the state) and
+appends them to the outbox in the same step, so the outbox keeps the core's order.  If
+no write is under way, the sender becomes the writer and writes the outbox until it is
+empty, what others append meanwhile included; otherwise it returns at once.  A sender
+waits only while the outbox is full (:data:`OUTBOX_LIMIT`), before its message is made,
+so a sender cancelled there sends nothing.  A ``"lines"`` channel gets all that is
+pending in one ``send``, a ``"messages"`` channel one message per ``send``, its optional
+``send_nowait`` tried first.  A ``send`` that waits is shielded from the writer's
+cancellation (half a message would break the stream) and bounded by ``send_timeout``; a
+failed write calls ``Connection.send_failed()``, drops the outbox and ends the session.
+Once closed, the session refuses new messages, but the writer has :data:`CLOSE_GRACE`
+seconds more for what the outbox accepted (none after :meth:`Session.abort`).
 
 Why not a lock around each write: under load, a writer that yields in ``channel.send``
-holding the lock makes every other sender park, the lock then passing on one sender per
-trip through trio's scheduler (bench/README.md, "the plain trio session").
+holding the lock parks every other sender, and the lock then passes on one sender per
+trip through the scheduler (bench/README.md, "the plain trio session").
 """
 
 from __future__ import annotations
@@ -46,6 +38,7 @@ from typing import Any, Final
 import trio
 
 from .. import types as t
+from .._client import with_progress_token
 from .._connection import Connection
 from .._errors import LocalProtocolError
 from .._inflight import RequestTimeout
@@ -53,7 +46,7 @@ from .._state import Role
 from ..events import Event, Notification, Progress, Request, RequestId
 from ._channel import MessageChannel
 from ._incoming import Running
-from ._outgoing import SESSION_DEFAULT, SessionClosed, TimeoutArg, Waiters, with_progress_token
+from ._outgoing import SESSION_DEFAULT, SessionClosed, TimeoutArg, Waiters
 
 __all__ = ["CLOSE_GRACE", "OUTBOX_LIMIT", "Session"]
 
@@ -99,9 +92,9 @@ class Session:
         self._channel = channel
         self._send_timeout = math.inf if send_timeout is None else send_timeout
         self._join_writes = channel.framing == "lines"  # a byte stream: one send per burst
-        self._send_nowait = getattr(channel, "send_nowait", None)  # optional (_channel.py)
+        self._send_nowait = getattr(channel, "send_nowait", None)  # optional
         self._outbox: deque[tuple[bytes, RequestId | None]] = deque()  # accepted, unwritten
-        self._writing = False  # a task is writing the outbox (see _write)
+        self._writing = False  # a task is writing the outbox
         self._room = trio.lowlevel.ParkingLot()  # senders waiting for a full outbox
         self._written = trio.lowlevel.ParkingLot()  # the close waiting for the writer
         self._write_scope: trio.CancelScope | None = None
@@ -115,8 +108,7 @@ class Session:
         self._timer_wakeup = trio.Event()
         self._input_ended: str | None = None  # why the peer will send nothing more
         self._closed_event = trio.Event()
-        # open_session's dispatch route: feed the core with the given function, then
-        # dispatch its events in turn with the reader (see _session._Tasks.dispatch).
+        # The dispatch route, set by open_session (_session._Tasks.dispatch).
         self._dispatch: Callable[[Callable[[], None]], Awaitable[None]] | None = None
 
     @property
@@ -212,8 +204,18 @@ class Session:
             return await waiter.outcome()
         except BaseException:
             if sent and not waiter.done and not self.closed:
-                with trio.CancelScope(shield=True):
-                    await self._cancel_our_request(rid, related_request_id)
+                reason = "cancelled by the caller"
+                params = t.CancelledNotificationParams(request_id=rid, reason=reason)
+                note = Notification(method="notifications/cancelled", params=params)
+                with trio.CancelScope(shield=True), trio.move_on_after(self._send_timeout):
+                    try:
+                        # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.1
+                        # "Cancellation notifications MUST only reference requests that:"
+                        await self._send(note, related_request_id)
+                    except (SessionClosed, LocalProtocolError) as exc:
+                        # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.2
+                        # "The `initialize` request MUST NOT be cancelled by clients"
+                        log.debug("could not cancel request %r: %s", rid, exc)
             raise
         finally:
             self._waiters.forget(rid)
@@ -236,35 +238,21 @@ class Session:
         await trio.lowlevel.checkpoint_if_cancelled()  # a cancelled caller sends nothing
         await self._send(Notification(method=method, params=params), related_request_id)
 
-    async def _cancel_our_request(self, rid: RequestId, related: RequestId | None) -> None:
-        params = t.CancelledNotificationParams(request_id=rid, reason="cancelled by the caller")
-        note = Notification(method="notifications/cancelled", params=params)
-        try:
-            with trio.move_on_after(self._send_timeout):
-                # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.1
-                # "Cancellation notifications MUST only reference requests that:"
-                await self._send(note, related)
-        except (SessionClosed, LocalProtocolError) as exc:
-            # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.2
-            # "The `initialize` request MUST NOT be cancelled by clients"
-            log.debug("could not cancel request %r: %s", rid, exc)
-
     async def _send(self, event: Event, related_request_id: RequestId | None = None) -> None:
         await self._write(lambda: self.connection.send(event), related_request_id)
 
     async def _write(
         self, produce: Callable[[], bytes], related_request_id: RequestId | None
     ) -> None:
-        """The one write path (see the module docstring): call ``produce`` (the core's
-        ``send``, which may raise LocalProtocolError) and put the bytes it returns in the
-        outbox; then write the outbox unless another task is writing it.
-
-        No schedule point unless the outbox is full or this task writes.
+        """The one write path (see the module docstring): put what ``produce`` (the
+        core's ``send``) returns in the outbox, then write the outbox unless another
+        task is writing it.  No schedule point unless the outbox is full or this task
+        writes.
 
         Raises:
+            LocalProtocolError: from ``produce``; nothing was sent.
             SessionClosed: the session is closed, or this task's write failed or timed
-                out (a message another task writes and cannot deliver ends the session,
-                which its own caller learns from).
+                out (another writer's failure ends the session, and its caller learns).
         """
         while len(self._outbox) >= OUTBOX_LIMIT:  # backpressure: wait, nothing made yet
             self._check_open()
@@ -278,26 +266,18 @@ class Session:
             await self._write_outbox()
 
     async def _write_outbox(self) -> None:
-        """Write the outbox until it is empty (the caller is now the writer).
-
-        While the session is open the channel's optional ``send_nowait`` goes first;
-        the rest is written with ``channel.send``, shielded from the writer's
-        cancellation and bounded by ``send_timeout`` and the close's grace.  A failure
-        calls ``Connection.send_failed()``, drops the outbox and ends the session.
-        """
+        """Write the outbox until it is empty (the caller is now the writer)."""
         outbox, channel = self._outbox, self._channel
         failure: str | None = None
         if self._send_nowait is not None and not self.closed:
-            # A channel that can take a message without waiting is tried first: what
-            # does not wait can neither be cut in half nor time out, so it needs no
-            # shielded, timed scope (about 6 us each); what would block goes below.
+            # What is taken without waiting needs no shielded, timed scope (~6 us each).
             try:
                 while outbox:
                     data, related = outbox[0]
                     self._send_nowait(data, related_request_id=related)
                     outbox.popleft()
             except trio.WouldBlock:
-                pass  # the rest goes the long way
+                pass  # the rest goes through channel.send
             except Exception as exc:
                 self._write_failed(f"sending to the peer failed: {exc!r}")
             if self._room:  # senders wait for room: wake as many as fit
@@ -335,8 +315,7 @@ class Session:
             self._write_failed(failure)
 
     def _write_failed(self, failure: str) -> None:
-        """A write failed or timed out: ``Connection.send_failed()``, drop the outbox,
-        end the session, raise :class:`SessionClosed`."""
+        """A write failed or timed out: end the session, raise :class:`SessionClosed`."""
         self.connection.send_failed()  # the stream may hold half a message
         self._outbox.clear()  # what it held can no longer follow in order
         eof = getattr(self._channel, "eof_reason", None)
@@ -372,15 +351,14 @@ class Session:
 
     async def push(self, data: bytes) -> None:
         """Give the session one whole message from the caller's task instead of through
-        ``channel.receive()``, for a ``"messages"`` channel whose input arrives in other
-        tasks: the core takes it, and its events are dispatched before this returns, as
-        the reader would (a request starts its task; nothing waits for its answer).
+        ``channel.receive()`` (a ``"messages"`` channel whose input arrives in other
+        tasks); its events are dispatched before this returns, as the reader would (a
+        request starts its task; nothing waits for its answer).
 
-        This waits its turn while another task dispatches, and while the notification
-        queue is full (backpressure).  A caller cancelled while waiting its turn gives
-        nothing; once the core took the message, its events are dispatched whole,
-        shielded from the caller's cancellation.  The channel must keep the order: a
-        message it holds for ``receive()`` must reach the session before any pushed.
+        Waits its turn while another task dispatches, and while the notification queue
+        is full.  A caller cancelled while waiting gives nothing; once the core took the
+        message, its events are dispatched whole.  A message the channel holds for
+        ``receive()`` must reach the session before any pushed.
 
         Raises:
             SessionClosed: the session is closed, or its input ended; the message was
@@ -405,9 +383,9 @@ class Session:
         """Stop gracefully: let the peer's requests in progress run for ``grace`` seconds
         at most, then cancel each one still running and answer it with -32603 ``reason``.
 
-        The session stays open (the caller ends it, e.g. by ending its input); requests
-        that arrive meanwhile are handled as usual.  A handler that ignores its
-        cancellation (a sync tool in a worker thread) is waited for 1 s more at most.
+        The session stays open; requests that arrive meanwhile are handled as usual.  A
+        handler that ignores its cancellation (a sync tool in a thread) is waited for 1 s
+        more at most.
 
         Returns:
             How many requests were cancelled (0 when all finished within the grace).

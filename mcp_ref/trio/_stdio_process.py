@@ -31,7 +31,7 @@ from typing import Literal
 import trio
 
 from ..events import RequestId
-from ._channel import DEFAULT_RECEIVE_SIZE, StreamChannel
+from ._channel import RECEIVE_SIZE, StreamChannel
 
 __all__ = ["ProcessChannel", "StderrMode", "open_stdio_process"]
 
@@ -63,7 +63,7 @@ class _StderrTail:
 
     async def pump(self, stream: trio.abc.ReceiveStream) -> None:
         try:
-            while chunk := await stream.receive_some(DEFAULT_RECEIVE_SIZE):
+            while chunk := await stream.receive_some(RECEIVE_SIZE):
                 self.feed(bytes(chunk))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
