@@ -15,17 +15,11 @@ from ._channel import (
     StreamChannel,
     memory_channel_pair,
 )
+from ._handler import Handler, RequestContext
 from ._keepalive import Keepalive
-from ._session import (
-    DEFAULT_TIMEOUT,
-    SESSION_DEFAULT,
-    Handler,
-    RequestContext,
-    Session,
-    SessionClosed,
-    open_session,
-    serve_channel,
-)
+from ._outgoing import DEFAULT_TIMEOUT, SESSION_DEFAULT, SessionClosed
+from ._session import open_session, serve_channel
+from ._session_api import Session
 from ._stdio import serve_stdio, stdio_channel
 from ._stdio_process import ProcessChannel, StderrMode, open_stdio_process
 from .http import (

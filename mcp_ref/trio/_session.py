@@ -61,15 +61,13 @@ from ._channel import MessageChannel
 from ._handler import Handler, RequestContext
 from ._incoming import answer
 from ._keepalive import Keepalive, run_keepalive
-from ._outgoing import DEFAULT_TIMEOUT, SESSION_DEFAULT, SessionClosed
-from ._session_api import Session
+from ._outgoing import DEFAULT_TIMEOUT, SessionClosed
+from ._session_api import CLOSE_GRACE, Session
 
+# What the HTTP and WebSocket drivers import from here.
 __all__ = [
     "DEFAULT_GRACE_SECONDS",
-    "DEFAULT_TIMEOUT",
-    "SESSION_DEFAULT",
     "Handler",
-    "RequestContext",
     "Session",
     "SessionClosed",
     "open_session",
@@ -83,13 +81,10 @@ DEFAULT_GRACE_SECONDS: Final = 5.0
 signal, or the end of its input under ``serve_stdio``), before each one still running
 is cancelled and answered with an error (:meth:`Session.finish_requests`)."""
 
-_CLOSE_GRACE: Final = 5.0  # seconds closing the channel may take at the end
-
 
 async def shielded(work: Awaitable[None]) -> None:
-    """Await ``work`` shielded from the dispatching task's cancellation, so an event
-    taken from the core is dispatched whole (a cancelled ``push`` caller, say).  Only
-    the events whose dispatch waits pay for the scope."""
+    """Await ``work`` shielded from the dispatching task's cancellation (a cancelled
+    ``push`` caller, say), so an event taken from the core is dispatched whole."""
     with trio.CancelScope(shield=True):
         await work
 
@@ -201,11 +196,8 @@ class _Tasks:
             await shielded(session._quiet_send(Response(id=request.id, result=t.Result())))
         elif session._running.full or session.closed:
             who = "server" if session.role is SERVER else "client"
-            busy = ErrorResponse(
-                id=request.id,
-                code=INTERNAL_ERROR,
-                message=f"{who} busy: {len(session._running)} requests are being handled",
-            )
+            message = f"{who} busy: {len(session._running)} requests are being handled"
+            busy = ErrorResponse(id=request.id, code=INTERNAL_ERROR, message=message)
             await shielded(session._quiet_send(busy))
         else:
             ctx = RequestContext(session, request.id, request.method, request.params)
@@ -240,14 +232,13 @@ class _Tasks:
         session, rid = self.session, ctx.request_id
         try:
             await session._send(reply, rid)
-            return
         except SessionClosed:
-            return
+            pass
         except (LocalProtocolError, ValueError, TypeError) as exc:
             log.error("cannot send the answer to %s (id %r): %s", ctx.method, rid, exc)
-        message = f"internal error: the answer to {ctx.method} could not be sent"
-        fallback = ErrorResponse(id=rid, code=INTERNAL_ERROR, message=message)
-        await session._quiet_send(fallback, rid)
+            message = f"internal error: the answer to {ctx.method} could not be sent"
+            fallback = ErrorResponse(id=rid, code=INTERNAL_ERROR, message=message)
+            await session._quiet_send(fallback, rid)
 
     async def notify(self) -> None:
         """The notification task: the handler's ``handle_notification``, in order."""
@@ -398,7 +389,7 @@ async def open_session(
         session._close("the session was closed by its owner")
         with trio.CancelScope(shield=True):
             await session._write_rest()  # what the outbox accepted (within its grace)
-        with trio.CancelScope(shield=True), trio.move_on_after(_CLOSE_GRACE):
+        with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_GRACE):
             try:
                 await channel.aclose()
             except Exception as exc:

@@ -56,7 +56,8 @@ OUTBOX_LIMIT: Final = 64
 """Messages the outbox holds, accepted but not yet written, before a sender waits."""
 
 CLOSE_GRACE: Final = 5.0
-"""Seconds the writer has, once the session closed, to write what the outbox accepted."""
+"""Seconds the writer has, once the session closed, to write what the outbox accepted;
+then closing the channel has as long again."""
 
 
 class Session:

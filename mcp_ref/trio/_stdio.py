@@ -1,23 +1,17 @@
-"""The stdio transport, server side: serve on our own stdin/stdout; and a graceful stop
-for any transport.
+"""The stdio transport, server side, and a graceful stop for any transport.
 
 Theory of operation
 -------------------
-Stdio carries newline-delimited JSON-RPC messages (2025-06-18/basic/transports#stdio):
-the client writes to the server's stdin, the server writes to its stdout, and the
-server's stderr is free-form logging.  The client side, a server run as a child
-process, is :mod:`._stdio_process`.
+Stdio carries newline-delimited messages: the client writes to the server's stdin, the
+server writes to its stdout; stderr is free-form logging (the client side is
+:mod:`._stdio_process`).  :func:`serve_stdio` runs one session on duplicates of fds 0
+and 1 (``trio.lowlevel.FdStream``: no worker threads; Unix only) until end of input,
+with ``sys.stdout`` pointed at stderr so a stray ``print`` cannot corrupt the stream.
 
-:func:`serve_stdio` wraps duplicates of fds 0 and 1 in ``trio.lowlevel.FdStream`` (no
-worker threads), runs one session until end of input, and returns.  While it runs,
-Python's ``sys.stdout`` is redirected to stderr so a stray ``print`` cannot corrupt the
-message stream; our log records go to stderr through the ``logging`` module.  FdStream
-puts the fds in non-blocking mode; their previous mode is restored on return.  Unix only.
-
-A graceful stop (a signal, :func:`serve_until_signal`) ends the session's *input*
-(:class:`StoppableChannel`), so the session ends as when the peer closes its side:
-the requests in progress get their grace, then an error answer, then it closes.  The
-WebSocket server stops its sessions the same way.
+A graceful stop (:func:`serve_until_signal`) ends the session's *input*
+(:class:`StoppableChannel`), so the session ends as when the peer closes its side: the
+requests in progress get their grace, then an error answer.  The WebSocket server stops
+its sessions the same way.
 """
 
 from __future__ import annotations
@@ -49,11 +43,9 @@ log = logging.getLogger("mcp_ref.trio.stdio")
 
 @asynccontextmanager
 async def stdio_channel() -> AsyncIterator[StreamChannel]:
-    """This process's stdin and stdout as a :class:`StreamChannel`, for a server.
-
-    Meanwhile ``sys.stdout`` points at stderr, so a stray ``print`` cannot corrupt the
-    stream; the descriptors' blocking modes are restored at the end.  No worker
-    threads (``trio.lowlevel.FdStream``); Unix only.
+    """This process's stdin and stdout as a :class:`StreamChannel`, for a server;
+    meanwhile ``sys.stdout`` points at stderr.  The fds' blocking modes (FdStream makes
+    them non-blocking) are restored at the end.
 
     Source: 2025-06-18/basic/transports#stdio.
     """
@@ -91,12 +83,10 @@ async def serve_stdio(
             as if it had ended.
         grace_seconds: at end of input (or ``stop``), seconds the requests in progress
             may still take (default 5.0); then each one still running is cancelled and
-            answered with an error response (-32603) while stdout still takes it.  The
-            session's ``drain_timeout`` (:func:`~mcp_ref.trio.open_session`), which
-            overrides it when given.
+            answered with -32603.  The session's ``drain_timeout``, which overrides it
+            when given.
         **session_kw: passed to :func:`~mcp_ref.trio.open_session`.
 
-    Only MCP messages are written to stdout; ``sys.stdout`` points at stderr meanwhile.
     Returns when the client closes our stdin (or ``stop`` is set) and the requests it
     sent are answered.
 
@@ -115,20 +105,13 @@ async def serve_stdio(
 class StoppableChannel:
     """A :class:`~mcp_ref.trio.MessageChannel` whose input can be ended from our side.
 
-    It passes everything through to ``inner``, except that after :meth:`stop` its
-    ``receive()`` returns ``b""`` (end of input; one under way is cancelled, which
-    loses nothing on a trio stream or memory channel), with ``eof_reason`` set.  The
-    session then ends as when the peer closes its side: the requests it accepted get
-    their ``drain_timeout``, then are cancelled and answered with an error, then it
-    closes.  Writes go on meanwhile.
-
-    Args:
-        inner: the transport's channel.
+    It passes everything through to ``inner`` (the transport's channel), except that
+    after :meth:`stop` its ``receive()`` returns ``b""`` (one under way is cancelled,
+    which loses nothing on a trio stream or memory channel).  Writes go on meanwhile.
     """
 
     def __init__(self, inner: MessageChannel) -> None:
         self.inner = inner
-        """The transport's channel."""
         self.framing = inner.framing
         self.stopped: str | None = None
         """Why :meth:`stop` ended the input (None until then)."""
@@ -172,11 +155,8 @@ class StoppableChannel:
 
 async def serve_until_signal(serve: Callable[[trio.Event], Awaitable[None]]) -> int | None:
     """Run ``serve(stop)`` until it returns, with SIGTERM and SIGINT setting ``stop``
-    (a graceful stop); a second signal cancels it at once.
-
-    For programs that serve until told to stop (``mcp-ref serve``,
-    ``Server.run_stdio``): while this runs, SIGINT does not raise
-    ``KeyboardInterrupt``.  Unix signals; call it from the main thread.
+    (a graceful stop); a second signal cancels it at once.  Meanwhile SIGINT does not
+    raise ``KeyboardInterrupt``.  Call it from the main thread.
 
     Returns:
         The first signal received (``signal.SIGTERM`` or ``signal.SIGINT``), or None
@@ -213,9 +193,7 @@ async def serve_channel_until(
     """:func:`~mcp_ref.trio.serve_channel` that ends the channel's input when ``stop``
     is set (:class:`StoppableChannel`); with ``stop`` None, just ``serve_channel``.
 
-    A graceful stop: the session takes no more input, lets the requests in progress
-    finish for its ``drain_timeout``, answers those still running with an error, and
-    ends.  Source: 2025-06-18/basic/lifecycle#stdio.2 (the server may end the session).
+    Source: 2025-06-18/basic/lifecycle#stdio.2 (the server may end the session).
     """
     if stop is None:
         await serve_channel(handler, channel, **session_kw)

@@ -2,18 +2,13 @@
 
 Theory of operation
 -------------------
-:func:`open_stdio_process` starts the server with ``trio.lowlevel.open_process`` and
-yields a :class:`ProcessChannel` over its stdin/stdout (newline-delimited messages,
-2025-06-18/basic/transports#stdio).  The child's stderr is captured into a bounded tail
-(and optionally forwarded to ours), inherited, or discarded.  When the child's stdout
-ends (it exited, crashed or closed it), the channel waits briefly for the exit and
-records an ``eof_reason`` with the exit code and the last stderr lines: the session
-puts it into the :class:`~mcp_ref.trio.SessionClosed` that pending requests raise.
-
-Leaving the ``async with`` block shuts the child down as the lifecycle page says, in a
-shielded scope so even a cancelled caller leaves no zombie: close its stdin, wait
-``shutdown_grace`` seconds, send SIGTERM, wait ``shutdown_grace`` again, send SIGKILL,
-and reap it.
+:func:`open_stdio_process` starts the server and yields a :class:`ProcessChannel` over
+its stdin and stdout.  Its stderr is captured into a bounded tail (and optionally
+forwarded to ours), inherited, or discarded.  When its stdout ends, the channel waits
+briefly for the exit and sets ``eof_reason`` to the exit code and the last stderr
+lines, which pending requests then see in their :class:`~mcp_ref.trio.SessionClosed`.
+Leaving the block shuts the child down as the lifecycle page says, shielded, so even a
+cancelled caller leaves no zombie.
 """
 
 from __future__ import annotations
@@ -64,7 +59,12 @@ class _StderrTail:
     async def pump(self, stream: trio.abc.ReceiveStream) -> None:
         try:
             while chunk := await stream.receive_some(RECEIVE_SIZE):
-                self.feed(bytes(chunk))
+                start = 0
+                while (nl := chunk.find(b"\n", start)) >= 0:
+                    self._append(chunk[start:nl])
+                    self._finish_line()
+                    start = nl + 1
+                self._append(chunk[start:])
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         finally:
@@ -72,15 +72,7 @@ class _StderrTail:
                 self._finish_line()
             self.done.set()
 
-    def feed(self, chunk: bytes) -> None:
-        start = 0
-        while (nl := chunk.find(b"\n", start)) >= 0:
-            self._append(chunk[start:nl])
-            self._finish_line()
-            start = nl + 1
-        self._append(chunk[start:])
-
-    def _append(self, data: bytes) -> None:
+    def _append(self, data: bytes | bytearray) -> None:
         room = _MAX_STDERR_LINE - len(self._partial)
         if room > 0:
             self._partial += data[:room]
@@ -122,7 +114,7 @@ class ProcessChannel(StreamChannel):
     Attributes:
         process: the ``trio.Process``.
         eof_reason: after its stdout ended (or a write broke): the exit code and the last
-            stderr lines, as :func:`describe_exit` writes them.
+            stderr lines.
     """
 
     def __init__(self, process: trio.Process, tail: _StderrTail | None, exit_wait: float) -> None:
@@ -156,7 +148,7 @@ class ProcessChannel(StreamChannel):
             # Spec: 2025-06-18/basic/transports#stdio.5
             # "The client MUST NOT write anything to the server's `stdin` that is not a valid MCP
             # message."
-            # Only what the core framed reaches the child's stdin: one message a line.
+            # (only what the core framed comes here)
             await super().send(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             if not self._closing:
@@ -169,7 +161,7 @@ class ProcessChannel(StreamChannel):
         await super().aclose()
 
     async def _explain(self) -> None:
-        # Give the child a moment to exit and its stderr pump to catch up, then describe.
+        # Give the child a moment to exit and its stderr pump to catch up.
         with trio.move_on_after(self._exit_wait):
             await self.process.wait()
             if self._tail is not None:
@@ -234,8 +226,7 @@ async def open_stdio_process(
             ``inherit_env=False``, the whole environment).
         inherit_env: whether the child starts from our environment (default True).
         cwd: the child's working directory.
-        stderr: what to do with the child's stderr (:data:`StderrMode`, default
-            ``"capture"``).
+        stderr: what to do with the child's stderr (:data:`StderrMode`).
         stderr_lines: how many last stderr lines to keep (default 20; lines are cut at
             1000 bytes).
         shutdown_grace: seconds to wait after closing stdin, and again after SIGTERM
@@ -250,9 +241,9 @@ async def open_stdio_process(
     Raises:
         OSError: the program could not be started (e.g. FileNotFoundError).
 
-    On exit the child is shut down: stdin closed, ``shutdown_grace`` seconds, SIGTERM,
-    ``shutdown_grace`` seconds, SIGKILL; it is always reaped (``process.returncode`` is
-    set).  Exceptions from the block propagate unchanged.
+    On exit the child is shut down (stdin closed, ``shutdown_grace`` seconds, SIGTERM,
+    ``shutdown_grace`` seconds, SIGKILL) and always reaped.  Exceptions from the block
+    propagate unchanged.
 
     Source: 2025-06-18/basic/lifecycle#stdio.1, 2025-06-18/basic/transports#stdio.
     """
@@ -268,12 +259,7 @@ async def open_stdio_process(
     if env is not None or not inherit_env:
         child_env = dict(os.environ) if inherit_env else {}
         child_env.update(env or {})
-    stderr_arg = {
-        "capture": subprocess.PIPE,
-        "forward": subprocess.PIPE,
-        "inherit": None,
-        "discard": subprocess.DEVNULL,
-    }[stderr]
+    stderr_arg = {"inherit": None, "discard": subprocess.DEVNULL}.get(stderr, subprocess.PIPE)
     process = await trio.lowlevel.open_process(
         list(command),
         stdin=subprocess.PIPE,
