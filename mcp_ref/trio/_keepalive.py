@@ -111,13 +111,11 @@ async def run_keepalive(session: Session, keepalive: Keepalive) -> None:
                     f"(timeout {keepalive.timeout:.3g} s each): connection considered lost"
                 )
                 return
-            continue
         except McpError:
             failures = 0  # an error response (even -32001) is still an answer
-            continue
         except LocalProtocolError as exc:  # the lifecycle refuses a ping now: try later
             log.debug("keepalive ping not sent: %s", exc)
-            continue
         except SessionClosed:
             return
-        failures = 0
+        else:
+            failures = 0

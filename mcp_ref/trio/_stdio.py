@@ -200,12 +200,11 @@ async def serve_channel_until(
         return
     stoppable = StoppableChannel(channel)
 
-    async def watch(task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        task_status.started()
+    async def watch() -> None:
         await stop.wait()
         stoppable.stop()
 
     async with trio.open_nursery() as nursery:
-        await nursery.start(watch)
+        nursery.start_soon(watch)
         await serve_channel(handler, stoppable, **session_kw)
         nursery.cancel_scope.cancel()
