@@ -16,18 +16,20 @@ the one write path) and runs it in a nursery it owns, with three tasks (four wit
   for each queued notification, in arrival order.
 
 **One dispatch route** (:meth:`_Tasks.dispatch`): in turn (one lock for the reader, the
-timer and ``push``), feed the core, then act on each event ``next_event()`` gives until
-``NEED_DATA``: a ``Request`` gets a task running ``handler.handle_request`` in its own
-cancel scope (``ping`` is answered here, ``initialize`` before the next event, and past
-``max_concurrent_requests`` -32603 at once); ``RequestCancelled`` cancels that scope; an
-answer, timeout or progress goes to its caller in ``send_request`` (:mod:`._outgoing`);
-a ``Notification`` joins a bounded queue (full, it stops the reading); a
-``RemoteProtocolError`` is logged and its ready reply (e.g. -32700) sent; end of input
-fails our callers, lets the requests we accepted finish (``drain_timeout``), and closes.
+timer and ``push``), feed the core, then act on each event of ``next_event()`` until
+``NEED_DATA``:
 
-Handlers run on the event loop: a blocking one stalls the session.  When the ``async
-with`` block ends, running handlers are cancelled, callers get :class:`SessionClosed`,
-the channel is closed, and no task outlives the block.
+- a ``Request`` gets a task running ``handler.handle_request`` in its own cancel scope
+  (``ping`` is answered here, ``initialize`` before the next event, and one past
+  ``max_concurrent_requests`` with -32603 at once);
+- ``RequestCancelled`` cancels that scope;
+- an answer, timeout or progress goes to its caller in ``send_request`` (:mod:`._outgoing`);
+- a ``Notification`` joins a bounded queue (full, it stops the reading);
+- a ``RemoteProtocolError`` is logged and its ready reply (e.g. -32700) sent;
+- end of input fails our callers, lets the requests we accepted finish
+  (``drain_timeout``), then closes.
+
+No task outlives the ``async with`` block.
 """
 
 from __future__ import annotations
