@@ -16,21 +16,10 @@ import pytest
 
 from mcp_ref._http import HttpLimits
 from mcp_ref._http_connection import CLOSED, NEED_DATA, Refusal, RequestReady, ServerConnection
-from mcp_ref._http_server import Endpoint, ServerConfig, gone
+from mcp_ref._http_server import Endpoint, gone
 
-CFG = ServerConfig(
-    path="/mcp",
-    json_response=False,
-    stateless=False,
-    enable_get_stream=True,
-    allowed_origins=("http://localhost:*",),
-    allowed_hosts=("localhost:*",),
-    limits=HttpLimits(),
-    legacy_sse=True,
-    legacy_sse_path="/sse",
-    legacy_messages_path="/messages",
-    retry_ms=1000,
-)
+from ._http_core import CFG
+
 HOST = b"host: localhost:8000\r\n"
 PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
 POST = (

@@ -39,21 +39,10 @@ from mcp_ref._http_server import (
 from mcp_ref._http_sessions import SessionBook, told_apart
 from mcp_ref._http_streams import STANDALONE, SessionStreams, StreamCursor
 
+from ._http_core import CFG, Tenant
+
 T = "2025-06-18/basic/transports#"
 
-CFG = ServerConfig(
-    path="/mcp",
-    json_response=False,
-    stateless=False,
-    enable_get_stream=True,
-    allowed_origins=("http://localhost:*",),
-    allowed_hosts=("localhost:*",),
-    limits=HttpLimits(),
-    legacy_sse=True,
-    legacy_sse_path="/sse",
-    legacy_messages_path="/messages",
-    retry_ms=1000,
-)
 SSE_AND_JSON = "application/json, text/event-stream"
 
 
@@ -188,20 +177,6 @@ def test_batches_only_in_2025_03_26_and_no_larger_than_the_connection_takes() ->
 
 
 # -- the session bounds --------------------------------------------------------------
-
-
-@attrs.define(eq=False)
-class Tenant:
-    last_used: float = 0.0
-    queued: int = 0
-    is_busy: bool = False
-    done_init: bool = True
-
-    def busy(self) -> bool:
-        return self.is_busy
-
-    def initialized(self) -> bool:
-        return self.done_init
 
 
 def test_a_full_book_names_an_idle_session_to_evict_uninitialized_first() -> None:

@@ -10,24 +10,10 @@ from __future__ import annotations
 
 import math
 
-import attrs
-
 from mcp_ref._http import HttpError, HttpLimits
 from mcp_ref._http_sessions import SessionBook
 
-
-@attrs.define(eq=False)
-class Tenant:
-    last_used: float = 0.0
-    queued: int = 0
-    is_busy: bool = False
-    done_init: bool = True
-
-    def busy(self) -> bool:
-        return self.is_busy
-
-    def initialized(self) -> bool:
-        return self.done_init
+from ._http_core import Tenant
 
 
 def book(**limits: float) -> SessionBook[Tenant]:
