@@ -20,6 +20,7 @@ import pytest
 
 from mcp_ref import (
     CLIENT,
+    METHOD_NOT_FOUND,
     NEED_DATA,
     SERVER,
     Connection,
@@ -641,3 +642,24 @@ def test_after_forgetting_the_oldest_refusal_the_bound_still_counts_right(send_o
     assert server.requests_in_flight() == ([], [1, 2] if send_one else [1])
     server.send(first)  # forgotten: it answers request 1
     assert server.requests_in_flight() == ([], [2] if send_one else [])
+
+
+def test_a_request_the_negotiated_revision_lacks_is_method_not_found() -> None:
+    """``elicitation/create`` came with 2025-06-18: a client that negotiated 2025-03-26
+    refuses it with -32601 even though it declared the elicitation capability (the
+    method table is read for the negotiated revision, not for the newest)."""
+    caps = t.ClientCapabilities(elicitation=t.ClientCapabilitiesElicitation())
+    client, _ = initialized_pair("2025-03-26", client_caps=caps)
+    schema = {"type": "object", "properties": {}}
+    message = {
+        "jsonrpc": "2.0",
+        "id": "e1",
+        "method": "elicitation/create",
+        "params": {"message": "hi", "requestedSchema": schema},
+    }
+    client.receive_data(json.dumps(message).encode() + b"\n")
+    with pytest.raises(RemoteProtocolError) as caught:
+        client.next_event()
+    hint = caught.value.event_hint
+    assert (hint.id, hint.code) == ("e1", METHOD_NOT_FOUND)
+    assert caught.value.message == "method not found: elicitation/create"
