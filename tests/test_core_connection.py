@@ -663,3 +663,19 @@ def test_a_request_the_negotiated_revision_lacks_is_method_not_found() -> None:
     hint = caught.value.event_hint
     assert (hint.id, hint.code) == ("e1", METHOD_NOT_FOUND)
     assert caught.value.message == "method not found: elicitation/create"
+
+
+def test_a_notification_the_negotiated_revision_lacks_is_not_delivered() -> None:
+    """``notifications/elicitation/complete`` came with 2025-11-25: in a 2025-06-18
+    session it is refused as unknown (no reply: it is a notification), not delivered."""
+    client, _ = initialized_pair("2025-06-18")
+    message = {
+        "jsonrpc": "2.0",
+        "method": "notifications/elicitation/complete",
+        "params": {"elicitationId": "x"},
+    }
+    client.receive_data(json.dumps(message).encode() + b"\n")
+    with pytest.raises(RemoteProtocolError) as caught:
+        client.next_event()
+    assert caught.value.event_hint is None
+    assert caught.value.message == "unknown notification: notifications/elicitation/complete"

@@ -318,6 +318,10 @@ def test_client_request_header_refusals_name_the_value() -> None:
 
 def test_event_id_bounds() -> None:
     assert make_event_id("s" * 128, 10**19 - 1) == "s" * 128 + "/" + "9" * 19
+    # Every id make_event_id writes reads back, the longest included; one digit more does not.
+    assert parse_event_id("s/" + "9" * 19) == ("s", 10**19 - 1)
+    with pytest.raises(RemoteProtocolError):
+        parse_event_id("s/1" + "0" * 19)
     with pytest.raises(LocalProtocolError) as caught:
         make_event_id("s", 10**19)
     assert caught.value.message == f"event sequence number must be an int >= 0, not {10**19!r}"
