@@ -185,6 +185,8 @@ def test_decode_takes_whitespace_around_one_value() -> None:
         (b'{"jsonrpc":"2.0","id":"abc","method":"tools/call","params":{"x":"', ("abc", True)),
         (b' {"id" : 12 , "result":{"a', (12, False)),
         (b'{"params":{"id":1,"method":"x"},"id":2,', (2, False)),
+        # Two levels closed at once leave the walk one level down, not at the top:
+        (b'{"id":5,"params":{"a":{"c":1},"id":9},"method":"x"', (5, True)),
         (b'{"a":"\\"id\\":3","id":4}', (4, False)),
         (b'{"a":["id",5],"id":6,', (6, False)),
         (b'{"id":1.5,"method":"m",', (None, True)),
