@@ -557,3 +557,15 @@ def test_a_union_with_a_constant_and_a_default_is_required(fresh: bool) -> None:
     with pytest.raises(ConversionError) as caught:
         convert({"count": 1}, Odd)
     assert str(caught.value) == "kind: required field missing"
+
+
+def test_a_field_whose_wire_name_no_rule_makes_keeps_it() -> None:
+    """``schema`` is ``$schema`` on the wire (attrs metadata ``{"wire": "$schema"}``),
+    which neither camelCase nor the ``_meta`` rule can make; a fresh converter reads and
+    writes it under that name."""
+    conv = make_converter()
+    uri = "https://json-schema.org/draft/2020-12/schema"
+    wire = {"$schema": uri, "type": "object", "properties": {}}
+    value = conv.structure(wire, t.ElicitRequestFormParamsRequestedSchema)
+    assert value.schema == uri
+    assert conv.unstructure(value) == wire
