@@ -87,6 +87,7 @@ def test_the_url_gives_host_port_target_and_tls() -> None:
 @spec(
     "2025-06-18/basic/transports#session-management.4",
     "2025-06-18/basic/transports#protocol-version-header.1",
+    "2025-06-18/basic/lifecycle#version-negotiation.7",
 )
 def test_headers_before_and_after_the_handshake() -> None:
     core = HttpClientCore(URL, headers=[("Authorization", "Bearer t")])
