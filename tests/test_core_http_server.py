@@ -426,7 +426,16 @@ def test_the_legacy_message_endpoint_takes_its_session_from_the_query() -> None:
         )
 
 
-def test_a_batch_larger_than_the_bound_is_400() -> None:
+@pytest.mark.spec(T + "sending-messages-to-the-server.4")
+def test_a_body_that_is_not_a_message_or_a_batch_within_the_bound_is_400() -> None:
+    for body, detail in [
+        (b"42", "invalid request: a message must be a JSON object"),
+        (b'{"x":1}', 'invalid request: "jsonrpc" must be "2.0"'),
+    ]:
+        got = read_messages(body)
+        assert isinstance(got, HttpError)
+        assert (got.status, got.detail, got.code) == (400, detail, -32600)
+
     def batch(n: int) -> bytes:
         return b"[" + b",".join([b'{"jsonrpc":"2.0","method":"notifications/x"}'] * n) + b"]"
 

@@ -349,3 +349,19 @@ def test_legacy_responses_and_notifications_share_the_one_stream_in_order() -> N
     assert streams.route(RESULT % 3, None) is legacy
     chunk = c.take()
     assert chunk.data.index(NOTE % 1) < chunk.data.index(RESULT % 3) and chunk.end is None
+
+
+@pytest.mark.spec(T + "sending-messages-to-the-server.8")
+@pytest.mark.parametrize("json_mode", [False, True])
+def test_a_post_of_requests_gets_one_answer_that_ends_with_its_last_response(
+    json_mode: bool,
+) -> None:
+    """A POST holding requests is answered on a stream of its own (SSE, or one JSON body
+    in JSON mode) that stays open until every one of its requests has its response."""
+    streams = SessionStreams("streamable", HttpLimits())
+    p = post(streams, 1, 2, json_mode=json_mode)
+    assert p.json_mode is json_mode and len(p.pending) == 2
+    assert streams.route(RESULT % 2, None) is p
+    assert not p.finished and p.id in streams.streams  # request 1 is still owed
+    assert streams.route(RESULT % 1, None) is p
+    assert p.finished and p.id not in streams.streams
