@@ -27,6 +27,11 @@ async def _route_soon(sess: HttpSession) -> None:
     sess.route(NOTE, None)  # to the standalone stream: wakes its writer
 
 
+async def _end_soon(sess: HttpSession) -> None:
+    await trio.sleep(0.01)  # virtual time (autojump clock): once the wait has begun
+    sess.end("test")
+
+
 async def test_news_of_the_stream_ends_the_wait_and_leaves_no_waiter(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
@@ -63,12 +68,7 @@ async def test_the_end_of_the_session_ends_the_wait(autojump_clock: trio.testing
     stream = sess.state.streams["get"]
     with trio.fail_after(TIMEOUT):
         async with trio.open_nursery() as nursery:
-
-            async def end_soon() -> None:
-                await trio.sleep(0.01)
-                sess.end("test")
-
-            nursery.start_soon(end_soon)
+            nursery.start_soon(_end_soon, sess)
             assert await wait_change(h, sess, stream, stream.seq, math.inf) == "changed"
 
 
@@ -86,11 +86,6 @@ async def test_a_wait_without_a_connection_ends_on_news_on_timeout_and_at_the_en
         assert await wait_change(None, sess, stream, stream.seq, 5.0) == "timeout"
         assert sess.waiters == {}
         async with trio.open_nursery() as nursery:
-
-            async def end_soon() -> None:
-                await trio.sleep(0.01)
-                sess.end("test")
-
-            nursery.start_soon(end_soon)
+            nursery.start_soon(_end_soon, sess)
             assert await wait_change(None, sess, stream, stream.seq, math.inf) == "changed"
         assert sess.waiters == {}

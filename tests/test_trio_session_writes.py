@@ -31,20 +31,25 @@ from .test_trio_session import LIMIT, ClientHandler, Recording, ServerHandler, c
 NOTE = "notifications/roots/list_changed"
 
 
+async def _echo_many(client: Any, n: int) -> dict[int, Any]:
+    """Call the echo tool ``n`` times at once; each call's number as its answer gave it."""
+    answers: dict[int, Any] = {}
+
+    async def one(i: int) -> None:
+        result = await call(client, "echo", args={"i": i})
+        answers[i] = json.loads(result.content[0].text)["i"]
+
+    async with trio.open_nursery() as nursery:
+        for i in range(n):
+            nursery.start_soon(one, i)
+    return answers
+
+
 @pytest.mark.parametrize("framing", ["lines", "messages"])
 async def test_many_callers_at_once_get_their_own_answers(framing: str) -> None:
     with trio.fail_after(LIMIT):
         async with session_pair(framing=framing) as (client, *_):
-            answers: dict[int, Any] = {}
-
-            async def one(i: int) -> None:
-                result = await call(client, "echo", args={"i": i})
-                answers[i] = json.loads(result.content[0].text)["i"]
-
-            async with trio.open_nursery() as nursery:
-                for i in range(100):
-                    nursery.start_soon(one, i)
-            assert answers == {i: i for i in range(100)}
+            assert await _echo_many(client, 100) == {i: i for i in range(100)}
 
 
 async def test_a_message_larger_than_the_socket_buffer_goes_out_whole() -> None:
@@ -206,7 +211,8 @@ async def test_what_the_outbox_accepted_is_written_when_the_owner_closes() -> No
 
 
 async def _open_later(wire: Gated) -> None:
-    await trio.sleep(0.01)
+    """Open the gate once every other task waits (the block's end waits on the write)."""
+    await trio.testing.wait_all_tasks_blocked()
     wire.open()
 
 
@@ -306,13 +312,4 @@ async def test_a_small_memory_buffer_keeps_every_answer() -> None:
         ):
             await client.send_request("initialize", init_request(caps=CLIENT_CAPS).params)
             await client.send_notification("notifications/initialized")
-            answers: dict[int, Any] = {}
-
-            async def one(i: int) -> None:
-                result = await call(client, "echo", args={"i": i})
-                answers[i] = json.loads(result.content[0].text)["i"]
-
-            async with trio.open_nursery() as nursery:
-                for i in range(50):
-                    nursery.start_soon(one, i)
-            assert answers == {i: i for i in range(50)}
+            assert await _echo_many(client, 50) == {i: i for i in range(50)}
