@@ -4,6 +4,7 @@ client's side of the connection (``wait_change`` of :mod:`mcp_ref.trio.http.sse`
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import h11
 import trio
@@ -22,6 +23,15 @@ def _session() -> HttpSession:
     return HttpSession("s1", kind="streamable", limits=HttpLimits(), on_end=lambda _: None)
 
 
+def _get_stream_wait() -> tuple[Any, H11Stream, HttpSession, Any]:
+    """A session's standalone (GET) stream, and the server's side of a connection in
+    memory to wait on it with: (the client's end, the server's H11Stream, the session,
+    the stream)."""
+    client, server = trio.testing.memory_stream_pair()
+    sess = _session()
+    return client, H11Stream(server, h11.SERVER), sess, sess.state.streams["get"]
+
+
 async def _route_soon(sess: HttpSession) -> None:
     await trio.sleep(0.01)
     sess.route(NOTE, None)  # to the standalone stream: wakes its writer
@@ -35,10 +45,7 @@ async def _end_soon(sess: HttpSession) -> None:
 async def test_news_of_the_stream_ends_the_wait_and_leaves_no_waiter(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    _client, server = trio.testing.memory_stream_pair()
-    h = H11Stream(server, h11.SERVER)
-    sess = _session()
-    stream = sess.state.streams["get"]
+    _client, h, sess, stream = _get_stream_wait()
     with trio.fail_after(TIMEOUT):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_route_soon, sess)
@@ -52,20 +59,14 @@ async def test_news_of_the_stream_ends_the_wait_and_leaves_no_waiter(
 
 
 async def test_a_client_that_left_ends_the_wait(autojump_clock: trio.testing.MockClock) -> None:
-    client, server = trio.testing.memory_stream_pair()
-    h = H11Stream(server, h11.SERVER)
-    sess = _session()
-    stream = sess.state.streams["get"]
+    client, h, sess, stream = _get_stream_wait()
     with trio.fail_after(TIMEOUT):
         await client.aclose()
         assert await wait_change(h, sess, stream, stream.seq, math.inf) == "eof"
 
 
 async def test_the_end_of_the_session_ends_the_wait(autojump_clock: trio.testing.MockClock) -> None:
-    _client, server = trio.testing.memory_stream_pair()
-    h = H11Stream(server, h11.SERVER)
-    sess = _session()
-    stream = sess.state.streams["get"]
+    _client, h, sess, stream = _get_stream_wait()
     with trio.fail_after(TIMEOUT):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_end_soon, sess)

@@ -172,11 +172,15 @@ async def session_pair(
     client_kw: dict[str, Any] | None = None,
     server_kw: dict[str, Any] | None = None,
     initialize: bool = True,
-) -> AsyncIterator[tuple[Session, Session, Recording, Recording]]:
-    """A client and a server session connected in memory, initialized."""
+    channels: tuple[Any, Any] | None = None,
+) -> AsyncIterator[tuple[Session, Session, Any, Any]]:
+    """A client and a server session connected in memory, initialized.  ``channels``
+    (client's, server's) replaces the recorded pair that ``framing`` names."""
     sh = server_handler or ServerHandler()
     ch = client_handler or ClientHandler()
-    if framing == "lines":
+    if channels is not None:
+        ca, cb = channels
+    elif framing == "lines":
         a, b = trio.testing.memory_stream_pair()
         ca, cb = Recording(StreamChannel(a)), Recording(StreamChannel(b))
     else:

@@ -58,12 +58,8 @@ async def test_a_message_larger_than_the_socket_buffer_goes_out_whole() -> None:
     a, b = trio.socket.socketpair()
     big = "x" * (4 * 1024 * 1024)
     with trio.fail_after(LIMIT):
-        async with (
-            open_session(StreamChannel(trio.SocketStream(b)), SERVER, ServerHandler()),
-            open_session(StreamChannel(trio.SocketStream(a)), CLIENT, ClientHandler()) as client,
-        ):
-            await client.send_request("initialize", init_request(caps=CLIENT_CAPS).params)
-            await client.send_notification("notifications/initialized")
+        channels = (StreamChannel(trio.SocketStream(a)), StreamChannel(trio.SocketStream(b)))
+        async with session_pair(channels=channels) as (client, *_):
             results: dict[str, Any] = {}
 
             async def one(key: str, args: dict[str, Any]) -> None:
@@ -135,14 +131,7 @@ async def gated_client(
     else:
         ma, mb = memory_channel_pair()
         ca, cb = wrap(ma), mb
-    sh = ServerHandler()
-    async with (
-        open_session(cb, SERVER, sh),
-        open_session(ca, CLIENT, ClientHandler()) as client,
-    ):
-        await client.send_request("initialize", init_request(caps=CLIENT_CAPS).params)
-        await client.send_notification("notifications/initialized")
-        await sh.initialized.wait()
+    async with session_pair(channels=(ca, cb)) as (client, *_):
         yield client, ca
 
 
@@ -304,12 +293,5 @@ async def test_a_small_memory_buffer_keeps_every_answer() -> None:
     # Two messages of room per direction: writes are taken at once until the buffer
     # is full, then wait for the reader; every caller still gets its own answer.
     with trio.fail_after(LIMIT):
-        a, b = memory_channel_pair(max_buffer=2)
-        sh = ServerHandler()
-        async with (
-            open_session(b, SERVER, sh),
-            open_session(a, CLIENT, ClientHandler()) as client,
-        ):
-            await client.send_request("initialize", init_request(caps=CLIENT_CAPS).params)
-            await client.send_notification("notifications/initialized")
+        async with session_pair(channels=memory_channel_pair(max_buffer=2)) as (client, *_):
             assert await _echo_many(client, 50) == {i: i for i in range(50)}
