@@ -186,7 +186,6 @@ class HttpClientCore:
         protocol_version: the negotiated version (None before ``initialize``).
         mode: ``"streamable"``, or ``"legacy"`` after falling back to 2024-11-05.
         generation: sessions started after the first (a 404 starts one).
-        reinitializations: the same count, public.
     """
 
     def __init__(
@@ -224,11 +223,6 @@ class HttpClientCore:
         self.init_key: Any = None
         self.initialized_body: bytes | None = None
         self._old_version: str | None = None
-
-    @property
-    def reinitializations(self) -> int:
-        """How many sessions were started after a 404."""
-        return self.generation
 
     # -- requests ------------------------------------------------------------------------
 

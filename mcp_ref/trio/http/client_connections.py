@@ -181,7 +181,7 @@ class ClientConnections:
     @property
     def reinitializations(self) -> int:
         """How many times a new session was started after a 404."""
-        return self.core.reinitializations
+        return self.core.generation
 
     # -- connections ---------------------------------------------------------------------
 
