@@ -1,0 +1,188 @@
+"""OAuth sign-in, part 5a: the flow's configuration, states and events.
+
+Theory of operation
+-------------------
+:class:`~mcp_ref._oauth_flow.SignIn` is configured by one frozen
+:class:`SignInConfig` (checked when built) and tells its driver what to do with four
+events, h11-style: :class:`NeedHttp` (send a request, hand back the answer),
+:class:`NeedAuthorization` (the application's browser step), :class:`Authorized` (the
+tokens) and :class:`Failed` (the refusal, sticky).  :class:`FlowState` names where the
+flow is; the transitions are drawn in :mod:`mcp_ref._oauth_flow`.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+from ._oauth_grants import Grant
+from ._oauth_http import (
+    DEFAULT_MAX_BODY_BYTES,
+    HttpRequest,
+    OAuthError,
+    OAuthLocalError,
+    OAuthRefused,
+    RegistrationUnavailable,
+    require_secure,
+)
+from ._oauth_metadata import ClientInfo, ServerMetadata
+
+__all__ = [
+    "AUTHORIZATION_CODE",
+    "CLIENT_CREDENTIALS",
+    "Authorized",
+    "Event",
+    "Failed",
+    "FlowState",
+    "NeedAuthorization",
+    "NeedHttp",
+    "SignInConfig",
+    "choose_client",
+]
+
+
+class FlowState(enum.Enum):
+    """Where a :class:`SignIn` is (see the module's diagram)."""
+
+    IDLE = "idle"
+    RESOURCE_METADATA = "resource metadata"
+    SERVER_METADATA = "server metadata"
+    REGISTERING = "registering"
+    BROWSER = "browser"
+    TOKEN = "token"
+    AUTHORIZED = "authorized"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NeedHttp:
+    """Send :attr:`request` and hand its answer to ``receive_response``."""
+
+    request: HttpRequest
+    """The request (never carries an access token)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NeedAuthorization:
+    """Open :attr:`url` in the user's browser; hand the redirect back to
+    ``receive_redirect``."""
+
+    url: str
+    """The authorization request URL."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Authorized:
+    """Signed in."""
+
+    grant: Grant
+    """The tokens, and what is needed to refresh them."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Failed:
+    """Signed out for good: :attr:`error` says why (raise it, or show its reason)."""
+
+    error: OAuthError
+    """The refusal (an :class:`~mcp_ref._oauth_http.OAuthRefused` subclass)."""
+
+
+Event = NeedHttp | NeedAuthorization | Authorized | Failed
+
+AUTHORIZATION_CODE: Final = "authorization_code"
+CLIENT_CREDENTIALS: Final = "client_credentials"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SignInConfig:
+    """How the client signs in.  Checked when built (:class:`OAuthLocalError`)."""
+
+    grant: Literal["authorization_code", "client_credentials"] = "authorization_code"
+    """``client_credentials`` is the OAuth client credentials extension (no user)."""
+    redirect_uri: str | None = None
+    """Where the browser comes back (required for ``authorization_code``; HTTPS or
+    loopback)."""
+    client: ClientInfo | None = None
+    """A pre-registered client (required, with a secret, for ``client_credentials``
+    unless the server offers dynamic registration)."""
+    client_metadata_url: str | None = None
+    """This client's client ID metadata document URL (HTTPS, with a path), if any."""
+    client_name: str = "mcp-ref"
+    """The name given in dynamic registration."""
+    offline_access: bool = True
+    """Add ``offline_access`` to the scope when the server lists it (refresh tokens)."""
+    trusted_origins: frozenset[str] = field(default_factory=frozenset)
+    """Origins besides the issuer's where its token/registration endpoints may live."""
+    max_retries: int = 3
+    """How many 401/403 challenges after signing in are answered by signing in again."""
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    """The largest response body read, in bytes (1 MiB by default)."""
+    legacy_fallback: bool = True
+    """Fall back to the 2025-03-26 discovery when there is no protected resource
+    metadata."""
+    protocol_version: str | None = "2025-11-25"
+    """Sent as ``MCP-Protocol-Version`` on discovery requests (None: not sent)."""
+
+    def __post_init__(self) -> None:
+        try:
+            if self.grant == AUTHORIZATION_CODE:
+                if self.redirect_uri is None:
+                    raise OAuthLocalError("the authorization code grant needs a redirect_uri")
+                require_secure(self.redirect_uri, "the redirect URI")
+            elif self.grant != CLIENT_CREDENTIALS:
+                raise OAuthLocalError(f"unknown grant {self.grant!r}")
+            if self.client_metadata_url is not None:
+                require_secure(self.client_metadata_url, "the client metadata URL")
+                url = self.client_metadata_url
+                # Spec (uncatalogued): 2025-11-25/basic/authorization#implementation-requirements
+                # "The `client_id` URL MUST use the 'https' scheme and contain a path
+                # component"
+                if not url.startswith("https://") or url.count("/") < 3 or url.endswith("/"):
+                    raise OAuthLocalError("a client metadata URL is https:// with a path")
+        except OAuthRefused as exc:
+            raise OAuthLocalError(exc.reason) from None
+        if self.max_retries < 0 or self.max_body_bytes < 1:
+            raise OAuthLocalError("max_retries >= 0 and max_body_bytes >= 1")
+
+
+def choose_client(
+    config: SignInConfig, kept: ClientInfo | None, metadata: ServerMetadata
+) -> ClientInfo | None:
+    """The client to sign in as, or None when dynamic registration must make one.
+
+    Args:
+        config: the flow's configuration.
+        kept: the client of an earlier sign-in with this flow, if any.
+        metadata: the authorization server's metadata.
+
+    Raises:
+        RegistrationUnavailable: the pre-registered client belongs to another issuer,
+            or there is no way to get a client id.
+    """
+    # Spec (uncatalogued): 2025-11-25/basic/authorization#client-registration-approaches
+    # "Use pre-registered client information for the server if the client has it
+    # available ... Use Client ID Metadata Documents if the Authorization Server
+    # indicates if the server supports it ... Use Dynamic Client Registration as a
+    # fallback"
+    if kept is not None and kept.issuer in (None, metadata.issuer):
+        return kept  # signed in before with this server: keep the client
+    if config.client is not None:
+        # Spec (uncatalogued): 2026-07-28/basic/authorization/client-registration#authorization-server-binding
+        # "If the authorization server indicated by protected resource metadata no longer
+        # matches the one the credentials were registered with, clients SHOULD surface an
+        # error rather than silently attempting to use mismatched credentials."
+        if config.client.issuer not in (None, metadata.issuer):
+            raise RegistrationUnavailable(
+                f"the pre-registered client belongs to {config.client.issuer!r}, "
+                f"and this server's issuer is {metadata.issuer!r}"
+            )
+        return config.client
+    if config.client_metadata_url and metadata.client_id_metadata_document_supported:
+        return ClientInfo(client_id=config.client_metadata_url, auth_method="none")
+    if metadata.registration_endpoint is not None:
+        return None
+    raise RegistrationUnavailable(
+        "no pre-registered client, no client ID metadata document support and no "
+        "registration endpoint: ask the user for a client id"
+    )
