@@ -213,7 +213,10 @@ def read_redirect(
         AuthorizationDenied: the server answered with ``error``.
         BadMetadata: no ``code``.
     """
-    got, want = urlsplit(url), urlsplit(redirect_uri)
+    try:
+        got, want = urlsplit(url), urlsplit(redirect_uri)
+    except ValueError:  # "Invalid IPv6 URL"
+        raise UnexpectedRedirect(f"the browser came back to a malformed URL: {url!r}") from None
     if (got.scheme.lower(), got.netloc.lower(), got.path) != (
         want.scheme.lower(),
         want.netloc.lower(),
@@ -405,11 +408,19 @@ class InMemoryTokenStore:
         self._grants: dict[str, Grant] = {}
 
     def get(self, server_url: str) -> Grant | None:
-        """The grant kept for ``server_url``, or None."""
+        """The grant kept for ``server_url``, or None.
+
+        Raises:
+            BadMetadata: ``server_url`` is not an absolute http(s) URL.
+        """
         return self._grants.get(canonical_resource(server_url))
 
     def set(self, server_url: str, grant: Grant | None) -> None:
-        """Keep ``grant`` for ``server_url`` (None forgets it)."""
+        """Keep ``grant`` for ``server_url`` (None forgets it).
+
+        Raises:
+            BadMetadata: ``server_url`` is not an absolute http(s) URL.
+        """
         key = canonical_resource(server_url)
         if grant is None:
             self._grants.pop(key, None)

@@ -385,11 +385,11 @@ def redirect_target(request: HttpRequest, response: HttpResponse, hops: int) -> 
         raise UnexpectedRedirect(f"{request.url} redirected without a Location")
     if hops >= MAX_REDIRECTS:
         raise UnexpectedRedirect(f"more than {MAX_REDIRECTS} redirects from {request.url}")
-    target = urljoin(request.url, location)
     try:
+        target = urljoin(request.url, location)
         same = origin_of(target) == origin_of(request.url)
-    except BadMetadata:
-        same = False
+    except (ValueError, BadMetadata):  # urljoin: "Invalid IPv6 URL"
+        target, same = location, False
     if not same:
         raise UnexpectedRedirect(f"{request.url} redirected to another origin: {target}")
     return target

@@ -981,3 +981,15 @@ def test_redirect_loops_and_redirected_posts_are_refused() -> None:
     )
     refused(sign_in(world, client=CONFIDENTIAL)[1], UnexpectedRedirect)
     assert f"{ISSUER}/token2" not in urls(world)
+
+
+@pytest.mark.parametrize("location", ["http://[", "//[::1", "https://a:b/"])
+def test_a_malformed_location_is_a_refusal(location: str) -> None:
+    world = World()
+    world.routes[ASM] = lambda r: HttpResponse(status=302, headers=(("Location", location),))
+    refused(sign_in(world, client=PUBLIC)[1], UnexpectedRedirect)
+
+
+@pytest.mark.parametrize("where", ["http://[", "", "?code=x", "http://127.0.0.1:3000/callback"])
+def test_a_malformed_redirect_from_the_browser_is_a_refusal(where: str) -> None:
+    refused(sign_in(World(), client=PUBLIC, browser=lambda url: where)[1], OAuthError)

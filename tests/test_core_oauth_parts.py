@@ -365,13 +365,20 @@ _ANSWERS = st.builds(
     HttpResponse,
     status=st.sampled_from([200, 201, 302, 400, 401, 404, 500]),
     headers=st.lists(
-        st.tuples(st.sampled_from(["Location", "Content-Type"]), st.text(max_size=30)), max_size=2
+        st.tuples(
+            st.sampled_from(["Location", "Content-Type"]),
+            st.text(max_size=30) | st.sampled_from(["http://[", "/x", "//evil.example/"]),
+        ),
+        max_size=2,
     ).map(tuple),
     body=_BODIES,
 )
 
 
-@given(st.lists(st.tuples(st.integers(0, 9), _ANSWERS), max_size=12), st.text(max_size=40))
+@given(
+    st.lists(st.tuples(st.integers(0, 9), _ANSWERS), max_size=12),
+    st.text(max_size=40) | st.sampled_from(["http://[", "http://127.0.0.1:3000/callback?x"]),
+)
 @settings(deadline=None, max_examples=300)
 def test_any_answer_at_any_step_gives_an_event_never_a_crash(
     script: list[tuple[int, HttpResponse]], redirect: str
