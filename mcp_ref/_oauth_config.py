@@ -15,6 +15,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from typing import Final, Literal
+from urllib.parse import urlsplit
 
 from ._oauth_grants import Grant
 from ._oauth_http import (
@@ -24,6 +25,7 @@ from ._oauth_http import (
     OAuthLocalError,
     OAuthRefused,
     RegistrationUnavailable,
+    origin_of,
     require_secure,
 )
 from ._oauth_metadata import ClientInfo, ServerMetadata
@@ -138,8 +140,10 @@ class SignInConfig:
                 # Spec (uncatalogued): 2025-11-25/basic/authorization#implementation-requirements
                 # "The `client_id` URL MUST use the 'https' scheme and contain a path
                 # component"
-                if not url.startswith("https://") or url.count("/") < 3 or url.endswith("/"):
+                if not url.startswith("https://") or urlsplit(url).path in ("", "/"):
                     raise OAuthLocalError("a client metadata URL is https:// with a path")
+            for origin in self.trusted_origins:
+                origin_of(origin)  # an absolute http(s) URL, or BadMetadata
         except OAuthRefused as exc:
             raise OAuthLocalError(exc.reason) from None
         if self.max_retries < 0 or self.max_body_bytes < 1:

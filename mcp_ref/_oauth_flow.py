@@ -213,6 +213,10 @@ class SignIn:
     def receive_redirect(self, url: str) -> None:
         """The URL the browser was redirected to after the authorization step.
 
+        Args:
+            url: the whole redirect URL (``redirect_uri`` with ``code``, ``state`` and,
+                from servers that send it, ``iss``); a refusal becomes :class:`Failed`.
+
         Raises:
             OAuthLocalError: no browser step is outstanding.
         """

@@ -308,9 +308,6 @@ def canonical_resource(url: str) -> str:
         BadMetadata: not an absolute http(s) URL, or it has a fragment.
     """
     parts = _split(url, "the resource")
-    # Spec: 2025-06-18/basic/authorization#canonical-server-uri.2
-    # "While the canonical form uses lowercase scheme and host components,
-    # implementations SHOULD accept uppercase scheme and host components"
     if parts.fragment or url.endswith("#"):
         raise BadMetadata(f"a resource URI has no fragment: {url!r}")
     path = parts.path
@@ -318,6 +315,9 @@ def canonical_resource(url: str) -> str:
     # "implementations SHOULD consistently use the form without the trailing slash"
     if path == "/":
         path = ""
+    # Spec: 2025-06-18/basic/authorization#canonical-server-uri.2
+    # "While the canonical form uses lowercase scheme and host components,
+    # implementations SHOULD accept uppercase scheme and host components"
     return urlunsplit((parts.scheme.lower(), _netloc(parts), path, parts.query, ""))
 
 

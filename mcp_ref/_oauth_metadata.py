@@ -202,7 +202,8 @@ def legacy_metadata_url(server_url: str) -> tuple[str, str]:
 def legacy_endpoints(server_url: str) -> ServerMetadata:
     """The default endpoints of a 2025-03-26 server without metadata: ``/authorize``,
     ``/token`` and ``/register`` at the authorization base URL.  ``issuer`` is None:
-    there is no validated issuer to check ``iss`` against.
+    there is no validated issuer to check ``iss`` against.  With no metadata to read
+    PKCE support from, S256 is assumed: that revision requires PKCE of every client.
 
     Raises:
         BadMetadata: ``server_url`` is not an absolute http(s) URL.
@@ -212,6 +213,8 @@ def legacy_endpoints(server_url: str) -> ServerMetadata:
     # Spec (uncatalogued): 2025-03-26/basic/authorization#fallbacks-for-servers-without-metadata-discovery
     # "For servers that do not implement OAuth 2.0 Authorization Server Metadata,
     # clients MUST use the following default endpoint paths"
+    # Spec (uncatalogued): 2025-03-26/basic/authorization#implementation-requirements
+    # "PKCE is REQUIRED for all clients"
     return ServerMetadata(
         issuer=None,
         authorization_endpoint=f"{base}/authorize",
@@ -280,7 +283,7 @@ def read_server_metadata(
         raise IssuerMismatch(
             f"the metadata's issuer is {doc.get('issuer')!r}, expected exactly {issuer!r}"
         )
-    allowed = {origin_of(issuer), *trusted_origins}
+    allowed = {origin_of(issuer), *(origin_of(o) for o in trusted_origins)}
     endpoints: dict[str, str | None] = {}
     for key in ("authorization_endpoint", "token_endpoint", "registration_endpoint"):
         url = _string(doc, key, what, required=key == "token_endpoint")

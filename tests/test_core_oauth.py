@@ -309,6 +309,10 @@ def test_bad_configuration_is_refused_when_built() -> None:
         config(client_metadata_url="https://app.example.com")  # no path
     with pytest.raises(OAuthLocalError):
         SignIn("mcp.example.com", config())  # no scheme
+    with pytest.raises(OAuthLocalError):
+        config(trusted_origins=frozenset({"tokens.example.com"}))
+    with pytest.raises(OAuthLocalError):
+        config(client_metadata_url="https://app.example.com/")
     assert config(redirect_uri="https://app.example.com/cb").redirect_uri
 
 
@@ -470,7 +474,7 @@ def test_a_trusted_origin_may_hold_the_token_endpoint() -> None:
     world = World()
     world.metadata["token_endpoint"] = "https://tokens.example.com/token"
     world.routes["https://tokens.example.com/token"] = world.token
-    trusted = frozenset({"https://tokens.example.com"})
+    trusted = frozenset({"HTTPS://Tokens.example.com:443/"})
     _, event = sign_in(world, client=PUBLIC, trusted_origins=trusted)
     assert isinstance(event, Authorized)
 
