@@ -406,3 +406,23 @@ def test_any_answer_at_any_step_gives_an_event_never_a_crash(
 def test_client_info_defaults() -> None:
     info = ClientInfo(client_id="x")
     assert info.client_secret is None and info.auth_method is None and info.issuer is None
+
+
+@given(st.lists(st.text(max_size=80), max_size=3), st.sampled_from([401, 403]))
+def test_any_challenge_starts_the_flow_or_fails_it_cleanly(values: list[str], status: int) -> None:
+    flow = SignIn(SERVER, config())
+    flow.receive_challenge(status, values)
+    event = flow.next_event()
+    if isinstance(event, Failed):
+        assert isinstance(event.error, OAuthRefused) and event.error.reason
+    else:
+        assert isinstance(event, NeedHttp) and event.request.method == "GET"
+        assert event.request.header("authorization") is None
+
+
+def test_a_challenge_of_another_scheme_falls_back_to_the_well_known_urls() -> None:
+    flow = SignIn(SERVER, config())
+    flow.receive_challenge(401, ['Basic realm="mcp"'])
+    event = flow.next_event()
+    assert isinstance(event, NeedHttp)
+    assert event.request.url == "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
