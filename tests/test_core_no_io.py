@@ -1,5 +1,5 @@
 """The core does no I/O: importing every core module pulls in no trio, socket or asyncio
-(h11, sans-IO itself, is allowed)."""
+(h11 and wsproto, sans-IO themselves, are allowed)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import mcp_ref
 # threading is not listed: attrs imports it for a lock, and it does no I/O.  Nor is h11:
 # it is sans-IO itself (bytes in, events out), and the core's HTTP connection and session
 # (mcp_ref/_http_connection.py, _http_server.py) are built on it, as wsproto is.
-FORBIDDEN = ("trio", "socket", "asyncio", "selectors", "ssl", "wsproto", "subprocess")
+# Nor is wsproto: sans-IO too, the WebSocket core (mcp_ref/_websocket*.py) is built on it.
+FORBIDDEN = ("trio", "socket", "asyncio", "selectors", "ssl", "subprocess")
 
 
 # Top-level modules that are drivers, not core: they may do I/O.

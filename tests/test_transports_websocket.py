@@ -39,6 +39,12 @@ from wsproto.events import (
 )
 
 from mcp_ref import types as t
+from mcp_ref._websocket import (
+    CLOSE_MESSAGE_TOO_BIG,
+    CLOSE_PING_TIMEOUT,
+    CLOSE_PROTOCOL_ERROR,
+    CLOSE_UNSUPPORTED_DATA,
+)
 from mcp_ref.client import open_websocket_client
 from mcp_ref.server import Server
 from mcp_ref.trio import SessionClosed
@@ -49,12 +55,6 @@ from mcp_ref.trio.websocket import (
     serve_websocket,
     serve_websocket_stream,
     websocket_server_handshake,
-)
-from mcp_ref.trio.websocket.channel import (
-    CLOSE_MESSAGE_TOO_BIG,
-    CLOSE_PING_TIMEOUT,
-    CLOSE_PROTOCOL_ERROR,
-    CLOSE_UNSUPPORTED_DATA,
 )
 from mcp_ref.trio.websocket.server import _serve_listeners
 
@@ -178,7 +178,7 @@ async def channel_pair(**kw: Any) -> AsyncIterator[tuple[WebSocketChannel, Peer]
 async def test_text_messages_both_ways(autojump_clock: trio.testing.MockClock) -> None:
     with trio.fail_after(LIMIT):
         async with channel_pair() as (channel, peer):
-            assert channel.framing == "messages" and channel.subprotocol == "mcp"
+            assert channel.framing == "messages" and channel.connection.subprotocol == "mcp"
             await peer.send(TextMessage(data='{"jsonrpc":"2.0","method":"x"}'))
             assert await channel.receive() == b'{"jsonrpc":"2.0","method":"x"}'
             await channel.send('{"a":"é"}'.encode())
@@ -202,7 +202,10 @@ async def test_size_limit_exactly_and_one_above(autojump_clock: trio.testing.Moc
             close = await peer.until_close()
             assert close.code == CLOSE_MESSAGE_TOO_BIG
             assert await channel.receive() == b""
-            assert channel.close_code == CLOSE_MESSAGE_TOO_BIG and channel.closed_by == "local"
+            assert (
+                channel.connection.close_code == CLOSE_MESSAGE_TOO_BIG
+                and channel.connection.closed_by == "local"
+            )
             assert channel.eof_reason is not None and "1009" in channel.eof_reason
 
 
@@ -226,7 +229,7 @@ async def test_refused_frames_close_with_their_code(
             close = await peer.until_close()
             assert close.code == code
             assert await channel.receive() == b""
-            assert channel.close_code == code
+            assert channel.connection.close_code == code
             # We answer the close handshake and the connection then ends cleanly.
             await peer.send(close.response())
             await peer.read_to_eof()
@@ -253,7 +256,11 @@ async def test_ping_is_answered_and_peer_close_is_echoed(
             reply = await peer.next_event()
             assert isinstance(reply, CloseConnection) and reply.code == 4000
             assert await channel.receive() == b""
-            assert (channel.close_code, channel.close_reason, channel.closed_by) == (
+            assert (
+                channel.connection.close_code,
+                channel.connection.close_reason,
+                channel.connection.closed_by,
+            ) == (
                 4000,
                 "bye",
                 "remote",
@@ -268,7 +275,7 @@ async def test_abrupt_disconnect_ends_input_with_1006(
         async with channel_pair() as (channel, peer):
             await peer.stream.aclose()
             assert await channel.receive() == b""
-            assert channel.close_code == 1006
+            assert channel.connection.close_code == 1006
             assert channel.eof_reason is not None and "1006" in channel.eof_reason
 
 
@@ -297,7 +304,7 @@ async def test_aclose_runs_the_closing_handshake(autojump_clock: trio.testing.Mo
                 assert close.code == 1000
                 await peer.send(close.response())
                 await peer.read_to_eof()
-            assert channel.closed_by == "local"
+            assert channel.connection.closed_by == "local"
             with pytest.raises(trio.BrokenResourceError):
                 await channel.send(b"{}")
 
@@ -322,7 +329,7 @@ async def test_keepalive_pings_and_survives_while_answered(
                 event = await peer.next_event()
                 assert isinstance(event, Ping)
                 await peer.send(event.response())
-            assert channel.pings_sent == 3 and channel.close_code is None
+            assert channel.connection.pings_sent == 3 and channel.connection.close_code is None
 
 
 async def test_keepalive_closes_without_pong(autojump_clock: trio.testing.MockClock) -> None:
@@ -534,8 +541,8 @@ async def test_channel_close_codes_seen_by_the_client() -> None:
             async with open_websocket_channel(url, ping_interval=None) as channel:
                 await channel.send(b"x" * 1001)
                 assert await channel.receive() == b""
-                assert channel.close_code == CLOSE_MESSAGE_TOO_BIG
-                assert channel.closed_by == "remote"
+                assert channel.connection.close_code == CLOSE_MESSAGE_TOO_BIG
+                assert channel.connection.closed_by == "remote"
 
 
 async def test_oversized_message_ends_the_client_session() -> None:

@@ -6,15 +6,13 @@ The spec lets a transport of one's own carry MCP if it keeps JSON-RPC and the li
 and asks that it document how a connection is made and how messages travel
 (2025-06-18/basic/transports#custom-transports); docs/websocket.md is that document.
 
-* **Connection**: an HTTP/1.1 upgrade (RFC 6455) to the MCP path (default ``/mcp``)
-  offering the subprotocol ``mcp``; the server checks ``Origin`` and ``Host`` as
-  Streamable HTTP does and refuses with a plain HTTP response (:mod:`.server`,
-  :mod:`.client`).  One WebSocket carries one MCP session.
-* **Messages**: one JSON-RPC message per text message, handed whole to the session by
-  :class:`WebSocketChannel` (:mod:`.channel`, both roles).  Parsing, JSON-RPC errors and
-  request timeouts are the core's and the session's; the channel keeps only what no
-  other layer does: close codes, the message bound while frames arrive, ping/pong and
-  the closing handshake.
+The protocol's decisions are the sans-IO core's: :mod:`mcp_ref._websocket_handshake`
+(the opening handshake: subprotocol ``mcp``, ``Origin`` and ``Host`` as on Streamable
+HTTP, refusals as plain HTTP responses) and :mod:`mcp_ref._websocket` (one JSON-RPC
+message per text message, close codes, the message bound, keepalive).  The modules here
+are the trio loops around them: :mod:`.server`, :mod:`.client` (the handshakes, the
+listener) and :mod:`.channel` (:class:`WebSocketChannel`, both roles).  One WebSocket
+carries one MCP session.
 """
 
 # Spec: 2025-06-18/basic/transports#custom-transports.3 (documented in docs/websocket.md)

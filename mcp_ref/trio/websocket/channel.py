@@ -2,21 +2,20 @@
 
 Theory of operation
 -------------------
-wsproto does the protocol work (frames, masking, UTF-8, the close handshake's states);
-this module only moves its bytes.  :meth:`WebSocketChannel.run` is the one reader: read
-the stream, feed wsproto, act on each event, repeat.  Text frames are joined into whole
-messages, counted while they arrive (over ``max_message_bytes``: close 1009 before
-anything is kept past the limit), and handed to the session (``Session.push``; without
-a session, to :meth:`~WebSocketChannel.receive` through a one-message inbox, so a slow
-consumer stops the reading).  A binary message closes with 1003, frames wsproto cannot
-parse with the code it names (1007, 1002); pings are answered; the peer's close is
-answered with its code.  Beside the reader, a keepalive task pings every
-``ping_interval`` and closes with 1011 if no pong comes within ``ping_timeout``.
+The decisions are the sans-IO core's (:class:`mcp_ref._websocket.WebSocketConnection`:
+what each frame means, close codes, the message bound, keepalive); this module moves
+bytes and time.  :meth:`WebSocketChannel.run` is the one reader: take the core's next
+event, write the control frames it decided on, then read more bytes, or hand a message
+to the session (``Session.push``; without a session, to :meth:`~WebSocketChannel.receive`
+through a one-message inbox, so a slow consumer stops the reading), or stop.  Beside it
+a keepalive task sleeps until the core's deadline (or a pong) and calls
+``handle_timeout``.
 
-Every write holds one lock, so a control frame never splits a data frame.  Input ends
-(``receive`` gives ``b""``, ``eof_reason`` says why) as soon as either side closes; then
-:meth:`~WebSocketChannel.run` gets at most ``close_timeout`` to finish: the peer's close
-frame, our half-close, the peer's FIN (so our close frame is not lost to a TCP reset).
+Every write holds one lock, so a control frame never splits a data frame.  Once input
+has ended (``receive`` gives ``b""``, ``eof_reason`` says why), :meth:`run` gets at most
+``close_timeout`` to finish: the peer's close frame, our half-close, the peer's FIN (so
+our close frame is not lost to a TCP reset).  A write that fails or times out drops the
+connection, since half a frame may be on the wire.
 """
 
 from __future__ import annotations
@@ -25,47 +24,30 @@ import logging
 import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 import trio
 from wsproto import WSConnection
-from wsproto.connection import ConnectionState
-from wsproto.events import BytesMessage, CloseConnection, Event, Ping, Pong, TextMessage
-from wsproto.frame_protocol import CloseReason
-from wsproto.utilities import LocalProtocolError as WSLocalProtocolError
 
-from ..._framing import DEFAULT_MAX_MESSAGE_BYTES
+from ..._errors import LocalProtocolError
+from ..._websocket import (
+    CLOSE_NORMAL,
+    CLOSED,
+    DEFAULT_CLOSE_TIMEOUT,
+    NEED_DATA,
+    PONG,
+    WebSocketConnection,
+)
 from ...events import RequestId
 from .._outgoing import SessionClosed
 from .._session_api import Session
 
-__all__ = ["SUBPROTOCOL", "WebSocketChannel", "describe", "running"]
+__all__ = ["WebSocketChannel", "running"]
 
 log = logging.getLogger("mcp_ref.trio.websocket")
 
-SUBPROTOCOL: Final = "mcp"  # the Sec-WebSocket-Protocol both sides must agree on
-DEFAULT_PATH: Final = "/mcp"
 RECEIVE_SIZE: Final = 65536  # bytes per receive_some
-DEFAULT_PING_INTERVAL: Final = 20.0  # seconds between keepalive pings
-DEFAULT_PING_TIMEOUT: Final = 20.0  # seconds a pong may take (then close 1011)
-DEFAULT_CLOSE_TIMEOUT: Final = 5.0  # seconds for the closing handshake and the peer's FIN
-DEFAULT_HANDSHAKE_TIMEOUT: Final = 10.0  # seconds for the upgrade (client: and the connect)
-
-# The close codes we send (RFC 6455 section 7.4.1); wsproto's CloseReason names them all.
-CLOSE_NORMAL: Final = CloseReason.NORMAL_CLOSURE  # 1000
-CLOSE_PROTOCOL_ERROR: Final = CloseReason.PROTOCOL_ERROR  # 1002
-CLOSE_UNSUPPORTED_DATA: Final = CloseReason.UNSUPPORTED_DATA  # 1003: MCP messages are text
-CLOSE_MESSAGE_TOO_BIG: Final = CloseReason.MESSAGE_TOO_BIG  # 1009
-CLOSE_PING_TIMEOUT: Final = CloseReason.INTERNAL_ERROR  # 1011: no pong in time
-
-
-def describe(code: int, reason: str | None) -> str:
-    """``"code 1009 (message too big): reason"``, for log lines and ``eof_reason``."""
-    try:
-        text = f"code {code} ({CloseReason(code).name.lower().replace('_', ' ')})"
-    except ValueError:
-        text = f"code {code}"
-    return f"{text}: {reason}" if reason else text
+_BROKEN: Final = (trio.BrokenResourceError, trio.ClosedResourceError)
 
 
 class WebSocketChannel:
@@ -73,16 +55,18 @@ class WebSocketChannel:
     WebSocket (either role).  Made by the handshakes (:mod:`.server`, :mod:`.client`);
     :meth:`run` must be running for anything to arrive.
 
-    Attributes:
+    Args:
         stream: the byte stream under the WebSocket.
-        subprotocol: the negotiated subprotocol (``"mcp"``).
-        max_message_bytes, ping_interval, ping_timeout, close_timeout: as given (bytes
-            of UTF-8; seconds; ``ping_interval=None``: no keepalive).
-        close_code, close_reason: those of the closing handshake (the peer's when it
-            closed first, else ours); 1006 when the connection was lost without one.
-        closed_by: ``"local"`` or ``"remote"``: who closed first.
+        ws: the wsproto connection, its opening handshake over.
+        close_timeout: seconds for the closing handshake and the peer's FIN.
+        **options: those of :class:`~mcp_ref._websocket.WebSocketConnection`
+            (``subprotocol``, ``max_message_bytes``, ``ping_interval``, ``ping_timeout``).
+
+    Attributes:
+        stream, close_timeout: as given.
+        connection: the sans-IO core; its attributes tell how the WebSocket ended
+            (``close_code``, ``close_reason``, ``closed_by``, ``pings_sent``...).
         eof_reason: why input ended (the session puts it in ``SessionClosed``).
-        pings_sent: keepalive pings sent so far.
 
     Raises:
         ValueError: a limit or timeout that is not positive.
@@ -98,39 +82,27 @@ class WebSocketChannel:
         stream: trio.abc.Stream,
         ws: WSConnection,
         *,
-        subprotocol: str | None,
-        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-        ping_interval: float | None = DEFAULT_PING_INTERVAL,
-        ping_timeout: float = DEFAULT_PING_TIMEOUT,
         close_timeout: float = DEFAULT_CLOSE_TIMEOUT,
+        **options: Any,
     ) -> None:
-        interval = 1.0 if ping_interval is None else ping_interval
-        if min(max_message_bytes, interval, ping_timeout, close_timeout) <= 0:
-            raise ValueError("limits and timeouts must be positive")
+        if close_timeout <= 0:
+            raise ValueError("close_timeout must be positive")
+        self.connection = WebSocketConnection(ws, **options)
         self.stream = stream
-        self.subprotocol = subprotocol
-        self.max_message_bytes = max_message_bytes
-        self.ping_interval = ping_interval
-        self.ping_timeout = ping_timeout
         self.close_timeout = close_timeout
-        self.close_code: int | None = None
-        self.close_reason: str | None = None
-        self.closed_by: Literal["local", "remote"] | None = None
-        self.eof_reason: str | None = None
-        self.pings_sent = 0
-        self._ws = ws
         self._lock = trio.Lock()
         self._inbox_send, self._inbox = trio.open_memory_channel[bytes](1)
         self._session: Session | None = None
-        self._parts: list[bytes] = []  # the message being received
-        self._size = 0
-        self._ping = b""
-        self._pong = trio.Event()
+        self._pong = trio.Event()  # set by the reader: wakes the keepalive
         self._eof = False  # the peer's FIN (or a failed read)
-        self._stop_reading = False  # wsproto's decoder failed: only the drain is left
-        self._scope = trio.CancelScope()  # run's; a deadline once closing starts
+        self._scope = trio.CancelScope()  # run's; a deadline once input ends
         self._running = False
         self._done = trio.Event()
+
+    @property
+    def eof_reason(self) -> str | None:
+        """Why input ended (the core's words), None while it goes on."""
+        return self.connection.eof_reason
 
     # ------------------------------------------------------------ MessageChannel
 
@@ -146,17 +118,30 @@ class WebSocketChannel:
             return b""
 
     async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
-        """Send ``data`` as one text message (``related_request_id`` is not used).
+        """Send ``data`` as one text message (``related_request_id`` is not used), bounded
+        by the session's ``send_timeout``.
 
         Raises:
-            UnicodeDecodeError: ``data`` is not UTF-8 (the core never produces that).
             trio.BrokenResourceError: the WebSocket is closing, or the write failed.
             trio.ClosedResourceError: the stream was closed.
         """
-        # Spec: 2025-06-18/basic/transports#custom-transports.2
-        # "Implementers who choose to support custom transports MUST ensure they preserve the
-        # JSON-RPC message format and lifecycle requirements defined by MCP."
-        await self._write(TextMessage(data=data.decode("utf-8")))
+        await trio.lowlevel.checkpoint_if_cancelled()
+        try:
+            self._lock.acquire_nowait()  # free: no schedule point (send_all has one)
+        except trio.WouldBlock:
+            await self._lock.acquire()
+        try:
+            try:
+                frame = self.connection.send(data)  # under the lock: frames go out in order
+            except LocalProtocolError as exc:
+                raise trio.BrokenResourceError(exc.message) from None
+            try:
+                await self.stream.send_all(frame)
+            except BaseException:
+                self._lost("writing to the WebSocket failed")
+                raise
+        finally:
+            self._lock.release()
 
     async def aclose(self) -> None:
         """Close with 1000 (if open), wait for :meth:`run` to finish the closing
@@ -170,20 +155,14 @@ class WebSocketChannel:
             await self.abort()
 
     async def close(self, code: int = CLOSE_NORMAL, reason: str = "") -> None:
-        """Send a close frame (``reason`` cut to 123 bytes by wsproto) and end input;
-        :meth:`run` completes the handshake.  No-op unless the WebSocket is open."""
-        if self._ws.state is not ConnectionState.OPEN:
-            return
-        self._record(code, reason, "local")
-        if code != CLOSE_NORMAL:
-            log.info("closing the WebSocket: %s", describe(code, reason))
-        self._end_input(f"we closed the WebSocket with {describe(code, reason)}")
-        await self._write(CloseConnection(code=code, reason=reason or None), control=True)
+        """Send a close frame and end input; :meth:`run` completes the handshake.  No-op
+        unless the WebSocket is open."""
+        self.connection.close(code, reason)
+        await self._flush()
 
     async def abort(self) -> None:
         """Drop the connection at once, without a close frame (the peer sees 1006)."""
-        self._end_input("the connection was dropped")
-        self._scope.cancel()
+        self._lost("the connection was dropped")
         await trio.aclose_forcefully(self.stream)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -193,185 +172,93 @@ class WebSocketChannel:
         try:
             with self._scope:
                 async with trio.open_nursery() as nursery:
-                    if self.ping_interval is not None:
-                        nursery.start_soon(self._keepalive, self.ping_interval)
+                    nursery.start_soon(self._keepalive)
                     task_status.started()
                     await self._read()
                     nursery.cancel_scope.cancel()
                 await self._drain()
         finally:
-            self._end_input("the connection ended")
+            self.connection.connection_lost("the connection ended")
+            self._inbox_send.close()
             with trio.CancelScope(shield=True):
                 await trio.aclose_forcefully(self.stream)
             self._done.set()
 
-    # ------------------------------------------------------------------ reading
+    # ---------------------------------------------------------------- the loops
 
     async def _read(self) -> None:
-        """The reader loop, until the closing handshake is over or the connection lost
-        (wsproto is in state CLOSED), or wsproto's decoder failed."""
-        ws = self._ws
+        """The reader loop, until the core says CLOSED.  The first pass takes the frames
+        that came with the handshake."""
         while True:
-            # The first pass takes the frames that came with the handshake.
-            for event in ws.events():
-                await self._on_event(event)
-                if self._stop_reading:
-                    return
-            if ws.state is ConnectionState.CLOSED:
+            event = self.connection.next_event()
+            await self._flush()
+            if event is CLOSED:
                 return
-            try:
-                data = bytes(await self.stream.receive_some(RECEIVE_SIZE))
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                data = b""
-            self._eof = not data
-            # After the peer's close frame wsproto ignores what follows (RFC 6455 5.5.1);
-            # at EOF it reports 1006.
-            ws.receive_data(data or None)
-
-    async def _on_event(self, event: Event) -> None:
-        if isinstance(event, TextMessage):
-            await self._on_text(event)
-        elif isinstance(event, BytesMessage):
-            await self.close(CLOSE_UNSUPPORTED_DATA, "binary messages are not accepted")
-        elif isinstance(event, Ping):
-            await self._write(event.response(), control=True)
-        elif isinstance(event, Pong):
-            if event.payload == self._ping:
+            if event is PONG:
                 self._pong.set()
-        elif isinstance(event, CloseConnection):
-            await self._on_close(event)
-
-    async def _on_close(self, event: CloseConnection) -> None:
-        state = self._ws.state
-        if self._eof:
-            self._record(event.code, None, "remote")
-            self._end_input("the connection was lost without a WebSocket close frame (1006)")
-        elif state is ConnectionState.REMOTE_CLOSING:
-            # The peer closed first: answer with the same code (RFC 6455 5.5.1).
-            self._record(event.code, event.reason, "remote")
-            why = describe(event.code, event.reason)
-            self._end_input(f"the peer closed the WebSocket with {why}")
-            await self._write(event.response(), control=True)
-        elif state is ConnectionState.OPEN:
-            # wsproto could not parse the peer's frames and names the code (1007, 1002);
-            # its decoder is unusable from here on.
-            await self.close(event.code, event.reason or "")
-            self._stop_reading = True
-        # else CLOSED: the peer's answer to our close frame.
-
-    async def _on_text(self, event: TextMessage) -> None:
-        if self._ws.state is not ConnectionState.OPEN:
-            return  # closing: input has ended
-        chunk = event.data.encode("utf-8")
-        self._size += len(chunk)
-        if self._size > self.max_message_bytes:
-            self._parts.clear()
-            limit = self.max_message_bytes
-            await self.close(CLOSE_MESSAGE_TOO_BIG, f"message larger than {limit} bytes")
-            return
-        self._parts.append(chunk)
-        if not event.message_finished:
-            return
-        # An empty message is not the end of input (b"" to the session): it goes on as
-        # one space, which the core answers with a parse error (-32700).
-        message = b"".join(self._parts) or b" "
-        self._parts.clear()
-        self._size = 0
-        try:
-            if self._session is not None:
-                await self._session.push(message)  # waits while the session is full
+            elif event is NEED_DATA:
+                try:
+                    data = bytes(await self.stream.receive_some(RECEIVE_SIZE))
+                except _BROKEN:
+                    data = b""
+                self._eof = not data
+                self.connection.receive_data(data)
             else:
-                await self._inbox_send.send(message)  # waits for receive()
-        except (SessionClosed, trio.ClosedResourceError, trio.BrokenResourceError):
-            pass  # input has ended: we are closing
+                try:
+                    if self._session is not None:
+                        await self._session.push(event.data)  # waits while it is full
+                    else:
+                        await self._inbox_send.send(event.data)  # waits for receive()
+                except (SessionClosed, *_BROKEN):
+                    pass  # input has ended: we are closing
 
-    # ------------------------------------------------------------------ writing
+    async def _keepalive(self) -> None:
+        """Sleep until the core's deadline (a pong may bring it forward), then let the
+        core decide (a ping, a close); drop the connection when no pong came (no use
+        waiting for the close frame of a peer that does not answer)."""
+        self.connection.handle_timeout(trio.current_time())
+        while (deadline := self.connection.next_deadline()) is not None:
+            with trio.move_on_at(deadline):
+                await self._pong.wait()
+            self._pong = trio.Event()
+            self.connection.handle_timeout(trio.current_time())
+            await self._flush()
+            if self.connection.keepalive_failed:
+                await self.abort()
 
-    async def _write(self, event: Event, *, control: bool = False) -> None:
-        """Write one event under the lock.  Data frames are bounded by the session's
-        ``send_timeout``, control frames by ``close_timeout`` (and dropped when wsproto's
-        state no longer allows them); a write that fails or times out drops the
-        connection, since half a frame may be on the wire."""
-        await trio.lowlevel.checkpoint_if_cancelled()
-        try:
-            self._lock.acquire_nowait()  # free: no schedule point (send_all has one)
-        except trio.WouldBlock:
-            await self._lock.acquire()
-        try:
-            try:
-                data = self._ws.send(event)
-            except WSLocalProtocolError as exc:
-                if control:
-                    return
-                raise trio.BrokenResourceError(f"the WebSocket is closing: {exc}") from None
-            written = False
-            try:
-                if not control:
-                    await self.stream.send_all(data)
-                    written = True
-                else:
-                    if isinstance(event, CloseConnection):
-                        self._start_deadline()
-                    with trio.move_on_after(self.close_timeout):
-                        await self.stream.send_all(data)
-                        written = True
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                if not control:
-                    raise
-            finally:
-                if not written:
-                    self._end_input("writing to the WebSocket failed")
-                    self._scope.cancel()
-        finally:
-            self._lock.release()
-
-    def _record(self, code: int, reason: str | None, by: Literal["local", "remote"]) -> None:
-        if self.close_code is None:
-            self.close_code, self.close_reason, self.closed_by = code, reason, by
-
-    def _start_deadline(self) -> None:
-        if math.isinf(self._scope.deadline):
-            self._scope.deadline = trio.current_time() + self.close_timeout
-
-    def _end_input(self, reason: str) -> None:
-        if self.eof_reason is None:
-            self.eof_reason = reason
-        self._inbox_send.close()
+    async def _flush(self) -> None:
+        """Write the control frames the core decided on, within ``close_timeout``; once
+        input has ended, end the inbox and start the closing deadline."""
+        if self.eof_reason is not None:
+            self._inbox_send.close()
+            if math.isinf(self._scope.deadline):
+                log.debug("WebSocket input ended: %s", self.eof_reason)
+                self._scope.deadline = trio.current_time() + self.close_timeout
+        if not self.connection.has_data_to_send:
+            return
+        async with self._lock:
+            data = self.connection.data_to_send()  # under the lock: frames go out in order
+            with suppress(*_BROKEN), trio.move_on_after(self.close_timeout):
+                await self.stream.send_all(data)
+                return
+            self._lost("writing to the WebSocket failed")
 
     async def _drain(self) -> None:
         """Half-close, then discard what comes until the peer's FIN (within the closing
         deadline), so our close frame is not destroyed by a TCP reset."""
-        self._start_deadline()
         if self._eof:
             return
-        with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+        with suppress(*_BROKEN):
             if isinstance(self.stream, trio.abc.HalfCloseableStream):
                 async with self._lock:
                     await self.stream.send_eof()
             while await self.stream.receive_some(RECEIVE_SIZE):
                 pass
 
-    # ---------------------------------------------------------------- keepalive
-
-    async def _keepalive(self, interval: float) -> None:
-        while True:
-            await trio.sleep(interval)
-            if self._ws.state is not ConnectionState.OPEN:
-                return
-            self.pings_sent += 1
-            self._ping = self.pings_sent.to_bytes(8, "big")
-            self._pong = trio.Event()
-            await self._write(Ping(payload=self._ping), control=True)
-            with trio.move_on_after(self.ping_timeout):
-                await self._pong.wait()
-                continue
-            if self._ws.state is ConnectionState.OPEN:
-                # The peer is not answering: no waiting for its close frame either.
-                reason = f"no pong within {self.ping_timeout:g} s"
-                self._end_input(f"keepalive failed: {reason}")
-                await self.close(CLOSE_PING_TIMEOUT, reason)
-                await self.abort()
-            return
+    def _lost(self, reason: str) -> None:
+        self.connection.connection_lost(reason)
+        self._inbox_send.close()
+        self._scope.cancel()
 
 
 @asynccontextmanager

@@ -1,113 +1,49 @@
-"""The server side: the opening handshake's checks, one session per connection, listeners.
-
-The upgrade request is read with an h11 connection of our own, so that its head is
-bounded (``MAX_HANDSHAKE_BYTES``) and so that the checks wsproto does not make come
-first, in the order docs/websocket.md gives: method (405), path (404), ``Origin`` and
-``Host`` (403: the DNS-rebinding defence of Streamable HTTP, from :mod:`mcp_ref._http`),
-no body (400).  Then wsproto checks the upgrade itself (400, or the 426 its
-``event_hint`` names) and we check that ``mcp`` is offered (400).  Every refusal is a
-plain HTTP response with a JSON-RPC error body, sent before any WebSocket exists.
+"""The server side: the opening handshake, one session per connection, listeners.  The
+handshake's checks and answers are the core's
+(:class:`mcp_ref._websocket_handshake.ServerHandshake`): here it is fed and answered.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Sequence
+from contextlib import suppress
 from typing import Any, Final
 
-import h11
 import trio
-from wsproto import ConnectionType, WSConnection
-from wsproto.events import AcceptConnection, RejectConnection, Request
-from wsproto.utilities import RemoteProtocolError as WSRemoteProtocolError
 
-from ..._http import (
-    LOCALHOST_HOSTS,
-    LOCALHOST_ORIGINS,
-    HttpError,
-    check_host,
-    check_origin,
-    http_error,
-)
+from ..._http import LOCALHOST_HOSTS, LOCALHOST_ORIGINS
+from ..._websocket import DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_PATH, NEED_DATA
+from ..._websocket_handshake import Accepted, Refused, ServerHandshake
 from .._session import DEFAULT_GRACE_SECONDS, Handler
 from .._stdio import serve_channel_until
 from ..http.server import _is_loopback, accept_connections, close_listeners
-from .channel import (
-    DEFAULT_HANDSHAKE_TIMEOUT,
-    DEFAULT_PATH,
-    RECEIVE_SIZE,
-    SUBPROTOCOL,
-    WebSocketChannel,
-    running,
-)
+from .channel import _BROKEN, RECEIVE_SIZE, WebSocketChannel, running
 
 __all__ = ["serve_websocket", "serve_websocket_stream", "websocket_server_handshake"]
 
 log = logging.getLogger("mcp_ref.trio.websocket")
 
-MAX_HANDSHAKE_BYTES: Final = 16384
-"""The largest upgrade request head accepted, in bytes (400 above)."""
 STOP_SLACK: Final = 2.0
 """Seconds past the grace a graceful stop waits for connections to close."""
+_HANDSHAKE_OPTIONS: Final = frozenset({"path", "allowed_origins", "allowed_hosts"})
+_CHANNEL_OPTIONS: Final = frozenset({"ping_interval", "ping_timeout", "close_timeout"})
 
 
-def _error(status: int, detail: str, headers: Sequence[tuple[bytes, bytes]] = ()) -> HttpError:
-    return http_error(status, detail, clause=None, headers=headers)
-
-
-async def _read_request(stream: trio.abc.Stream) -> tuple[h11.Connection, h11.Request | None]:
-    """One request head, and the h11 connection to answer on; None when the client went
-    away or sent bad HTTP (then answered)."""
-    conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HANDSHAKE_BYTES)
-    while True:
+async def _handshake(stream: trio.abc.Stream, handshake: ServerHandshake) -> Accepted | None:
+    """Feed ``handshake`` until it decides, write its answer; the accepted connection,
+    or None (refused, or the client went away)."""
+    while (outcome := handshake.next_event()) is NEED_DATA:
         try:
-            event = conn.next_event()
-        except h11.RemoteProtocolError as exc:
-            await _refuse(stream, conn, _error(exc.error_status_hint, f"bad HTTP request: {exc}"))
-            return conn, None
-        if event is not h11.NEED_DATA:
-            return conn, event if isinstance(event, h11.Request) else None
-        try:
-            data = await stream.receive_some(RECEIVE_SIZE)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            return conn, None
-        if not data:
-            return conn, None
-        conn.receive_data(bytes(data))
-
-
-async def _refuse(stream: trio.abc.Stream, conn: h11.Connection, err: HttpError) -> None:
-    """Send ``err`` as the answer to the upgrade request (the caller then closes)."""
-    log.info("refused a WebSocket upgrade: %s %s", err.status, err.detail)
-    head = h11.Response(
-        status_code=err.status, reason=err.reason, headers=[*err.headers, (b"connection", b"close")]
-    )
-    out = b"".join(conn.send(e) or b"" for e in (head, h11.Data(data=err.body), h11.EndOfMessage()))
-    try:
-        await stream.send_all(out)
-    except (trio.BrokenResourceError, trio.ClosedResourceError):
-        pass
-
-
-def _check(
-    request: h11.Request, path: str | None, origins: Collection[str], hosts: Collection[str]
-) -> HttpError | None:
-    if request.method != b"GET":
-        return _error(405, "only GET (a WebSocket upgrade) is allowed", [(b"allow", b"GET")])
-    where = request.target.decode("latin-1").split("?", 1)[0]
-    if path is not None and where != path:
-        return _error(404, f"no MCP endpoint at {where!r}")
-    headers = list(request.headers)
-    # Spec: 2025-06-18/basic/transports#security-warning.1
-    # "Servers MUST validate the `Origin` header on all incoming connections to prevent DNS
-    # rebinding attacks"
-    err = check_origin(headers, origins) or check_host(headers, hosts)
-    if err is None and any(
-        name == b"transfer-encoding" or (name == b"content-length" and value.strip() != b"0")
-        for name, value in headers
-    ):
-        err = _error(400, "an upgrade request has no body")
-    return err
+            handshake.receive_data(bytes(await stream.receive_some(RECEIVE_SIZE)))
+        except _BROKEN:
+            handshake.receive_data(b"")
+    if isinstance(outcome, Refused):
+        log.info("refused a WebSocket upgrade: %s %s", outcome.error.status, outcome.error.detail)
+    if isinstance(outcome, Accepted | Refused):
+        with suppress(*_BROKEN):
+            await stream.send_all(outcome.data)
+    return outcome if isinstance(outcome, Accepted) else None
 
 
 async def websocket_server_handshake(
@@ -121,10 +57,8 @@ async def websocket_server_handshake(
     """Run the server side of the opening handshake on a connected ``stream``.
 
     Args:
-        path: the only path accepted (the query is ignored); None: any.
-        allowed_origins: ``Origin`` patterns (:func:`mcp_ref._http.check_origin`); a
-            request without ``Origin`` passes.
-        allowed_hosts: ``Host`` patterns (:func:`mcp_ref._http.check_host`).
+        path, allowed_origins, allowed_hosts: see
+            :class:`~mcp_ref._websocket_handshake.ServerHandshake`.
         **channel_kw: options of :class:`WebSocketChannel`.
 
     Returns:
@@ -134,36 +68,13 @@ async def websocket_server_handshake(
     Source: 2025-06-18/basic/transports#security-warning.1 (validate ``Origin``),
     2025-06-18/basic/transports#custom-transports.3 (the documented handshake).
     """
-    conn, request = await _read_request(stream)
-    if request is None:
+    handshake = ServerHandshake(
+        path=path, allowed_origins=allowed_origins, allowed_hosts=allowed_hosts
+    )
+    accepted = await _handshake(stream, handshake)
+    if accepted is None:
         return None
-    ws = WSConnection(ConnectionType.SERVER)
-    err = _check(request, path, allowed_origins, allowed_hosts)
-    if err is None:
-        try:
-            ws.initiate_upgrade_connection(list(request.headers), request.target)
-            offered = next(e for e in ws.events() if isinstance(e, Request))
-            if SUBPROTOCOL not in offered.subprotocols:
-                err = _error(400, f"the subprotocol {SUBPROTOCOL!r} must be offered")
-        except WSRemoteProtocolError as exc:
-            hint = exc.event_hint  # wsproto's reply: 400, or 426 naming version 13
-            if not isinstance(hint, RejectConnection):
-                hint = RejectConnection()
-            err = _error(hint.status_code, f"not a valid WebSocket upgrade: {exc}", hint.headers)
-        except (StopIteration, ValueError, UnicodeError) as exc:
-            err = _error(400, f"bad upgrade request: {exc}")
-    if err is not None:
-        await _refuse(stream, conn, err)
-        return None
-    await stream.send_all(ws.send(AcceptConnection(subprotocol=SUBPROTOCOL)))
-    ws.receive_data(conn.trailing_data[0])  # frames sent right behind the request
-    return WebSocketChannel(stream, ws, subprotocol=SUBPROTOCOL, **channel_kw)
-
-
-_HANDSHAKE_OPTIONS: Final = frozenset(
-    {"path", "allowed_origins", "allowed_hosts", "max_message_bytes"}
-    | {"ping_interval", "ping_timeout", "close_timeout"}
-)
+    return WebSocketChannel(stream, accepted.ws, **channel_kw)
 
 
 async def serve_websocket_stream(
@@ -190,9 +101,11 @@ async def serve_websocket_stream(
 
     Never raises for a misbehaving client: refusals are answered and logged.
     """
-    handshake_kw = {k: options.pop(k) for k in _HANDSHAKE_OPTIONS & options.keys()}
-    if "max_message_bytes" in handshake_kw:
-        options["max_message_bytes"] = handshake_kw["max_message_bytes"]
+    handshake_kw = {
+        k: options.pop(k) for k in (_HANDSHAKE_OPTIONS | _CHANNEL_OPTIONS) & options.keys()
+    }
+    if "max_message_bytes" in options:  # the channel's limit and the session's
+        handshake_kw["max_message_bytes"] = options["max_message_bytes"]
     try:
         channel: WebSocketChannel | None = None
         with trio.move_on_after(handshake_timeout):
@@ -201,7 +114,7 @@ async def serve_websocket_stream(
             return
         async with running(channel):
             await serve_channel_until(target, channel, stop, **options)
-    except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+    except _BROKEN as exc:
         log.debug("WebSocket connection failed: %r", exc)
     finally:
         with trio.CancelScope(shield=True):
@@ -270,16 +183,8 @@ async def serve_websocket(
         task_status.started(bound)
         if stop is not None:
             kw.setdefault("drain_timeout", grace_seconds)
-        await _serve_listeners(
-            target,
-            listeners,
-            max_connections=max_connections,
-            stop=stop,
-            path=path,
-            allowed_origins=allowed_origins,
-            allowed_hosts=allowed_hosts,
-            **kw,
-        )
+        kw.update(path=path, allowed_origins=allowed_origins, allowed_hosts=allowed_hosts)
+        await _serve_listeners(target, listeners, max_connections=max_connections, stop=stop, **kw)
     finally:
         await close_listeners(listeners)
 
@@ -296,15 +201,13 @@ async def _serve_listeners(
     past ``max_connections``), until ``stop``; then give the connections
     ``drain_timeout`` plus ``STOP_SLACK`` seconds to end."""
     active = 0
+    handshake_kw = {k: v for k, v in kw.items() if k in _HANDSHAKE_OPTIONS}
 
     async def handle(stream: trio.abc.Stream) -> None:
         nonlocal active
         if active >= max_connections:
             with trio.move_on_after(kw.get("handshake_timeout", DEFAULT_HANDSHAKE_TIMEOUT)):
-                conn, request = await _read_request(stream)
-                if request is not None:
-                    busy = f"too many connections (at most {max_connections})"
-                    await _refuse(stream, conn, _error(503, busy))
+                await _handshake(stream, ServerHandshake(busy=max_connections, **handshake_kw))
             await trio.aclose_forcefully(stream)
             return
         active += 1
