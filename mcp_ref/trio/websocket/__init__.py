@@ -1,18 +1,11 @@
-"""MCP over WebSocket (a custom transport): server and client on wsproto over trio streams.
+"""MCP over WebSocket (a custom transport), on trio streams.
 
-Theory of operation
--------------------
 The spec lets a transport of one's own carry MCP if it keeps JSON-RPC and the lifecycle,
 and asks that it document how a connection is made and how messages travel
 (2025-06-18/basic/transports#custom-transports); docs/websocket.md is that document.
-
-The protocol's decisions are the sans-IO core's: :mod:`mcp_ref._websocket_handshake`
-(the opening handshake: subprotocol ``mcp``, ``Origin`` and ``Host`` as on Streamable
-HTTP, refusals as plain HTTP responses) and :mod:`mcp_ref._websocket` (one JSON-RPC
-message per text message, close codes, the message bound, keepalive).  The modules here
-are the trio loops around them: :mod:`.server`, :mod:`.client` (the handshakes, the
-listener) and :mod:`.channel` (:class:`WebSocketChannel`, both roles).  One WebSocket
-carries one MCP session.
+The decisions are the sans-IO core's (:mod:`mcp_ref._websocket_handshake`,
+:mod:`mcp_ref._websocket`); here are its trio loops: :mod:`.server`, :mod:`.client` (the
+handshakes, the listener) and :mod:`.channel` (one open WebSocket, both roles).
 """
 
 # Spec: 2025-06-18/basic/transports#custom-transports.3 (documented in docs/websocket.md)

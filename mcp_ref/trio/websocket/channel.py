@@ -2,20 +2,15 @@
 
 Theory of operation
 -------------------
-The decisions are the sans-IO core's (:class:`mcp_ref._websocket.WebSocketConnection`:
-what each frame means, close codes, the message bound, keepalive); this module moves
+The core (:class:`mcp_ref._websocket.WebSocketConnection`) decides; this module moves
 bytes and time.  :meth:`WebSocketChannel.run` is the one reader: take the core's next
-event, write the control frames it decided on, then read more bytes, or hand a message
-to the session (``Session.push``; without a session, to :meth:`~WebSocketChannel.receive`
-through a one-message inbox, so a slow consumer stops the reading), or stop.  Beside it
-a keepalive task sleeps until the core's deadline (or a pong) and calls
-``handle_timeout``.
-
-Every write holds one lock, so a control frame never splits a data frame.  Once input
-has ended (``receive`` gives ``b""``, ``eof_reason`` says why), :meth:`run` gets at most
-``close_timeout`` to finish: the peer's close frame, our half-close, the peer's FIN (so
-our close frame is not lost to a TCP reset).  A write that fails or times out drops the
-connection, since half a frame may be on the wire.
+event, write the control frames it decided on, then read more bytes, hand a message to
+the session (``Session.push``; without one, to :meth:`~WebSocketChannel.receive`
+through a one-message inbox), or stop.  Beside it the keepalive task sleeps until the
+core's deadline.  Every write holds one lock, so no frame splits another.  Once input
+has ended, :meth:`~WebSocketChannel.run` gets ``close_timeout`` to finish: the peer's
+close frame, our half-close, the peer's FIN (so our close frame is not lost to a TCP
+reset).  A write that fails or times out drops the connection (half a frame may be out).
 """
 
 from __future__ import annotations
@@ -52,27 +47,25 @@ _BROKEN: Final = (trio.BrokenResourceError, trio.ClosedResourceError)
 
 class WebSocketChannel:
     """A ``framing="messages"`` :class:`~mcp_ref.trio.MessageChannel` over one open
-    WebSocket (either role).  Made by the handshakes (:mod:`.server`, :mod:`.client`);
-    :meth:`run` must be running for anything to arrive.
+    WebSocket, either role (the handshakes of :mod:`.server` and :mod:`.client` make
+    it); :meth:`run` must be running for anything to arrive.
 
     Args:
         stream: the byte stream under the WebSocket.
         ws: the wsproto connection, its opening handshake over.
         close_timeout: seconds for the closing handshake and the peer's FIN.
-        **options: those of :class:`~mcp_ref._websocket.WebSocketConnection`
-            (``subprotocol``, ``max_message_bytes``, ``ping_interval``, ``ping_timeout``).
+        **options: those of the core's :class:`~mcp_ref._websocket.WebSocketConnection`
+            (``max_message_bytes``, ``ping_interval``, ``ping_timeout``).
 
     Attributes:
-        stream, close_timeout: as given.
-        connection: the sans-IO core; its attributes tell how the WebSocket ended
-            (``close_code``, ``close_reason``, ``closed_by``, ``pings_sent``...).
+        connection: the core, which also tells how the WebSocket ended (``close_code``,
+            ``close_reason``, ``closed_by``; ``pings_sent``).
         eof_reason: why input ended (the session puts it in ``SessionClosed``).
 
     Raises:
         ValueError: a limit or timeout that is not positive.
 
-    Source: 2025-06-18/basic/transports#custom-transports.2 (one JSON-RPC message per
-    text message, unchanged).
+    Source: 2025-06-18/basic/transports#custom-transports.2.
     """
 
     framing: Literal["lines", "messages"] = "messages"

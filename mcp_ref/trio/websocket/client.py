@@ -79,7 +79,8 @@ async def open_websocket_channel(
         max_message_bytes, ping_interval, ping_timeout, close_timeout: see
             :class:`WebSocketChannel`.
         connect_timeout: seconds for the TCP connect and the opening handshake.
-        stream: a connected stream to use instead of connecting (tests).
+        stream: a connected stream to use instead of connecting (tests); it is closed
+            when the handshake fails, as a stream of our own is.
 
     Raises:
         ValueError: not a ``ws://`` URL (:func:`~mcp_ref._websocket_handshake.split_url`).
@@ -89,7 +90,6 @@ async def open_websocket_channel(
     """
     hostname, port, host, target = split_url(url)
     with trio.fail_after(connect_timeout):
-        own = stream is None
         if stream is None:
             stream = await trio.open_tcp_stream(hostname, port)
         try:
@@ -105,8 +105,7 @@ async def open_websocket_channel(
                 close_timeout=close_timeout,
             )
         except BaseException:
-            if own:
-                await trio.aclose_forcefully(stream)
+            await trio.aclose_forcefully(stream)
             raise
     async with running(channel):
         yield channel

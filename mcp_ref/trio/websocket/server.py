@@ -1,7 +1,6 @@
-"""The server side: the opening handshake, one session per connection, listeners.  The
-handshake's checks and answers are the core's
-(:class:`mcp_ref._websocket_handshake.ServerHandshake`): here it is fed and answered.
-"""
+"""The server side: the opening handshake (the core's
+:class:`~mcp_ref._websocket_handshake.ServerHandshake`, fed and answered here), one
+session per connection, the listeners."""
 
 from __future__ import annotations
 
@@ -26,24 +25,10 @@ log = logging.getLogger("mcp_ref.trio.websocket")
 
 STOP_SLACK: Final = 2.0
 """Seconds past the grace a graceful stop waits for connections to close."""
-_HANDSHAKE_OPTIONS: Final = frozenset({"path", "allowed_origins", "allowed_hosts"})
-_CHANNEL_OPTIONS: Final = frozenset({"ping_interval", "ping_timeout", "close_timeout"})
-
-
-async def _handshake(stream: trio.abc.Stream, handshake: ServerHandshake) -> Accepted | None:
-    """Feed ``handshake`` until it decides, write its answer; the accepted connection,
-    or None (refused, or the client went away)."""
-    while (outcome := handshake.next_event()) is NEED_DATA:
-        try:
-            handshake.receive_data(bytes(await stream.receive_some(RECEIVE_SIZE)))
-        except _BROKEN:
-            handshake.receive_data(b"")
-    if isinstance(outcome, Refused):
-        log.info("refused a WebSocket upgrade: %s %s", outcome.error.status, outcome.error.detail)
-    if isinstance(outcome, Accepted | Refused):
-        with suppress(*_BROKEN):
-            await stream.send_all(outcome.data)
-    return outcome if isinstance(outcome, Accepted) else None
+_OPTIONS: Final = frozenset(  # websocket_server_handshake's and the channel's
+    {"path", "allowed_origins", "allowed_hosts", "busy", "ping_interval", "ping_timeout"}
+    | {"close_timeout"}
+)
 
 
 async def websocket_server_handshake(
@@ -52,29 +37,37 @@ async def websocket_server_handshake(
     path: str | None = DEFAULT_PATH,
     allowed_origins: Collection[str] = LOCALHOST_ORIGINS,
     allowed_hosts: Collection[str] = LOCALHOST_HOSTS,
+    busy: int | None = None,
     **channel_kw: Any,
 ) -> WebSocketChannel | None:
-    """Run the server side of the opening handshake on a connected ``stream``.
-
-    Args:
-        path, allowed_origins, allowed_hosts: see
-            :class:`~mcp_ref._websocket_handshake.ServerHandshake`.
-        **channel_kw: options of :class:`WebSocketChannel`.
+    """Run the server side of the opening handshake on a connected ``stream``
+    (``path``, ``allowed_origins``, ``allowed_hosts``, ``busy``: see
+    :class:`~mcp_ref._websocket_handshake.ServerHandshake`; ``channel_kw``: see
+    :class:`WebSocketChannel`).
 
     Returns:
         The open channel (not yet running), or None when the request was refused (the
-        answer is sent: 405, 404, 403, 400, 426) or the client went away.
+        answer is sent: 405, 404, 403, 400, 426, 431, 503) or the client went away.
 
     Source: 2025-06-18/basic/transports#security-warning.1 (validate ``Origin``),
     2025-06-18/basic/transports#custom-transports.3 (the documented handshake).
     """
     handshake = ServerHandshake(
-        path=path, allowed_origins=allowed_origins, allowed_hosts=allowed_hosts
+        path=path, allowed_origins=allowed_origins, allowed_hosts=allowed_hosts, busy=busy
     )
-    accepted = await _handshake(stream, handshake)
-    if accepted is None:
+    while (outcome := handshake.next_event()) is NEED_DATA:
+        try:
+            handshake.receive_data(bytes(await stream.receive_some(RECEIVE_SIZE)))
+        except _BROKEN:
+            handshake.receive_data(b"")
+    if isinstance(outcome, Refused):
+        log.info("refused a WebSocket upgrade: %s %s", outcome.error.status, outcome.error.detail)
+        with suppress(*_BROKEN):
+            await stream.send_all(outcome.data)
+    if not isinstance(outcome, Accepted):
         return None
-    return WebSocketChannel(stream, accepted.ws, **channel_kw)
+    await stream.send_all(outcome.data)
+    return WebSocketChannel(stream, outcome.ws, **channel_kw)
 
 
 async def serve_websocket_stream(
@@ -86,24 +79,19 @@ async def serve_websocket_stream(
     **options: Any,
 ) -> None:
     """Serve one MCP session on one accepted connection: the handshake (within
-    ``handshake_timeout`` seconds), the session, the close; the stream is closed on return.
+    ``handshake_timeout`` seconds), the session, the close; the stream is closed on
+    return.  Never raises for a misbehaving client: refusals are answered and logged.
 
     Args:
         target: a session :class:`~mcp_ref.trio.Handler` (see
             :func:`~mcp_ref.trio.serve_channel`).
         stop: when set, the session takes no more input and ends as at the end of input
             (its ``drain_timeout``, error answers for what still runs, the close).
-        **options: those of :func:`websocket_server_handshake` (``path``,
-            ``allowed_origins``, ``allowed_hosts``) and :class:`WebSocketChannel`
-            (``max_message_bytes``, which the session gets too, ``ping_interval``,
-            ``ping_timeout``, ``close_timeout``); the rest go to
-            :func:`~mcp_ref.trio.open_session`.
-
-    Never raises for a misbehaving client: refusals are answered and logged.
+        **options: those of :func:`websocket_server_handshake` and
+            :class:`WebSocketChannel` (``max_message_bytes`` goes to the session too);
+            the rest go to :func:`~mcp_ref.trio.open_session`.
     """
-    handshake_kw = {
-        k: options.pop(k) for k in (_HANDSHAKE_OPTIONS | _CHANNEL_OPTIONS) & options.keys()
-    }
+    handshake_kw = {k: options.pop(k) for k in _OPTIONS & options.keys()}
     if "max_message_bytes" in options:  # the channel's limit and the session's
         handshake_kw["max_message_bytes"] = options["max_message_bytes"]
     try:
@@ -136,28 +124,22 @@ async def serve_websocket(
     **kw: Any,
 ) -> None:
     """Serve MCP over WebSocket on ``host:port``, one session per connection, until
-    cancelled or until ``stop`` is set and the graceful stop is over.
-
-    Usage: ``port = await nursery.start(serve_websocket, server)`` (then
-    ``ws://127.0.0.1:<port>/mcp``).
+    cancelled or until ``stop`` is set and the graceful stop is over.  Usage:
+    ``port = await nursery.start(serve_websocket, server)``.
 
     Args:
-        target: a session :class:`~mcp_ref.trio.Handler`, e.g. an
-            ``mcp_ref.server.Server``, serving every connection.
+        target: a session :class:`~mcp_ref.trio.Handler` (an ``mcp_ref.server.Server``).
         host: the address to bind (default loopback only).
         port: the TCP port; 0 picks a free one (given to ``task_status``).
-        path: the endpoint path; None accepts any.
-        allowed_origins, allowed_hosts: patterns; default on a loopback ``host``: the
-            loopback names; else no ``Origin`` (only non-browser clients) and any ``Host``.
+        path, allowed_origins, allowed_hosts: see :func:`websocket_server_handshake`;
+            the defaults of the last two on a loopback ``host``: the loopback names;
+            else no ``Origin`` (only non-browser clients) and any ``Host``.
         max_connections: connections served at once; more get 503.
         stop: set it to stop gracefully: the listeners close, each session takes no more
-            input, its requests get ``grace_seconds``, those still running are answered
-            with an error (-32603), and the WebSockets close; connections still open
-            ``STOP_SLACK`` seconds later are cancelled.
-        grace_seconds: see ``stop`` (the sessions' ``drain_timeout`` unless ``kw`` has one).
-        task_status: receives the bound port.
-        **kw: options of :func:`serve_websocket_stream` and of
-            :func:`~mcp_ref.trio.open_session`.
+            input, its requests get ``grace_seconds`` (its ``drain_timeout`` unless
+            ``kw`` has one), those still running are answered with an error (-32603),
+            the WebSockets close; connections open ``STOP_SLACK`` s later are cancelled.
+        **kw: options of :func:`serve_websocket_stream`.
 
     Raises:
         OSError: the address could not be bound.
@@ -197,18 +179,15 @@ async def _serve_listeners(
     stop: trio.Event | None = None,
     **kw: Any,
 ) -> None:
-    """Accept on ``listeners``, one :func:`serve_websocket_stream` per connection (503
-    past ``max_connections``), until ``stop``; then give the connections
-    ``drain_timeout`` plus ``STOP_SLACK`` seconds to end."""
+    """Accept on ``listeners``, one :func:`serve_websocket_stream` per connection,
+    until ``stop``; then give the connections ``drain_timeout`` plus ``STOP_SLACK``
+    seconds to end."""
     active = 0
-    handshake_kw = {k: v for k, v in kw.items() if k in _HANDSHAKE_OPTIONS}
 
     async def handle(stream: trio.abc.Stream) -> None:
         nonlocal active
-        if active >= max_connections:
-            with trio.move_on_after(kw.get("handshake_timeout", DEFAULT_HANDSHAKE_TIMEOUT)):
-                await _handshake(stream, ServerHandshake(busy=max_connections, **handshake_kw))
-            await trio.aclose_forcefully(stream)
+        if active >= max_connections:  # 503, if it passes the other checks
+            await serve_websocket_stream(stream, target, busy=max_connections, **kw)
             return
         active += 1
         try:
