@@ -444,6 +444,30 @@ def test_frames_sent_right_behind_the_request_are_kept() -> None:
     assert conn.next_event() == Message(b'{"early":1}')
 
 
+@given(st.binary(max_size=300), st.integers(min_value=1, max_value=300))
+def test_arbitrary_bytes_give_the_server_one_outcome_never_an_exception(
+    data: bytes, cut: int
+) -> None:
+    handshake = ServerHandshake()
+    outcome: object = NEED_DATA
+    for part in (data[:cut], data[cut:], b""):
+        handshake.receive_data(part)
+        outcome = handshake.next_event()
+        if outcome is not NEED_DATA:
+            break
+    assert isinstance(outcome, Accepted | Refused) or outcome is CLOSED
+
+
+@given(st.binary(max_size=300))
+def test_arbitrary_bytes_give_the_client_need_data_or_a_handshake_error(data: bytes) -> None:
+    client = ClientHandshake(host="h:1")
+    try:
+        client.receive_data(data)
+        assert client.next_event() is NEED_DATA
+    except HandshakeError:
+        pass
+
+
 # ------------------------------------------------------- the client handshake
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from typing import Any, Final, Literal
 
@@ -85,7 +85,8 @@ class WebSocketChannel:
         self.close_timeout = close_timeout
         self._lock = trio.Lock()
         self._inbox_send, self._inbox = trio.open_memory_channel[bytes](1)
-        self._session: Session | None = None
+        # Where a message goes: the inbox (waits for receive()), or Session.push.
+        self._deliver: Callable[[bytes], Awaitable[None]] = self._inbox_send.send
         self._pong = trio.Event()  # set by the reader: wakes the keepalive
         self._eof = False  # the peer's FIN (or a failed read)
         self._scope = trio.CancelScope()  # run's; a deadline once input ends
@@ -101,7 +102,7 @@ class WebSocketChannel:
 
     def attach_session(self, session: Session) -> None:
         """Push input to ``session``; ``receive`` then only reports its end."""
-        self._session = session
+        self._deliver = session.push  # waits while the session is full
 
     async def receive(self) -> bytes:
         """The next whole message (UTF-8 JSON bytes); ``b""`` once input ended."""
@@ -198,10 +199,7 @@ class WebSocketChannel:
                 self.connection.receive_data(data)
             else:
                 try:
-                    if self._session is not None:
-                        await self._session.push(event.data)  # waits while it is full
-                    else:
-                        await self._inbox_send.send(event.data)  # waits for receive()
+                    await self._deliver(event.data)
                 except (SessionClosed, *_BROKEN):
                     pass  # input has ended: we are closing
 

@@ -35,12 +35,10 @@ async def websocket_client_handshake(
     headers: Sequence[tuple[str, str]] = (),
     **channel_kw: Any,
 ) -> WebSocketChannel:
-    """Run the client side of the opening handshake on a connected ``stream``.
-
-    Args:
-        host, target, origin, headers: see
-            :class:`~mcp_ref._websocket_handshake.ClientHandshake`.
-        **channel_kw: options of :class:`WebSocketChannel`.
+    """Run the client side of the opening handshake on a connected ``stream``
+    (``host``, ``target``, ``origin``, ``headers``: see
+    :class:`~mcp_ref._websocket_handshake.ClientHandshake`; ``channel_kw``: see
+    :class:`WebSocketChannel`).
 
     Returns:
         The open channel, not yet running (start :meth:`WebSocketChannel.run`).
