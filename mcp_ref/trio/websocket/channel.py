@@ -24,15 +24,8 @@ from typing import Any, Final, Literal
 import trio
 from wsproto import WSConnection
 
+from ... import _websocket as core
 from ..._errors import LocalProtocolError
-from ..._websocket import (
-    CLOSE_NORMAL,
-    CLOSED,
-    DEFAULT_CLOSE_TIMEOUT,
-    NEED_DATA,
-    PONG,
-    WebSocketConnection,
-)
 from ...events import RequestId
 from .._outgoing import SessionClosed
 from .._session_api import Session
@@ -75,12 +68,12 @@ class WebSocketChannel:
         stream: trio.abc.Stream,
         ws: WSConnection,
         *,
-        close_timeout: float = DEFAULT_CLOSE_TIMEOUT,
+        close_timeout: float = core.DEFAULT_CLOSE_TIMEOUT,
         **options: Any,
     ) -> None:
         if close_timeout <= 0:
             raise ValueError("close_timeout must be positive")
-        self.connection = WebSocketConnection(ws, **options)
+        self.connection = core.WebSocketConnection(ws, **options)
         self.stream = stream
         self.close_timeout = close_timeout
         self._lock = trio.Lock()
@@ -141,14 +134,14 @@ class WebSocketChannel:
         """Close with 1000 (if open), wait for :meth:`run` to finish the closing
         handshake (``close_timeout`` plus 1 s at most), then drop the connection.
         Idempotent; never raises for a broken connection."""
-        await self.close(CLOSE_NORMAL, "session ended")
+        await self.close(core.CLOSE_NORMAL, "session ended")
         if self._running:
             with trio.move_on_after(self.close_timeout + 1.0):
                 await self._done.wait()
         if not self._done.is_set():
             await self.abort()
 
-    async def close(self, code: int = CLOSE_NORMAL, reason: str = "") -> None:
+    async def close(self, code: int = core.CLOSE_NORMAL, reason: str = "") -> None:
         """Send a close frame and end input; :meth:`run` completes the handshake.  No-op
         unless the WebSocket is open."""
         self.connection.close(code, reason)
@@ -186,11 +179,11 @@ class WebSocketChannel:
         while True:
             event = self.connection.next_event()
             await self._flush()
-            if event is CLOSED:
+            if event is core.CLOSED:
                 return
-            if event is PONG:
+            if event is core.PONG:
                 self._pong.set()
-            elif event is NEED_DATA:
+            elif event is core.NEED_DATA:
                 try:
                     data = bytes(await self.stream.receive_some(RECEIVE_SIZE))
                 except _BROKEN:

@@ -11,15 +11,8 @@ from typing import Any
 
 import trio
 
+from ... import _websocket as core
 from ..._framing import DEFAULT_MAX_MESSAGE_BYTES
-from ..._websocket import (
-    DEFAULT_CLOSE_TIMEOUT,
-    DEFAULT_HANDSHAKE_TIMEOUT,
-    DEFAULT_PATH,
-    DEFAULT_PING_INTERVAL,
-    DEFAULT_PING_TIMEOUT,
-    NEED_DATA,
-)
 from ..._websocket_handshake import ClientHandshake, HandshakeError, split_url
 from .channel import RECEIVE_SIZE, WebSocketChannel, running
 
@@ -30,7 +23,7 @@ async def websocket_client_handshake(
     stream: trio.abc.Stream,
     *,
     host: str,
-    target: str = DEFAULT_PATH,
+    target: str = core.DEFAULT_PATH,
     origin: str | None = None,
     headers: Sequence[tuple[str, str]] = (),
     **channel_kw: Any,
@@ -50,7 +43,7 @@ async def websocket_client_handshake(
     """
     handshake = ClientHandshake(host=host, target=target, origin=origin, headers=headers)
     await stream.send_all(handshake.request)
-    while (ws := handshake.next_event()) is NEED_DATA:
+    while (ws := handshake.next_event()) is core.NEED_DATA:
         handshake.receive_data(bytes(await stream.receive_some(RECEIVE_SIZE)))
     return WebSocketChannel(stream, ws, **channel_kw)
 
@@ -62,10 +55,10 @@ async def open_websocket_channel(
     origin: str | None = None,
     headers: Sequence[tuple[str, str]] = (),
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-    ping_interval: float | None = DEFAULT_PING_INTERVAL,
-    ping_timeout: float = DEFAULT_PING_TIMEOUT,
-    close_timeout: float = DEFAULT_CLOSE_TIMEOUT,
-    connect_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+    ping_interval: float | None = core.DEFAULT_PING_INTERVAL,
+    ping_timeout: float = core.DEFAULT_PING_TIMEOUT,
+    close_timeout: float = core.DEFAULT_CLOSE_TIMEOUT,
+    connect_timeout: float = core.DEFAULT_HANDSHAKE_TIMEOUT,
     stream: trio.abc.Stream | None = None,
 ) -> AsyncIterator[WebSocketChannel]:
     """Connect to ``url`` (``ws://host:port/path``), run the handshake and yield the

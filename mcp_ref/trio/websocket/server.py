@@ -11,8 +11,8 @@ from typing import Any, Final
 
 import trio
 
+from ... import _websocket as core
 from ..._http import LOCALHOST_HOSTS, LOCALHOST_ORIGINS
-from ..._websocket import DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_PATH, NEED_DATA
 from ..._websocket_handshake import Accepted, Refused, ServerHandshake
 from .._session import DEFAULT_GRACE_SECONDS, Handler
 from .._stdio import serve_channel_until
@@ -34,7 +34,7 @@ _OPTIONS: Final = frozenset(  # websocket_server_handshake's and the channel's
 async def websocket_server_handshake(
     stream: trio.abc.Stream,
     *,
-    path: str | None = DEFAULT_PATH,
+    path: str | None = core.DEFAULT_PATH,
     allowed_origins: Collection[str] = LOCALHOST_ORIGINS,
     allowed_hosts: Collection[str] = LOCALHOST_HOSTS,
     busy: int | None = None,
@@ -55,7 +55,7 @@ async def websocket_server_handshake(
     handshake = ServerHandshake(
         path=path, allowed_origins=allowed_origins, allowed_hosts=allowed_hosts, busy=busy
     )
-    while (outcome := handshake.next_event()) is NEED_DATA:
+    while (outcome := handshake.next_event()) is core.NEED_DATA:
         try:
             handshake.receive_data(bytes(await stream.receive_some(RECEIVE_SIZE)))
         except _BROKEN:
@@ -74,7 +74,7 @@ async def serve_websocket_stream(
     stream: trio.abc.Stream,
     target: Handler,
     *,
-    handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+    handshake_timeout: float = core.DEFAULT_HANDSHAKE_TIMEOUT,
     stop: trio.Event | None = None,
     **options: Any,
 ) -> None:
@@ -114,7 +114,7 @@ async def serve_websocket(
     host: str = "127.0.0.1",
     port: int = 0,
     *,
-    path: str | None = DEFAULT_PATH,
+    path: str | None = core.DEFAULT_PATH,
     allowed_origins: Collection[str] | None = None,
     allowed_hosts: Collection[str] | None = None,
     max_connections: int = 256,
