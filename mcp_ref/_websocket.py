@@ -31,7 +31,8 @@ the end of the stream       1006: the connection was lost without a close frame
 
 Input ends (:attr:`~WebSocketConnection.eof_reason` says why, in words the session
 shows in ``SessionClosed``) as soon as either side closes; what arrives later is
-dropped.
+dropped.  Every buffer is bounded: the message being received by ``max_message_bytes``,
+the control frames waiting to be sent by one of each kind (a pong, a ping, a close).
 
 Time is an argument, as in aioquic.  The keepalive sends a ping every ``ping_interval``
 seconds, one at a time; without its pong ``ping_timeout`` seconds later it closes with

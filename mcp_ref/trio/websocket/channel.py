@@ -216,7 +216,8 @@ class WebSocketChannel:
         if self.eof_reason is not None:
             self._inbox_send.close()
             if math.isinf(self._scope.deadline):
-                log.debug("WebSocket input ended: %s", self.eof_reason)
+                normal = self.connection.close_code == core.CLOSE_NORMAL
+                log.log(logging.DEBUG if normal else logging.INFO, "WebSocket: %s", self.eof_reason)
                 self._scope.deadline = trio.current_time() + self.close_timeout
         if not self.connection.has_data_to_send:
             return
