@@ -26,6 +26,7 @@ __all__ = [
     "SUPPORTED_VERSIONS",
     "MethodSpec",
     "answer_refusal",
+    "ask_refusal",
     "capability_present",
     "check_version",
     "lookup",
@@ -232,6 +233,15 @@ def negotiate_version(requested: str) -> str:
     # Spec: 2025-06-18/basic/lifecycle#version-negotiation.5
     # "This SHOULD be the latest version supported by the server."
     return requested if requested in SUPPORTED_VERSIONS else LATEST_PROTOCOL_VERSION
+
+
+def ask_refusal(version: str) -> str | None:
+    """Why a client may not ask for ``version`` in its ``initialize``; None when it may."""
+    # Spec: 2025-06-18/basic/lifecycle#version-negotiation.1
+    # "In the `initialize` request, the client MUST send a protocol version it supports."
+    if version not in SUPPORTED_VERSIONS:
+        return f"initialize must ask for a version we support, not {version!r}"
+    return None
 
 
 def answer_refusal(requested: str | None, version: str) -> str | None:

@@ -16,6 +16,7 @@ from mcp_ref._methods import (
     SUPPORTED_VERSIONS,
     _note,
     _req,
+    ask_refusal,
     capability_present,
     check_version,
 )
@@ -62,6 +63,14 @@ def test_check_version() -> None:
     assert str(caught.value) == (
         "protocol version '2099-01-01' is not supported; use one of "
         "2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05"
+    )
+
+
+def test_a_client_asks_only_for_a_version_it_supports() -> None:
+    assert all(ask_refusal(version) is None for version in SUPPORTED_VERSIONS)
+    assert (
+        ask_refusal("2099-01-01")
+        == "initialize must ask for a version we support, not '2099-01-01'"
     )
 
 
