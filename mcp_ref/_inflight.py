@@ -91,6 +91,8 @@ class Outgoing:
         Raises:
             TypeError: ``timeout`` is not a RequestTimeout.
             LocalProtocolError: ``now`` is None (with a timeout).
+
+        Source: 2025-06-18/basic/lifecycle#timeouts.3 (a timeout per request).
         """
         if timeout is None:
             return
@@ -98,7 +100,9 @@ class Outgoing:
             raise TypeError("timeout must be a RequestTimeout or None")
         if now is None:
             raise LocalProtocolError("a request with a timeout needs now=")
-        self.timeout, self.sent_at, self.deadline = timeout, now, now + timeout.seconds
+        self.timeout = timeout
+        self.sent_at = now
+        self.deadline = now + timeout.seconds
 
 
 @attrs.define(slots=True)
@@ -162,7 +166,8 @@ class InFlight:
         self._last_id = 0
 
     def fresh_id(self) -> int:
-        """A fresh integer request id, never used by us in this session."""
+        """A fresh integer request id, never used by us in this session (Source:
+        2025-06-18/basic#requests.3)."""
         while True:
             self._last_id += 1
             if self._last_id not in self.outgoing and self._last_id not in self.finished_out:
@@ -335,7 +340,8 @@ class InFlight:
 
 class Refusals:
     """The replies owed to refused messages, by id (see the module header); past
-    ``maximum`` owed, the oldest id is forgotten."""
+    ``maximum`` owed, the oldest id is forgotten.  Source: 2025-06-18/basic#requests.3
+    (a reply to a refused message that reused an id answers no request)."""
 
     def __init__(self, maximum: int) -> None:
         self.maximum = maximum

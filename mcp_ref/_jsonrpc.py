@@ -91,7 +91,8 @@ def refuse(
 
 
 def request(rid: Any, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
-    """A request's JSON-RPC object (no ``params`` member when ``params`` is None)."""
+    """A request's JSON-RPC object (no ``params`` member when ``params`` is None).
+    Source: 2025-06-18/basic#requests."""
     message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
     if params is not None:
         message["params"] = params
@@ -99,7 +100,8 @@ def request(rid: Any, method: str, params: dict[str, Any] | None) -> dict[str, A
 
 
 def notification(method: str, params: dict[str, Any] | None) -> dict[str, Any]:
-    """A notification's JSON-RPC object: a request without an id."""
+    """A notification's JSON-RPC object: a request without an id.
+    Source: 2025-06-18/basic#notifications."""
     # Spec: 2025-06-18/basic#notifications.2
     # "Notifications MUST NOT include an ID."
     message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
@@ -109,14 +111,15 @@ def notification(method: str, params: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def result(rid: Any, result: dict[str, Any]) -> dict[str, Any]:
-    """A success response's JSON-RPC object."""
+    """A success response's JSON-RPC object.  Source: 2025-06-18/basic#responses."""
     # Spec: 2025-06-18/basic#responses.1
     # "Responses MUST include the same ID as the request they correspond to."
     return {"jsonrpc": "2.0", "id": rid, "result": result}
 
 
 def error(rid: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
-    """An error response's JSON-RPC object (no ``data`` member when ``data`` is None)."""
+    """An error response's JSON-RPC object (no ``data`` member when ``data`` is None).
+    Source: 2025-06-18/basic#responses; JSON-RPC 2.0 section 5.1."""
     error: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
         error["data"] = data

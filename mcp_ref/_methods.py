@@ -210,7 +210,8 @@ def negotiate_version(requested: str) -> str:
 
 
 def ask_refusal(version: str) -> str | None:
-    """Why a client may not ask for ``version`` in its ``initialize``; None when it may."""
+    """Why a client may not ask for ``version`` in its ``initialize``; None when it may.
+    Source: 2025-06-18/basic/lifecycle#version-negotiation.1."""
     # Spec: 2025-06-18/basic/lifecycle#version-negotiation.1
     # "In the `initialize` request, the client MUST send a protocol version it supports."
     if version not in SUPPORTED_VERSIONS:
