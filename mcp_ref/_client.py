@@ -95,6 +95,7 @@ __all__ = [
     "ClientWire",
     "ElicitationHandler",
     "ListWalk",
+    "Outcome",
     "RootsArg",
     "SamplingHandler",
     "SessionClosed",
@@ -236,6 +237,12 @@ def as_timeout(timeout: float | RequestTimeout | None) -> RequestTimeout | None:
     if timeout is None or isinstance(timeout, RequestTimeout):
         return timeout
     return RequestTimeout(seconds=timeout)
+
+
+Outcome = Response | ErrorResponse | RequestTimedOut
+"""The events that end a request we sent: the server's answer (a Response or an
+ErrorResponse), or our giving up waiting (RequestTimedOut).  ``isinstance(event,
+Outcome)`` is how a loop tells them from the rest."""
 
 
 def result_of(event: Event) -> Any:
@@ -523,8 +530,8 @@ class ClientWire(ClientCore):
     A loop: write :meth:`send_request`'s bytes; feed what it reads to
     ``connection.receive_data`` (or ``receive_message``); then :meth:`drain` the events
     into its own dispatch and write the bytes it returns.  The dispatch acts on what
-    only the loop can: a Response, ErrorResponse or RequestTimedOut ends a request
-    (:func:`result_of`); a Request is the server's (:meth:`handle`, :meth:`finish`,
+    only the loop can: an :data:`Outcome` (Response, ErrorResponse or RequestTimedOut)
+    ends a request (:func:`result_of`); a Request is the server's (:meth:`handle`, :meth:`finish`,
     :meth:`reply`); ConnectionClosed ends the session.  Progress and notifications have
     reached their callbacks already.
 
@@ -646,7 +653,7 @@ class ClientWire(ClientCore):
             if event is NEED_DATA:
                 return None
             assert isinstance(event, Event)
-            if isinstance(event, Response | ErrorResponse | RequestTimedOut):
+            if isinstance(event, Outcome):
                 if event.id is not None:  # (None: an error about no request of ours)
                     self._on_progress.pop(event.id, None)
             elif isinstance(event, Progress) and event.request_id in self._on_progress:

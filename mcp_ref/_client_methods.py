@@ -18,7 +18,7 @@ LocalProtocolError when the server did not declare the capability the method nee
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from . import types as t
@@ -34,16 +34,9 @@ class TypedMethods:
     Source: 2025-06-18/server (the methods a client calls).
     """
 
-    async def request(
-        self,
-        method: str,
-        params: Any = None,
-        *,
-        timeout: Timeout = DEFAULT,
-        on_progress: Callable[[Progress], Any] | None = None,
-    ) -> Any:
-        """Send a request, return its typed result (each client's own)."""
-        raise NotImplementedError
+    request: Callable[..., Awaitable[Any]]
+    """Each client's own ``request(method, params=None, *, timeout=DEFAULT,
+    on_progress=None)``: send one request, return its typed result."""
 
     async def _page(self, method: str, cursor: str | None, timeout: Timeout) -> Any:
         return await self.request(method, page_params(cursor), timeout=timeout)

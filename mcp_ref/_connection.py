@@ -33,8 +33,8 @@ module:
 
 Sending runs the same checks the other way round and changes nothing until the
 message is known to be good.  A refusal's reply (``event_hint``) may carry the id of
-a request in flight (the peer reused it): ``_refusals`` counts the replies owed to
-refusals, and sending one answers no request.
+a request in flight (the peer reused it): ``_refusals`` (``_inflight.Refusals``) counts
+the replies owed to refusals, and sending one answers no request.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ from ._errors import (
     RemoteProtocolError,
 )
 from ._framing import DEFAULT_MAX_MESSAGE_BYTES, PEEK_BYTES, TOO_LONG, LineBuffer
-from ._inflight import Incoming, InFlight, Outgoing, RequestTimeout
+from ._inflight import Incoming, InFlight, Outgoing, Refusals, RequestTimeout
 from ._methods import (
     METHODS,
     NOTIFICATION,
@@ -65,6 +65,7 @@ from ._methods import (
     SUPPORTED_VERSIONS,
     MethodSpec,
     answer_refusal,
+    ask_refusal,
     lookup,
     negotiate_version,
 )
@@ -166,12 +167,8 @@ class Connection:
             max_incoming=max_requests_in_flight,
             remember=remember_ids,
         )
-        self._next_id = 0
         self._init_id: Any = None  # a server's: the id of the client's initialize
-        # Replies owed to refused messages, by id; past the bound the oldest is forgotten.
-        self._refusals: dict[Any, int] = {}
-        self._refusals_count = 0
-        self._max_refusals = max(64, 4 * max_requests_in_flight)
+        self._refusals = Refusals(max(64, 4 * max_requests_in_flight))
         self._batches: Batches | None = None  # made by the first batch read
         self._outbox: list[bytes] = []
         # Per-method decisions, kept until the version or capabilities change.
@@ -208,12 +205,7 @@ class Connection:
 
     def next_request_id(self) -> int:
         """A fresh integer request id never used by us in this session."""
-        while True:
-            self._next_id += 1
-            rid = self._next_id
-            inflight = self._inflight
-            if rid not in inflight.outgoing and rid not in inflight.finished_out:
-                return rid
+        return self._inflight.fresh_id()
 
     def negotiated_version_for(self, requested: str) -> str:
         """The version a server answers to ``requested`` (see ``negotiate_version``)."""
@@ -221,10 +213,7 @@ class Connection:
 
     def requests_in_flight(self) -> tuple[list[Any], list[Any]]:
         """``(outgoing ids, incoming ids)`` of requests still awaiting a response."""
-        return (
-            [o.id for o in self._inflight.outgoing.values()],
-            [i.id for i in self._inflight.incoming.values()],
-        )
+        return list(self._inflight.outgoing), list(self._inflight.incoming)
 
     def _step(self, direction: Direction, kind: Kind) -> State | None:
         return next_state(self.our_role, self.state, direction, kind)
@@ -281,7 +270,7 @@ class Connection:
                 event = self._read(line)
             except RemoteProtocolError as exc:
                 if exc.event_hint is not None:
-                    self._note_refusal(exc.event_hint.id)
+                    self._refusals.owe(exc.event_hint.id)
                 raise
             if event is not None:
                 return event
@@ -310,7 +299,7 @@ class Connection:
                 self._batches = Batches(
                     max_items=self._inflight.max_incoming,
                     collect=self.newline_framing,
-                    max_refused=self._max_refusals,
+                    max_refused=self._refusals.maximum,
                 )
             self._events.extend(self._batches.split(obj, self.protocol_version, self._handle))
             return None
@@ -351,13 +340,6 @@ class Connection:
         if kind == rpc.NOTIFICATION:
             return self._receive_notification(method, payload)
         return self._receive_response(kind, rid, payload, obj)
-
-    def _note_refusal(self, rid: Any) -> None:
-        self._refusals[rid] = self._refusals.get(rid, 0) + 1
-        self._refusals_count += 1
-        if self._refusals_count > self._max_refusals:
-            oldest = next(iter(self._refusals))
-            self._refusals_count -= self._refusals.pop(oldest)
 
     def _receive_step(self, kind: Kind, rid: Any = None) -> State:
         """The next state for receiving ``kind``; -32600 (replying to ``rid``) if none."""
@@ -476,9 +458,7 @@ class Connection:
         inflight = self._inflight
         is_error = kind == rpc.ERROR
         if rid is None:  # the peer could not read one of our messages
-            return ErrorResponse(
-                id=None, code=payload["code"], message=payload["message"], data=payload.get("data")
-            )
+            return rpc.error_event(None, payload)
         out = inflight.outgoing.get(rid)
         if out is None:
             if inflight.finished_out.get(rid) in ("cancelled", "timed out"):
@@ -496,13 +476,7 @@ class Connection:
         inflight.pop_outgoing(rid, "answered")
         if is_error:
             self.state = new_state
-            return ErrorResponse(
-                id=rid,
-                code=payload["code"],
-                message=payload["message"],
-                data=payload.get("data"),
-                method=method,
-            )
+            return rpc.error_event(rid, payload, method)
         try:
             # Spec: 2025-06-18/client/sampling#security-considerations.2 (results too)
             # "Both parties SHOULD validate message content"
@@ -660,26 +634,10 @@ class Connection:
         out = Outgoing(
             id=rid, method=method, progress_token=token, structure_result=structure_result
         )
-        if timeout is not None:
-            if not isinstance(timeout, RequestTimeout):
-                raise TypeError("timeout must be a RequestTimeout or None")
-            if now is None:
-                raise LocalProtocolError("a request with a timeout needs now=")
-            out.timeout = timeout
-            out.sent_at = now
-            out.deadline = now + timeout.seconds
-        if k is Kind.INITIALIZE:
-            version = event.params.protocol_version
-            # Spec: 2025-06-18/basic/lifecycle#version-negotiation.1
-            # "In the `initialize` request, the client MUST send a protocol version it supports."
-            if version not in SUPPORTED_VERSIONS:
-                raise LocalProtocolError(
-                    f"initialize must ask for a version we support, not {version!r}"
-                )
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
-        if params is not None:
-            message["params"] = params
-        data = self._encode(message)
+        out.start_clock(timeout, now)
+        if k is Kind.INITIALIZE and (why := ask_refusal(event.params.protocol_version)):
+            raise LocalProtocolError(why)
+        data = self._encode(rpc.request(rid, method, params))
         self._inflight.add_outgoing(out)  # checks (id reuse, bounds) before adding
         if k is Kind.INITIALIZE:
             self.requested_version = event.params.protocol_version
@@ -693,13 +651,7 @@ class Connection:
         plan = self._send_plans.get(method)
         spec, k, _ = plan if plan is not None else self._plan_send(method, False)
         new_state = self._check_step(k)
-        params = self._check_params(spec, event.params)
-        # Spec: 2025-06-18/basic#notifications.2
-        # "Notifications MUST NOT include an ID."
-        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            message["params"] = params
-        data = self._encode(message)
+        data = self._encode(rpc.notification(method, self._check_params(spec, event.params)))
         if method == _CANCELLED:  # both checks raise before they change anything
             if not self._inflight.cancel_outgoing(event.params.request_id):
                 return b""  # already answered (or given up on): nothing to cancel
@@ -733,11 +685,7 @@ class Connection:
             )
         if is_init and (why := answer_refusal(self.requested_version, result.protocol_version)):
             raise LocalProtocolError(why)
-        # Spec: 2025-06-18/basic#responses.1
-        # "Responses MUST include the same ID as the request they correspond to."
-        data = self._encode(
-            {"jsonrpc": "2.0", "id": rid, "result": _unstructurer(type(result))(result)}
-        )
+        data = self._encode(rpc.result(rid, _unstructurer(type(result))(result)))
         self._inflight.pop_incoming(rid, "answered")
         if is_init:
             self.protocol_version = result.protocol_version
@@ -764,17 +712,11 @@ class Connection:
             return b""
         is_init = req is not None and req.method == "initialize"
         new_state = self._check_step(Kind.INITIALIZE_ERROR if is_init else Kind.RESPONSE)
-        error: dict[str, Any] = {"code": event.code, "message": event.message}
-        if event.data is not None:
-            error["data"] = event.data
         # Unbounded: the reply to a message refused for its size must go out.
-        data = self._encode({"jsonrpc": "2.0", "id": rid, "error": error}, bounded=False)
+        data = self._encode(rpc.error(rid, event.code, event.message, event.data), bounded=False)
         self.state = new_state
         if refused:
-            self._refusals_count -= 1
-            self._refusals[rid] -= 1
-            if not self._refusals[rid]:
-                del self._refusals[rid]
+            self._refusals.paid(rid)
         elif req is not None:
             self._inflight.pop_incoming(rid, "answered")
         return data if self._batches is None else self._batches.reply(rid, data, refused=refused)
@@ -826,11 +768,7 @@ class Connection:
             # waiting for a response."
             if req.method == "initialize" or self.state is State.CLOSED:
                 continue
-            message = {
-                "jsonrpc": "2.0",
-                "method": _CANCELLED,
-                "params": {"requestId": req.id, "reason": "timed out"},
-            }
+            message = rpc.notification(_CANCELLED, {"requestId": req.id, "reason": "timed out"})
             out.append(rpc.encode(message, newline=self.newline_framing))
         return out
 

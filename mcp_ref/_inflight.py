@@ -14,7 +14,10 @@ An MCP connection carries requests in both directions at once.  :class:`InFlight
   request the peer cancelled is dropped, and a request id is not reused soon after;
 * a heap of deadlines, so ``next_deadline()`` is O(1) and expiry O(log n).
 
-Every table has a bound; the connection refuses new requests past it.
+Every table has a bound; the connection refuses new requests past it.  Beside them,
+:class:`Refusals` counts the replies owed to messages the connection refused: such a
+reply may carry the id of a request in flight (the peer reused it), and sending it must
+answer no request.
 
 Timeouts (2025-06-18/basic/lifecycle#timeouts): a :class:`RequestTimeout` gives the
 seconds a request may wait, whether a progress notification restarts that clock, and
@@ -37,7 +40,7 @@ from ._errors import LocalProtocolError
 from ._jsonrpc import valid_id
 from .events import Progress, ProgressDropped
 
-__all__ = ["InFlight", "Incoming", "Outgoing", "RequestTimeout"]
+__all__ = ["InFlight", "Incoming", "Outgoing", "Refusals", "RequestTimeout"]
 
 
 @attrs.frozen(kw_only=True)
@@ -81,6 +84,25 @@ class Outgoing:
     sent_at: float = 0.0
     deadline: float | None = None
     progressed: bool = False
+
+    def start_clock(self, timeout: RequestTimeout | None, now: float | None) -> None:
+        """Give the request ``timeout`` (None: none), counted from ``now`` (seconds).
+
+        Raises:
+            TypeError: ``timeout`` is not a RequestTimeout.
+            LocalProtocolError: ``now`` is None (with a timeout).
+
+        Source: 2025-06-18/basic/lifecycle#timeouts.3 (a timeout per request).
+        """
+        if timeout is None:
+            return
+        if not isinstance(timeout, RequestTimeout):
+            raise TypeError("timeout must be a RequestTimeout or None")
+        if now is None:
+            raise LocalProtocolError("a request with a timeout needs now=")
+        self.timeout = timeout
+        self.sent_at = now
+        self.deadline = now + timeout.seconds
 
 
 @attrs.define(slots=True)
@@ -141,6 +163,15 @@ class InFlight:
         self.finished_in = _Recent(remember)
         self._heap: list[tuple[float, int, Any]] = []
         self._seq = 0
+        self._last_id = 0
+
+    def fresh_id(self) -> int:
+        """A fresh integer request id, never used by us in this session (Source:
+        2025-06-18/basic#requests.3)."""
+        while True:
+            self._last_id += 1
+            if self._last_id not in self.outgoing and self._last_id not in self.finished_out:
+                return self._last_id
 
     # -- outgoing -----------------------------------------------------------------
 
@@ -305,6 +336,34 @@ class InFlight:
             self.pop_outgoing(o.id, "timed out")
             expired.append(o)
         return expired
+
+
+class Refusals:
+    """The replies owed to refused messages, by id (see the module header); past
+    ``maximum`` owed, the oldest id is forgotten.  Source: 2025-06-18/basic#requests.3
+    (a reply to a refused message that reused an id answers no request)."""
+
+    def __init__(self, maximum: int) -> None:
+        self.maximum = maximum
+        self._owed: dict[Any, int] = {}
+        self._count = 0
+
+    def __contains__(self, rid: object) -> bool:
+        return rid in self._owed
+
+    def owe(self, rid: Any) -> None:
+        """A reply to ``rid`` (None: id null) is owed."""
+        self._owed[rid] = self._owed.get(rid, 0) + 1
+        self._count += 1
+        if self._count > self.maximum:
+            self._count -= self._owed.pop(next(iter(self._owed)))
+
+    def paid(self, rid: Any) -> None:
+        """A reply owed to ``rid`` went out."""
+        self._count -= 1
+        self._owed[rid] -= 1
+        if not self._owed[rid]:
+            del self._owed[rid]
 
 
 _R = TypeVar("_R", Outgoing, Incoming)

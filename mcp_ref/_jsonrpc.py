@@ -36,9 +36,14 @@ __all__ = [
     "classify",
     "decode",
     "encode",
+    "error",
+    "error_event",
     "error_reply",
+    "notification",
     "peek",
     "refuse",
+    "request",
+    "result",
     "valid_id",
 ]
 
@@ -83,6 +88,50 @@ def refuse(
     rid = request_id if valid_id(request_id) else None
     hint = error_reply(rid, code, message) if reply else None
     return RemoteProtocolError(message, code=code, event_hint=hint, request_id=rid)
+
+
+def request(rid: Any, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+    """A request's JSON-RPC object (no ``params`` member when ``params`` is None).
+    Source: 2025-06-18/basic#requests."""
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def notification(method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+    """A notification's JSON-RPC object: a request without an id.
+    Source: 2025-06-18/basic#notifications."""
+    # Spec: 2025-06-18/basic#notifications.2
+    # "Notifications MUST NOT include an ID."
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def result(rid: Any, result: dict[str, Any]) -> dict[str, Any]:
+    """A success response's JSON-RPC object.  Source: 2025-06-18/basic#responses."""
+    # Spec: 2025-06-18/basic#responses.1
+    # "Responses MUST include the same ID as the request they correspond to."
+    return {"jsonrpc": "2.0", "id": rid, "result": result}
+
+
+def error(rid: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    """An error response's JSON-RPC object (no ``data`` member when ``data`` is None).
+    Source: 2025-06-18/basic#responses; JSON-RPC 2.0 section 5.1."""
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": rid, "error": error}
+
+
+def error_event(rid: Any, error: dict[str, Any], method: str | None = None) -> ErrorResponse:
+    """The event of a received ``error`` object (checked by :func:`classify`), answering
+    our request ``method`` (None: not known)."""
+    return ErrorResponse(
+        id=rid, code=error["code"], message=error["message"], data=error.get("data"), method=method
+    )
 
 
 def decode(line: bytes) -> Any:

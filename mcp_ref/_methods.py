@@ -26,6 +26,7 @@ __all__ = [
     "SUPPORTED_VERSIONS",
     "MethodSpec",
     "answer_refusal",
+    "ask_refusal",
     "capability_present",
     "check_version",
     "lookup",
@@ -52,9 +53,10 @@ _FROM_CLIENT = frozenset({CLIENT})
 _FROM_SERVER = frozenset({SERVER})
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen
 class MethodSpec:
-    """One row of :data:`METHODS`."""
+    """One row of :data:`METHODS`: six columns in order, then keywords where a row
+    differs from the defaults."""
 
     method: str
     """The method name on the wire."""
@@ -64,23 +66,23 @@ class MethodSpec:
     """The roles that may send it."""
     params_type: Any
     """The class params are converted to."""
-    result_type: Any = None
-    """For requests: the class of the result."""
-    capability: tuple[str, ...] = ()
+    result_type: Any
+    """For requests: the class of the result (None for notifications)."""
+    section: str
+    """The spec section that defines it, e.g. ``2025-06-18/server/tools#listing-tools``."""
+    capability: tuple[str, ...] = attrs.field(default=(), kw_only=True)
     """Path into the capabilities of :attr:`capability_of` that must be present, e.g.
     ``("resources", "subscribe")``; empty when none is needed."""
-    capability_of: Role | None = None
+    capability_of: Role | None = attrs.field(default=None, kw_only=True)
     """Whose capabilities ``capability`` is looked up in."""
-    capability_since: str = "2024-11-05"
+    capability_since: str = attrs.field(default="2024-11-05", kw_only=True)
     """The first revision in which the capability is required (``completions``: 2025-03-26)."""
-    paginated: bool = False
+    paginated: bool = attrs.field(default=False, kw_only=True)
     """Whether params carry ``cursor`` and the result ``nextCursor``."""
-    since: str = "2024-11-05"
+    since: str = attrs.field(default="2024-11-05", kw_only=True)
     """The first revision that defines it."""
-    params_required: bool = False
+    params_required: bool = attrs.field(default=False, kw_only=True)
     """Whether ``params`` must be present."""
-    section: str = ""
-    """The spec section that defines it, e.g. ``2025-06-18/server/tools#listing-tools``."""
 
     def available_in(self, version: str | None) -> bool:
         """Whether the method exists in protocol ``version`` (None: not negotiated yet)."""
@@ -101,104 +103,77 @@ class MethodSpec:
         return f"{self.method} needs the {owner.value} capability {path}, which was not negotiated"
 
 
-def _req(
-    method: str,
-    senders: frozenset[Role],
-    params_type: Any,
-    result_type: Any,
-    section: str,
-    *,
-    kind: str = REQUEST,
-    **kw: Any,
-) -> MethodSpec:
-    return MethodSpec(
-        method=method,
-        kind=kind,
-        senders=senders,
-        params_type=params_type,
-        result_type=result_type,
-        section=section,
-        **kw,
-    )
-
-
-def _note(
-    method: str, senders: frozenset[Role], params_type: Any, section: str, **kw: Any
-) -> MethodSpec:
-    return _req(method, senders, params_type, None, section, kind=NOTIFICATION, **kw)
-
-
 _V = "2025-06-18/"
-# One row per method, in two lines: name, senders, params class, result class; then the
-# section that defines it and what differs from the MethodSpec defaults.
+# One row per method, in two lines: name, kind, senders, params class, result class; then
+# the section that defines it and what differs from the MethodSpec defaults.
 # fmt: off
 _ROWS = [
     # -- lifecycle and utilities --
-    _req( "initialize",                           _FROM_CLIENT, t.InitializeRequestParams,               t.InitializeResult,
-          _V + "basic/lifecycle#initialization", params_required=True),
-    _note("notifications/initialized",            _FROM_CLIENT, t.NotificationParams,
-          _V + "basic/lifecycle#initialization"),
-    _req( "ping",                                 _BOTH,        t.RequestParams,                         t.EmptyResult,
-          _V + "basic/utilities/ping#overview"),
-    _note("notifications/cancelled",              _BOTH,        t.CancelledNotificationParams,
-          _V + "basic/utilities/cancellation#cancellation-flow", params_required=True),
-    _note("notifications/progress",               _BOTH,        t.ProgressNotificationParams,
-          _V + "basic/utilities/progress#progress-flow", params_required=True),
+    MethodSpec("initialize",                          REQUEST,      _FROM_CLIENT, t.InitializeRequestParams,               t.InitializeResult,
+               _V + "basic/lifecycle#initialization", params_required=True),
+    MethodSpec("notifications/initialized",           NOTIFICATION, _FROM_CLIENT, t.NotificationParams,                    None,
+               _V + "basic/lifecycle#initialization"),
+    MethodSpec("ping",                                REQUEST,      _BOTH,        t.RequestParams,                         t.EmptyResult,
+               _V + "basic/utilities/ping#overview"),
+    MethodSpec("notifications/cancelled",             NOTIFICATION, _BOTH,        t.CancelledNotificationParams,           None,
+               _V + "basic/utilities/cancellation#cancellation-flow", params_required=True),
+    MethodSpec("notifications/progress",              NOTIFICATION, _BOTH,        t.ProgressNotificationParams,            None,
+               _V + "basic/utilities/progress#progress-flow", params_required=True),
     # -- server features --
-    _req( "tools/list",                           _FROM_CLIENT, t.PaginatedRequestParams,                t.ListToolsResult,
-          _V + "server/tools#listing-tools", capability=("tools",), capability_of=SERVER, paginated=True),
-    _req( "tools/call",                           _FROM_CLIENT, t.CallToolRequestParams,                 t.CallToolResult,
-          _V + "server/tools#calling-tools", capability=("tools",), capability_of=SERVER, params_required=True),
-    _note("notifications/tools/list_changed",     _FROM_SERVER, t.NotificationParams,
-          _V + "server/tools#list-changed-notification", capability=("tools", "list_changed"), capability_of=SERVER),
-    _req( "resources/list",                       _FROM_CLIENT, t.PaginatedRequestParams,                t.ListResourcesResult,
-          _V + "server/resources#listing-resources", capability=("resources",), capability_of=SERVER, paginated=True),
-    _req( "resources/templates/list",             _FROM_CLIENT, t.PaginatedRequestParams,                t.ListResourceTemplatesResult,
-          _V + "server/resources#resource-templates", capability=("resources",), capability_of=SERVER, paginated=True),
-    _req( "resources/read",                       _FROM_CLIENT, t.ReadResourceRequestParams,             t.ReadResourceResult,
-          _V + "server/resources#reading-resources", capability=("resources",), capability_of=SERVER, params_required=True),
-    _req( "resources/subscribe",                  _FROM_CLIENT, t.SubscribeRequestParams,                t.EmptyResult,
-          _V + "server/resources#subscriptions", capability=("resources", "subscribe"), capability_of=SERVER, params_required=True),
-    _req( "resources/unsubscribe",                _FROM_CLIENT, t.UnsubscribeRequestParams,              t.EmptyResult,
-          _V + "server/resources#subscriptions", capability=("resources", "subscribe"), capability_of=SERVER, params_required=True),
-    _note("notifications/resources/list_changed", _FROM_SERVER, t.NotificationParams,
-          _V + "server/resources#list-changed-notification", capability=("resources", "list_changed"), capability_of=SERVER),
-    _note("notifications/resources/updated",      _FROM_SERVER, t.ResourceUpdatedNotificationParams,
-          _V + "server/resources#subscriptions", capability=("resources", "subscribe"), capability_of=SERVER, params_required=True),
-    _req( "prompts/list",                         _FROM_CLIENT, t.PaginatedRequestParams,                t.ListPromptsResult,
-          _V + "server/prompts#listing-prompts", capability=("prompts",), capability_of=SERVER, paginated=True),
-    _req( "prompts/get",                          _FROM_CLIENT, t.GetPromptRequestParams,                t.GetPromptResult,
-          _V + "server/prompts#getting-a-prompt", capability=("prompts",), capability_of=SERVER, params_required=True),
-    _note("notifications/prompts/list_changed",   _FROM_SERVER, t.NotificationParams,
-          _V + "server/prompts#list-changed-notification", capability=("prompts", "list_changed"), capability_of=SERVER),
-    _req( "logging/setLevel",                     _FROM_CLIENT, t.SetLevelRequestParams,                 t.EmptyResult,
-          _V + "server/utilities/logging#setting-log-level", capability=("logging",), capability_of=SERVER, params_required=True),
-    _note("notifications/message",                _FROM_SERVER, t.LoggingMessageNotificationParams,
-          _V + "server/utilities/logging#log-message-notifications", capability=("logging",), capability_of=SERVER, params_required=True),
-    _req( "completion/complete",                  _FROM_CLIENT, t.CompleteRequestParams,                 t.CompleteResult,
-          _V + "server/utilities/completion#requesting-completions", capability=("completions",), capability_of=SERVER, capability_since="2025-03-26", params_required=True),
+    MethodSpec("tools/list",                          REQUEST,      _FROM_CLIENT, t.PaginatedRequestParams,                t.ListToolsResult,
+               _V + "server/tools#listing-tools", capability=("tools",), capability_of=SERVER, paginated=True),
+    MethodSpec("tools/call",                          REQUEST,      _FROM_CLIENT, t.CallToolRequestParams,                 t.CallToolResult,
+               _V + "server/tools#calling-tools", capability=("tools",), capability_of=SERVER, params_required=True),
+    MethodSpec("notifications/tools/list_changed",    NOTIFICATION, _FROM_SERVER, t.NotificationParams,                    None,
+               _V + "server/tools#list-changed-notification", capability=("tools", "list_changed"), capability_of=SERVER),
+    MethodSpec("resources/list",                      REQUEST,      _FROM_CLIENT, t.PaginatedRequestParams,                t.ListResourcesResult,
+               _V + "server/resources#listing-resources", capability=("resources",), capability_of=SERVER, paginated=True),
+    MethodSpec("resources/templates/list",            REQUEST,      _FROM_CLIENT, t.PaginatedRequestParams,                t.ListResourceTemplatesResult,
+               _V + "server/resources#resource-templates", capability=("resources",), capability_of=SERVER, paginated=True),
+    MethodSpec("resources/read",                      REQUEST,      _FROM_CLIENT, t.ReadResourceRequestParams,             t.ReadResourceResult,
+               _V + "server/resources#reading-resources", capability=("resources",), capability_of=SERVER, params_required=True),
+    MethodSpec("resources/subscribe",                 REQUEST,      _FROM_CLIENT, t.SubscribeRequestParams,                t.EmptyResult,
+               _V + "server/resources#subscriptions", capability=("resources", "subscribe"), capability_of=SERVER, params_required=True),
+    MethodSpec("resources/unsubscribe",               REQUEST,      _FROM_CLIENT, t.UnsubscribeRequestParams,              t.EmptyResult,
+               _V + "server/resources#subscriptions", capability=("resources", "subscribe"), capability_of=SERVER, params_required=True),
+    MethodSpec("notifications/resources/list_changed", NOTIFICATION, _FROM_SERVER, t.NotificationParams,                    None,
+               _V + "server/resources#list-changed-notification", capability=("resources", "list_changed"), capability_of=SERVER),
+    MethodSpec("notifications/resources/updated",     NOTIFICATION, _FROM_SERVER, t.ResourceUpdatedNotificationParams,     None,
+               _V + "server/resources#subscriptions", capability=("resources", "subscribe"), capability_of=SERVER, params_required=True),
+    MethodSpec("prompts/list",                        REQUEST,      _FROM_CLIENT, t.PaginatedRequestParams,                t.ListPromptsResult,
+               _V + "server/prompts#listing-prompts", capability=("prompts",), capability_of=SERVER, paginated=True),
+    MethodSpec("prompts/get",                         REQUEST,      _FROM_CLIENT, t.GetPromptRequestParams,                t.GetPromptResult,
+               _V + "server/prompts#getting-a-prompt", capability=("prompts",), capability_of=SERVER, params_required=True),
+    MethodSpec("notifications/prompts/list_changed",  NOTIFICATION, _FROM_SERVER, t.NotificationParams,                    None,
+               _V + "server/prompts#list-changed-notification", capability=("prompts", "list_changed"), capability_of=SERVER),
+    MethodSpec("logging/setLevel",                    REQUEST,      _FROM_CLIENT, t.SetLevelRequestParams,                 t.EmptyResult,
+               _V + "server/utilities/logging#setting-log-level", capability=("logging",), capability_of=SERVER, params_required=True),
+    MethodSpec("notifications/message",               NOTIFICATION, _FROM_SERVER, t.LoggingMessageNotificationParams,      None,
+               _V + "server/utilities/logging#log-message-notifications", capability=("logging",), capability_of=SERVER, params_required=True),
+    MethodSpec("completion/complete",                 REQUEST,      _FROM_CLIENT, t.CompleteRequestParams,                 t.CompleteResult,
+               _V + "server/utilities/completion#requesting-completions", capability=("completions",), capability_of=SERVER, capability_since="2025-03-26", params_required=True),
     # -- client features --
-    _req( "sampling/createMessage",               _FROM_SERVER, t.CreateMessageRequestParams,            t.CreateMessageResult,
-          _V + "client/sampling#creating-messages", capability=("sampling",), capability_of=CLIENT, params_required=True),
-    _req( "roots/list",                           _FROM_SERVER, t.RequestParams,                         t.ListRootsResult,
-          _V + "client/roots#listing-roots", capability=("roots",), capability_of=CLIENT),
-    _note("notifications/roots/list_changed",     _FROM_CLIENT, t.NotificationParams,
-          _V + "client/roots#root-list-changes", capability=("roots", "list_changed"), capability_of=CLIENT),
-    _req( "elicitation/create",                   _FROM_SERVER, t.ElicitRequestParams,                   t.ElicitResult,
-          _V + "client/elicitation#creating-elicitation-requests", capability=("elicitation",), capability_of=CLIENT, since="2025-06-18", params_required=True),
+    MethodSpec("sampling/createMessage",              REQUEST,      _FROM_SERVER, t.CreateMessageRequestParams,            t.CreateMessageResult,
+               _V + "client/sampling#creating-messages", capability=("sampling",), capability_of=CLIENT, params_required=True),
+    MethodSpec("roots/list",                          REQUEST,      _FROM_SERVER, t.RequestParams,                         t.ListRootsResult,
+               _V + "client/roots#listing-roots", capability=("roots",), capability_of=CLIENT),
+    MethodSpec("notifications/roots/list_changed",    NOTIFICATION, _FROM_CLIENT, t.NotificationParams,                    None,
+               _V + "client/roots#root-list-changes", capability=("roots", "list_changed"), capability_of=CLIENT),
+    MethodSpec("elicitation/create",                  REQUEST,      _FROM_SERVER, t.ElicitRequestParams,                   t.ElicitResult,
+               _V + "client/elicitation#creating-elicitation-requests", capability=("elicitation",), capability_of=CLIENT, since="2025-06-18", params_required=True),
     # -- 2025-11-25 additions --
-    _note("notifications/elicitation/complete",   _FROM_SERVER, t.ElicitationCompleteNotificationParams,
-          "2025-11-25/client/elicitation", capability=("elicitation",), capability_of=CLIENT, since="2025-11-25", params_required=True),
-    _req( "tasks/get",                            _BOTH,        t.GetTaskRequestParams,                  t.GetTaskResult,
-          "2025-11-25/basic/utilities/tasks", since="2025-11-25", params_required=True),
-    _req( "tasks/result",                         _BOTH,        t.GetTaskPayloadRequestParams,           t.GetTaskPayloadResult,
-          "2025-11-25/basic/utilities/tasks", since="2025-11-25", params_required=True),
-    _req( "tasks/list",                           _BOTH,        t.PaginatedRequestParams,                t.ListTasksResult,
-          "2025-11-25/basic/utilities/tasks", since="2025-11-25", paginated=True),
-    _req( "tasks/cancel",                         _BOTH,        t.CancelTaskRequestParams,               t.CancelTaskResult,
-          "2025-11-25/basic/utilities/tasks", since="2025-11-25", params_required=True),
-    _note("notifications/tasks/status",           _BOTH,        t.TaskStatusNotificationParams,
-          "2025-11-25/basic/utilities/tasks", since="2025-11-25", params_required=True),
+    MethodSpec("notifications/elicitation/complete",  NOTIFICATION, _FROM_SERVER, t.ElicitationCompleteNotificationParams, None,
+               "2025-11-25/client/elicitation", capability=("elicitation",), capability_of=CLIENT, since="2025-11-25", params_required=True),
+    MethodSpec("tasks/get",                           REQUEST,      _BOTH,        t.GetTaskRequestParams,                  t.GetTaskResult,
+               "2025-11-25/basic/utilities/tasks", since="2025-11-25", params_required=True),
+    MethodSpec("tasks/result",                        REQUEST,      _BOTH,        t.GetTaskPayloadRequestParams,           t.GetTaskPayloadResult,
+               "2025-11-25/basic/utilities/tasks", since="2025-11-25", params_required=True),
+    MethodSpec("tasks/list",                          REQUEST,      _BOTH,        t.PaginatedRequestParams,                t.ListTasksResult,
+               "2025-11-25/basic/utilities/tasks", since="2025-11-25", paginated=True),
+    MethodSpec("tasks/cancel",                        REQUEST,      _BOTH,        t.CancelTaskRequestParams,               t.CancelTaskResult,
+               "2025-11-25/basic/utilities/tasks", since="2025-11-25", params_required=True),
+    MethodSpec("notifications/tasks/status",          NOTIFICATION, _BOTH,        t.TaskStatusNotificationParams,          None,
+               "2025-11-25/basic/utilities/tasks", since="2025-11-25", params_required=True),
 ]
 # fmt: on
 
@@ -232,6 +207,16 @@ def negotiate_version(requested: str) -> str:
     # Spec: 2025-06-18/basic/lifecycle#version-negotiation.5
     # "This SHOULD be the latest version supported by the server."
     return requested if requested in SUPPORTED_VERSIONS else LATEST_PROTOCOL_VERSION
+
+
+def ask_refusal(version: str) -> str | None:
+    """Why a client may not ask for ``version`` in its ``initialize``; None when it may.
+    Source: 2025-06-18/basic/lifecycle#version-negotiation.1."""
+    # Spec: 2025-06-18/basic/lifecycle#version-negotiation.1
+    # "In the `initialize` request, the client MUST send a protocol version it supports."
+    if version not in SUPPORTED_VERSIONS:
+        return f"initialize must ask for a version we support, not {version!r}"
+    return None
 
 
 def answer_refusal(requested: str | None, version: str) -> str | None:

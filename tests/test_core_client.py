@@ -39,6 +39,7 @@ from mcp_ref._client import (
     ClientCore,
     ClientWire,
     ListWalk,
+    Outcome,
     SessionClosed,
     as_timeout,
     result_of,
@@ -162,6 +163,23 @@ def test_result_of() -> None:
     assert error.value.code == -32602 and not isinstance(error.value, NoAnswerError)
     with pytest.raises(NoAnswerError):
         result_of(RequestTimedOut(id=1, method="tools/call", elapsed=5.0))
+
+
+def test_an_outcome_is_what_ends_a_request_and_nothing_else() -> None:
+    ends = [
+        Response(id=1, result=t.EmptyResult()),
+        ErrorResponse(id=1, code=-32602, message="no"),
+        RequestTimedOut(id=1, method="ping", elapsed=1.0),
+    ]
+    others = [
+        Request(id=1, method="ping"),
+        RequestCancelled(id=1),
+        Notification(method="notifications/initialized"),
+        Progress(request_id=1, progress_token=1, progress=1.0),
+        ConnectionClosed(),
+    ]
+    assert all(isinstance(event, Outcome) for event in ends)
+    assert not any(isinstance(event, Outcome) for event in others)
 
 
 @pytest.mark.skipif(not JSONSCHEMA_AVAILABLE, reason="jsonschema is not installed")

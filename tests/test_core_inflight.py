@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from mcp_ref import LocalProtocolError
-from mcp_ref._inflight import InFlight, Outgoing, RequestTimeout
+from mcp_ref._inflight import InFlight, Outgoing, Refusals, RequestTimeout
 
 
 def _table() -> InFlight:
@@ -143,3 +143,39 @@ def test_the_outgoing_table_is_bounded() -> None:
     with pytest.raises(LocalProtocolError) as caught:
         _send(table, 3, 0.0, timeout)
     assert caught.value.message == "too many requests in flight (at most 2)"
+
+
+def test_start_clock_sets_the_deadline_from_now_or_refuses() -> None:
+    req = Outgoing(id=1, method="ping", structure_result=lambda x: x)
+    req.start_clock(None, None)  # no timeout: no clock
+    assert (req.timeout, req.sent_at, req.deadline) == (None, 0.0, None)
+    with pytest.raises(TypeError, match=r"^timeout must be a RequestTimeout or None$"):
+        req.start_clock(5, 1.0)  # type: ignore[arg-type]
+    with pytest.raises(LocalProtocolError, match=r"^a request with a timeout needs now=$"):
+        req.start_clock(RequestTimeout(seconds=5), None)
+    req.start_clock(RequestTimeout(seconds=5), 100.0)
+    assert (req.sent_at, req.deadline) == (100.0, 105.0)
+
+
+def test_fresh_ids_skip_the_ids_in_use_and_the_remembered_ones() -> None:
+    table = _table()
+    assert table.fresh_id() == 1
+    _send(table, 2, 0.0, RequestTimeout(seconds=1))
+    table.finished_out.add(3, "answered")
+    assert table.fresh_id() == 4
+
+
+def test_refusals_are_owed_per_reply_and_forgotten_oldest_first() -> None:
+    owed = Refusals(3)
+    owed.owe(1)
+    owed.owe(1)
+    owed.owe(None)
+    owed.paid(1)
+    assert 1 in owed and None in owed  # one reply to 1 is still owed
+    owed.paid(1)
+    assert 1 not in owed
+    owed.owe(2)
+    owed.owe(3)
+    owed.owe(4)  # a fourth: the oldest (None) is forgotten
+    assert None not in owed and all(rid in owed for rid in (2, 3, 4))
+    assert owed.maximum == 3

@@ -21,9 +21,15 @@ from mcp_ref._jsonrpc import (
     classify,
     decode,
     encode,
+    error,
+    error_event,
     error_reply,
+    notification,
     peek,
+    request,
+    result,
 )
+from mcp_ref.events import ErrorResponse
 
 BAD_ID = "invalid request: id must be a string or an integer, not "
 BAD_ERROR = (
@@ -224,6 +230,30 @@ def test_encode() -> None:
     cyclic["self"] = cyclic
     with pytest.raises(ValueError, match=r"^message nested too deeply \(or cyclic\)$"):
         encode(cyclic)
+
+
+def test_the_four_envelopes_leave_out_what_is_none() -> None:
+    assert request(1, "ping", None) == {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    assert request("a", "x", {}) == {"jsonrpc": "2.0", "id": "a", "method": "x", "params": {}}
+    assert notification("n", None) == {"jsonrpc": "2.0", "method": "n"}  # never an id
+    assert notification("n", {"a": 1}) == {"jsonrpc": "2.0", "method": "n", "params": {"a": 1}}
+    assert result(7, {}) == {"jsonrpc": "2.0", "id": 7, "result": {}}
+    assert error(None, -1, "m") == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": -1, "message": "m"},
+    }
+    assert error(2, -1, "m", []) == {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "error": {"code": -1, "message": "m", "data": []},
+    }
+    assert error_event(3, {"code": -1, "message": "m", "data": 0}, "ping") == ErrorResponse(
+        id=3, code=-1, message="m", data=0, method="ping"
+    )
+    assert error_event(None, {"code": -1, "message": "m"}) == ErrorResponse(
+        id=None, code=-1, message="m"
+    )
 
 
 @pytest.mark.parametrize(

@@ -14,36 +14,28 @@ from mcp_ref._methods import (
     NOTIFICATION,
     REQUEST,
     SUPPORTED_VERSIONS,
-    _note,
-    _req,
+    MethodSpec,
+    ask_refusal,
     capability_present,
     check_version,
 )
-from mcp_ref._state import CLIENT, SERVER
+from mcp_ref._state import CLIENT
 
 
-def test_row_helpers_fill_every_field() -> None:
-    row = _req(
-        "x/do",
-        frozenset({CLIENT}),
+def test_a_row_is_six_columns_then_keywords() -> None:
+    row = MethodSpec(
+        "x/do", REQUEST, frozenset({CLIENT}), t.CallToolRequestParams, t.CallToolResult, "sec#a"
+    )
+    assert (row.method, row.kind, row.senders) == ("x/do", REQUEST, frozenset({CLIENT}))
+    assert (row.params_type, row.result_type, row.section) == (
         t.CallToolRequestParams,
         t.CallToolResult,
         "sec#a",
-        paginated=True,
     )
-    assert (row.method, row.kind, row.senders) == ("x/do", REQUEST, frozenset({CLIENT}))
-    assert (row.params_type, row.result_type) == (t.CallToolRequestParams, t.CallToolResult)
-    assert (row.section, row.paginated) == ("sec#a", True)
-    note = _note(
-        "notifications/x", frozenset({SERVER}), t.NotificationParams, "sec#b", since="2025-03-26"
-    )
-    assert (note.method, note.kind, note.senders) == (
-        "notifications/x",
-        NOTIFICATION,
-        frozenset({SERVER}),
-    )
-    assert (note.params_type, note.result_type) == (t.NotificationParams, None)
-    assert (note.section, note.since) == ("sec#b", "2025-03-26")
+    assert (row.capability, row.capability_of, row.capability_since) == ((), None, "2024-11-05")
+    assert (row.paginated, row.since, row.params_required) == (False, "2024-11-05", False)
+    with pytest.raises(TypeError):  # what differs from the defaults is named
+        MethodSpec("x/do", REQUEST, frozenset({CLIENT}), None, None, "sec#a", ("tools",))  # type: ignore[call-arg]
 
 
 def test_every_row_is_keyed_by_its_method() -> None:
@@ -62,6 +54,14 @@ def test_check_version() -> None:
     assert str(caught.value) == (
         "protocol version '2099-01-01' is not supported; use one of "
         "2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05"
+    )
+
+
+def test_a_client_asks_only_for_a_version_it_supports() -> None:
+    assert all(ask_refusal(version) is None for version in SUPPORTED_VERSIONS)
+    assert (
+        ask_refusal("2099-01-01")
+        == "initialize must ask for a version we support, not '2099-01-01'"
     )
 
 

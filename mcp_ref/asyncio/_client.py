@@ -16,8 +16,8 @@ or ``receive_message`` followed by :meth:`ClientSession._process_events`.
    written nothing, if it breaks the protocol.  Park a future under ``rid``, write
    ``data``, await the future.
 3. Whenever bytes arrive, feed them to the connection and write what
-   ``wire.drain(dispatch)`` returns; it hands each event to ``dispatch``.  A Response,
-   ErrorResponse or RequestTimedOut resolves the future of its id (``result_of`` makes
+   ``wire.drain(dispatch)`` returns; it hands each event to ``dispatch``.  An ``Outcome``
+   (Response, ErrorResponse or RequestTimedOut) resolves the future of its id (``result_of`` makes
    it the result, an McpError, or :class:`~mcp_ref.NoAnswerError`: we gave up waiting).
 4. Time is an argument: one task (:meth:`ClientSession._clock`) waits until
    ``conn.next_deadline()`` (on the ``loop.time()`` clock, the one passed as ``now``),
@@ -57,6 +57,7 @@ from .._client import (
     DEFAULT_CLIENT_INFO,
     ClientWire,
     ElicitationHandler,
+    Outcome,
     RootsArg,
     SamplingHandler,
     SessionClosed,
@@ -68,15 +69,12 @@ from .._client_methods import TypedMethods
 from .._connection import Connection
 from ..events import (
     ConnectionClosed,
-    ErrorResponse,
     Event,
     Notification,
     Progress,
     Request,
     RequestCancelled,
     RequestId,
-    RequestTimedOut,
-    Response,
 )
 
 __all__ = [
@@ -271,7 +269,7 @@ class ClientSession(TypedMethods):
         self._transmit_soon(self.wire.drain(self._dispatch))
 
     def _dispatch(self, event: Event) -> None:
-        if isinstance(event, Response | ErrorResponse | RequestTimedOut):
+        if isinstance(event, Outcome):
             answer = self._pending.get(event.id) if event.id is not None else None
             if answer is not None and not answer.done():
                 answer.set_result(event)

@@ -26,7 +26,7 @@ waits.
       ``notifications/cancelled`` of an expired request);
    d. write what ``wire.drain(self._dispatch)`` returns: the wire hands a Progress for
       ``rid`` to ``on_progress`` and each notification to ``on_notification`` itself;
-      the Response, ErrorResponse or RequestTimedOut for ``rid`` ends the wait
+      the ``Outcome`` (Response, ErrorResponse or RequestTimedOut) for ``rid`` ends the wait
       (``result_of`` turns it into the result, McpError or
       :class:`~mcp_ref.NoAnswerError`); a request from the server is
       answered on the spot (``wire.handle``, ``wire.finish``, ``wire.reply``): a
@@ -56,6 +56,7 @@ from .._client import (
     DEFAULT_TIMEOUT,
     ClientWire,
     ListWalk,
+    Outcome,
     SessionClosed,
     Timeout,
     as_timeout,
@@ -64,17 +65,7 @@ from .._client import (
 from .._connection import Connection
 from .._inflight import RequestTimeout
 from .._state import CLIENT
-from ..events import (
-    ConnectionClosed,
-    ErrorResponse,
-    Event,
-    Notification,
-    Progress,
-    Request,
-    RequestId,
-    RequestTimedOut,
-    Response,
-)
+from ..events import ConnectionClosed, Event, Notification, Progress, Request, RequestId
 
 if TYPE_CHECKING:
     import selectors
@@ -311,7 +302,7 @@ class Client:
         self._write(self.wire.drain(self._dispatch))
 
     def _dispatch(self, event: Event) -> None:
-        if isinstance(event, Response | ErrorResponse | RequestTimedOut):
+        if isinstance(event, Outcome):
             if self._waiting is not None and event.id == self._waiting:
                 self._answer = event  # (the core already dropped late answers)
         elif isinstance(event, Request):
