@@ -1,0 +1,202 @@
+"""The ``mcp-ref`` command (also ``python -m mcp_ref``).
+
+This package holds the parser, :func:`main` and the one-line errors; each subcommand
+lives in a module of its own (:mod:`.serve`, :mod:`.client` for ``inspect`` and
+``call``, :mod:`.demo`).
+
+Subcommands::
+
+    mcp-ref serve [--server MODULE:ATTR] [--http HOST:PORT | --ws HOST:PORT]
+        Run a server (default: the reference "everything" server) on stdio, or on
+        Streamable HTTP / WebSocket when those transports are built.
+    mcp-ref demo [--full] [-- CMD...]
+        Run a client against the reference server (a child process) and print the wire
+        transcript, each message annotated with the spec section that governs it.
+    mcp-ref inspect [--json] [--timeout SECONDS] -- CMD...
+        Connect to any stdio server and print its tools, resources, templates, prompts.
+    mcp-ref call [--json] [--timeout SECONDS] -- CMD... TOOL [key=value ...]
+        Call one tool.  The trailing ``key=value`` words are the arguments (a value is
+        JSON when it parses as JSON, else a string); the word before them is the tool.
+        ``--timeout`` bounds the wait for each answer; without it, ``initialize`` gets
+        10 s (INITIALIZE_TIMEOUT) and the rest 60 s.  A server that never answers is
+        named as such ("no answer to initialize from CMD within 10 s: ..."), never
+        blamed for an error it did not send.
+
+Errors are one line on stderr and exit status 1, never a traceback.  A tool result with
+``isError: true`` is printed and exits with status 1 too.
+
+``serve --http HOST:PORT`` serves Streamable HTTP at ``http://HOST:PORT/mcp`` and
+``serve --ws HOST:PORT`` WebSocket at ``ws://HOST:PORT/mcp`` (port 0 picks a free port);
+either prints the URL on stderr once it listens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any, TextIO
+
+import trio
+
+from .client import (
+    INITIALIZE_TIMEOUT,
+    call_command,
+    inspect_command,
+    parse_arguments,
+    parse_value,
+    seconds,
+    server_command,
+)
+from .demo import Transcript, demo_command
+from .errors import CliError, explain
+from .serve import DEFAULT_SERVER, serve_command
+
+__all__ = [
+    "DEFAULT_SERVER",
+    "CliError",
+    "Transcript",
+    "main",
+    "parse_arguments",
+    "parse_value",
+]
+
+
+def _parser() -> argparse.ArgumentParser:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        own = version("mcp-ref")
+    except PackageNotFoundError:  # pragma: no cover - running from a checkout
+        own = "unknown"
+    parser = argparse.ArgumentParser(
+        prog="mcp-ref", description="mcp-ref: a reference implementation of MCP."
+    )
+    parser.add_argument("--version", action="version", version=f"mcp-ref {own}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    serve = sub.add_parser("serve", help="run a server (default: the reference server) on stdio")
+    serve.add_argument(
+        "--server", default=DEFAULT_SERVER, metavar="MODULE:ATTR", help="the server to run"
+    )
+    # Transports that are not built yet are accepted but left out of --help (which
+    # lists what works), and say so when used.
+    where = serve.add_mutually_exclusive_group()
+    where.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="serve Streamable HTTP on http://HOST:PORT/mcp instead (port 0: any free port)",
+    )
+    where.add_argument(
+        "--ws",
+        metavar="HOST:PORT",
+        help="serve WebSocket on ws://HOST:PORT/mcp instead (a custom transport, docs/websocket.md)",
+    )
+
+    serve.add_argument(
+        "--stateless", action="store_true", help="with --http: no sessions, each POST on its own"
+    )
+    serve.add_argument(
+        "--json-response",
+        action="store_true",
+        help="with --http: answer requests with JSON bodies instead of SSE streams",
+    )
+    serve.add_argument(
+        "--keepalive",
+        type=float,
+        metavar="SECONDS",
+        help="on stdio or --ws: ping a client silent for this long; end the session "
+        "after two unanswered pings",
+    )
+    serve.add_argument(
+        "--grace",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="on SIGTERM or Ctrl-C (and at end of input on stdio): seconds the requests "
+        "in progress may still take before they are cancelled and answered with an "
+        "error (default 5)",
+    )
+
+    demo = sub.add_parser("demo", help="print an annotated transcript against the reference server")
+    demo.add_argument("--full", action="store_true", help="print whole messages")
+    demo.add_argument("server_command", nargs=argparse.REMAINDER, metavar="-- CMD")
+
+    inspect = sub.add_parser("inspect", help="list a stdio server's tools, resources, prompts")
+    inspect.add_argument("--json", action="store_true", help="print JSON")
+    _add_timeout(inspect, "the others")
+    inspect.add_argument("server_command", nargs=argparse.REMAINDER, metavar="-- CMD")
+
+    call = sub.add_parser("call", help="call one tool of a stdio server")
+    call.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    _add_timeout(call, "the call")
+    call.add_argument("words", nargs=argparse.REMAINDER, metavar="-- CMD TOOL key=value")
+    return parser
+
+
+def _add_timeout(parser: argparse.ArgumentParser, rest: str) -> None:
+    """Add ``--timeout SECONDS`` (seconds per answer; ``rest`` names what the 60 s
+    default covers besides ``initialize``)."""
+    parser.add_argument(
+        "--timeout",
+        type=seconds,
+        metavar="SECONDS",
+        help="wait at most this long for each answer, initialize's included "
+        f"(default: {INITIALIZE_TIMEOUT:g} s for initialize, 60 s for {rest})",
+    )
+
+
+def _run(args: argparse.Namespace, out: TextIO) -> int:
+    if args.command == "serve":
+        return serve_command(args)
+    runner: Callable[[], Any]
+    if args.command == "demo":
+        words = list(args.server_command)
+        if words and words[0] == "--":
+            words = words[1:]
+        command = words or [sys.executable, "-m", "mcp_ref", "serve"]
+        runner = partial(demo_command, command, args.full, out)
+    elif args.command == "inspect":
+        runner = partial(
+            inspect_command, server_command(args.server_command), args.json, out, args.timeout
+        )
+    elif args.command == "call":
+        parse_arguments(args.words)  # usage errors before starting anything
+        runner = partial(call_command, args.words, args.json, out, args.timeout)
+    else:
+        raise CliError("give a command: serve, demo, inspect or call (see mcp-ref --help)")
+    result: int = trio.run(runner)
+    return result
+
+
+def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
+    """Run ``mcp-ref``; returns the exit status (0 ok, 1 error, 2 usage, 130 interrupted).
+
+    Args:
+        argv: the arguments (default ``sys.argv[1:]``).
+        out: where normal output goes (default ``sys.stdout``).
+    """
+    args = _parser().parse_args(argv)
+    try:
+        return _run(args, out or sys.stdout)
+    except KeyboardInterrupt:
+        print("mcp-ref: interrupted", file=sys.stderr)
+        return 130
+    except BaseExceptionGroup as group:
+        # Ctrl-C while trio was starting or stopping: it comes wrapped in a group.
+        rest = group.split(KeyboardInterrupt)[1]
+        if rest is not None:
+            raise
+        print("mcp-ref: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (``mcp-ref inspect ... | head``): not an error.  Point
+        # stdout at devnull so the interpreter's final flush does not fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except Exception as exc:  # every error is one line, never a traceback
+        print(f"mcp-ref: {explain(exc)}", file=sys.stderr)
+        return 1
