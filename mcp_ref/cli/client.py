@@ -1,4 +1,5 @@
-"""``mcp-ref inspect`` and ``mcp-ref call``: a client for any server, one command each."""
+"""``mcp-ref inspect``, ``call``, ``read`` and ``prompt``: a client of any server (a
+command on stdio, or ``--url`` for Streamable HTTP and WebSocket), one request each."""
 
 from __future__ import annotations
 
@@ -8,19 +9,29 @@ import os
 import re
 import shlex
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any, Final, TextIO
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from .. import types as t
+from ..events import Progress
 from .errors import CliError
+
+if TYPE_CHECKING:
+    from ..client import Client
 
 __all__ = [
     "INITIALIZE_TIMEOUT",
     "call_command",
+    "coerce_arguments",
+    "connect",
     "inspect_command",
     "parse_arguments",
     "parse_value",
+    "prompt_command",
+    "read_command",
     "server_command",
+    "split_words",
 ]
 
 _ARGUMENT: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*=")
@@ -35,26 +46,154 @@ def parse_value(text: str) -> Any:
         return text
 
 
-def parse_arguments(words: Sequence[str]) -> tuple[list[str], str, dict[str, Any]]:
-    """Split ``CMD... TOOL key=value...`` into ``(command, tool, arguments)``.
+CALL_USAGE: Final = "usage: mcp-ref call [--url URL | -- CMD [ARGS...]] TOOL [key=value ...]"
+PROMPT_USAGE: Final = "usage: mcp-ref prompt [--url URL | -- CMD [ARGS...]] NAME [key=value ...]"
+READ_USAGE: Final = "usage: mcp-ref read [--url URL | -- CMD [ARGS...]] URI"
+_SCRIPT_SUFFIXES: Final = (".py", ".js", ".ts", ".mjs", ".cjs")
+
+
+def split_words(
+    words: Sequence[str],
+    usage: str,
+    *,
+    with_command: bool = True,
+    key_values: bool = True,
+    what: str = "TOOL",
+) -> tuple[list[str], str, dict[str, str]]:
+    """Split ``[--] CMD... NAME key=value...`` (or, for ``--url``, ``NAME key=value...``)
+    into ``(command, name, raw arguments)``; the values stay text.
+
+    Args:
+        words: the words after the subcommand's options.
+        usage: the usage line of the subcommand, for errors.
+        with_command: the words start with the server's command (no ``--url``).
+        key_values: trailing ``key=value`` words are arguments (``read`` has none).
+        what: what NAME is, for errors (``TOOL``, ``NAME``).
 
     Raises:
-        CliError: no command, or no tool name.
+        CliError: no command, no name, words left over beside ``--url``, or (with a
+            command and ``key_values``) a name that looks like the server's file
+            (exists, ends in ``.py``/``.js``/``.ts``/``.mjs``/``.cjs``, or contains a
+            ``/``): ``mcp-ref call -- python server.py`` forgot the tool, and
+            starting a bare ``python`` would only wait for its script on stdin.
     """
     words = list(words)
     if words and words[0] == "--":
         words = words[1:]
-    arguments: dict[str, Any] = {}
-    while words and _ARGUMENT.match(words[-1]):
+    raw: dict[str, str] = {}
+    while key_values and words and _ARGUMENT.match(words[-1]):
         key, _, value = words.pop().partition("=")
-        arguments.setdefault(key, parse_value(value))
-    if len(words) < 2:
-        raise CliError("usage: mcp-ref call -- CMD [ARGS...] TOOL [key=value ...]")
-    tool = words.pop()
-    return words, tool, dict(reversed(list(arguments.items())))
+        raw.setdefault(key, value)  # the last word pops first: the first one given wins
+    raw = dict(reversed(list(raw.items())))
+    if not words or (with_command and len(words) < 2):
+        raise CliError(usage)
+    if not with_command and len(words) > 1:
+        raise CliError(f"{usage} (with --url, no command: {shlex.join(words[:-1])}?)")
+    name = words.pop()
+    if with_command and key_values and looks_like_a_file(name):
+        raise CliError(
+            f"{usage} ({name} looks like the server's file, not a {what.lower()}'s "
+            f"name: give the {what.lower()} after the command)"
+        )
+    return words, name, raw
+
+
+def looks_like_a_file(word: str) -> bool:
+    """Whether ``word``, taken for a tool's name, is rather the server's script: it
+    exists as a file, ends in a script suffix, or contains a ``/``."""
+    return "/" in word or word.endswith(_SCRIPT_SUFFIXES) or os.path.isfile(word)
+
+
+def parse_arguments(words: Sequence[str]) -> tuple[list[str], str, dict[str, Any]]:
+    """Split ``CMD... TOOL key=value...`` into ``(command, tool, arguments)``, each
+    value parsed by :func:`parse_value` (``mcp-ref call`` parses them by the tool's
+    input schema instead: :func:`coerce_arguments`).
+
+    Raises:
+        CliError: as :func:`split_words` (no command, no tool, a tool that looks like
+            the server's file).
+    """
+    command, tool, raw = split_words(words, CALL_USAGE)
+    return command, tool, {key: parse_value(value) for key, value in raw.items()}
+
+
+def coerce_arguments(
+    raw: Mapping[str, str], input_schema: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The values of ``key=value`` words, read by the tool's ``inputSchema``.
+
+    A property whose schema admits only strings keeps the text as given (``name=123``
+    is ``"123"``); one that admits strings and other types keeps the text unless it
+    parses as JSON of an admitted type; any other property's value is parsed as JSON
+    (text when it does not parse, for the server to refuse).  Keys the schema does
+    not know follow :func:`parse_value`.
+
+    Args:
+        raw: key -> the text after ``=``.
+        input_schema: the tool's ``inputSchema`` (JSON Schema), or None when the tool
+            is not listed.
+
+    Source: 2025-06-18/server/tools#tool (``inputSchema``).
+    """
+    properties = (input_schema or {}).get("properties") or {}
+    return {key: _coerce(text, properties.get(key)) for key, text in raw.items()}
+
+
+def _coerce(text: str, schema: Any) -> Any:
+    kinds = _json_types(schema)
+    if not kinds:
+        return parse_value(text)
+    if kinds == {"string"}:
+        return text
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return text
+    kind = _kind_of(value)
+    fits = kind in kinds or (kind == "integer" and "number" in kinds)
+    return value if fits or "string" not in kinds else text
+
+
+def _json_types(schema: Any) -> set[str]:
+    """The JSON types a schema admits (empty: it does not say, or we cannot tell)."""
+    if not isinstance(schema, dict):
+        return set()
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        return {kind}
+    if isinstance(kind, list):
+        return {k for k in kind if isinstance(k, str)}
+    if "const" in schema:
+        return {_kind_of(schema["const"])}
+    if isinstance(schema.get("enum"), list):
+        return {_kind_of(v) for v in schema["enum"]}
+    branches = schema.get("anyOf") or schema.get("oneOf")
+    if isinstance(branches, list):
+        found = [_json_types(branch) for branch in branches]
+        return set().union(*found) if found and all(found) else set()
+    return set()
+
+
+def _kind_of(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
 
 
 def server_command(words: Sequence[str]) -> list[str]:
+    """The server's command: the words after ``--``.
+
+    Raises:
+        CliError: no words.
+    """
     words = list(words)
     if words and words[0] == "--":
         words = words[1:]
@@ -188,53 +327,105 @@ def _timeouts(timeout: float | None) -> dict[str, Any]:
     return {"timeout": each, "initialize_timeout": each}
 
 
-def _no_answer(
-    exc: Any, command: Sequence[str], timeout: float | None, tool: str | None = None
-) -> CliError:
+def _no_answer(exc: Any, server: str, timeout: float | None) -> CliError:
     """The one-line error for ``exc``, a :class:`~mcp_ref.client.NoAnswerError`: what
-    went unanswered, from which command, within how long (the configured seconds, or
-    the time waited); for ``initialize``, ask whether it is an MCP server at all."""
+    went unanswered, from which server (its command or URL), within how long (the
+    configured seconds, or the time waited); for ``initialize``, ask whether it is an
+    MCP server at all."""
     if timeout is not None:
         within = f"{timeout:g}"
     elif exc.method == "initialize":
         within = f"{INITIALIZE_TIMEOUT:g}"
     else:
         within = f"{float(f'{exc.elapsed:.3g}'):g}"
-    text = f"no answer to {exc.method} from {shlex.join(command)} within {within} s"
+    text = f"no answer to {exc.method} from {server} within {within} s"
     if exc.method != "initialize":
         return CliError(text)
     text += ": is it an MCP server?"
-    if tool is not None and (
-        "/" in tool or tool.endswith((".py", ".js", ".mjs", ".cjs", ".ts")) or os.path.isfile(tool)
-    ):
-        # ``mcp-ref call -- python server.py``: the script was taken for the tool.
-        text += (
-            f" ({tool} was taken as the tool's name: "
-            "mcp-ref call -- CMD [ARGS...] TOOL [key=value ...])"
-        )
-    elif timeout is None:
+    if timeout is None:
         text += " (a server slow to start needs a longer --timeout SECONDS)"
     return CliError(text)
 
 
-async def inspect_command(
-    command: list[str], as_json: bool, out: TextIO, timeout: float | None = None
-) -> int:
-    from ..client import NoAnswerError, open_stdio_client
+@asynccontextmanager
+async def connect(
+    command: Sequence[str] | None, url: str | None, timeout: float | None, **options: Any
+) -> AsyncIterator[Client]:
+    """An initialized client of the server at ``url`` (``http(s)://``: Streamable HTTP;
+    ``ws(s)://``: WebSocket) or started by ``command`` (stdio).
 
+    Args:
+        command: the server's command (with ``url`` None).
+        url: the server's URL (with ``command`` None).
+        timeout: ``--timeout`` (seconds per answer), or None (see :func:`_timeouts`).
+        **options: those of :func:`~mcp_ref.client.open_client` (``on_log``...).
+
+    Raises:
+        CliError: a URL of another scheme; no answer in time (naming the server).
+    """
+    from ..client import NoAnswerError, open_http_client, open_stdio_client, open_websocket_client
+
+    options.update(_timeouts(timeout))
+    opener: AbstractAsyncContextManager[Client]
+    if url is None:
+        assert command is not None
+        server = shlex.join(command)
+        opener = open_stdio_client(command, **options)
+    elif url.startswith(("http://", "https://")):
+        server, opener = url, open_http_client(url, **options)
+    elif url.startswith(("ws://", "wss://")):
+        server, opener = url, open_websocket_client(url, **options)
+    else:
+        raise CliError(f"--url takes http://, https://, ws:// or wss:// URLs, not {url!r}")
     try:
-        async with open_stdio_client(command, **_timeouts(timeout)) as client:
-            caps = client.server_capabilities
-            listing: dict[str, Any] = {}
-            if caps.tools is not None:
-                listing["tools"] = await client.list_tools()
-            if caps.resources is not None:
-                listing["resources"] = await client.list_resources()
-                listing["templates"] = await client.list_resource_templates()
-            if caps.prompts is not None:
-                listing["prompts"] = await client.list_prompts()
+        async with opener as client:
+            yield client
     except NoAnswerError as exc:
-        raise _no_answer(exc, command, timeout) from None
+        raise _no_answer(exc, server, timeout) from None
+
+
+def _show_log(params: t.LoggingMessageNotificationParams) -> None:
+    """Print a server's log message on stderr as it arrives: ``[info] logger: text``."""
+    data = params.data if isinstance(params.data, str) else json.dumps(params.data)
+    who = f"{params.logger}: " if params.logger else ""
+    print(f"[{params.level}] {who}{data}", file=sys.stderr, flush=True)
+
+
+def _show_progress(progress: Progress) -> None:
+    """Print a progress notification on stderr as it arrives: ``[progress] 2/5 text``."""
+    total = f"/{progress.total:g}" if progress.total is not None else ""
+    message = f" {progress.message}" if progress.message else ""
+    print(f"[progress] {progress.progress:g}{total}{message}", file=sys.stderr, flush=True)
+
+
+def _print_json(value: Any, out: TextIO) -> None:
+    from .._convert import unstructure
+
+    print(json.dumps(unstructure(value), indent=2, ensure_ascii=False), file=out)
+
+
+async def inspect_command(
+    command: list[str] | None,
+    as_json: bool,
+    out: TextIO,
+    timeout: float | None = None,
+    url: str | None = None,
+) -> int:
+    """``mcp-ref inspect``: print the server's tools, resources, templates, prompts.
+
+    Raises:
+        CliError: as :func:`connect`; McpError and the client's errors as they come.
+    """
+    async with connect(command, url, timeout) as client:
+        caps = client.server_capabilities
+        listing: dict[str, Any] = {}
+        if caps.tools is not None:
+            listing["tools"] = await client.list_tools()
+        if caps.resources is not None:
+            listing["resources"] = await client.list_resources()
+            listing["templates"] = await client.list_resource_templates()
+        if caps.prompts is not None:
+            listing["prompts"] = await client.list_prompts()
     if as_json:
         from .._convert import unstructure
 
@@ -265,19 +456,30 @@ def _describe_block(block: Any) -> str:
 
 
 async def call_command(
-    words: Sequence[str], as_json: bool, out: TextIO, timeout: float | None = None
+    words: Sequence[str],
+    as_json: bool,
+    out: TextIO,
+    timeout: float | None = None,
+    url: str | None = None,
 ) -> int:
-    from .._convert import unstructure
-    from ..client import NoAnswerError, open_stdio_client
+    """``mcp-ref call``: call one tool, its ``key=value`` arguments read by its input
+    schema (:func:`coerce_arguments`), showing progress and log messages on stderr
+    as they arrive; print the result.  Returns 1 when the result is an error.
 
-    command, tool, arguments = parse_arguments(words)
-    try:
-        async with open_stdio_client(command, **_timeouts(timeout)) as client:
-            result = await client.call_tool(tool, arguments)
-    except NoAnswerError as exc:
-        raise _no_answer(exc, command, timeout, tool) from None
+    Raises:
+        CliError: usage (:func:`split_words`), as :func:`connect`; McpError and the
+            client's errors as they come.
+    """
+    command, tool, raw = split_words(words, CALL_USAGE, with_command=url is None)
+    async with connect(command or None, url, timeout, on_log=_show_log) as client:
+        schema = None
+        if client.server_capabilities.tools is not None:
+            listed = {listed.name: listed for listed in await client.list_tools()}
+            schema = listed[tool].input_schema if tool in listed else None
+        arguments = coerce_arguments(raw, schema)
+        result = await client.call_tool(tool, arguments, on_progress=_show_progress)
     if as_json:
-        print(json.dumps(unstructure(result), indent=2, ensure_ascii=False), file=out)
+        _print_json(result, out)
     else:
         for block in result.content:
             print(_describe_block(block), file=out)
@@ -286,4 +488,61 @@ async def call_command(
     if result.is_error:
         print(f"mcp-ref: tool {tool} reported an error", file=sys.stderr)
         return 1
+    return 0
+
+
+async def read_command(
+    words: Sequence[str],
+    as_json: bool,
+    out: TextIO,
+    timeout: float | None = None,
+    url: str | None = None,
+) -> int:
+    """``mcp-ref read URI``: print a resource's contents, text as it is, each blob as
+    one line (``[blob URI (type), N bytes]``).
+
+    Raises:
+        CliError: usage, as :func:`connect`; McpError (-32002: no such resource).
+    """
+    command, uri, _ = split_words(words, READ_USAGE, with_command=url is None, key_values=False)
+    async with connect(command or None, url, timeout, on_log=_show_log) as client:
+        result = await client.read_resource(uri)
+    if as_json:
+        _print_json(result, out)
+        return 0
+    for contents in result.contents:
+        if isinstance(contents, t.TextResourceContents):
+            text = contents.text
+            print(text, end="" if text.endswith("\n") else "\n", file=out)
+        else:
+            blob = contents.blob.strip()
+            size = len(blob) * 3 // 4 - blob[-2:].count("=")
+            kind = contents.mime_type or "unknown type"
+            print(f"[blob {contents.uri} ({kind}), {size} bytes]", file=out)
+    return 0
+
+
+async def prompt_command(
+    words: Sequence[str],
+    as_json: bool,
+    out: TextIO,
+    timeout: float | None = None,
+    url: str | None = None,
+) -> int:
+    """``mcp-ref prompt NAME key=value...``: get a prompt (its arguments are text, as
+    the spec has them) and print its messages, ``role: content`` each.
+
+    Raises:
+        CliError: usage, as :func:`connect`; McpError (-32602: no such prompt).
+    """
+    command, name, raw = split_words(words, PROMPT_USAGE, with_command=url is None, what="prompt")
+    async with connect(command or None, url, timeout, on_log=_show_log) as client:
+        result = await client.get_prompt(name, raw)
+    if as_json:
+        _print_json(result, out)
+        return 0
+    if result.description:
+        print(f"# {_first_line(result.description)}", file=out)
+    for message in result.messages:
+        print(f"{message.role}: {_describe_block(message.content)}", file=out)
     return 0

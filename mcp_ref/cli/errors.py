@@ -13,7 +13,7 @@ import trio
 
 from .._errors import McpError, NoAnswerError, ProtocolError
 
-__all__ = ["CliError", "explain"]
+__all__ = ["CliError", "explain", "first_error"]
 
 
 class CliError(Exception):
@@ -30,11 +30,21 @@ def explain(exc: BaseException) -> str:
     return " ".join(lines)
 
 
+def first_error(exc: BaseException) -> BaseException:
+    """``exc``, or for an exception group the first exception inside it (at any depth)
+    that is not a ``trio.Cancelled``; a group of cancellations only gives its first."""
+    if not isinstance(exc, BaseExceptionGroup):
+        return exc
+    for inner in exc.exceptions:
+        found = first_error(inner)
+        if not isinstance(found, trio.Cancelled):
+            return found
+    return first_error(exc.exceptions[0])
+
+
 def _describe(exc: BaseException) -> str:
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            if not isinstance(inner, trio.Cancelled):
-                return _describe(inner)
+    exc = first_error(exc)
+    if isinstance(exc, trio.Cancelled):
         return "cancelled"
     if isinstance(exc, NoAnswerError):  # we gave up waiting: nobody answered
         return exc.message
