@@ -76,6 +76,7 @@ from .serve import DEFAULT_SERVER, serve_command
 
 __all__ = [
     "DEFAULT_SERVER",
+    "INITIALIZE_TIMEOUT",
     "CliError",
     "Transcript",
     "coerce_arguments",
@@ -218,11 +219,15 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         if args.url and args.words:
             raise CliError("give --url or -- CMD..., not both")
         target = None if args.url else server_command(args.words)
-        runner = partial(inspect_command, target, args.json, out, args.timeout, args.url)
+        runner = partial(
+            inspect_command, target, args.json, out, args.timeout, args.url, INITIALIZE_TIMEOUT
+        )
     elif args.command in _CLIENT_COMMANDS:
         run_command, usage, options = _CLIENT_COMMANDS[args.command]
         split_words(args.words, usage, with_command=args.url is None, **options)  # usage first
-        runner = partial(run_command, args.words, args.json, out, args.timeout, args.url)
+        runner = partial(
+            run_command, args.words, args.json, out, args.timeout, args.url, INITIALIZE_TIMEOUT
+        )
     else:
         raise CliError(
             "give a command: serve, demo, inspect, call, read or prompt (see mcp-ref --help)"

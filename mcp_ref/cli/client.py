@@ -308,10 +308,10 @@ def seconds(text: str) -> float:
     return value
 
 
-def _timeouts(timeout: float | None) -> dict[str, Any]:
+def _timeouts(timeout: float | None, initialize_wait: float) -> dict[str, Any]:
     """The timeouts of :func:`~mcp_ref.client.open_stdio_client` for ``--timeout
     SECONDS`` (None: not given): the wait for each answer, ``initialize``'s included;
-    not given, :data:`INITIALIZE_TIMEOUT` for ``initialize`` and the client's default
+    not given, ``initialize_wait`` (:data:`INITIALIZE_TIMEOUT`) for ``initialize`` and the client's default
     for the rest.  Source: 2025-06-18/basic/lifecycle#timeouts.3."""
     from .._inflight import RequestTimeout
     from ..trio import DEFAULT_TIMEOUT
@@ -321,13 +321,13 @@ def _timeouts(timeout: float | None) -> dict[str, Any]:
     if timeout is None:
         return {
             "timeout": DEFAULT_TIMEOUT,
-            "initialize_timeout": RequestTimeout(seconds=INITIALIZE_TIMEOUT),
+            "initialize_timeout": RequestTimeout(seconds=initialize_wait),
         }
     each = RequestTimeout(seconds=timeout)
     return {"timeout": each, "initialize_timeout": each}
 
 
-def _no_answer(exc: Any, server: str, timeout: float | None) -> CliError:
+def _no_answer(exc: Any, server: str, timeout: float | None, initialize_wait: float) -> CliError:
     """The one-line error for ``exc``, a :class:`~mcp_ref.client.NoAnswerError`: what
     went unanswered, from which server (its command or URL), within how long (the
     configured seconds, or the time waited); for ``initialize``, ask whether it is an
@@ -335,7 +335,7 @@ def _no_answer(exc: Any, server: str, timeout: float | None) -> CliError:
     if timeout is not None:
         within = f"{timeout:g}"
     elif exc.method == "initialize":
-        within = f"{INITIALIZE_TIMEOUT:g}"
+        within = f"{initialize_wait:g}"
     else:
         within = f"{float(f'{exc.elapsed:.3g}'):g}"
     text = f"no answer to {exc.method} from {server} within {within} s"
@@ -349,7 +349,11 @@ def _no_answer(exc: Any, server: str, timeout: float | None) -> CliError:
 
 @asynccontextmanager
 async def connect(
-    command: Sequence[str] | None, url: str | None, timeout: float | None, **options: Any
+    command: Sequence[str] | None,
+    url: str | None,
+    timeout: float | None,
+    initialize_wait: float = INITIALIZE_TIMEOUT,
+    **options: Any,
 ) -> AsyncIterator[Client]:
     """An initialized client of the server at ``url`` (``http(s)://``: Streamable HTTP;
     ``ws(s)://``: WebSocket) or started by ``command`` (stdio).
@@ -358,6 +362,8 @@ async def connect(
         command: the server's command (with ``url`` None).
         url: the server's URL (with ``command`` None).
         timeout: ``--timeout`` (seconds per answer), or None (see :func:`_timeouts`).
+        initialize_wait: seconds to wait for ``initialize``'s answer when ``timeout``
+            is None.
         **options: those of :func:`~mcp_ref.client.open_client` (``on_log``...).
 
     Raises:
@@ -365,7 +371,7 @@ async def connect(
     """
     from ..client import NoAnswerError, open_http_client, open_stdio_client, open_websocket_client
 
-    options.update(_timeouts(timeout))
+    options.update(_timeouts(timeout, initialize_wait))
     opener: AbstractAsyncContextManager[Client]
     if url is None:
         assert command is not None
@@ -381,7 +387,7 @@ async def connect(
         async with opener as client:
             yield client
     except NoAnswerError as exc:
-        raise _no_answer(exc, server, timeout) from None
+        raise _no_answer(exc, server, timeout, initialize_wait) from None
 
 
 def _show_log(params: t.LoggingMessageNotificationParams) -> None:
@@ -410,13 +416,14 @@ async def inspect_command(
     out: TextIO,
     timeout: float | None = None,
     url: str | None = None,
+    initialize_wait: float = INITIALIZE_TIMEOUT,
 ) -> int:
     """``mcp-ref inspect``: print the server's tools, resources, templates, prompts.
 
     Raises:
         CliError: as :func:`connect`; McpError and the client's errors as they come.
     """
-    async with connect(command, url, timeout) as client:
+    async with connect(command, url, timeout, initialize_wait) as client:
         caps = client.server_capabilities
         listing: dict[str, Any] = {}
         if caps.tools is not None:
@@ -461,6 +468,7 @@ async def call_command(
     out: TextIO,
     timeout: float | None = None,
     url: str | None = None,
+    initialize_wait: float = INITIALIZE_TIMEOUT,
 ) -> int:
     """``mcp-ref call``: call one tool, its ``key=value`` arguments read by its input
     schema (:func:`coerce_arguments`), showing progress and log messages on stderr
@@ -471,7 +479,7 @@ async def call_command(
             client's errors as they come.
     """
     command, tool, raw = split_words(words, CALL_USAGE, with_command=url is None)
-    async with connect(command or None, url, timeout, on_log=_show_log) as client:
+    async with connect(command or None, url, timeout, initialize_wait, on_log=_show_log) as client:
         schema = None
         if client.server_capabilities.tools is not None:
             listed = {listed.name: listed for listed in await client.list_tools()}
@@ -497,6 +505,7 @@ async def read_command(
     out: TextIO,
     timeout: float | None = None,
     url: str | None = None,
+    initialize_wait: float = INITIALIZE_TIMEOUT,
 ) -> int:
     """``mcp-ref read URI``: print a resource's contents, text as it is, each blob as
     one line (``[blob URI (type), N bytes]``).
@@ -505,7 +514,7 @@ async def read_command(
         CliError: usage, as :func:`connect`; McpError (-32002: no such resource).
     """
     command, uri, _ = split_words(words, READ_USAGE, with_command=url is None, key_values=False)
-    async with connect(command or None, url, timeout, on_log=_show_log) as client:
+    async with connect(command or None, url, timeout, initialize_wait, on_log=_show_log) as client:
         result = await client.read_resource(uri)
     if as_json:
         _print_json(result, out)
@@ -528,6 +537,7 @@ async def prompt_command(
     out: TextIO,
     timeout: float | None = None,
     url: str | None = None,
+    initialize_wait: float = INITIALIZE_TIMEOUT,
 ) -> int:
     """``mcp-ref prompt NAME key=value...``: get a prompt (its arguments are text, as
     the spec has them) and print its messages, ``role: content`` each.
@@ -536,7 +546,7 @@ async def prompt_command(
         CliError: usage, as :func:`connect`; McpError (-32602: no such prompt).
     """
     command, name, raw = split_words(words, PROMPT_USAGE, with_command=url is None, what="prompt")
-    async with connect(command or None, url, timeout, on_log=_show_log) as client:
+    async with connect(command or None, url, timeout, initialize_wait, on_log=_show_log) as client:
         result = await client.get_prompt(name, raw)
     if as_json:
         _print_json(result, out)
