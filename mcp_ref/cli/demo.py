@@ -112,6 +112,13 @@ def _step(out: TextIO, title: str) -> None:
 
 
 async def demo_command(command: list[str], full: bool, out: TextIO) -> int:
+    """``mcp-ref demo``: run a client against the server started by ``command`` (the
+    reference server by default) through every kind of message, printing each one with
+    its spec section (:class:`Transcript`; ``full``: whole messages).  Returns 0.
+
+    Raises:
+        McpError, SessionClosed: the server failed a step the demo expects to succeed.
+    """
     from ..client import open_client
     from ..trio import open_stdio_process
 
