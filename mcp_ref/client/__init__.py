@@ -26,6 +26,7 @@ from .._output_schema import JSONSCHEMA_AVAILABLE, OutputSchemaError
 from .._ratelimit import RateLimit
 from .._roots import check_roots
 from ._client import Client, open_client, open_stdio_client
+from ._memory import connect_in_memory
 from ._transports import open_http_client, open_websocket_client
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "SamplingHandler",
     "SessionClosed",
     "check_roots",
+    "connect_in_memory",
     "open_client",
     "open_http_client",
     "open_stdio_client",

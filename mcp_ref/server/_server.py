@@ -47,6 +47,7 @@ import logging
 import signal
 import sys
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from typing import Any, Final, TypeVar, overload
 
 import attrs
@@ -64,7 +65,7 @@ from .._methods import capability_present
 from .._pagination import DEFAULT_PAGE_SIZE, InvalidCursor, paginate
 from .._ratelimit import RateLimit, take_or_refuse
 from .._state import SERVER
-from ..trio import RequestContext, Session, SessionClosed, open_session, serve_stdio
+from ..trio import RequestContext, Session, SessionClosed, open_session, serve_http, serve_stdio
 from ..trio._channel import MessageChannel
 from ..trio._session import DEFAULT_GRACE_SECONDS
 from ..trio._stdio import serve_until_signal
@@ -865,3 +866,119 @@ class Server:
             await self.serve_stdio(stop=stop, grace_seconds=grace_seconds, **session_kw)
 
         return await serve_until_signal(serve)
+
+    def run(self, *, grace_seconds: float = DEFAULT_GRACE_SECONDS, **session_kw: Any) -> None:
+        """Serve on stdio until stdin ends or a signal comes: :meth:`run_stdio`, under
+        the short name (``if __name__ == "__main__": server.run()``).
+
+        Args:
+            grace_seconds: seconds the requests in progress may still take at the end
+                (default 5.0).
+            **session_kw: options of :func:`~mcp_ref.trio.open_session`.
+
+        Raises:
+            SystemExit: 130 after SIGINT (one line on stderr); SIGTERM returns.
+
+        Source: 2025-06-18/basic/transports#stdio; 2025-06-18/basic/lifecycle#stdio.1.
+        """
+        self.run_stdio(grace_seconds=grace_seconds, **session_kw)
+
+    def run_http(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        *,
+        path: str = "/mcp",
+        stateless: bool = False,
+        json_response: bool = False,
+        grace_seconds: float = DEFAULT_GRACE_SECONDS,
+        **options: Any,
+    ) -> None:
+        """Serve Streamable HTTP at ``http://HOST:PORT/PATH`` in a new trio run until a
+        signal comes (for ``if __name__ == "__main__"``).
+
+        :func:`mcp_ref.trio.serve_http` with this server.  Once it listens it prints one
+        line on stderr, ``listening on http://127.0.0.1:8000/mcp`` (the real port when
+        ``port`` is 0).  SIGTERM and SIGINT (Ctrl-C) stop it gracefully: the listeners
+        close, the requests in progress get ``grace_seconds``, those still running are
+        answered with an error (-32603), every SSE response ends whole; a second
+        signal stops it at once.
+
+        Args:
+            host: the address to bind (default loopback:
+                2025-06-18/basic/transports#security-warning.2).
+            port: the TCP port (default 8000; 0 picks a free one).
+            path: the MCP endpoint's path (default ``/mcp``).
+            stateless: no sessions: each POST is served on its own.
+            json_response: answer requests with one JSON body instead of an SSE stream.
+            grace_seconds: seconds the requests in progress may still take after a
+                signal (default 5.0).
+            **options: the other options of :func:`~mcp_ref.trio.serve_http`
+                (``allowed_origins``, ``limits``, ``legacy_sse``...) and of
+                :func:`~mcp_ref.trio.open_session`.
+
+        Returns:
+            After SIGTERM (exit status 0).
+
+        Raises:
+            SystemExit: 130 after SIGINT, with one line (``interrupted``) on stderr; 1
+                when the address cannot be bound, with one line naming it (``cannot
+                listen on 127.0.0.1:8000: address already in use``).  Never a
+                traceback for either.
+            ValueError: a bad ``path`` or a negative ``grace_seconds``.
+
+        Source: 2025-06-18/basic/transports#streamable-http;
+        2025-06-18/basic/lifecycle#shutdown.
+        """
+        options.update(path=path, stateless=stateless, json_response=json_response)
+        got, failure = trio.run(self._serve_http_main, host, port, grace_seconds, options)
+        if failure is not None:
+            print(failure, file=sys.stderr)
+            raise SystemExit(1)
+        if got == signal.SIGINT:
+            print("interrupted", file=sys.stderr)
+            raise SystemExit(130)
+
+    async def _serve_http_main(
+        self, host: str, port: int, grace_seconds: float, options: dict[str, Any]
+    ) -> tuple[int | None, str | None]:
+        """Serve HTTP until a signal; ``(the signal, None)``, or ``(None, the line)``
+        when the address cannot be bound."""
+        failure: str | None = None
+
+        async def serve(stop: trio.Event) -> None:
+            nonlocal failure
+            async with trio.open_nursery() as nursery:
+                try:
+                    info = await nursery.start(
+                        partial(
+                            serve_http,
+                            self,
+                            host,
+                            port,
+                            stop=stop,
+                            grace_seconds=grace_seconds,
+                            **options,
+                        )
+                    )
+                except OSError as exc:
+                    failure = cannot_listen(host, port, exc)
+                    return
+                print(f"listening on {info.url}", file=sys.stderr, flush=True)
+
+        got = await serve_until_signal(serve)
+        return got, failure
+
+
+def cannot_listen(host: str, port: int, exc: OSError) -> str:
+    """The one line for an address that cannot be bound: ``cannot listen on
+    127.0.0.1:8000: address already in use`` (IPv6 hosts in brackets).
+
+    Args:
+        host, port: the address asked for.
+        exc: what binding it raised (``EADDRINUSE``, ``EACCES``, a name that does not
+            resolve...).
+    """
+    name = f"[{host}]" if ":" in host else host
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return f"cannot listen on {name}:{port}: {reason[:1].lower()}{reason[1:]}"

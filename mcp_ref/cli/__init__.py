@@ -1,0 +1,278 @@
+"""The ``mcp-ref`` command (also ``python -m mcp_ref``).
+
+This package holds the parser, :func:`main` and the one-line errors; each subcommand
+lives in a module of its own (:mod:`.serve`, :mod:`.client` for ``inspect`` and
+``call``, ``read`` and ``prompt``, :mod:`.demo`).
+
+Subcommands::
+
+    mcp-ref serve [FILE.py[:ATTR] | MODULE[:ATTR]] [--http HOST:PORT | --ws HOST:PORT]
+        Run a server (default: the reference "everything" server) on stdio, Streamable
+        HTTP or WebSocket: a file by path, or a module found from the current
+        directory (``--server TARGET`` says the same).  Without ``:ATTR``, the
+        attribute ``server``, ``mcp`` or ``app``, or the module's only ``Server``.
+    mcp-ref demo [--full] [-- CMD...]
+        Run a client against the reference server (a child process) and print the wire
+        transcript, each message annotated with the spec section that governs it.
+    mcp-ref inspect [--json] [--timeout SECONDS] (--url URL | -- CMD...)
+        Connect to a server and print its tools, resources, templates, prompts.
+    mcp-ref call [--json] [--timeout SECONDS] (--url URL | -- CMD...) TOOL [key=value ...]
+        Call one tool.  The trailing ``key=value`` words are the arguments, read by the
+        tool's input schema (a string property keeps the text; other values are JSON
+        when they parse); the word before them is the tool.  Progress and log messages
+        show on stderr as they arrive.
+    mcp-ref read [--json] [--timeout SECONDS] (--url URL | -- CMD...) URI
+        Read a resource: text printed as it is, each blob as one line.
+    mcp-ref prompt [--json] [--timeout SECONDS] (--url URL | -- CMD...) NAME [key=value ...]
+        Get a prompt and print its messages.
+
+``--url`` takes ``http(s)://`` (Streamable HTTP, with the 2024-11-05 fallback) and
+``ws(s)://`` (WebSocket) URLs; ``-- CMD...`` starts a stdio server.  ``--timeout``
+bounds the wait for each answer; without it, ``initialize`` gets 10 s
+(INITIALIZE_TIMEOUT) and the rest 60 s.  A server that never answers is named as such
+("no answer to initialize from CMD within 10 s: ..."), never blamed for an error it did
+not send.
+
+Errors are one line on stderr and exit status 1, never a traceback (an exception group
+from trio's nurseries is reported by its first exception that is not a cancellation; an
+address that cannot be bound is named).  A tool result with ``isError: true`` is
+printed and exits with status 1 too.
+
+``serve --http HOST:PORT`` serves Streamable HTTP at ``http://HOST:PORT/mcp`` and
+``serve --ws HOST:PORT`` WebSocket at ``ws://HOST:PORT/mcp`` (port 0 picks a free port);
+either prints the URL on stderr once it listens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any, TextIO
+
+import trio
+
+from .client import (
+    CALL_USAGE,
+    INITIALIZE_TIMEOUT,
+    PROMPT_USAGE,
+    READ_USAGE,
+    call_command,
+    coerce_arguments,
+    inspect_command,
+    parse_arguments,
+    parse_value,
+    prompt_command,
+    read_command,
+    seconds,
+    server_command,
+    split_words,
+)
+from .demo import Transcript, demo_command
+from .errors import CliError, explain, first_error
+from .serve import DEFAULT_SERVER, serve_command
+
+__all__ = [
+    "DEFAULT_SERVER",
+    "INITIALIZE_TIMEOUT",
+    "CliError",
+    "Transcript",
+    "coerce_arguments",
+    "main",
+    "parse_arguments",
+    "parse_value",
+]
+
+
+def _parser() -> argparse.ArgumentParser:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        own = version("mcp-ref")
+    except PackageNotFoundError:  # pragma: no cover - running from a checkout
+        own = "unknown"
+    parser = argparse.ArgumentParser(
+        prog="mcp-ref", description="mcp-ref: a reference implementation of MCP."
+    )
+    parser.add_argument("--version", action="version", version=f"mcp-ref {own}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    serve = sub.add_parser("serve", help="run a server (default: the reference server) on stdio")
+    serve.add_argument(
+        "target",
+        nargs="?",
+        metavar="FILE.py[:ATTR] | MODULE[:ATTR]",
+        help="the server to run: a file or a module (found from the current directory); "
+        "ATTR names the server or a zero-argument factory; without it, the attribute "
+        "server, mcp or app, or the only Server in the module "
+        f"(default: {DEFAULT_SERVER})",
+    )
+    serve.add_argument(
+        "--server",
+        metavar="TARGET",
+        help="the same as the argument: FILE.py[:ATTR] or MODULE[:ATTR]",
+    )
+    # Transports that are not built yet are accepted but left out of --help (which
+    # lists what works), and say so when used.
+    where = serve.add_mutually_exclusive_group()
+    where.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="serve Streamable HTTP on http://HOST:PORT/mcp instead (port 0: any free port)",
+    )
+    where.add_argument(
+        "--ws",
+        metavar="HOST:PORT",
+        help="serve WebSocket on ws://HOST:PORT/mcp instead (a custom transport, docs/websocket.md)",
+    )
+
+    serve.add_argument(
+        "--stateless", action="store_true", help="with --http: no sessions, each POST on its own"
+    )
+    serve.add_argument(
+        "--json-response",
+        action="store_true",
+        help="with --http: answer requests with JSON bodies instead of SSE streams",
+    )
+    serve.add_argument(
+        "--keepalive",
+        type=float,
+        metavar="SECONDS",
+        help="on stdio or --ws: ping a client silent for this long; end the session "
+        "after two unanswered pings",
+    )
+    serve.add_argument(
+        "--grace",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="on SIGTERM or Ctrl-C (and at end of input on stdio): seconds the requests "
+        "in progress may still take before they are cancelled and answered with an "
+        "error (default 5)",
+    )
+
+    demo = sub.add_parser("demo", help="print an annotated transcript against the reference server")
+    demo.add_argument("--full", action="store_true", help="print whole messages")
+    demo.add_argument("server_command", nargs=argparse.REMAINDER, metavar="-- CMD")
+
+    inspect = sub.add_parser("inspect", help="list a server's tools, resources, prompts")
+    inspect.add_argument("--json", action="store_true", help="print JSON")
+    _add_client_options(inspect, "the others")
+    inspect.add_argument("words", nargs=argparse.REMAINDER, metavar="-- CMD")
+
+    call = sub.add_parser("call", help="call one tool of a server")
+    call.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    _add_client_options(call, "the call")
+    call.add_argument("words", nargs=argparse.REMAINDER, metavar="[-- CMD] TOOL key=value")
+
+    read = sub.add_parser("read", help="read one resource of a server")
+    read.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    _add_client_options(read, "the read")
+    read.add_argument("words", nargs=argparse.REMAINDER, metavar="[-- CMD] URI")
+
+    prompt = sub.add_parser("prompt", help="get one prompt of a server")
+    prompt.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    _add_client_options(prompt, "the prompt")
+    prompt.add_argument("words", nargs=argparse.REMAINDER, metavar="[-- CMD] NAME key=value")
+    return parser
+
+
+def _add_client_options(parser: argparse.ArgumentParser, rest: str) -> None:
+    """Add ``--url URL`` and ``--timeout SECONDS`` (seconds per answer; ``rest`` names
+    what the 60 s default covers besides ``initialize``)."""
+    parser.add_argument(
+        "--url",
+        metavar="URL",
+        help="the server's URL: http(s):// for Streamable HTTP, ws(s):// for WebSocket "
+        "(instead of -- CMD...)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=seconds,
+        metavar="SECONDS",
+        help="wait at most this long for each answer, initialize's included "
+        f"(default: {INITIALIZE_TIMEOUT:g} s for initialize, 60 s for {rest})",
+    )
+
+
+_CLIENT_COMMANDS: dict[str, tuple[Callable[..., Any], str, dict[str, Any]]] = {
+    "call": (call_command, CALL_USAGE, {}),
+    "read": (read_command, READ_USAGE, {"key_values": False}),
+    "prompt": (prompt_command, PROMPT_USAGE, {"what": "prompt"}),
+}
+"""Subcommand -> (its coroutine, its usage line, its options of :func:`split_words`)."""
+
+
+def _run(args: argparse.Namespace, out: TextIO) -> int:
+    if args.command == "serve":
+        return serve_command(args)
+    runner: Callable[[], Any]
+    if args.command == "demo":
+        words = list(args.server_command)
+        if words and words[0] == "--":
+            words = words[1:]
+        command = words or [sys.executable, "-m", "mcp_ref", "serve"]
+        runner = partial(demo_command, command, args.full, out)
+    elif args.command == "inspect":
+        if args.url and args.words:
+            raise CliError("give --url or -- CMD..., not both")
+        target = None if args.url else server_command(args.words)
+        runner = partial(
+            inspect_command, target, args.json, out, args.timeout, args.url, INITIALIZE_TIMEOUT
+        )
+    elif args.command in _CLIENT_COMMANDS:
+        run_command, usage, options = _CLIENT_COMMANDS[args.command]
+        split_words(args.words, usage, with_command=args.url is None, **options)  # usage first
+        runner = partial(
+            run_command, args.words, args.json, out, args.timeout, args.url, INITIALIZE_TIMEOUT
+        )
+    else:
+        raise CliError(
+            "give a command: serve, demo, inspect, call, read or prompt (see mcp-ref --help)"
+        )
+    result: int = trio.run(runner)
+    return result
+
+
+def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
+    """Run ``mcp-ref``; returns the exit status (0 ok, 1 error, 2 usage, 130 interrupted).
+
+    Args:
+        argv: the arguments (default ``sys.argv[1:]``).
+        out: where normal output goes (default ``sys.stdout``).
+    """
+    args = _parser().parse_args(argv)
+    try:
+        return _run(args, out or sys.stdout)
+    except KeyboardInterrupt:
+        print("mcp-ref: interrupted", file=sys.stderr)
+        return 130
+    except BaseExceptionGroup as group:
+        # trio's nurseries wrap what their tasks raise: the first exception that is not
+        # a cancellation says what happened (Ctrl-C while trio was starting or
+        # stopping comes wrapped too).
+        first = first_error(group)
+        if isinstance(first, KeyboardInterrupt):
+            print("mcp-ref: interrupted", file=sys.stderr)
+            return 130
+        if isinstance(first, SystemExit):
+            raise first from None
+        if isinstance(first, BrokenPipeError):
+            return _reader_gone()
+        print(f"mcp-ref: {explain(first)}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return _reader_gone()
+    except Exception as exc:  # every error is one line, never a traceback
+        print(f"mcp-ref: {explain(exc)}", file=sys.stderr)
+        return 1
+
+
+def _reader_gone() -> int:
+    """The reader went away (``mcp-ref inspect ... | head``): not an error.  Point
+    stdout at devnull so the interpreter's final flush does not fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 0
