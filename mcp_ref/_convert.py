@@ -47,6 +47,16 @@ The conventions, shared by every class:
 * values typed ``Any`` (``data``, ``arguments``, ``_meta``...) are passed through as
   they are, not copied and not inspected.
 
+Revisions: :mod:`mcp_ref.types` is one model for every revision, and each field records
+the revisions that allow it (:mod:`mcp_ref._revisions`).  A converter reads the messages
+of some revisions (:func:`make_converter`'s ``revisions``): a field none of them allows
+is not read (its key, if sent, is an unknown key and goes to ``extra``, as before that
+field existed), and a field whose ``required_in`` metadata names all of them is
+required.  The module's default converter reads the four handshake-era revisions, so
+for them the model's 2026-07-28 fields change nothing; ``structure(..., revision=
+"2026-07-28")`` uses one built for that revision.  Writing ignores revisions: a field
+that is set is written.
+
 Every failure raises :class:`ConversionError` (a ``ValueError``) whose one-line message
 names the JSON path of the first bad value, e.g. ``arguments: expected object, got
 array`` or ``content[2].type: expected one of "text", "image", ...; got "video"``.
@@ -73,6 +83,7 @@ from cattrs.gen import make_dict_structure_fn_from_attrs, make_dict_unstructure_
 from cattrs.strategies import configure_tagged_union, configure_union_passthrough
 
 from . import types as schema
+from ._revisions import HANDSHAKE_REVISIONS, MODERN_REVISIONS, REVISIONS
 
 __all__ = [
     "ConversionError",
@@ -88,6 +99,7 @@ __all__ = [
 T = TypeVar("T")
 Fn = Callable[[Any], Any]
 Hook = Callable[[Any, Any], Any]  # cattrs' structure hooks: (value, type) -> object
+Revisions = tuple[str, ...]
 
 
 class ConversionError(ValueError):
@@ -168,14 +180,33 @@ def _wire_name(field: attrs.Attribute[Any]) -> str:
     return first + "".join(p[:1].upper() + p[1:] for p in rest)
 
 
-def _wire_required(field: attrs.Attribute[Any]) -> bool:
-    """Whether a field must be present on the wire (see the module docstring)."""
+def _reads(field: attrs.Attribute[Any], revisions: Revisions) -> bool:
+    """Whether a converter for ``revisions`` reads the field: one of them allows it
+    (its ``revisions`` metadata; a field without any is read everywhere)."""
+    allowed = field.metadata.get("revisions")
+    return allowed is None or any(r in allowed for r in revisions)
+
+
+def _wire_required(field: attrs.Attribute[Any], revisions: Revisions = HANDSHAKE_REVISIONS) -> bool:
+    """Whether a field must be present on the wire (see the module docstring), for a
+    converter that reads ``revisions``: an optional field whose ``required_in`` metadata
+    names every one of them is required too (``resultType`` for 2026-07-28)."""
     if field.default is attrs.NOTHING:
+        return True
+    required_in = field.metadata.get("required_in")
+    if required_in is not None and all(r in required_in for r in revisions):
         return True
     if field.default is None:
         return False
     tp = field.type
     return _is_literal(tp) or (_is_union(tp) and any(_is_literal(a) for a in typing.get_args(tp)))
+
+
+def _keeps(field: attrs.Attribute[Any], revisions: Revisions) -> bool:
+    """Whether a converter for ``revisions`` gives the field its own key: it reads it,
+    or the field is not optional (a class is only built with it, and a constant is
+    always written: ``jsonrpc`` of a 2026-07-28 input request, see its docstring)."""
+    return field.default is not None or _reads(field, revisions)
 
 
 def _without_none(tp: Any) -> Any:
@@ -215,16 +246,16 @@ class _ClassInfo:
 
 
 @functools.cache
-def _class_info(cls: type) -> _ClassInfo:
+def _class_info(cls: type, revisions: Revisions = HANDSHAKE_REVISIONS) -> _ClassInfo:
     attrs.resolve_types(cls)
-    fields = [f for f in attrs.fields(cls) if f.name != "extra"]
+    fields = [f for f in attrs.fields(cls) if f.name != "extra" and _keeps(f, revisions)]
     consts = {}
     for f in fields:
         tp = _without_none(f.type)
         if _is_literal(tp):
             consts[_wire_name(f)] = typing.get_args(tp)
     return _ClassInfo(
-        required=frozenset(_wire_name(f) for f in fields if _wire_required(f)),
+        required=frozenset(_wire_name(f) for f in fields if _wire_required(f, revisions)),
         known=frozenset(_wire_name(f) for f in fields),
         consts=consts,
     )
@@ -347,7 +378,7 @@ def _literal_factory(tp: Any) -> Hook:
 # --- unions cattrs resolves otherwise ---------------------------------------------------
 
 
-def _rule_union_factory(conv: cattrs.Converter) -> Callable[[Any], Hook]:
+def _rule_union_factory(conv: cattrs.Converter, revisions: Revisions) -> Callable[[Any], Hook]:
     """Unions of classes without a tag (``ServerResult``, ``ElicitRequestParams``, the
     enum schemas): try the classes whose required keys are all present and whose
     constants match, those leaving the fewest keys unknown first, then those with the
@@ -356,7 +387,7 @@ def _rule_union_factory(conv: cattrs.Converter) -> Callable[[Any], Hook]:
 
     def factory(tp: Any) -> Hook:
         classes = typing.get_args(tp)
-        infos = [_class_info(c) for c in classes]
+        infos = [_class_info(c, revisions) for c in classes]
         hooks = [conv.get_structure_hook(c) for c in classes]
         names = ", ".join(c.__name__ for c in classes)
 
@@ -457,10 +488,15 @@ def _tagged_unions() -> dict[Any, tuple[str, tuple[Any, ...]]]:
 # --- the converter ----------------------------------------------------------------------
 
 
-def make_converter(*, detailed_validation: bool = True) -> cattrs.Converter:
+def make_converter(
+    *, detailed_validation: bool = True, revisions: Revisions = HANDSHAKE_REVISIONS
+) -> cattrs.Converter:
     """A new ``cattrs.Converter`` configured for :mod:`mcp_ref.types` (see the module
     docstring); ``detailed_validation`` is cattrs' option (exception groups that name
     each attribute and item that failed), which :func:`explain` needs.
+
+    ``revisions`` are the revisions whose messages it reads (see "Revisions" in the
+    module docstring): the handshake era's four by default, or ``("2026-07-28",)``.
 
     Its structure hooks raise on a bad value, but not always :class:`ConversionError`:
     use :func:`structure` / :func:`structure_fn`, which :func:`explain` what they catch.
@@ -516,7 +552,7 @@ def make_converter(*, detailed_validation: bool = True) -> cattrs.Converter:
     # the rule.  A union of classes and a list gets its own hook.
     tagged = _tagged_unions()
     conv.register_structure_hook_factory(
-        lambda tp: _is_class_union(tp) and tp not in tagged, _rule_union_factory(conv)
+        lambda tp: _is_class_union(tp) and tp not in tagged, _rule_union_factory(conv, revisions)
     )
     conv.register_structure_hook_factory(
         lambda tp: (
@@ -535,8 +571,12 @@ def make_converter(*, detailed_validation: bool = True) -> cattrs.Converter:
         for field in attrs.fields(cls):
             if field.name == "extra":
                 overrides["extra"] = override(omit=True)
-            elif _wire_required(field) and field.default is not attrs.NOTHING:
-                # A constant with a default (type: "text"): cattrs would make it optional.
+            elif not _keeps(field, revisions):
+                # Another era's field: its key, if sent, is an unknown one (to `extra`).
+                overrides[field.name] = override(omit=True)
+            elif _wire_required(field, revisions) and field.default is not attrs.NOTHING:
+                # A constant with a default (type: "text"), or a field these revisions
+                # require (resultType in 2026-07-28): cattrs would make it optional.
                 field = field.evolve(default=attrs.NOTHING)
                 overrides[field.name] = override(rename=_wire_name(field))
             elif field.default is None:
@@ -547,8 +587,8 @@ def make_converter(*, detailed_validation: bool = True) -> cattrs.Converter:
                 overrides[field.name] = override(rename=_wire_name(field))
             fields.append(field)
         generated: Fn = make_dict_structure_fn_from_attrs(fields, cls, conv, **overrides)
-        known = _class_info(cls).known
-        required = len(_class_info(cls).required)
+        known = _class_info(cls, revisions).known
+        required = len(_class_info(cls, revisions).required)
         keeps_extra = "extra" in attrs.fields_dict(cls)
         evolve = attrs.evolve
 
@@ -587,14 +627,14 @@ def make_converter(*, detailed_validation: bool = True) -> cattrs.Converter:
         )
         if "extra" not in attrs.fields_dict(cls):
             return generated
-        known = _class_info(cls).known
+        known = _class_info(cls, revisions).known
 
         def unstructure_class(o: Any) -> Any:
             d = generated(o)
             extra = o.extra
             if extra:
                 for k in extra:
-                    if k not in known:  # never over a known field
+                    if k not in known and k not in d:  # never over a field read or written
                         d[k] = extra[k]
             return d
 
@@ -688,14 +728,28 @@ _CONVERTER: Final = make_converter()
 
 
 @functools.cache
-def structure_fn(tp: Any) -> Fn:
+def _modern_converter() -> cattrs.Converter:
+    return make_converter(revisions=MODERN_REVISIONS)  # built on first use
+
+
+def _converter_for(revision: str | None) -> cattrs.Converter:
+    if revision is None or revision in HANDSHAKE_REVISIONS:
+        return _CONVERTER
+    if revision in MODERN_REVISIONS:
+        return _modern_converter()
+    raise ValueError(f"unknown revision {revision!r}; known: {', '.join(REVISIONS)}")
+
+
+@functools.cache
+def structure_fn(tp: Any, revision: str | None = None) -> Fn:
     """The structure function of ``tp`` (a class, union alias, ``list[...]``...):
     ``structure_fn(tp)(data)`` is ``structure(data, tp)`` without the converter's
-    lookup (for hot paths).  Built once per type, cached.
+    lookup (for hot paths).  Built once per type (and revision), cached.
 
     Raises (when called): :class:`ConversionError`, as :func:`structure`.
+    Raises (at once): ValueError for a ``revision`` mcp_ref does not know.
     """
-    hook = _CONVERTER.get_structure_hook(tp)
+    hook = _converter_for(revision).get_structure_hook(tp)
 
     def structure_value(data: Any) -> Any:
         try:
@@ -717,9 +771,14 @@ def unstructure_fn(cls: Any) -> Fn:
     return hook
 
 
-def structure(data: Any, cls: type[T]) -> T:
+def structure(data: Any, cls: type[T], revision: str | None = None) -> T:
     """Turn decoded wire JSON into a value of ``cls`` (usually a class of
     :mod:`mcp_ref.types`; also a union alias, ``list[...]``, ``str``...).
+
+    ``revision`` is the protocol revision of the message: None (the default) or any
+    handshake-era revision reads it as every handshake-era revision would, 2026-07-28
+    as that revision does (its fields typed, the others' keys unknown; see "Revisions"
+    in the module docstring).  ValueError for a revision mcp_ref does not know.
 
     ``data`` is what ``json.loads`` returned (dicts, lists, str, int, float, bool,
     None); it is not modified, and ``Any``-typed parts of it are shared, not copied.
@@ -727,7 +786,7 @@ def structure(data: Any, cls: type[T]) -> T:
     anything else for any JSON input.  See the module docstring for the rules.
     """
     tp: Any = cls  # a union alias is not a type[T] to mypy
-    result: T = structure_fn(tp)(data)
+    result: T = (structure_fn(tp) if revision is None else structure_fn(tp, revision))(data)
     return result
 
 

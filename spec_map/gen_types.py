@@ -1,4 +1,4 @@
-"""Generate ``mcp_ref/types.py`` from the official MCP JSON Schema (revision 2025-11-25).
+"""Generate ``mcp_ref/types.py`` from the official MCP JSON Schemas of every revision.
 
 Usage::
 
@@ -6,20 +6,25 @@ Usage::
     python spec_map/gen_types.py --check    # exit 1 if the committed file is stale
     python spec_map/gen_types.py --stdout   # print instead of writing
 
-The schema is read from ``$MCP_SPEC_DIR/schema/2025-11-25/schema.json`` or, without that
-variable, from ``<repo>/../shared/spec/...``.  The output is passed through
-``ruff format`` (found next to the running interpreter or on ``PATH``).  This is a
-development tool: nothing in ``mcp_ref`` imports it, and the spec is not needed at run time.
+The schemas are read from ``tests/vendor/schema/<revision>/schema.json`` (the copies the
+tests read; ``--schema-dir DIR`` reads ``DIR/<revision>/schema.json`` instead), for the
+five revisions of :data:`REVISIONS`, 2024-11-05 to 2026-07-28.  The output is passed
+through ``ruff format`` (found next to the running interpreter or on ``PATH``).  This is
+a development tool: nothing in ``mcp_ref`` imports it, and the spec is not needed at run
+time.
 
 Theory of operation
 -------------------
-Every ``$defs`` entry becomes one Python name, spelled exactly as the definition:
+Each revision's schema is read on its own first.  Every ``$defs`` (before 2025-11-25:
+``definitions``) entry becomes one Python name, spelled exactly as the definition:
 
 * an object (``"type": "object"`` with ``properties``, or an ``allOf`` of objects, whose
   properties are merged) becomes a frozen, slotted, keyword-only attrs class;
 * an ``anyOf``/``oneOf`` becomes a ``TypeAlias`` of the union of its members;
 * a string ``enum`` becomes a ``Literal[...]`` alias; a primitive or a bare ``$ref``
-  becomes a plain alias (``RequestId = str | int``, ``EmptyResult = Result``).
+  becomes a plain alias (``RequestId = str | int``, ``EmptyResult = Result``);
+* the recursive JSON values of 2026-07-28 (``JSONValue``, ``JSONObject``, ``JSONArray``)
+  become ``Any``, ``dict[str, Any]`` and ``list[Any]`` (:data:`JSON_VALUES`).
 
 Properties map to fields (``protocolVersion`` -> ``protocol_version``): ``string`` ->
 ``str``, ``integer`` -> ``int``, ``number`` -> ``float``, ``boolean`` -> ``bool``,
@@ -31,7 +36,50 @@ free-form JSON Schemas listed in ``FREE_FORM``.  Required properties are require
 fields; optional ones default to ``None``.  Every class ends with ``extra``, the JSON
 keys it does not know.  A wire name that the converter's rule (snake_case -> camelCase,
 ``meta`` -> ``_meta``) cannot rebuild is stored in the field's attrs metadata
-(``{"wire": "$schema"}``).
+(``{"wire": "$schema"}``); a reserved ``_meta`` key is named after its last segment
+(``io.modelcontextprotocol/protocolVersion`` -> ``protocol_version``).
+
+Then the revisions are merged into one model (:func:`merge`), by these rules:
+
+1. **One name, one item.**  A name several revisions define is generated once.  An
+   older revision's inline object named ``<Parent><Field>`` is the same class as another
+   revision's ``$defs`` entry of that name (2024-11-05's inline ``CallToolRequest.params``
+   is ``CallToolRequestParams``).
+2. **Whose shape.**  The item takes the shape of the first revision of
+   :data:`BASE_ORDER` that defines the name: the newest handshake-era revision
+   (2025-11-25, then older ones), and 2026-07-28 only for what it alone defines.  So the
+   types, and which fields are required, are exactly those mcp-ref read before
+   2026-07-28 existed, and today's code and converter are unchanged.
+3. **Fields.**  A class has the union of its revisions' properties; a property the base
+   revision lacks is added as an optional field (``Result.result_type``).  Where two
+   revisions type one property differently, the base revision's type is kept and the
+   field's docstring names the other.  Where they disagree on whether it is required,
+   the field says what the base says and its metadata's ``required_in`` lists the
+   revisions that require it.
+4. **Incompatible kinds.**  Where one revision defines a name as an object and another
+   as a union or alias (``EnumSchema`` in 2025-06-18 and 2025-11-25;
+   ``ClientNotification`` in 2026-07-28), the base revision's kind wins; the other
+   revision is not credited with the name and the docstring says so.
+5. **Unions** keep the base revision's members and gain the classes a *later* revision
+   adds (``ClientRequest`` gains ``DiscoverRequest``); members only older revisions had
+   (batches, ``JSONRPCError``) are not added, as the base revision replaced them.
+6. **Envelope (older schemas).**  Before 2025-11-25 (:data:`ENVELOPED`) a request or
+   notification definition lists only ``method`` and ``params``, the base
+   ``JSONRPCRequest``/``Request`` definitions giving every message ``jsonrpc``, ``id``
+   and ``params._meta``.  Those fields are counted as allowed in those revisions.
+7. **Reachable only.**  An item is written if a ``$defs`` name of some revision reaches
+   it (an older revision's inline class that the base shape no longer uses, such as
+   2024-11-05's ``TextContentAnnotations``, is dropped, and its properties are not
+   credited to that revision).
+
+What each piece's revisions are is written beside it: every field's attrs metadata has
+``"revisions"`` (a tuple constant such as ``SINCE_2025_06_18``, named by
+:func:`span_name`) and, when rule 3 applies, ``"required_in"``; ``DEFINED_IN`` maps every
+name to its revisions, and each docstring says them in words, with a note wherever a
+revision's shape disagrees (a class that requires a field another of its revisions
+lacks says so: ``CreateMessageRequest`` requires ``id``, which a 2026-07-28 input
+request does not have).  ``mcp_ref/_revisions.py`` reads these records;
+``tests/test_types_revisions.py`` checks them against every vendored schema.
 
 Classes are written in dependency order (each name defined before it is used), so the
 annotations of :mod:`mcp_ref.types` are real objects and nothing is resolved at run time.
@@ -42,7 +90,6 @@ from __future__ import annotations
 import argparse
 import json
 import keyword
-import os
 import re
 import shutil
 import subprocess
@@ -52,9 +99,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-REVISION = "2025-11-25"
+REVISIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
+"""Every revision whose schema is read, oldest first."""
+NEWEST_HANDSHAKE = "2025-11-25"
+BASE_ORDER = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "2026-07-28")
+"""Whose shape a name takes when revisions disagree: the first that defines it."""
+ENVELOPED = "2025-11-25"
+"""The first revision whose request and notification definitions include ``jsonrpc``
+and ``id`` (older ones leave them to ``JSONRPCRequest`` / ``JSONRPCNotification``)."""
 REPO = Path(__file__).resolve().parent.parent
 OUTPUT = REPO / "mcp_ref" / "types.py"
+SCHEMA_DIR = REPO / "tests" / "vendor" / "schema"
+
+# JSON values (2026-07-28): recursive aliases, kept as plain JSON (not looked into).
+JSON_VALUES = {
+    "JSONValue": ("Any", "Any JSON value (not checked by the converter)."),
+    "JSONObject": ("dict[str, Any]", "A JSON object (its values are not checked)."),
+    "JSONArray": ("list[Any]", "A JSON array (its items are not checked)."),
+}
 
 # Objects that are JSON Schemas written by tool authors: kept as plain dicts, not classes.
 FREE_FORM = {("Tool", "inputSchema"), ("Tool", "outputSchema")}
@@ -105,14 +167,20 @@ FALLBACK_DOCS = {
     "properties": "The fields of the form, by name: each a primitive JSON Schema.",
     "required": "The names of the fields the user must fill in.",
     "type": 'The kind of number asked for: ``"integer"`` or ``"number"``.',
+    "annotations": "Optional annotations for the client.",
+    "requestState": (
+        "The opaque state of an earlier ``input_required`` result, sent back unchanged "
+        "when the client retries the request."
+    ),
 }
 
 
-def find_schema() -> Path:
-    """Return the path of the 2025-11-25 schema.json (see the module docstring)."""
-    env = os.environ.get("MCP_SPEC_DIR")
-    base = Path(env) if env else REPO.parent / "shared" / "spec"
-    return base / "schema" / REVISION / "schema.json"
+def find_schemas(schema_dir: Path | None = None) -> dict[str, Path]:
+    """The schema.json of every revision in :data:`REVISIONS`: under ``schema_dir``
+    (``<dir>/<revision>/schema.json``), else the copies vendored in ``tests/vendor/schema``
+    (the ones the tests read)."""
+    base = schema_dir or SCHEMA_DIR
+    return {rev: base / rev / "schema.json" for rev in REVISIONS}
 
 
 # --- naming ----------------------------------------------------------------------------
@@ -153,6 +221,10 @@ class Field:
     const: Any = None
     has_const: bool = False
     doc: str = ""
+    revisions: tuple[str, ...] = ()
+    """The revisions whose schema has this property (filled in by :func:`merge`)."""
+    required_in: tuple[str, ...] | None = None
+    """The revisions that require it, when that differs from what the field says."""
 
 
 @dataclass
@@ -161,6 +233,7 @@ class ClassDef:
     doc: str
     fields: list[Field]
     deps: set[str]
+    revisions: tuple[str, ...] = ()
 
 
 @dataclass
@@ -169,11 +242,13 @@ class AliasDef:
     value: str
     doc: str
     deps: set[str]
+    revisions: tuple[str, ...] = ()
 
 
 @dataclass
 class Generator:
     defs: dict[str, Any]
+    revision: str = NEWEST_HANDSHAKE
     items: dict[str, ClassDef | AliasDef] = field(default_factory=dict)
     union_aliases: dict[frozenset[str], str] = field(default_factory=dict)
 
@@ -292,7 +367,9 @@ class Generator:
         required = set(obj.get("required", []))
         fields: list[Field] = []
         for wire, prop in obj.get("properties", {}).items():
-            pyname = snake(wire)
+            # A reserved ``_meta`` key (``io.modelcontextprotocol/protocolVersion``) is
+            # named after its last segment; its wire name goes in the metadata.
+            pyname = snake(wire.rsplit("/", 1)[-1])
             if (
                 keyword.iskeyword(pyname)
                 or pyname == "extra"
@@ -312,7 +389,7 @@ class Generator:
         if len(set(names)) != len(names):
             raise ValueError(f"{name}: two properties map to one field name")
         self.items[name] = ClassDef(
-            name, doc + f"\n\nSource: schema {REVISION}, {source}.", fields, deps
+            name, doc + f"\n\nSource: schema {self.revision}, {source}.", fields, deps
         )
 
     def field_doc(self, prop: dict[str, Any], wire: str, owner: str) -> str:
@@ -349,7 +426,12 @@ class Generator:
     def add_definition(self, name: str, schema: dict[str, Any]) -> None:
         self.root = name
         desc = schema.get("description", "")
-        if "anyOf" in schema or "oneOf" in schema:
+        if name in JSON_VALUES:
+            value, what = JSON_VALUES[name]
+            self.items[name] = AliasDef(
+                name, value, f"{what}\n\nSource: schema {self.revision}, ``$defs/{name}``.", set()
+            )
+        elif "anyOf" in schema or "oneOf" in schema:
             members = schema.get("anyOf") or schema.get("oneOf")
             deps: set[str] = set()
             value = " | ".join(self.annotation(m, name, "", deps) for m in members)
@@ -358,13 +440,16 @@ class Generator:
                 or "One of: " + ", ".join(f":class:`{self.ref_name(m)}`" for m in members) + "."
             )
             self.items[name] = AliasDef(
-                name, value, doc + f"\n\nSource: schema {REVISION}, ``$defs/{name}``.", deps
+                name, value, doc + f"\n\nSource: schema {self.revision}, ``$defs/{name}``.", deps
             )
         elif "$ref" in schema:
             target = self.ref_name(schema)
             doc = desc or f"The same shape as :class:`{target}`."
             self.items[name] = AliasDef(
-                name, target, doc + f"\n\nSource: schema {REVISION}, ``$defs/{name}``.", {target}
+                name,
+                target,
+                doc + f"\n\nSource: schema {self.revision}, ``$defs/{name}``.",
+                {target},
             )
         elif self.is_object_class(schema):
             obj = self.resolve(schema)
@@ -379,7 +464,7 @@ class Generator:
             self.items[name] = AliasDef(
                 name,
                 value,
-                (desc or name) + f"\n\nSource: schema {REVISION}, ``$defs/{name}``.",
+                (desc or name) + f"\n\nSource: schema {self.revision}, ``$defs/{name}``.",
                 deps,
             )
 
@@ -393,27 +478,219 @@ class Generator:
         for name, schema in self.defs.items():
             self.add_definition(name, schema)
 
-    def ordered(self) -> list[ClassDef | AliasDef]:
-        """All items in dependency order, ties broken by name."""
-        done: set[str] = set()
-        out: list[ClassDef | AliasDef] = []
-        visiting: set[str] = set()
 
-        def visit(name: str) -> None:
-            if name in done:
-                return
-            if name in visiting:
-                raise ValueError(f"dependency cycle through {name}")
-            visiting.add(name)
-            for dep in sorted(self.items[name].deps):
-                visit(dep)
-            visiting.discard(name)
-            done.add(name)
-            out.append(self.items[name])
+# --- every revision in one model ---------------------------------------------------------
 
-        for name in sorted(self.items):
-            visit(name)
-        return out
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
+def span_name(revisions: tuple[str, ...]) -> str:
+    """The name of the constant in mcp_ref/types.py that holds ``revisions``:
+    ``ALL_REVISIONS``, ``SINCE_2025_06_18``, ``UNTIL_2025_11_25``, ``ONLY_2026_07_28``,
+    ``FROM_2025_03_26_TO_2025_06_18``, or ``IN_<a>_AND_<b>...`` for a set with gaps."""
+    idx = [REVISIONS.index(r) for r in revisions]
+    tag = [r.replace("-", "_") for r in revisions]
+    if idx != list(range(idx[0], idx[-1] + 1)):
+        return "IN_" + "_AND_".join(tag)
+    if len(idx) == len(REVISIONS):
+        return "ALL_REVISIONS"
+    if len(idx) == 1:
+        return f"ONLY_{tag[0]}"
+    if idx[-1] == len(REVISIONS) - 1:
+        return f"SINCE_{tag[0]}"
+    if idx[0] == 0:
+        return f"UNTIL_{tag[-1]}"
+    return f"FROM_{tag[0]}_TO_{tag[-1]}"
+
+
+def span_text(revisions: tuple[str, ...]) -> str:
+    """``revisions`` in words, for docstrings."""
+    name = span_name(revisions)
+    if name == "ALL_REVISIONS":
+        return f"every revision ({REVISIONS[0]} to {REVISIONS[-1]})"
+    if name.startswith(("SINCE_", "UNTIL_", "FROM_")) and len(revisions) > 1:
+        return f"{revisions[0]} to {revisions[-1]}"
+    return ", ".join(revisions)
+
+
+def _is_bare_union(value: str) -> bool:
+    return all(_IDENT.fullmatch(part) for part in value.split(" | "))
+
+
+def merge(
+    per_revision: dict[str, dict[str, ClassDef | AliasDef]], roots: set[str]
+) -> dict[str, ClassDef | AliasDef]:
+    """One item per name over every revision (the rules are the module docstring's):
+    the shape of the first revision of :data:`BASE_ORDER` that defines the name, the
+    fields other revisions add (optional), every field's revisions, and only the items
+    reachable from a ``$defs`` name of some revision (``roots``)."""
+    names = sorted(set().union(*per_revision.values()))
+    merged: dict[str, ClassDef | AliasDef] = {}
+    # Before ENVELOPED, a request's or notification's params list no ``_meta``: the
+    # base Request/Notification definitions give it to every message's params.
+    meta_params = {
+        r: {
+            f.annotation.removesuffix(" | None")
+            for item in per_revision[r].values()
+            if isinstance(item, ClassDef) and any(g.wire == "method" for g in item.fields)
+            for f in item.fields
+            if f.wire == "params"
+        }
+        for r in REVISIONS[: REVISIONS.index(ENVELOPED)]
+    }
+    for name in names:
+        present = [r for r in REVISIONS if name in per_revision[r]]
+        base_rev = next(r for r in BASE_ORDER if r in present)
+        base = per_revision[base_rev][name]
+        same = [r for r in present if type(per_revision[r][name]) is type(base)]
+        other = [r for r in present if r not in same]
+        notes = [
+            f"Revision {r} defines ``{name}`` with another kind of shape (an object where "
+            "this is a union or alias, or the reverse); that shape is not generated."
+            for r in other
+        ]
+        if isinstance(base, AliasDef):
+            item: ClassDef | AliasDef = _merge_alias(
+                name, base, base_rev, per_revision, same, notes
+            )
+        else:
+            enveloped = {r for r, params in meta_params.items() if name in params}
+            item = _merge_class(name, base, base_rev, per_revision, same, notes, enveloped)
+        item.revisions = tuple(same)
+        merged[name] = item
+    # Dependencies from the annotations themselves (fields and members other revisions
+    # added bring theirs), then only what a $defs name reaches.
+    for item in merged.values():
+        text = (
+            item.value
+            if isinstance(item, AliasDef)
+            else " ".join(f.annotation for f in item.fields)
+        )
+        item.deps = {n for n in _IDENT.findall(text) if n in merged and n != item.name}
+    keep: set[str] = set()
+    todo = [n for n in roots if n in merged]
+    while todo:
+        n = todo.pop()
+        if n not in keep:
+            keep.add(n)
+            todo.extend(merged[n].deps)
+    return {n: merged[n] for n in sorted(keep)}
+
+
+def _merge_alias(
+    name: str,
+    base: AliasDef,
+    base_rev: str,
+    per_revision: dict[str, dict[str, ClassDef | AliasDef]],
+    same: list[str],
+    notes: list[str],
+) -> AliasDef:
+    value = base.value
+    later = REVISIONS[REVISIONS.index(base_rev) + 1 :]
+    if _is_bare_union(value):
+        members = value.split(" | ")
+        for r in later:
+            alias = per_revision[r].get(name)
+            if r in same and isinstance(alias, AliasDef) and _is_bare_union(alias.value):
+                for member in alias.value.split(" | "):
+                    if member not in members and isinstance(per_revision[r][member], ClassDef):
+                        members.append(member)
+                        notes.append(f"``{member}`` is a member in revision {r}.")
+        value = " | ".join(members)
+    for r in same:
+        alias = per_revision[r][name]
+        assert isinstance(alias, AliasDef)
+        if alias.value != base.value and not (
+            _is_bare_union(alias.value) and _is_bare_union(value)
+        ):
+            notes.append(f"Revision {r} defines it as ``{alias.value}``; not generated.")
+    doc = base.doc + f"\n\nRevisions: {span_text(tuple(same))}."
+    if notes:
+        doc += "\n\n" + "\n".join(f"- {n}" for n in notes)
+    return AliasDef(name, value, doc, set())
+
+
+def _merge_class(
+    name: str,
+    base: ClassDef,
+    base_rev: str,
+    per_revision: dict[str, dict[str, ClassDef | AliasDef]],
+    same: list[str],
+    notes: list[str],
+    meta_in: set[str],
+) -> ClassDef:
+    by_rev = {r: per_revision[r][name] for r in same}
+    wires = {r: {f.wire: f for f in c.fields} for r, c in by_rev.items() if isinstance(c, ClassDef)}
+    fields = [Field(**vars(f)) for f in base.fields]
+    by_wire = {f.wire: f for f in fields}
+    origin = {f.wire: base_rev for f in fields}
+    for r in BASE_ORDER:
+        for f in (wires.get(r) or {}).values():
+            if f.wire not in by_wire:
+                added = Field(**vars(f))
+                added.required = False
+                fields.append(added)
+                by_wire[f.wire] = added
+                origin[f.wire] = r
+    has_method = {r for r, w in wires.items() if "method" in w}
+    for f in fields:
+        allowed: list[str] = []
+        required: list[str] = []
+        for r in same:
+            own = wires[r].get(f.wire)
+            if own is None and f.wire in ("jsonrpc", "id") and r in has_method:
+                if REVISIONS.index(r) < REVISIONS.index(ENVELOPED):
+                    own = f  # the envelope of an older revision's request/notification
+            if own is None and f.wire == "_meta" and r in meta_in:
+                own = f  # an older revision's params: _meta comes from Request/Notification
+            if own is None:
+                continue
+            allowed.append(r)
+            if own.required:
+                required.append(r)
+            if own.annotation != f.annotation and f.wire != "_meta":
+                f.doc += (
+                    f"\n\nRevision {r} types it ``{own.annotation}``; this field keeps the "
+                    f"type of revision {origin[f.wire]}."
+                )
+        f.revisions = tuple(allowed)
+        if set(required) != (set(allowed) if f.required else set()):
+            f.required_in = tuple(required)
+    for r in same:
+        missing = [f.wire for f in fields if f.required and r not in f.revisions]
+        if missing:
+            shown = ", ".join(f"``{w}``" for w in missing)
+            notes.append(
+                f"Revision {r} has no {shown}, which this class requires: the converter "
+                f"refuses that revision's messages of this type."
+            )
+    doc = base.doc + f"\n\nRevisions: {span_text(tuple(same))}."
+    if notes:
+        doc += "\n\n" + "\n".join(f"- {n}" for n in notes)
+    return ClassDef(name, doc, fields, set())
+
+
+def ordered(items: dict[str, ClassDef | AliasDef]) -> list[ClassDef | AliasDef]:
+    """All items in dependency order, ties broken by name."""
+    done: set[str] = set()
+    out: list[ClassDef | AliasDef] = []
+    visiting: set[str] = set()
+
+    def visit(name: str) -> None:
+        if name in done:
+            return
+        if name in visiting:
+            raise ValueError(f"dependency cycle through {name}")
+        visiting.add(name)
+        for dep in sorted(items[name].deps):
+            visit(dep)
+        visiting.discard(name)
+        done.add(name)
+        out.append(items[name])
+
+    for name in sorted(items):
+        visit(name)
+    return out
 
 
 # --- rendering -------------------------------------------------------------------------
@@ -461,9 +738,14 @@ def docstring(text: str, indent: str) -> str:
 
 
 def render_field(f: Field) -> str:
-    wire_meta = "" if camel(f.name) == f.wire else f', metadata={{"wire": {json.dumps(f.wire)}}}'
+    meta = [f'"revisions": {span_name(f.revisions)}']
+    if f.required_in is not None:
+        meta.append(f'"required_in": {span_name(f.required_in) if f.required_in else "()"}')
+    if camel(f.name) != f.wire:
+        meta.append(f'"wire": {json.dumps(f.wire)}')
+    metadata = "metadata={" + ", ".join(meta) + "}"
     if f.has_const and f.required:
-        default = py_literal(f.const)
+        default: str | None = py_literal(f.const)
         ann = f.annotation
     elif f.required:
         default = None
@@ -471,15 +753,10 @@ def render_field(f: Field) -> str:
     else:
         default = "None"
         ann = f.annotation if f.annotation.endswith("| None") else f"{f.annotation} | None"
-    if wire_meta:
-        value = "attrs.field(" + (f"default={default}" if default is not None else "") + wire_meta
-        value = value.replace("(, ", "(") + ")"
-        line = f"    {f.name}: {ann} = {value}\n"
-    elif default is not None:
-        line = f"    {f.name}: {ann} = {default}\n"
-    else:
-        line = f"    {f.name}: {ann}\n"
-    return line + docstring(f.doc, "    ")
+    value = (
+        "attrs.field(" + (f"default={default}, " if default is not None else "") + metadata + ")"
+    )
+    return f"    {f.name}: {ann} = {value}\n" + docstring(f.doc, "    ")
 
 
 EXTRA_FIELD = (
@@ -517,13 +794,14 @@ def render_alias(a: AliasDef) -> str:
 
 HEADER = '''\
 # GENERATED FILE: do not edit by hand.
-# Generated by spec_map/gen_types.py from the official MCP schema, revision {revision}.
+# Generated by spec_map/gen_types.py from the official MCP schemas, revisions
+# {first} to {last} (the copies in tests/vendor/schema).
 # Regenerate with:  python spec_map/gen_types.py   (check with --check)
-"""The typed messages of MCP: one name for every definition of the {revision} schema.
+"""The typed messages of MCP: one name for every definition of every revision's schema.
 
 Theory of operation
 -------------------
-Each object definition of the official JSON Schema is a frozen, slotted, keyword-only
+Each object definition of the official JSON Schemas is a frozen, slotted, keyword-only
 attrs class named exactly as the definition, with a docstring under every field taken
 from the schema.  Field names are the snake_case of the JSON property names
 (``protocolVersion`` -> ``protocol_version``, ``_meta`` -> ``meta``).  Required
@@ -541,11 +819,23 @@ properties is a class named ``<Parent><Field>`` (``ServerCapabilitiesTools``,
 ``CancelTaskRequestParams``); free-form objects (tool input/output JSON Schemas,
 ``arguments``, ``structuredContent``, ``experimental``) are ``dict[str, Any]``.
 
+One model serves every revision.  A name defined by several revisions is one class (or
+alias) with the fields of all of them: the shape (types, which fields are required) is
+that of the newest handshake-era revision that defines it ({handshake}), and the fields
+only other revisions have are optional.  Every field says in its attrs metadata which
+revisions allow it (``metadata={{"revisions": SINCE_2025_06_18}}``, one of the tuples
+below), and ``"required_in"`` when the revisions that require it are not simply all
+of those (``Result.result_type``: allowed and required in 2026-07-28 only, optional
+here); :data:`DEFINED_IN` gives each name's revisions, and each docstring says them in
+words, with where a revision's shape disagrees.  :mod:`mcp_ref._revisions` answers
+"which revisions allow this class or field" from these.
+
 Nothing here validates or converts: :mod:`mcp_ref._convert` turns wire JSON into these
 classes and back, strictly, once per message.  A field whose wire name the converter's
-rule cannot rebuild carries it in attrs metadata (``metadata={{"wire": "$schema"}}``).
+rule cannot rebuild carries it in attrs metadata (``"wire": "$schema"``).
 
-Source: the official MCP JSON Schema, revision {revision} (``schema.json``, ``$defs``).
+Source: the official MCP JSON Schemas, revisions {first} to {last} (``schema.json``,
+``$defs`` or ``definitions``).
 """
 
 from typing import Any, Literal, TypeAlias
@@ -563,14 +853,38 @@ def all_sort_key(name: str) -> tuple[int, str]:
     return (2, name)
 
 
-def render(gen: Generator) -> str:
-    items = gen.ordered()
-    names = sorted((i.name for i in items), key=all_sort_key)
-    out = HEADER.format(revision=REVISION)
+def render(items: dict[str, ClassDef | AliasDef]) -> str:
+    ordered_items = ordered(items)
+    spans: set[tuple[str, ...]] = {i.revisions for i in ordered_items}
+    for item in ordered_items:
+        if isinstance(item, ClassDef):
+            spans |= {f.revisions for f in item.fields}
+            spans |= {f.required_in for f in item.fields if f.required_in}
+    spans_sorted = sorted(spans, key=lambda s: (REVISIONS.index(s[0]), -len(s), s))
+    span_names = [span_name(s) for s in spans_sorted]
+    names = sorted([*span_names, "DEFINED_IN", *(i.name for i in ordered_items)], key=all_sort_key)
+    out = HEADER.format(first=REVISIONS[0], last=REVISIONS[-1], handshake=NEWEST_HANDSHAKE)
     out += "\n__all__ = [\n" + "".join(f"    {json.dumps(n)},\n" for n in names) + "]\n"
-    for item in items:
+    out += "\n# The sets of revisions that fields and definitions name, oldest revision first.\n"
+    for span, const in zip(spans_sorted, span_names, strict=True):
+        out += f"\n{const}: tuple[str, ...] = {py_tuple(span)}\n"
+        out += docstring(f"Revisions {span_text(span)}.", "")
+    for item in ordered_items:
         out += render_class(item) if isinstance(item, ClassDef) else render_alias(item)
+    out += "\n\nDEFINED_IN: dict[str, tuple[str, ...]] = {\n"
+    out += "".join(f"    {json.dumps(i.name)}: {span_name(i.revisions)},\n" for i in ordered_items)
+    out += "}\n"
+    out += docstring(
+        "The revisions whose schema defines each name of this module with the shape "
+        "generated here (a revision that gives a name another kind of shape is left out, "
+        "and named in that definition's docstring).",
+        "",
+    )
     return out
+
+
+def py_tuple(values: tuple[str, ...]) -> str:
+    return "(" + ", ".join(json.dumps(v) for v in values) + ("," if len(values) == 1 else "") + ")"
 
 
 def ruff_format(source: str) -> str:
@@ -591,22 +905,45 @@ def ruff_format(source: str) -> str:
     return done.stdout
 
 
-def generate(schema_path: Path | None = None) -> str:
-    """Return the formatted source of ``mcp_ref/types.py`` for the given schema file."""
-    path = schema_path or find_schema()
-    defs = json.loads(path.read_text(encoding="utf-8"))["$defs"]
-    gen = Generator(defs)
-    gen.build()
-    return ruff_format(render(gen))
+def load_defs(path: Path) -> dict[str, Any]:
+    """The definitions of one schema.json (``$defs`` from 2025-11-25, ``definitions``
+    before)."""
+    schema = json.loads(path.read_text(encoding="utf-8"))
+    defs: dict[str, Any] = schema.get("$defs") or schema["definitions"]
+    return defs
+
+
+def build(schema_dir: Path | None = None) -> dict[str, ClassDef | AliasDef]:
+    """Every revision's items (one :class:`Generator` each), merged (:func:`merge`)."""
+    per_revision: dict[str, dict[str, ClassDef | AliasDef]] = {}
+    roots: set[str] = set()
+    for rev, path in find_schemas(schema_dir).items():
+        defs = load_defs(path)
+        gen = Generator(defs, rev)
+        gen.build()
+        per_revision[rev] = gen.items
+        roots |= set(defs)
+    return merge(per_revision, roots)
+
+
+def generate(schema_dir: Path | None = None) -> str:
+    """Return the formatted source of ``mcp_ref/types.py`` for the schemas under
+    ``schema_dir`` (``<dir>/<revision>/schema.json``; default: the vendored copies)."""
+    return ruff_format(render(build(schema_dir)))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--check", action="store_true", help="fail if types.py is stale")
     parser.add_argument("--stdout", action="store_true", help="print, do not write")
-    parser.add_argument("--schema", type=Path, default=None, help="schema.json to read")
+    parser.add_argument(
+        "--schema-dir",
+        type=Path,
+        default=None,
+        help="folder of <revision>/schema.json (default: tests/vendor/schema)",
+    )
     args = parser.parse_args(argv)
-    source = generate(args.schema)
+    source = generate(args.schema_dir)
     if args.stdout:
         sys.stdout.write(source)
     elif args.check:

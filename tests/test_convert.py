@@ -17,7 +17,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcp_ref import types as t
-from mcp_ref._convert import ConversionError, structure, unstructure
+from mcp_ref._convert import (
+    ConversionError,
+    _reads,
+    _wire_required,
+    _without_none,
+    structure,
+    unstructure,
+)
+from mcp_ref._revisions import HANDSHAKE_REVISIONS
 from tests._examples import examples
 
 
@@ -438,7 +446,7 @@ json_values = st.recursive(
     max_leaves=12,
 )
 
-ALL_TYPES = [getattr(t, name) for name in t.__all__]
+ALL_TYPES = [getattr(t, name) for name in t.__all__ if name in t.DEFINED_IN]
 
 
 @settings(max_examples=examples(600), deadline=None)
@@ -482,11 +490,12 @@ def test_integer_fields_take_any_integer(value: int) -> None:
 # --- round trip of generated values -----------------------------------------------------
 
 
-def value_strategy(tp: Any) -> st.SearchStrategy[Any]:
-    """Valid values of a types.py annotation, built from the annotation alone."""
+def value_strategy(tp: Any, revision: str | None = None) -> st.SearchStrategy[Any]:
+    """Valid values of a types.py annotation, built from the annotation alone, for the
+    converter of ``revision`` (None: the handshake era's)."""
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if attrs.has(tp):
-        return st.deferred(lambda: instances(tp))
+        return st.deferred(lambda: instances(tp, revision))
     if tp is Any:
         return json_values
     if tp is str:
@@ -500,11 +509,11 @@ def value_strategy(tp: Any) -> st.SearchStrategy[Any]:
     if origin is Literal:
         return st.sampled_from(args)
     if origin in (typing.Union, types.UnionType):
-        return st.one_of([value_strategy(a) for a in args])
+        return st.one_of([value_strategy(a, revision) for a in args])
     if origin is list:
-        return st.lists(value_strategy(args[0]), max_size=2)
+        return st.lists(value_strategy(args[0], revision), max_size=2)
     if origin is dict:
-        return st.dictionaries(st.text(max_size=4), value_strategy(args[1]), max_size=2)
+        return st.dictionaries(st.text(max_size=4), value_strategy(args[1], revision), max_size=2)
     if tp is type(None):
         return st.none()
     raise NotImplementedError(tp)
@@ -513,17 +522,24 @@ def value_strategy(tp: Any) -> st.SearchStrategy[Any]:
 UNKNOWN_KEYS = st.sampled_from(["x-new", "futureField", "x"])  # no class has these keys
 
 
-def instances(cls: Any) -> st.SearchStrategy[Any]:
+def instances(cls: Any, revision: str | None = None) -> st.SearchStrategy[Any]:
     """Instances of one attrs class: every required field, each optional one present or
-    None, and sometimes unknown keys in ``extra``."""
+    None, and sometimes unknown keys in ``extra``; for the converter of ``revision``
+    (None: the handshake era's), whose fields only: another era's optional fields are
+    None, and the optional ones it requires (``resultType`` in 2026-07-28) are set."""
+    revisions = HANDSHAKE_REVISIONS if revision is None else (revision,)
     kwargs: dict[str, st.SearchStrategy[Any]] = {}
     for f in attrs.fields(cls):
         if f.name == "extra":
             kwargs["extra"] = st.dictionaries(UNKNOWN_KEYS, json_values, max_size=2)
-        elif f.default is None:
-            kwargs[f.name] = st.none() | value_strategy(f.type)
+        elif f.default is None and not _reads(f, revisions):
+            kwargs[f.name] = st.none()
+        elif f.default is None and not _wire_required(f, revisions):
+            kwargs[f.name] = st.none() | value_strategy(f.type, revision)
+        elif f.default is None:  # optional, but required by this revision
+            kwargs[f.name] = value_strategy(_without_none(f.type), revision)
         else:
-            kwargs[f.name] = value_strategy(f.type)
+            kwargs[f.name] = value_strategy(f.type, revision)
     return st.builds(cls, **kwargs)
 
 
@@ -545,18 +561,19 @@ def wire_names(obj: Any, *, omitted: bool) -> set[str]:
 @settings(max_examples=examples(500), deadline=None)
 @given(data=st.data())
 def test_generated_values_round_trip(data: st.DataObject) -> None:
-    """structure(unstructure(x)) == x for values of every class (on the wire always);
-    the wire form is plain
-    JSON, leaves out the optionals that are None (never null) and carries ``extra``'s
-    unknown keys at the top level."""
+    """structure(unstructure(x)) == x for values of every class (on the wire always),
+    by the converter of either era; the wire form is plain JSON, leaves out the
+    optionals that are None (never null) and carries ``extra``'s unknown keys at the
+    top level."""
+    revision = data.draw(st.sampled_from([None, "2026-07-28"]))
     cls = data.draw(st.sampled_from(CLASSES))
-    obj = data.draw(instances(cls))
+    obj = data.draw(instances(cls, revision))
     wire = unstructure(obj)
     assert json.loads(json.dumps(wire)) == wire
     assert set(wire) == wire_names(obj, omitted=False) | set(obj.extra)
     assert not wire_names(obj, omitted=True) & set(wire)
     assert {k: wire[k] for k in obj.extra} == obj.extra
-    back = structure(wire, cls)
+    back = structure(wire, cls, revision)
     # Equal on the wire; as objects too, except where two schema definitions share a
     # wire form (LegacyTitledEnumSchema without enumNames reads back as
     # UntitledSingleSelectEnumSchema inside a union): the wire cannot tell them apart.

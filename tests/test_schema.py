@@ -1,4 +1,4 @@
-"""mcp_ref.types against the official schema (2025-11-25): names, fields, round trips.
+"""mcp_ref.types against the official schema (2025-11-25): names, round trips, validity.
 
 Reads the vendored copies of the official schema.json files and example messages
 (tests/vendor/, see tests/_spec.py), so nothing here depends on ``../shared``.
@@ -9,21 +9,19 @@ from __future__ import annotations
 import ast
 import copy
 import json
-import typing
 from pathlib import Path
 from typing import Any
 
-import attrs
 import jsonschema
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from mcp_ref import types as t
-from mcp_ref._convert import ConversionError, _wire_name, _wire_required, structure, unstructure
+from mcp_ref._convert import ConversionError, structure, unstructure
 from tests._examples import examples
 
-from ._spec import REPO, examples_dir, schema_for, schema_path
+from ._spec import REPO, VENDOR, examples_dir, schema_for
 
 REVISION = "2025-11-25"
 NEWEST = "2026-07-28"
@@ -36,25 +34,6 @@ def _validator(name: str, defs: dict[str, Any] | None = None) -> Any:
     return jsonschema.Draft202012Validator({"$ref": f"#/$defs/{name}", "$defs": defs or DEFS})
 
 
-def _resolve(schema: dict[str, Any]) -> dict[str, Any]:
-    """An object definition with $ref followed and allOf merged (as the generator does)."""
-    if "$ref" in schema:
-        return _resolve(DEFS[schema["$ref"].rsplit("/", 1)[1]])
-    if "allOf" in schema:
-        props: dict[str, Any] = {}
-        required: list[str] = []
-        for part in schema["allOf"]:
-            sub = _resolve(part)
-            props.update(sub.get("properties", {}))
-            required += sub.get("required", [])
-        return {"properties": props, "required": required}
-    return schema
-
-
-def _is_class_def(schema: dict[str, Any]) -> bool:
-    return "allOf" in schema or (schema.get("type") == "object" and "properties" in schema)
-
-
 # --- every definition has a name -------------------------------------------------------
 
 
@@ -62,31 +41,8 @@ def test_schema_has_145_definitions() -> None:
     assert len(DEFS) == 145
 
 
-@pytest.mark.parametrize("name", sorted(DEFS))
-def test_every_definition_has_a_class_or_alias(name: str) -> None:
-    schema = DEFS[name]
-    assert name in t.__all__
-    obj = getattr(t, name)
-    if _is_class_def(schema):
-        assert attrs.has(obj), f"{name} should be an attrs class"
-        params = attrs.fields(obj)
-        assert params[-1].name == "extra"
-    elif "anyOf" in schema:
-        members = {m["$ref"].rsplit("/", 1)[1] for m in schema["anyOf"]}
-        assert {a.__name__ for a in typing.get_args(obj)} == members
-    elif "enum" in schema:
-        assert typing.get_origin(obj) is typing.Literal
-        assert set(typing.get_args(obj)) == set(schema["enum"])
-
-
-@pytest.mark.parametrize("name", sorted(n for n, s in DEFS.items() if _is_class_def(s)))
-def test_class_fields_match_schema_properties(name: str) -> None:
-    """Wire names are exactly the schema's properties; required ones are required."""
-    obj = _resolve(DEFS[name])
-    fields = [f for f in attrs.fields(getattr(t, name)) if f.name != "extra"]
-    assert {_wire_name(f) for f in fields} == set(obj["properties"])
-    required = {_wire_name(f) for f in fields if _wire_required(f)}
-    assert required == set(obj.get("required", []))
+# Every definition of every revision, its fields and the revisions recorded for them:
+# tests/test_types_revisions.py.
 
 
 def test_every_class_and_field_has_a_docstring() -> None:
@@ -114,7 +70,7 @@ def test_generated_file_is_not_stale() -> None:
     if not ruff.exists() and shutil.which("ruff") is None:
         pytest.skip("ruff is not installed; the generator formats its output with it")
     gen = importlib.import_module("spec_map.gen_types")
-    fresh = gen.generate(schema_path(REVISION))
+    fresh = gen.generate(VENDOR / "schema")
     assert fresh == (REPO / "mcp_ref" / "types.py").read_text(), (
         "mcp_ref/types.py is stale: run python spec_map/gen_types.py"
     )
