@@ -408,12 +408,10 @@ class Annotations:
 
     Source: schema 2025-11-25, ``$defs/Annotations``.
 
-    Revisions: 2025-03-26 to 2026-07-28.
+    Revisions: every revision (2024-11-05 to 2026-07-28).
     """
 
-    audience: list[Role] | None = attrs.field(
-        default=None, metadata={"revisions": SINCE_2025_03_26}
-    )
+    audience: list[Role] | None = attrs.field(default=None, metadata={"revisions": ALL_REVISIONS})
     """Describes who the intended audience of this object or data is.
 
     It can include multiple entries to indicate content useful for multiple audiences (e.g.,
@@ -429,7 +427,7 @@ class Annotations:
     was attached, etc.
     """
 
-    priority: float | None = attrs.field(default=None, metadata={"revisions": SINCE_2025_03_26})
+    priority: float | None = attrs.field(default=None, metadata={"revisions": ALL_REVISIONS})
     """Describes how important this data is for operating the server.
 
     A value of 1 means "most important," and indicates that the data is
@@ -645,11 +643,7 @@ class ImageContent:
     annotations: Annotations | None = attrs.field(
         default=None, metadata={"revisions": ALL_REVISIONS}
     )
-    """Optional annotations for the client.
-
-    Revision 2024-11-05 types it ``ImageContentAnnotations``; this field keeps the type of
-    revision 2025-11-25.
-    """
+    """Optional annotations for the client."""
 
     meta: dict[str, Any] | None = attrs.field(
         default=None, metadata={"revisions": SINCE_2025_06_18}
@@ -683,11 +677,7 @@ class TextContent:
     annotations: Annotations | None = attrs.field(
         default=None, metadata={"revisions": ALL_REVISIONS}
     )
-    """Optional annotations for the client.
-
-    Revision 2024-11-05 types it ``TextContentAnnotations``; this field keeps the type of
-    revision 2025-11-25.
-    """
+    """Optional annotations for the client."""
 
     meta: dict[str, Any] | None = attrs.field(
         default=None, metadata={"revisions": SINCE_2025_06_18}
@@ -763,11 +753,7 @@ class EmbeddedResource:
     annotations: Annotations | None = attrs.field(
         default=None, metadata={"revisions": ALL_REVISIONS}
     )
-    """Optional annotations for the client.
-
-    Revision 2024-11-05 types it ``EmbeddedResourceAnnotations``; this field keeps the type
-    of revision 2025-11-25.
-    """
+    """Optional annotations for the client."""
 
     meta: dict[str, Any] | None = attrs.field(
         default=None, metadata={"revisions": SINCE_2025_06_18}
@@ -1063,11 +1049,8 @@ class CreateMessageResult:
     Revision 2024-11-05 types it ``TextContent | ImageContent``; this field keeps the type
     of revision 2025-11-25.
 
-    Revision 2025-03-26 types it ``TextContent | ImageContent | AudioContent``; this field
-    keeps the type of revision 2025-11-25.
-
-    Revision 2025-06-18 types it ``TextContent | ImageContent | AudioContent``; this field
-    keeps the type of revision 2025-11-25.
+    Revisions 2025-03-26, 2025-06-18 type it ``TextContent | ImageContent | AudioContent``;
+    this field keeps the type of revision 2025-11-25.
     """
 
     model: str = attrs.field(metadata={"revisions": ALL_REVISIONS})
@@ -1501,11 +1484,8 @@ class SamplingMessage:
     Revision 2024-11-05 types it ``TextContent | ImageContent``; this field keeps the type
     of revision 2025-11-25.
 
-    Revision 2025-03-26 types it ``TextContent | ImageContent | AudioContent``; this field
-    keeps the type of revision 2025-11-25.
-
-    Revision 2025-06-18 types it ``TextContent | ImageContent | AudioContent``; this field
-    keeps the type of revision 2025-11-25.
+    Revisions 2025-03-26, 2025-06-18 type it ``TextContent | ImageContent | AudioContent``;
+    this field keeps the type of revision 2025-11-25.
     """
 
     role: Role = attrs.field(metadata={"revisions": ALL_REVISIONS})
@@ -1760,9 +1740,6 @@ class CreateMessageRequestParams:
     )
     """Optional metadata to pass through to the LLM provider. The format of this metadata is
     provider-specific.
-
-    Revision 2026-07-28 types it ``JSONObject``; this field keeps the type of revision
-    2025-11-25.
     """
 
     model_preferences: ModelPreferences | None = attrs.field(
@@ -2435,20 +2412,7 @@ class ListRootsRequest:
     """The JSON-RPC request id (a string or an integer, kept exactly as sent)."""
 
     params: RequestParams | None = attrs.field(default=None, metadata={"revisions": ALL_REVISIONS})
-    """The parameters of this message.
-
-    Revision 2024-11-05 types it ``ListRootsRequestParams``; this field keeps the type of
-    revision 2025-11-25.
-
-    Revision 2025-03-26 types it ``ListRootsRequestParams``; this field keeps the type of
-    revision 2025-11-25.
-
-    Revision 2025-06-18 types it ``ListRootsRequestParams``; this field keeps the type of
-    revision 2025-11-25.
-
-    Revision 2026-07-28 types it ``ListRootsRequestParams``; this field keeps the type of
-    revision 2025-11-25.
-    """
+    """The parameters of this message."""
 
     extra: dict[str, Any] = attrs.field(factory=dict)
     """JSON keys this class does not know, with their values: kept on receive and
@@ -2736,18 +2700,10 @@ class ClientCapabilitiesElicitation:
     form: dict[str, Any] | None = attrs.field(
         default=None, metadata={"revisions": SINCE_2025_11_25}
     )
-    """Present if the client supports form-mode elicitation.
-
-    Revision 2026-07-28 types it ``JSONObject``; this field keeps the type of revision
-    2025-11-25.
-    """
+    """Present if the client supports form-mode elicitation."""
 
     url: dict[str, Any] | None = attrs.field(default=None, metadata={"revisions": SINCE_2025_11_25})
-    """Present if the client supports URL-mode elicitation.
-
-    Revision 2026-07-28 types it ``JSONObject``; this field keeps the type of revision
-    2025-11-25.
-    """
+    """Present if the client supports URL-mode elicitation."""
 
     extra: dict[str, Any] = attrs.field(factory=dict)
     """JSON keys this class does not know, with their values: kept on receive and
@@ -2789,19 +2745,12 @@ class ClientCapabilitiesSampling:
     )
     """Whether the client supports context inclusion via includeContext parameter.
     If not declared, servers SHOULD only use `includeContext: "none"` (or omit it).
-
-    Revision 2026-07-28 types it ``JSONObject``; this field keeps the type of revision
-    2025-11-25.
     """
 
     tools: dict[str, Any] | None = attrs.field(
         default=None, metadata={"revisions": SINCE_2025_11_25}
     )
-    """Whether the client supports tool use via tools and toolChoice parameters.
-
-    Revision 2026-07-28 types it ``JSONObject``; this field keeps the type of revision
-    2025-11-25.
-    """
+    """Whether the client supports tool use via tools and toolChoice parameters."""
 
     extra: dict[str, Any] = attrs.field(factory=dict)
     """JSON keys this class does not know, with their values: kept on receive and
@@ -2936,11 +2885,7 @@ class ClientCapabilities:
     experimental: dict[str, dict[str, Any]] | None = attrs.field(
         default=None, metadata={"revisions": ALL_REVISIONS}
     )
-    """Experimental, non-standard capabilities that the client supports.
-
-    Revision 2026-07-28 types it ``dict[str, JSONObject]``; this field keeps the type of
-    revision 2025-11-25.
-    """
+    """Experimental, non-standard capabilities that the client supports."""
 
     roots: ClientCapabilitiesRoots | None = attrs.field(
         default=None, metadata={"revisions": ALL_REVISIONS}
@@ -2956,14 +2901,8 @@ class ClientCapabilities:
     )
     """Present if the client supports sampling from an LLM.
 
-    Revision 2024-11-05 types it ``dict[str, Any]``; this field keeps the type of revision
-    2025-11-25.
-
-    Revision 2025-03-26 types it ``dict[str, Any]``; this field keeps the type of revision
-    2025-11-25.
-
-    Revision 2025-06-18 types it ``dict[str, Any]``; this field keeps the type of revision
-    2025-11-25.
+    Revisions 2024-11-05, 2025-03-26, 2025-06-18 type it ``dict[str, Any]``; this field
+    keeps the type of revision 2025-11-25.
     """
 
     tasks: ClientCapabilitiesTasks | None = attrs.field(
@@ -3030,17 +2969,7 @@ class InitializedNotification:
     params: NotificationParams | None = attrs.field(
         default=None, metadata={"revisions": UNTIL_2025_11_25}
     )
-    """The parameters of this message.
-
-    Revision 2024-11-05 types it ``InitializedNotificationParams``; this field keeps the
-    type of revision 2025-11-25.
-
-    Revision 2025-03-26 types it ``InitializedNotificationParams``; this field keeps the
-    type of revision 2025-11-25.
-
-    Revision 2025-06-18 types it ``InitializedNotificationParams``; this field keeps the
-    type of revision 2025-11-25.
-    """
+    """The parameters of this message."""
 
     extra: dict[str, Any] = attrs.field(factory=dict)
     """JSON keys this class does not know, with their values: kept on receive and
@@ -3143,17 +3072,7 @@ class RootsListChangedNotification:
     params: NotificationParams | None = attrs.field(
         default=None, metadata={"revisions": UNTIL_2025_11_25}
     )
-    """The parameters of this message.
-
-    Revision 2024-11-05 types it ``RootsListChangedNotificationParams``; this field keeps
-    the type of revision 2025-11-25.
-
-    Revision 2025-03-26 types it ``RootsListChangedNotificationParams``; this field keeps
-    the type of revision 2025-11-25.
-
-    Revision 2025-06-18 types it ``RootsListChangedNotificationParams``; this field keeps
-    the type of revision 2025-11-25.
-    """
+    """The parameters of this message."""
 
     extra: dict[str, Any] = attrs.field(factory=dict)
     """JSON keys this class does not know, with their values: kept on receive and
@@ -3369,11 +3288,8 @@ class CompleteRequestParams:
     )
     """What is being completed: a prompt or a resource template.
 
-    Revision 2024-11-05 types it ``PromptReference | ResourceReference``; this field keeps
-    the type of revision 2025-11-25.
-
-    Revision 2025-03-26 types it ``PromptReference | ResourceReference``; this field keeps
-    the type of revision 2025-11-25.
+    Revisions 2024-11-05, 2025-03-26 type it ``PromptReference | ResourceReference``; this
+    field keeps the type of revision 2025-11-25.
     """
 
     context: CompleteRequestParamsContext | None = attrs.field(
@@ -3784,17 +3700,7 @@ class ListPromptsRequest:
     params: PaginatedRequestParams | None = attrs.field(
         default=None, metadata={"revisions": ALL_REVISIONS, "required_in": ONLY_2026_07_28}
     )
-    """The parameters of this message.
-
-    Revision 2024-11-05 types it ``ListPromptsRequestParams``; this field keeps the type of
-    revision 2025-11-25.
-
-    Revision 2025-03-26 types it ``ListPromptsRequestParams``; this field keeps the type of
-    revision 2025-11-25.
-
-    Revision 2025-06-18 types it ``ListPromptsRequestParams``; this field keeps the type of
-    revision 2025-11-25.
-    """
+    """The parameters of this message."""
 
     extra: dict[str, Any] = attrs.field(factory=dict)
     """JSON keys this class does not know, with their values: kept on receive and
@@ -3824,17 +3730,7 @@ class ListResourceTemplatesRequest:
     params: PaginatedRequestParams | None = attrs.field(
         default=None, metadata={"revisions": ALL_REVISIONS, "required_in": ONLY_2026_07_28}
     )
-    """The parameters of this message.
-
-    Revision 2024-11-05 types it ``ListResourceTemplatesRequestParams``; this field keeps
-    the type of revision 2025-11-25.
-
-    Revision 2025-03-26 types it ``ListResourceTemplatesRequestParams``; this field keeps
-    the type of revision 2025-11-25.
-
-    Revision 2025-06-18 types it ``ListResourceTemplatesRequestParams``; this field keeps
-    the type of revision 2025-11-25.
-    """
+    """The parameters of this message."""
 
     extra: dict[str, Any] = attrs.field(factory=dict)
     """JSON keys this class does not know, with their values: kept on receive and
@@ -3864,17 +3760,7 @@ class ListResourcesRequest:
     params: PaginatedRequestParams | None = attrs.field(
         default=None, metadata={"revisions": ALL_REVISIONS, "required_in": ONLY_2026_07_28}
     )
-    """The parameters of this message.
-
-    Revision 2024-11-05 types it ``ListResourcesRequestParams``; this field keeps the type
-    of revision 2025-11-25.
-
-    Revision 2025-03-26 types it ``ListResourcesRequestParams``; this field keeps the type
-    of revision 2025-11-25.
-
-    Revision 2025-06-18 types it ``ListResourcesRequestParams``; this field keeps the type
-    of revision 2025-11-25.
-    """
+    """The parameters of this message."""
 
     extra: dict[str, Any] = attrs.field(factory=dict)
     """JSON keys this class does not know, with their values: kept on receive and
@@ -3934,17 +3820,7 @@ class ListToolsRequest:
     params: PaginatedRequestParams | None = attrs.field(
         default=None, metadata={"revisions": ALL_REVISIONS, "required_in": ONLY_2026_07_28}
     )
-    """The parameters of this message.
-
-    Revision 2024-11-05 types it ``ListToolsRequestParams``; this field keeps the type of
-    revision 2025-11-25.
-
-    Revision 2025-03-26 types it ``ListToolsRequestParams``; this field keeps the type of
-    revision 2025-11-25.
-
-    Revision 2025-06-18 types it ``ListToolsRequestParams``; this field keeps the type of
-    revision 2025-11-25.
-    """
+    """The parameters of this message."""
 
     extra: dict[str, Any] = attrs.field(factory=dict)
     """JSON keys this class does not know, with their values: kept on receive and
@@ -3973,17 +3849,7 @@ class PingRequest:
     params: RequestParams | None = attrs.field(
         default=None, metadata={"revisions": UNTIL_2025_11_25}
     )
-    """The parameters of this message.
-
-    Revision 2024-11-05 types it ``PingRequestParams``; this field keeps the type of
-    revision 2025-11-25.
-
-    Revision 2025-03-26 types it ``PingRequestParams``; this field keeps the type of
-    revision 2025-11-25.
-
-    Revision 2025-06-18 types it ``PingRequestParams``; this field keeps the type of
-    revision 2025-11-25.
-    """
+    """The parameters of this message."""
 
     extra: dict[str, Any] = attrs.field(factory=dict)
     """JSON keys this class does not know, with their values: kept on receive and
@@ -4837,29 +4703,17 @@ class ServerCapabilities:
     completions: dict[str, Any] | None = attrs.field(
         default=None, metadata={"revisions": SINCE_2025_03_26}
     )
-    """Present if the server supports argument autocompletion suggestions.
-
-    Revision 2026-07-28 types it ``JSONObject``; this field keeps the type of revision
-    2025-11-25.
-    """
+    """Present if the server supports argument autocompletion suggestions."""
 
     experimental: dict[str, dict[str, Any]] | None = attrs.field(
         default=None, metadata={"revisions": ALL_REVISIONS}
     )
-    """Experimental, non-standard capabilities that the server supports.
-
-    Revision 2026-07-28 types it ``dict[str, JSONObject]``; this field keeps the type of
-    revision 2025-11-25.
-    """
+    """Experimental, non-standard capabilities that the server supports."""
 
     logging: dict[str, Any] | None = attrs.field(
         default=None, metadata={"revisions": ALL_REVISIONS}
     )
-    """Present if the server supports sending log messages to the client.
-
-    Revision 2026-07-28 types it ``JSONObject``; this field keeps the type of revision
-    2025-11-25.
-    """
+    """Present if the server supports sending log messages to the client."""
 
     prompts: ServerCapabilitiesPrompts | None = attrs.field(
         default=None, metadata={"revisions": ALL_REVISIONS}
@@ -5469,14 +5323,9 @@ class JSONRPCNotification:
     params: dict[str, Any] | None = attrs.field(default=None, metadata={"revisions": ALL_REVISIONS})
     """The parameters of this message.
 
-    Revision 2024-11-05 types it ``JSONRPCNotificationParams``; this field keeps the type of
-    revision 2025-11-25.
-
-    Revision 2025-03-26 types it ``JSONRPCNotificationParams``; this field keeps the type of
-    revision 2025-11-25.
-
-    Revision 2025-06-18 types it ``JSONRPCNotificationParams``; this field keeps the type of
-    revision 2025-11-25.
+    Revisions 2024-11-05, 2025-03-26, 2025-06-18 type it ``JSONRPCNotificationParams`` (an
+    inline object there, not generated here); this field keeps the type of revision
+    2025-11-25.
     """
 
     extra: dict[str, Any] = attrs.field(factory=dict)
@@ -5505,14 +5354,8 @@ class JSONRPCRequest:
     params: dict[str, Any] | None = attrs.field(default=None, metadata={"revisions": ALL_REVISIONS})
     """The parameters of this message.
 
-    Revision 2024-11-05 types it ``JSONRPCRequestParams``; this field keeps the type of
-    revision 2025-11-25.
-
-    Revision 2025-03-26 types it ``JSONRPCRequestParams``; this field keeps the type of
-    revision 2025-11-25.
-
-    Revision 2025-06-18 types it ``JSONRPCRequestParams``; this field keeps the type of
-    revision 2025-11-25.
+    Revisions 2024-11-05, 2025-03-26, 2025-06-18 type it ``JSONRPCRequestParams`` (an inline
+    object there, not generated here); this field keeps the type of revision 2025-11-25.
     """
 
     extra: dict[str, Any] = attrs.field(factory=dict)
@@ -5880,11 +5723,7 @@ class ResourceTemplate:
     annotations: Annotations | None = attrs.field(
         default=None, metadata={"revisions": ALL_REVISIONS}
     )
-    """Optional annotations for the client.
-
-    Revision 2024-11-05 types it ``ResourceTemplateAnnotations``; this field keeps the type
-    of revision 2025-11-25.
-    """
+    """Optional annotations for the client."""
 
     description: str | None = attrs.field(default=None, metadata={"revisions": ALL_REVISIONS})
     """A description of what this template is for.
@@ -6047,11 +5886,7 @@ class Resource:
     annotations: Annotations | None = attrs.field(
         default=None, metadata={"revisions": ALL_REVISIONS}
     )
-    """Optional annotations for the client.
-
-    Revision 2024-11-05 types it ``ResourceAnnotations``; this field keeps the type of
-    revision 2025-11-25.
-    """
+    """Optional annotations for the client."""
 
     description: str | None = attrs.field(default=None, metadata={"revisions": ALL_REVISIONS})
     """A description of what this resource represents.
@@ -6515,14 +6350,8 @@ class Notification:
     params: dict[str, Any] | None = attrs.field(default=None, metadata={"revisions": ALL_REVISIONS})
     """The parameters of this message.
 
-    Revision 2024-11-05 types it ``NotificationParams``; this field keeps the type of
-    revision 2025-11-25.
-
-    Revision 2025-03-26 types it ``NotificationParams``; this field keeps the type of
-    revision 2025-11-25.
-
-    Revision 2025-06-18 types it ``NotificationParams``; this field keeps the type of
-    revision 2025-11-25.
+    Revisions 2024-11-05, 2025-03-26, 2025-06-18 type it ``NotificationParams``; this field
+    keeps the type of revision 2025-11-25.
     """
 
     extra: dict[str, Any] = attrs.field(factory=dict)
@@ -6677,17 +6506,7 @@ class PromptListChangedNotification:
     params: NotificationParams | None = attrs.field(
         default=None, metadata={"revisions": ALL_REVISIONS}
     )
-    """The parameters of this message.
-
-    Revision 2024-11-05 types it ``PromptListChangedNotificationParams``; this field keeps
-    the type of revision 2025-11-25.
-
-    Revision 2025-03-26 types it ``PromptListChangedNotificationParams``; this field keeps
-    the type of revision 2025-11-25.
-
-    Revision 2025-06-18 types it ``PromptListChangedNotificationParams``; this field keeps
-    the type of revision 2025-11-25.
-    """
+    """The parameters of this message."""
 
     extra: dict[str, Any] = attrs.field(factory=dict)
     """JSON keys this class does not know, with their values: kept on receive and
@@ -6819,14 +6638,8 @@ class Request:
     params: dict[str, Any] | None = attrs.field(default=None, metadata={"revisions": ALL_REVISIONS})
     """The parameters of this message.
 
-    Revision 2024-11-05 types it ``RequestParams``; this field keeps the type of revision
-    2025-11-25.
-
-    Revision 2025-03-26 types it ``RequestParams``; this field keeps the type of revision
-    2025-11-25.
-
-    Revision 2025-06-18 types it ``RequestParams``; this field keeps the type of revision
-    2025-11-25.
+    Revisions 2024-11-05, 2025-03-26, 2025-06-18 type it ``RequestParams``; this field keeps
+    the type of revision 2025-11-25.
     """
 
     extra: dict[str, Any] = attrs.field(factory=dict)
@@ -6962,17 +6775,7 @@ class ResourceListChangedNotification:
     params: NotificationParams | None = attrs.field(
         default=None, metadata={"revisions": ALL_REVISIONS}
     )
-    """The parameters of this message.
-
-    Revision 2024-11-05 types it ``ResourceListChangedNotificationParams``; this field keeps
-    the type of revision 2025-11-25.
-
-    Revision 2025-03-26 types it ``ResourceListChangedNotificationParams``; this field keeps
-    the type of revision 2025-11-25.
-
-    Revision 2025-06-18 types it ``ResourceListChangedNotificationParams``; this field keeps
-    the type of revision 2025-11-25.
-    """
+    """The parameters of this message."""
 
     extra: dict[str, Any] = attrs.field(factory=dict)
     """JSON keys this class does not know, with their values: kept on receive and
@@ -7217,17 +7020,7 @@ class ToolListChangedNotification:
     params: NotificationParams | None = attrs.field(
         default=None, metadata={"revisions": ALL_REVISIONS}
     )
-    """The parameters of this message.
-
-    Revision 2024-11-05 types it ``ToolListChangedNotificationParams``; this field keeps the
-    type of revision 2025-11-25.
-
-    Revision 2025-03-26 types it ``ToolListChangedNotificationParams``; this field keeps the
-    type of revision 2025-11-25.
-
-    Revision 2025-06-18 types it ``ToolListChangedNotificationParams``; this field keeps the
-    type of revision 2025-11-25.
-    """
+    """The parameters of this message."""
 
     extra: dict[str, Any] = attrs.field(factory=dict)
     """JSON keys this class does not know, with their values: kept on receive and
@@ -7608,7 +7401,7 @@ DEFINED_IN: dict[str, tuple[str, ...]] = {
     "Role": ALL_REVISIONS,
     "AnnotatedAnnotations": ONLY_2024_11_05,
     "Annotated": ONLY_2024_11_05,
-    "Annotations": SINCE_2025_03_26,
+    "Annotations": ALL_REVISIONS,
     "AudioContent": SINCE_2025_03_26,
     "BaseMetadata": SINCE_2025_06_18,
     "BlobResourceContents": ALL_REVISIONS,

@@ -68,9 +68,12 @@ Then the revisions are merged into one model (:func:`merge`), by these rules:
    ``JSONRPCRequest``/``Request`` definitions giving every message ``jsonrpc``, ``id``
    and ``params._meta``.  Those fields are counted as allowed in those revisions.
 7. **Reachable only.**  An item is written if a ``$defs`` name of some revision reaches
-   it (an older revision's inline class that the base shape no longer uses, such as
-   2024-11-05's ``TextContentAnnotations``, is dropped, and its properties are not
-   credited to that revision).
+   it: an older revision's inline class that the base shape no longer uses is dropped
+   (2024-11-05's ``TextContentAnnotations``, ``ListToolsRequestParams``).  Where the
+   field it typed now has one class with all its properties (``Annotations``,
+   ``PaginatedRequestParams``), that class and those fields are credited to the older
+   revision instead (:func:`_adopt`); otherwise the field's docstring names the dropped
+   type.
 
 What each piece's revisions are is written beside it: every field's attrs metadata has
 ``"revisions"`` (a tuple constant such as ``SINCE_2025_06_18``, named by
@@ -225,6 +228,13 @@ class Field:
     """The revisions whose schema has this property (filled in by :func:`merge`)."""
     required_in: tuple[str, ...] | None = None
     """The revisions that require it, when that differs from what the field says."""
+    conflicts: dict[str, list[str]] = field(default_factory=dict)
+    origin: str = ""
+    """The revision whose type the field has (set by :func:`merge`)."""
+    required_revs: list[str] = field(default_factory=list)
+    """The revisions that require it (set by :func:`merge`)."""
+    """Other revisions' annotations of this property, when they differ: {annotation:
+    [revision, ...]} (written into the docstring by :func:`merge`)."""
 
 
 @dataclass
@@ -234,6 +244,7 @@ class ClassDef:
     fields: list[Field]
     deps: set[str]
     revisions: tuple[str, ...] = ()
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -574,7 +585,89 @@ def merge(
         if n not in keep:
             keep.add(n)
             todo.extend(merged[n].deps)
-    return {n: merged[n] for n in sorted(keep)}
+    kept = {n: merged[n] for n in sorted(keep)}
+    _adopt(kept, per_revision, meta_params)
+    for item in kept.values():
+        if isinstance(item, ClassDef):
+            _finish(item, kept)
+    return kept
+
+
+def _adopt(
+    kept: dict[str, ClassDef | AliasDef],
+    per_revision: dict[str, dict[str, ClassDef | AliasDef]],
+    meta_params: dict[str, set[str]],
+) -> None:
+    """Rule 7's exception: where an older revision typed a field with an inline object
+    that is not generated (2024-11-05's ``ListToolsRequest.params``), and the field's
+    generated type is one class with every property of that object
+    (``PaginatedRequestParams``), that class and those fields are credited to the
+    older revision too (with ``_meta`` for a message's params, rule 6)."""
+    for item in kept.values():
+        if not isinstance(item, ClassDef):
+            continue
+        for f in item.fields:
+            target = kept.get(f.annotation.removesuffix(" | None"))
+            if not isinstance(target, ClassDef):
+                continue
+            for ann, revs in list(f.conflicts.items()):
+                for r in list(revs):
+                    inline = per_revision[r].get(ann)
+                    if ann in kept or not isinstance(inline, ClassDef):
+                        continue
+                    own = {g.wire: g for g in inline.fields}
+                    if not set(own) <= {g.wire for g in target.fields}:
+                        continue
+                    with_meta = ann in meta_params.get(r, ())
+                    for g in target.fields:
+                        if g.wire in own or (g.wire == "_meta" and with_meta):
+                            g.revisions = _sorted_revisions({*g.revisions, r})
+                            if g.wire in own and own[g.wire].required:
+                                g.required_revs.append(r)
+                    target.revisions = _sorted_revisions({*target.revisions, r})
+                    revs.remove(r)
+                if not revs:
+                    del f.conflicts[ann]
+
+
+def _sorted_revisions(revisions: set[str]) -> tuple[str, ...]:
+    return tuple(r for r in REVISIONS if r in revisions)
+
+
+def _finish(item: ClassDef, kept: dict[str, ClassDef | AliasDef]) -> None:
+    """Each field's ``required_in`` and the notes of rules 3 and 4, into the docstrings,
+    once the revisions are final."""
+    for f in item.fields:
+        required = set(f.required_revs)
+        if required != (set(f.revisions) if f.required else set()):
+            f.required_in = _sorted_revisions(required)
+        for ann, revs in f.conflicts.items():
+            gone = [x for x in _IDENT.findall(ann) if x not in kept and x[:1].isupper()]
+            gone = [x for x in gone if x not in ("Any", "Literal", "None")]
+            what = " (an inline object there, not generated here)" if gone else ""
+            f.doc += (
+                f"\n\n{'Revisions' if len(revs) > 1 else 'Revision'} {', '.join(revs)} "
+                f"{'type' if len(revs) > 1 else 'types'} it ``{ann}``{what}; this field "
+                f"keeps the type of revision {f.origin}."
+            )
+    for r in item.revisions:
+        missing = [f.wire for f in item.fields if f.required and r not in f.revisions]
+        if missing:
+            shown = ", ".join(f"``{w}``" for w in missing)
+            item.notes.append(
+                f"Revision {r} has no {shown}, which this class requires: the converter "
+                f"refuses that revision's messages of this type."
+            )
+    item.doc += f"\n\nRevisions: {span_text(item.revisions)}."
+    if item.notes:
+        item.doc += "\n\n" + "\n".join(f"- {n}" for n in item.notes)
+
+
+def _plain(annotation: str) -> str:
+    """An annotation with the JSON value aliases spelled out, to compare two."""
+    for name, (value, _) in JSON_VALUES.items():
+        annotation = re.sub(rf"\b{name}\b", value, annotation)
+    return annotation
 
 
 def _merge_alias(
@@ -621,17 +714,18 @@ def _merge_class(
 ) -> ClassDef:
     by_rev = {r: per_revision[r][name] for r in same}
     wires = {r: {f.wire: f for f in c.fields} for r, c in by_rev.items() if isinstance(c, ClassDef)}
-    fields = [Field(**vars(f)) for f in base.fields]
+    fields = [Field(**{**vars(f), "conflicts": {}, "required_revs": []}) for f in base.fields]
     by_wire = {f.wire: f for f in fields}
-    origin = {f.wire: base_rev for f in fields}
+    for f in fields:
+        f.origin = base_rev
     for r in BASE_ORDER:
         for f in (wires.get(r) or {}).values():
             if f.wire not in by_wire:
-                added = Field(**vars(f))
+                added = Field(**{**vars(f), "conflicts": {}, "required_revs": []})
                 added.required = False
                 fields.append(added)
                 by_wire[f.wire] = added
-                origin[f.wire] = r
+                added.origin = r
     has_method = {r for r, w in wires.items() if "method" in w}
     for f in fields:
         allowed: list[str] = []
@@ -648,26 +742,11 @@ def _merge_class(
             allowed.append(r)
             if own.required:
                 required.append(r)
-            if own.annotation != f.annotation and f.wire != "_meta":
-                f.doc += (
-                    f"\n\nRevision {r} types it ``{own.annotation}``; this field keeps the "
-                    f"type of revision {origin[f.wire]}."
-                )
+            if _plain(own.annotation) != _plain(f.annotation) and f.wire != "_meta":
+                f.conflicts.setdefault(own.annotation, []).append(r)
         f.revisions = tuple(allowed)
-        if set(required) != (set(allowed) if f.required else set()):
-            f.required_in = tuple(required)
-    for r in same:
-        missing = [f.wire for f in fields if f.required and r not in f.revisions]
-        if missing:
-            shown = ", ".join(f"``{w}``" for w in missing)
-            notes.append(
-                f"Revision {r} has no {shown}, which this class requires: the converter "
-                f"refuses that revision's messages of this type."
-            )
-    doc = base.doc + f"\n\nRevisions: {span_text(tuple(same))}."
-    if notes:
-        doc += "\n\n" + "\n".join(f"- {n}" for n in notes)
-    return ClassDef(name, doc, fields, set())
+        f.required_revs = required
+    return ClassDef(name, base.doc, fields, set(), notes=notes)
 
 
 def ordered(items: dict[str, ClassDef | AliasDef]) -> list[ClassDef | AliasDef]:
