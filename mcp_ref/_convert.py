@@ -51,8 +51,8 @@ Revisions: :mod:`mcp_ref.types` is one model for every revision, and each field 
 the revisions that allow it (:mod:`mcp_ref._revisions`).  A converter reads the messages
 of some revisions (:func:`make_converter`'s ``revisions``): a field none of them allows
 is not read (its key, if sent, is an unknown key and goes to ``extra``, as before that
-field existed), and a field whose ``required_in`` metadata names all of them is
-required.  The module's default converter reads the four handshake-era revisions, so
+field existed), and a field with ``required_in`` metadata is required when every one
+of them that allows it requires it.  The module's default converter reads the four handshake-era revisions, so
 for them the model's 2026-07-28 fields change nothing; ``structure(..., revision=
 "2026-07-28")`` uses one built for that revision.  Writing ignores revisions: a field
 that is set is written.
@@ -189,13 +189,16 @@ def _reads(field: attrs.Attribute[Any], revisions: Revisions) -> bool:
 
 def _wire_required(field: attrs.Attribute[Any], revisions: Revisions = HANDSHAKE_REVISIONS) -> bool:
     """Whether a field must be present on the wire (see the module docstring), for a
-    converter that reads ``revisions``: an optional field whose ``required_in`` metadata
-    names every one of them is required too (``resultType`` for 2026-07-28)."""
+    converter that reads ``revisions``: a field with ``required_in`` metadata is
+    required when every one of them that allows it requires it (``resultType`` for
+    2026-07-28; ``CreateMessageRequest.id`` for the handshake era, not for 2026-07-28)."""
     if field.default is attrs.NOTHING:
         return True
     required_in = field.metadata.get("required_in")
-    if required_in is not None and all(r in required_in for r in revisions):
-        return True
+    if required_in is not None:
+        allowed = field.metadata.get("revisions", ())
+        seen = [r for r in revisions if r in allowed]
+        return bool(seen) and all(r in required_in for r in seen)
     if field.default is None:
         return False
     tp = field.type
@@ -577,8 +580,10 @@ def make_converter(
             elif _wire_required(field, revisions) and field.default is not attrs.NOTHING:
                 # A constant with a default (type: "text"), or a field these revisions
                 # require (resultType in 2026-07-28): cattrs would make it optional.
+                # An optional field's None is its absence: a present null is refused.
+                hook = conv.get_structure_hook(_field_type(field))
                 field = field.evolve(default=attrs.NOTHING)
-                overrides[field.name] = override(rename=_wire_name(field))
+                overrides[field.name] = override(rename=_wire_name(field), struct_hook=hook)
             elif field.default is None:
                 # Absent means None; a present null only where the type allows it.
                 hook = conv.get_structure_hook(_without_none(field.type))
@@ -761,13 +766,15 @@ def structure_fn(tp: Any, revision: str | None = None) -> Fn:
 
 
 @functools.cache
-def unstructure_fn(cls: Any) -> Fn:
+def unstructure_fn(cls: Any, revision: str | None = None) -> Fn:
     """The unstructure function of the attrs class ``cls`` (for hot paths):
     ``unstructure_fn(type(obj))(obj)`` is ``unstructure(obj)``; for any other type,
-    :func:`unstructure` itself."""
+    :func:`unstructure` itself.  ``revision`` as for :func:`unstructure`."""
     if not _is_class(cls):
-        return unstructure
-    hook: Fn = _CONVERTER.get_unstructure_hook(cls)
+        return (
+            unstructure if revision is None else functools.partial(unstructure, revision=revision)
+        )
+    hook: Fn = _converter_for(revision).get_unstructure_hook(cls)
     return hook
 
 
@@ -790,7 +797,7 @@ def structure(data: Any, cls: type[T], revision: str | None = None) -> T:
     return result
 
 
-def unstructure(obj: Any) -> Any:
+def unstructure(obj: Any, revision: str | None = None) -> Any:
     """Turn a typed value into JSON-ready dicts and lists (for ``json.dumps``).
 
     camelCase keys, ``meta`` written as ``_meta``, optional fields that are ``None``
@@ -798,5 +805,9 @@ def unstructure(obj: Any) -> Any:
     Lists and dicts are walked; other values are returned as they are.  Values are not
     checked on the way out (the attrs classes are built by our own code or checked by
     the core before sending).
+
+    ``revision`` as for :func:`structure`: it decides only which ``extra`` keys count as
+    known (a 2026-07-28 message's ``id`` on an input request is an unknown key there,
+    kept in ``extra``, and written back); every field that is set is written.
     """
-    return _CONVERTER.unstructure(obj)
+    return _converter_for(revision).unstructure(obj)

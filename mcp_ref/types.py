@@ -1810,24 +1810,25 @@ class CreateMessageRequest:
     Source: schema 2025-11-25, ``$defs/CreateMessageRequest``.
 
     Revisions: every revision (2024-11-05 to 2026-07-28).
-
-    - Revision 2026-07-28 has no ``id``, ``jsonrpc``, which this class requires: the
-      converter refuses that revision's messages of this type.
     """
-
-    jsonrpc: Literal["2.0"] = attrs.field(default="2.0", metadata={"revisions": UNTIL_2025_11_25})
-    """The JSON-RPC version: always ``"2.0"``."""
 
     method: Literal["sampling/createMessage"] = attrs.field(
         default="sampling/createMessage", metadata={"revisions": ALL_REVISIONS}
     )
     """The method name: always ``"sampling/createMessage"``."""
 
-    id: RequestId = attrs.field(metadata={"revisions": UNTIL_2025_11_25})
-    """The JSON-RPC request id (a string or an integer, kept exactly as sent)."""
-
     params: CreateMessageRequestParams = attrs.field(metadata={"revisions": ALL_REVISIONS})
     """The parameters of this message."""
+
+    id: RequestId | None = attrs.field(
+        default=None, metadata={"revisions": UNTIL_2025_11_25, "required_in": UNTIL_2025_11_25}
+    )
+    """The JSON-RPC request id (a string or an integer, kept exactly as sent)."""
+
+    jsonrpc: Literal["2.0"] | None = attrs.field(
+        default=None, metadata={"revisions": UNTIL_2025_11_25, "required_in": UNTIL_2025_11_25}
+    )
+    """The JSON-RPC version: always ``"2.0"``."""
 
     extra: dict[str, Any] = attrs.field(factory=dict)
     """JSON keys this class does not know, with their values: kept on receive and
@@ -2274,24 +2275,23 @@ class ElicitRequestURLParams:
     Source: schema 2025-11-25, ``$defs/ElicitRequestURLParams``.
 
     Revisions: 2025-11-25 to 2026-07-28.
-
-    - Revision 2026-07-28 has no ``elicitationId``, which this class requires: the converter
-      refuses that revision's messages of this type.
     """
 
     mode: Literal["url"] = attrs.field(default="url", metadata={"revisions": SINCE_2025_11_25})
     """The elicitation mode."""
-
-    elicitation_id: str = attrs.field(metadata={"revisions": ONLY_2025_11_25})
-    """The ID of the elicitation, which must be unique within the context of the server.
-    The client MUST treat this ID as an opaque value.
-    """
 
     message: str = attrs.field(metadata={"revisions": SINCE_2025_11_25})
     """The message to present to the user explaining why the interaction is needed."""
 
     url: str = attrs.field(metadata={"revisions": SINCE_2025_11_25})
     """The URL that the user should navigate to."""
+
+    elicitation_id: str | None = attrs.field(
+        default=None, metadata={"revisions": ONLY_2025_11_25, "required_in": ONLY_2025_11_25}
+    )
+    """The ID of the elicitation, which must be unique within the context of the server.
+    The client MUST treat this ID as an opaque value.
+    """
 
     task: TaskMetadata | None = attrs.field(default=None, metadata={"revisions": ONLY_2025_11_25})
     """If specified, the caller is requesting task-augmented execution for this request.
@@ -2333,26 +2333,33 @@ class ElicitRequest:
     Source: schema 2025-11-25, ``$defs/ElicitRequest``.
 
     Revisions: 2025-06-18 to 2026-07-28.
-
-    - Revision 2026-07-28 has no ``id``, ``jsonrpc``, which this class requires: the
-      converter refuses that revision's messages of this type.
     """
-
-    jsonrpc: Literal["2.0"] = attrs.field(
-        default="2.0", metadata={"revisions": FROM_2025_06_18_TO_2025_11_25}
-    )
-    """The JSON-RPC version: always ``"2.0"``."""
 
     method: Literal["elicitation/create"] = attrs.field(
         default="elicitation/create", metadata={"revisions": SINCE_2025_06_18}
     )
     """The method name: always ``"elicitation/create"``."""
 
-    id: RequestId = attrs.field(metadata={"revisions": FROM_2025_06_18_TO_2025_11_25})
-    """The JSON-RPC request id (a string or an integer, kept exactly as sent)."""
-
     params: ElicitRequestParams = attrs.field(metadata={"revisions": SINCE_2025_06_18})
     """The parameters of this message."""
+
+    id: RequestId | None = attrs.field(
+        default=None,
+        metadata={
+            "revisions": FROM_2025_06_18_TO_2025_11_25,
+            "required_in": FROM_2025_06_18_TO_2025_11_25,
+        },
+    )
+    """The JSON-RPC request id (a string or an integer, kept exactly as sent)."""
+
+    jsonrpc: Literal["2.0"] | None = attrs.field(
+        default=None,
+        metadata={
+            "revisions": FROM_2025_06_18_TO_2025_11_25,
+            "required_in": FROM_2025_06_18_TO_2025_11_25,
+        },
+    )
+    """The JSON-RPC version: always ``"2.0"``."""
 
     extra: dict[str, Any] = attrs.field(factory=dict)
     """JSON keys this class does not know, with their values: kept on receive and
@@ -2395,21 +2402,22 @@ class ListRootsRequest:
     Source: schema 2025-11-25, ``$defs/ListRootsRequest``.
 
     Revisions: every revision (2024-11-05 to 2026-07-28).
-
-    - Revision 2026-07-28 has no ``id``, ``jsonrpc``, which this class requires: the
-      converter refuses that revision's messages of this type.
     """
-
-    jsonrpc: Literal["2.0"] = attrs.field(default="2.0", metadata={"revisions": UNTIL_2025_11_25})
-    """The JSON-RPC version: always ``"2.0"``."""
 
     method: Literal["roots/list"] = attrs.field(
         default="roots/list", metadata={"revisions": ALL_REVISIONS}
     )
     """The method name: always ``"roots/list"``."""
 
-    id: RequestId = attrs.field(metadata={"revisions": UNTIL_2025_11_25})
+    id: RequestId | None = attrs.field(
+        default=None, metadata={"revisions": UNTIL_2025_11_25, "required_in": UNTIL_2025_11_25}
+    )
     """The JSON-RPC request id (a string or an integer, kept exactly as sent)."""
+
+    jsonrpc: Literal["2.0"] | None = attrs.field(
+        default=None, metadata={"revisions": UNTIL_2025_11_25, "required_in": UNTIL_2025_11_25}
+    )
+    """The JSON-RPC version: always ``"2.0"``."""
 
     params: RequestParams | None = attrs.field(default=None, metadata={"revisions": ALL_REVISIONS})
     """The parameters of this message."""

@@ -53,9 +53,11 @@ Then the revisions are merged into one model (:func:`merge`), by these rules:
 3. **Fields.**  A class has the union of its revisions' properties; a property the base
    revision lacks is added as an optional field (``Result.result_type``).  Where two
    revisions type one property differently, the base revision's type is kept and the
-   field's docstring names the other.  Where they disagree on whether it is required,
-   the field says what the base says and its metadata's ``required_in`` lists the
-   revisions that require it.
+   field's docstring names the other.  A field is required (no default) only if every
+   revision of its class requires it; otherwise it is optional and its metadata's
+   ``required_in`` lists the revisions that do (``CreateMessageRequest.id``: the
+   handshake revisions, not 2026-07-28, whose input requests have no id; the
+   converter's view of the handshake era still requires it).
 4. **Incompatible kinds.**  Where one revision defines a name as an object and another
    as a union or alias (``EnumSchema`` in 2025-06-18 and 2025-11-25;
    ``ClientNotification`` in 2026-07-28), the base revision's kind wins; the other
@@ -79,9 +81,7 @@ What each piece's revisions are is written beside it: every field's attrs metada
 ``"revisions"`` (a tuple constant such as ``SINCE_2025_06_18``, named by
 :func:`span_name`) and, when rule 3 applies, ``"required_in"``; ``DEFINED_IN`` maps every
 name to its revisions, and each docstring says them in words, with a note wherever a
-revision's shape disagrees (a class that requires a field another of its revisions
-lacks says so: ``CreateMessageRequest`` requires ``id``, which a 2026-07-28 input
-request does not have).  ``mcp_ref/_revisions.py`` reads these records;
+revision's shape disagrees.  ``mcp_ref/_revisions.py`` reads these records;
 ``tests/test_types_revisions.py`` checks them against every vendored schema.
 
 Classes are written in dependency order (each name defined before it is used), so the
@@ -639,6 +639,9 @@ def _finish(item: ClassDef, kept: dict[str, ClassDef | AliasDef]) -> None:
     once the revisions are final."""
     for f in item.fields:
         required = set(f.required_revs)
+        # Rule 3: a field is a required one only where every revision of the class
+        # requires it (CreateMessageRequest.id is not: a 2026-07-28 input request has none).
+        f.required = f.required and required >= set(item.revisions)
         if required != (set(f.revisions) if f.required else set()):
             f.required_in = _sorted_revisions(required)
         for ann, revs in f.conflicts.items():
@@ -649,14 +652,6 @@ def _finish(item: ClassDef, kept: dict[str, ClassDef | AliasDef]) -> None:
                 f"\n\n{'Revisions' if len(revs) > 1 else 'Revision'} {', '.join(revs)} "
                 f"{'type' if len(revs) > 1 else 'types'} it ``{ann}``{what}; this field "
                 f"keeps the type of revision {f.origin}."
-            )
-    for r in item.revisions:
-        missing = [f.wire for f in item.fields if f.required and r not in f.revisions]
-        if missing:
-            shown = ", ".join(f"``{w}``" for w in missing)
-            item.notes.append(
-                f"Revision {r} has no {shown}, which this class requires: the converter "
-                f"refuses that revision's messages of this type."
             )
     item.doc += f"\n\nRevisions: {span_text(item.revisions)}."
     if item.notes:

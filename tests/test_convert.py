@@ -425,6 +425,56 @@ def test_top_level_generic_types() -> None:
     assert fails(["a", 1], list[str]) == "[1]: expected string, got integer"
 
 
+# --- revisions: the handshake era's converter and 2026-07-28's -------------------------
+
+
+SAMPLING = {
+    "method": "sampling/createMessage",
+    "params": {"messages": [], "maxTokens": 5},
+}
+
+
+def test_the_handshake_converter_requires_what_those_revisions_require() -> None:
+    """``CreateMessageRequest.id`` is optional in the model (a 2026-07-28 input request
+    has none) but every handshake revision requires it: the default converter refuses a
+    request without it, or with a null one, as before 2026-07-28 was in the model."""
+    full = {"jsonrpc": "2.0", "id": 4, **SAMPLING}
+    assert structure(full, t.CreateMessageRequest).id == 4
+    assert fails({**full, "id": None}, t.CreateMessageRequest).startswith("id: expected ")
+    assert fails(SAMPLING, t.CreateMessageRequest) in (
+        "jsonrpc: required field missing",
+        "id: required field missing",
+    )
+    url = {"mode": "url", "message": "m", "url": "https://x.example"}
+    assert fails(url, t.ElicitRequestURLParams) == "elicitationId: required field missing"
+    result = {"content": []}  # no resultType: fine before 2026-07-28
+    assert structure(result, t.CallToolResult).result_type is None
+
+
+def test_the_modern_converter_reads_2026_07_28_shapes() -> None:
+    """With ``revision="2026-07-28"``: an input request needs no envelope, a URL
+    elicitation no id, a result needs ``resultType``; a handshake-only field's key is
+    an unknown one, kept in ``extra``."""
+    request = structure(SAMPLING, t.CreateMessageRequest, "2026-07-28")
+    assert (request.id, request.jsonrpc) == (None, None)
+    assert unstructure(request) == SAMPLING
+    url = {"mode": "url", "message": "m", "url": "https://x.example"}
+    assert structure(url, t.ElicitRequestURLParams, "2026-07-28").elicitation_id is None
+    with pytest.raises(ConversionError, match="resultType: required field missing"):
+        structure({"content": []}, t.CallToolResult, "2026-07-28")
+    done = structure({"content": [], "resultType": "complete"}, t.CallToolResult, "2026-07-28")
+    assert done.result_type == "complete"
+    params = {"name": "x", "task": {"ttl": 5}, "_meta": {}}
+    read = structure(params, t.CallToolRequestParams, "2026-07-28")
+    assert read.task is None and read.extra == {"task": {"ttl": 5}}
+    assert unstructure(read, "2026-07-28") == params
+    assert structure(params, t.CallToolRequestParams).task == t.TaskMetadata(ttl=5)
+    with pytest.raises(ConversionError, match="_meta: required field missing"):
+        structure({"name": "x"}, t.CallToolRequestParams, "2026-07-28")
+    with pytest.raises(ValueError, match="unknown revision"):
+        structure({}, t.Result, "1999-01-01")
+
+
 # --- arbitrary input ----------------------------------------------------------------------
 
 json_values = st.recursive(
@@ -574,6 +624,7 @@ def test_generated_values_round_trip(data: st.DataObject) -> None:
     assert not wire_names(obj, omitted=True) & set(wire)
     assert {k: wire[k] for k in obj.extra} == obj.extra
     back = structure(wire, cls, revision)
+    assert unstructure(back, revision) == wire
     # Equal on the wire; as objects too, except where two schema definitions share a
     # wire form (LegacyTitledEnumSchema without enumNames reads back as
     # UntitledSingleSelectEnumSchema inside a union): the wire cannot tell them apart.

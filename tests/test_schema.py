@@ -135,6 +135,12 @@ def _example(type_name: str, file_name: str) -> Any:
 
 
 EXAMPLES = _examples()
+EXAMPLES_ALL = [
+    (folder.name, path.name)
+    for folder in sorted(examples_dir(NEWEST).iterdir())
+    if folder.is_dir()
+    for path in sorted(folder.glob("*.json"))
+]
 # The examples whose type (and everything it refers to) did not change from 2025-11-25
 # to 2026-07-28, and those that are valid 2025-11-25 messages: chosen when collecting,
 # so the tests below run on real vectors instead of skipping the rest.
@@ -160,11 +166,37 @@ def test_examples_valid_in_2025_11_25_round_trip(type_name: str, file_name: str)
     assert unstructure(obj) == data
 
 
+VALID_IN_NEWEST = [
+    (n, f) for n, f in EXAMPLES_ALL if _validator(n, NEW_DEFS).is_valid(_example(n, f))
+]
+# The one shape the model keeps from 2025-11-25 against 2026-07-28 (rule 3 of
+# spec_map/gen_types.py): CallToolResult.structuredContent is an object there, any JSON
+# value here.
+REFUSED_IN_NEWEST = {("CallToolResult", "result-with-array-structured-content.json")}
+
+
+@pytest.mark.parametrize(("type_name", "file_name"), VALID_IN_NEWEST)
+def test_examples_read_by_the_2026_07_28_converter_round_trip(
+    type_name: str, file_name: str
+) -> None:
+    """Every official 2026-07-28 example, read as that revision (input requests
+    without an envelope, ``resultType``, ``ttlMs``...), round-trips losslessly; the
+    one shape the model does not serve is refused, as listed."""
+    data = _example(type_name, file_name)
+    if (type_name, file_name) in REFUSED_IN_NEWEST:
+        with pytest.raises(ConversionError):
+            structure(copy.deepcopy(data), getattr(t, type_name), NEWEST)
+        return
+    obj = structure(copy.deepcopy(data), getattr(t, type_name), NEWEST)
+    assert unstructure(obj, NEWEST) == data
+
+
 def test_enough_examples_are_test_vectors() -> None:
     """The selection above must leave real test vectors: at least 5 unchanged examples,
     and at least 20 that are valid 2025-11-25 messages."""
     assert len(UNCHANGED) >= 5
     assert len(VALID_IN_REVISION) >= 20
+    assert len(VALID_IN_NEWEST) == len(EXAMPLES_ALL) >= 120  # every example is valid
 
 
 # --- what we produce validates -----------------------------------------------------------
