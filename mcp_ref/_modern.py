@@ -24,6 +24,10 @@ A server reading a request calls, in order:
    (:data:`HEADER_MISMATCH`) response when ``MCP-Protocol-Version``, ``Mcp-Method`` or
    ``Mcp-Name`` is missing or disagrees with the body.
 
+On Streamable HTTP every one of these errors is sent with status ``400 Bad Request``
+(2026-07-28/basic/index#_meta.4 and #_meta.8; the schema's descriptions of the three
+errors); choosing the status is the HTTP layer's part.
+
 A client builds each request's ``_meta`` with :func:`request_meta`, and decides the
 server's era from its answer to a probe (:func:`era_of_reply`): a result or a
 recognised modern error means modern, anything else (another error, or no answer)

@@ -172,8 +172,8 @@ FALLBACK_DOCS = {
     "type": 'The kind of number asked for: ``"integer"`` or ``"number"``.',
     "annotations": "Optional annotations for the client.",
     "requestState": (
-        "The opaque state of an earlier ``input_required`` result, sent back unchanged "
-        "when the client retries the request."
+        "Opaque state that the server returns with an ``input_required`` result and the "
+        "client sends back unchanged when it retries the request."
     ),
 }
 
@@ -894,15 +894,16 @@ properties is a class named ``<Parent><Field>`` (``ServerCapabilitiesTools``,
 ``arguments``, ``structuredContent``, ``experimental``) are ``dict[str, Any]``.
 
 One model serves every revision.  A name defined by several revisions is one class (or
-alias) with the fields of all of them: the shape (types, which fields are required) is
-that of the newest handshake-era revision that defines it ({handshake}), and the fields
-only other revisions have are optional.  Every field says in its attrs metadata which
-revisions allow it (``metadata={{"revisions": SINCE_2025_06_18}}``, one of the tuples
-below), and ``"required_in"`` when the revisions that require it are not simply all
-of those (``Result.result_type``: allowed and required in 2026-07-28 only, optional
-here); :data:`DEFINED_IN` gives each name's revisions, and each docstring says them in
-words, with where a revision's shape disagrees.  :mod:`mcp_ref._revisions` answers
-"which revisions allow this class or field" from these.
+alias) with the fields of all of them: the types are those of the newest handshake-era
+revision that defines it ({handshake}), a field is required only where every revision of
+its class requires it, and the fields only some revisions have are optional.  Every
+field says in its attrs metadata which revisions allow it (``metadata={{"revisions":
+SINCE_2025_06_18}}``, one of the tuples below), and ``"required_in"`` when the
+revisions that require it are not simply all of those (``Result.result_type``: allowed
+and required in 2026-07-28 only); :data:`DEFINED_IN` gives each name's revisions, and
+each docstring says them in words, with where a revision's shape disagrees.
+:mod:`mcp_ref._revisions` answers "which revisions allow this class or field" from
+these; :mod:`mcp_ref._convert` reads them to convert the messages of one era.
 
 Nothing here validates or converts: :mod:`mcp_ref._convert` turns wire JSON into these
 classes and back, strictly, once per message.  A field whose wire name the converter's
