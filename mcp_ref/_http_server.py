@@ -16,52 +16,47 @@ One request goes through these steps, each a function here:
    (:class:`ServerConfig`), so each is computed once per header set.
 2. :func:`route_request`: head size (431), ``Origin`` and ``Host`` (403), then the path
    and method: the :class:`Endpoint` that answers it (or 404, 405, 406).
-3. For a POST, :func:`check_body_headers` before the body is read (415, 400, 413), and
-   :func:`read_messages` once it is: what the body holds, read by the connection's own
-   decoder (:mod:`mcp_ref._http_messages`), or the JSON-RPC error to answer with.
-4. :func:`request_version` (the ``MCP-Protocol-Version`` rules) and
-   :func:`session_named` (the ``Mcp-Session-Id`` rules) where the endpoint needs them;
-   :func:`check_batch`, the HTTP server's one rule on JSON-RPC batches (which the
-   connection core's batch stage can later replace).
+3. For a POST, :func:`check_body_headers` before the body is read (415, 400, 413); what
+   the body then means is :mod:`mcp_ref._http_post`'s.
+4. :func:`session_request`: the session the ``Mcp-Session-Id`` names
+   (:func:`session_named`), then the ``MCP-Protocol-Version`` rules
+   (:func:`request_version`), for every request but ``initialize``;
+   :func:`legacy_session` for a POST to the 2024-11-05 message endpoint.
 
-The logical streams a session's messages go to are :mod:`mcp_ref._http_streams`.
+:func:`server_config` gives a server's settings from the address it binds.  The logical
+streams a session's messages go to are :mod:`mcp_ref._http_streams`.
 """
 
 from __future__ import annotations
 
 import enum
-import json
-from collections.abc import Callable, Collection, Container
-from typing import Any, Final, TypeVar
+from collections.abc import Callable, Collection, Mapping
+from typing import Any, Final, Protocol, TypeVar
 from urllib.parse import parse_qs
 
 import attrs
 import h11
 
 from . import _http as rules
-from ._batch import refuse_batch
 from ._http import HttpError, HttpLimits, http_error
-from ._http_messages import MessageInfo, read_post_body
-from ._methods import BATCH_VERSIONS, SUPPORTED_VERSIONS
-from .events import RequestId
+from ._http_peers import allowed_for
+from ._methods import SUPPORTED_VERSIONS
 
 __all__ = [
-    "STATELESS_INIT_ID",
     "Endpoint",
+    "Kinded",
     "RequestHeaders",
     "ServerConfig",
-    "check_batch",
     "check_body_headers",
-    "check_initialize_alone",
     "gone",
     "header",
-    "legacy_session_id",
-    "read_messages",
+    "legacy_session",
     "request_headers",
     "request_version",
     "route_request",
+    "server_config",
     "session_named",
-    "stateless_preamble",
+    "session_request",
 ]
 
 _T = TypeVar("_T")
@@ -96,6 +91,47 @@ class ServerConfig:
     """Path of the 2024-11-05 message endpoint (POST)."""
     retry_ms: int
     """The ``retry`` field of priming events, in milliseconds."""
+
+
+def server_config(
+    host: str,
+    *,
+    path: str = "/mcp",
+    json_response: bool = False,
+    stateless: bool = False,
+    enable_get_stream: bool = True,
+    allowed_origins: Collection[str] | None = None,
+    allowed_hosts: Collection[str] | None = None,
+    limits: HttpLimits | None = None,
+    legacy_sse: bool = True,
+    legacy_sse_path: str = "/sse",
+    legacy_messages_path: str = "/messages",
+    retry_ms: int = 1000,
+) -> ServerConfig:
+    """The settings of a server bound to ``host`` (each option: see
+    :func:`mcp_ref.trio.serve_http`): ``Origin`` and ``Host`` patterns default by the
+    address (:func:`~mcp_ref._http_peers.allowed_for`); a stateless server offers no
+    GET stream and no 2024-11-05 endpoints (both need a session that outlives a POST).
+
+    Raises:
+        ValueError: a ``path`` that does not start with ``/``.
+    """
+    if not path.startswith("/"):
+        raise ValueError("path must start with /")
+    origins, hosts = allowed_for(host, allowed_origins, allowed_hosts)
+    return ServerConfig(
+        path=path,
+        json_response=json_response,
+        stateless=stateless,
+        enable_get_stream=enable_get_stream and not stateless,
+        allowed_origins=origins,
+        allowed_hosts=hosts,
+        limits=limits or HttpLimits(),
+        legacy_sse=legacy_sse and not stateless,
+        legacy_sse_path=legacy_sse_path,
+        legacy_messages_path=legacy_messages_path,
+        retry_ms=retry_ms,
+    )
 
 
 class RequestHeaders(list[tuple[bytes, bytes]]):
@@ -242,18 +278,6 @@ def check_body_headers(headers: RequestHeaders, limits: HttpLimits) -> HttpError
     ) or rules.check_content_length(headers, limits.max_body_bytes)
 
 
-def read_messages(body: bytes, *, max_items: int = 64) -> list[MessageInfo] | HttpError:
-    """Kind, id and method of each message of a POST body, as the session's connection
-    will read them (:func:`mcp_ref._http_messages.read_post_body`); or 400 for a body
-    that is not a message or a batch of at most ``max_items`` of them, with the JSON-RPC
-    error body the connection would have sent (-32700, -32600 or -32602; the request's
-    id wherever it can be read)."""
-    # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.4
-    # "The body of the POST request MUST be a single JSON-RPC request, notification, or
-    # response."
-    return read_post_body(body, max_items=max_items)
-
-
 def request_version(headers: RequestHeaders) -> str | HttpError:
     """The protocol version the request names (``MCP-Protocol-Version``; 2025-03-26
     without it), or 400 for an unsupported one."""
@@ -271,32 +295,65 @@ def request_version(headers: RequestHeaders) -> str | HttpError:
     return version
 
 
-def session_named(headers: RequestHeaders, live: Container[str]) -> str | HttpError:
-    """The id of the live session (in ``live``) that the request's ``Mcp-Session-Id``
-    names; 400 without the header (or a malformed one), 404 for an unknown or ended
-    session (:func:`mcp_ref._http.check_session`)."""
+class Kinded(Protocol):
+    """What :func:`session_named` reads of a session (the driver's session object)."""
+
+    @property
+    def kind(self) -> str:
+        """``"streamable"``, ``"stateless"`` or ``"legacy"``
+        (:data:`~mcp_ref._http_streams.SessionKind`)."""
+
+
+K = TypeVar("K", bound=Kinded)
+
+
+def session_named(headers: RequestHeaders, live: Mapping[str, K]) -> K | HttpError:
+    """The live Streamable HTTP session (in ``live``, by id) that the request's
+    ``Mcp-Session-Id`` names; 400 without the header (or a malformed one), 404 for an
+    unknown or ended session (:func:`mcp_ref._http.check_session`), or one of another
+    kind (a 2024-11-05 session is reached through its message endpoint only)."""
     known = headers.memo.get("session")
-    if known is not None and known in live:
-        return str(known)  # a well-formed id seen before, of a live session
-    got = rules.check_session(headers, is_initialize=False, active_sessions=live)
-    if isinstance(got, HttpError):
-        return got
-    assert got is not None
-    headers.memo["session"] = got
-    return got
+    if known is None:
+        got = rules.check_session(headers, is_initialize=False, active_sessions=live)
+        if isinstance(got, HttpError):
+            return got
+        assert got is not None
+        headers.memo["session"] = known = got  # well-formed: checked once per header set
+    sess = live.get(known)
+    if sess is None or sess.kind != "streamable":
+        return gone()
+    return sess
 
 
-def legacy_session_id(query: str) -> str | HttpError:
-    """The ``session_id`` query parameter of a POST to the 2024-11-05 message endpoint,
-    or 400 without it."""
+def session_request(headers: RequestHeaders, live: Mapping[str, K]) -> K | HttpError:
+    """The session of a request to the MCP endpoint that is not ``initialize``
+    (:func:`session_named`), once its ``MCP-Protocol-Version`` passes too
+    (:func:`request_version`); the session rules' refusal comes first."""
+    sess = session_named(headers, live)
+    if isinstance(sess, HttpError):
+        return sess
+    version = request_version(headers)
+    return version if isinstance(version, HttpError) else sess
+
+
+def legacy_session(query: str, live: Mapping[str, K]) -> K | HttpError:
+    """The 2024-11-05 session (in ``live``, by id) that the ``session_id`` query
+    parameter of a POST to the message endpoint names; 400 without it, 404 for an
+    unknown or ended session, or one of another kind.
+
+    Source: 2024-11-05/basic/transports "HTTP with SSE" (the ``endpoint`` event names
+    the URL, query included, that the client POSTs to)."""
     values = parse_qs(query).get("session_id") or [""]
     if not values[0]:
         return http_error(400, "missing session_id", clause=None)
-    return values[0]
+    sess = live.get(values[0])
+    if sess is None or sess.kind != "legacy":
+        return http_error(404, "session not found", clause=None)
+    return sess
 
 
 def gone() -> HttpError:
-    """404 for a session that ended."""
+    """404 for a session that ended (or never was one of the kind asked for)."""
     # Spec: 2025-06-18/basic/transports#session-management.6
     # "The server MAY terminate the session at any time, after which it MUST respond to requests
     # containing that session ID with HTTP 404 Not Found."
@@ -305,69 +362,3 @@ def gone() -> HttpError:
         "session not found (terminated)",
         clause="2025-06-18/basic/transports#session-management.6",
     )
-
-
-def check_initialize_alone(infos: list[MessageInfo]) -> HttpError | None:
-    """400 for a batch that holds ``initialize``: it must be sent alone."""
-    # Spec: 2025-06-18/basic/lifecycle#initialization.1
-    # "The initialization phase MUST be the first interaction between client and server."
-    if len(infos) > 1 and any(m.method == "initialize" for m in infos):
-        return http_error(
-            400,
-            "initialize must be sent alone",
-            clause="2025-06-18/basic/lifecycle#initialization.1",
-        )
-    return None
-
-
-STATELESS_INIT_ID: Final[RequestId] = "mcp-ref:stateless-initialize"
-"""The id of the synthetic ``initialize`` of a stateless session (its answer is
-dropped)."""
-
-
-def stateless_preamble(version: str) -> list[bytes]:
-    """The messages that bring a stateless session (one POST's) to the operating state
-    before the POST's own: a synthetic ``initialize`` (id :data:`STATELESS_INIT_ID`,
-    protocol ``version``, no client capabilities, so the server never asks the client
-    for anything) and ``notifications/initialized``.  The core's lifecycle then holds
-    unchanged, and the request is handled as the first of an operating session."""
-    init = {
-        "jsonrpc": "2.0",
-        "id": STATELESS_INIT_ID,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": version,
-            "capabilities": {},
-            "clientInfo": {"name": "stateless-http-client", "version": "0"},
-        },
-    }
-    return [
-        json.dumps(init, separators=(",", ":")).encode(),
-        b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
-    ]
-
-
-def check_batch(
-    version: str | None, size: int, max_requests_in_flight: int | None
-) -> HttpError | None:
-    """The refusal of a POSTed batch that the session's connection would refuse whole
-    (with id null, which would answer none of the POST's requests): outside
-    2025-03-26, or larger than the connection takes (``max_requests_in_flight``;
-    None: not known yet).  None when the batch may go to the session.
-
-    The rules are the connection's own (:func:`mcp_ref._batch.refuse_batch`); this
-    turns its refusal into the HTTP answer.
-
-    Source: 2025-03-26/basic/transports (batches); 2025-06-18/basic#messages (none
-    from 2025-06-18 on).
-    """
-    refusal = refuse_batch(size, version, max_requests_in_flight or size)
-    if refusal is None:
-        return None
-    # A batch outside 2025-03-26 is the transport's 400 too.
-    clause = (
-        "2025-06-18/basic/transports#sending-messages-to-the-server.4"
-        if version not in BATCH_VERSIONS
-        else None
-    )
-    return http_error(400, refusal.message, clause=clause)

@@ -7,7 +7,7 @@ Theory of operation
 Holding a session costs the server memory and a task, so every session counts against
 two bounds of :class:`~mcp_ref._http.HttpLimits`: ``max_sessions`` in all, and
 ``max_sessions_per_peer`` for one client address (only for addresses that tell clients
-apart: :func:`told_apart`).  A :class:`SessionBook` keeps a *seat* per live session (the
+apart: :func:`~mcp_ref._http_peers.told_apart`).  A :class:`SessionBook` keeps a *seat* per live session (the
 address that opened it, and when) and answers, with the time passed in as ``now``
 (seconds, any monotonic clock):
 
@@ -34,7 +34,6 @@ never ends one itself: it says which, and the driver ends it.
 
 from __future__ import annotations
 
-import ipaddress
 import math
 from collections.abc import Container, Hashable, Iterable
 from typing import Any, Final, Generic, Protocol, TypeVar
@@ -43,6 +42,7 @@ import attrs
 
 from ._errors import LocalProtocolError
 from ._http_errors import MCP_SESSION_ID, Headers, HttpError, _single, http_error
+from ._http_peers import told_apart
 
 __all__ = [
     "MAX_SESSION_ID_LENGTH",
@@ -54,7 +54,6 @@ __all__ = [
     "check_session",
     "get_session_id",
     "new_session_id",
-    "told_apart",
     "validate_session_id",
 ]
 
@@ -271,20 +270,6 @@ class Tenant(Hashable, Protocol):
 T = TypeVar("T", bound=Tenant)
 
 
-def told_apart(peer: str | None) -> bool:
-    """Whether clients at ``peer`` can be told apart from other clients, so a share per
-    address means a share per client: False for a loopback address (every client on
-    this machine) and for a connection without an IP address (in-memory streams).
-    Only those peers are held to ``HttpLimits.max_sessions_per_peer``; the others share
-    ``max_sessions`` alone."""
-    if peer is None:
-        return False
-    try:
-        return not ipaddress.ip_address(peer).is_loopback
-    except ValueError:
-        return True
-
-
 @attrs.define
 class Seat:
     """What the book knows of one live session beyond the session itself."""
@@ -392,8 +377,10 @@ class SessionBook(Generic[T]):
 
     def expired(self, candidates: Iterable[T], now: float) -> tuple[list[tuple[T, str]], float]:
         """The sessions to end now, each with its reason, and when to ask again
-        (``math.inf``: never, until a session opens).  A busy session should be counted
-        as used ``now`` before asking (the driver sets its ``last_used``)."""
+        (``math.inf``: never, until a session opens).  A busy session (a request in
+        progress, a stream written) is in use: it does not expire while busy, however
+        long ago its last request came (the driver counts it as used when it stops
+        being busy); the initialization bound holds for it all the same."""
         idle = self.limits.session_idle_seconds
         uninit = self.limits.uninitialized_session_seconds
         ends: list[tuple[T, str]] = []
@@ -409,6 +396,9 @@ class SessionBook(Generic[T]):
                     ends.append((tenant, f"not initialized within {uninit} s"))
                     continue
                 deadline = min(deadline, by)
+            if tenant.busy():
+                deadline = min(deadline, now + idle)
+                continue
             expires = tenant.last_used + idle
             if expires <= now:
                 ends.append((tenant, f"idle for {idle} s"))

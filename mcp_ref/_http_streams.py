@@ -31,22 +31,18 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-import attrs
-
-from ._http import MESSAGE_EVENT, EventStore, HttpError, HttpLimits, MessageKind, http_error
+from ._http import EventStore, HttpError, HttpLimits, MessageKind, http_error
 from ._http_messages import MessageInfo, message_info, negotiated_version
-from ._sse import encode_data
+from ._http_post import STATELESS_INIT_ID, Post, check_batch
 from .events import RequestId
 
 __all__ = [
     "LEGACY",
     "PRIMING_SINCE",
     "STANDALONE",
-    "Chunk",
     "LogicalStream",
     "SessionKind",
     "SessionStreams",
-    "StreamCursor",
     "request_key",
 ]
 
@@ -77,6 +73,7 @@ class LogicalStream:
     __slots__ = (
         "attached",
         "base_id",
+        "batch",
         "close_requested",
         "delivered_id",
         "finished",
@@ -98,6 +95,8 @@ class LogicalStream:
         """Keys (:func:`request_key`) of the requests still awaiting their response."""
         self.json_parts: list[bytes] = []
         """JSON mode: the responses collected, in order."""
+        self.batch = False
+        """It answers a batch: its JSON answer is an array."""
         self.finished = False
         """Every request is settled: the response writing it ends once it is written."""
         self.generation = 0
@@ -114,6 +113,20 @@ class LogicalStream:
         """The id of the last event written to a socket (None: none yet)."""
         self.seq = 0
         """Grows with every change: a driver compares it to know of news."""
+
+    @property
+    def json_body(self) -> bytes:
+        """JSON mode, once finished: the body of the POST's answer (an array of the
+        responses for a batch, else the one response); ``b""`` when none came (every
+        request cancelled: the answer is then 202)."""
+        # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.8
+        # "If the input is a JSON-RPC request, the server MUST either return `Content-Type:
+        # text/event-stream`, to initiate an SSE stream, or `Content-Type: application/json`, to return
+        # one JSON object."
+        parts = self.json_parts
+        if self.batch:
+            return b"[" + b",".join(parts) + b"]"
+        return parts[0] if parts else b""
 
 
 class SessionStreams:
@@ -165,6 +178,13 @@ class SessionStreams:
         """Whether a request is still being answered, or a response writes a stream."""
         return bool(self.routes) or any(s.attached for s in self.streams.values())
 
+    def standalone_unwritten(self) -> bool:
+        """Whether a response writes the standalone stream and has events of it still
+        to write (a JSON answer lets it write them first: what a handler sent before
+        its answer then reaches the client first, as far as two connections allow)."""
+        get = self.streams.get(STANDALONE)
+        return get is not None and get.attached and (get.delivered_id or get.base_id) != get.last_id
+
     def new_stream(
         self, stream_id: str | None, *, json_mode: bool, pending: set[Any] | None = None
     ) -> LogicalStream:
@@ -204,6 +224,53 @@ class SessionStreams:
         if is_init:
             self.init_key = next(iter(keys))
         return stream
+
+    def accept_post(
+        self, post: Post, *, json_mode: bool, max_requests_in_flight: int | None
+    ) -> LogicalStream | HttpError | None:
+        """Take a POST (:func:`~mcp_ref._http_post.read_post`) before its body goes to
+        the session: the live stream that answers its requests (:meth:`open_post`), None
+        when it holds none (the answer is 202), or the refusal: a batch the session's
+        connection would refuse whole (its version, ``max_requests_in_flight``:
+        :func:`~mcp_ref._http_post.check_batch`), or :meth:`open_post`'s.  A stateless
+        POST's synthetic ``initialize`` is answered nowhere."""
+        if post.batch and self.kind == "streamable":
+            err = check_batch(self.protocol_version, len(post.messages), max_requests_in_flight)
+            if err is not None:
+                return err
+        if post.preamble:
+            self.discard_answer(STATELESS_INIT_ID)
+        if not post.requests:
+            return None
+        stream = self.open_post(post.requests, json_mode=json_mode, is_init=post.initialize)
+        if isinstance(stream, LogicalStream):
+            stream.batch = post.batch
+        return stream
+
+    def resume(self, last_event_id: bytes | None) -> tuple[LogicalStream, str | None] | HttpError:
+        """The stream a GET attaches, and the cursor to write it from (None: the
+        stream's own): without ``Last-Event-ID``, the standalone stream; with it, the
+        stream that event belongs to, from that event on (one that finished: the events
+        it has left to send, then its end); or the refusal
+        (:meth:`~mcp_ref._http.EventStore.replay_after`: 400, 409).
+
+        Source: 2025-06-18/basic/transports#resumability-and-redelivery.4,
+        #resumability-and-redelivery.5 (never another stream's messages)."""
+        if last_event_id is None:
+            return self.streams[STANDALONE], None
+        # Spec: 2025-06-18/basic/transports#resumability-and-redelivery.4
+        # "The server MAY use this header to replay messages that would have been sent after the
+        # last event ID, on the stream that was disconnected, and to resume the stream from that
+        # point."
+        found = self.store.replay_after(last_event_id)
+        if isinstance(found, HttpError):
+            return found
+        stream = self.streams.get(found.stream_id)
+        if stream is None:  # finished: the events left to send, then the end
+            stream = LogicalStream(found.stream_id, json_mode=False, pending=set(), base="")
+            stream.finished = True
+            stream.last_id = found.events[-1][0] if found.events else last_event_id.decode()
+        return stream, last_event_id.decode("latin-1")
 
     def close_post(self, stream: LogicalStream) -> None:
         """Forget a POST's stream whose body never reached the session."""
@@ -341,84 +408,3 @@ class SessionStreams:
         if not stream.pending and stream.id not in (STANDALONE, LEGACY):
             stream.finished = True
             self.streams.pop(stream.id, None)
-
-
-@attrs.frozen
-class Chunk:
-    """What :meth:`StreamCursor.take` found."""
-
-    data: bytes
-    """SSE events to write (``b""``: none)."""
-    last_id: str | None
-    """The id of the last event among them (None: none)."""
-    end: str | None
-    """Why the response ends now (None: it goes on)."""
-
-
-class StreamCursor:
-    """One SSE response's place in a logical stream: the events it has yet to write,
-    encoded, and when it ends.
-
-    Args:
-        streams: the session's streams (its store holds the events).
-        stream: the stream the response writes (attached as ``generation``).
-        cursor: the id of the last event the client holds (a stream's ``base_id``:
-            none).
-        generation: what :meth:`SessionStreams.attach` returned.
-
-    Source: 2025-06-18/basic/transports#resumability-and-redelivery (replay after
-    ``Last-Event-ID``), #sending-messages-to-the-server.10-14 (the end of a POST's stream).
-    """
-
-    def __init__(
-        self, streams: SessionStreams, stream: LogicalStream, cursor: str, generation: int
-    ) -> None:
-        self.streams = streams
-        self.stream = stream
-        self.cursor = cursor
-        self.generation = generation
-
-    def opening(self, retry_ms: int) -> bytes:
-        """The priming event, from 2025-11-25 on (else ``b""``): the cursor's id and
-        empty data, and when to reconnect (``retry_ms``, milliseconds)."""
-        if not self.streams.primes:
-            return b""
-        # Spec: 2025-06-18/basic/transports#resumability-and-redelivery.1
-        # "Servers MAY attach an `id` field to their SSE events, as described in the SSE standard."
-        return encode_data("", id=self.cursor, retry=retry_ms)
-
-    def take(self) -> Chunk:
-        """The events appended after the cursor (which moves past them), and whether
-        the response ends: taken over by a newer one, its events lost from the store,
-        the stream answered whole, the session ended, or the handler closed it."""
-        stream, store = self.stream, self.streams.store
-        if stream.generation != self.generation:
-            return Chunk(b"", None, "another response took the stream over")
-        parts: list[bytes] = []
-        last: str | None = None
-        if self.cursor != stream.last_id:
-            replay = store.replay_after(self.cursor)
-            if isinstance(replay, HttpError):
-                return Chunk(b"", None, f"events lost: {replay.detail}")
-            for event_id, data in replay.events:
-                if data:
-                    parts.append(encode_data(data, event=MESSAGE_EVENT, id=event_id))
-                self.cursor = last = event_id
-        end: str | None = None
-        if stream.finished and self.cursor == stream.last_id:
-            # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.10
-            # "The SSE stream SHOULD eventually include JSON-RPC response for the JSON-RPC request
-            # sent in the POST body."
-            # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.13
-            # "The server SHOULD NOT close the SSE stream before sending the JSON-RPC response for
-            # the received JSON-RPC request, unless the session expires."
-            # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.14
-            # "After the JSON-RPC response has been sent, the server SHOULD close the SSE stream."
-            store.forget_stream(stream.id)
-            end = "answered"
-        elif self.streams.ended:
-            end = "the session ended"
-        elif stream.close_requested:
-            stream.close_requested = False
-            end = "closed by its handler"
-        return Chunk(b"".join(parts), last, end)

@@ -28,12 +28,13 @@ CFG = ServerConfig(
 class Tenant:
     """A session as :class:`mcp_ref._http_sessions.SessionBook` sees one: when it was
     last used (seconds), how many messages wait for it, whether a request is running and
-    whether ``initialize`` has completed."""
+    whether ``initialize`` has completed; its kind, for the session lookups."""
 
     last_used: float = 0.0
     queued: int = 0
     is_busy: bool = False
     done_init: bool = True
+    kind: str = "streamable"
 
     def busy(self) -> bool:
         return self.is_busy

@@ -17,27 +17,31 @@ import h11
 import pytest
 
 from mcp_ref._http import HttpError, HttpLimits, MessageKind
+from mcp_ref._http_answers import StreamCursor
 from mcp_ref._http_connection import CLOSED, NEED_DATA, Refusal, RequestReady, ServerConnection
 from mcp_ref._http_messages import MessageInfo, message_info
-from mcp_ref._http_server import (
+from mcp_ref._http_peers import told_apart
+from mcp_ref._http_post import (
     STATELESS_INIT_ID,
+    check_batch,
+    check_initialize_alone,
+    read_messages,
+    stateless_preamble,
+)
+from mcp_ref._http_server import (
     Endpoint,
     RequestHeaders,
     ServerConfig,
-    check_batch,
     check_body_headers,
-    check_initialize_alone,
     gone,
-    legacy_session_id,
-    read_messages,
+    legacy_session,
     request_headers,
     request_version,
     route_request,
     session_named,
-    stateless_preamble,
 )
-from mcp_ref._http_sessions import SessionBook, told_apart
-from mcp_ref._http_streams import STANDALONE, SessionStreams, StreamCursor
+from mcp_ref._http_sessions import SessionBook
+from mcp_ref._http_streams import STANDALONE, SessionStreams
 
 from ._http_core import CFG, Tenant
 
@@ -392,14 +396,30 @@ def test_the_version_a_request_names_or_2025_03_26_or_400() -> None:
 @pytest.mark.spec(T + "session-management.5", T + "session-management.6")
 def test_the_session_a_request_names_must_be_live_each_time() -> None:
     memos: dict[Any, Any] = {}
-    assert session_named(headers(memos, mcp_session_id="abc"), {"abc"}) == "abc"
+    abc = Tenant()
+    assert session_named(headers(memos, mcp_session_id="abc"), {"abc": abc}) is abc
     # The same header set again: the session ended meanwhile.
-    ended = session_named(headers(memos, mcp_session_id="abc"), set())
+    ended = session_named(headers(memos, mcp_session_id="abc"), {})
     assert isinstance(ended, HttpError) and ended.status == 404
-    assert session_named(headers(memos, mcp_session_id="abc"), {"abc"}) == "abc"
-    missing = session_named(headers(memos), {"abc"})
+    assert session_named(headers(memos, mcp_session_id="abc"), {"abc": abc}) is abc
+    missing = session_named(headers(memos), {"abc": abc})
     assert isinstance(missing, HttpError) and missing.status == 400
     assert missing.clause == T + "session-management.5"
+    unknown = session_named(headers({}, mcp_session_id="xyz"), {"abc": abc})
+    assert isinstance(unknown, HttpError) and unknown.status == 404
+
+
+@pytest.mark.spec(T + "session-management.6")
+def test_a_2024_11_05_session_is_not_reached_through_the_mcp_endpoint() -> None:
+    """A session id names a session of one transport only: the id of a 2024-11-05
+    session (whose messages go to its message endpoint) is unknown to the Streamable
+    HTTP endpoint, and a Streamable HTTP session's to the message endpoint."""
+    live = {"old": Tenant(kind="legacy"), "new": Tenant()}
+    refused = session_named(headers({}, mcp_session_id="old"), live)
+    assert isinstance(refused, HttpError) and refused.status == 404
+    assert legacy_session("session_id=old", live) is live["old"]
+    wrong = legacy_session("session_id=new", live)
+    assert isinstance(wrong, HttpError) and wrong.status == 404
 
 
 @pytest.mark.spec(T + "session-management.6")
@@ -414,16 +434,19 @@ def test_a_session_that_ended_is_404() -> None:
 
 
 def test_the_legacy_message_endpoint_takes_its_session_from_the_query() -> None:
-    assert legacy_session_id("session_id=abc") == "abc"
-    assert legacy_session_id("x=1&session_id=a%20b&session_id=c") == "a b"
+    live = {"abc": Tenant(kind="legacy"), "a b": Tenant(kind="legacy")}
+    assert legacy_session("session_id=abc", live) is live["abc"]
+    assert legacy_session("x=1&session_id=a%20b&session_id=c", live) is live["a b"]
     for query in ("", "x=1", "session_id="):
-        missing = legacy_session_id(query)
+        missing = legacy_session(query, live)
         assert isinstance(missing, HttpError)
         assert (missing.status, missing.detail, missing.clause) == (
             400,
             "missing session_id",
             None,
         )
+    unknown = legacy_session("session_id=xyz", live)
+    assert isinstance(unknown, HttpError) and unknown.status == 404
 
 
 @pytest.mark.spec(T + "sending-messages-to-the-server.4")

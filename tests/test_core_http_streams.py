@@ -14,14 +14,9 @@ from typing import Any
 import pytest
 
 from mcp_ref._http import HttpError, HttpLimits, MessageKind
+from mcp_ref._http_answers import StreamCursor
 from mcp_ref._http_messages import MessageInfo
-from mcp_ref._http_streams import (
-    LEGACY,
-    STANDALONE,
-    LogicalStream,
-    SessionStreams,
-    StreamCursor,
-)
+from mcp_ref._http_streams import LEGACY, STANDALONE, LogicalStream, SessionStreams
 
 T = "2025-06-18/basic/transports#"
 RESULT = b'{"jsonrpc":"2.0","id":%d,"result":{}}'

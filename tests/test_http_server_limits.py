@@ -24,11 +24,11 @@ import trio
 import trio.testing
 
 from mcp_ref._http import LOCALHOST_HOSTS, HttpError, HttpLimits, check_host, split_target
+from mcp_ref._http_peers import told_apart
 from mcp_ref._http_server import ServerConfig
-from mcp_ref._http_sessions import told_apart
 from mcp_ref.server import Server
+from mcp_ref.trio._listen import peer_of
 from mcp_ref.trio.http.server import HttpServer, open_http_server
-from mcp_ref.trio.http.sessions import peer_of
 
 from ._http_raw import RawConnection, init_body, notification_body, open_session, request_body
 

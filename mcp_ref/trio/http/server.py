@@ -24,12 +24,10 @@ supervisor), :mod:`.session`, :mod:`.sessions`, :mod:`.sse`, :mod:`.endpoint`, t
 
 from __future__ import annotations
 
-import errno
-import ipaddress
 import logging
 import math
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
+from collections.abc import AsyncIterator, Callable, Collection
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any, Final
@@ -38,15 +36,15 @@ import attrs
 import h11
 import trio
 
-from ... import _http as rules
 from ..._http import HttpLimits
 from ..._http_connection import NEED_DATA, Refusal, RequestReady, ServerConnection
-from ..._http_server import ServerConfig
+from ..._http_server import ServerConfig, server_config
+from .._listen import close_listeners, peer_of, serve_until_stopped
 from .._session import DEFAULT_GRACE_SECONDS, Handler
 from .common import H11Stream
 from .endpoint import ENDPOINTS
 from .session import close_sse_stream
-from .sessions import PEER, Refused, SessionTable, peer_of
+from .sessions import PEER, Refused, SessionTable
 
 __all__ = [
     "CLOSE_WAIT_SECONDS",
@@ -154,23 +152,16 @@ async def serve_http(
     """
     if grace_seconds < 0:
         raise ValueError("grace_seconds must not be negative")
-    limits = limits or HttpLimits()
-    loopback = _is_loopback(host)
-    if allowed_origins is None:
-        allowed_origins = rules.LOCALHOST_ORIGINS if loopback else ()
-    if allowed_hosts is None:
-        allowed_hosts = rules.LOCALHOST_HOSTS if loopback else ("*",)
-    if not path.startswith("/"):
-        raise ValueError("path must start with /")
-    cfg = ServerConfig(
+    cfg = server_config(
+        host,
         path=path,
         json_response=json_response,
         stateless=stateless,
-        enable_get_stream=enable_get_stream and not stateless,
+        enable_get_stream=enable_get_stream,
         allowed_origins=allowed_origins,
         allowed_hosts=allowed_hosts,
         limits=limits,
-        legacy_sse=legacy_sse and not stateless,
+        legacy_sse=legacy_sse,
         legacy_sse_path=legacy_sse_path,
         legacy_messages_path=legacy_messages_path,
         retry_ms=retry_ms,
@@ -191,21 +182,15 @@ async def serve_http(
         async with trio.open_nursery() as nursery:
             await nursery.start(server.table.supervisor.run)
             nursery.start_soon(server.table.reaper)
-            # Connections run in a nursery of their own, apart from the accepting tasks,
-            # so that accepting can stop while they finish.
-            async with trio.open_nursery() as connections:
-                async with trio.open_nursery() as accepting:
-                    for listener in listeners:
-                        accepting.start_soon(
-                            accept_connections, listener, connections, server.handle_connection
-                        )
-                    log.info("serving MCP on %s", info.url)
-                    task_status.started(info)
-                    await info.stop.wait()
-                    accepting.cancel_scope.cancel()
-                await close_listeners(listeners)
-                await _stop_gracefully(server, grace_seconds)
-                connections.cancel_scope.deadline = trio.current_time() + CLOSE_WAIT_SECONDS
+            log.info("serving MCP on %s", info.url)
+            task_status.started(info)
+            await serve_until_stopped(
+                listeners,
+                server.handle_connection,
+                info.stop,
+                close_wait=CLOSE_WAIT_SECONDS,
+                then=partial(_stop_gracefully, server, grace_seconds),
+            )
             nursery.cancel_scope.cancel()  # the session tasks left, the reaper
         log.info("stopped serving MCP on %s", info.url)
     finally:
@@ -304,42 +289,6 @@ CLOSE_WAIT_SECONDS: Final = 1.0
 
 _SHUTDOWN_REASON: Final = "the server is shutting down"
 
-# accept() errors that mean "too many connections now" (trio.serve_listeners waits
-# them out the same way, rather than crash).
-_CAPACITY_ERRNOS: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
-
-
-async def accept_connections(
-    listener: trio.SocketListener,
-    connections: trio.Nursery,
-    handle: Callable[[trio.SocketStream], Awaitable[object]],
-) -> None:
-    """Accept connections on ``listener`` and run ``handle(stream)`` for each in
-    ``connections``, until cancelled (``trio.serve_listeners`` with the connections in
-    a nursery of the caller's, so that accepting can stop while they finish).
-
-    Raises:
-        OSError: ``accept`` failed for another reason than too many open connections
-            or files (then it waits 0.1 s and tries again).
-    """
-    while True:
-        try:
-            stream = await listener.accept()
-        except OSError as exc:
-            if exc.errno not in _CAPACITY_ERRNOS:
-                raise
-            log.warning("cannot accept a connection now (%s); trying again in 0.1 s", exc)
-            await trio.sleep(0.1)
-            continue
-        connections.start_soon(handle, stream)
-
-
-async def close_listeners(listeners: Sequence[trio.SocketListener]) -> None:
-    """Close every listener (shielded: even in a cancelled scope)."""
-    for listener in listeners:
-        with trio.CancelScope(shield=True):
-            await listener.aclose()
-
 
 async def _stop_gracefully(server: HttpServer, grace: float) -> None:
     """The graceful stop of :func:`serve_http`, once the listeners are closed."""
@@ -381,12 +330,3 @@ async def open_http_server(
         finally:
             if not info.stop.is_set():
                 nursery.cancel_scope.cancel()
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False

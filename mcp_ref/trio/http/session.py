@@ -25,17 +25,15 @@ import logging
 from collections.abc import Callable
 from typing import Final, Literal
 
-import h11
 import trio
 
-from ... import _http as rules
-from ..._http import HttpLimits, PostReply
+from ..._http import HttpLimits
+from ..._http_answers import ResponseHeads
 from ..._http_messages import MessageInfo
-from ..._http_streams import STANDALONE, LogicalStream, SessionKind, SessionStreams
+from ..._http_streams import LogicalStream, SessionKind, SessionStreams
 from ..._state import State
 from ...events import RequestId
 from .._session import Session, SessionClosed
-from .common import CONNECTION_CLOSE
 
 __all__ = ["CURRENT", "HttpSession", "close_sse_stream"]
 
@@ -114,9 +112,9 @@ class HttpSession:
         self.cancel_scope = trio.CancelScope()
         self.waiters: dict[LogicalStream, set[Callable[[], None]]] = {}
         """What wakes each response waiting for news of a stream (see :meth:`wake`)."""
+        self.heads = ResponseHeads()
+        """The heads of its answers, each built once."""
         self._on_end = on_end
-        self._json_heads: dict[str | None, list[tuple[bytes, bytes]]] = {}
-        self._sse_heads: dict[tuple[str | None, bool, bool], h11.Response] = {}
 
     def wake(self, stream: LogicalStream) -> None:
         """Tell the responses writing ``stream`` that it changed (call their wakers)."""
@@ -138,36 +136,6 @@ class HttpSession:
     def touch(self) -> None:
         """The session was used now (the idle reaper counts from here)."""
         self.last_used = trio.current_time()
-
-    def json_headers(self, session_id: str | None, length: int) -> list[tuple[bytes, bytes]]:
-        """``rules.response_headers(PostReply.JSON, session_id=..., content_length=...)``,
-        built (and the session id validated) once per session: only the length changes."""
-        base = self._json_heads.get(session_id)
-        if base is None:
-            base = rules.response_headers(PostReply.JSON, session_id=session_id, content_length=0)
-            self._json_heads[session_id] = base  # two at most: with and without the id
-        value = str(length).encode("ascii")
-        return [(k, value) if k == rules.CONTENT_LENGTH else (k, v) for k, v in base]
-
-    def sse_head(self, session_id: str | None, last: bool, *, post: bool) -> h11.Response:
-        """The head of an SSE answer: 200 with ``rules.response_headers(PostReply.SSE,
-        session_id=..., post=post)`` (plus ``Connection: close`` when ``last``), built
-        once per session and kind (h11 validates the headers of a new response)."""
-        key = (session_id, last, post)
-        head = self._sse_heads.get(key)
-        if head is None:
-            headers = rules.response_headers(PostReply.SSE, session_id=session_id, post=post)
-            if last:
-                headers.append(CONNECTION_CLOSE)
-            head = h11.Response(status_code=200, headers=headers, reason=b"OK")
-            self._sse_heads[key] = head  # eight at most
-        return head
-
-    def get_stream_pending(self) -> bool:
-        """Whether the standalone stream is written by a response that has events of
-        it still to write."""
-        get = self.state.streams.get(STANDALONE)
-        return get is not None and get.attached and (get.delivered_id or get.base_id) != get.last_id
 
     def route(self, data: bytes, related: RequestId | None) -> None:
         """Put one outgoing message on its logical stream and wake the response writing

@@ -22,7 +22,6 @@ answers with it.
 from __future__ import annotations
 
 import contextvars
-import ipaddress
 import logging
 import secrets
 from collections.abc import Callable
@@ -32,7 +31,7 @@ import trio
 
 from ... import _http as rules
 from ..._http import HttpError, HttpLimits, http_error
-from ..._http_server import RequestHeaders, session_named
+from ..._http_server import RequestHeaders, legacy_session, session_request
 from ..._http_sessions import SessionBook
 from ..._http_streams import SessionKind
 from ..._state import SERVER
@@ -40,7 +39,7 @@ from .._session import Handler, open_session
 from .common import Supervisor
 from .session import CURRENT, HttpSession
 
-__all__ = ["PEER", "Refused", "SessionTable", "checked", "peer_of"]
+__all__ = ["PEER", "Refused", "SessionTable", "checked"]
 
 log = logging.getLogger("mcp_ref.trio.http")
 
@@ -72,43 +71,9 @@ def checked(value: _T | HttpError) -> _T:
 PEER: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "mcp_ref.trio.http.peer", default=None
 )
-"""The client address (:func:`peer_of`) of the connection this task serves, set by
+"""The client address (:func:`~mcp_ref.trio._listen.peer_of`) of the connection this task serves, set by
 ``HttpServer.handle_connection``; :meth:`SessionTable.open` counts sessions per value
 (``HttpLimits.max_sessions_per_peer``)."""
-
-
-def peer_of(stream: trio.abc.Stream) -> str | None:
-    """The IP address of the far end of ``stream``, as text, without the port.
-
-    Follows ``transport_stream`` (e.g. of a ``trio.SSLStream``) down to a socket.  An
-    IPv4-mapped IPv6 address gives its IPv4 address, so one client is one peer on a
-    dual-stack socket; an IPv6 zone (``%eth0``) is dropped.
-
-    Returns:
-        e.g. ``"127.0.0.1"`` or ``"::1"``; None for a stream with no socket (memory
-        streams) or a socket without an IP peer (never raises).
-    """
-    sock: Any = None
-    inner: Any = stream
-    while inner is not None and sock is None:
-        sock = getattr(inner, "socket", None)
-        inner = getattr(inner, "transport_stream", None)
-    if sock is None:
-        return None
-    try:
-        name = sock.getpeername()
-    except OSError:
-        return None
-    if not isinstance(name, tuple) or not name:
-        return None
-    host = str(name[0])
-    try:
-        addr = ipaddress.ip_address(host.partition("%")[0])
-    except ValueError:
-        return host
-    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
-        return str(addr.ipv4_mapped)
-    return str(addr)
 
 
 class SessionTable:
@@ -220,9 +185,6 @@ class SessionTable:
         deadline or until :meth:`open` sets ``reaper_nudge``.  Runs until cancelled."""
         while True:
             nudge = self.reaper_nudge = trio.Event()
-            for sess in self.sessions.values():
-                if sess.busy():
-                    sess.touch()
             ends, deadline = self.book.expired(list(self.sessions.values()), trio.current_time())
             for sess, reason in ends:
                 sess.end(reason)
@@ -230,17 +192,24 @@ class SessionTable:
                 await nudge.wait()
 
     def of_headers(self, headers: RequestHeaders) -> HttpSession:
-        """The Streamable HTTP session named by the request's ``Mcp-Session-Id``
-        (:func:`mcp_ref._http_server.session_named`).
+        """The Streamable HTTP session a request to the MCP endpoint names
+        (:func:`mcp_ref._http_server.session_request`: its ``Mcp-Session-Id``, then its
+        ``MCP-Protocol-Version``).
 
         Raises:
-            Refused: 400 without the header (or a malformed one), 404 for an unknown or
-                ended session.
+            Refused: 400 without the header (or a malformed one) or with an unsupported
+                version, 404 for an unknown or ended session.
         """
-        sess = self.sessions[checked(session_named(headers, self.sessions))]
-        if sess.kind != "streamable":
-            raise Refused(http_error(404, "session not found (unknown or terminated)", clause=None))
-        return sess
+        return checked(session_request(headers, self.sessions))
+
+    def legacy(self, query: str) -> HttpSession:
+        """The 2024-11-05 session a POST to the message endpoint names
+        (:func:`mcp_ref._http_server.legacy_session`).
+
+        Raises:
+            Refused: 400 without ``session_id``, 404 for an unknown or ended session.
+        """
+        return checked(legacy_session(query, self.sessions))
 
 
 async def _stop(sess: HttpSession, grace: float) -> None:
