@@ -20,7 +20,7 @@ from mcp_ref._http import HttpError, HttpLimits, MessageKind
 from mcp_ref._http_answers import StreamCursor
 from mcp_ref._http_connection import CLOSED, NEED_DATA, Refusal, RequestReady, ServerConnection
 from mcp_ref._http_messages import MessageInfo, message_info
-from mcp_ref._http_peers import told_apart
+from mcp_ref._http_peers import allowed_for, is_loopback, peer_address, told_apart
 from mcp_ref._http_post import (
     STATELESS_INIT_ID,
     check_batch,
@@ -38,6 +38,7 @@ from mcp_ref._http_server import (
     request_headers,
     request_version,
     route_request,
+    server_config,
     session_named,
 )
 from mcp_ref._http_sessions import SessionBook
@@ -220,6 +221,40 @@ def test_expiry_of_sessions_never_initialized_and_idle_ones() -> None:
     assert [t for t, _ in ends] == [never] and next_at == 105.0
     ends, _ = book.expired([idle], now=105.0)
     assert [t for t, _ in ends] == [idle]
+
+
+# -- addresses and the settings they give -----------------------------------------------
+
+
+@pytest.mark.spec(T + "security-warning.1", T + "security-warning.2")
+def test_a_server_on_loopback_takes_loopback_origins_and_hosts_by_default() -> None:
+    for host in ("127.0.0.1", "::1", "[::1]", "localhost", "127.8.9.10"):
+        assert is_loopback(host), host
+    for host in ("0.0.0.0", "10.0.0.1", "example.com", "", "::"):
+        assert not is_loopback(host), host
+    local = server_config("127.0.0.1")
+    assert "http://localhost:*" in local.allowed_origins
+    assert "127.0.0.1:*" in local.allowed_hosts and "*" not in local.allowed_hosts
+    public = server_config("0.0.0.0")
+    assert tuple(public.allowed_origins) == () and tuple(public.allowed_hosts) == ("*",)
+    # Patterns given win, whatever the address.
+    assert allowed_for("0.0.0.0", ["https://a.example"], None)[0] == ["https://a.example"]
+
+
+def test_a_stateless_server_offers_no_get_stream_and_no_2024_11_05_endpoints() -> None:
+    cfg = server_config("127.0.0.1", stateless=True)
+    assert cfg.stateless and not cfg.enable_get_stream and not cfg.legacy_sse
+    assert server_config("127.0.0.1").legacy_sse
+    with pytest.raises(ValueError, match="path must start with /"):
+        server_config("127.0.0.1", path="mcp")
+
+
+def test_the_client_address_is_the_ip_without_port_or_zone() -> None:
+    assert peer_address(("10.0.0.1", 5000)) == "10.0.0.1"
+    assert peer_address(("::ffff:192.0.2.7", 1, 0, 0)) == "192.0.2.7"  # one client, one peer
+    assert peer_address(("fe80::1%eth0", 1, 0, 2)) == "fe80::1"
+    assert peer_address(("proxy.example", 1)) == "proxy.example"
+    assert peer_address("/run/mcp.sock") is None and peer_address(()) is None
 
 
 # -- one connection: bytes in, events out ----------------------------------------------

@@ -160,6 +160,20 @@ def test_nothing_to_expire_asks_again_never() -> None:
     assert book().expired([], now=0.0) == ([], math.inf)
 
 
+def test_a_busy_session_does_not_expire_however_long_ago_its_last_request() -> None:
+    # A request in progress (or a stream written) is use: a long call, or a GET stream
+    # listening for hours, keeps its session.  The initialization bound holds all the same.
+    b = book(session_idle_seconds=100.0, uninitialized_session_seconds=10.0)
+    working, starting = Tenant(is_busy=True), Tenant(is_busy=True, done_init=False)
+    b.add(working, None, 0.0)
+    b.add(starting, None, 0.0)
+    ends, next_at = b.expired([working, starting], now=500.0)
+    assert ends == [(starting, "not initialized within 10.0 s")] and next_at == 600.0
+    working.is_busy = False  # done: idle from its last use on (the driver counts it)
+    ends, _ = b.expired([working], now=500.0)
+    assert [t for t, _ in ends] == [working]
+
+
 def test_an_address_that_is_no_ip_tells_its_clients_apart() -> None:
     # A peer named otherwise than by an IP address (a proxy's name, a socket path) is
     # one client's: held to its share.
