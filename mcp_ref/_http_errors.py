@@ -6,7 +6,7 @@ Theory of operation
 -------------------
 A rule (:mod:`mcp_ref._http_rules`, :mod:`mcp_ref._http_sessions`, ...) returns None,
 a value, or an :class:`HttpError` built by :func:`http_error`; the driver writes that
-error as it is.  Read :mod:`mcp_ref._http` for the whole of the HTTP transports.
+error as it is (or raises it as :class:`Refused`: :func:`checked`).  Read :mod:`mcp_ref._http` for the whole of the HTTP transports.
 """
 
 from __future__ import annotations
@@ -14,11 +14,13 @@ from __future__ import annotations
 import http
 import json
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, TypeVar
 
 import attrs
 
 from ._errors import INVALID_REQUEST, LocalProtocolError
+
+_T = TypeVar("_T")
 
 Headers = Sequence[tuple[bytes, bytes]]
 """Headers as h11 gives them: ``(name, value)`` byte pairs, names lowercased."""
@@ -148,6 +150,26 @@ def http_error(
         body=payload,
         code=code if payload else None,
     )
+
+
+class Refused(Exception):
+    """A refusal raised rather than returned (:func:`checked`), for a driver whose
+    handlers are easier to read with exceptions: ``error`` is the response to send."""
+
+    def __init__(self, error: HttpError) -> None:
+        super().__init__(error.detail)
+        self.error = error
+
+
+def checked(value: _T | HttpError) -> _T:
+    """``value``, unless it is an :class:`HttpError` (what a rule returns to refuse).
+
+    Raises:
+        Refused: carrying that error.
+    """
+    if isinstance(value, HttpError):
+        raise Refused(value)
+    return value
 
 
 def _values(headers: Headers, name: bytes) -> list[bytes]:

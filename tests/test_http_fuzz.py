@@ -247,7 +247,7 @@ async def fuzz_server(monkeypatch: pytest.MonkeyPatch, **kw: Any) -> AsyncIterat
 
 def table_size(server: Any) -> tuple[int, int]:
     """(sessions named in the table, owner tasks running)."""
-    return len(server.table.sessions), server.table.live
+    return len(server.table.sessions), len(server.table.book.seats)
 
 
 # --- one POST and its checks --------------------------------------------------------------------

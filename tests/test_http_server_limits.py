@@ -255,12 +255,12 @@ async def test_a_session_never_initialized_is_reclaimed_at_its_bound(
             await trio.sleep(start + 9.5 - trio.current_time())
             # At the bound (a ping is allowed before initialized, and does not count).
             assert await harness.ping(lazy) == 200
-            assert harness.server.table.live == 2
+            assert len(harness.server.table.book.seats) == 2
             await trio.sleep(start + 10.5 - trio.current_time())
             assert await harness.ping(lazy) == 404  # one tick past it: gone
             assert await harness.ping(done) == 200  # initialized: kept
-            assert harness.server.table.live == 1
-            assert harness.server.table.peer_count("10.0.0.1") == 1
+            assert len(harness.server.table.book.seats) == 1
+            assert harness.server.table.book.peer_count("10.0.0.1") == 1
 
 
 async def test_the_reaper_wakes_for_each_deadline_without_being_nudged(
@@ -275,7 +275,7 @@ async def test_the_reaper_wakes_for_each_deadline_without_being_nudged(
             await trio.sleep(3.5)
             assert lazy not in table.sessions and first in table.sessions
             await trio.sleep(47.0)  # 50.5 s after the first one's last use
-            assert first not in table.sessions and table.live == 0
+            assert first not in table.sessions and len(table.book.seats) == 0
 
 
 # -- a full table: evict the idle, or refuse with Retry-After -----------------------------
@@ -300,7 +300,7 @@ async def test_a_full_table_evicts_the_longest_idle_session_then_refuses_with_re
             assert await harness.ping(old) == 404  # evicted, the longest idle
             assert await harness.ping(newer, peer="10.0.0.2") == 200
             assert await harness.ping(third, peer="10.0.0.3") == 200
-            assert harness.server.table.live == 2
+            assert len(harness.server.table.book.seats) == 2
 
 
 async def test_eviction_takes_an_uninitialized_session_first(
@@ -358,13 +358,13 @@ async def test_one_address_may_hold_its_share_then_gets_429(
             assert refused.headers["retry-after"] == "5"
             # Another address is not held back by the first one's share.
             await harness.initialize(peer="10.0.0.2")
-            assert harness.server.table.peer_count("10.0.0.1") == 2
+            assert harness.server.table.book.peer_count("10.0.0.1") == 2
             await trio.sleep(6.0)
             # Past the bound again, an idle session of the same address makes room.
             await harness.initialize(peer="10.0.0.1")
             assert await harness.ping(first) == 404
-            assert harness.server.table.peer_count("10.0.0.1") == 2
-            assert harness.server.table.peer_count("10.0.0.2") == 1
+            assert harness.server.table.book.peer_count("10.0.0.1") == 2
+            assert harness.server.table.book.peer_count("10.0.0.2") == 1
 
 
 async def test_peer_of_names_the_ip_address_without_the_port() -> None:

@@ -1,5 +1,5 @@
 """The HTTP server's SSE writer waits for news of its logical stream while it reads the
-client's side of the connection (``wait_change`` of :mod:`mcp_ref.trio.http.sse`)."""
+client's side of the connection (``wait_change`` of :mod:`mcp_ref.trio.http.endpoint`)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import trio.testing
 
 from mcp_ref._http import HttpLimits
 from mcp_ref.trio.http.common import H11Stream
-from mcp_ref.trio.http.session import HttpSession
-from mcp_ref.trio.http.sse import wait_change
+from mcp_ref.trio.http.endpoint import wait_change
+from mcp_ref.trio.http.sessions import HttpSession
 
 TIMEOUT = 10
 NOTE = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":1}}'

@@ -1,21 +1,31 @@
 """The endpoints of the HTTP server (:mod:`.server`): POST, GET and DELETE of the MCP
-endpoint, and the two of the 2024-11-05 HTTP+SSE transport.
+endpoint, the two of the 2024-11-05 HTTP+SSE transport, and the SSE answer they share.
 
 Theory of operation
 -------------------
 Each handler in :data:`ENDPOINTS` answers one routed request, or raises
-:class:`~.sessions.Refused`; what a request means is the core's, and each handler
+:class:`~mcp_ref._http.Refused`; what a request means is the core's, and each handler
 carries it out.  A POST (:func:`~mcp_ref._http_post.read_post`) finds or opens its
 session, has the session take it
 (:meth:`~mcp_ref._http_streams.SessionStreams.accept_post`: the logical stream that
 answers its requests, if any), and hands the body to the session
-(:meth:`~.session.HttpSession.deliver`): notifications and responses get 202 at once;
+(:meth:`~.sessions.HttpSession.deliver`): notifications and responses get 202 at once;
 requests are answered either as one JSON body (:func:`answer_json`; what is sent while
-handling them goes to the standalone stream) or as an SSE stream
-(:func:`~.sse.answer_sse`) that ends after the last response.  A stateless server's
-session lives for one POST only.  A GET attaches the standalone stream, or with
-``Last-Event-ID`` the stream that event belongs to
-(:meth:`~mcp_ref._http_streams.SessionStreams.resume`), and replays what followed it.
+handling them goes to the standalone stream) or as an SSE stream (:func:`answer_sse`)
+that ends after the last response.  A stateless server's session lives for one POST
+only.  A GET attaches the standalone stream, or with ``Last-Event-ID`` the stream that
+event belongs to (:meth:`~mcp_ref._http_streams.SessionStreams.resume`), and replays
+what followed it.
+
+:func:`answer_sse` is the loop around the sans-IO
+:class:`~mcp_ref._http_answers.SseAnswer` (what to write, when to wait, when to end):
+it writes one logical stream to one HTTP response until the stream ends, the client
+leaves, or another response takes the stream over.  Between writes it waits in
+:func:`wait_change`: it reads the client's side of the connection (to notice a client
+that left, so that events meant for it stay in the store for a resumption) until the
+session wakes it (:meth:`~.sessions.HttpSession.wake` cancels the read) or the wait
+the answer asked for passes.  A JSON answer, which reads nothing while it waits, waits
+on an event instead (a third of the cost of a cancelled wait).
 
 2024-11-05 (``GET /sse``): a session whose one stream starts with an ``endpoint`` event
 naming ``/messages?session_id=<id>``; POSTs there are answered 202 and every server
@@ -24,26 +34,34 @@ message goes to that one stream.  The session ends when the GET's connection doe
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Awaitable, Callable
-from typing import Final
+from typing import Final, Literal
 
+import h11
 import trio
 
 from ... import _http as rules
-from ..._http import LAST_EVENT_ID
-from ..._http_answers import empty_answer
+from ..._http import LAST_EVENT_ID, Refused, checked
+from ..._http_answers import SseAnswer, empty_answer
 from ..._http_connection import RequestReady
 from ..._http_post import read_messages, read_post
-from ..._http_server import Endpoint, ServerConfig, gone, header
+from ..._http_server import Endpoint, ServerConfig, gone, header, legacy_session, session_request
 from ..._http_streams import LEGACY, LogicalStream
 from ..._sse import encode_event
 from .common import H11Stream
-from .session import HttpSession
-from .sessions import Refused, SessionTable, checked
-from .sse import answer_sse, wait_change
+from .sessions import HttpSession, SessionTable
 
-__all__ = ["ENDPOINTS", "answer_json"]
+__all__ = ["ENDPOINTS", "HEAD_WAIT_SECONDS", "answer_json", "answer_sse", "wait_change"]
+
+log = logging.getLogger("mcp_ref.trio.http")
+
+HEAD_WAIT_SECONDS: Final = 0.1
+"""Seconds the head of a POST's SSE answer waits for the first events, so that a quick
+answer is written at once, head and all."""
+
+_MAX_PIPELINED: Final = 64 * 1024
 
 
 async def post(cfg: ServerConfig, table: SessionTable, h: H11Stream, req: RequestReady) -> None:
@@ -60,7 +78,7 @@ async def post(cfg: ServerConfig, table: SessionTable, h: H11Stream, req: Reques
     post = checked(read_post(cfg, req.headers, req.body))
     try:
         if not post.new_session:
-            sess = table.of_headers(req.headers)
+            sess = checked(session_request(req.headers, table.sessions))
         else:
             sess = await table.open("stateless" if cfg.stateless else "streamable")
         try:
@@ -137,7 +155,7 @@ async def get(cfg: ServerConfig, table: SessionTable, h: H11Stream, req: Request
     Raises:
         Refused: the request breaks a rule (400, 404, 409...).
     """
-    sess = table.of_headers(req.headers)
+    sess = checked(session_request(req.headers, table.sessions))
     stream, cursor = checked(sess.state.resume(header(req.headers, LAST_EVENT_ID)))
     sess.touch()
     await answer_sse(cfg, h, sess, stream, sess.id, last=req.last, cursor=cursor)
@@ -149,7 +167,7 @@ async def delete(cfg: ServerConfig, table: SessionTable, h: H11Stream, req: Requ
     Raises:
         Refused: the request breaks a rule.
     """
-    sess = table.of_headers(req.headers)
+    sess = checked(session_request(req.headers, table.sessions))
     # Spec: 2025-06-18/basic/transports#session-management.8
     # "Clients that no longer need a particular session (e.g., because the user is leaving the
     # client application) SHOULD send an HTTP DELETE to the MCP endpoint with the `Mcp-Session-Id`
@@ -194,12 +212,101 @@ async def legacy_post(
         Refused: 400 without ``session_id``, 404 for an unknown or ended session, 400
             for a body that is not a message or a batch of them.
     """
-    sess = table.legacy(req.query)
+    sess = checked(legacy_session(req.query, table.sessions))
     infos = checked(read_messages(req.body))
     sess.touch()
     await _deliver(sess, None, [req.body])
     sess.cancel_from(infos)
     await h.send(*empty_answer(202, req.last))
+
+
+async def answer_sse(
+    cfg: ServerConfig,
+    h: H11Stream,
+    sess: HttpSession,
+    stream: LogicalStream,
+    session_id: str | None,
+    *,
+    last: bool,
+    cursor: str | None = None,
+    first: bytes = b"",
+    post: bool = False,
+) -> None:
+    """Attach ``stream`` to this response and write its events from ``cursor`` (default:
+    after the last event written) until it ends (module docstring).  ``post``: the
+    answer to the POST that carried the stream's requests; ``first``: an encoded event
+    to write before them."""
+    head = sess.heads.sse(session_id, last, post=post)
+    answer = SseAnswer(
+        sess.state, stream, head, cursor=cursor, first=first, retry_ms=cfg.retry_ms, post=post
+    )
+    sess.wake(stream)  # a response writing it before stops
+    try:
+        keepalive = cfg.limits.keepalive_seconds
+        while (wait := answer.step(keepalive, HEAD_WAIT_SECONDS)) is not None:
+            if answer.ready:
+                await _write(h, answer)
+            got = await wait_change(h, sess, stream, answer.seq, wait)
+            if got == "eof":
+                return  # the client left: what it did not receive stays in the store
+            answer.waited(got)
+        if answer.end and answer.end.startswith("events lost"):
+            log.warning("stream %s of session %s: %s", stream.id, sess.id, answer.end)
+    finally:
+        answer.detach()
+        if not post:
+            sess.touch()  # (the POST's handler does, for a POST)
+    await _write(h, answer, end=True)
+
+
+async def _write(h: H11Stream, answer: SseAnswer, *, end: bool = False) -> None:
+    """Write what ``answer`` has pending (and its end when ``end``)."""
+    events = answer.events(end=end)
+    if events:
+        await h.send(*events)
+    answer.written()
+
+
+async def wait_change(
+    h: H11Stream | None, sess: HttpSession, stream: LogicalStream, seq: int, timeout: float
+) -> Literal["changed", "eof", "timeout"]:
+    """Wait until ``stream`` changes (its ``seq`` is no longer ``seq``) while reading the
+    client's side of the connection ``h`` (None: without), at most ``timeout`` seconds.
+
+    Returns ``"changed"``, ``"eof"`` (the client closed its side: nobody will read the
+    rest) or ``"timeout"``.  Input the client pipelines meanwhile goes into h11 for the
+    next request (up to ``_MAX_PIPELINED`` bytes; past that the socket is not read).
+    :meth:`HttpSession.wake` cancels the read (a cancelled ``receive_some`` loses
+    nothing); without ``h`` it sets an event.
+    """
+    if stream.seq != seq:
+        return "changed"
+    waiting = sess.waiters.setdefault(stream, set())
+    if h is None:  # nothing to read: an event is cheaper to wake than a cancelled wait
+        changed = trio.Event()
+        waiting.add(changed.set)
+        try:
+            with trio.move_on_after(timeout):
+                await changed.wait()
+        finally:
+            waiting.discard(changed.set)
+            if not waiting:
+                sess.waiters.pop(stream, None)
+        return "changed" if stream.seq != seq else "timeout"
+    with trio.CancelScope(deadline=trio.current_time() + timeout) as scope:
+        waiting.add(scope.cancel)
+        try:
+            while h.conn.their_state is not h11.CLOSED:
+                if len(h.conn.trailing_data[0]) > _MAX_PIPELINED:
+                    await trio.sleep_forever()  # pipelined input piles up: stop reading
+                if not await h.receive_some():
+                    return "eof"
+            return "eof"
+        finally:
+            waiting.discard(scope.cancel)
+            if not waiting:
+                sess.waiters.pop(stream, None)
+    return "changed" if stream.seq != seq else "timeout"
 
 
 ENDPOINTS: Final[

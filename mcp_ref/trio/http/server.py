@@ -8,18 +8,21 @@ Theory of operation
 within ``limits.idle_timeout_seconds``), feed it, and do what its events say: write a
 refusal, or hand the request to its handler in :mod:`.endpoint`.  What the server
 decides is the core's: :mod:`mcp_ref._http_server` (the rules one request passes),
-:mod:`mcp_ref._http_streams` (which logical stream each message goes to: the stream of
-the POST whose request it relates to, else the standalone one a GET reads; never two),
-:mod:`mcp_ref._http_sessions` (the session bounds), :mod:`mcp_ref._sse` (the bytes).
+:mod:`mcp_ref._http_post` (what a POST means), :mod:`mcp_ref._http_streams` (which
+logical stream each message goes to: the stream of the POST whose request it relates
+to, else the standalone one a GET reads; never two), :mod:`mcp_ref._http_answers` (what
+a response writes), :mod:`mcp_ref._http_sessions` (the session bounds),
+:mod:`mcp_ref._http_peers` (addresses), :mod:`mcp_ref._sse` (the bytes).
 
 One MCP session is one :class:`~mcp_ref.trio.Session` over an
-:class:`~.session.HttpSession`, run by an owner task of the session table
+:class:`~.sessions.HttpSession`, run by an owner task of the session table
 (:mod:`.sessions`), so it outlives the request that created it but never the server.
-A logical stream is written by at most one HTTP response at a time (:mod:`.sse`); a
-client whose connection dropped resumes it with ``Last-Event-ID``.
+A logical stream is written by at most one HTTP response at a time
+(:func:`~.endpoint.answer_sse`); a client whose connection dropped resumes it with
+``Last-Event-ID``.  Accepting connections, and stopping, is :mod:`mcp_ref.trio._listen`.
 
 Modules, each importing only those before it: :mod:`.common` (h11 over trio, the
-supervisor), :mod:`.session`, :mod:`.sessions`, :mod:`.sse`, :mod:`.endpoint`, this one.
+supervisor), :mod:`.sessions`, :mod:`.endpoint`, this one.
 """
 
 from __future__ import annotations
@@ -36,15 +39,14 @@ import attrs
 import h11
 import trio
 
-from ..._http import HttpLimits
+from ..._http import HttpLimits, Refused
 from ..._http_connection import NEED_DATA, Refusal, RequestReady, ServerConnection
 from ..._http_server import ServerConfig, server_config
 from .._listen import close_listeners, peer_of, serve_until_stopped
 from .._session import DEFAULT_GRACE_SECONDS, Handler
 from .common import H11Stream
 from .endpoint import ENDPOINTS
-from .session import close_sse_stream
-from .sessions import PEER, Refused, SessionTable
+from .sessions import PEER, SessionTable, close_sse_stream
 
 __all__ = [
     "CLOSE_WAIT_SECONDS",
