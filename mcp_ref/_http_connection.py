@@ -14,9 +14,9 @@ in (:meth:`~ServerConnection.receive_data`), events out
   go on to the next request (:meth:`~ServerConnection.next_cycle`) unless ``close``
   (always, for now: a refused request was not read whole);
 * :data:`NEED_DATA`: give it more bytes; while :attr:`~ServerConnection.waiting_for`
-  is ``"head"`` or ``"body"`` the driver bounds the wait
-  (``HttpLimits.idle_timeout_seconds``) and calls :meth:`~ServerConnection.timed_out`
-  when it passes;
+  is ``"head"`` or ``"body"`` the driver bounds the wait by
+  :meth:`~ServerConnection.deadline` (``HttpLimits.idle_timeout_seconds``) and calls
+  :meth:`~ServerConnection.timed_out` when it passes;
 * :data:`CLOSED`: nothing more to serve (the client closed its side, or paused).
 
 Bytes out: ``outgoing`` holds what the connection itself must write (``100
@@ -25,7 +25,7 @@ later, from an endpoint, is :meth:`~ServerConnection.refuse`; after each answer,
 :meth:`~ServerConnection.next_cycle` says whether the connection serves another
 request (``limits.max_requests_per_connection`` bounds them).
 
-No clock and no sockets: the driver owns the deadlines and the writes.
+No clock and no sockets: the driver passes the time in and owns the writes.
 """
 
 from __future__ import annotations
@@ -114,6 +114,8 @@ class ServerConnection:
         self._pending: tuple[Endpoint, str, RequestHeaders, bool] | None = None
         self._chunks: list[bytes] = []
         self._size = 0
+        self._waited: str | None = None  # what the current deadline is for
+        self._deadline = 0.0
 
     @property
     def waiting_for(self) -> Literal["head", "body"] | None:
@@ -124,6 +126,17 @@ class ServerConnection:
         if self.h11.their_state is h11.IDLE:
             return "head"
         return None
+
+    def deadline(self, now: float) -> float:
+        """When the wait for what :attr:`waiting_for` names must end, in seconds on the
+        driver's clock (``now``): ``limits.idle_timeout_seconds`` after that wait began,
+        the same deadline until the connection waits for something else (a head, then
+        its body; the next head once :meth:`next_cycle` began a new request)."""
+        waiting = self.waiting_for
+        if waiting != self._waited:
+            self._waited = waiting
+            self._deadline = now + self.cfg.limits.idle_timeout_seconds
+        return self._deadline
 
     def receive_data(self, data: bytes) -> None:
         """Bytes from the client; ``b""`` at the end of its side."""
@@ -260,6 +273,7 @@ class ServerConnection:
         if last or conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
             return False
         conn.start_next_cycle()
+        self._waited = None  # the next head gets a deadline of its own
         return True
 
     def send_failed(self) -> None:

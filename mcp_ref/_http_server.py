@@ -65,73 +65,69 @@ _MAX_MEMOS: Final = 256
 """Header sets whose rule outcomes are remembered (then the memo starts afresh)."""
 
 
+def _endpoint_path(_inst: object, attr: attrs.Attribute[str], value: str) -> None:
+    if not value.startswith("/"):
+        raise ValueError(f"{attr.name} must start with /, not {value!r}")
+
+
 @attrs.frozen(kw_only=True)
 class ServerConfig:
-    """One server's fixed settings (see :func:`mcp_ref.trio.serve_http` for each)."""
+    """One server's fixed settings (see :func:`mcp_ref.trio.serve_http` for each, and
+    :func:`server_config` for the defaults that depend on the address bound).
 
-    path: str
+    Raises:
+        ValueError: a path that does not start with ``/``.
+    """
+
+    path: str = attrs.field(default="/mcp", validator=_endpoint_path)
     """The MCP endpoint's path, e.g. ``"/mcp"``."""
-    json_response: bool
+    json_response: bool = False
     """Answer requests with one JSON body instead of an SSE stream."""
-    stateless: bool
+    stateless: bool = False
     """No sessions: each POST gets a session of its own."""
-    enable_get_stream: bool
+    enable_get_stream: bool = True
     """Offer the standalone GET stream (else GET gets 405)."""
-    allowed_origins: Collection[str]
+    allowed_origins: Collection[str] = rules.LOCALHOST_ORIGINS
     """``Origin`` patterns (:func:`mcp_ref._http.check_origin`)."""
-    allowed_hosts: Collection[str]
+    allowed_hosts: Collection[str] = rules.LOCALHOST_HOSTS
     """``Host`` patterns (:func:`mcp_ref._http.check_host`)."""
-    limits: HttpLimits
+    limits: HttpLimits = attrs.Factory(HttpLimits)
     """The bounds."""
-    legacy_sse: bool
+    legacy_sse: bool = True
     """Host the 2024-11-05 endpoints too."""
-    legacy_sse_path: str
+    legacy_sse_path: str = attrs.field(default="/sse", validator=_endpoint_path)
     """Path of the 2024-11-05 SSE endpoint (GET)."""
-    legacy_messages_path: str
+    legacy_messages_path: str = attrs.field(default="/messages", validator=_endpoint_path)
     """Path of the 2024-11-05 message endpoint (POST)."""
-    retry_ms: int
+    retry_ms: int = 1000
     """The ``retry`` field of priming events, in milliseconds."""
 
 
 def server_config(
     host: str,
     *,
-    path: str = "/mcp",
-    json_response: bool = False,
-    stateless: bool = False,
-    enable_get_stream: bool = True,
     allowed_origins: Collection[str] | None = None,
     allowed_hosts: Collection[str] | None = None,
     limits: HttpLimits | None = None,
-    legacy_sse: bool = True,
-    legacy_sse_path: str = "/sse",
-    legacy_messages_path: str = "/messages",
-    retry_ms: int = 1000,
+    **options: Any,
 ) -> ServerConfig:
-    """The settings of a server bound to ``host`` (each option: see
-    :func:`mcp_ref.trio.serve_http`): ``Origin`` and ``Host`` patterns default by the
-    address (:func:`~mcp_ref._http_peers.allowed_for`); a stateless server offers no
-    GET stream and no 2024-11-05 endpoints (both need a session that outlives a POST).
+    """The settings of a server bound to ``host``: ``Origin`` and ``Host`` patterns
+    default by the address (:func:`~mcp_ref._http_peers.allowed_for`), ``limits`` to
+    :class:`~mcp_ref._http.HttpLimits`'s, the other ``options`` to
+    :class:`ServerConfig`'s; a stateless server offers no GET stream and no 2024-11-05
+    endpoints (both need a session that outlives a POST).
 
     Raises:
-        ValueError: a ``path`` that does not start with ``/``.
+        ValueError: a path that does not start with ``/``.
+        TypeError: an option :class:`ServerConfig` does not have.
     """
-    if not path.startswith("/"):
-        raise ValueError("path must start with /")
     origins, hosts = allowed_for(host, allowed_origins, allowed_hosts)
-    return ServerConfig(
-        path=path,
-        json_response=json_response,
-        stateless=stateless,
-        enable_get_stream=enable_get_stream and not stateless,
-        allowed_origins=origins,
-        allowed_hosts=hosts,
-        limits=limits or HttpLimits(),
-        legacy_sse=legacy_sse and not stateless,
-        legacy_sse_path=legacy_sse_path,
-        legacy_messages_path=legacy_messages_path,
-        retry_ms=retry_ms,
+    cfg = ServerConfig(
+        allowed_origins=origins, allowed_hosts=hosts, limits=limits or HttpLimits(), **options
     )
+    if cfg.stateless:
+        cfg = attrs.evolve(cfg, enable_get_stream=False, legacy_sse=False)
+    return cfg
 
 
 class RequestHeaders(list[tuple[bytes, bytes]]):
@@ -249,24 +245,17 @@ def route_request(
             method, allow_get=cfg.enable_get_stream, allow_delete=not cfg.stateless
         )
         return err or (Endpoint.DELETE, query)
-    if cfg.legacy_sse and path == cfg.legacy_sse_path:
-        if method != b"GET":
-            return http_error(
-                405,
-                "the 2024-11-05 SSE endpoint takes GET only",
-                clause=None,
-                headers=[(b"allow", b"GET")],
-            )
-        return Endpoint.LEGACY_GET, query
-    if cfg.legacy_sse and path == cfg.legacy_messages_path:
-        if method != b"POST":
-            return http_error(
-                405,
-                "the 2024-11-05 message endpoint takes POST only",
-                clause=None,
-                headers=[(b"allow", b"POST")],
-            )
-        return Endpoint.LEGACY_POST, query
+    if cfg.legacy_sse and path in (cfg.legacy_sse_path, cfg.legacy_messages_path):
+        # Source: 2024-11-05/basic/transports "HTTP with SSE": a GET opens the SSE
+        # stream, the messages are POSTed to the endpoint it names; one method each.
+        if path == cfg.legacy_sse_path:
+            endpoint, name, takes = Endpoint.LEGACY_GET, "SSE", b"GET"
+        else:
+            endpoint, name, takes = Endpoint.LEGACY_POST, "message", b"POST"
+        if method != takes:
+            detail = f"the 2024-11-05 {name} endpoint takes {takes.decode()} only"
+            return http_error(405, detail, clause=None, headers=[(b"allow", takes)])
+        return endpoint, query
     return http_error(404, f"no MCP endpoint at {path}", clause=None)
 
 

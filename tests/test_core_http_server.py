@@ -247,6 +247,8 @@ def test_a_stateless_server_offers_no_get_stream_and_no_2024_11_05_endpoints() -
     assert server_config("127.0.0.1").legacy_sse
     with pytest.raises(ValueError, match="path must start with /"):
         server_config("127.0.0.1", path="mcp")
+    with pytest.raises(TypeError):
+        server_config("127.0.0.1", nonsense=True)
 
 
 def test_the_client_address_is_the_ip_without_port_or_zone() -> None:
@@ -325,6 +327,31 @@ def test_a_late_head_is_408_and_an_idle_connection_closes_quietly() -> None:
     late = conn.timed_out()
     assert isinstance(late, Refusal) and late.error.status == 408 and late.close
     assert late.data.startswith(b"HTTP/1.1 408 ")
+
+
+def test_each_wait_gets_its_deadline_once_a_head_then_its_body_then_the_next_head() -> None:
+    conn = connection(idle_timeout_seconds=5.0)
+    assert conn.next_event() is NEED_DATA and conn.waiting_for == "head"
+    assert conn.deadline(100.0) == 105.0
+    assert conn.deadline(103.0) == 105.0  # still the same wait: a trickle buys no time
+    conn.receive_data(POST)
+    assert conn.next_event() is NEED_DATA and conn.waiting_for == "body"
+    assert conn.deadline(104.0) == 109.0  # the body's own wait
+    conn.receive_data(PING)
+    ready = conn.next_event()
+    assert isinstance(ready, RequestReady)
+    conn.h11.send(h11.Response(status_code=202, headers=[(b"content-length", b"0")]))
+    conn.h11.send(h11.EndOfMessage())
+    assert conn.next_cycle(ready.last) and conn.next_event() is NEED_DATA
+    assert conn.deadline(104.5) == 109.5  # the next head: a wait of its own
+    # A GET has no body to wait for: head after head, each wait its own deadline.
+    conn.receive_data(b"GET /mcp HTTP/1.1\r\n" + HOST + b"accept: text/event-stream\r\n\r\n")
+    ready = conn.next_event()
+    assert isinstance(ready, RequestReady)
+    conn.h11.send(h11.Response(status_code=200, headers=[(b"content-length", b"0")]))
+    conn.h11.send(h11.EndOfMessage())
+    assert conn.next_cycle(ready.last) and conn.next_event() is NEED_DATA
+    assert conn.deadline(107.0) == 112.0
 
 
 def test_100_continue_is_written_before_the_body_is_awaited() -> None:

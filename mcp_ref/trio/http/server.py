@@ -28,7 +28,6 @@ supervisor), :mod:`.sessions`, :mod:`.endpoint`, this one.
 from __future__ import annotations
 
 import logging
-import math
 import weakref
 from collections.abc import AsyncIterator, Callable, Collection
 from contextlib import asynccontextmanager
@@ -226,8 +225,6 @@ class HttpServer:
         peer_token = PEER.set(peer_of(stream))
         conn = ServerConnection(self.cfg, self._memos)
         h = H11Stream(stream, h11.SERVER, conn=conn.h11)
-        phase: str | None = None
-        deadline = math.inf
         try:
             while True:
                 if self.draining and conn.waiting_for == "head":
@@ -237,10 +234,8 @@ class HttpServer:
                     if conn.outgoing:  # 100 Continue
                         await h.write(b"".join(conn.outgoing))
                         conn.outgoing.clear()
-                    if conn.waiting_for != phase:
-                        phase = conn.waiting_for
-                        deadline = trio.current_time() + self.cfg.limits.idle_timeout_seconds
-                    if not await self._receive(h, deadline, waiting=phase == "head"):
+                    deadline = conn.deadline(trio.current_time())
+                    if not await self._receive(h, deadline, waiting=conn.waiting_for == "head"):
                         event = conn.timed_out()
                     else:
                         continue
@@ -249,11 +244,9 @@ class HttpServer:
                         await h.write(event.data)
                     if event.close or not conn.next_cycle(last=False):
                         return
-                    phase = None
                     continue
                 if not isinstance(event, RequestReady):
                     return  # CLOSED
-                phase = None
                 try:
                     await ENDPOINTS[event.endpoint](self.cfg, self.table, h, event)
                 except Refused as refused:  # its answer, unless a response has begun
