@@ -27,7 +27,7 @@ from collections.abc import Collection
 
 from ._http_rules import LOCALHOST_HOSTS, LOCALHOST_ORIGINS
 
-__all__ = ["allowed_for", "is_loopback", "peer_address", "told_apart"]
+__all__ = ["allowed_for", "http_url", "is_loopback", "peer_address", "told_apart"]
 
 
 def is_loopback(host: str) -> bool:
@@ -67,6 +67,14 @@ def allowed_for(
     if hosts is None:
         hosts = LOCALHOST_HOSTS if loopback else ("*",)
     return origins, hosts
+
+
+def http_url(host: str, port: int, path: str) -> str:
+    """The URL of ``path`` on a server bound to ``host`` (an IP address) and ``port``:
+    ``http://127.0.0.1:8000/mcp``, an IPv6 address in brackets (``http://[::1]:8000/mcp``,
+    RFC 3986 section 3.2.2)."""
+    name = f"[{host}]" if ":" in host else host
+    return f"http://{name}:{port}{path}"
 
 
 def peer_address(name: object) -> str | None:

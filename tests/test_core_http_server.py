@@ -20,7 +20,7 @@ from mcp_ref._http import HttpError, HttpLimits, MessageKind
 from mcp_ref._http_answers import StreamCursor
 from mcp_ref._http_connection import CLOSED, NEED_DATA, Refusal, RequestReady, ServerConnection
 from mcp_ref._http_messages import MessageInfo, message_info
-from mcp_ref._http_peers import allowed_for, is_loopback, peer_address, told_apart
+from mcp_ref._http_peers import allowed_for, http_url, is_loopback, peer_address, told_apart
 from mcp_ref._http_post import (
     STATELESS_INIT_ID,
     check_batch,
@@ -257,6 +257,11 @@ def test_the_client_address_is_the_ip_without_port_or_zone() -> None:
     assert peer_address(("fe80::1%eth0", 1, 0, 2)) == "fe80::1"
     assert peer_address(("proxy.example", 1)) == "proxy.example"
     assert peer_address("/run/mcp.sock") is None and peer_address(()) is None
+
+
+def test_a_servers_url_puts_an_ipv6_address_in_brackets() -> None:
+    assert http_url("127.0.0.1", 8000, "/mcp") == "http://127.0.0.1:8000/mcp"
+    assert http_url("::1", 8000, "/sse") == "http://[::1]:8000/sse"
 
 
 # -- one connection: bytes in, events out ----------------------------------------------

@@ -34,7 +34,7 @@ def _get_stream_wait() -> tuple[Any, H11Stream, HttpSession, Any]:
 
 async def _route_soon(sess: HttpSession) -> None:
     await trio.sleep(0.01)
-    sess.route(NOTE, None)  # to the standalone stream: wakes its writer
+    sess.send_nowait(NOTE)  # to the standalone stream: wakes its writer
 
 
 async def _end_soon(sess: HttpSession) -> None:
@@ -53,7 +53,7 @@ async def test_news_of_the_stream_ends_the_wait_and_leaves_no_waiter(
         assert sess.waiters == {}
         # News that came before the wait: "changed" at once.
         seq = stream.seq
-        sess.route(NOTE, None)
+        sess.send_nowait(NOTE)
         assert await wait_change(h, sess, stream, seq, math.inf) == "changed"
         assert await wait_change(h, sess, stream, stream.seq, 5.0) == "timeout"
 

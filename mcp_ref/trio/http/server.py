@@ -40,6 +40,7 @@ import trio
 
 from ..._http import HttpLimits, Refused
 from ..._http_connection import NEED_DATA, Refusal, RequestReady, ServerConnection
+from ..._http_peers import http_url
 from ..._http_server import ServerConfig, server_config
 from .._listen import close_listeners, peer_of, serve_until_stopped
 from .._session import DEFAULT_GRACE_SECONDS, Handler
@@ -170,14 +171,12 @@ async def serve_http(
     server = HttpServer(handler, cfg, session_kw)
     listeners = await trio.open_tcp_listeners(port, host=host)
     try:
-        bound = listeners[0].socket.getsockname()
-        name = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
-        base = f"http://{name}:{bound[1]}"
+        bound, port = listeners[0].socket.getsockname()[:2]
         info = HttpServerInfo(
-            host=bound[0],
-            port=bound[1],
-            url=base + path,
-            legacy_sse_url=base + legacy_sse_path if cfg.legacy_sse else None,
+            host=bound,
+            port=port,
+            url=http_url(bound, port, path),
+            legacy_sse_url=http_url(bound, port, legacy_sse_path) if cfg.legacy_sse else None,
             stop=trio.Event() if stop is None else stop,
         )
         async with trio.open_nursery() as nursery:

@@ -163,15 +163,6 @@ class HttpSession:
         """The session was used now (the idle reaper counts from here)."""
         self.last_used = trio.current_time()
 
-    def route(self, data: bytes, related: RequestId | None) -> None:
-        """Put one outgoing message on its logical stream and wake the response writing
-        it.  Never blocks."""
-        stream = self.state.route(data, related)
-        if stream is None:
-            log.debug("message dropped: no stream for it (its POST is gone, or stateless)")
-            return
-        self.wake(stream)
-
     def cancel_from(self, infos: list[MessageInfo]) -> None:
         """End the streams of the requests that the ``notifications/cancelled`` among a
         POST body's messages cancel."""
@@ -234,12 +225,18 @@ class HttpSession:
 
     async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
         """Route one message onto its stream (never blocks, never fails)."""
-        self.route(data, related_request_id)
+        self.send_nowait(data, related_request_id=related_request_id)
 
     def send_nowait(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
-        """:meth:`send` without the ``await``: the session then writes without a send
-        timeout scope (see :class:`~mcp_ref.trio.MessageChannel`).  Never raises."""
-        self.route(data, related_request_id)
+        """Put one message on its logical stream (the core's choice) and wake the
+        response writing it: :meth:`send` without the ``await``, so the session writes
+        without a send timeout scope (see :class:`~mcp_ref.trio.MessageChannel`).
+        Never blocks, never raises."""
+        stream = self.state.route(data, related_request_id)
+        if stream is None:
+            log.debug("message dropped: no stream for it (its POST is gone, or stateless)")
+            return
+        self.wake(stream)
 
     async def aclose(self) -> None:
         """End the session's HTTP side."""
