@@ -22,7 +22,8 @@ an SSE writer, and sets the event a JSON answer waits on).
 by id (:func:`~mcp_ref._http_server.session_request`).  Each session runs in an *owner
 task* started by the table's :class:`~.common.Supervisor`, so it outlives the HTTP
 request that created it but never the server: the handler's ``serve(channel)`` when it
-has one, else :func:`~mcp_ref.trio.open_session`.  The bounds (``limits.max_sessions``,
+has one, else :func:`~mcp_ref.trio.open_session` (:func:`~mcp_ref.trio.serve_channel`,
+as on every transport).  The bounds (``limits.max_sessions``,
 ``limits.max_sessions_per_peer``, eviction of an idle session to make room, expiry of
 sessions never initialized or idle too long) are decided by the sans-IO
 :class:`~mcp_ref._http_sessions.SessionBook`; the table ends the sessions it names (one
@@ -46,9 +47,9 @@ from ..._http_answers import ResponseHeads
 from ..._http_messages import MessageInfo
 from ..._http_sessions import SessionBook
 from ..._http_streams import LogicalStream, SessionKind, SessionStreams
-from ..._state import SERVER, State
+from ..._state import State
 from ...events import RequestId
-from .._session import Handler, Session, SessionClosed, open_session
+from .._session import Handler, Session, SessionClosed, serve_channel
 from .common import Supervisor
 
 __all__ = ["CURRENT", "PEER", "HttpSession", "SessionTable", "close_sse_stream"]
@@ -311,13 +312,8 @@ class SessionTable:
             with sess.cancel_scope:
                 h = self.handler
                 handler: Any = h if hasattr(h, "handle_request") else h()  # (a factory)
-                serve = getattr(handler, "serve", None)
                 sess.started.set()
-                if serve is not None:
-                    await serve(sess, **self.session_kw)
-                else:
-                    async with open_session(sess, SERVER, handler, **self.session_kw) as session:
-                        await session.wait_closed()
+                await serve_channel(handler, sess, **self.session_kw)
         except Exception:
             log.exception("session %s failed", sess.id)
         finally:
