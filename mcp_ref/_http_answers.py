@@ -121,9 +121,9 @@ class SseAnswer:
         self.stream = stream
         self.generation = streams.attach(stream)
         self._streams = streams
-        self._reader = StreamCursor(
-            streams, stream, cursor or stream.delivered_id or stream.base_id, self.generation
-        )
+        if cursor is None:
+            cursor = stream.delivered_id or stream.base_id
+        self._reader = StreamCursor(streams, stream, cursor, self.generation)
         self._head: h11.Response | None = head  # None once handed out
         self._chunks = [c for c in (first, self._reader.opening(retry_ms)) if c]
         self._taken: str | None = None  # id of the last event in _chunks

@@ -25,6 +25,11 @@ Nothing here waits or writes: every call returns at once and says what changed (
 stream to wake, or None).  Each stream's ``seq`` grows with every change, so a driver
 that remembers it knows whether news came while it was busy.  The driver maps streams
 to HTTP responses, and wakes those writing a stream it was told about.
+
+A POST reaches its session as a :class:`~mcp_ref._http_post.Post`
+(:meth:`SessionStreams.accept_post`); a GET names the stream it writes
+(:meth:`SessionStreams.resume`); what a response writes from a stream is
+:mod:`mcp_ref._http_answers`'s.
 """
 
 from __future__ import annotations
