@@ -374,6 +374,10 @@ def _hint(ref: str, catalog: Catalog) -> str:
         for cid, c in catalog.clauses.items()
         if c["revision"] == revision and c["page"] == page and c["section"] == slug
     ]
+    slugs = [s["slug"] for s in pages[page]["sections"]]
+    if slug not in slugs:
+        close = difflib.get_close_matches(slug, slugs, n=1)
+        return f"no section {slug!r} in {page}" + (f"; did you mean {close[0]!r}?" if close else "")
     if m.group("n") is None:
         if len(in_section) == 1:
             return f"a section, not a clause; its only clause is {in_section[0]}"
@@ -382,9 +386,7 @@ def _hint(ref: str, catalog: Catalog) -> str:
         return "a section with no normative sentence; cite the clause you implement"
     if in_section:
         return f"section {slug!r} has clauses .1 to .{len(in_section)}"
-    slugs = [s["slug"] for s in pages[page]["sections"]]
-    close = difflib.get_close_matches(slug, slugs, n=1)
-    return f"no section {slug!r} in {page}" + (f"; did you mean {close[0]!r}?" if close else "")
+    return f"section {slug!r} of {page} has no normative sentence"
 
 
 def analyze(

