@@ -5,6 +5,7 @@ failing the check only in a ``required`` one (spec_map/revisions.py)."""
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -430,3 +431,24 @@ def test_a_section_reference_to_no_section_says_so(tmp_path: Path) -> None:
     root = _repo(tmp_path, f'"""See {R1125}/basic/index#metta and {R1125}/basic/index#auth."""\n')
     (error,) = _real(root).errors  # '#auth' is a real section: a fine reference
     assert error.endswith("(no section 'metta' in basic/index; did you mean '_meta'?)"), error
+
+
+def test_the_report_shows_each_revision_s_counts_and_pages(tmp_path: Path) -> None:
+    from spec_map.report import write_report
+
+    analysis = _two_revisions(tmp_path)
+    html = write_report(analysis, tmp_path / "out", root=tmp_path).read_text(encoding="utf-8")
+    rows = re.findall(
+        r'<tr><td><a href="#rev-([^"]+)">[^<]+</a></td><td>(\w+)</td>(.*?)</tr>', html
+    )
+    cells = {rev: (setting, re.findall(r">(\d+)<", rest)) for rev, setting, rest in rows}
+    # clauses, MUST, SHOULD, MAY, required, done, waived, open, cited
+    assert cells == {
+        OLD: (REQUIRED, ["4", "3", "1", "0", "2", "1", "0", "1", "1"]),
+        NEW: (CITABLE, ["4", "3", "1", "0", "3", "2", "0", "1", "2"]),
+    }
+    for rev in (OLD, NEW):
+        assert f'id="rev-{rev}"' in html and f'id="{rev}-basic-lifecycle"' in html
+    # An open MUST fails (red) in the required revision, and is pale in the citable one.
+    assert f'<div class="clause open" id="{OLD}-basic-lifecycle-rules.2"' in html
+    assert f'<div class="clause open soft" id="{NEW}-basic-lifecycle-rules.2"' in html
