@@ -76,12 +76,12 @@ RULE = textwrap.dedent(
     implements (in 2025-06-18: basic, basic/lifecycle, basic/transports,
     basic/utilities/*, server/*, client/*; each revision's list is in
     spec_map/revisions.py; other pages only for clauses that are cited) is satisfied
-    when it is waived in waivers.toml, or when it is BOTH cited by a '# Spec: <id>' comment under
-    mcp_ref/ AND cited by @pytest.mark.spec on a test that passed in the last run
-    (spec_map/results.json, written by the pytest plugin).  With --no-results a test
-    marker alone counts as tested.  Clauses binding only one side still count (mcp_ref
-    implements both); one we do not do needs a waiver.  Host-bound clauses (UI, user
-    consent) are counted apart.  SHOULD clauses are counted, never failing.  Every
+    when it is waived in waivers.toml, or when it is BOTH cited by a '# Spec: <id>'
+    comment under mcp_ref/ AND cited by @pytest.mark.spec on a test that passed in the
+    last run (spec_map/results.json, written by the pytest plugin).  With --no-results a
+    test marker alone counts as tested.  Clauses binding only one side still count
+    (mcp_ref implements both); one we do not do needs a waiver.  Host-bound clauses (UI,
+    user consent) are counted apart.  SHOULD clauses are counted, never failing.  Every
     revision is catalogued and citable, and counted on its own; only a revision whose
     setting is 'required' in spec_map/revisions.py (2025-06-18) fails the check.  Exit
     status 1 if a required clause of such a revision is open, or any id (of any
