@@ -137,7 +137,7 @@ class SignInConfig:
             if self.client_metadata_url is not None:
                 require_secure(self.client_metadata_url, "the client metadata URL")
                 url = self.client_metadata_url
-                # Spec (uncatalogued): 2025-11-25/basic/authorization#implementation-requirements
+                # Spec: 2025-11-25/basic/authorization#implementation-requirements.3
                 # "The `client_id` URL MUST use the 'https' scheme and contain a path
                 # component"
                 if not url.startswith("https://") or urlsplit(url).path in ("", "/"):
@@ -164,7 +164,7 @@ def choose_client(
         RegistrationUnavailable: the pre-registered client belongs to another issuer,
             or there is no way to get a client id.
     """
-    # Spec (uncatalogued): 2025-11-25/basic/authorization#client-registration-approaches
+    # Spec: 2025-11-25/basic/authorization#client-registration-approaches.1
     # "Use pre-registered client information for the server if the client has it
     # available ... Use Client ID Metadata Documents if the Authorization Server
     # indicates if the server supports it ... Use Dynamic Client Registration as a
@@ -172,7 +172,7 @@ def choose_client(
     if kept is not None and kept.issuer in (None, metadata.issuer):
         return kept  # signed in before with this server: keep the client
     if config.client is not None:
-        # Spec (uncatalogued): 2026-07-28/basic/authorization/client-registration#authorization-server-binding
+        # Spec: 2026-07-28/basic/authorization/client-registration#authorization-server-binding.3
         # "If the authorization server indicated by protected resource metadata no longer
         # matches the one the credentials were registered with, clients SHOULD surface an
         # error rather than silently attempting to use mismatched credentials."

@@ -268,17 +268,18 @@ class SignIn:
             if self._retries > self.config.max_retries:
                 raise StepUpLimit(f"still refused after {self.config.max_retries} sign-ins")
             if status == 403:
-                # Spec (uncatalogued): 2026-07-28/basic/authorization#step-up-authorization-flow
-                # "Determine required scopes by computing the union of the client's
-                # previously requested scope set and the scopes from the current
-                # challenge."
+                # Spec: 2026-07-28/basic/authorization/index#step-up-authorization-flow.1
+                # "Clients SHOULD respond to these errors by requesting a new access
+                # token with an increased set of scopes via a step-up authorization
+                # flow"; its scopes are the union of those asked before and the
+                # challenge's (the flow's step 2, which holds no keyword of its own).
                 union = tuple(dict.fromkeys([*(self._scope or ()), *(scope or ())]))
                 if frozenset(union) in self._scopes_asked:
                     raise StepUpLimit(f"the server asks again for scopes already granted: {union}")
                 self._scope = union
                 self._authorize()
                 return
-        # Spec (uncatalogued): 2025-11-25/basic/authorization#protected-resource-metadata-discovery-requirements
+        # Spec: 2025-11-25/basic/authorization#protected-resource-metadata-discovery-requirements.2
         # "use the resource metadata URL from the parsed `WWW-Authenticate` headers when
         # present; otherwise, they MUST fall back to constructing and requesting the
         # well-known URIs in the order listed above."
@@ -387,7 +388,7 @@ class SignIn:
             self._scopes_asked.append(frozenset(self._scope or ()))
             self._token(params)
             return
-        # Spec (uncatalogued): 2026-07-28/basic/authorization#refresh-tokens
+        # Spec: 2026-07-28/basic/authorization/index#refresh-tokens.3
         # "MAY add `offline_access` to the `scope` parameter of the authorization and
         # token requests when the Authorization Server metadata contains it in
         # `scopes_supported`"

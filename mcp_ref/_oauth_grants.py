@@ -96,7 +96,7 @@ def select_scope(
 ) -> tuple[str, ...] | None:
     """The scopes to ask for first: the 401 challenge's ``scope`` if given, else every
     scope the protected resource metadata lists, else None (no ``scope`` parameter)."""
-    # Spec (uncatalogued): 2025-11-25/basic/authorization#scope-selection-strategy
+    # Spec: 2025-11-25/basic/authorization#scope-selection-strategy.2
     # "Use `scope` parameter from the initial `WWW-Authenticate` header in the 401
     # response, if provided ... If `scope` is not available, use all scopes defined in
     # `scopes_supported` from the Protected Resource Metadata document, omitting the
@@ -169,7 +169,7 @@ def authorization_url(
         ("client_id", client_id),
         ("redirect_uri", redirect_uri),
         ("code_challenge", code_challenge),
-        # Spec (uncatalogued): 2025-11-25/basic/authorization#authorization-code-protection
+        # Spec: 2025-11-25/basic/authorization#authorization-code-protection.2
         # "MCP clients MUST use the `S256` code challenge method when technically
         # capable"
         ("code_challenge_method", "S256"),
@@ -228,10 +228,12 @@ def read_redirect(
     if len(params) != len(pairs):
         raise UnexpectedRedirect("the authorization response repeats a parameter")
     iss = params.get("iss")
-    # Spec (uncatalogued): 2026-07-28/basic/authorization#authorization-response-validation
+    # Spec: 2026-07-28/basic/authorization/index#authorization-response-validation.4
     # "MCP clients MUST apply the validation in RFC9207 Section 2.4 before transmitting
-    # the authorization code to any token endpoint" ... "on mismatch the client MUST NOT
-    # act on or display `error`, `error_description`, or `error_uri`."
+    # the authorization code to any token endpoint"
+    # Spec: 2026-07-28/basic/authorization/index#authorization-response-validation.7
+    # "on mismatch the client MUST NOT act on or display `error`, `error_description`,
+    # or `error_uri`."
     if iss is not None and iss != issuer:
         raise IssuerMismatch(f"the authorization response's iss {iss!r} is not {issuer!r}")
     if iss is None and iss_supported:

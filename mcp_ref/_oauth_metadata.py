@@ -93,7 +93,7 @@ def protected_resource_urls(server_url: str) -> list[str]:
     """
     parts = urlsplit(canonical_resource(server_url))
     root = urlunsplit((parts.scheme, parts.netloc, "/.well-known/oauth-protected-resource", "", ""))
-    # Spec (uncatalogued): 2025-11-25/basic/authorization#protected-resource-metadata-discovery-requirements
+    # Spec: 2025-11-25/basic/authorization#protected-resource-metadata-discovery-requirements.2
     # "they MUST fall back to constructing and requesting the well-known URIs in the
     # order listed above"
     path = parts.path.rstrip("/")
@@ -170,7 +170,7 @@ def authorization_server_urls(issuer: str) -> list[str]:
     parts = urlsplit(issuer)
     base = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
     path = parts.path.rstrip("/")
-    # Spec (uncatalogued): 2025-11-25/basic/authorization#authorization-server-metadata-discovery
+    # Spec: 2025-11-25/basic/authorization#authorization-server-metadata-discovery.2
     # "For issuer URLs with path components (e.g., `https://auth.example.com/tenant1`),
     # clients MUST try endpoints in the following priority order"
     if path:
@@ -193,7 +193,7 @@ def legacy_metadata_url(server_url: str) -> tuple[str, str]:
         BadMetadata: ``server_url`` is not an absolute http(s) URL.
     """
     base = origin_of(server_url)
-    # Spec (uncatalogued): 2025-03-26/basic/authorization#authorization-base-url
+    # Spec: 2025-03-26/basic/authorization#authorization-base-url.1
     # "The authorization base URL MUST be determined from the MCP server URL by
     # discarding any existing `path` component."
     return base, f"{base}/.well-known/oauth-authorization-server"
@@ -210,10 +210,10 @@ def legacy_endpoints(server_url: str) -> ServerMetadata:
         InsecureEndpoint: plain HTTP off loopback.
     """
     base = require_secure(origin_of(server_url), "the authorization base URL")
-    # Spec (uncatalogued): 2025-03-26/basic/authorization#fallbacks-for-servers-without-metadata-discovery
+    # Spec: 2025-03-26/basic/authorization#fallbacks-for-servers-without-metadata-discovery.1
     # "For servers that do not implement OAuth 2.0 Authorization Server Metadata,
     # clients MUST use the following default endpoint paths"
-    # Spec (uncatalogued): 2025-03-26/basic/authorization#implementation-requirements
+    # Spec: 2025-03-26/basic/authorization#implementation-requirements.2
     # "PKCE is REQUIRED for all clients"
     return ServerMetadata(
         issuer=None,
@@ -275,10 +275,11 @@ def read_server_metadata(
     """
     what = "authorization server metadata"
     doc = read_json_object(response, max_body_bytes, what)
-    # Spec (uncatalogued): 2026-07-28/basic/authorization/authorization-server-discovery#authorization-server-metadata-discovery
+    # Spec: 2026-07-28/basic/authorization/authorization-server-discovery#authorization-server-metadata-discovery.4
     # "the `issuer` value in the document MUST be identical to the issuer identifier
-    # used to construct the well-known URL. If they differ, the client MUST NOT use the
-    # metadata."
+    # used to construct the well-known URL."
+    # Spec: 2026-07-28/basic/authorization/authorization-server-discovery#authorization-server-metadata-discovery.5
+    # "If they differ, the client MUST NOT use the metadata."
     if doc.get("issuer") != issuer:
         raise IssuerMismatch(
             f"the metadata's issuer is {doc.get('issuer')!r}, expected exactly {issuer!r}"
@@ -320,7 +321,7 @@ def require_pkce(metadata: ServerMetadata) -> None:
         PkceUnsupported: ``code_challenge_methods_supported`` is absent or lacks S256.
         BadMetadata: there is no ``authorization_endpoint``.
     """
-    # Spec (uncatalogued): 2025-11-25/basic/authorization#authorization-code-protection
+    # Spec: 2025-11-25/basic/authorization#authorization-code-protection.4
     # "If `code_challenge_methods_supported` is absent, the authorization server does
     # not support PKCE and MCP clients MUST refuse to proceed."
     methods = metadata.code_challenge_methods_supported
@@ -379,7 +380,7 @@ def registration_request(
         doc["grant_types"] = ["authorization_code", "refresh_token"]
         doc["redirect_uris"] = [redirect_uri]
         doc["response_types"] = ["code"]
-        # Spec (uncatalogued): 2026-07-28/basic/authorization/client-registration#application-type-and-redirect-uri-constraints
+        # Spec: 2026-07-28/basic/authorization/client-registration#application-type-and-redirect-uri-constraints.1
         # "MCP clients MUST specify an appropriate `application_type` during Dynamic
         # Client Registration."
         doc["application_type"] = "native" if is_loopback_url(redirect_uri) else "web"

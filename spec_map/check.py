@@ -7,8 +7,9 @@ A clause is *required* when all of these hold:
 * its strongest keyword is MUST, MUST NOT, REQUIRED, SHALL or SHALL NOT;
 * it binds a protocol library: ``client``, ``server``, ``both``, ``transport`` (or
   ``unknown``, counted in to be safe) -- not ``host``;
-* its page is one the project implements (:data:`IN_SCOPE`), or the clause is cited
-  somewhere (a cited clause of ``basic/authorization`` is checked like any other).
+* its page is one the project implements in its revision (the revision's ``scope`` in
+  :mod:`spec_map.revisions`), or the clause is cited somewhere (a cited clause of
+  ``basic/authorization`` is checked like any other).
 
 A required clause is *satisfied* when it is **waived** in ``waivers.toml``, or when it is
 both **implemented** (cited by a ``# Spec:`` comment under ``mcp_ref/``) **and tested**
@@ -19,12 +20,22 @@ binding only one side still counts; one we choose not to do needs a waiver.
 
 SHOULD-level clauses follow the same rule but are only counted, never failing.
 Unknown ids (in ``# Spec:`` comments, markers, docstrings or waivers) are errors.
+
+Revisions
+---------
+The catalog holds every revision (:mod:`spec_map.revisions`), and the rule above is
+applied to each one's clauses alike: any catalogued clause may be cited, and its tag's
+quote is verified.  The accounting is per revision.  The check *fails* on an open
+required clause only in a revision whose setting is ``required`` (2025-06-18); in a
+``citable`` one (2024-11-05, 2025-03-26, 2025-11-25, 2026-07-28, ``extensions``) the
+same figures are shown (:meth:`Analysis.revision_summaries`) and never fail.  A clause
+id names exactly one revision: citing ``2025-06-18/basic/lifecycle#timeouts.1`` says
+nothing of 2025-11-25's copy of that sentence, which is counted on its own.
 """
 
 from __future__ import annotations
 
 import difflib
-import fnmatch
 import json
 import textwrap
 from collections.abc import Iterable
@@ -33,9 +44,10 @@ from pathlib import Path
 from typing import Any
 
 from .binds import LIBRARY_BINDS
-from .catalog import ID_PATTERN, Catalog
+from .catalog import ID_PATTERN, Catalog, page_of
 from .cites import Citation, scan
 from .quotes import problems as quote_problems
+from .revisions import DEFAULT_SCOPE, REQUIRED, REVISIONS, Revision, policy, revision_of
 from .waivers import WaiverError, expand, load_waivers
 
 __all__ = [
@@ -44,44 +56,45 @@ __all__ = [
     "Analysis",
     "ClauseStatus",
     "PageSummary",
+    "RevisionSummary",
     "analyze",
     "format_open",
+    "format_revisions",
     "format_table",
+    "in_scope",
     "load_results",
 ]
 
-IN_SCOPE = (
-    "basic",
-    "basic/lifecycle",
-    "basic/transports",
-    "basic/utilities/*",
-    "server/*",
-    "client/*",
-)
-"""Page patterns (fnmatch; ``*`` spans folders) the project implements."""
+IN_SCOPE = DEFAULT_SCOPE
+"""2025-06-18's implemented pages; every revision's are in :mod:`spec_map.revisions`."""
 
 
 RULE = textwrap.dedent(
     """\
     rule: a MUST / MUST NOT / REQUIRED / SHALL / SHALL NOT clause that binds a protocol
     library (client, server, both, transport, or unknown) on a page the project
-    implements (basic, basic/lifecycle, basic/transports, basic/utilities/*, server/*,
-    client/*; other pages only for clauses that are cited) is satisfied when it is
-    waived in waivers.toml, or when it is BOTH cited by a '# Spec: <id>' comment under
-    mcp_ref/ AND cited by @pytest.mark.spec on a test that passed in the last run
-    (spec_map/results.json, written by the pytest plugin).  With --no-results a test
-    marker alone counts as tested.  Clauses binding only one side still count (mcp_ref
-    implements both); one we do not do needs a waiver.  Host-bound clauses (UI, user
-    consent) are counted apart.  SHOULD clauses are counted, never failing.  Exit
-    status 1 if a required clause is open or any id is unknown.
+    implements (in 2025-06-18: basic, basic/lifecycle, basic/transports,
+    basic/utilities/*, server/*, client/*; each revision's list is in
+    spec_map/revisions.py; other pages only for clauses that are cited) is satisfied
+    when it is waived in waivers.toml, or when it is BOTH cited by a '# Spec: <id>'
+    comment under mcp_ref/ AND cited by @pytest.mark.spec on a test that passed in the
+    last run (spec_map/results.json, written by the pytest plugin).  With --no-results a
+    test marker alone counts as tested.  Clauses binding only one side still count
+    (mcp_ref implements both); one we do not do needs a waiver.  Host-bound clauses (UI,
+    user consent) are counted apart.  SHOULD clauses are counted, never failing.  Every
+    revision is catalogued and citable, and counted on its own; only a revision whose
+    setting is 'required' in spec_map/revisions.py (2025-06-18) fails the check.  Exit
+    status 1 if a required clause of such a revision is open, or any id (of any
+    revision) is unknown, or a tag's quote is not its clause's text.
     """
 )
 """The rule, as printed by ``check --help`` and in the report."""
 
 
-def in_scope(page: str) -> bool:
-    """True if ``page`` matches :data:`IN_SCOPE`."""
-    return any(fnmatch.fnmatchcase(page, pattern) for pattern in IN_SCOPE)
+def in_scope(page: str, revision: str = "2025-06-18") -> bool:
+    """True if ``page`` (a path within ``revision``) is one the project implements in
+    that revision (:mod:`spec_map.revisions`)."""
+    return policy(revision).in_scope(page)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -103,12 +116,19 @@ class ClauseStatus:
     """The waiver reason, or None."""
     scope: bool = False
     """True if the clause's page is implemented or the clause is cited."""
+    enforced: bool = True
+    """True if the clause's revision is ``required`` (open required clauses fail)."""
     use_results: bool = True
 
     @property
     def id(self) -> str:
         """The clause id."""
         return str(self.clause["id"])
+
+    @property
+    def revision(self) -> str:
+        """The clause's revision (``2025-06-18``, ``extensions``)."""
+        return str(self.clause["revision"])
 
     @property
     def level(self) -> str:
@@ -142,7 +162,7 @@ class ClauseStatus:
 
     @property
     def required(self) -> bool:
-        """A checked MUST-level clause: open ones fail the check."""
+        """A checked MUST-level clause: open ones fail the check if :attr:`enforced`."""
         return self.checked and self.level == "MUST"
 
     @property
@@ -173,7 +193,9 @@ class PageSummary:
     """Counts for one page (the checker's table row)."""
 
     page: str
+    """The page path within its revision (``basic/lifecycle``), or ``TOTAL``."""
     scope: bool
+    revision: str = ""
     clauses: int = 0
     must: int = 0
     implemented: int = 0
@@ -183,6 +205,36 @@ class PageSummary:
     should: int = 0
     should_ok: int = 0
     host: int = 0
+
+
+@dataclass(slots=True, kw_only=True)
+class RevisionSummary:
+    """Counts for one revision (the checker's per-revision table row)."""
+
+    revision: str
+    setting: str
+    """``required`` or ``citable`` (:mod:`spec_map.revisions`)."""
+    clauses: int = 0
+    must: int = 0
+    """Clauses whose strongest keyword is MUST-level (MUST, MUST NOT, REQUIRED, SHALL)."""
+    should: int = 0
+    """SHOULD-level (SHOULD, SHOULD NOT, RECOMMENDED, NOT RECOMMENDED)."""
+    may: int = 0
+    """MAY-level (MAY, OPTIONAL)."""
+    required: int = 0
+    """Required clauses: library-binding MUSTs on implemented pages, or cited."""
+    done: int = 0
+    """Required clauses implemented and tested (not waived)."""
+    waived: int = 0
+    open: int = 0
+    """Required clauses neither waived nor implemented and tested."""
+    cited: int = 0
+    """Clauses (any level) cited by a ``# Spec:`` tag or a test marker."""
+
+    @property
+    def fails(self) -> bool:
+        """True when this revision's open clauses fail the check."""
+        return self.setting == REQUIRED and self.open > 0
 
 
 @dataclass(slots=True, kw_only=True)
@@ -196,11 +248,22 @@ class Analysis:
     warnings: list[str]
     use_results: bool
     results_found: bool
+    policies: dict[str, Revision] = field(default_factory=dict)
+    """Revision -> its table entry, for every revision of the catalog."""
 
     @property
     def open_required(self) -> list[ClauseStatus]:
-        """Required clauses not satisfied, in catalog order."""
-        return [s for s in self.statuses.values() if s.required and not s.satisfied]
+        """Required clauses not satisfied in the ``required`` revisions, in catalog
+        order: the ones that fail the check."""
+        return [s for s in self.statuses.values() if s.required and s.enforced and not s.satisfied]
+
+    def open_in(self, revision: str) -> list[ClauseStatus]:
+        """Required clauses of ``revision`` not satisfied, whatever its setting."""
+        return [
+            s
+            for s in self.statuses.values()
+            if s.revision == revision and s.required and not s.satisfied
+        ]
 
     @property
     def open_should(self) -> list[ClauseStatus]:
@@ -208,7 +271,7 @@ class Analysis:
         return [
             s
             for s in self.statuses.values()
-            if s.checked and s.level == "SHOULD" and not s.satisfied
+            if s.enforced and s.checked and s.level == "SHOULD" and not s.satisfied
         ]
 
     @property
@@ -216,12 +279,44 @@ class Analysis:
         """True when nothing required is open and there are no errors."""
         return not self.errors and not self.open_required
 
-    def summaries(self) -> list[PageSummary]:
-        """One row per page that has clauses, in catalog order."""
+    def revision_summaries(self) -> list[RevisionSummary]:
+        """One row per revision of the catalog, in catalog order."""
+        rows = {
+            name: RevisionSummary(revision=name, setting=self.policies[name].setting)
+            for name in self.catalog.revisions
+        }
+        for status in self.statuses.values():
+            row = rows[status.revision]
+            row.clauses += 1
+            setattr(row, status.level.lower(), getattr(row, status.level.lower()) + 1)
+            row.cited += bool(status.code or status.tests)
+            if status.required:
+                row.required += 1
+                if status.waiver is not None:
+                    row.waived += 1
+                elif status.satisfied:
+                    row.done += 1
+                else:
+                    row.open += 1
+        return list(rows.values())
+
+    def summaries(self, revision: str | None = None) -> list[PageSummary]:
+        """One row per page that has clauses, in catalog order: ``revision``'s pages,
+        or every revision's when None (then the rows' pages repeat across revisions:
+        tell them apart by :attr:`PageSummary.revision`)."""
         rows: dict[str, PageSummary] = {}
         for status in self.statuses.values():
+            if revision not in (None, status.revision):
+                continue
             page = status.clause["page"]
-            row = rows.setdefault(page, PageSummary(page=page, scope=in_scope(page)))
+            row = rows.setdefault(
+                page_of(status.clause),
+                PageSummary(
+                    page=page,
+                    revision=status.revision,
+                    scope=self.policies[status.revision].in_scope(page),
+                ),
+            )
             row.clauses += 1
             if not status.library:
                 row.host += 1
@@ -264,13 +359,25 @@ def _hint(ref: str, catalog: Catalog) -> str:
     m = ID_PATTERN.fullmatch(ref)
     if m is None:
         return "not a clause id (expected <revision>/<page>#<section-slug>.<n>)"
-    page, slug = m.group("page"), m.group("slug")
-    if page not in catalog.pages:
-        close = difflib.get_close_matches(page, list(catalog.pages), n=1)
-        return f"no page {page!r}" + (f"; did you mean {close[0]!r}?" if close else "")
+    revision, page, slug = m.group("rev"), m.group("page"), m.group("slug")
+    if revision not in catalog.revisions:
+        known = ", ".join(catalog.revisions)
+        return f"revision {revision!r} is not catalogued (the catalog has {known})"
+    pages = catalog.revisions[revision]
+    if page not in pages:
+        close = difflib.get_close_matches(page, list(pages), n=1)
+        return f"no page {page!r} in {revision}" + (
+            f"; did you mean {close[0]!r}?" if close else ""
+        )
     in_section = [
-        cid for cid, c in catalog.clauses.items() if c["page"] == page and c["section"] == slug
+        cid
+        for cid, c in catalog.clauses.items()
+        if c["revision"] == revision and c["page"] == page and c["section"] == slug
     ]
+    slugs = [s["slug"] for s in pages[page]["sections"]]
+    if slug not in slugs:
+        close = difflib.get_close_matches(slug, slugs, n=1)
+        return f"no section {slug!r} in {page}" + (f"; did you mean {close[0]!r}?" if close else "")
     if m.group("n") is None:
         if len(in_section) == 1:
             return f"a section, not a clause; its only clause is {in_section[0]}"
@@ -279,9 +386,7 @@ def _hint(ref: str, catalog: Catalog) -> str:
         return "a section with no normative sentence; cite the clause you implement"
     if in_section:
         return f"section {slug!r} has clauses .1 to .{len(in_section)}"
-    slugs = [s["slug"] for s in catalog.pages[page]["sections"]]
-    close = difflib.get_close_matches(slug, slugs, n=1)
-    return f"no section {slug!r} in {page}" + (f"; did you mean {close[0]!r}?" if close else "")
+    return f"section {slug!r} of {page} has no normative sentence"
 
 
 def analyze(
@@ -292,16 +397,26 @@ def analyze(
     results_path: Path | None,
     package: str = "mcp_ref",
     tests: str = "tests",
+    revisions: Iterable[Revision] = REVISIONS,
 ) -> Analysis:
     """Scan ``root`` and combine citations, waivers and test results with the catalog.
 
     Args:
         root: the repository root (holds ``package`` and ``tests``).
-        catalog: the loaded catalog.
+        catalog: the loaded catalog (any number of revisions).
         waivers_path: ``waivers.toml`` (missing means none).
         results_path: ``results.json``, or None to ignore test results (then a test
             marker alone counts as "tested").
+        revisions: the settings table (default :data:`spec_map.revisions.REVISIONS`);
+            a catalog revision missing from it is ``required``
+            (:func:`spec_map.revisions.policy`).
+
+    Returns:
+        The :class:`Analysis`; problems are in its ``errors`` and ``warnings``, never
+        raised.
     """
+    table = tuple(revisions)
+    policies = {name: policy(name, table) for name in catalog.revisions}
     errors: list[str] = []
     warnings: list[str] = []
     citations, problems = scan(root, package=package, tests=tests)
@@ -310,11 +425,11 @@ def analyze(
     # Every '# Spec:' tag quotes its clause's words (spec_map/quotes.py).
     errors.extend(quote_problems(root / package, root, catalog.clauses))
     statuses = {cid: ClauseStatus(clause=c) for cid, c in catalog.clauses.items()}
-    prefix = f"{catalog.revision}/"
     for cite in citations:
         status = statuses.get(cite.ref)
         if cite.kind == "mention":
-            if cite.ref.startswith(prefix) and not catalog.knows_reference(cite.ref):
+            catalogued = revision_of(cite.ref) in catalog.revisions
+            if catalogued and not catalog.knows_reference(cite.ref):
                 errors.append(
                     f"{cite.path}:{cite.line}: error: unknown spec reference {cite.ref} "
                     f"({_hint(cite.ref, catalog)})"
@@ -349,7 +464,9 @@ def analyze(
                     getattr(statuses[cid], key).extend(str(n) for n in nodes)
     for status in statuses.values():
         status.use_results = use_results
-        status.scope = in_scope(status.clause["page"]) or bool(status.code or status.tests)
+        rev = policies[status.revision]
+        status.enforced = rev.setting == REQUIRED
+        status.scope = rev.in_scope(status.clause["page"]) or bool(status.code or status.tests)
         if status.waiver is not None and status.implemented:
             warnings.append(f"{status.id} is waived but cited in code ({status.code[0].path})")
     return Analysis(
@@ -360,6 +477,7 @@ def analyze(
         warnings=warnings,
         use_results=use_results,
         results_found=results is not None,
+        policies=policies,
     )
 
 
@@ -408,6 +526,42 @@ def _row(row: PageSummary) -> tuple[str, ...]:
         str(row.should_ok),
         str(row.host),
     )
+
+
+def format_revisions(rows: Iterable[RevisionSummary]) -> str:
+    """The per-revision table, as aligned text (no total: revisions are not summed)."""
+    head = (
+        "revision",
+        "setting",
+        "clauses",
+        "MUST",
+        "SHOULD",
+        "MAY",
+        "required",
+        "done",
+        "waived",
+        "open",
+        "cited",
+    )
+    lines: list[tuple[str, ...]] = [head]
+    for r in rows:
+        lines.append(
+            (
+                r.revision,
+                r.setting,
+                *(str(n) for n in (r.clauses, r.must, r.should, r.may, r.required)),
+                *(str(n) for n in (r.done, r.waived, r.open, r.cited)),
+            )
+        )
+    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
+    out = []
+    for index, line in enumerate(lines):
+        cells = [line[0].ljust(widths[0]), line[1].ljust(widths[1])]
+        cells += [c.rjust(w) for c, w in zip(line[2:], widths[2:], strict=True)]
+        out.append("  ".join(cells).rstrip())
+        if index == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return "\n".join(out)
 
 
 def format_open(statuses: Iterable[ClauseStatus]) -> str:

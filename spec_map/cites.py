@@ -7,16 +7,20 @@ Three kinds of reference are collected, each with its file and line:
     (``mcp_ref/``).  One id per comment; put several comments for several clauses.
     Found with :mod:`tokenize`, so text inside strings never counts.  A ``# Spec:``
     comment citing another document (``# Spec: WHATWG 9.2.6 ...``, anything not
-    starting with a ``YYYY-MM-DD/`` revision) is left alone.
+    starting with a ``YYYY-MM-DD/`` revision or ``extensions/``) is left alone.
 ``test``
     a string argument of ``pytest.mark.spec(...)`` in a ``.py`` file under ``tests/``
     (decorators, ``pytestmark = ...`` and ``pytest.param(..., marks=...)`` alike, and
     calls through a module-level alias such as ``spec = pytest.mark.spec``).  Found
     with :mod:`ast`; module-level string constants and f-strings of them are resolved.
 ``mention``
-    any other text that looks like a clause id or section reference of the catalog's
-    revision (docstrings, prose comments), in either folder.  Mentions do not count as
-    implementing or testing anything, but must name a real clause, section or page.
+    any other text that looks like a clause id or section reference (docstrings, prose
+    comments), in either folder.  Mentions do not count as implementing or testing
+    anything, but one of a catalogued revision must name a real clause, section or page
+    (mentions of other revisions, such as the tests' synthetic ``2099-01-01``, are left
+    alone).  Text glued to a ``/``, ``.``, ``-`` or word character before it is part of
+    something else (a URL path such as ``/specification/2025-11-25/basic/index#meta``,
+    whose anchor is the site's, not a section slug) and is not a mention.
 
 Problems found while scanning (a file that does not parse, a ``# Spec:`` comment with
 no id or several, a marker argument that is not a string literal) are returned as
@@ -33,11 +37,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from .revisions import REVISION_PATTERN
+
 __all__ = ["Citation", "Problem", "scan", "scan_code", "scan_tests"]
 
 _SPEC_COMMENT = re.compile(r"#\s*Spec\s*:\s*(.*)$")
-_REF = re.compile(r"\b\d{4}-\d{2}-\d{2}/[a-z0-9_/-]+#[\w-]+(?:\.\d+)?")
-_REVISION = re.compile(r"\d{4}-\d{2}-\d{2}/")
+_REF = re.compile(rf"(?<![\w./-]){REVISION_PATTERN}/[a-z0-9_/-]+#[\w-]+(?:\.\d+)?")
+_REVISION = re.compile(rf"{REVISION_PATTERN}/")
 _TRAILING = re.compile(r"[.,;:)]+$")
 
 

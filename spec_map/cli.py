@@ -1,8 +1,10 @@
 """The ``python -m spec_map`` command line.
 
-Commands: ``extract`` (regenerate catalog.json), ``check`` (coverage of the MUST
-clauses), ``report`` (static HTML page), ``modules`` (clauses cited per module),
-``diagram`` (regenerate the committed lifecycle diagram).
+Commands: ``extract`` (regenerate ``clauses/<revision>.json`` for every revision),
+``check`` (coverage of the MUST clauses, per revision; fails on the ``required``
+revisions' open ones), ``report`` (static HTML page), ``modules`` (clauses cited per
+module), ``diagram`` (regenerate the committed lifecycle diagram), ``quotes`` (the
+quote under every tag), ``prove`` (mutation proof).
 """
 
 from __future__ import annotations
@@ -14,14 +16,14 @@ from pathlib import Path
 
 from . import check as check_mod
 from .catalog import (
-    CATALOG_PATH,
+    CATALOG_DIR,
     PACKAGE_DIR,
     REPO_ROOT,
-    build_catalog,
-    dump_catalog,
     find_spec_dir,
     load_catalog,
+    write_catalogs,
 )
+from .revisions import REQUIRED
 
 __all__ = ["build_parser", "main"]
 
@@ -34,10 +36,14 @@ def _cmd_extract(args: argparse.Namespace) -> int:
     if spec is None:
         print("spec_map: no spec folder ($MCP_SPEC_DIR or ../shared/spec)", file=sys.stderr)
         return 2
-    text = dump_catalog(build_catalog(spec))
-    out = Path(args.out) if args.out else CATALOG_PATH
-    out.write_text(text, encoding="utf-8")
-    print(f"wrote {out}")
+    out = Path(args.out) if args.out else CATALOG_DIR
+    try:
+        written = write_catalogs(spec, out)
+    except FileNotFoundError as exc:
+        print(f"spec_map: {exc}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(f"wrote {path}")
     return 0
 
 
@@ -58,16 +64,23 @@ def _cmd_check(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         print(f"spec_map: cannot load the catalog: {exc}", file=sys.stderr)
         return 2
-    print(check_mod.format_table(analysis.summaries()))
+    shown = _shown(analysis, args.revision)
+    for index, revision in enumerate(shown):
+        setting = analysis.policies[revision].setting
+        print(("" if index == 0 else "\n") + f"{revision} ({setting}):")
+        print(check_mod.format_table(analysis.summaries(revision)))
     tested = "passing tests (results.json)" if analysis.use_results else "test markers"
     print(f"\nMUST = library-binding MUST-level clauses; 'tested' counts {tested}.")
+    print("\nEvery revision (only a 'required' one's open clauses fail; settings in")
+    print("spec_map/revisions.py; --revision REV shows a revision's pages):")
+    print(check_mod.format_revisions(analysis.revision_summaries()))
     from .proof import check_text
 
     print(check_text(analysis))
     if args.list_open:
-        listed = analysis.open_required
+        listed = [s for r in shown for s in analysis.open_in(r)]
         if args.include_should:
-            listed = listed + analysis.open_should
+            listed += [s for s in analysis.open_should if s.revision in shown]
         if listed:
             print(f"\nOpen clauses ({len(listed)}):")
             print(check_mod.format_open(listed))
@@ -76,11 +89,24 @@ def _cmd_check(args: argparse.Namespace) -> int:
     for error in analysis.errors:
         print(error, file=sys.stderr)
     open_count = len(analysis.open_required)
+    enforced = [r for r, p in analysis.policies.items() if p.setting == REQUIRED]
     print(
-        f"\n{open_count} required clause(s) open, {len(analysis.errors)} error(s)"
+        f"\n{open_count} required clause(s) open in {', '.join(enforced) or 'no revision'}, "
+        f"{len(analysis.errors)} error(s)"
         + ("" if args.list_open or not open_count else "; --list-open shows them")
     )
     return 0 if analysis.ok else 1
+
+
+def _shown(analysis: check_mod.Analysis, asked: list[str] | None) -> list[str]:
+    """The revisions whose page tables ``check`` prints: the ``required`` ones, and the
+    ones asked for with ``--revision`` (``all``: every one), in catalog order."""
+    wanted = set(asked or ())
+    return [
+        r
+        for r, p in analysis.policies.items()
+        if p.setting == REQUIRED or r in wanted or "all" in wanted
+    ]
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -132,7 +158,11 @@ def _cmd_quotes(args: argparse.Namespace) -> int:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--root", default=str(REPO_ROOT), help="repository root to scan")
-    p.add_argument("--catalog", default=str(CATALOG_PATH), help="catalog.json to use")
+    p.add_argument(
+        "--catalog",
+        default=str(CATALOG_DIR),
+        help="catalog to use: a folder of <revision>.json files, or one such file",
+    )
     p.add_argument("--waivers", default=str(WAIVERS_PATH), help="waivers.toml to use")
     p.add_argument("--results", default=str(RESULTS_PATH), help="results.json to use")
     p.add_argument(
@@ -146,9 +176,11 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``python -m spec_map``."""
     parser = argparse.ArgumentParser(prog="python -m spec_map", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("extract", help="regenerate catalog.json from the spec text")
+    p = sub.add_parser(
+        "extract", help="regenerate the catalog (clauses/<revision>.json) from the spec text"
+    )
     p.add_argument("--spec", help="spec folder (default: $MCP_SPEC_DIR or ../shared/spec)")
-    p.add_argument("--out", help=f"output file (default: {CATALOG_PATH})")
+    p.add_argument("--out", help=f"output folder (default: {CATALOG_DIR})")
     p.set_defaults(func=_cmd_extract)
 
     p = sub.add_parser(
@@ -161,6 +193,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--list-open", action="store_true", help="print the open clauses, with text")
     p.add_argument(
         "--include-should", action="store_true", help="with --list-open, list SHOULDs too"
+    )
+    p.add_argument(
+        "--revision",
+        action="append",
+        metavar="REV",
+        help="also show this citable revision's pages (and, with --list-open, its open "
+        "clauses); 'all' for every one; repeatable",
     )
     p.set_defaults(func=_cmd_check)
 

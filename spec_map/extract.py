@@ -2,7 +2,9 @@
 
 Theory of operation
 -------------------
-The spec pages are Markdown (with a few MDX components such as ``<Note>``).  RFC 2119
+The spec pages are Markdown (with a few MDX components such as ``<Note>``).  Every
+revision folder is read the same way (see :mod:`spec_map.revisions` for which are
+catalogued); ``extensions/`` is read as if it were one more revision.  RFC 2119
 keywords count only where the spec marks them: **bold** and upper-case, e.g.
 ``**MUST NOT**``.  An unmarked "MUST" in running text is not extracted.
 
@@ -11,7 +13,12 @@ tagged with the section it sits in.  A section starts at any heading (``#`` to
 ``######``) and runs to the next heading of any level; its slug is the GitHub-style
 slug of the heading text (lower-case, punctuation dropped, each space a hyphen, ``-1``,
 ``-2``... appended to repeated headings of one page).  Text before the first heading
-belongs to no section and is not numbered (the spec has none there).
+belongs to no section and is not numbered.  Most pages start with YAML front matter
+(``---``, ``title: Lifecycle``, ``---``) instead of a ``#`` heading: its ``title`` then
+stands as the page's level-1 heading, at the line of the ``title:`` key, so a page's
+opening sentences get ids just as those of the 2025-06-18 pages (converted with a ``#``
+title) do: ``2025-11-25/basic/lifecycle#lifecycle.1``.  When the page opens with its own
+``#`` heading anyway, that heading is the title and the front matter's is dropped.
 
 Fenced code blocks are skipped whole.  MDX component tags (``<Note>``, ``<Warning>``,
 ``<Info>``, ``<div .../>``) are dropped and their content read as ordinary Markdown.
@@ -44,6 +51,7 @@ __all__ = [
     "Section",
     "extract_page",
     "extract_revision",
+    "front_matter",
     "plain_text",
     "slugify",
 ]
@@ -83,8 +91,10 @@ MAY/OPTIONAL.  SHALL NOT ranks with MUST NOT and NOT RECOMMENDED with SHOULD NOT
 RFC 2119 makes them synonyms.
 """
 
-EXCLUDED_FILES = frozenset({"schema.md", "schema-reference.md"})
-"""Files of a revision folder that are not extracted (generated schema reference)."""
+EXCLUDED_FILES = frozenset({"schema.md", "schema-reference.md", "server-features-reference.md"})
+"""Files of a revision folder that are not extracted: the generated schema reference,
+and 2025-11-25's ``server-features-reference.md`` (an older digest of its server pages,
+not a page of the specification)."""
 
 _BOLD_KEYWORD = re.compile(r"\*\*(" + "|".join(KEYWORDS) + r")\*\*")
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
@@ -250,14 +260,50 @@ class _Block:
         return " ".join(s.strip() for s in self.lines)
 
 
+def front_matter(lines: list[str]) -> tuple[int, str | None, int]:
+    """The page's YAML front matter (``---`` first line, ``---`` closing it), if any.
+
+    Returns:
+        ``(lines it takes, its title or None, 1-based line of the title)``; ``(0, None,
+        0)`` when the page has none.  Only the ``title:`` key is read (quotes around its
+        value dropped); a ``---`` first line never closed is not front matter.
+    """
+    if not lines or lines[0].strip() != "---":
+        return 0, None, 0
+    title: str | None = None
+    title_line = 0
+    for index, raw in enumerate(lines[1:], start=1):
+        if raw.strip() == "---":
+            return index + 1, title, title_line
+        m = re.match(r"^title\s*:\s*(.*?)\s*$", raw)
+        if m and title is None:
+            title = m.group(1).strip("'\"").strip() or None
+            title_line = index + 1
+    return 0, None, 0
+
+
 def _blocks(lines: list[str]) -> tuple[list[Section], list[_Block]]:
-    """Split a page into sections and blocks, skipping code blocks."""
+    """Split a page into sections and blocks, skipping code blocks and front matter."""
     sections: list[Section] = []
     seen: dict[str, int] = {}
     blocks: list[_Block] = []
     current: _Block | None = None
     fence: str | None = None
+    skip, pending, pending_line = front_matter(lines)
     for lineno, raw in enumerate(lines, start=1):
+        if lineno <= skip:
+            continue
+        if pending is not None and raw.strip() and fence is None:
+            # The front matter's title heads the page, unless the page opens with its
+            # own level-1 heading (then that heading is the title).
+            h = _HEADING.match(raw.rstrip())
+            if not (h and len(h.group(1)) == 1):
+                title = plain_text(pending)
+                seen[slugify(title)] = 1
+                sections.append(
+                    Section(slug=slugify(title), title=title, level=1, line=pending_line)
+                )
+            pending = None
         if fence is not None:
             m = _FENCE.match(raw)
             if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):

@@ -202,18 +202,28 @@ def proof_clause_html(proof: dict[str, Any] | None, clause_id: str) -> list[str]
 
 def _required(analysis: Any) -> list[tuple[str, str, bool, bool]]:
     """``(id, page, implemented, waived)`` of an :class:`~spec_map.check.Analysis`'s
-    required clauses."""
+    required clauses: every one of the ``required`` revisions (the page without its
+    revision), then the ones of ``citable`` revisions that a ``# Spec:`` tag cites (the
+    page with its revision: ``2025-11-25/basic/authorization``)."""
     return [
-        (s.id, s.clause["page"], s.implemented, s.waiver is not None)
-        for s in analysis.statuses.values()
-        if s.required
+        (
+            s.id,
+            s.clause["page"] if s.enforced else f"{s.revision}/{s.clause['page']}",
+            s.implemented,
+            s.waiver is not None,
+        )
+        for s in sorted(analysis.statuses.values(), key=lambda s: not s.enforced)
+        if s.required and (s.enforced or s.implemented)
     ]
 
 
 def check_text(analysis: Any, path: Path = PROOF_PATH) -> str:
     """What ``python -m spec_map check`` prints about the mutation proof."""
     proof = load_proof(path)
-    head = "\nMutation proof of the MUST clauses (spec_map/proof.json, `python -m spec_map prove`):"
+    head = (
+        "\nMutation proof of the MUST clauses of the required revisions, and of the cited"
+        "\nones of the others (spec_map/proof.json, `python -m spec_map prove`):"
+    )
     if proof is None:
         return head + f"\n  no readable {path}: run `python -m spec_map prove`"
     note = (

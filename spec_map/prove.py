@@ -101,7 +101,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from .catalog import CATALOG_PATH, PACKAGE_DIR, REPO_ROOT
+from .catalog import CATALOG_DIR, PACKAGE_DIR, REPO_ROOT, load_catalog
 
 __all__ = [
     "DEFAULT_JOBS",
@@ -637,6 +637,13 @@ def _collect(scratch: Path, files: list[str], python: str) -> dict[str, list[str
 # 5. Verdicts and the whole run
 
 
+def _pages_of(clause_id: str) -> tuple[str, str]:
+    """A clause id's page with its revision and without: ``("2025-06-18/basic/lifecycle",
+    "basic/lifecycle")``."""
+    qualified = clause_id.partition("#")[0]
+    return qualified, qualified.partition("/")[2]
+
+
 def clause_verdict(entry: dict[str, Any]) -> str:
     """``proven``, ``tested-only``, ``no-mutants`` or ``open`` for one clause's entry.
 
@@ -674,7 +681,7 @@ def prove(
     jobs: int = DEFAULT_JOBS,
     timeout: float | None = None,
     equivalents: dict[str, str] | None = None,
-    catalog_path: Path = CATALOG_PATH,
+    catalog_path: Path = CATALOG_DIR,
     python: str = sys.executable,
     log: Any = None,
 ) -> dict[str, Any]:
@@ -682,8 +689,9 @@ def prove(
 
     Args:
         root: the repository root (holds ``package`` and ``tests``); read, never written.
-        clauses: only these clause ids; ``page``: only clauses of this page
-            (``basic/lifecycle``); both None: every clause cited by ``# Spec:``.
+        clauses: only these clause ids; ``page``: only clauses of this page, of any
+            revision (``basic/lifecycle``) or of one (``2025-06-18/basic/lifecycle``);
+            both None: every clause cited by ``# Spec:``.
         files: only tags in files matching this pattern (``PurePosixPath.match``,
             ``mcp_ref/*.py``: the sans-IO core), relative to ``root``.
         sample: run only this many mutants, drawn at random (``seed``) from all of the
@@ -703,8 +711,7 @@ def prove(
     """
     say = log or (lambda _line: None)
     equivalents = equivalents or {}
-    catalog = json.loads(catalog_path.read_text(encoding="utf-8"))
-    info = {c["id"]: c for c in catalog["clauses"]}
+    info = load_catalog(catalog_path).clauses
     warnings: list[str] = []
     # 1. tags
     spans: list[TagSpan] = []
@@ -718,7 +725,7 @@ def prove(
         s
         for s in spans
         if (wanted is None or s.clause in wanted)
-        and (page is None or s.clause.partition("#")[0].partition("/")[2] == page)
+        and (page is None or page in _pages_of(s.clause))
         and (files is None or PurePosixPath(s.path).match(files))
     ]
     for s in spans:
@@ -988,7 +995,11 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--root", default=str(REPO_ROOT), help="repository root")
     p.add_argument("--clause", action="append", help="only this clause id (repeatable)")
-    p.add_argument("--page", help="only the clauses of this page, e.g. basic/lifecycle")
+    p.add_argument(
+        "--page",
+        help="only the clauses of this page, e.g. basic/lifecycle (every revision's) or "
+        "2025-06-18/basic/lifecycle",
+    )
     p.add_argument("--files", help="only tags in files matching this pattern, e.g. 'mcp_ref/*.py'")
     p.add_argument("--sample", type=int, help="run only N mutants drawn at random (for CI)")
     p.add_argument("--seed", type=int, default=0, help="random seed of --sample (default 0)")

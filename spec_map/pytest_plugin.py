@@ -7,9 +7,10 @@ Load it from ``tests/conftest.py``::
 What it does:
 
 * registers the ``spec(*clause_ids)`` marker (also declared in pyproject.toml);
-* when ``spec_map/catalog.json`` is present, a test whose ``spec`` marker names an id
-  that is not a clause of the catalog (or an argument that is not a string) **fails at
-  setup** with a message naming the bad ids -- other tests still run;
+* when the catalog (``spec_map/clauses/*.json``, every revision) is present, a test
+  whose ``spec`` marker names an id that is not a clause of the catalog, of whatever
+  revision (or an argument that is not a string), **fails at setup** with a message
+  naming the bad ids -- other tests still run;
 * at the end of the session, writes ``spec_map/results.json`` (gitignored)::
 
       {"passed":  {clause id: [node ids]},
@@ -24,7 +25,8 @@ What it does:
   trusting it.
 
 Environment: ``SPEC_MAP_RESULTS`` and ``SPEC_MAP_CATALOG`` override the two paths
-(tests of this plugin use them to stay out of the real files).
+(tests of this plugin use them to stay out of the real files); ``SPEC_MAP_CATALOG`` may
+name the folder or a single catalog file.
 """
 
 from __future__ import annotations
@@ -97,7 +99,7 @@ class SpecRecorder:
         bad = self.bad.get(item.nodeid)
         if bad:
             pytest.fail(
-                "spec marker names clause id(s) not in spec_map/catalog.json: "
+                "spec marker names clause id(s) not in the catalog (spec_map/clauses/): "
                 + ", ".join(bad)
                 + " -- ids look like 2025-06-18/basic/lifecycle#version-negotiation.2; "
                 "`python -m spec_map check` suggests the nearest ones",
@@ -127,9 +129,10 @@ class SpecRecorder:
 
 
 def _load_known(path: Path) -> set[str] | None:
+    from .catalog import load_catalog
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return {c["id"] for c in data["clauses"]}
+        return set(load_catalog(path).clauses)
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -139,6 +142,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "spec(*clause_ids): the spec clause(s) this test proves (see spec_map/)"
     )
-    catalog = Path(os.environ.get("SPEC_MAP_CATALOG", _HERE / "catalog.json"))
+    catalog = Path(os.environ.get("SPEC_MAP_CATALOG", _HERE / "clauses"))
     results = Path(os.environ.get("SPEC_MAP_RESULTS", _HERE / "results.json"))
     config.pluginmanager.register(SpecRecorder(_load_known(catalog), results), "spec_map_recorder")

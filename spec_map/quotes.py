@@ -14,9 +14,14 @@ first line that is not a whole-line comment.  It may be the whole sentence or it
 words; ``...`` joins pieces quoted in order.  It must be the clause's text, as
 :func:`matches` compares them: case, whitespace, Markdown emphasis and the kind of
 quote marks inside aside (a double quote inside a quote is written as a single one).
+A clause whose sentence introduces a list (``MCP clients SHOULD follow this priority
+order:``) holds the list's items as its ``detail``; the quote may be taken from the
+sentence and those items, read as one text in that order.
 
 ``python -m spec_map check`` reports a tag without a quote, and a quote that is not its
-clause's text, as errors (:func:`problems`).  ``python -m spec_map quotes --add`` writes
+clause's text, as errors (:func:`problems`), for a clause of any catalogued revision
+(2024-11-05 to 2026-07-28 and ``extensions/``): the setting of a revision
+(:mod:`spec_map.revisions`) changes what is counted, never what is verified.  ``python -m spec_map quotes --add`` writes
 the clause's whole sentence under every tag that has none (:func:`add_missing`).
 """
 
@@ -30,9 +35,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .revisions import REVISION_PATTERN
+
 __all__ = ["Tag", "add_missing", "find_tags", "matches", "problems"]
 
-_TAG = re.compile(r"#\s*Spec\s*:\s*(\d{4}-\d{2}-\d{2}/[a-z0-9_/-]+#[\w-]+(?:\.\d+)?)(.*)$")
+_TAG = re.compile(rf"#\s*Spec\s*:\s*({REVISION_PATTERN}/[a-z0-9_/-]+#[\w-]+(?:\.\d+)?)(.*)$")
 _WIDTH = 100
 
 
@@ -157,12 +164,13 @@ def problems(package: Path, root: Path, clauses: dict[str, Any]) -> list[str]:
             continue
         where = f"{tag.path.relative_to(root).as_posix()}:{tag.line}"
         text = clause.text if hasattr(clause, "text") else clause["text"]
+        detail = clause.detail if hasattr(clause, "detail") else clause.get("detail", ())
         if tag.quote is None:
             out.append(
                 f"{where}: error: '# Spec: {tag.clause}' quotes no words of the clause "
                 f'(add # "..." under it; python -m spec_map quotes --add writes them)'
             )
-        elif not matches(tag.quote, text):
+        elif not matches(tag.quote, " ".join([text, *detail])):
             out.append(
                 f"{where}: error: the quote under '# Spec: {tag.clause}' is not the "
                 f"clause's text: {tag.quote!r} (the clause: {text!r})"

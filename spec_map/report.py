@@ -1,10 +1,14 @@
 """Write the static HTML coverage report (``python -m spec_map report``).
 
 One self-contained page, ``<out>/index.html``: inline CSS, no scripts, nothing fetched
-from the network.  It holds the rule, a per-page summary table, the lifecycle diagram
-(inline SVG drawn from ``mcp_ref/_state.py``), then the spec page by page: every clause
-with its id, keyword, whom it binds, its text, and coloured by status, with relative
-links (``file#Lnn``) to the code lines and tests that cite it and the waiver reason.
+from the network.  It holds the rule, a table of every catalogued revision (its setting
+from :mod:`spec_map.revisions`, its clauses by level, its required clauses done, waived
+and open), the mutation proof, the lifecycle diagram (inline SVG drawn from
+``mcp_ref/_state.py``), then each revision in turn: its per-page summary table and its
+spec page by page: every clause with its id, keyword, whom it binds, its text, and
+coloured by status, with relative links (``file#Lnn``) to the code lines and tests that
+cite it and the waiver reason.  An open required clause is red in a ``required``
+revision, pale red in a ``citable`` one (it does not fail the check).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import re
 from html import escape
 from pathlib import Path
 
-from .check import RULE, Analysis, ClauseStatus, in_scope
+from .check import RULE, Analysis, ClauseStatus, PageSummary
 
 __all__ = ["render_report", "write_report"]
 
@@ -22,7 +26,9 @@ _CSS = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1150px;
        padding: 0 18px 60px; color: #1d1d1d; }
 h1 { margin-top: 24px; } h2 { border-bottom: 1px solid #ccc; margin-top: 36px; }
-h3 { margin: 22px 0 6px; font-size: 15px; color: #333; }
+h3 { margin: 22px 0 6px; font-size: 16px; }
+h4 { margin: 18px 0 6px; font-size: 15px; color: #333; }
+h2.revision { border-bottom: 3px solid #555; margin-top: 48px; }
 code, .id { font-family: ui-monospace, monospace; font-size: 12.5px; }
 pre.rule { background: #f6f6f6; padding: 10px; white-space: pre-wrap; font-size: 12.5px; }
 table.summary { border-collapse: collapse; font-size: 13px; }
@@ -77,7 +83,7 @@ def _clause_html(status: ClauseStatus, root: Path, out: Path) -> str:
     c = status.clause
     word = status.status
     classes = ["clause", word]
-    if word == "open" and not status.required:
+    if word == "open" and not (status.required and status.enforced):
         classes.append("soft")
     head = (
         f'<span class="id">{escape(status.id)}</span> '
@@ -85,7 +91,11 @@ def _clause_html(status: ClauseStatus, root: Path, out: Path) -> str:
         f'<span class="badge">{escape(_STATUS_TEXT[word])}</span>'
     )
     if status.required:
-        head += " <small>(required)</small>"
+        head += (
+            " <small>(required)</small>"
+            if status.enforced
+            else " <small>(required of a library; its revision is citable)</small>"
+        )
     parts = [
         f'<div class="{" ".join(classes)}" id="{_anchor(status.id)}" data-id="{escape(status.id)}">',
         f'<div class="head">{head}</div>',
@@ -139,40 +149,15 @@ def _diagram() -> str:
     return f'<div class="diagram">{svg}</div>'
 
 
-def render_report(analysis: Analysis, *, root: Path, out: Path) -> str:
-    """The report as one HTML document (``out`` is where it will be written)."""
-    catalog = analysis.catalog
-    rows = analysis.summaries()
-    tested = "a passing test (results.json)" if analysis.use_results else "a test marker"
-    html = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>mcp_ref spec coverage ({escape(catalog.revision)})</title>",
-        f"<style>{_CSS}</style></head><body>",
-        f"<h1>mcp_ref: coverage of the MCP {escape(catalog.revision)} specification</h1>",
-        f"<p>{len(catalog.clauses)} normative sentences; "
-        f"{sum(1 for s in analysis.statuses.values() if s.required)} required of a protocol "
-        f"library; <b>{len(analysis.open_required)} open</b>; {len(analysis.errors)} error(s) "
-        f"in citations or waivers. 'Tested' here means cited by {tested}.</p>",
-        f'<pre class="rule">{escape(RULE)}</pre>',
-        '<p class="legend">'
-        + "".join(
-            f'<span class="{k}{" soft" if k == "open" else ""}"><span class="badge">'
-            f"{escape(v)}</span></span>"
-            for k, v in _STATUS_TEXT.items()
-        )
-        + " (pale red: an open SHOULD/MAY)</p>",
-    ]
-    if analysis.errors:
-        html.append("<h2>Errors</h2><ul>")
-        html += [f"<li><code>{escape(e)}</code></li>" for e in analysis.errors]
-        html.append("</ul>")
-    html.append('<h2 id="summary">Summary</h2><table class="summary"><tr>')
+def _page_table(rows: list[PageSummary]) -> list[str]:
+    """One revision's per-page summary table."""
+    html = ['<table class="summary"><tr>']
     heads = ("page", "clauses", "MUST", "impl", "tested", "waived", "open", "SHOULD", "ok", "host")
     html.append("".join(f"<th>{h}</th>" for h in heads) + "</tr>")
     for row in rows:
         cls = "" if row.scope else ' class="out"'
-        name = f'<a href="#{_anchor(row.page)}">{escape(row.page)}</a>'
+        anchor = _anchor(f"{row.revision}/{row.page}")
+        name = f'<a href="#{anchor}">{escape(row.page)}</a>'
         nums = (
             (row.must, row.implemented, row.tested, row.waived, row.open, row.should, row.should_ok)
             if row.scope
@@ -185,27 +170,109 @@ def render_report(analysis: Analysis, *, root: Path, out: Path) -> str:
             + "</tr>"
         )
     html.append("</table>")
+    return html
+
+
+def _revision_table(analysis: Analysis) -> list[str]:
+    """The table of every revision's counts, each row linking to its section."""
+    heads = (
+        "revision",
+        "setting",
+        "clauses",
+        "MUST",
+        "SHOULD",
+        "MAY",
+        "required",
+        "done",
+        "waived",
+        "open",
+        "cited",
+    )
+    html = [
+        '<h2 id="revisions">Revisions</h2>',
+        "<p>Every revision is catalogued, and any of its clauses may be cited (unknown ids "
+        "and wrong quotes are errors in all of them). Open required clauses fail the check "
+        "only in a <b>required</b> revision; a <b>citable</b> one is counted the same way "
+        "and shown here, never failing (settings: <code>spec_map/revisions.py</code>). "
+        "MUST/SHOULD/MAY count clauses by their strongest keyword; <i>required</i> are the "
+        "library-binding MUSTs on pages the project implements in that revision, or "
+        "cited; <i>cited</i> counts clauses of any level cited by a tag or a test.</p>",
+        '<table class="summary"><tr>' + "".join(f"<th>{h}</th>" for h in heads) + "</tr>",
+    ]
+    for r in analysis.revision_summaries():
+        name = f'<a href="#{_anchor("rev-" + r.revision)}">{escape(r.revision)}</a>'
+        cells = (r.clauses, r.must, r.should, r.may, r.required, r.done, r.waived, r.open, r.cited)
+        html.append(
+            f"<tr><td>{name}</td><td>{escape(r.setting)}</td>"
+            + "".join(f'<td class="n">{c}</td>' for c in cells)
+            + "</tr>"
+        )
+    html.append("</table>")
+    return html
+
+
+def render_report(analysis: Analysis, *, root: Path, out: Path) -> str:
+    """The report as one HTML document (``out`` is where it will be written)."""
+    catalog = analysis.catalog
+    tested = "a passing test (results.json)" if analysis.use_results else "a test marker"
+    enforced = [r for r, p in analysis.policies.items() if p.setting == "required"]
+    html = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        "<title>mcp_ref spec coverage (every revision)</title>",
+        f"<style>{_CSS}</style></head><body>",
+        "<h1>mcp_ref: coverage of the MCP specification, revision by revision</h1>",
+        f"<p>{len(catalog.clauses)} normative sentences in {len(catalog.revisions)} "
+        f"revisions ({escape(', '.join(catalog.revisions))}); "
+        f"<b>{len(analysis.open_required)} required clause(s) open</b> in the revisions "
+        f"the check holds the tree to ({escape(', '.join(enforced) or 'none')}); "
+        f"{len(analysis.errors)} error(s) in citations or waivers. 'Tested' here means "
+        f"cited by {tested}.</p>",
+        f'<pre class="rule">{escape(RULE)}</pre>',
+        '<p class="legend">'
+        + "".join(
+            f'<span class="{k}{" soft" if k == "open" else ""}"><span class="badge">'
+            f"{escape(v)}</span></span>"
+            for k, v in _STATUS_TEXT.items()
+        )
+        + " (pale red: an open SHOULD/MAY, or an open MUST of a citable revision)</p>",
+    ]
+    if analysis.errors:
+        html.append("<h2>Errors</h2><ul>")
+        html += [f"<li><code>{escape(e)}</code></li>" for e in analysis.errors]
+        html.append("</ul>")
+    html += _revision_table(analysis)
     from .proof import report_html
 
     html.append(report_html(analysis))
     html.append('<h2 id="lifecycle">Lifecycle (from mcp_ref/_state.py)</h2>')
     html.append(_diagram())
-    for page, clauses in catalog.by_page().items():
-        if not clauses:
-            continue
-        title = catalog.pages[page]["title"]
-        note = "" if in_scope(page) else " <small>(not implemented by mcp_ref)</small>"
+    for revision, pages in catalog.revisions.items():
+        rev = analysis.policies[revision]
         html.append(
-            f'<h2 id="{_anchor(page)}">{escape(title)} <small><code>{escape(page)}</code></small>{note}</h2>'
+            f'<h2 class="revision" id="{_anchor("rev-" + revision)}">Revision '
+            f"{escape(revision)} <small>({escape(rev.setting)}: {escape(rev.why)})</small></h2>"
         )
-        section = None
-        for clause in clauses:
-            if clause["section"] != section:
-                section = clause["section"]
-                html.append(
-                    f"<h3>{escape(clause['section_title'])} <small><code>#{escape(section)}</code></small></h3>"
-                )
-            html.append(_clause_html(analysis.statuses[clause["id"]], root, out))
+        html += _page_table(analysis.summaries(revision))
+        for qualified, clauses in catalog.by_page(revision).items():
+            if not clauses:
+                continue
+            page = clauses[0]["page"]
+            title = pages[page]["title"]
+            note = "" if rev.in_scope(page) else " <small>(not implemented by mcp_ref)</small>"
+            html.append(
+                f'<h3 id="{_anchor(qualified)}">{escape(title)} '
+                f"<small><code>{escape(qualified)}</code></small>{note}</h3>"
+            )
+            section = None
+            for clause in clauses:
+                if clause["section"] != section:
+                    section = clause["section"]
+                    html.append(
+                        f"<h4>{escape(clause['section_title'])} "
+                        f"<small><code>#{escape(section)}</code></small></h4>"
+                    )
+                html.append(_clause_html(analysis.statuses[clause["id"]], root, out))
     html.append("</body></html>")
     return "\n".join(html) + "\n"
 

@@ -7,11 +7,16 @@ Format (TOML, read with :mod:`tomllib`)::
     reason = "What the host application must do instead, and why the library cannot."
 
     [[waiver]]
-    page = "basic/authorization"      # every clause of one page
+    page = "2025-06-18/basic/authorization"   # every clause of one page of one revision
+    except = ["2025-06-18/basic/authorization#overview.4"]   # ... but these
     reason = "..."
 
 Every waiver needs a non-empty ``reason`` and at least one of ``id``, ``ids``, ``page``.
-An id or page the catalog does not know is an error (reported by the checker).
+A page is named with its revision, as ids are: the catalog holds every revision, and a
+page waiver reaches no other revision's copy of the page.  ``except`` (only beside
+``page``) lists clauses of that page the waiver leaves out, because the project now does
+them.  An id or page the catalog does not know, an unqualified page, and an ``except``
+id outside its page are errors (reported by the checker).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .catalog import Catalog
+from .catalog import Catalog, page_of
 
 __all__ = ["Waiver", "WaiverError", "expand", "load_waivers"]
 
@@ -36,7 +41,9 @@ class Waiver:
     ids: tuple[str, ...]
     """Clause ids named one by one."""
     page: str | None
-    """A page path whose every clause is waived, or None."""
+    """A page (``<revision>/<page path>``) whose every clause is waived, or None."""
+    exceptions: tuple[str, ...] = ()
+    """Clause ids of :attr:`page` left out of the waiver (``except``)."""
     reason: str
     """Why the clauses are not implemented."""
     index: int
@@ -63,7 +70,7 @@ def load_waivers(path: Path) -> list[Waiver]:
         where = f"{path}: waiver #{index}"
         if not isinstance(entry, dict):
             raise WaiverError(f"{where}: not a table")
-        unknown = set(entry) - {"id", "ids", "page", "reason"}
+        unknown = set(entry) - {"id", "ids", "page", "except", "reason"}
         if unknown:
             raise WaiverError(f"{where}: unknown keys {sorted(unknown)}")
         reason = entry.get("reason")
@@ -81,7 +88,20 @@ def load_waivers(path: Path) -> list[Waiver]:
             raise WaiverError(f"{where}: 'page' must be a string")
         if not ids and page is None:
             raise WaiverError(f"{where}: needs 'id', 'ids' or 'page'")
-        out.append(Waiver(ids=tuple(ids), page=page, reason=reason.strip(), index=index))
+        exceptions = entry.get("except", [])
+        if not isinstance(exceptions, list) or not all(isinstance(i, str) for i in exceptions):
+            raise WaiverError(f"{where}: 'except' must be a list of strings")
+        if exceptions and page is None:
+            raise WaiverError(f"{where}: 'except' needs a 'page'")
+        out.append(
+            Waiver(
+                ids=tuple(ids),
+                page=page,
+                exceptions=tuple(exceptions),
+                reason=reason.strip(),
+                index=index,
+            )
+        )
     return out
 
 
@@ -89,20 +109,34 @@ def expand(waivers: list[Waiver], catalog: Catalog) -> tuple[dict[str, str], lis
     """Map every waived clause id to its reason.
 
     Returns:
-        ``(reasons by clause id, errors)``; errors name unknown ids and pages.
+        ``(reasons by clause id, errors)``; errors name unknown ids and pages, pages
+        given without their revision, and ``except`` ids that are not clauses of the
+        waiver's page.
     """
     reasons: dict[str, str] = {}
     errors: list[str] = []
+    pages = catalog.pages
     for waiver in waivers:
+        where = f"waivers.toml: waiver #{waiver.index}"
         if waiver.page is not None:
-            if waiver.page not in catalog.pages:
-                errors.append(f"waivers.toml: waiver #{waiver.index}: unknown page {waiver.page!r}")
-            for cid, clause in catalog.clauses.items():
-                if clause["page"] == waiver.page:
+            if waiver.page not in pages:
+                hint = ""
+                qualified = [p for p in pages if p.split("/", 1)[1] == waiver.page]
+                if qualified:
+                    hint = f" (name its revision: {', '.join(repr(p) for p in qualified)})"
+                errors.append(f"{where}: unknown page {waiver.page!r}{hint}")
+            of_page = [
+                cid for cid, clause in catalog.clauses.items() if page_of(clause) == waiver.page
+            ]
+            for cid in waiver.exceptions:
+                if cid not in of_page:
+                    errors.append(f"{where}: 'except' names {cid!r}, not a clause of {waiver.page}")
+            for cid in of_page:
+                if cid not in waiver.exceptions:
                     reasons.setdefault(cid, waiver.reason)
         for cid in waiver.ids:
             if cid not in catalog.clauses:
-                errors.append(f"waivers.toml: waiver #{waiver.index}: unknown clause id {cid!r}")
+                errors.append(f"{where}: unknown clause id {cid!r}")
             else:
                 reasons[cid] = waiver.reason
     return reasons, errors

@@ -1,9 +1,13 @@
-"""Tests of spec_map: extraction, the committed catalog, the checker, plugin, report, diagram."""
+"""Tests of spec_map: extraction, the committed catalog, the checker, plugin, report, diagram.
+
+The catalog of every revision, per-revision accounting and its settings are tested in
+``tests/test_spec_map_revisions.py``."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -15,7 +19,7 @@ import pytest
 from spec_map import cli
 from spec_map.binds import guess_binds
 from spec_map.catalog import (
-    CATALOG_PATH,
+    CATALOG_DIR,
     REPO_ROOT,
     build_catalog,
     catalog_from_pages,
@@ -26,8 +30,9 @@ from spec_map.catalog import (
 from spec_map.check import Analysis, analyze, format_table
 from spec_map.cites import scan_code, scan_tests
 from spec_map.diagram import DIAGRAM_MD, DIAGRAM_SVG, lanes, render_markdown, render_svg
-from spec_map.extract import Clause, extract_page, plain_text, slugify
+from spec_map.extract import Clause, extract_page, page_files, plain_text, slugify
 from spec_map.report import write_report
+from spec_map.revisions import REVISIONS
 from spec_map.waivers import WaiverError, expand, load_waivers
 
 VENDORED_SPEC = REPO_ROOT / "tests" / "vendor"  # the spec pages tests read (tests/_spec.py)
@@ -206,7 +211,10 @@ def test_committed_catalog_has_the_known_example() -> None:
     assert clause["keyword"] == "SHOULD"
     assert clause["page"] == "basic/lifecycle"
     assert clause["section"] == "version-negotiation"
-    assert "schema" not in catalog.pages and "schema-reference" not in catalog.pages
+    assert clause["revision"] == "2025-06-18"
+    assert "2025-06-18/basic/lifecycle" in catalog.pages
+    assert "2025-06-18/schema" not in catalog.pages
+    assert "2025-06-18/schema-reference" not in catalog.pages
 
 
 @needs_spec
@@ -220,34 +228,40 @@ def test_known_example_from_the_spec_text() -> None:
 
 
 @needs_spec
-def test_committed_catalog_is_not_stale() -> None:
+@pytest.mark.parametrize("revision", [r.name for r in REVISIONS])
+def test_committed_catalog_is_not_stale(revision: str) -> None:
     assert SPEC_DIR is not None
-    fresh = dump_catalog(build_catalog(SPEC_DIR))
-    assert CATALOG_PATH.read_text(encoding="utf-8") == fresh, (
-        "spec_map/catalog.json is stale: run `python -m spec_map extract` and commit it"
+    fresh = dump_catalog(build_catalog(SPEC_DIR, revision))
+    committed = CATALOG_DIR / f"{revision}.json"
+    assert committed.read_text(encoding="utf-8") == fresh, (
+        f"spec_map/clauses/{revision}.json is stale: run `python -m spec_map extract` and commit it"
     )
 
 
-@needs_spec
-def test_every_bold_keyword_of_the_spec_is_in_some_clause() -> None:
-    """Nothing bold is lost: count keywords outside code blocks against the catalog."""
-    import re
+def test_the_catalog_folder_holds_exactly_the_table_s_revisions() -> None:
+    assert sorted(p.stem for p in CATALOG_DIR.glob("*.json")) == sorted(r.name for r in REVISIONS)
+    assert list(load_catalog().revisions) == [r.name for r in REVISIONS]
 
+
+_BOLD = re.compile(
+    r"\*\*(?:MUST\s+NOT|MUST|REQUIRED|SHALL\s+NOT|SHALL|SHOULD\s+NOT|SHOULD|"
+    r"NOT\s+RECOMMENDED|RECOMMENDED|MAY|OPTIONAL)\*\*"
+)
+
+
+@needs_spec
+@pytest.mark.parametrize("revision", [r.name for r in REVISIONS])
+def test_every_bold_keyword_of_the_spec_is_in_some_clause(revision: str) -> None:
+    """Nothing bold is lost: count keywords outside code blocks against the catalog,
+    revision by revision (front matter and text before the first heading included)."""
     assert SPEC_DIR is not None
     expected = 0
-    for path in (SPEC_DIR / "2025-06-18").rglob("*.md"):
-        if path.name in ("schema.md", "schema-reference.md"):
-            continue
+    for _page, path in page_files(SPEC_DIR / revision):
         text = re.sub(r"^\s*```.*?^\s*```", "", path.read_text(encoding="utf-8"), flags=re.M | re.S)
-        expected += len(
-            re.findall(
-                r"\*\*(?:MUST NOT|MUST|REQUIRED|SHALL NOT|SHALL|SHOULD NOT|SHOULD|"
-                r"NOT RECOMMENDED|RECOMMENDED|MAY|OPTIONAL)\*\*",
-                text,
-            )
-        )
-    found = sum(len(c["keywords"]) for c in load_catalog().clauses.values())
-    assert found == expected
+        expected += len(_BOLD.findall(text))
+    clauses = load_catalog().clauses.values()
+    found = sum(len(c["keywords"]) for c in clauses if c["revision"] == revision)
+    assert expected > 0 and found == expected
 
 
 # --- citations -------------------------------------------------------------------------------
@@ -354,8 +368,16 @@ def test_committed_waivers_name_real_clauses_with_reasons() -> None:
     assert errors == []
     assert all(len(w.reason) > 40 for w in waivers)
     catalog = load_catalog()
-    auth = [cid for cid, c in catalog.clauses.items() if c["page"] == "basic/authorization"]
-    assert auth and all(cid in reasons for cid in auth)
+    (auth_waiver,) = [w for w in waivers if w.page == "2025-06-18/basic/authorization"]
+    auth = [
+        cid
+        for cid, c in catalog.clauses.items()
+        if c["revision"] == "2025-06-18" and c["page"] == "basic/authorization"
+    ]
+    assert auth and auth_waiver.exceptions
+    assert all((cid in reasons) == (cid not in auth_waiver.exceptions) for cid in auth)
+    # The page waiver is 2025-06-18's: no other revision's authorization page is waived.
+    assert all(cid.startswith("2025-06-18/") for cid in reasons)
 
 
 # --- the checker on a synthetic tree --------------------------------------------------------
@@ -631,7 +653,7 @@ def test_plugin_records_outcomes_and_fails_unknown_ids(tmp_path: Path) -> None:
         check=False,
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "not in spec_map/catalog.json" in proc.stdout
+    assert "not in the catalog (spec_map/clauses/)" in proc.stdout
     assert f"{REV}/basic/lifecycle#nope.1" in proc.stdout
     results = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
     assert results["passed"] == {_rid(1): ["test_inner.py::test_ok"]}

@@ -22,19 +22,29 @@ VENDOR = Path(__file__).resolve().parent
 REPO = VENDOR.parent.parent
 REVISIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
 EXAMPLES = "2026-07-28"
-PAGES = "2025-06-18"
+PAGES = (*REVISIONS, "extensions")
+"""The folders whose spec pages spec_map extracts its catalog from (spec_map/revisions.py)."""
+NOT_PAGES = ("server-features-reference.md",)
+"""Markdown files of those folders spec_map does not extract (besides ``schema*``)."""
+
+
+def _is_page(path: Path) -> bool:
+    return (
+        path.suffix == ".md" and not path.name.startswith("schema") and path.name not in NOT_PAGES
+    )
 
 
 def wanted(spec: Path) -> list[str]:
-    """The vendored paths, relative to both roots: schemas, examples, spec pages (the
-    pages' ``schema*.md`` left out), from either side so removals show too."""
+    """The vendored paths, relative to both roots: schemas, examples, spec pages (only
+    the ``*.md`` pages spec_map reads: ``schema*`` and :data:`NOT_PAGES` left out), from
+    either side so removals show too."""
     rels = {f"schema/{r}/schema.json" for r in REVISIONS}
     for root in (spec, VENDOR):
-        for sub in (f"examples/{EXAMPLES}", PAGES):
+        for sub in (f"examples/{EXAMPLES}", *PAGES):
             rels |= {
                 p.relative_to(root).as_posix()
                 for p in (root / sub).rglob("*")
-                if p.is_file() and not (sub == PAGES and p.name.startswith("schema"))
+                if p.is_file() and (sub not in PAGES or _is_page(p))
             }
     return sorted(rels)
 
