@@ -215,10 +215,11 @@ def _enqueue(context: Context, item: tuple[t.LoggingLevel, str, str]) -> None:
         return
     queue.records.append(item)
     if not queue.sending:
-        queue.sending, queue.done, queue.scope = True, trio.Event(), trio.CancelScope()
+        queue.done, queue.scope = trio.Event(), trio.CancelScope()
         trio.lowlevel.spawn_system_task(
             _drain, context, queue, name="mcp_ref.server forwarded log records"
         )
+        queue.sending = True  # only once it will run: flush_forwarded waits for it
 
 
 async def _drain(context: Context, queue: _Queue) -> None:
