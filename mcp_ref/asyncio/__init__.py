@@ -9,8 +9,12 @@ uses h11 (sans-IO HTTP/1.1; see :mod:`mcp_ref.asyncio._http`).
 * :func:`open_stdio_client` -- runs a server process and yields an initialized
   :class:`StdioClient`.
 * :func:`open_http_client` -- a Streamable HTTP client, :class:`HttpClient`.
+* :func:`open_stream_client` -- a client over any asyncio (reader, writer) pair (a
+  socket, a pipe), :class:`StreamClient`.
+* :func:`connect_in_memory` -- runs a :class:`mcp_ref.server.Server` (on trio, in a
+  thread) and yields an initialized :class:`StreamClient` talking to it: for tests.
 
-Both clients are a :class:`ClientSession`: ``request(method, params)`` returning the
+The clients are a :class:`ClientSession`: ``request(method, params)`` returning the
 typed result (``on_progress=`` for progress), ``notify``, ``ping``, ``list_tools``,
 ``call_tool``, ``set_roots``, ``abort``.  The ``open_*`` functions take the client
 core's options (:class:`mcp_ref._client.ClientCore`: ``client_info``,
@@ -40,7 +44,9 @@ loop at all.
 from .._client import DEFAULT_CLIENT_INFO, ElicitationHandler, SamplingHandler, SessionClosed
 from ._client import ClientSession, ProgressCallback
 from ._http import HttpClient, open_http_client
+from ._memory import connect_in_memory
 from ._stdio import Handler, RequestContext, StdioClient, open_stdio_client, serve_stdio
+from ._streams import StreamClient, open_stream_client
 
 __all__ = [
     "DEFAULT_CLIENT_INFO",
@@ -53,7 +59,10 @@ __all__ = [
     "SamplingHandler",
     "SessionClosed",
     "StdioClient",
+    "StreamClient",
+    "connect_in_memory",
     "open_http_client",
     "open_stdio_client",
+    "open_stream_client",
     "serve_stdio",
 ]

@@ -25,8 +25,9 @@ transport, so messages never interleave and no lock is needed.  The capabilities
 passed to :func:`serve_stdio` are the ones the core enforces: a ``tools/list`` to a
 server without ``tools`` is refused with -32601 before the handler sees it.
 
-The client (:func:`open_stdio_client`) is :class:`~mcp_ref.asyncio.ClientSession`
-with a reader task that feeds the child's stdout to the core, and the shutdown the
+The client (:func:`open_stdio_client`) is :class:`~mcp_ref.asyncio.StreamClient` (the
+client over any stream pair, :mod:`mcp_ref.asyncio._streams`) on the child's pipes,
+with the shutdown the
 lifecycle page asks for: close the child's stdin, wait, SIGTERM, wait, SIGKILL.
 :meth:`~mcp_ref.asyncio.ClientSession.abort` closes the child's stdin at once (what
 the server sees when its client crashes); the shutdown still follows on exit.
@@ -59,7 +60,8 @@ from ..events import (
     RequestId,
     Response,
 )
-from ._client import ClientSession, SessionClosed, typed_params
+from ._client import typed_params
+from ._streams import StreamClient, run_client
 
 __all__ = ["Handler", "RequestContext", "StdioClient", "open_stdio_client", "serve_stdio"]
 
@@ -270,8 +272,9 @@ async def _std_streams() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
 # -- client ------------------------------------------------------------------------
 
 
-class StdioClient(ClientSession):
-    """A :class:`~mcp_ref.asyncio.ClientSession` talking to a child process's stdio.
+class StdioClient(StreamClient):
+    """A :class:`~mcp_ref.asyncio.ClientSession` talking to a child process's stdio
+    (a :class:`~mcp_ref.asyncio.StreamClient` on its pipes).
 
     Attributes:
         process: the server process (``asyncio.subprocess.Process``).
@@ -283,36 +286,7 @@ class StdioClient(ClientSession):
         """Talk to ``process`` (started after the options were checked)."""
         assert process.stdin is not None and process.stdout is not None
         self.process = process
-        self._stdin: asyncio.StreamWriter = process.stdin
-        self._stdout: asyncio.StreamReader = process.stdout
-
-    def _transmit_soon(self, data: bytes) -> None:
-        if data and not self._stdin.is_closing():
-            self._stdin.write(data)  # one whole message: never interleaves with another
-
-    async def _transmit(self, data: bytes) -> None:
-        if self._stdin.is_closing():
-            raise SessionClosed("the server's stdin is closed")
-        self._transmit_soon(data)
-        try:
-            await self._stdin.drain()
-        except ConnectionError as exc:
-            raise self._close(f"writing to the server failed: {exc!r}") from exc
-
-    def _drop_transport(self) -> None:
-        self._stdin.close()  # no goodbye: whatever is buffered is all the server gets
-
-    async def _read(self) -> None:
-        """Feed the child's stdout to the core until it ends (steps 3 and 6)."""
-        try:
-            while True:
-                chunk = await self._stdout.read(_CHUNK)
-                self.connection.receive_data(chunk)
-                self._process_events()
-                if not chunk:
-                    return
-        finally:
-            self._close("the reader stopped")
+        self._attach_streams(process.stdout, process.stdin)
 
 
 @asynccontextmanager
@@ -367,23 +341,16 @@ async def open_stdio_client(
         cwd=cwd,
     )
     client._attach(process)
-    tasks = [asyncio.create_task(client._read()), asyncio.create_task(client._clock())]
-    try:
-        await client.initialize()
-        yield client
-    finally:
-        client._close("the client was closed")
+
+    async def shutdown() -> None:
         try:
-            await client._stop_handlers()
             await _shutdown(process, shutdown_grace)
         finally:
             if process.returncode is None:
                 process.kill()  # never leave a child behind, even when cancelled
-            for task in tasks:
-                task.cancel()
-            for outcome in await asyncio.gather(*tasks, return_exceptions=True):
-                if isinstance(outcome, Exception):
-                    log.error("stdio client task failed", exc_info=outcome)
+
+    async with run_client(client, shutdown):
+        yield client
 
 
 async def _shutdown(process: asyncio.subprocess.Process, grace: float) -> None:

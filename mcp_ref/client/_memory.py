@@ -14,6 +14,9 @@ change notifier), any other :class:`~mcp_ref.trio.Handler` through a plain sessi
 It runs in the context manager's own nursery.  Leaving the block closes the client's
 channel; the server then sees the end of its input and ends its session, and the block
 exits once it has, so no task outlives it.
+
+From asyncio, :func:`mcp_ref.asyncio.connect_in_memory` is the twin: the server runs on
+trio in a thread of its own, joined to an asyncio client by a socket pair.
 """
 
 from __future__ import annotations

@@ -32,7 +32,8 @@ Quick start::
 The pieces, one module each: :mod:`._server` (the :class:`Server`: registries,
 dispatch, capabilities, sessions), :mod:`._tools`, :mod:`._resources` (with
 :mod:`._uritemplate`, RFC 6570), :mod:`._prompts`, :mod:`._completion`, :mod:`._logging`,
-:mod:`._context` (what a handler gets), :mod:`._schema` and :mod:`._arguments` (JSON
+:mod:`._context` (what a handler gets), :mod:`._log_forward` (Python ``logging`` to
+the client), :mod:`._schema` and :mod:`._arguments` (JSON
 Schema from annotations, strict argument conversion), :mod:`._functions` (sync/async
 calls), :mod:`._content` (content helpers).
 """
@@ -50,6 +51,7 @@ from ._content import (
     user,
 )
 from ._context import Context
+from ._log_forward import ClientLogHandler, mcp_level
 from ._logging import LEVELS, LogPolicy
 from ._prompts import PromptDef
 from ._resources import ResourceDef, TemplateDef
@@ -63,6 +65,7 @@ __all__ = [
     "LEVELS",
     "MAX_COMPLETION_INPUT",
     "MAX_VALUES",
+    "ClientLogHandler",
     "CompletionDef",
     "Context",
     "LogPolicy",
@@ -82,6 +85,7 @@ __all__ = [
     "embedded",
     "image",
     "jsonschema_available",
+    "mcp_level",
     "resource_link",
     "schema_for",
     "text",

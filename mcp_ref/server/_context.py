@@ -15,11 +15,16 @@ its result is abandoned (:attr:`Context.cancelled` lets it notice and stop early
 
 The methods are async.  A sync handler in a worker thread calls them through trio:
 ``trio.from_thread.run(ctx.log, "info", "hello")``.
+
+:data:`current_context` holds the request's Context while its handler runs (in the
+request's own task, and in the worker thread of a sync handler, which trio gives a copy
+of the task's context variables); :class:`~mcp_ref.server.ClientLogHandler` reads it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -34,7 +39,7 @@ from ._logging import LogPolicy, send_log
 if TYPE_CHECKING:
     from ..trio import RequestContext, Session
 
-__all__ = ["Context"]
+__all__ = ["Context", "current_context"]
 
 
 class Context:
@@ -45,7 +50,7 @@ class Context:
         server: the :class:`~mcp_ref.server.Server` handling the request.
     """
 
-    __slots__ = ("_last_progress_at", "_log_policy", "request", "server")
+    __slots__ = ("_last_progress_at", "_log_policy", "_log_queue", "request", "server")
 
     MIN_PROGRESS_INTERVAL = 0.01
     """Seconds between two progress notifications of one request (at most 100 a
@@ -56,6 +61,7 @@ class Context:
         self.server = server
         self._log_policy = log_policy
         self._last_progress_at: float | None = None
+        self._log_queue: Any = None  # records waiting to be forwarded (._log_forward)
 
     @property
     def session(self) -> Session:
@@ -260,3 +266,10 @@ class Context:
         """
         result: t.ListRootsResult = await self.send_request("roots/list")
         return list(result.roots)
+
+
+current_context: ContextVar[Context | None] = ContextVar(
+    "mcp_ref.server.current_context", default=None
+)
+"""The :class:`Context` of the request whose tool, resource, prompt or completion
+function is running in this task (or worker thread); None elsewhere."""

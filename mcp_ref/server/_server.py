@@ -71,7 +71,8 @@ from ..trio._session import DEFAULT_GRACE_SECONDS
 from ..trio._stdio import serve_until_signal
 from ._completion import CompletionDef, make_completion
 from ._content import for_version
-from ._context import Context
+from ._context import Context, current_context
+from ._log_forward import flush_forwarded
 from ._logging import LogPolicy, set_level
 from ._prompts import PromptDef, make_prompt
 from ._resources import ResourceDef, TemplateDef, check_uri, make_resource, make_template
@@ -604,7 +605,10 @@ class Server:
         limit = self.rate_limits.get(ctx.method)
         if limit is not None:
             self._check_rate(ctx, limit)
-        return await handler(ctx)
+        try:
+            return await handler(ctx)
+        finally:
+            await flush_forwarded()  # log records still queued go before the answer
 
     def _check_rate(self, ctx: RequestContext, limit: RateLimit) -> None:
         # Spec: 2025-06-18/server/tools#security-considerations.1 (rate limit tool calls)
@@ -623,7 +627,9 @@ class Server:
     # ----------------------------------------------------------------- requests
 
     def _context(self, ctx: RequestContext) -> Context:
-        return Context(ctx, self, self.log_policy)
+        context = Context(ctx, self, self.log_policy)
+        current_context.set(context)  # in the request's own task (see ._log_forward)
+        return context
 
     def _threads(self) -> trio.CapacityLimiter:
         if self._limiter is None:
