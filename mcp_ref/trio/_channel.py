@@ -25,6 +25,7 @@ from typing import Literal, Protocol, runtime_checkable
 import trio
 
 from ..events import RequestId
+from ._fast_pipe import pipe_send_nowait
 
 __all__ = ["MemoryMessageChannel", "MessageChannel", "StreamChannel", "memory_channel_pair"]
 
@@ -122,6 +123,8 @@ class StreamChannel:
         self.send_stream = stream
         self.receive_stream = receive_stream
         self.receive_size = receive_size
+        # The fast path for pipes (skippable, see _fast_pipe): None for other streams.
+        self.send_nowait = pipe_send_nowait(stream)
 
     async def receive(self) -> bytes:
         """The next chunk, at most ``receive_size`` bytes; ``b""`` at end of input (a
