@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 The session's writer tries a channel's optional ``send_nowait`` before its ``send``
-(:meth:`Session._write_outbox <mcp_ref.trio.Session>`).  For a
+(``Session._write``).  For a
 :class:`~mcp_ref.trio.StreamChannel` whose send stream is a pipe (a child's stdin, our
 stdout under ``serve_stdio``), :func:`pipe_send_nowait` gives one: a single ``os.write``
 of the whole message.  POSIX makes a write of at most ``PIPE_BUF`` bytes (4096 on

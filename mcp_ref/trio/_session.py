@@ -42,29 +42,18 @@ from typing import Any, Final
 
 import trio
 
+from .. import events as ev
 from .. import types as t
 from .._connection import NEED_DATA, Connection
 from .._errors import INTERNAL_ERROR, LocalProtocolError, RemoteProtocolError
 from .._framing import DEFAULT_MAX_MESSAGE_BYTES
 from .._inflight import RequestTimeout
+from .._session_rules import Keepalive, busy_reply, error_reply
 from .._state import SERVER, Role, State
-from ..events import (
-    ConnectionClosed,
-    ErrorResponse,
-    Event,
-    Notification,
-    Progress,
-    Request,
-    RequestCancelled,
-    RequestTimedOut,
-    Response,
-)
 from ._channel import MessageChannel
 from ._handler import Handler, RequestContext
-from ._incoming import answer
-from ._keepalive import Keepalive, run_keepalive
-from ._outgoing import DEFAULT_TIMEOUT, SessionClosed
-from ._session_api import CLOSE_GRACE, Session
+from ._keepalive import run_keepalive
+from ._session_api import CLOSE_GRACE, DEFAULT_TIMEOUT, Session, SessionClosed, quietly
 
 # What the HTTP and WebSocket drivers import from here.
 __all__ = [
@@ -152,30 +141,30 @@ class _Tasks:
                     continue
                 if event is NEED_DATA:
                     return
-                assert isinstance(event, Event)
+                assert isinstance(event, ev.Event)
                 await self.dispatch_one(event)
         finally:
             lock.release()
 
-    async def dispatch_one(self, event: Event) -> None:
+    async def dispatch_one(self, event: ev.Event) -> None:
         session = self.session
-        if type(event) is Request:
+        if type(event) is ev.Request:
             await self.start_request(event)
-        elif type(event) is Notification:
+        elif type(event) is ev.Notification:
             try:
                 await shielded(session._notes_in.send(event))  # bounded: waits while full
             except (trio.ClosedResourceError, trio.BrokenResourceError):
                 pass
-        elif type(event) is RequestCancelled:
+        elif type(event) is ev.RequestCancelled:
             # Spec: 2025-06-18/basic/utilities/cancellation#implementation-notes.1
             # "Both parties SHOULD log cancellation reasons for debugging"
             log.debug("the peer cancelled request %r: %s", event.id, event.reason)
             session._running.cancel(event.id)
             if session.connection.has_data_to_send:  # it settled a batch: its replies
-                await shielded(session._quiet_write(session.connection.data_to_send))
-        elif type(event) in (Response, ErrorResponse, RequestTimedOut, Progress):
+                await shielded(quietly(session._write(session.connection.data_to_send, None)))
+        elif isinstance(event, ev.Response | ev.ErrorResponse | ev.RequestTimedOut | ev.Progress):
             session._waiters.deliver(event)
-        elif type(event) is ConnectionClosed:
+        elif type(event) is ev.ConnectionClosed:
             eof = getattr(session._channel, "eof_reason", None)
             self.end_of_input("the peer closed the connection" + (f"; {eof}" if eof else ""))
         else:  # ProgressDropped, UnexpectedResponse
@@ -186,21 +175,20 @@ class _Tasks:
         session = self.session
         log.warning("%s session: bad input from the peer: %s", session.role.value, exc.message)
         if exc.event_hint is not None:
-            await session._quiet_send(exc.event_hint)
+            await quietly(session._send(exc.event_hint))
         if session.connection.state is State.CLOSED:
             session._close(f"protocol error: {exc.message}")
 
-    async def start_request(self, request: Request) -> None:
+    async def start_request(self, request: ev.Request) -> None:
         session = self.session
         if request.method == "ping":
             # Spec: 2025-06-18/basic/utilities/ping#behavior-requirements.1
             # "The receiver MUST respond promptly with an empty response:"
-            await shielded(session._quiet_send(Response(id=request.id, result=t.Result())))
+            pong = ev.Response(id=request.id, result=t.Result())
+            await shielded(quietly(session._send(pong)))
         elif session._running.full or session.closed:
-            who = "server" if session.role is SERVER else "client"
-            message = f"{who} busy: {len(session._running)} requests are being handled"
-            busy = ErrorResponse(id=request.id, code=INTERNAL_ERROR, message=message)
-            await shielded(session._quiet_send(busy))
+            busy = busy_reply(request.id, session.role, len(session._running))
+            await shielded(quietly(session._send(busy)))
         else:
             ctx = RequestContext(session, request.id, request.method, request.params)
             session._running.add(request.id, ctx.cancel_scope)
@@ -211,24 +199,27 @@ class _Tasks:
 
     async def run_request(self, ctx: RequestContext) -> None:
         """Handle one request of the peer in its cancel scope, and answer it."""
-        running = self.session._running
+        running, rid = self.session._running, ctx.request_id
         try:
             with ctx.cancel_scope:
-                outcome = self.handler.handle_request(ctx)
-                await self.reply(ctx, await answer(outcome, ctx.request_id, ctx.method))
+                reply: ev.Response | ev.ErrorResponse
+                try:
+                    reply = ev.Response(id=rid, result=await self.handler.handle_request(ctx))
+                except Exception as exc:
+                    reply = error_reply(exc, rid, ctx.method)
+                await self.reply(ctx, reply)
                 return
             # Cancelled.  By the peer, or the session's end: no answer.  By a graceful
             # stop: the peer still waits, and only a response ends its wait.
-            reason = running.stopped_by_us(ctx.request_id)
+            reason = running.stopped_by_us(rid)
             if reason is not None:
                 # Spec: 2025-06-18/basic#responses.4
                 # "errors MUST include an error code and message at minimum"
-                error = ErrorResponse(id=ctx.request_id, code=INTERNAL_ERROR, message=reason)
-                await self.reply(ctx, error)
+                await self.reply(ctx, ev.ErrorResponse(id=rid, code=INTERNAL_ERROR, message=reason))
         finally:
-            running.remove(ctx.request_id)
+            running.remove(rid)
 
-    async def reply(self, ctx: RequestContext, reply: Response | ErrorResponse) -> None:
+    async def reply(self, ctx: RequestContext, reply: ev.Response | ev.ErrorResponse) -> None:
         """Send a handler's answer; one the core refuses (a result of the wrong type)
         becomes -32603."""
         session, rid = self.session, ctx.request_id
@@ -239,8 +230,8 @@ class _Tasks:
         except (LocalProtocolError, ValueError, TypeError) as exc:
             log.error("cannot send the answer to %s (id %r): %s", ctx.method, rid, exc)
             message = f"internal error: the answer to {ctx.method} could not be sent"
-            fallback = ErrorResponse(id=rid, code=INTERNAL_ERROR, message=message)
-            await session._quiet_send(fallback, rid)
+            fallback = ev.ErrorResponse(id=rid, code=INTERNAL_ERROR, message=message)
+            await quietly(session._send(fallback, rid))
 
     async def notify(self) -> None:
         """The notification task: the handler's ``handle_notification``, in order."""
@@ -268,7 +259,7 @@ class _Tasks:
             # period, the sender SHOULD issue a cancellation notification for that request and stop
             # waiting for a response."
             for data in conn.handle_timeout(trio.current_time()):
-                await session._quiet_write(lambda: data)  # noqa: B023 (called at once)
+                await quietly(session._write(lambda: data, None))  # noqa: B023 (called at once)
             await self.dispatch(lambda: None)
 
     def end_of_input(self, reason: str) -> None:
@@ -390,7 +381,7 @@ async def open_session(
     finally:
         session._close("the session was closed by its owner")
         with trio.CancelScope(shield=True):
-            await session._write_rest()  # what the outbox accepted (within its grace)
+            await session._wait_written()  # a write under way (within the close's grace)
         with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_GRACE):
             try:
                 await channel.aclose()
