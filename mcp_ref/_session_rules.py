@@ -9,7 +9,8 @@ reader finds them in one place and a test needs no loop:
 
 * **The answer to a handler's failure** (:func:`error_reply`): an
   :class:`~mcp_ref.McpError` is sent as it is, an invalid cursor as -32602, anything else
-  as -32603 naming only the method (the exception is logged, never sent).
+  as -32603 naming only the method (the exception is logged, never sent); and an answer
+  the core refuses (a result of the wrong type) becomes -32603 too (:func:`answer_bytes`).
 * **The answer past the limit** (:func:`busy_reply`): -32603 at once, without running a
   handler.
 * **Giving up on our own request** (:func:`cancel_notification`): the
@@ -29,13 +30,15 @@ from typing import Any
 import attrs
 
 from . import types as t
-from ._errors import INTERNAL_ERROR, McpError
+from ._connection import Connection
+from ._errors import INTERNAL_ERROR, LocalProtocolError, McpError
 from ._pagination import InvalidCursor
 from ._state import SERVER, Role
-from .events import ErrorResponse, Notification, RequestId
+from .events import ErrorResponse, Notification, RequestId, Response
 
 __all__ = [
     "Keepalive",
+    "answer_bytes",
     "busy_reply",
     "cancel_notification",
     "error_reply",
@@ -94,6 +97,23 @@ def _only_mcp_errors(exc: BaseException) -> McpError | None:
         if found and all(f is not None for f in found):
             return found[0]
     return None
+
+
+def answer_bytes(conn: Connection, reply: Response | ErrorResponse, method: str) -> bytes:
+    """The bytes of the answer to the peer's request ``method``: ``reply`` sent through
+    ``conn``; when the core refuses it (a result of the wrong type, say: the handler's
+    fault), a -32603 naming the method instead, and the refusal is logged.
+
+    Raises:
+        LocalProtocolError: the core refuses the -32603 too (the request is no longer
+            open: answered, or the session closed).
+    """
+    try:
+        return conn.send(reply)
+    except (LocalProtocolError, ValueError, TypeError) as exc:
+        log.error("cannot send the answer to %s (id %r): %s", method, reply.id, exc)
+        message = f"internal error: the answer to {method} could not be sent"
+        return conn.send(ErrorResponse(id=reply.id, code=INTERNAL_ERROR, message=message))
 
 
 def busy_reply(request_id: RequestId, our_role: Role, running: int) -> ErrorResponse:

@@ -8,7 +8,8 @@ the one write path) and runs it in a nursery it owns, with three tasks (four wit
 
 * **the reader** (:meth:`_Tasks.read`): await ``channel.receive()``, feed the core,
   dispatch, repeat.  A channel whose input arrives in other tasks may instead
-  :meth:`Session.push` each message;
+  :meth:`Session.push` each message.  A graceful stop (``stop=``) ends the reading as
+  if the peer had closed its side;
 * **the timer** (:meth:`_Tasks.expire`): sleep until ``Connection.next_deadline()`` (on
   ``trio.current_time()``, so ``MockClock`` drives it), call ``handle_timeout(now)``,
   write the ``notifications/cancelled`` it returns.  An earlier deadline wakes it;
@@ -23,7 +24,7 @@ timer and ``push``), feed the core, then act on each event of ``next_event()`` u
   (``ping`` is answered here, ``initialize`` before the next event, and one past
   ``max_concurrent_requests`` with -32603 at once);
 - ``RequestCancelled`` cancels that scope;
-- an answer, timeout or progress goes to its caller in ``send_request`` (:mod:`._outgoing`);
+- an answer, timeout or progress goes to its caller in ``send_request`` (:mod:`._requests`);
 - a ``Notification`` joins a bounded queue (full, it stops the reading);
 - a ``RemoteProtocolError`` is logged and its ready reply (e.g. -32700) sent;
 - end of input fails our callers, lets the requests we accepted finish
@@ -38,6 +39,7 @@ import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any, Final
 
 import trio
@@ -45,10 +47,10 @@ import trio
 from .. import events as ev
 from .. import types as t
 from .._connection import NEED_DATA, Connection
-from .._errors import INTERNAL_ERROR, LocalProtocolError, RemoteProtocolError
+from .._errors import INTERNAL_ERROR, RemoteProtocolError
 from .._framing import DEFAULT_MAX_MESSAGE_BYTES
 from .._inflight import RequestTimeout
-from .._session_rules import Keepalive, busy_reply, error_reply
+from .._session_rules import Keepalive, answer_bytes, busy_reply, error_reply
 from .._state import SERVER, Role, State
 from ._channel import MessageChannel
 from ._handler import Handler, RequestContext
@@ -95,6 +97,8 @@ class _Tasks:
         self.nursery = nursery
         self.drain_timeout = drain_timeout
         self.dispatch_lock = trio.Lock()
+        self.stopped: str | None = None  # why a graceful stop ended the input
+        self.receiving = trio.CancelScope()  # the reader's receive under way
 
     async def read(self) -> None:
         """The one reader: the channel's bytes into the core, then dispatch."""
@@ -102,10 +106,13 @@ class _Tasks:
         conn = session.connection
         whole_messages = channel.framing == "messages"
         while not session.closed:
-            try:
-                data = await channel.receive()  # b"" at end of input
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                data = b""
+            data = b""  # end of input: the channel's, or a graceful stop's
+            if self.stopped is None:
+                with trio.CancelScope() as self.receiving:  # a graceful stop cancels it
+                    try:
+                        data = await channel.receive()
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        pass
             if session.closed:
                 return
             session.last_input_at = trio.current_time()
@@ -165,7 +172,7 @@ class _Tasks:
         elif isinstance(event, ev.Response | ev.ErrorResponse | ev.RequestTimedOut | ev.Progress):
             session._waiters.deliver(event)
         elif type(event) is ev.ConnectionClosed:
-            eof = getattr(session._channel, "eof_reason", None)
+            eof = self.stopped or getattr(session._channel, "eof_reason", None)
             self.end_of_input("the peer closed the connection" + (f"; {eof}" if eof else ""))
         else:  # ProgressDropped, UnexpectedResponse
             log.debug("ignored input from the peer: %r", event)
@@ -220,18 +227,9 @@ class _Tasks:
             running.remove(rid)
 
     async def reply(self, ctx: RequestContext, reply: ev.Response | ev.ErrorResponse) -> None:
-        """Send a handler's answer; one the core refuses (a result of the wrong type)
-        becomes -32603."""
-        session, rid = self.session, ctx.request_id
-        try:
-            await session._send(reply, rid)
-        except SessionClosed:
-            pass
-        except (LocalProtocolError, ValueError, TypeError) as exc:
-            log.error("cannot send the answer to %s (id %r): %s", ctx.method, rid, exc)
-            message = f"internal error: the answer to {ctx.method} could not be sent"
-            fallback = ev.ErrorResponse(id=rid, code=INTERNAL_ERROR, message=message)
-            await quietly(session._send(fallback, rid))
+        """Send the answer to ``ctx``'s request (or -32603 when the core refuses it)."""
+        produce = partial(answer_bytes, self.session.connection, reply, ctx.method)
+        await quietly(self.session._write(produce, ctx.request_id))
 
     async def notify(self) -> None:
         """The notification task: the handler's ``handle_notification``, in order."""
@@ -280,6 +278,16 @@ class _Tasks:
         else:
             self.nursery.start_soon(self.finish_then_close, reason)
 
+    async def stop_on(self, stop: trio.Event) -> None:
+        """A graceful stop: once ``stop`` is set, read nothing more (a receive under way
+        is cancelled, which loses nothing on a trio stream or memory channel).
+
+        Source: 2025-06-18/basic/lifecycle#stdio.2 (the server may end the session).
+        """
+        await stop.wait()
+        self.stopped = "the server is shutting down"
+        self.receiving.cancel()
+
     async def finish_then_close(self, reason: str) -> None:
         why = f"cancelled: still running {self.drain_timeout:g} s after the end of input"
         await self.session._running.settle(self.drain_timeout, why)
@@ -299,6 +307,7 @@ async def open_session(
     max_queued_notifications: int = 64,
     drain_timeout: float = 30.0,
     keepalive: Keepalive | None = None,
+    stop: trio.Event | None = None,
 ) -> AsyncIterator[Session]:
     """Run an MCP session over ``channel`` for the duration of an ``async with`` block.
 
@@ -319,6 +328,9 @@ async def open_session(
             finish and be answered before they are cancelled (default 30).
         keepalive: ping the peer after this much silence and end the session when it
             stops answering (:class:`~mcp_ref.trio.Keepalive`); default None, no pings.
+        stop: set it to stop gracefully (a signal, say): the session reads nothing more
+            and ends as at the end of input (``drain_timeout`` for the requests in
+            progress, then -32603 for each one still running).
 
     Yields:
         The :class:`Session`.  Initialization is not done here: a client sends
@@ -366,6 +378,8 @@ async def open_session(
             nursery.start_soon(tasks.notify)
             if keepalive is not None:
                 nursery.start_soon(run_keepalive, session, keepalive)
+            if stop is not None:
+                nursery.start_soon(tasks.stop_on, stop)
             opened = getattr(handler, "session_opened", None)
             if opened is not None:
                 opened(session)
