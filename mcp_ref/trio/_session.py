@@ -55,7 +55,7 @@ from .._state import SERVER, Role, State
 from ._channel import MessageChannel
 from ._handler import Handler, RequestContext
 from ._keepalive import run_keepalive
-from ._session_api import CLOSE_GRACE, DEFAULT_TIMEOUT, Session, SessionClosed, quietly
+from ._session_api import CLOSE_GRACE, DEFAULT_TIMEOUT, Session, SessionClosed
 
 # What the HTTP and WebSocket drivers import from here.
 __all__ = [
@@ -98,30 +98,29 @@ class _Tasks:
         self.drain_timeout = drain_timeout
         self.dispatch_lock = trio.Lock()
         self.stopped: str | None = None  # why a graceful stop ended the input
-        self.receiving = trio.CancelScope()  # the reader's receive under way
 
     async def read(self) -> None:
-        """The one reader: the channel's bytes into the core, then dispatch."""
+        """The one reader: the channel's bytes into the core, then dispatch, until the
+        end of input."""
         session, channel = self.session, self.session._channel
-        conn = session.connection
         whole_messages = channel.framing == "messages"
-        while not session.closed:
-            data = b""  # end of input: the channel's, or a graceful stop's
-            if self.stopped is None:
-                with trio.CancelScope() as self.receiving:  # a graceful stop cancels it
-                    try:
-                        data = await channel.receive()
-                    except (trio.BrokenResourceError, trio.ClosedResourceError):
-                        pass
+        while not session.closed and self.stopped is None:
+            try:
+                data = await channel.receive()  # b"" at end of input
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                data = b""
             if session.closed:
                 return
             session.last_input_at = trio.current_time()
-            if data and whole_messages:
-                await self.dispatch(lambda: conn.receive_message(data))  # noqa: B023
-            else:
-                await self.dispatch(lambda: conn.receive_data(data))  # noqa: B023
+            await self.dispatch(partial(self.feed, data, whole_messages and bool(data)))
             if not data:
                 return
+
+    def feed(self, data: bytes, whole_message: bool) -> None:
+        """Give the core what the reader received (nothing after a graceful stop)."""
+        conn = self.session.connection
+        if self.stopped is None:
+            (conn.receive_message if whole_message else conn.receive_data)(data)
 
     async def dispatch(self, take: Callable[[], None]) -> None:
         """The one dispatch route: in turn, call ``take`` (which feeds the core), then
@@ -168,8 +167,8 @@ class _Tasks:
             log.debug("the peer cancelled request %r: %s", event.id, event.reason)
             session._running.cancel(event.id)
             if session.connection.has_data_to_send:  # it settled a batch: its replies
-                await shielded(quietly(session._write(session.connection.data_to_send, None)))
-        elif isinstance(event, ev.Response | ev.ErrorResponse | ev.RequestTimedOut | ev.Progress):
+                await shielded(session._write(session.connection.data_to_send, None, quiet=True))
+        elif isinstance(event, (ev.Response, ev.ErrorResponse, ev.RequestTimedOut, ev.Progress)):
             session._waiters.deliver(event)
         elif type(event) is ev.ConnectionClosed:
             eof = self.stopped or getattr(session._channel, "eof_reason", None)
@@ -182,7 +181,7 @@ class _Tasks:
         session = self.session
         log.warning("%s session: bad input from the peer: %s", session.role.value, exc.message)
         if exc.event_hint is not None:
-            await quietly(session._send(exc.event_hint))
+            await session._send(exc.event_hint, quiet=True)
         if session.connection.state is State.CLOSED:
             session._close(f"protocol error: {exc.message}")
 
@@ -192,10 +191,10 @@ class _Tasks:
             # Spec: 2025-06-18/basic/utilities/ping#behavior-requirements.1
             # "The receiver MUST respond promptly with an empty response:"
             pong = ev.Response(id=request.id, result=t.Result())
-            await shielded(quietly(session._send(pong)))
+            await shielded(session._send(pong, quiet=True))
         elif session._running.full or session.closed:
             busy = busy_reply(request.id, session.role, len(session._running))
-            await shielded(quietly(session._send(busy)))
+            await shielded(session._send(busy, quiet=True))
         else:
             ctx = RequestContext(session, request.id, request.method, request.params)
             session._running.add(request.id, ctx.cancel_scope)
@@ -229,7 +228,7 @@ class _Tasks:
     async def reply(self, ctx: RequestContext, reply: ev.Response | ev.ErrorResponse) -> None:
         """Send the answer to ``ctx``'s request (or -32603 when the core refuses it)."""
         produce = partial(answer_bytes, self.session.connection, reply, ctx.method)
-        await quietly(self.session._write(produce, ctx.request_id))
+        await self.session._write(produce, ctx.request_id, quiet=True)
 
     async def notify(self) -> None:
         """The notification task: the handler's ``handle_notification``, in order."""
@@ -257,7 +256,7 @@ class _Tasks:
             # period, the sender SHOULD issue a cancellation notification for that request and stop
             # waiting for a response."
             for data in conn.handle_timeout(trio.current_time()):
-                await quietly(session._write(lambda: data, None))  # noqa: B023 (called at once)
+                await session._write(lambda: data, None, quiet=True)  # noqa: B023 (called at once)
             await self.dispatch(lambda: None)
 
     def end_of_input(self, reason: str) -> None:
@@ -279,14 +278,14 @@ class _Tasks:
             self.nursery.start_soon(self.finish_then_close, reason)
 
     async def stop_on(self, stop: trio.Event) -> None:
-        """A graceful stop: once ``stop`` is set, read nothing more (a receive under way
-        is cancelled, which loses nothing on a trio stream or memory channel).
+        """A graceful stop: once ``stop`` is set, end the input as the peer's end of
+        input would (what the reader receives after that is dropped).
 
         Source: 2025-06-18/basic/lifecycle#stdio.2 (the server may end the session).
         """
         await stop.wait()
         self.stopped = "the server is shutting down"
-        self.receiving.cancel()
+        await self.dispatch(lambda: self.session.connection.receive_data(b""))  # as at EOF
 
     async def finish_then_close(self, reason: str) -> None:
         why = f"cancelled: still running {self.drain_timeout:g} s after the end of input"

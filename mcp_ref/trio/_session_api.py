@@ -8,17 +8,18 @@ its tasks; this module is the half its users call: :meth:`Session.send_request`,
 (:meth:`Session.finish_requests`, :meth:`Session.abort`, and :meth:`Session._close`,
 which every end goes through).
 
-**The one write path** (:meth:`Session._write`) is one locked send.  A sender takes the
-send lock (at once, without a schedule point, when it is free), asks the core for the
-bytes (``Connection.send`` checks the message and moves the state), writes them, and
-lets go.  Taking the lock before the bytes are made keeps the wire in the core's order,
-and a sender cancelled while it waits for the lock has sent nothing.  A channel's
-optional ``send_nowait`` is tried first: what it takes at once needs no more.  Anything
-else goes through ``channel.send``, shielded from the sender's cancellation (half a
-message would break the stream) and bounded by ``send_timeout``; a failed write calls
-``Connection.send_failed()`` and ends the session.  Once closed, the session refuses new
-messages; a write under way has :data:`CLOSE_GRACE` seconds more (none after
-:meth:`Session.abort`).
+**The one write path** (:meth:`Session._write`) is one locked send.  While a write is
+under way, a sender waits for the send lock; then it asks the core for the bytes
+(``Connection.send`` checks the message and moves the state) and writes them.  Waiting
+before the bytes are made keeps the wire in the core's order, and a sender cancelled
+while it waits has sent nothing.  A channel's optional ``send_nowait`` is tried first:
+what it takes at once is written without yielding, so no other write can come between,
+and the lock is not even taken (``acquire_nowait`` and ``release`` cost more than the
+rest of a small write).  Anything else goes through ``channel.send`` under the lock,
+shielded from the sender's cancellation (half a message would break the stream) and
+bounded by ``send_timeout``; a failed write calls ``Connection.send_failed()`` and ends
+the session.  Once closed, the session refuses new messages; a write under way has
+:data:`CLOSE_GRACE` seconds more (none after :meth:`Session.abort`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Awaitable, Callable
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NoReturn
 
 import trio
 
@@ -47,7 +48,6 @@ __all__ = [
     "SESSION_DEFAULT",
     "Session",
     "SessionClosed",
-    "quietly",
 ]
 
 log = logging.getLogger("mcp_ref.trio")
@@ -237,41 +237,63 @@ class Session:
         await trio.lowlevel.checkpoint_if_cancelled()  # a cancelled caller sends nothing
         await self._send(Notification(method=method, params=params), related_request_id)
 
-    async def _send(self, event: Event, related_request_id: RequestId | None = None) -> None:
-        await self._write(lambda: self.connection.send(event), related_request_id)
+    async def _send(
+        self, event: Event, related_request_id: RequestId | None = None, *, quiet: bool = False
+    ) -> None:
+        await self._write(lambda: self.connection.send(event), related_request_id, quiet=quiet)
 
     async def _write(
-        self, produce: Callable[[], bytes], related_request_id: RequestId | None
+        self,
+        produce: Callable[[], bytes],
+        related_request_id: RequestId | None,
+        *,
+        quiet: bool = False,
     ) -> None:
         """The one write path (see the module docstring): under the send lock, write
         what ``produce`` (the core's ``send``) returns.
 
-        Raises:
-            LocalProtocolError: from ``produce``; nothing was sent.
+        Raises (unless ``quiet``: then a refusal is logged, for what the session sends
+        of its own accord, a ping's answer or an error reply, when it may be ending):
+            LocalProtocolError: from ``produce`` (or ValueError, TypeError); nothing was
+                sent.
             SessionClosed: the session is closed, or the write failed or timed out.
         """
         lock = self._send_lock
-        try:
-            lock.acquire_nowait()  # free: no schedule point
-        except trio.WouldBlock:
+        holding = lock.locked()  # a write is under way: wait for the turn
+        if holding:
             await lock.acquire()  # cancelled while waiting: nothing made, nothing sent
         try:
             self._check_open()
             data = produce()
-            if data:  # (b"": nothing to send, e.g. the answer to a cancelled request)
-                await self._send_bytes(data, related_request_id)
+            if data and not self._sent_at_once(data, related_request_id):
+                if not holding:  # free: nothing has yielded since it was checked
+                    lock.acquire_nowait()
+                    holding = True
+                await self._send_waiting(data, related_request_id)
+        except (SessionClosed, LocalProtocolError, ValueError, TypeError) as exc:
+            if not quiet:
+                raise
+            if not isinstance(exc, SessionClosed):
+                log.warning("cannot send a message: %s", exc)
         finally:
-            lock.release()
+            if holding:
+                lock.release()
 
-    async def _send_bytes(self, data: bytes, related_request_id: RequestId | None) -> None:
-        if self._send_nowait is not None:
-            try:
-                self._send_nowait(data, related_request_id=related_request_id)
-                return  # taken whole at once: no timed, shielded scope needed
-            except trio.WouldBlock:
-                pass
-            except Exception as exc:
-                self._write_failed(f"sending to the peer failed: {exc!r}")
+    def _sent_at_once(self, data: bytes, related_request_id: RequestId | None) -> bool:
+        """Whether the channel's optional ``send_nowait`` took ``data`` whole."""
+        if self._send_nowait is None:
+            return False
+        try:
+            self._send_nowait(data, related_request_id=related_request_id)
+            return True
+        except trio.WouldBlock:
+            return False
+        except Exception as exc:
+            self._write_failed(f"sending to the peer failed: {exc!r}")
+
+    async def _send_waiting(self, data: bytes, related_request_id: RequestId | None) -> None:
+        """``channel.send``, shielded (half a message would break the stream) and
+        bounded by ``send_timeout`` and the close's grace."""
         deadline = min(trio.current_time() + self._send_timeout, self._write_until)
         failure: str | None = None
         with trio.CancelScope(shield=True, deadline=deadline) as scope:
@@ -287,7 +309,7 @@ class Session:
         if failure is not None:
             self._write_failed(failure)
 
-    def _write_failed(self, failure: str) -> None:
+    def _write_failed(self, failure: str) -> NoReturn:
         """A write failed or timed out: end the session, raise :class:`SessionClosed`."""
         self.connection.send_failed()  # the stream may hold half a message
         eof = getattr(self._channel, "eof_reason", None)
@@ -377,15 +399,3 @@ class Session:
         self._notes_in.close()
         self._timer_wakeup.set()
         self._closed_event.set()
-
-
-async def quietly(write: Awaitable[None]) -> None:
-    """Await one of the session's writes, logging instead of raising: for what the
-    session sends of its own accord (a ping's answer, an error reply), when it may be
-    ending."""
-    try:
-        await write
-    except SessionClosed:
-        pass
-    except (LocalProtocolError, ValueError, TypeError) as exc:
-        log.warning("cannot send a message: %s", exc)
