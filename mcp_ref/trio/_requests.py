@@ -29,9 +29,9 @@ from typing import Any, Final
 
 import trio
 
-from .._client import SessionClosed, result_of
+from .._client import Outcome, SessionClosed, result_of
 from .._session_rules import key_of
-from ..events import ErrorResponse, Progress, RequestId, RequestTimedOut, Response
+from ..events import ErrorResponse, Progress, RequestId
 
 __all__ = ["ABANDON_WAIT", "MAX_QUEUED_PROGRESS", "Running", "Waiter", "Waiters"]
 
@@ -43,8 +43,6 @@ MAX_QUEUED_PROGRESS: Final = 64
 ABANDON_WAIT: Final = 1.0
 """Seconds a graceful stop waits for the handlers it cancelled to end (and answer)."""
 
-Answer = Response | ErrorResponse | RequestTimedOut
-
 
 class Waiter:
     """One caller of ``send_request`` awaiting its answer, and the progress to hand it."""
@@ -55,9 +53,9 @@ class Waiter:
         self.on_progress = on_progress
         self.progress: deque[Progress] = deque(maxlen=MAX_QUEUED_PROGRESS)
         self.wake = trio.Event()
-        self.answer: Answer | SessionClosed | None = None  # what ended the wait
+        self.answer: Outcome | SessionClosed | None = None  # what ended the wait
 
-    def finish(self, answer: Answer | SessionClosed) -> None:
+    def finish(self, answer: Outcome | SessionClosed) -> None:
         """End the wait (only the first call counts)."""
         if self.answer is None:
             self.answer = answer
@@ -100,7 +98,7 @@ class Waiters:
         """Drop the caller of ``request_id`` (it stopped waiting)."""
         del self._by_key[key_of(request_id)]
 
-    def deliver(self, event: Answer | Progress) -> None:
+    def deliver(self, event: Outcome | Progress) -> None:
         """Hand an event about one of our requests to its caller, if it still waits."""
         if isinstance(event, Progress):
             waiter = self._by_key.get(key_of(event.request_id))
