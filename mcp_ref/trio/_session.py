@@ -22,7 +22,8 @@ timer and ``push``), feed the core, then act on each event of ``next_event()`` u
 
 - a ``Request`` gets a task running ``handler.handle_request`` in its own cancel scope
   (``ping`` is answered here, ``initialize`` before the next event, and one past
-  ``max_concurrent_requests`` with -32603 at once);
+  ``max_concurrent_requests`` with -32603 at once); what a failure or a refused answer
+  becomes is the core's decision (:mod:`mcp_ref._session_rules`);
 - ``RequestCancelled`` cancels that scope;
 - an answer, timeout or progress goes to its caller in ``send_request`` (:mod:`._requests`);
 - a ``Notification`` joins a bounded queue (full, it stops the reading);
