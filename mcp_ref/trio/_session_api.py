@@ -249,8 +249,8 @@ class Session:
         *,
         quiet: bool = False,
     ) -> None:
-        """The one write path (see the module docstring): under the send lock, write
-        what ``produce`` (the core's ``send``) returns.
+        """The one write path (see the module docstring): write what ``produce`` (the
+        core's ``send``) returns, after the write under way, if any.
 
         Raises (unless ``quiet``: then a refusal is logged, for what the session sends
         of its own accord, a ping's answer or an error reply, when it may be ending):
