@@ -1,10 +1,9 @@
-"""The trio session's one write path (mcp_ref/trio/_session_api.py, ``Session._write``):
-messages go out whole and in the order the core made them; a message made while a
-write is under way joins the outbox and the writer takes it in the next write (one
-``send`` for a ``"lines"`` channel); a full outbox makes senders wait; what the outbox
-accepted is written when the owner closes, dropped on abort or a failed write.  A
-channel with ``send_nowait`` gets each message it can take at once that way; what would
-block goes through ``send``, in its place.
+"""The trio session's one write path (mcp_ref/trio/_session_api.py, ``Session._write``,
+one locked send): messages go out whole and in the order the core made them; a sender
+waits its turn while a write is under way, and one cancelled while waiting sends
+nothing; a write under way when the owner closes still completes; abort and a failed
+write end the writes waiting behind it.  A channel with ``send_nowait`` gets each message
+it can take at once that way; what would block goes through ``send``, in its place.
 
 Source: 2025-06-18/basic/transports#stdio (whole newline-delimited messages) and
 2025-06-18/basic/lifecycle#shutdown (what was accepted before the close)."""
@@ -23,7 +22,6 @@ import trio.testing
 from mcp_ref import CLIENT, SERVER
 from mcp_ref.events import RequestId
 from mcp_ref.trio import Session, SessionClosed, StreamChannel, memory_channel_pair, open_session
-from mcp_ref.trio._session_api import OUTBOX_LIMIT
 
 from ._pair import CLIENT_CAPS, init_request
 from .test_trio_session import LIMIT, ClientHandler, Recording, ServerHandler, call, session_pair
@@ -135,53 +133,39 @@ async def gated_client(
         yield client, ca
 
 
-async def test_messages_made_during_a_write_go_out_in_one_send_on_a_byte_stream() -> None:
+@pytest.mark.parametrize("framing", ["lines", "messages"])
+async def test_senders_wait_their_turn_behind_a_write_and_keep_their_order(framing: str) -> None:
     with trio.fail_after(LIMIT):
-        async with gated_client("lines") as (client, wire):
+        async with gated_client(framing) as (client, wire):
             wire.held, sends, sent = True, wire.sends, len(wire.sent)
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(client.send_notification, NOTE)  # the writer, held
+                nursery.start_soon(client.send_request, "ping")  # the writer, held
                 await trio.testing.wait_all_tasks_blocked()
-                for _ in range(3):  # accepted at once, behind the held write
-                    await client.send_notification(NOTE)
+                for _ in range(3):  # each waits for the send lock, in turn
+                    nursery.start_soon(client.send_notification, NOTE)
+                    await trio.testing.wait_all_tasks_blocked()
                 assert wire.sends == sends + 1
                 wire.open()
-            assert wire.sends == sends + 2  # the three in one send
-            assert [m["method"] for m in wire.sent[sent:]] == [NOTE] * 4
+            assert wire.sends == sends + 4  # one send each
+            assert [m.get("method") for m in wire.sent[sent:]] == ["ping", NOTE, NOTE, NOTE]
 
 
-async def test_a_message_channel_gets_one_message_per_send() -> None:
-    with trio.fail_after(LIMIT):
-        async with gated_client("messages") as (client, wire):
-            wire.held, sends = True, wire.sends
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(client.send_notification, NOTE)
-                await trio.testing.wait_all_tasks_blocked()
-                for _ in range(3):
-                    await client.send_notification(NOTE)
-                wire.open()
-            assert wire.sends == sends + 4
-
-
-async def test_a_full_outbox_makes_senders_wait_and_a_cancelled_one_sends_nothing() -> None:
+async def test_a_sender_cancelled_while_waiting_its_turn_sends_nothing() -> None:
     with trio.fail_after(LIMIT):
         async with gated_client("messages") as (client, wire):
             wire.held, sent = True, len(wire.sent)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(client.send_notification, NOTE)  # the writer, held
                 await trio.testing.wait_all_tasks_blocked()
-                for _ in range(OUTBOX_LIMIT):
-                    await client.send_notification(NOTE)  # the outbox is full now
                 with trio.move_on_after(1) as waited:
-                    await client.send_notification(NOTE)  # waits for room
+                    await client.send_request("ping")  # waits for the send lock
                 assert waited.cancelled_caught  # cancelled while waiting: nothing made
-                nursery.start_soon(client.send_notification, NOTE)  # waits, then goes
-                await trio.testing.wait_all_tasks_blocked()
                 wire.open()
-            assert len(wire.sent) - sent == OUTBOX_LIMIT + 2
+            await client.send_notification(NOTE)
+            assert [m.get("method") for m in wire.sent[sent:]] == [NOTE, NOTE]
 
 
-async def test_what_the_outbox_accepted_is_written_when_the_owner_closes() -> None:
+async def test_a_write_under_way_when_the_owner_closes_completes() -> None:
     with trio.fail_after(LIMIT):
         a, b = memory_channel_pair()
         wire, sh = Gated(a), ServerHandler()
@@ -191,12 +175,11 @@ async def test_what_the_outbox_accepted_is_written_when_the_owner_closes() -> No
                 wire.held = True
                 outside.start_soon(client.send_notification, "notifications/initialized")
                 await trio.testing.wait_all_tasks_blocked()
-                await client.send_notification(NOTE)  # accepted behind the held write
                 outside.start_soon(_open_later, wire)
-            # The block ended while the write was held: both still reach the server.
-            while len(sh.notes) < 2:
+            # The block ended while the write was held: it still reaches the server.
+            while not sh.notes:
                 await trio.testing.wait_all_tasks_blocked()
-            assert [n.method for n in sh.notes] == ["notifications/initialized", NOTE]
+            assert [n.method for n in sh.notes] == ["notifications/initialized"]
 
 
 async def _open_later(wire: Gated) -> None:
@@ -218,11 +201,12 @@ async def test_abort_drops_what_was_not_written() -> None:
                     outcome.append(exc)
 
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(writer)
+                nursery.start_soon(writer)  # held
                 await trio.testing.wait_all_tasks_blocked()
-                await client.send_notification(NOTE)
+                nursery.start_soon(writer)  # waits its turn
+                await trio.testing.wait_all_tasks_blocked()
                 client.abort("gone")
-            assert len(outcome) == 1 and "gone" in str(outcome[0])
+            assert len(outcome) == 2 and all("gone" in str(exc) for exc in outcome)
             assert len(wire.sent) == sent  # neither went out
             with pytest.raises(SessionClosed):
                 await client.send_notification(NOTE)
@@ -267,15 +251,16 @@ async def test_what_would_block_goes_the_waiting_way_and_keeps_its_place() -> No
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(client.send_request, "ping")  # would block: held
                 await trio.testing.wait_all_tasks_blocked()
-                for _ in range(3):  # accepted behind it, not tried at once
-                    await client.send_notification(NOTE)
+                for _ in range(3):  # each waits its turn, then is taken at once
+                    nursery.start_soon(client.send_notification, NOTE)
+                    await trio.testing.wait_all_tasks_blocked()
                 assert (wire.taken, wire.sends) == (taken, sends + 1)
                 wire.open()
-            assert (wire.taken, wire.sends) == (taken, sends + 4)
+            assert (wire.taken, wire.sends) == (taken + 3, sends + 1)
             methods = [m.get("method") for m in wire.sent[sent:]]
             assert methods == ["ping", NOTE, NOTE, NOTE]
             await client.send_notification(NOTE)  # room again: taken at once
-            assert wire.taken == taken + 1
+            assert wire.taken == taken + 4
 
 
 async def test_a_message_refused_at_once_fails_the_session() -> None:

@@ -17,9 +17,8 @@ from ._channel import (
 )
 from ._handler import Handler, RequestContext
 from ._keepalive import Keepalive
-from ._outgoing import DEFAULT_TIMEOUT, SESSION_DEFAULT, SessionClosed
 from ._session import open_session, serve_channel
-from ._session_api import Session
+from ._session_api import DEFAULT_TIMEOUT, SESSION_DEFAULT, Session, SessionClosed
 from ._stdio import serve_stdio, stdio_channel
 from ._stdio_process import ProcessChannel, StderrMode, open_stdio_process
 from .http import (

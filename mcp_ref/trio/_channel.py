@@ -9,9 +9,9 @@ boundaries (``Connection.receive_data``); a ``"messages"`` channel (an HTTP body
 WebSocket frame) receives one whole message per ``receive`` (``receive_message``).
 A channel never parses: garbage is handed on, and the core answers it (-32700).
 
-Only the session's writer calls ``send``, one call at a time; a ``"lines"`` channel may
-get several whole lines in one call.  A ``send`` that raises means the stream is broken
-(it may hold half a message): the session calls ``Connection.send_failed()`` and ends.
+The session calls ``send`` (and the optional ``send_nowait``) one call at a time, with
+one whole message.  A ``send`` that raises means the stream is broken (it may hold half
+a message): the session calls ``Connection.send_failed()`` and ends.
 
 Here: :class:`StreamChannel` over trio byte streams, and :func:`memory_channel_pair`,
 two connected in-memory ``"messages"`` channels for tests and in-process use.
@@ -25,6 +25,7 @@ from typing import Literal, Protocol, runtime_checkable
 import trio
 
 from ..events import RequestId
+from ._fast_pipe import pipe_send_nowait
 
 __all__ = ["MemoryMessageChannel", "MessageChannel", "StreamChannel", "memory_channel_pair"]
 
@@ -65,7 +66,7 @@ class MessageChannel(Protocol):
         ...
 
     async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
-        """Write one message (``"lines"``: one or more, each framed already).
+        """Write one message (for ``"lines"``, framed already).
 
         Args:
             data: the bytes the core produced.
@@ -74,7 +75,9 @@ class MessageChannel(Protocol):
                 HTTP routes on it; byte streams ignore it.
 
         Raises:
-            Any exception when the message could not be written; the session then ends.
+            Any exception when the message could not be written; the session then ends
+            (``trio.BrokenResourceError``: the peer went away; ``trio.ClosedResourceError``:
+            this end was closed).
         """
         ...
 
@@ -122,6 +125,8 @@ class StreamChannel:
         self.send_stream = stream
         self.receive_stream = receive_stream
         self.receive_size = receive_size
+        # The fast path for pipes (skippable, see _fast_pipe): None for other streams.
+        self.send_nowait = pipe_send_nowait(stream)
 
     async def receive(self) -> bytes:
         """The next chunk, at most ``receive_size`` bytes; ``b""`` at end of input (a
@@ -132,12 +137,7 @@ class StreamChannel:
             return b""
 
     async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
-        """Write ``data`` whole.
-
-        Raises:
-            trio.BrokenResourceError: the peer closed its end.
-            trio.ClosedResourceError: this channel was closed.
-        """
+        """Write ``data`` whole (errors: as :meth:`MessageChannel.send`)."""
         await self.send_stream.send_all(data)
 
     async def aclose(self) -> None:
@@ -189,21 +189,13 @@ class MemoryMessageChannel:
             return b""
 
     async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
-        """Queue one message for the other end, waiting while its buffer is full.
-
-        Raises:
-            trio.BrokenResourceError: the other end was closed.
-            trio.ClosedResourceError: this end was closed.
-        """
+        """Queue one message for the other end, waiting while its buffer is full (errors:
+        as :meth:`MessageChannel.send`)."""
         await self.send_channel.send(data)
 
     def send_nowait(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
-        """Queue one message if the other end's buffer has room.
-
-        Raises:
-            trio.WouldBlock: the buffer is full (nothing was queued).
-            trio.BrokenResourceError, trio.ClosedResourceError: as :meth:`send`.
-        """
+        """Queue one message if the other end's buffer has room, else raise
+        ``trio.WouldBlock`` (nothing queued)."""
         self.send_channel.send_nowait(data)
 
     async def aclose(self) -> None:

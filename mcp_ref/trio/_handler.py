@@ -15,6 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 import trio
 
 from .. import types as t
+from .._session_rules import progress_token_of
 from ..events import Notification, RequestId
 from ._session_api import Session
 
@@ -73,9 +74,7 @@ class RequestContext:
         self.request_id = request_id
         self.method = method
         self.params = params
-        meta = getattr(params, "meta", None)
-        token = meta.get("progressToken") if isinstance(meta, dict) else None
-        self.progress_token: str | int | None = token
+        self.progress_token = progress_token_of(params)
         self.cancel_scope = trio.CancelScope()
 
     async def report_progress(

@@ -8,7 +8,8 @@ the one write path) and runs it in a nursery it owns, with three tasks (four wit
 
 * **the reader** (:meth:`_Tasks.read`): await ``channel.receive()``, feed the core,
   dispatch, repeat.  A channel whose input arrives in other tasks may instead
-  :meth:`Session.push` each message;
+  :meth:`Session.push` each message.  A graceful stop (``stop=``) ends the reading as
+  if the peer had closed its side;
 * **the timer** (:meth:`_Tasks.expire`): sleep until ``Connection.next_deadline()`` (on
   ``trio.current_time()``, so ``MockClock`` drives it), call ``handle_timeout(now)``,
   write the ``notifications/cancelled`` it returns.  An earlier deadline wakes it;
@@ -21,9 +22,10 @@ timer and ``push``), feed the core, then act on each event of ``next_event()`` u
 
 - a ``Request`` gets a task running ``handler.handle_request`` in its own cancel scope
   (``ping`` is answered here, ``initialize`` before the next event, and one past
-  ``max_concurrent_requests`` with -32603 at once);
+  ``max_concurrent_requests`` with -32603 at once); what a failure or a refused answer
+  becomes is the core's decision (:mod:`mcp_ref._session_rules`);
 - ``RequestCancelled`` cancels that scope;
-- an answer, timeout or progress goes to its caller in ``send_request`` (:mod:`._outgoing`);
+- an answer, timeout or progress goes to its caller in ``send_request`` (:mod:`._requests`);
 - a ``Notification`` joins a bounded queue (full, it stops the reading);
 - a ``RemoteProtocolError`` is logged and its ready reply (e.g. -32700) sent;
 - end of input fails our callers, lets the requests we accepted finish
@@ -38,33 +40,23 @@ import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any, Final
 
 import trio
 
+from .. import events as ev
 from .. import types as t
 from .._connection import NEED_DATA, Connection
-from .._errors import INTERNAL_ERROR, LocalProtocolError, RemoteProtocolError
+from .._errors import INTERNAL_ERROR, RemoteProtocolError
 from .._framing import DEFAULT_MAX_MESSAGE_BYTES
 from .._inflight import RequestTimeout
+from .._session_rules import Keepalive, answer_bytes, busy_reply, error_reply
 from .._state import SERVER, Role, State
-from ..events import (
-    ConnectionClosed,
-    ErrorResponse,
-    Event,
-    Notification,
-    Progress,
-    Request,
-    RequestCancelled,
-    RequestTimedOut,
-    Response,
-)
 from ._channel import MessageChannel
 from ._handler import Handler, RequestContext
-from ._incoming import answer
-from ._keepalive import Keepalive, run_keepalive
-from ._outgoing import DEFAULT_TIMEOUT, SessionClosed
-from ._session_api import CLOSE_GRACE, Session
+from ._keepalive import run_keepalive
+from ._session_api import CLOSE_GRACE, DEFAULT_TIMEOUT, Session, SessionClosed
 
 # What the HTTP and WebSocket drivers import from here.
 __all__ = [
@@ -106,13 +98,14 @@ class _Tasks:
         self.nursery = nursery
         self.drain_timeout = drain_timeout
         self.dispatch_lock = trio.Lock()
+        self.stopped: str | None = None  # why a graceful stop ended the input
 
     async def read(self) -> None:
-        """The one reader: the channel's bytes into the core, then dispatch."""
+        """The one reader: the channel's bytes into the core, then dispatch, until the
+        end of input."""
         session, channel = self.session, self.session._channel
-        conn = session.connection
         whole_messages = channel.framing == "messages"
-        while not session.closed:
+        while not session.closed and self.stopped is None:
             try:
                 data = await channel.receive()  # b"" at end of input
             except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -120,12 +113,15 @@ class _Tasks:
             if session.closed:
                 return
             session.last_input_at = trio.current_time()
-            if data and whole_messages:
-                await self.dispatch(lambda: conn.receive_message(data))  # noqa: B023
-            else:
-                await self.dispatch(lambda: conn.receive_data(data))  # noqa: B023
+            await self.dispatch(partial(self.feed, data, whole_messages and bool(data)))
             if not data:
                 return
+
+    def feed(self, data: bytes, whole_message: bool) -> None:
+        """Give the core what the reader received (nothing after a graceful stop)."""
+        conn = self.session.connection
+        if self.stopped is None:
+            (conn.receive_message if whole_message else conn.receive_data)(data)
 
     async def dispatch(self, take: Callable[[], None]) -> None:
         """The one dispatch route: in turn, call ``take`` (which feeds the core), then
@@ -152,31 +148,31 @@ class _Tasks:
                     continue
                 if event is NEED_DATA:
                     return
-                assert isinstance(event, Event)
+                assert isinstance(event, ev.Event)
                 await self.dispatch_one(event)
         finally:
             lock.release()
 
-    async def dispatch_one(self, event: Event) -> None:
+    async def dispatch_one(self, event: ev.Event) -> None:
         session = self.session
-        if type(event) is Request:
+        if type(event) is ev.Request:
             await self.start_request(event)
-        elif type(event) is Notification:
+        elif type(event) is ev.Notification:
             try:
                 await shielded(session._notes_in.send(event))  # bounded: waits while full
             except (trio.ClosedResourceError, trio.BrokenResourceError):
                 pass
-        elif type(event) is RequestCancelled:
+        elif type(event) is ev.RequestCancelled:
             # Spec: 2025-06-18/basic/utilities/cancellation#implementation-notes.1
             # "Both parties SHOULD log cancellation reasons for debugging"
             log.debug("the peer cancelled request %r: %s", event.id, event.reason)
             session._running.cancel(event.id)
             if session.connection.has_data_to_send:  # it settled a batch: its replies
-                await shielded(session._quiet_write(session.connection.data_to_send))
-        elif type(event) in (Response, ErrorResponse, RequestTimedOut, Progress):
+                await shielded(session._write(session.connection.data_to_send, None, quiet=True))
+        elif isinstance(event, (ev.Response, ev.ErrorResponse, ev.RequestTimedOut, ev.Progress)):
             session._waiters.deliver(event)
-        elif type(event) is ConnectionClosed:
-            eof = getattr(session._channel, "eof_reason", None)
+        elif type(event) is ev.ConnectionClosed:
+            eof = self.stopped or getattr(session._channel, "eof_reason", None)
             self.end_of_input("the peer closed the connection" + (f"; {eof}" if eof else ""))
         else:  # ProgressDropped, UnexpectedResponse
             log.debug("ignored input from the peer: %r", event)
@@ -186,21 +182,20 @@ class _Tasks:
         session = self.session
         log.warning("%s session: bad input from the peer: %s", session.role.value, exc.message)
         if exc.event_hint is not None:
-            await session._quiet_send(exc.event_hint)
+            await session._send(exc.event_hint, quiet=True)
         if session.connection.state is State.CLOSED:
             session._close(f"protocol error: {exc.message}")
 
-    async def start_request(self, request: Request) -> None:
+    async def start_request(self, request: ev.Request) -> None:
         session = self.session
         if request.method == "ping":
             # Spec: 2025-06-18/basic/utilities/ping#behavior-requirements.1
             # "The receiver MUST respond promptly with an empty response:"
-            await shielded(session._quiet_send(Response(id=request.id, result=t.Result())))
+            pong = ev.Response(id=request.id, result=t.Result())
+            await shielded(session._send(pong, quiet=True))
         elif session._running.full or session.closed:
-            who = "server" if session.role is SERVER else "client"
-            message = f"{who} busy: {len(session._running)} requests are being handled"
-            busy = ErrorResponse(id=request.id, code=INTERNAL_ERROR, message=message)
-            await shielded(session._quiet_send(busy))
+            busy = busy_reply(request.id, session.role, len(session._running))
+            await shielded(session._send(busy, quiet=True))
         else:
             ctx = RequestContext(session, request.id, request.method, request.params)
             session._running.add(request.id, ctx.cancel_scope)
@@ -211,36 +206,30 @@ class _Tasks:
 
     async def run_request(self, ctx: RequestContext) -> None:
         """Handle one request of the peer in its cancel scope, and answer it."""
-        running = self.session._running
+        running, rid = self.session._running, ctx.request_id
         try:
             with ctx.cancel_scope:
-                outcome = self.handler.handle_request(ctx)
-                await self.reply(ctx, await answer(outcome, ctx.request_id, ctx.method))
+                reply: ev.Response | ev.ErrorResponse
+                try:
+                    reply = ev.Response(id=rid, result=await self.handler.handle_request(ctx))
+                except Exception as exc:
+                    reply = error_reply(exc, rid, ctx.method)
+                await self.reply(ctx, reply)
                 return
             # Cancelled.  By the peer, or the session's end: no answer.  By a graceful
             # stop: the peer still waits, and only a response ends its wait.
-            reason = running.stopped_by_us(ctx.request_id)
+            reason = running.stopped_by_us(rid)
             if reason is not None:
                 # Spec: 2025-06-18/basic#responses.4
                 # "errors MUST include an error code and message at minimum"
-                error = ErrorResponse(id=ctx.request_id, code=INTERNAL_ERROR, message=reason)
-                await self.reply(ctx, error)
+                await self.reply(ctx, ev.ErrorResponse(id=rid, code=INTERNAL_ERROR, message=reason))
         finally:
-            running.remove(ctx.request_id)
+            running.remove(rid)
 
-    async def reply(self, ctx: RequestContext, reply: Response | ErrorResponse) -> None:
-        """Send a handler's answer; one the core refuses (a result of the wrong type)
-        becomes -32603."""
-        session, rid = self.session, ctx.request_id
-        try:
-            await session._send(reply, rid)
-        except SessionClosed:
-            pass
-        except (LocalProtocolError, ValueError, TypeError) as exc:
-            log.error("cannot send the answer to %s (id %r): %s", ctx.method, rid, exc)
-            message = f"internal error: the answer to {ctx.method} could not be sent"
-            fallback = ErrorResponse(id=rid, code=INTERNAL_ERROR, message=message)
-            await session._quiet_send(fallback, rid)
+    async def reply(self, ctx: RequestContext, reply: ev.Response | ev.ErrorResponse) -> None:
+        """Send the answer to ``ctx``'s request (or -32603 when the core refuses it)."""
+        produce = partial(answer_bytes, self.session.connection, reply, ctx.method)
+        await self.session._write(produce, ctx.request_id, quiet=True)
 
     async def notify(self) -> None:
         """The notification task: the handler's ``handle_notification``, in order."""
@@ -268,7 +257,7 @@ class _Tasks:
             # period, the sender SHOULD issue a cancellation notification for that request and stop
             # waiting for a response."
             for data in conn.handle_timeout(trio.current_time()):
-                await session._quiet_write(lambda: data)  # noqa: B023 (called at once)
+                await session._write(lambda: data, None, quiet=True)  # noqa: B023 (called at once)
             await self.dispatch(lambda: None)
 
     def end_of_input(self, reason: str) -> None:
@@ -289,6 +278,16 @@ class _Tasks:
         else:
             self.nursery.start_soon(self.finish_then_close, reason)
 
+    async def stop_on(self, stop: trio.Event) -> None:
+        """A graceful stop: once ``stop`` is set, end the input as the peer's end of
+        input would (what the reader receives after that is dropped).
+
+        Source: 2025-06-18/basic/lifecycle#stdio.2 (the server may end the session).
+        """
+        await stop.wait()
+        self.stopped = "the server is shutting down"
+        await self.dispatch(lambda: self.session.connection.receive_data(b""))  # as at EOF
+
     async def finish_then_close(self, reason: str) -> None:
         why = f"cancelled: still running {self.drain_timeout:g} s after the end of input"
         await self.session._running.settle(self.drain_timeout, why)
@@ -308,6 +307,7 @@ async def open_session(
     max_queued_notifications: int = 64,
     drain_timeout: float = 30.0,
     keepalive: Keepalive | None = None,
+    stop: trio.Event | None = None,
 ) -> AsyncIterator[Session]:
     """Run an MCP session over ``channel`` for the duration of an ``async with`` block.
 
@@ -328,6 +328,9 @@ async def open_session(
             finish and be answered before they are cancelled (default 30).
         keepalive: ping the peer after this much silence and end the session when it
             stops answering (:class:`~mcp_ref.trio.Keepalive`); default None, no pings.
+        stop: set it to stop gracefully (a signal, say): the session reads nothing more
+            and ends as at the end of input (``drain_timeout`` for the requests in
+            progress, then -32603 for each one still running).
 
     Yields:
         The :class:`Session`.  Initialization is not done here: a client sends
@@ -375,6 +378,8 @@ async def open_session(
             nursery.start_soon(tasks.notify)
             if keepalive is not None:
                 nursery.start_soon(run_keepalive, session, keepalive)
+            if stop is not None:
+                nursery.start_soon(tasks.stop_on, stop)
             opened = getattr(handler, "session_opened", None)
             if opened is not None:
                 opened(session)
@@ -390,7 +395,7 @@ async def open_session(
     finally:
         session._close("the session was closed by its owner")
         with trio.CancelScope(shield=True):
-            await session._write_rest()  # what the outbox accepted (within its grace)
+            await session._wait_written()  # a write under way (within the close's grace)
         with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_GRACE):
             try:
                 await channel.aclose()

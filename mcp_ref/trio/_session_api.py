@@ -8,56 +8,60 @@ its tasks; this module is the half its users call: :meth:`Session.send_request`,
 (:meth:`Session.finish_requests`, :meth:`Session.abort`, and :meth:`Session._close`,
 which every end goes through).
 
-**The one write path** (:meth:`Session._write`) is a *group commit*.  A sender asks the
-core for the bytes (``Connection.send`` checks the message and moves the state) and
-appends them to the outbox in the same step, so the outbox keeps the core's order.  If
-no write is under way, the sender becomes the writer and writes the outbox until it is
-empty, what others append meanwhile included; otherwise it returns at once.  A sender
-waits only while the outbox is full (:data:`OUTBOX_LIMIT`), before its message is made,
-so a sender cancelled there sends nothing.  A ``"lines"`` channel gets all that is
-pending in one ``send``, a ``"messages"`` channel one message per ``send``, its optional
-``send_nowait`` tried first.  A ``send`` that waits is shielded from the writer's
-cancellation (half a message would break the stream) and bounded by ``send_timeout``; a
-failed write calls ``Connection.send_failed()``, drops the outbox and ends the session.
-Once closed, the session refuses new messages, but the writer has :data:`CLOSE_GRACE`
-seconds more for what the outbox accepted (none after :meth:`Session.abort`).
-
-Why not a lock around each write: under load, a writer that yields in ``channel.send``
-holding the lock parks every other sender, and the lock then passes on one sender per
-trip through the scheduler (bench/README.md, "the plain trio session").
+**The one write path** (:meth:`Session._write`) is one locked send.  While a write is
+under way, a sender waits for the send lock; then it asks the core for the bytes
+(``Connection.send`` checks the message and moves the state) and writes them.  Waiting
+before the bytes are made keeps the wire in the core's order, and a sender cancelled
+while it waits has sent nothing.  A channel's optional ``send_nowait`` is tried first:
+what it takes at once is written without yielding, so no other write can come between,
+and the lock is not even taken (``acquire_nowait`` and ``release`` cost more than the
+rest of a small write).  Anything else goes through ``channel.send`` under the lock,
+shielded from the sender's cancellation (half a message would break the stream) and
+bounded by ``send_timeout``; a failed write calls ``Connection.send_failed()`` and ends
+the session.  Once closed, the session refuses new messages; a write under way has
+:data:`CLOSE_GRACE` seconds more (none after :meth:`Session.abort`).
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections import deque
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Any, Final, Literal, NoReturn
 
 import trio
 
-from .. import types as t
-from .._client import with_progress_token
+# One class, one default and one sentinel for every client and driver.
+from .._client import DEFAULT, DEFAULT_TIMEOUT, SessionClosed, _Default, with_progress_token
 from .._connection import Connection
 from .._errors import LocalProtocolError
 from .._inflight import RequestTimeout
+from .._session_rules import cancel_notification
 from .._state import Role
 from ..events import Event, Notification, Progress, Request, RequestId
 from ._channel import MessageChannel
-from ._incoming import Running
-from ._outgoing import SESSION_DEFAULT, SessionClosed, TimeoutArg, Waiters
+from ._requests import Running, Waiters
 
-__all__ = ["CLOSE_GRACE", "OUTBOX_LIMIT", "Session"]
+__all__ = [
+    "CLOSE_GRACE",
+    "DEFAULT_TIMEOUT",
+    "SESSION_DEFAULT",
+    "Session",
+    "SessionClosed",
+]
 
 log = logging.getLogger("mcp_ref.trio")
 
-OUTBOX_LIMIT: Final = 64
-"""Messages the outbox holds, accepted but not yet written, before a sender waits."""
+SESSION_DEFAULT: Final = DEFAULT
+"""Sentinel for ``timeout=``: use the session's ``default_timeout``."""
+
+TimeoutArg = RequestTimeout | None | Literal[_Default.TOKEN]
+"""What ``timeout=`` takes: a :class:`RequestTimeout`, None (no timeout) or
+:data:`SESSION_DEFAULT`."""
 
 CLOSE_GRACE: Final = 5.0
-"""Seconds the writer has, once the session closed, to write what the outbox accepted;
-then closing the channel has as long again."""
+"""Seconds a write under way has to finish once the session closed; then closing the
+channel has as long again."""
 
 
 class Session:
@@ -92,12 +96,8 @@ class Session:
         self.last_input_at = trio.current_time()
         self._channel = channel
         self._send_timeout = math.inf if send_timeout is None else send_timeout
-        self._join_writes = channel.framing == "lines"  # a byte stream: one send per burst
         self._send_nowait = getattr(channel, "send_nowait", None)  # optional
-        self._outbox: deque[tuple[bytes, RequestId | None]] = deque()  # accepted, unwritten
-        self._writing = False  # a task is writing the outbox
-        self._room = trio.lowlevel.ParkingLot()  # senders waiting for a full outbox
-        self._written = trio.lowlevel.ParkingLot()  # the close waiting for the writer
+        self._send_lock = trio.Lock()
         self._write_scope: trio.CancelScope | None = None
         self._write_until = math.inf  # no write goes past this (set by _close)
         self._waiters = Waiters()  # our requests' callers
@@ -204,10 +204,8 @@ class Session:
             await self._write(produce, related_request_id)
             return await waiter.outcome()
         except BaseException:
-            if sent and not waiter.done and not self.closed:
-                reason = "cancelled by the caller"
-                params = t.CancelledNotificationParams(request_id=rid, reason=reason)
-                note = Notification(method="notifications/cancelled", params=params)
+            if sent and waiter.answer is None and not self.closed:
+                note = cancel_notification(rid, "cancelled by the caller")
                 with trio.CancelScope(shield=True), trio.move_on_after(self._send_timeout):
                     try:
                         # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.1
@@ -239,116 +237,91 @@ class Session:
         await trio.lowlevel.checkpoint_if_cancelled()  # a cancelled caller sends nothing
         await self._send(Notification(method=method, params=params), related_request_id)
 
-    async def _send(self, event: Event, related_request_id: RequestId | None = None) -> None:
-        await self._write(lambda: self.connection.send(event), related_request_id)
+    async def _send(
+        self, event: Event, related_request_id: RequestId | None = None, *, quiet: bool = False
+    ) -> None:
+        await self._write(lambda: self.connection.send(event), related_request_id, quiet=quiet)
 
     async def _write(
-        self, produce: Callable[[], bytes], related_request_id: RequestId | None
+        self,
+        produce: Callable[[], bytes],
+        related_request_id: RequestId | None,
+        *,
+        quiet: bool = False,
     ) -> None:
-        """The one write path (see the module docstring): put what ``produce`` (the
-        core's ``send``) returns in the outbox, then write the outbox unless another
-        task is writing it.  No schedule point unless the outbox is full or this task
-        writes.
+        """The one write path (see the module docstring): write what ``produce`` (the
+        core's ``send``) returns, after the write under way, if any.
 
-        Raises:
-            LocalProtocolError: from ``produce``; nothing was sent.
-            SessionClosed: the session is closed, or this task's write failed or timed
-                out (another writer's failure ends the session, and its caller learns).
+        Raises (unless ``quiet``: then a refusal is logged, for what the session sends
+        of its own accord, a ping's answer or an error reply, when it may be ending):
+            LocalProtocolError: from ``produce`` (or ValueError, TypeError); nothing was
+                sent.
+            SessionClosed: the session is closed, or the write failed or timed out.
         """
-        while len(self._outbox) >= OUTBOX_LIMIT:  # backpressure: wait, nothing made yet
+        lock = self._send_lock
+        holding = lock.locked()  # a write is under way: wait for the turn
+        if holding:
+            await lock.acquire()  # cancelled while waiting: nothing made, nothing sent
+        try:
             self._check_open()
-            await self._room.park()
-        self._check_open()
-        data = produce()
-        if not data:  # b"": the core sends nothing (the answer to a cancelled request)
-            return
-        self._outbox.append((data, related_request_id))
-        if not self._writing:
-            await self._write_outbox()
+            data = produce()
+            if data and not self._sent_at_once(data, related_request_id):
+                if not holding:  # free: nothing has yielded since it was checked
+                    lock.acquire_nowait()
+                    holding = True
+                await self._send_waiting(data, related_request_id)
+        except (SessionClosed, LocalProtocolError, ValueError, TypeError) as exc:
+            if not quiet:
+                raise
+            if not isinstance(exc, SessionClosed):
+                log.warning("cannot send a message: %s", exc)
+        finally:
+            if holding:
+                lock.release()
 
-    async def _write_outbox(self) -> None:
-        """Write the outbox until it is empty (the caller is now the writer)."""
-        outbox, channel = self._outbox, self._channel
-        failure: str | None = None
-        if self._send_nowait is not None and not self.closed:
-            # What is taken without waiting needs no shielded, timed scope (~6 us each).
-            try:
-                while outbox:
-                    data, related = outbox[0]
-                    self._send_nowait(data, related_request_id=related)
-                    outbox.popleft()
-            except trio.WouldBlock:
-                pass  # the rest goes through channel.send
-            except Exception as exc:
-                self._write_failed(f"sending to the peer failed: {exc!r}")
-            if self._room:  # senders wait for room: wake as many as fit
-                self._room.unpark(count=OUTBOX_LIMIT - len(outbox))
-            if not outbox:
-                return
+    def _sent_at_once(self, data: bytes, related_request_id: RequestId | None) -> bool:
+        """Whether the channel's optional ``send_nowait`` took ``data`` whole."""
+        if self._send_nowait is None:
+            return False
+        try:
+            self._send_nowait(data, related_request_id=related_request_id)
+            return True
+        except trio.WouldBlock:
+            return False
+        except Exception as exc:
+            self._write_failed(f"sending to the peer failed: {exc!r}")
+
+    async def _send_waiting(self, data: bytes, related_request_id: RequestId | None) -> None:
+        """``channel.send``, shielded (half a message would break the stream) and
+        bounded by ``send_timeout`` and the close's grace."""
         deadline = min(trio.current_time() + self._send_timeout, self._write_until)
-        self._writing = True
+        failure: str | None = None
         with trio.CancelScope(shield=True, deadline=deadline) as scope:
-            self._write_scope = scope
+            self._write_scope = scope  # the close may bring its deadline nearer
             try:
-                while outbox:
-                    if self._join_writes and len(outbox) > 1:
-                        data = b"".join([message for message, _ in outbox])
-                        outbox.clear()
-                        related = None  # a byte stream ignores it
-                    else:
-                        data, related = outbox.popleft()
-                    await channel.send(data, related_request_id=related)
-                    if self._room:  # senders wait for room: wake as many as fit
-                        self._room.unpark(count=OUTBOX_LIMIT - len(outbox))
-                    if outbox:  # more came meanwhile: a new send_timeout for the next
-                        now = trio.current_time()
-                        scope.deadline = min(now + self._send_timeout, self._write_until)
+                await self._channel.send(data, related_request_id=related_request_id)
             except Exception as exc:
                 failure = f"sending to the peer failed: {exc!r}"
             finally:
                 self._write_scope = None
-                self._writing = False
-        if self._written:
-            self._written.unpark_all()  # _write_rest waits for the writer to end
         if failure is None and scope.cancelled_caught:
             failure = self.close_reason or f"sending took longer than {self._send_timeout} s"
         if failure is not None:
             self._write_failed(failure)
 
-    def _write_failed(self, failure: str) -> None:
+    def _write_failed(self, failure: str) -> NoReturn:
         """A write failed or timed out: end the session, raise :class:`SessionClosed`."""
         self.connection.send_failed()  # the stream may hold half a message
-        self._outbox.clear()  # what it held can no longer follow in order
         eof = getattr(self._channel, "eof_reason", None)
         self._close(f"{failure}; {eof}" if eof and eof not in failure else failure)
         raise SessionClosed(self.close_reason or failure)
 
-    async def _write_rest(self) -> None:
+    async def _wait_written(self) -> None:
         """At the end (``open_session``, after :meth:`_close`, before the channel closes):
-        let another task's writer finish, then write the rest, within the close's grace."""
+        let a write under way finish, within the close's grace."""
         with trio.move_on_at(self._write_until):
-            while self._writing:
-                await self._written.park()
-            if self._outbox:
-                try:
-                    await self._write_outbox()
-                except SessionClosed:
-                    pass
-
-    async def _quiet_send(self, event: Event, related_request_id: RequestId | None = None) -> None:
-        """:meth:`_send`, logging instead of raising (the session may be ending)."""
-        await self._quiet_write(lambda: self.connection.send(event), related_request_id)
-
-    async def _quiet_write(
-        self, produce: Callable[[], bytes], related_request_id: RequestId | None = None
-    ) -> None:
-        """:meth:`_write`, logging instead of raising (the session may be ending)."""
-        try:
-            await self._write(produce, related_request_id)
-        except SessionClosed:
-            pass
-        except (LocalProtocolError, ValueError, TypeError) as exc:
-            log.warning("cannot send a message: %s", exc)
+            async with self._send_lock:
+                pass
 
     async def push(self, data: bytes) -> None:
         """Give the session one whole message from the caller's task instead of through
@@ -411,8 +384,8 @@ class Session:
 
     def _close(self, reason: str, *, grace: float = CLOSE_GRACE) -> None:
         """End the session (idempotent): refuse new messages, fail our requests' callers,
-        cancel the handlers, give the writer ``grace`` seconds more for what the outbox
-        accepted, end the notification queue and the timer."""
+        cancel the handlers, give a write under way ``grace`` seconds more, end the
+        notification queue and the timer."""
         self._write_until = min(self._write_until, trio.current_time() + grace)
         if self._write_scope is not None:
             self._write_scope.deadline = min(self._write_scope.deadline, self._write_until)
@@ -423,7 +396,6 @@ class Session:
         self.connection.close()
         self._waiters.fail_all(reason)
         self._running.cancel_all()
-        self._room.unpark_all()  # senders waiting for room: SessionClosed
         self._notes_in.close()
         self._timer_wakeup.set()
         self._closed_event.set()

@@ -8,10 +8,10 @@ server writes to its stdout; stderr is free-form logging (the client side is
 and 1 (``trio.lowlevel.FdStream``: no worker threads; Unix only) until end of input,
 with ``sys.stdout`` pointed at stderr so a stray ``print`` cannot corrupt the stream.
 
-A graceful stop (:func:`serve_until_signal`) ends the session's *input*
-(:class:`StoppableChannel`), so the session ends as when the peer closes its side: the
+A graceful stop (:func:`serve_until_signal` sets ``stop``) ends the session's *input*
+(``open_session(stop=...)``), so the session ends as when the peer closes its side: the
 requests in progress get their grace, then an error answer.  The WebSocket server stops
-its sessions the same way.
+its sessions the same way (:func:`serve_channel_until`).
 """
 
 from __future__ import annotations
@@ -26,12 +26,10 @@ from typing import Any
 
 import trio
 
-from ..events import RequestId
 from ._channel import MessageChannel, StreamChannel
 from ._session import DEFAULT_GRACE_SECONDS, Handler, serve_channel
 
 __all__ = [
-    "StoppableChannel",
     "serve_channel_until",
     "serve_stdio",
     "serve_until_signal",
@@ -99,58 +97,7 @@ async def serve_stdio(
         raise ValueError("grace_seconds must not be negative")
     session_kw.setdefault("drain_timeout", grace_seconds)
     async with stdio_channel() as channel:
-        await serve_channel_until(handler, channel, stop, **session_kw)
-
-
-class StoppableChannel:
-    """A :class:`~mcp_ref.trio.MessageChannel` whose input can be ended from our side.
-
-    It passes everything through to ``inner`` (the transport's channel), except that
-    after :meth:`stop` its ``receive()`` returns ``b""`` (one under way is cancelled,
-    which loses nothing on a trio stream or memory channel).  Writes go on meanwhile.
-    """
-
-    def __init__(self, inner: MessageChannel) -> None:
-        self.inner = inner
-        self.framing = inner.framing
-        self.stopped: str | None = None
-        """Why :meth:`stop` ended the input (None until then)."""
-        self._scope: trio.CancelScope | None = None
-
-    @property
-    def eof_reason(self) -> str | None:
-        """Why input ended: the stop's reason, else the inner channel's."""
-        return self.stopped or getattr(self.inner, "eof_reason", None)
-
-    def stop(self, reason: str = "the server is shutting down") -> None:
-        """End the input now (idempotent)."""
-        if self.stopped is None:
-            self.stopped = reason
-        if self._scope is not None:
-            self._scope.cancel()
-
-    async def receive(self) -> bytes:
-        """The inner channel's next input, or ``b""`` once stopped."""
-        if self.stopped is None:
-            with trio.CancelScope() as self._scope:
-                try:
-                    return await self.inner.receive()
-                finally:
-                    self._scope = None
-        await trio.lowlevel.checkpoint()
-        return b""
-
-    async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
-        """The inner channel's ``send``."""
-        await self.inner.send(data, related_request_id=related_request_id)
-
-    async def aclose(self) -> None:
-        """Close the inner channel."""
-        await self.inner.aclose()
-
-    def __getattr__(self, name: str) -> Any:
-        # attach_session and the like, when the inner channel has them.
-        return getattr(self.inner, name)
+        await serve_channel(handler, channel, stop=stop, **session_kw)
 
 
 async def serve_until_signal(serve: Callable[[trio.Event], Awaitable[None]]) -> int | None:
@@ -190,21 +137,7 @@ async def serve_until_signal(serve: Callable[[trio.Event], Awaitable[None]]) -> 
 async def serve_channel_until(
     handler: Handler, channel: MessageChannel, stop: trio.Event | None, **session_kw: Any
 ) -> None:
-    """:func:`~mcp_ref.trio.serve_channel` that ends the channel's input when ``stop``
-    is set (:class:`StoppableChannel`); with ``stop`` None, just ``serve_channel``.
-
-    Source: 2025-06-18/basic/lifecycle#stdio.2 (the server may end the session).
+    """:func:`~mcp_ref.trio.serve_channel` with a graceful ``stop`` (see
+    :func:`~mcp_ref.trio.open_session`); the WebSocket server serves each connection so.
     """
-    if stop is None:
-        await serve_channel(handler, channel, **session_kw)
-        return
-    stoppable = StoppableChannel(channel)
-
-    async def watch() -> None:
-        await stop.wait()
-        stoppable.stop()
-
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(watch)
-        await serve_channel(handler, stoppable, **session_kw)
-        nursery.cancel_scope.cancel()
+    await serve_channel(handler, channel, stop=stop, **session_kw)

@@ -59,12 +59,11 @@ class _StderrTail:
     async def pump(self, stream: trio.abc.ReceiveStream) -> None:
         try:
             while chunk := await stream.receive_some(RECEIVE_SIZE):
-                start = 0
-                while (nl := chunk.find(b"\n", start)) >= 0:
-                    self._append(chunk[start:nl])
+                *lines, rest = chunk.split(b"\n")
+                for line in lines:
+                    self._append(line)
                     self._finish_line()
-                    start = nl + 1
-                self._append(chunk[start:])
+                self._append(rest)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         finally:
@@ -169,10 +168,12 @@ class ProcessChannel(StreamChannel):
         self.eof_reason = _describe_exit(self.process, self.stderr_tail)
 
 
-async def _exited_within(process: trio.Process, seconds: float) -> bool:
-    with trio.move_on_after(seconds):
-        await process.wait()
-    return process.returncode is not None
+async def _aclose_quietly(stream: trio.abc.AsyncResource | None) -> None:
+    if stream is not None:
+        try:
+            await stream.aclose()
+        except (OSError, trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
 
 
 async def _shutdown(process: trio.Process, grace: float) -> None:
@@ -180,28 +181,19 @@ async def _shutdown(process: trio.Process, grace: float) -> None:
     with trio.CancelScope(shield=True):
         # Spec: 2025-06-18/basic/lifecycle#stdio.1
         # "For the stdio transport, the client SHOULD initiate shutdown by:"
-        # 1. close the child's input stream
-        if process.stdin is not None:
+        # 1. close the child's input stream; 2. SIGTERM when it has not exited within the
+        # grace period; 3. SIGKILL when it has not exited within the grace period after SIGTERM
+        await _aclose_quietly(process.stdin)
+        for signal_it in (process.terminate, process.kill):
+            with trio.move_on_after(grace):
+                await process.wait()
+            if process.returncode is not None:
+                return
+            log.warning("the server process %d has not exited: %s", process.pid, signal_it.__name__)
             try:
-                await process.stdin.aclose()
-            except (OSError, trio.BrokenResourceError, trio.ClosedResourceError):
+                signal_it()
+            except OSError:
                 pass
-        if await _exited_within(process, grace):
-            return
-        # 2. SIGTERM when it has not exited within the grace period
-        log.info("the server process %d did not exit after stdin closed: SIGTERM", process.pid)
-        try:
-            process.terminate()
-        except OSError:
-            pass
-        if await _exited_within(process, grace):
-            return
-        # 3. SIGKILL when it has not exited within the grace period after SIGTERM
-        log.warning("the server process %d ignored SIGTERM: SIGKILL", process.pid)
-        try:
-            process.kill()
-        except OSError:
-            pass
         await process.wait()
 
 
@@ -299,10 +291,6 @@ async def open_stdio_process(
                     pass
                 await process.wait()
             for pipe in (process.stdin, process.stdout, process.stderr):
-                if pipe is not None:
-                    try:
-                        await pipe.aclose()
-                    except (OSError, trio.BrokenResourceError, trio.ClosedResourceError):
-                        pass
+                await _aclose_quietly(pipe)
     if body_error is not None:
         raise body_error

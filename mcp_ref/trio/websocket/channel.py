@@ -27,8 +27,7 @@ from wsproto import WSConnection
 from ... import _websocket as core
 from ..._errors import LocalProtocolError
 from ...events import RequestId
-from .._outgoing import SessionClosed
-from .._session_api import Session
+from .._session_api import Session, SessionClosed
 
 __all__ = ["WebSocketChannel", "running"]
 

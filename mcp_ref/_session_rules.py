@@ -1,0 +1,177 @@
+"""What a session decides about requests, sans-IO: the answers it makes for the peer's
+requests, the cancellation it sends for its own, and when a keepalive pings.
+
+Theory of operation
+-------------------
+A session driver (:mod:`mcp_ref.trio`) moves bytes, runs handlers and waits; the
+decisions that follow from the spec and not from the event loop are here, so that a
+reader finds them in one place and a test needs no loop:
+
+* **The answer to a handler's failure** (:func:`error_reply`): an
+  :class:`~mcp_ref.McpError` is sent as it is, an invalid cursor as -32602, anything else
+  as -32603 naming only the method (the exception is logged, never sent); and an answer
+  the core refuses (a result of the wrong type) becomes -32603 too (:func:`answer_bytes`).
+* **The answer past the limit** (:func:`busy_reply`): -32603 at once, without running a
+  handler.
+* **Giving up on our own request** (:func:`cancel_notification`): the
+  ``notifications/cancelled`` naming it.
+* **Request ids as keys** (:func:`key_of`): ``"7"`` and ``7`` are different ids.
+* **The progress token** a request carries (:func:`progress_token_of`).
+* **Keepalive** (:class:`Keepalive`): how often to ping a silent peer, how long to wait
+  for the answer, how many misses end the session; :meth:`Keepalive.next_ping_at` is
+  when the next ping is due, time being an argument.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import attrs
+
+from . import types as t
+from ._connection import Connection
+from ._errors import INTERNAL_ERROR, LocalProtocolError, McpError
+from ._pagination import InvalidCursor
+from ._state import SERVER, Role
+from .events import ErrorResponse, Notification, RequestId, Response
+
+__all__ = [
+    "Keepalive",
+    "answer_bytes",
+    "busy_reply",
+    "cancel_notification",
+    "error_reply",
+    "key_of",
+    "progress_token_of",
+]
+
+log = logging.getLogger("mcp_ref")
+
+
+def key_of(request_id: RequestId) -> tuple[type, RequestId]:
+    """The key of a request id in a table: as in the core, the string ``"7"`` and the
+    number ``7`` are different ids."""
+    return (type(request_id), request_id)
+
+
+def progress_token_of(params: Any) -> str | int | None:
+    """The ``_meta.progressToken`` a request's typed ``params`` carry, or None.
+
+    Source: 2025-06-18/basic/utilities/progress#progress-flow.1.
+    """
+    meta = getattr(params, "meta", None)
+    token = meta.get("progressToken") if isinstance(meta, dict) else None
+    return token if isinstance(token, str | int) else None
+
+
+def error_reply(exc: Exception, request_id: RequestId, method: str) -> ErrorResponse:
+    """The error response to send when the handler of ``method`` raised ``exc``.
+
+    Returns:
+        The code, message and data of an :class:`~mcp_ref.McpError` (also of one alone,
+        or several, in an exception group: the first); -32602 for an invalid cursor;
+        else -32603 naming the method and the exception's type only (the exception is
+        logged with its traceback, never sent: it may hold secrets).
+
+    Source: 2025-06-18/basic#responses.4, 2025-06-18/server/utilities/pagination#error-handling.
+    """
+    mcp = _only_mcp_errors(exc)
+    if mcp is not None:
+        return ErrorResponse(id=request_id, code=mcp.code, message=mcp.message, data=mcp.data)
+    if isinstance(exc, InvalidCursor):
+        # Spec: 2025-06-18/server/utilities/pagination#error-handling.1
+        # "Invalid cursors SHOULD result in an error with code -32602 (Invalid params)."
+        return ErrorResponse(id=request_id, code=exc.code, message=exc.message)
+    log.error("the handler of %s (id %r) failed", method, request_id, exc_info=exc)
+    message = f"internal error while handling {method} ({type(exc).__name__})"
+    return ErrorResponse(id=request_id, code=INTERNAL_ERROR, message=message)
+
+
+def _only_mcp_errors(exc: BaseException) -> McpError | None:
+    """``exc`` if an McpError; the first McpError of a group made only of them; else None."""
+    if isinstance(exc, McpError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        found = [_only_mcp_errors(e) for e in exc.exceptions]
+        if found and all(f is not None for f in found):
+            return found[0]
+    return None
+
+
+def answer_bytes(conn: Connection, reply: Response | ErrorResponse, method: str) -> bytes:
+    """The bytes of the answer to the peer's request ``method``: ``reply`` sent through
+    ``conn``; when the core refuses it (a result of the wrong type, say: the handler's
+    fault), a -32603 naming the method instead, and the refusal is logged.
+
+    Raises:
+        LocalProtocolError: the core refuses the -32603 too (the request is no longer
+            open: answered, or the session closed).
+    """
+    try:
+        return conn.send(reply)
+    except (LocalProtocolError, ValueError, TypeError) as exc:
+        log.error("cannot send the answer to %s (id %r): %s", method, reply.id, exc)
+        message = f"internal error: the answer to {method} could not be sent"
+        return conn.send(ErrorResponse(id=reply.id, code=INTERNAL_ERROR, message=message))
+
+
+def busy_reply(request_id: RequestId, our_role: Role, running: int) -> ErrorResponse:
+    """The answer to a request that would exceed the most handled at once (``running``
+    are): -32603, sent at once, no handler run."""
+    who = "server" if our_role is SERVER else "client"
+    message = f"{who} busy: {running} requests are being handled"
+    return ErrorResponse(id=request_id, code=INTERNAL_ERROR, message=message)
+
+
+def cancel_notification(request_id: RequestId, reason: str) -> Notification:
+    """The ``notifications/cancelled`` for our request ``request_id``, whose caller
+    stopped waiting (the core refuses it for ``initialize``).
+
+    Source: 2025-06-18/basic/utilities/cancellation#cancellation-flow.
+    """
+    params = t.CancelledNotificationParams(request_id=request_id, reason=reason)
+    return Notification(method="notifications/cancelled", params=params)
+
+
+def _positive(instance: object, attribute: attrs.Attribute[float], value: float) -> None:
+    if not value > 0:
+        raise ValueError(f"Keepalive.{attribute.name} must be > 0, not {value!r}")
+
+
+def _at_least_one(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if value < 1:
+        raise ValueError(f"Keepalive.{attribute.name} must be >= 1, not {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class Keepalive:
+    """When a session pings its peer, and when it gives up on it.
+
+    Attributes:
+        interval: seconds of silence from the peer before a ping (> 0).
+        timeout: seconds to wait for the answer to one ping (> 0; default 10).
+        max_failures: unanswered pings in a row that end the session (>= 1; default 2).
+
+    Raises:
+        ValueError: a value out of range.
+
+    Source: 2025-06-18/basic/utilities/ping#implementation-considerations.2 (the
+    frequency is configurable) and #implementation-considerations.3 (so are timeouts).
+    """
+
+    # Spec: 2025-06-18/basic/utilities/ping#implementation-considerations.2
+    # "The frequency of pings SHOULD be configurable"
+    interval: float = attrs.field(validator=_positive)
+    # Spec: 2025-06-18/basic/utilities/ping#implementation-considerations.3
+    # "Timeouts SHOULD be appropriate for the network environment"
+    timeout: float = attrs.field(default=10.0, validator=_positive)
+    max_failures: int = attrs.field(default=2, validator=_at_least_one)
+
+    def next_ping_at(self, heard_at: float, last_ping_at: float) -> float:
+        """When to ping, in the session's clock's seconds: ``interval`` after the later
+        of the last input from the peer and the last ping (one ping per interval at
+        most, none while the peer talks)."""
+        # Spec: 2025-06-18/basic/utilities/ping#implementation-considerations.4
+        # "Excessive pinging SHOULD be avoided to reduce network overhead"
+        return max(heard_at, last_ping_at) + self.interval

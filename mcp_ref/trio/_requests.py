@@ -1,0 +1,200 @@
+"""Requests in flight both ways: ours, awaited by their callers (:class:`Waiters`), and
+the peer's, running in their cancel scopes (:class:`Running`).
+
+Theory of operation
+-------------------
+:meth:`Session.send_request <mcp_ref.trio.Session.send_request>` registers a
+:class:`Waiter` under the request's id, sends the request and awaits
+:meth:`Waiter.outcome`.  The session's dispatch hands each event about one of our
+requests to :meth:`Waiters.deliver`: the answer (or the core's timeout) ends the wait; a
+``Progress`` is queued for the caller's ``on_progress``, which runs in the caller's own
+task.
+
+The session runs each of the peer's requests in a task of its own, inside a
+``trio.CancelScope`` that :class:`Running` keeps by request id: the peer's
+``notifications/cancelled`` cancels it, and so does the end of the session (no answer
+either way).  :class:`Running` also bounds how many run at once.  A graceful stop
+(:meth:`Running.settle`) gives them a grace period, then cancels the rest and marks each
+*abandoned*: its task answers it with -32603 and the stop's reason, since the peer still
+waits.  A leaf module: it knows neither the session nor the channel.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections import deque
+from collections.abc import Callable
+from typing import Any, Final
+
+import trio
+
+from .._client import Outcome, SessionClosed, result_of
+from .._session_rules import key_of
+from ..events import ErrorResponse, Progress, RequestId
+
+__all__ = ["ABANDON_WAIT", "MAX_QUEUED_PROGRESS", "Running", "Waiter", "Waiters"]
+
+log = logging.getLogger("mcp_ref.trio")
+
+MAX_QUEUED_PROGRESS: Final = 64
+"""Progress events kept for a caller whose ``on_progress`` lags; older ones are dropped."""
+
+ABANDON_WAIT: Final = 1.0
+"""Seconds a graceful stop waits for the handlers it cancelled to end (and answer)."""
+
+
+class Waiter:
+    """One caller of ``send_request`` awaiting its answer, and the progress to hand it."""
+
+    __slots__ = ("answer", "on_progress", "progress", "wake")
+
+    def __init__(self, on_progress: Callable[[Progress], Any] | None) -> None:
+        self.on_progress = on_progress
+        self.progress: deque[Progress] = deque(maxlen=MAX_QUEUED_PROGRESS)
+        self.wake = trio.Event()
+        self.answer: Outcome | SessionClosed | None = None  # what ended the wait
+
+    def finish(self, answer: Outcome | SessionClosed) -> None:
+        """End the wait (only the first call counts)."""
+        if self.answer is None:
+            self.answer = answer
+            self.wake.set()
+
+    async def outcome(self) -> Any:
+        """Wait for the result, running ``on_progress`` for each progress meanwhile.
+
+        Raises:
+            McpError (the peer's error), NoAnswerError (the timeout), SessionClosed.
+            Any exception of ``on_progress``.
+        """
+        while True:
+            await self.wake.wait()
+            while self.progress and self.on_progress is not None:
+                outcome = self.on_progress(self.progress.popleft())
+                if inspect.isawaitable(outcome):
+                    await outcome
+            if isinstance(self.answer, SessionClosed):
+                raise self.answer
+            if self.answer is not None:
+                return result_of(self.answer)
+            self.wake = trio.Event()  # only progress came; nothing arrives unseen meanwhile
+
+
+class Waiters:
+    """The callers waiting for our requests' answers, by request id."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[tuple[type, RequestId], Waiter] = {}
+
+    def expect(
+        self, request_id: RequestId, on_progress: Callable[[Progress], Any] | None
+    ) -> Waiter:
+        """Register a caller for ``request_id`` (before the request is sent)."""
+        self._by_key[key_of(request_id)] = waiter = Waiter(on_progress)
+        return waiter
+
+    def forget(self, request_id: RequestId) -> None:
+        """Drop the caller of ``request_id`` (it stopped waiting)."""
+        del self._by_key[key_of(request_id)]
+
+    def deliver(self, event: Outcome | Progress) -> None:
+        """Hand an event about one of our requests to its caller, if it still waits."""
+        if isinstance(event, Progress):
+            waiter = self._by_key.get(key_of(event.request_id))
+            if waiter is not None and waiter.answer is None and waiter.on_progress is not None:
+                waiter.progress.append(event)  # the oldest is dropped when the caller lags
+                waiter.wake.set()
+        elif event.id is None:  # an error about no request: the peer could not read one
+            assert isinstance(event, ErrorResponse)
+            log.warning("the peer could not read a message we sent: %s", event.message)
+        elif (waiter := self._by_key.get(key_of(event.id))) is not None:
+            # Spec: 2025-06-18/basic/lifecycle#timeouts.2
+            # "stop waiting for a response"
+            # (RequestTimedOut becomes NoAnswerError: never an error a peer could send)
+            waiter.finish(event)
+
+    def fail_all(self, reason: str) -> None:
+        """End every wait with :class:`SessionClosed` (the peer can no longer answer)."""
+        for waiter in self._by_key.values():
+            waiter.finish(SessionClosed(reason))
+
+
+class Running:
+    """The peer's requests being handled now: their cancel scopes, by request id.
+
+    Args:
+        limit: the most handled at once (``max_concurrent_requests``, >= 1).
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._scopes: dict[tuple[type, RequestId], trio.CancelScope] = {}
+        # Stopped by a graceful stop whose grace ran out: the reason to answer with.
+        self._abandoned: dict[tuple[type, RequestId], str] = {}
+        self._changed = trio.Event()
+        self._closed = False
+
+    def __len__(self) -> int:
+        return len(self._scopes)
+
+    @property
+    def full(self) -> bool:
+        """True when one more request would exceed the limit."""
+        return len(self._scopes) >= self.limit
+
+    def add(self, request_id: RequestId, scope: trio.CancelScope) -> None:
+        """Register a request about to be handled in ``scope``."""
+        self._scopes[key_of(request_id)] = scope
+
+    def remove(self, request_id: RequestId) -> None:
+        """Its handler ended (and was answered, or not): forget it."""
+        key = key_of(request_id)
+        self._scopes.pop(key, None)
+        self._abandoned.pop(key, None)
+        self._changed.set()
+
+    def stopped_by_us(self, request_id: RequestId) -> str | None:
+        """Why a graceful stop cancelled this request (its error answer's message), or
+        None when it did not (cancelled by the peer or the session's end: no answer)."""
+        return self._abandoned.get(key_of(request_id))
+
+    def cancel(self, request_id: RequestId) -> None:
+        """The peer cancelled it: cancel its handler (no answer will be sent)."""
+        scope = self._scopes.get(key_of(request_id))
+        if scope is not None:
+            # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.3
+            # "Receivers of cancellation notifications SHOULD:"
+            scope.cancel()
+
+    def cancel_all(self) -> None:
+        """The session ends: cancel every handler (none is answered); stop waiting."""
+        self._closed = True
+        for scope in self._scopes.values():
+            scope.cancel()
+        self._changed.set()
+
+    async def _until_none_or(self, seconds: float) -> None:
+        with trio.move_on_after(seconds):
+            while self._scopes and not self._closed:
+                if self._changed.is_set():  # shared: several tasks may wait at once
+                    self._changed = trio.Event()
+                await self._changed.wait()
+
+    async def settle(self, grace: float, reason: str) -> int:
+        """Let the running handlers finish for ``grace`` seconds, then cancel the rest,
+        each to be answered with -32603 and ``reason``, and wait (at most
+        :data:`ABANDON_WAIT` seconds) for those answers.  Returns how many were cancelled.
+        """
+        await self._until_none_or(grace)
+        if not self._scopes or self._closed:
+            return 0
+        for key, scope in self._scopes.items():
+            self._abandoned.setdefault(key, reason)
+            scope.cancel()
+        stopped = len(self._scopes)
+        log.info("%d request(s) still running after %.3g s: cancelled (%s)", stopped, grace, reason)
+        # A handler in a worker thread (a sync tool) ends only when its thread does:
+        # wait a little, not for ever.
+        await self._until_none_or(ABANDON_WAIT)
+        return stopped

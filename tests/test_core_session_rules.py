@@ -1,0 +1,84 @@
+"""The session's decisions, sans-IO (``mcp_ref/_session_rules.py``): the answers made for
+the peer's requests, the cancellation of our own, and when a keepalive pings.  No event
+loop: every function takes its inputs, time included, as arguments."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcp_ref import CLIENT, INTERNAL_ERROR, SERVER, Connection, McpError
+from mcp_ref import types as t
+from mcp_ref._pagination import InvalidCursor
+from mcp_ref._session_rules import (
+    Keepalive,
+    answer_bytes,
+    busy_reply,
+    cancel_notification,
+    error_reply,
+    key_of,
+    progress_token_of,
+)
+from mcp_ref.events import Response
+
+spec = pytest.mark.spec
+
+
+@spec("2025-06-18/basic#responses.4")
+def test_a_handlers_failure_becomes_its_error_and_never_leaks_details() -> None:
+    own = error_reply(McpError(-32602, "no such thing", {"k": 1}), 7, "tools/call")
+    assert (own.id, own.code, own.message, own.data) == (7, -32602, "no such thing", {"k": 1})
+    group = ExceptionGroup("g", [McpError(-32602, "first"), McpError(-32000, "second")])
+    assert error_reply(group, 7, "tools/call").message == "first"
+    other = error_reply(RuntimeError("secret detail"), "7", "tools/call")
+    assert other.id == "7" and other.code == INTERNAL_ERROR
+    assert "secret" not in other.message and "RuntimeError" in other.message
+    mixed = ExceptionGroup("g", [McpError(-32602, "x"), RuntimeError("secret")])
+    assert error_reply(mixed, 1, "tools/call").code == INTERNAL_ERROR
+
+
+@spec("2025-06-18/server/utilities/pagination#error-handling.1")
+def test_an_invalid_cursor_is_invalid_params() -> None:
+    assert error_reply(InvalidCursor("invalid cursor: 'x'"), 1, "tools/list").code == -32602
+
+
+def test_busy_and_cancel_and_keys() -> None:
+    busy = busy_reply(3, SERVER, 256)
+    assert busy.code == INTERNAL_ERROR and busy.message.startswith("server busy: 256")
+    assert busy_reply(3, CLIENT, 1).message.startswith("client busy")
+    note = cancel_notification(9, "cancelled by the caller")
+    assert note.method == "notifications/cancelled" and note.params.request_id == 9
+    assert key_of("7") != key_of(7)
+
+
+@spec("2025-06-18/basic/utilities/progress#progress-flow.1")
+def test_the_progress_token_comes_from_meta() -> None:
+    params = t.CallToolRequestParams(name="x", meta={"progressToken": "tok"})
+    assert progress_token_of(params) == "tok"
+    assert progress_token_of(t.CallToolRequestParams(name="x")) is None
+    assert progress_token_of(None) is None
+
+
+def test_an_answer_the_core_refuses_becomes_internal_error() -> None:
+    conn = Connection(SERVER)
+    conn.receive_data(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
+    conn.next_event()  # a ping may come before initialize: its id is open
+    wrong = Response(id=1, result=t.ListToolsResult(tools=[]))  # not ping's result type
+    data = answer_bytes(conn, wrong, "ping")
+    assert b'"code":-32603' in data and b"could not be sent" in data
+
+
+@spec(
+    "2025-06-18/basic/utilities/ping#implementation-considerations.2",
+    "2025-06-18/basic/utilities/ping#implementation-considerations.4",
+)
+def test_keepalive_pings_once_per_interval_of_silence() -> None:
+    keepalive = Keepalive(interval=10.0)
+    assert keepalive.next_ping_at(heard_at=100.0, last_ping_at=0.0) == 110.0
+    assert keepalive.next_ping_at(heard_at=100.0, last_ping_at=105.0) == 115.0
+    for bad in (
+        {"interval": 0},
+        {"interval": 1, "timeout": -1},
+        {"interval": 1, "max_failures": 0},
+    ):
+        with pytest.raises(ValueError):
+            Keepalive(**bad)
