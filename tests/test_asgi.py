@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
+import sniffio
 import trio
 
 from mcp_ref.asgi import McpAsgiApp, asgi_app
@@ -31,6 +32,11 @@ def make_server() -> Server:
     def add(a: int, b: int) -> int:
         """Add."""
         return a + b
+
+    @server.tool()
+    async def loop() -> str:
+        """The async library this handler runs on."""
+        return sniffio.current_async_library()
 
     return server
 
@@ -340,27 +346,26 @@ async def test_stateless_mode() -> None:
         assert ex.status == 404
 
 
-async def test_shutdown_ends_an_open_sse_stream() -> None:
+async def test_lifespan_shutdown_ends_an_open_sse_stream_whole() -> None:
+    app = asgi_app(make_server(), grace_seconds=0.5)
+    to_app, app_in = trio.open_memory_channel[Message](4)
+    app_out, from_app = trio.open_memory_channel[Message](4)
+    lifespan = {"type": "lifespan", "asgi": {"version": "3.0"}}
     with trio.fail_after(10):
-        async with running(asgi_app(make_server())) as app:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(app, lifespan, app_in.receive, app_out.send)
+            await to_app.send({"type": "lifespan.startup"})
+            assert (await from_app.receive())["type"] == "lifespan.startup.complete"
             sid = await open_session(app)
             async with exchange(app, "GET", "/mcp", headers=session_headers(sid)) as ex:
                 assert ex.status == 200
-                lifespan_over = trio.Event()
-                # The shutdown comes while the stream is open: the stream ends whole.
-                async with trio.open_nursery() as nursery:
-
-                    async def read() -> None:
-                        await ex.read_all()
-                        lifespan_over.set()
-
-                    nursery.start_soon(read)
-                    break_out = app.table
-                    assert break_out is not None
-                    for sess in list(break_out.book.seats):
-                        sess.end("test")
-                    await lifespan_over.wait()
-                assert ex.done
+                await to_app.send({"type": "lifespan.shutdown"})
+                await ex.read_all()  # the last body message comes: the stream ended
+                assert (await from_app.receive())["type"] == "lifespan.shutdown.complete"
+            assert app.table is not None and not app.table.sessions
+            # After the stop, a request is refused (503), not hung.
+            ex = await request(app, "POST", "/mcp", headers=[ACCEPT, JSON], body=initialize())
+            assert ex.status == 503
 
 
 def test_on_asyncio_through_the_guest_run() -> None:
@@ -419,6 +424,38 @@ def test_on_asyncio_through_the_guest_run() -> None:
         assert status == 200
         (answer,) = [m for m in data_of(body) if m.get("id") == 5]
         assert answer["result"]["structuredContent"] == {"result": 42}
+        ask = {"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "loop"}}
+        status, _, body = await call(session_headers(sid), json.dumps(ask).encode())
+        (answer,) = [m for m in data_of(body) if m.get("id") == 8]
+        assert answer["result"]["content"][0]["text"] == "trio"  # the guest run
+        status, _, _ = await call(session_headers("ab" * 16), call_add(6))
+        assert status == 404  # the endpoint's refusal, sent through the bridge
+        # A GET stream whose client leaves: the app returns.
+        sent: list[Message] = []
+        left = asyncio.Event()
+
+        async def receive() -> Message:
+            await left.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: Message) -> None:
+            sent.append(message)
+
+        scope = {
+            "type": "http",
+            "method": "GET",
+            "path": "/mcp",
+            "root_path": "",
+            "query_string": b"",
+            "headers": [(b"host", b"localhost"), *session_headers(sid)],
+            "client": ("127.0.0.1", 1),
+        }
+        get = asyncio.create_task(app(scope, receive, send))
+        while not sent:
+            await asyncio.sleep(0.01)
+        assert sent[0]["status"] == 200
+        left.set()
+        await asyncio.wait_for(get, 5)
         await lifespan_in.put({"type": "lifespan.shutdown"})
         assert (await lifespan_out.get())["type"] == "lifespan.shutdown.complete"
         await life
@@ -462,3 +499,22 @@ def test_other_scopes_are_refused() -> None:
         trio.run(app, {"type": "websocket"}, nothing, ignore)
     with pytest.raises(ValueError):
         asgi_app(make_server(), grace_seconds=-1)
+
+
+async def test_a_get_stream_resumed_with_last_event_id_replays_what_was_missed() -> None:
+    server = make_server()
+    with trio.fail_after(10):
+        async with running(asgi_app(server)) as app:
+            sid = await open_session(app)
+            async with exchange(app, "GET", "/mcp", headers=session_headers(sid)) as ex:
+                server.tool("one")(lambda: 1)
+                await ex.until(b"list_changed")
+            # The client left (its http.disconnect); what comes meanwhile is stored.
+            line = next(x for x in ex.body.split(b"\n") if x.startswith(b"id:"))
+            last_id = line.split(b":", 1)[1].strip()
+            server.tool("two")(lambda: 2)
+            resume = [*session_headers(sid), (b"last-event-id", last_id)]
+            async with exchange(app, "GET", "/mcp", headers=resume) as again:
+                assert again.status == 200
+                await again.until(b"list_changed")
+                assert last_id not in again.body  # only what followed it

@@ -276,7 +276,7 @@ async def _answer(
     send: Send,
 ) -> None:
     """On trio: answer ``req`` with the trio server's endpoint, writing to ``send``."""
-    PEER.set(peer)
+    token = PEER.set(peer)
     stream = AsgiStream(send, gone)
     try:
         await ENDPOINTS[req.endpoint](cfg, table, stream, req)  # type: ignore[arg-type]
@@ -290,6 +290,7 @@ async def _answer(
     except trio.BrokenResourceError:
         pass  # the client left
     finally:
+        PEER.reset(token)
         with trio.CancelScope(shield=True), trio.move_on_after(1):
             await stream.finish()
 
