@@ -13,7 +13,8 @@ To serve it inside a Starlette (or FastAPI) application instead, mount it::
     from starlette.applications import Starlette
     from starlette.routing import Mount
 
-    web = Starlette(routes=[Mount("/api", app=app)])   # MCP at /api/mcp
+    web = Starlette(routes=[Mount("/api", app=app)], lifespan=lambda _: app.running())
+    # MCP at /api/mcp; app.running(): its sessions stop with the outer app
 """
 
 from __future__ import annotations

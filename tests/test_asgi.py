@@ -14,7 +14,7 @@ import pytest
 import sniffio
 import trio
 
-from mcp_ref.asgi import McpAsgiApp, asgi_app
+from mcp_ref.asgi import asgi_app
 from mcp_ref.server import Server
 
 Message = dict[str, Any]
@@ -192,13 +192,16 @@ async def open_session(app: App, path: str = "/mcp", root_path: str = "") -> str
 
 
 @asynccontextmanager
-async def running(app: McpAsgiApp) -> AsyncIterator[McpAsgiApp]:
+async def running(app: Any) -> AsyncIterator[Any]:
     """The app with its lifespan started, and shut down at the end."""
     to_app, app_in = trio.open_memory_channel[Message](4)
     app_out, from_app = trio.open_memory_channel[Message](4)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(
-            app, {"type": "lifespan", "asgi": {"version": "3.0"}}, app_in.receive, app_out.send
+            app,
+            {"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}},
+            app_in.receive,
+            app_out.send,
         )
         await to_app.send({"type": "lifespan.startup"})
         assert (await from_app.receive())["type"] == "lifespan.startup.complete"
@@ -238,7 +241,7 @@ async def test_post_json_answer() -> None:
             assert json.loads(ex.body)["result"]["structuredContent"] == {"result": 9}
 
 
-async def test_get_stream_carries_list_changed_and_resumes() -> None:
+async def test_get_stream_carries_list_changed_and_an_unknown_session_is_404() -> None:
     server = make_server()
     with trio.fail_after(10):
         async with running(asgi_app(server)) as app:
@@ -253,7 +256,6 @@ async def test_get_stream_carries_list_changed_and_resumes() -> None:
                     return a - b
 
                 await ex.until(b"notifications/tools/list_changed")
-            # A second GET while none writes the stream is fine; unknown session: 404.
             ex2 = await request(app, "GET", "/mcp", headers=session_headers("0" * 32))
             assert ex2.status == 404
 
@@ -350,7 +352,7 @@ async def test_lifespan_shutdown_ends_an_open_sse_stream_whole() -> None:
     app = asgi_app(make_server(), grace_seconds=0.5)
     to_app, app_in = trio.open_memory_channel[Message](4)
     app_out, from_app = trio.open_memory_channel[Message](4)
-    lifespan = {"type": "lifespan", "asgi": {"version": "3.0"}}
+    lifespan = {"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(app, lifespan, app_in.receive, app_out.send)
@@ -463,20 +465,21 @@ def test_on_asyncio_through_the_guest_run() -> None:
     asyncio.run(asyncio.wait_for(main(), 20))
 
 
-async def test_mounted_in_starlette_and_fastapi() -> None:
+@pytest.mark.parametrize("outer", ["starlette", "fastapi"])
+async def test_mounted_in_starlette_and_fastapi(outer: str) -> None:
     from fastapi import FastAPI
     from starlette.applications import Starlette
     from starlette.routing import Mount
 
-    for outer in ("starlette", "fastapi"):
-        mcp = asgi_app(make_server())
-        web: Any
-        if outer == "starlette":
-            web = Starlette(routes=[Mount("/api", app=mcp)])
-        else:
-            web = FastAPI()
-            web.mount("/api", mcp)
-        with trio.fail_after(10):
+    mcp = asgi_app(make_server())
+    web: Any
+    if outer == "starlette":  # the outer lifespan runs the mounted app's
+        web = Starlette(routes=[Mount("/api", app=mcp)], lifespan=lambda _: mcp.running())
+    else:
+        web = FastAPI(lifespan=lambda _: mcp.running())
+        web.mount("/api", mcp)
+    with trio.fail_after(10):
+        async with running(web):
             sid = await open_session(web, path="/api/mcp")
             ex = await request(
                 web, "POST", "/api/mcp", headers=session_headers(sid), body=call_add(9, 1, 2)
@@ -484,6 +487,8 @@ async def test_mounted_in_starlette_and_fastapi() -> None:
             assert ex.status == 200
             (answer,) = [m for m in data_of(ex.body) if m.get("id") == 9]
             assert answer["result"]["structuredContent"] == {"result": 3}
+            assert mcp.table is not None and mcp.table.sessions
+        assert not mcp.table.sessions  # the outer shutdown ended them
 
 
 def test_other_scopes_are_refused() -> None:

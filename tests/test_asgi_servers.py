@@ -30,7 +30,9 @@ from starlette.routing import Mount
 
 from asgi_server import app as mcp
 
-starlette_app = Starlette(routes=[Mount("/api", app=mcp)])
+# Starlette runs the mounted app's lifespan; FastAPI does not (its sessions start at the
+# first request).
+starlette_app = Starlette(routes=[Mount("/api", app=mcp)], lifespan=lambda _: mcp.running())
 fastapi_app = FastAPI()
 fastapi_app.mount("/api", mcp)
 """

@@ -37,7 +37,8 @@ the asyncio loop otherwise (:mod:`._bridge` says why, and what it costs).  They 
 the ASGI ``lifespan`` startup, or at the first request when the application gets no
 lifespan events (a Starlette ``Mount`` does not pass them on); the lifespan shutdown
 stops them gracefully (the requests in progress get ``grace_seconds``, then every
-session ends and its SSE responses end whole).
+session ends and its SSE responses end whole).  A mounted application gets the same
+stop from the outer application's lifespan through :meth:`McpAsgiApp.running`.
 
 Under a mount (``scope["root_path"]``, e.g. ``Mount("/api", app)``) the paths are those
 below the mount point (``/api/mcp`` is ``path="/mcp"``), and the 2024-11-05 ``endpoint``
@@ -48,7 +49,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import AsyncIterator, Callable, Collection
+from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any
 
@@ -171,16 +173,41 @@ class McpAsgiApp:
         return None if self._host is None else self._host.runtime.table
 
     def _the_host(self) -> Host:
-        """The host of the running loop, made on first use."""
+        """The host of the running loop, made on first use.
+
+        Raises:
+            RuntimeError: the loop is neither trio nor asyncio.
+        """
         if self._host is None:
-            # The table's trio objects are made on the loop that runs them.
+            # Made on first use: only then is the loop known.
             table = SessionTable(self._handler, limits=self.cfg.limits, session_kw=self._session_kw)
             runtime = Runtime(table, self._grace)
-            if sniffio.current_async_library() == "trio":
+            library = sniffio.current_async_library()
+            if library == "trio":
                 self._host = TrioHost(runtime)
-            else:
+            elif library == "asyncio":
                 self._host = AsyncioHost(runtime)
+            else:
+                raise RuntimeError(f"mcp_ref.asgi runs on trio or asyncio, not {library}")
         return self._host
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Start the sessions' runtime for the duration of an ``async with`` block, and
+        stop it gracefully at its end, as the ASGI lifespan does: for a mounted
+        application, which gets no lifespan events of its own, e.g.
+        ``Starlette(routes=[Mount("/api", app=mcp)], lifespan=lambda _: mcp.running())``.
+
+        Raises:
+            RuntimeError: the runtime has stopped already, or the loop is neither trio
+                nor asyncio.
+        """
+        host = self._the_host()
+        await host.start()
+        try:
+            yield  # nothing: Starlette takes what a lifespan yields as its state
+        finally:
+            await host.stop()
 
     async def __call__(self, scope: Message, receive: Receive, send: Send) -> None:
         """Serve one ASGI scope (``http`` or ``lifespan``).
