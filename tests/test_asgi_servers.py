@@ -13,6 +13,8 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -45,22 +47,13 @@ def free_port() -> int:
         return port
 
 
-def command(server: str, target: str, port: int) -> list[str]:
+def command(server: str, target: str, port: int, *extra: str) -> list[str]:
+    """The command line of ``server`` serving ``target`` on loopback ``port``."""
+    if server == "uvicorn":
+        return [sys.executable, "-m", "uvicorn", "--port", str(port), *extra, target]
+    worker = server.removeprefix("hypercorn-")  # trio or asyncio
     bind = f"127.0.0.1:{port}"
-    if server == "hypercorn-trio":
-        return [sys.executable, "-m", "hypercorn", "--worker-class", "trio", "--bind", bind, target]
-    if server == "hypercorn-asyncio":
-        return [
-            sys.executable,
-            "-m",
-            "hypercorn",
-            "--worker-class",
-            "asyncio",
-            "--bind",
-            bind,
-            target,
-        ]
-    return [sys.executable, "-m", "uvicorn", "--host", "127.0.0.1", "--port", str(port), target]
+    return [sys.executable, "-m", "hypercorn", "-k", worker, "-b", bind, *extra, target]
 
 
 CASES = [
@@ -74,20 +67,15 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("server", "target", "path"), CASES, ids=[f"{s}-{t}" for s, t, _ in CASES])
-async def test_a_real_asgi_server_serves_a_tool_call(
-    server: str, target: str, path: str, tmp_path: Path
-) -> None:
+@asynccontextmanager
+async def serving(cmd: list[str], tmp_path: Path) -> AsyncIterator[tuple[trio.Process, bytearray]]:
+    """Run ``cmd`` (an ASGI server) until it says it listens; yield it and its output so
+    far (stderr, still read into it); kill it at the end if it still runs."""
     (tmp_path / "mounted.py").write_text(MOUNTED, encoding="utf-8")
-    port = free_port()
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(EXAMPLES), str(tmp_path)])
     proc = await trio.lowlevel.open_process(
-        command(server, target, port),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env=env,
-        cwd=tmp_path,
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=tmp_path
     )
     output = bytearray()
     try:
@@ -96,7 +84,7 @@ async def test_a_real_asgi_server_serves_a_tool_call(
             # Wait for the server to say it listens (never a bare sleep).
             while b"running on" not in output.lower():
                 chunk = await proc.stderr.receive_some(4096)
-                assert chunk, f"{server} ended before listening:\n{output.decode(errors='replace')}"
+                assert chunk, f"{cmd[2]} ended before listening:\n{output.decode(errors='replace')}"
                 output += chunk
         async with trio.open_nursery() as nursery:
 
@@ -106,22 +94,58 @@ async def test_a_real_asgi_server_serves_a_tool_call(
                     output.extend(chunk)
 
             nursery.start_soon(drain)
-            with trio.fail_after(30):
-                async with open_http_client(f"http://127.0.0.1:{port}{path}") as client:
-                    result = await client.call_tool("add", {"a": 20, "b": 22})
-                    assert result.structured_content == {"result": 42}, result
-                    tools = await client.list_tools()
-                    assert [t.name for t in tools] == ["add"]
-            # SIGINT: the lifespan shutdown, then a clean exit.
-            proc.send_signal(signal.SIGINT)
-            with trio.fail_after(20):
-                code = await proc.wait()
+            yield proc, output
             nursery.cancel_scope.cancel()
-        log = output.decode(errors="replace")
-        assert code == 0, log
-        assert "Traceback" not in log, log
     finally:
         if proc.returncode is None:
             proc.kill()
             with trio.move_on_after(5):
                 await proc.wait()
+
+
+@pytest.mark.parametrize(("server", "target", "path"), CASES, ids=[f"{s}-{t}" for s, t, _ in CASES])
+async def test_a_real_asgi_server_serves_a_tool_call(
+    server: str, target: str, path: str, tmp_path: Path
+) -> None:
+    port = free_port()
+    async with serving(command(server, target, port), tmp_path) as (proc, output):
+        with trio.fail_after(30):
+            async with open_http_client(f"http://127.0.0.1:{port}{path}") as client:
+                result = await client.call_tool("add", {"a": 20, "b": 22})
+                assert result.structured_content == {"result": 42}, result
+                tools = await client.list_tools()
+                assert [t.name for t in tools] == ["add"]
+        # SIGINT: the lifespan shutdown, then a clean exit.
+        proc.send_signal(signal.SIGINT)
+        with trio.fail_after(20):
+            code = await proc.wait()
+    log = output.decode(errors="replace")
+    assert code == 0, log
+    assert "Traceback" not in log, log
+
+
+GRACEFUL = {
+    "hypercorn-trio": ("--graceful-timeout", "1"),
+    "hypercorn-asyncio": ("--graceful-timeout", "1"),
+    "uvicorn": ("--timeout-graceful-shutdown", "1"),
+}
+
+
+@pytest.mark.parametrize("server", sorted(GRACEFUL))
+async def test_a_real_asgi_server_stops_with_a_client_still_connected(
+    server: str, tmp_path: Path
+) -> None:
+    """The client's GET stream is still open at SIGINT: the server's own graceful
+    timeout bounds the wait (ASGI tells an application of the stop only once every
+    response has ended), then the lifespan shutdown ends the sessions."""
+    port = free_port()
+    cmd = command(server, "asgi_server:app", port, *GRACEFUL[server])
+    async with serving(cmd, tmp_path) as (proc, output):
+        with trio.fail_after(30):
+            async with open_http_client(f"http://127.0.0.1:{port}/mcp") as client:
+                result = await client.call_tool("add", {"a": 1, "b": 2})
+                assert result.structured_content == {"result": 3}
+                proc.send_signal(signal.SIGINT)
+                with trio.fail_after(15):
+                    code = await proc.wait()
+    assert code == 0, output.decode(errors="replace")

@@ -40,6 +40,12 @@ stops them gracefully (the requests in progress get ``grace_seconds``, then ever
 session ends and its SSE responses end whole).  A mounted application gets the same
 stop from the outer application's lifespan through :meth:`McpAsgiApp.running`.
 
+ASGI tells an application of a stop only through the lifespan, which servers run once
+every response has ended; an open SSE response (a client's GET stream) ends when the
+client leaves, so the server's own bound applies first: Hypercorn's
+``--graceful-timeout`` (3 s by default), Uvicorn's ``--timeout-graceful-shutdown``
+(none by default: give one, or Uvicorn waits for the clients).
+
 Under a mount (``scope["root_path"]``, e.g. ``Mount("/api", app)``) the paths are those
 below the mount point (``/api/mcp`` is ``path="/mcp"``), and the 2024-11-05 ``endpoint``
 event names the message endpoint with the mount point in front.
