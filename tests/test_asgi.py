@@ -523,3 +523,33 @@ async def test_a_get_stream_resumed_with_last_event_id_replays_what_was_missed()
                 assert again.status == 200
                 await again.until(b"list_changed")
                 assert last_id not in again.body  # only what followed it
+
+
+async def test_lifespan_shutdown_answers_a_request_still_running_with_an_error() -> None:
+    server = make_server()
+
+    @server.tool()
+    async def stuck() -> str:
+        """Never answers by itself."""
+        await trio.sleep_forever()
+        return ""
+
+    app = asgi_app(server, grace_seconds=0.2)
+    to_app, app_in = trio.open_memory_channel[Message](4)
+    app_out, from_app = trio.open_memory_channel[Message](4)
+    lifespan = {"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}
+    ask = {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "stuck"}}
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(app, lifespan, app_in.receive, app_out.send)
+            await to_app.send({"type": "lifespan.startup"})
+            assert (await from_app.receive())["type"] == "lifespan.startup.complete"
+            sid = await open_session(app)
+            body = json.dumps(ask).encode()
+            async with exchange(app, "POST", "/mcp", headers=session_headers(sid), body=body) as ex:
+                await to_app.send({"type": "lifespan.shutdown"})
+                await ex.read_all()
+                assert (await from_app.receive())["type"] == "lifespan.shutdown.complete"
+            (answer,) = [m for m in data_of(ex.body) if m.get("id") == 4]
+            assert answer["error"]["code"] == -32603
+            assert "shutting down" in answer["error"]["message"]
