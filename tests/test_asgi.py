@@ -122,6 +122,7 @@ async def exchange(
     root_path: str = "",
     query: bytes = b"",
     chunks: list[bytes] | None = None,
+    host: bytes = b"127.0.0.1:8000",
 ) -> AsyncIterator[Exchange]:
     """Call ``app`` with one ``http`` scope on trio; yield once the head is out."""
     send_ch, recv_ch = trio.open_memory_channel[Message](1000)
@@ -145,7 +146,7 @@ async def exchange(
         "raw_path": path.encode(),
         "root_path": root_path,
         "query_string": query,
-        "headers": [(b"host", b"127.0.0.1:8000"), *(headers or [])],
+        "headers": [(b"host", host), *(headers or [])],
         "client": ("127.0.0.1", 40000),
         "server": ("127.0.0.1", 8000),
     }
@@ -283,6 +284,10 @@ async def test_refusals_are_the_trio_servers() -> None:
         assert ex.status == 415
         ex = await request(app, "POST", "/mcp", headers=[JSON], body=initialize())
         assert ex.status == 406
+        ex = await request(
+            app, "POST", "/mcp", headers=[ACCEPT, JSON], body=initialize(), host=b"evil.example"
+        )
+        assert ex.status == 403  # DNS rebinding: the Host is not a loopback name
         ex = await request(app, "GET", "/elsewhere")
         assert ex.status == 404
         ex = await request(app, "PUT", "/mcp", headers=[ACCEPT])
@@ -303,6 +308,38 @@ async def test_body_bound_is_413() -> None:
         length = (b"content-length", b"1000")
         ex = await request(app, "POST", "/mcp", headers=[ACCEPT, JSON, length], body=b"x")
         assert ex.status == 413
+
+
+async def test_a_body_that_stops_coming_is_408() -> None:
+    from mcp_ref._http import HttpLimits
+
+    app = asgi_app(make_server(), limits=HttpLimits(idle_timeout_seconds=0.2))
+    sent: list[Message] = []
+    first = True
+
+    async def receive() -> Message:
+        nonlocal first
+        if first:
+            first = False
+            return {"type": "http.request", "body": b"{", "more_body": True}
+        await trio.sleep_forever()
+        raise AssertionError
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/mcp",
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(b"host", b"localhost"), ACCEPT, JSON],
+        "client": ("127.0.0.1", 1),
+    }
+    with trio.fail_after(5):
+        await app(scope, receive, send)
+    assert sent[0]["status"] == 408
 
 
 async def test_legacy_endpoints_under_a_mount_point() -> None:
