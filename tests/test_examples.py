@@ -117,11 +117,17 @@ RUN_BY = {
     "blocking_client.py": test_the_blocking_client_needs_no_event_loop,
     "sans_io_socketpair.py": test_the_core_runs_with_no_event_loop_over_a_socket_pair,
     "notes_http.py": test_the_notes_server_over_http_serves_a_client_and_stops_on_sigterm,
+    # Served under Hypercorn (trio and asyncio workers) and Uvicorn, each a real process.
+    "asgi_server.py": "test_asgi_servers.py::test_a_real_asgi_server_serves_a_tool_call",
 }
 
 
 def test_every_example_is_run_by_a_test() -> None:
     assert sorted(path.name for path in EXAMPLES.glob("*.py")) == sorted(RUN_BY)
+    for test in RUN_BY.values():
+        if isinstance(test, str):  # a test in another file: it must exist there
+            module, _, name = test.partition("::")
+            assert f"def {name}(" in (ROOT / "tests" / module).read_text(encoding="utf-8")
 
 
 def test_the_examples_readme_lists_every_example() -> None:
