@@ -18,16 +18,19 @@ How it drives the core, step by step
    text/event-stream``, ``Mcp-Session-Id`` once the server gave one, and
    ``MCP-Protocol-Version`` once initialization negotiated it
    (:meth:`~mcp_ref._http_client.HttpClientCore.headers`).
-3. The answer: ``202`` (nothing to read); ``200`` with ``application/json`` (the whole
-   body is one message: ``conn.receive_message(body)``); ``200`` with
-   ``text/event-stream`` (each chunk into a
-   :class:`~mcp_ref._http_client_streams.StreamCursor`, each message it gives into
-   ``conn.receive_message``); :meth:`~mcp_ref._http_client.HttpClientCore.answer`
-   says which.  After each message, drain the client core's events
-   (``ClientSession._process_events``), as on any transport.  Server requests on the stream (``ping``, and those the declared
-   handlers take) are answered by POSTing the core's response; a server's
-   ``notifications/cancelled`` reaches us only on a request's stream, as this client
-   opens no GET stream.
+3. What to send and how to read the answer is the core's: each message runs as one
+   flow of :mod:`mcp_ref._http_client_flows` (a request's
+   :class:`~mcp_ref._http_client_flows.RequestFlow`, a notification's or response's
+   :class:`~mcp_ref._http_client_flows.MessageFlow`), and ``_run`` is its loop: send
+   what the flow says, give it the head and each body chunk, pass the messages it
+   gives to ``conn.receive_message``, wait when it says so.  The answer is ``202``
+   (nothing to read), one JSON body (one message), or an SSE stream (its events'
+   messages).  After each message, drain the client core's events
+   (``ClientSession._process_events``), as on any transport.  Server requests on the
+   stream (``ping``, and those the declared handlers take) are answered by POSTing the
+   core's response; a server's ``notifications/cancelled`` reaches us only on a
+   request's stream, as this client opens no GET stream.  A flow that ends with an
+   error fails the call with an McpError (the HTTP status in its ``data``).
 4. A request's POST runs in a task of its own while the caller waits for the answer
    or for the POST to end; the caller's cancellation (or the core's timeout) ends the
    POST and POSTs ``notifications/cancelled``.  Timeouts come from
@@ -36,12 +39,12 @@ How it drives the core, step by step
    resets every open connection and sends nothing more (no DELETE): the server sees
    its streams break off, as when a client crashes.
 6. A 404 to a request that carried the session id means the server ended the session:
-   the client replays, without a session id, the ``initialize`` request and
-   ``notifications/initialized`` it sent first (the HTTP client core kept their bytes
-   and checks the new session's version), then POSTs
-   the message again (once per ended session, under a lock).  The core never learns
-   of it: it stays in the operating state, with what the first handshake negotiated.
-
+   the flow asks for a new session, and ``_new_session`` runs the core's
+   :class:`~mcp_ref._http_client_flows.ReplayFlow` (the ``initialize`` request and
+   ``notifications/initialized`` sent first, replayed without a session id; once per
+   ended session, under a lock); then the flow POSTs the message again.  The MCP core
+   never learns of it: it stays in the operating state, with what the first handshake
+   negotiated.  A 404 once more ends the session.
 7. An SSE answer that ends before its response is resumed with a GET carrying
    ``Last-Event-ID`` after the server's ``retry``, while the stream makes progress
    (:meth:`~mcp_ref._http_client_streams.StreamCursor.post_ended`); one that cannot be
@@ -60,13 +63,13 @@ from typing import Any, Final, cast
 
 import h11
 
-from .. import _http as rules
 from .._client import DEFAULT_TIMEOUT, SessionClosed, as_timeout
 from .._connection import Connection
 from .._errors import McpError
-from .._http_client import MAX_ERROR_BODY, Answer, HttpClientCore, Send, media_type
-from .._http_client_streams import Reopen, StreamCursor
-from .._http_messages import error_of
+from .._http import HTTP_SERVER_ERROR
+from .._http_client import HttpClientCore, Send
+from .._http_client_flows import MessageFlow, ReplayFlow, RequestFlow
+from .._http_client_steps import Done, Flow, HttpRequest, Read, Step, Wait, delete_request
 from .._inflight import RequestTimeout
 from .._state import CLIENT
 from ..events import Event, Notification
@@ -80,10 +83,6 @@ _CHUNK: Final = 65536
 _MAX_BACKGROUND: Final = 64
 
 
-class _SessionGone(McpError):
-    """404 for a request that carried our session id: the server ended the session."""
-
-
 class _Refused(McpError):
     """The server answered a POST with an HTTP error status: it did not take the message."""
 
@@ -94,6 +93,8 @@ class _Exchange:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader, self.writer = reader, writer
         self.h11 = h11.Connection(h11.CLIENT)
+        self.complete = False
+        """True once the whole response was read."""
 
     async def next_event(self) -> h11.Event:
         """The next h11 event of the response, reading as needed."""
@@ -112,6 +113,7 @@ class _Exchange:
             if isinstance(event, h11.Data):
                 yield bytes(event.data)
             elif isinstance(event, h11.EndOfMessage | h11.ConnectionClosed):
+                self.complete = isinstance(event, h11.EndOfMessage)
                 return
 
 
@@ -151,10 +153,8 @@ class HttpClient(ClientSession):
         return self.http.session_id
 
     @asynccontextmanager
-    async def _http(
-        self, method: bytes, body: bytes, *, last_event_id: str | None = None
-    ) -> AsyncIterator[tuple[h11.Response, _Exchange]]:
-        """Send one HTTP request; yield its response head and the exchange to read on."""
+    async def _http(self, send: HttpRequest) -> AsyncIterator[tuple[h11.Response, _Exchange]]:
+        """HttpRequest one HTTP request; yield its response head and the exchange to read on."""
         if self._aborted:
             raise SessionClosed("the client aborted the session")
         http = self.http
@@ -162,12 +162,11 @@ class HttpClient(ClientSession):
         self._sockets.add(writer)
         try:
             ex = _Exchange(reader, writer)
-            mcp = http.headers(method, body=body, last_event_id=last_event_id)
-            headers = [*mcp, (b"connection", b"close")]
-            target = http.target.encode()
-            writer.write(ex.h11.send(h11.Request(method=method, target=target, headers=headers)))
-            if body:
-                writer.write(ex.h11.send(h11.Data(data=body)))
+            headers = [*send.headers, (b"connection", b"close")]
+            request = h11.Request(method=send.method, target=send.target.encode(), headers=headers)
+            writer.write(ex.h11.send(request))
+            if send.body:
+                writer.write(ex.h11.send(h11.Data(data=send.body)))
             writer.write(ex.h11.send(h11.EndOfMessage()))
             await writer.drain()
             while not isinstance(response := await ex.next_event(), h11.Response):
@@ -178,159 +177,80 @@ class HttpClient(ClientSession):
             self._sockets.discard(writer)
             writer.close()
 
-    async def _post(self, body: bytes) -> None:
-        """POST one message and feed whatever comes back to the core (steps 2 and 3);
-        after a 404, start a new session and POST it again, once (step 6)."""
-        generation = self.http.generation
-        try:
-            await self._post_once(body)
-            return
-        except _SessionGone:
-            await self._new_session(generation)
-        try:
-            await self._post_once(body)
-        except _SessionGone:
-            self.http.session_id = None  # nothing left to DELETE
+    async def _post(self, data: bytes) -> None:
+        """Steps 2, 3, 6 and 7: POST one message and take its answer, as the core's flow
+        says (:mod:`mcp_ref._http_client_flows`).
+
+        Raises:
+            McpError: the server refused it (its HTTP status in ``data``), or the
+                answer could not be read.
+            SessionClosed: the session ended, and a new one too (404 twice).
+        """
+        http = self.http
+        out = http.outgoing(data)
+        flow: Flow = MessageFlow(http, data)
+        if out.send in (Send.INITIALIZE, Send.REQUEST):
+            flow = RequestFlow(http, out, data, max_bytes=self.connection.max_message_bytes)
+        done = await self._run(flow)
+        if done.session_lost:
+            http.session_id = None  # nothing left to DELETE
             reason = "the server ended the session (HTTP 404), and the new one too"
-            raise self._close(reason) from None
+            raise self._close(reason)
+        if done.error is not None and done.http_status is not None:
+            raise _Refused(done.code, done.error, {"http_status": done.http_status})
+        if done.error is not None:
+            raise McpError(done.code, done.error)
+
+    async def _run(self, flow: Flow) -> Done:
+        """Do what ``flow`` says until it is done: the one loop of this client."""
+        step: Step = flow.start()
+        while not isinstance(step, Done):
+            if isinstance(step, HttpRequest):
+                async with self._http(step) as (response, ex):
+                    step = flow.head(response.status_code, response.headers)
+                    if isinstance(step, Read):
+                        async for chunk in ex.body():
+                            self._receive(flow.receive_data(chunk))
+                            if flow.stop:
+                                break
+                        else:
+                            self._receive(flow.receive_data(b""))
+                        step = flow.ended(ex.complete)
+            elif isinstance(step, Wait):
+                await asyncio.sleep(step.seconds)
+                step = flow.waited()
+            elif not isinstance(step, Read):
+                await self._new_session(step.generation)
+                step = flow.new_session(True)
+        return step
 
     async def _new_session(self, generation: int) -> None:
         """Step 6: the server ended our session (404).  Replay the handshake without a
-        session id, once per ended session; its answers go to no one (the core stays in
-        the operating state it reached the first time).
+        session id, once per ended session (:class:`~mcp_ref._http_client_flows.ReplayFlow`).
 
         Raises:
             SessionClosed: there is no handshake to replay, or the server refused it.
         """
         http = self.http
         async with self._reinit:
-            # Spec: 2025-06-18/basic/transports#session-management.7
-            # "it MUST start a new session by sending a new `InitializeRequest` without a
-            # session ID attached"
             begin = http.begin_new_session(generation)
             if begin is None:
                 return  # another POST did it
-            if begin is False or http.init_body is None or http.initialized_body is None:
+            if begin is False:
                 raise self._close("the server ended the session (HTTP 404) before it began")
             try:
-                for body in (http.init_body, http.initialized_body):
-                    await self._post_once(body, feed=False)
-            except (McpError, OSError, h11.ProtocolError) as exc:
-                http.end_new_session(False)
-                reason = f"the server ended the session (HTTP 404); a new one failed: {exc}"
-                raise self._close(reason) from exc
-            http.end_new_session(True)
+                done = await self._run(ReplayFlow(http))
+            except (OSError, h11.ProtocolError) as exc:
+                done = Done(error=str(exc) or repr(exc))
+            if http.end_new_session(done.error is None) is not None:
+                reason = f"the server ended the session (HTTP 404); a new one failed: {done.error}"
+                raise self._close(reason)
 
-    async def _post_once(self, body: bytes, *, feed: bool = True) -> None:
-        """POST one message; feed the answer to the core (``feed``) or, for a replayed
-        handshake, only check it.
-
-        Raises:
-            _SessionGone: 404 for our session id.
-            _Refused: any other HTTP error.
-        """
-        http = self.http
-        out = http.outgoing(body)
-        async with self._http(b"POST", body) as (response, ex):
-            status, headers = response.status_code, response.headers
-            if out.send in (Send.INITIALIZE, Send.REQUEST):
-                what = http.answer(status, headers, key=out.key)
-            else:
-                what = http.one_way(status)
-            # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.5
-            # "If the server accepts the input, the server MUST return HTTP status code 202
-            # Accepted with no body."
-            if what is Answer.ACCEPTED:
-                return
-            if what is Answer.EXPIRED:
-                raise _SessionGone(
-                    rules.HTTP_SERVER_ERROR, "the server ended the session (HTTP 404)"
-                )
-            if what not in (Answer.JSON, Answer.SSE):
-                await self._fail(response, ex)
-            # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.9
-            # "The client MUST support both these cases."
-            if what is Answer.JSON:
-                data = b""
-                async for chunk in ex.body():
-                    data += chunk
-                    if len(data) > self.connection.max_message_bytes:
-                        raise McpError(rules.HTTP_SERVER_ERROR, "JSON answer too large")
-                self._receive(data, out.key, feed)
-            else:
-                await self._read_stream(ex, out.key, feed)
-
-    async def _read_stream(self, ex: _Exchange, key: object, feed: bool) -> None:
-        """Step 3's SSE case: read the stream until the response to ``key`` came; when
-        it ends first, resume it with a GET carrying ``Last-Event-ID`` as the cursor
-        says (after the server's ``retry``), or fail (step 7).
-
-        Raises:
-            McpError: the stream cannot be resumed, or its resumption was refused.
-        """
-        cursor = StreamCursor(self.connection.max_message_bytes, self.http.default_retry)
-        answered = await self._read_events(ex, cursor, key, feed)
-        while (then := cursor.post_ended(answered)) is not None:
-            if isinstance(then, str):
-                raise McpError(rules.HTTP_SERVER_ERROR, then)
-            await asyncio.sleep(then)
-            last = cursor.last_event_id
-            async with self._http(b"GET", b"", last_event_id=last) as (response, ex):
-                session = self.http.session_id is not None
-                what = cursor.reopened(response.status_code, response.headers, session=session)
-                if what is not Reopen.READ:
-                    why = f"resuming the stream failed: HTTP {response.status_code}"
-                    raise McpError(rules.HTTP_SERVER_ERROR, why)
-                answered = await self._read_events(ex, cursor, key, feed)
-
-    async def _read_events(
-        self, ex: _Exchange, cursor: StreamCursor, key: object, feed: bool
-    ) -> bool:
-        """Feed one SSE response's messages; True when the response to ``key`` came."""
-        answered = False
-        cursor.begin()
-        async for chunk in ex.body():
-            for data in cursor.receive_data(chunk):
-                answered = self._receive(data, key, feed) or answered
-            if cursor.error is not None:
-                raise McpError(rules.HTTP_SERVER_ERROR, cursor.error)
-        for data in cursor.receive_data(b""):
-            answered = self._receive(data, key, feed) or answered
-        return answered
-
-    def _receive(self, data: bytes, key: object, feed: bool) -> bool:
-        """One message of an answer: to the core (``feed``), or, for a replayed
-        ``initialize``, checked by the HTTP client core (same version).  True when it
-        is the response to ``key``."""
-        if not feed:
-            same = self.http.replayed(data)
-            if same is False:
-                raise McpError(
-                    rules.HTTP_SERVER_ERROR, "the new session negotiated another version"
-                )
-            return same is not None
-        answered = self.http.received(data, key)  # the initialize result names the version
-        self.connection.receive_message(data)
-        self._process_events()
-        return answered
-
-    async def _fail(self, response: h11.Response, ex: _Exchange) -> None:
-        status = response.status_code
-        if status < 300:
-            ctype = media_type(response.headers).decode("latin-1")
-            raise McpError(rules.HTTP_SERVER_ERROR, f"unexpected content type {ctype!r}")
-        body = b""
-        async for chunk in ex.body():
-            body += chunk
-            if len(body) > MAX_ERROR_BODY:
-                break
-        code, message = rules.HTTP_SERVER_ERROR, f"HTTP {status} {response.reason.decode()}"
-        # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.7
-        # "The HTTP response body MAY comprise a JSON-RPC error response that has no `id`."
-        error = error_of(bytes(body))
-        if error is not None:
-            code, message = error[0], f"{message}: {error[1]}"
-        raise _Refused(code, message, {"http_status": status})
+    def _receive(self, messages: list[bytes]) -> None:
+        """Messages of an answer: to the core, then its events drained."""
+        for data in messages:
+            self.connection.receive_message(data)
+            self._process_events()
 
     def _never_accepted(self, exc: BaseException) -> bool:
         # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.1
@@ -354,9 +274,7 @@ class HttpClient(ClientSession):
                 raise self._close(f"the server's HTTP answer broke off: {exc}") from exc
             # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.16
             # "Disconnection SHOULD NOT be interpreted as the client cancelling its request."
-            raise McpError(
-                rules.HTTP_SERVER_ERROR, "the server ended its answer without a response"
-            )
+            raise McpError(HTTP_SERVER_ERROR, "the server ended its answer without a response")
         finally:
             if not post.done():
                 post.cancel()  # the answer came, or we gave up: stop reading
@@ -412,7 +330,7 @@ class HttpClient(ClientSession):
                 # "Clients that no longer need a particular session (e.g., because the user is
                 # leaving the client application) SHOULD send an HTTP DELETE to the MCP endpoint
                 # with the `Mcp-Session-Id` header, to explicitly terminate the session."
-                async with self._http(b"DELETE", b"") as (response, _):
+                async with self._http(delete_request(self.http)) as (response, _):
                     log.debug("DELETE answered %d", response.status_code)
         except (OSError, h11.ProtocolError) as exc:  # TimeoutError is an OSError
             log.info("DELETE of the session failed: %r", exc)

@@ -8,73 +8,53 @@ the session hands it one message at a time, and it turns each into one HTTP POST
 sends -- JSON answers, events of POST streams, events of the GET stream -- goes into one
 bounded queue that ``receive`` reads.  The session never learns HTTP exists.
 
+The channel reads no message and decides nothing.  The sans-IO core
+(:class:`~mcp_ref._http_client.HttpClientCore`, in ``self.core``) reads each outgoing
+message and says how to POST it; each job is a flow of
+:mod:`mcp_ref._http_client_flows`, run by ``_run``, the one loop of this module: send
+what the flow says, give it the head and the body, pass on the messages it gives, wait
+when it says so (read :mod:`mcp_ref._http_client_steps` for the steps).
+
 ``send`` returns quickly so the session's send lock is never held across a long
 exchange:
 
-* a *request* is written (connect, headers, body) and ``send`` returns; a background
-  task reads the answer: a JSON body, or an SSE stream read until the response to that
-  request arrived.  When the stream ends first, the task waits the ``retry`` time the
-  server gave (else ``default_retry``) and resumes with a GET carrying
-  ``Last-Event-ID`` (#resumability-and-redelivery.3), as often as it makes progress.
-  A request that cannot be answered any more (HTTP error, stream lost without an event
-  id, connection failure) gets the core's error response
-  (:func:`~mcp_ref._http_client.failure`), so the caller is not left waiting for its
-  timeout;
+* a *request* is written and ``send`` returns; a background task runs its
+  :class:`~mcp_ref._http_client_flows.RequestFlow` (a JSON body, or an SSE stream
+  resumed after a break; a new session after a 404).  A request the flow gives up on
+  gets the core's error response (:func:`~mcp_ref._http_client.failure`), so the
+  caller is not left waiting for its timeout; an outgoing ``notifications/cancelled``
+  stops the reading of the request it names;
 * a *notification* or *response* is POSTed and its ``202`` awaited before ``send``
   returns, so they reach the server in order;
-* after ``notifications/initialized`` a background task opens the GET stream and keeps
-  it open, reconnecting (with ``Last-Event-ID``) when it ends, as the core's
-  :class:`~mcp_ref._http_client_streams.StreamCursor` says; an answer that is no SSE
-  stream (other than 404 and 409) means the server offers none, and the task stops.
+* after ``notifications/initialized`` a background task keeps the GET stream open
+  (:class:`~mcp_ref._http_client_flows.GetStreamFlow`);
+* after a 404 to our session id a new session replays the handshake sent first, once
+  per expired session, under a lock (:class:`~mcp_ref._http_client_flows.ReplayFlow`);
+  the session layer never learns of it.  Closing sends DELETE (#session-management.8);
+* when the POST of ``initialize`` gets a 4xx, the channel falls back to 2024-11-05
+  (:class:`~mcp_ref._http_client_flows.LegacyFlow`): every answer comes on one GET
+  stream, every message is POSTed to the endpoint it names (#backwards-compatibility).
 
-The channel never reads a message itself: the HTTP client core
-(:class:`~mcp_ref._http_client.HttpClientCore`, in ``self.core``) reads each with the
-connection's own reader -- kind, id and method; the ``protocolVersion`` of the
-``initialize`` result, which every later request carries in ``MCP-Protocol-Version``
-(#protocol-version-header.1); the ``requestId`` of an outgoing
-``notifications/cancelled``, to stop reading that request's stream -- and the channel
-does what it decides.
-
-Sessions: the ``Mcp-Session-Id`` of the ``initialize`` answer goes on every later
-request (#session-management.4).  A 404 to a request that carried it means the session
-is gone (#session-management.7): the channel starts a new one by replaying the
-``initialize`` request and ``notifications/initialized`` it sent at the start (their
-answers are not passed on), then retries the message once.  The session layer does not
-learn it: its core stays in the operating state, with the capabilities negotiated the
-first time (a server answering the replay with another protocol version ends the
-channel).  Requests in flight in the old session are answered with errors.  Closing
-sends DELETE (#session-management.8).
-
-Fallback (2025-06-18/basic/transports#backwards-compatibility): when the POST of
-``initialize`` gets a 4xx, the channel GETs the same URL, expects an SSE stream whose
-first event is ``endpoint`` (:func:`~mcp_ref._http.resolve_endpoint`), POSTs every
-message there, and reads every answer from that stream.
-
-Connections: a small pool of keep-alive connections for POSTs (idle ones are dropped
-after ``pool_idle_seconds``; a request that meets a connection the server had closed is
-sent again on a new one, only when nothing was received); SSE streams use their own
-connections.  ``https`` URLs use TLS with the default trust store.
-
-Modules: the decisions (headers, what a head means, SSE cursors and their replay, a new
-session, the fallback) are the sans-IO :mod:`mcp_ref._http_client` and
-:mod:`mcp_ref._http_client_streams`; here are their loops: :mod:`.client_connections`
-(the pool, one exchange), :mod:`.client_answers` (answers, streams, the GET stream, a
-new session, 2024-11-05) and this one (the channel and its entry point).
+Connections (:mod:`.client_connections`): a small pool of keep-alive connections for
+POSTs; SSE streams use their own connections.  ``https`` URLs use TLS with the default
+trust store.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 
 import trio
 
-from ..._http_client import MAX_ERROR_BODY, Answer, Outgoing, Send, refusal_message
+from ..._http_client import Send, failure
+from ..._http_client_flows import GetStreamFlow, LegacyFlow, MessageFlow, ReplayFlow, RequestFlow
+from ..._http_client_steps import READ, Done, Flow, HttpRequest, Read, Step, Wait, delete_request
 from ...events import RequestId
-from .client_answers import ClientAnswers
-from .client_connections import _IO_FAILURES, _TRANSPORT_FAILURES, HttpTransportError
+from .client_connections import _IO_FAILURES, ClientConnections, HttpTransportError, _Exchange
 from .common import Supervisor
 
 __all__ = ["HttpClientChannel", "HttpTransportError", "open_http_channel"]
@@ -82,7 +62,7 @@ __all__ = ["HttpClientChannel", "HttpTransportError", "open_http_channel"]
 log = logging.getLogger("mcp_ref.trio.http")
 
 
-class HttpClientChannel(ClientAnswers):
+class HttpClientChannel(ClientConnections):
     """A :class:`~mcp_ref.trio.MessageChannel` speaking Streamable HTTP to one URL.
 
     Make it with :func:`open_http_channel` (or use
@@ -90,12 +70,8 @@ class HttpClientChannel(ClientAnswers):
     constructor, ``(url, supervisor, **options)`` with the options of
     ``open_http_channel``, is :class:`~.client_connections.ClientConnections`'s.
 
-    Attributes:
-        url: the MCP endpoint.
-        session_id: the ``Mcp-Session-Id`` the server assigned, or None.
-        protocol_version: the negotiated version (None before ``initialize``).
-        mode: ``"streamable"``, or ``"legacy"`` after falling back to 2024-11-05.
-        reinitializations: how many times a new session was started after a 404.
+    Its ``url``, ``session_id``, ``protocol_version``, ``mode`` (``"legacy"`` after
+    the fallback) and ``reinitializations`` (new sessions after a 404) are the core's.
 
     Source: 2025-06-18/basic/transports#streamable-http.
     """
@@ -119,17 +95,23 @@ class HttpClientChannel(ClientAnswers):
         if self.closed:
             raise trio.ClosedResourceError("the HTTP channel is closed")
         out = self.core.outgoing(data)
-        if out.send is Send.LEGACY:
-            await self._legacy_send(data)
-        elif out.send is Send.INITIALIZE:
-            await self._send_initialize(data, out)
-        elif out.send is Send.REQUEST:
-            await self._send_request(data, out)
-        else:
-            if out.cancels is not None and (scope := self._readers.get(out.cancels)):
-                scope.cancel()  # stop reading the cancelled request's answer
-            if await self._send_one_way(data) and out.opens_get:
-                await self._open_get_stream()
+        if out.send is Send.INITIALIZE:
+            return await self._send_initialize(RequestFlow(self.core, out, data))
+        if out.send is Send.REQUEST:
+            return await self._send_request(RequestFlow(self.core, out, data))
+        if out.cancels is not None and (scope := self._readers.get(out.cancels)):
+            scope.cancel()  # stop reading the cancelled request's answer
+        # A notification or response (any message in 2024-11-05 mode): its answer is
+        # awaited (bounded), so that they reach the server in order.
+        done = Done(error=f"the POST took longer than {self._io_timeout} s")
+        with trio.move_on_after(self._io_timeout):
+            done = await self._run(MessageFlow(self.core, data))
+        if done.error is None and out.opens_get:
+            await self._open_get_stream()
+        elif done.error is not None and out.send is Send.LEGACY and not done.http_status:
+            raise HttpTransportError(f"POST to the 2024-11-05 endpoint failed: {done.error}")
+        elif done.error is not None:
+            log.warning("the server did not take a message: %s", done.error)
 
     async def aclose(self) -> None:
         """DELETE the session (when there is one), close connections and end input.
@@ -137,8 +119,6 @@ class HttpClientChannel(ClientAnswers):
         if self.closed:
             return
         self.closed = True
-        if self._get_scope is not None:
-            self._get_scope.cancel()
         for scope in self._readers.values():
             scope.cancel()
         if self.session_id is not None and self.mode == "streamable":
@@ -148,10 +128,10 @@ class HttpClientChannel(ClientAnswers):
             # `Mcp-Session-Id` header, to explicitly terminate the session."
             with trio.move_on_after(min(self._io_timeout, 2.0)):
                 try:
-                    ex = await self._request(b"DELETE", self.core.target, b"", fresh=False)
-                    await ex.read_body(MAX_ERROR_BODY)
+                    ex = await self._request(delete_request(self.core))
                     log.debug("DELETE answered %s", ex.status)
-                except _TRANSPORT_FAILURES:
+                    await ex.conn.aclose()
+                except _IO_FAILURES:
                     pass
         for _, conn in self._pool:
             await conn.aclose()
@@ -159,79 +139,206 @@ class HttpClientChannel(ClientAnswers):
         self._in_send.close()
         self._supervisor.close()
 
-    # -- sending ---------------------------------------------------------------------------
+    # -- the one loop --------------------------------------------------------------------
 
-    async def _send_initialize(self, data: bytes, out: Outgoing) -> None:
-        core = self.core
+    async def _run(self, flow: Flow, step: Step | None = None, ex: _Exchange | None = None) -> Done:
+        """Do what ``flow`` says until it is done (:mod:`mcp_ref._http_client_steps`).
+
+        ``step`` and ``ex``: where an earlier part left off; ``ex`` is the exchange of
+        ``step`` (its request written, its head maybe read) or of the body to read.
+        """
+        step = flow.start() if step is None else step
         try:
-            ex = await self._request(b"POST", core.post_target, data, fresh=False)
+            while True:
+                if ex is not None and step is not READ and step is not ex.send:
+                    self._finish(ex)  # done with it: back to the pool, or closed
+                    ex = None
+                if isinstance(step, Done):
+                    return step
+                if isinstance(step, HttpRequest):
+                    try:
+                        ex = await self._head(ex or await self._start(step))
+                    except _IO_FAILURES as exc:
+                        step, ex = flow.broken(str(exc) or repr(exc)), None
+                        continue
+                    step = flow.head(ex.status, ex.headers)
+                elif isinstance(step, Read):
+                    assert ex is not None
+                    step = await self._read(flow, ex)
+                elif isinstance(step, Wait):
+                    await trio.sleep(step.seconds)
+                    step = flow.waited()
+                else:
+                    step = flow.new_session(await self._new_session(step.generation))
+        finally:
+            if ex is not None:
+                self._finish(ex)
+
+    async def _read(self, flow: Flow, ex: _Exchange) -> Step:
+        """Feed one body to ``flow``, passing on the messages it gives.  Once the
+        response came the server gets ``flow.grace`` seconds to end the stream."""
+        try:
+            # One scope for the whole body: its deadline is set once answered.
+            with trio.CancelScope() as scope:
+                while (chunk := await ex.next_chunk()) is not None:
+                    for data in flow.receive_data(chunk):
+                        await self._feed(data)
+                    if flow.stop:
+                        break
+                    if flow.grace is not None and scope.deadline == math.inf:
+                        scope.deadline = trio.current_time() + flow.grace
+                else:
+                    for data in flow.receive_data(b""):
+                        await self._feed(data)
+        except _IO_FAILURES as exc:
+            log.debug("an HTTP answer broke off: %r", exc)
+        return flow.ended(ex.complete)
+
+    async def _feed(self, data: bytes) -> None:
+        """Pass one message on to ``receive`` (a bounded queue: a slow session waits)."""
+        if self.closed:
+            return
+        try:
+            await self._in_send.send(data)
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            pass
+
+    async def _feed_error(self, rid: RequestId, message: str) -> None:
+        """Answer our own request with an error: the server cannot answer it any more."""
+        log.warning("request %r failed on the HTTP transport: %s", rid, message)
+        await self._feed(failure(rid, message))
+
+    # -- requests and messages -----------------------------------------------------------
+
+    async def _send_initialize(self, flow: RequestFlow) -> None:
+        try:
+            ex = await self._request(flow.start())
         except _IO_FAILURES as exc:
             raise HttpTransportError(f"cannot reach {self.url}: {exc}") from exc
-        what = core.answer(ex.status, ex.headers, key=out.key)
-        if what is Answer.FALLBACK:
+        then = flow.head(ex.status, ex.headers)
+        if flow.fallback:
             await ex.conn.aclose()
             log.info("POST initialize got %s: trying the 2024-11-05 HTTP+SSE transport", ex.status)
-            await self._fall_back(data)
-        elif what is Answer.UNAUTHORIZED:
-            body = await ex.read_body(MAX_ERROR_BODY)
-            await ex.conn.aclose()
-            raise HttpTransportError(
-                "the server wants authorization, which mcp-ref does not implement yet: "
-                + refusal_message(ex.status, body)
-            )
+            await self._fall_back(flow.data)
+        elif flow.fatal:  # authorization, which we do not do: the channel cannot go on
+            done = await self._run(flow, then, ex)
+            raise HttpTransportError(done.error)
         else:
-            self._supervisor.start_soon(self._read_answer, ex, out, core.generation, False)
+            self._supervisor.start_soon(self._in_background, flow, then, ex)
 
-    async def _send_request(self, data: bytes, out: Outgoing) -> None:
+    async def _send_request(self, flow: RequestFlow) -> None:
+        """Write the request, and read its answer in a task of its own: ``send``
+        returns at once, so the session's send lock is never held across an answer."""
         try:
             # Never wait here: the session holds its send lock while we run, and a wait
             # could keep back the answer a pending request needs (an elicitation).
             self._posts.acquire_nowait()
         except trio.WouldBlock:
-            if out.id is not None:
-                why = f"more than {self._max_posts} requests awaiting answers"
-                self._supervisor.start_soon(self._feed_error, out.id, why)
+            why = f"more than {self._max_posts} requests awaiting answers"
+            self._supervisor.start_soon(self._feed_error, flow.id, why)
             return
         try:
-            # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.1
-            # "Every JSON-RPC message sent from the client MUST be a new HTTP POST request to the
-            # MCP endpoint."
             # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.2
             # "The client MUST use HTTP POST to send JSON-RPC messages to the MCP endpoint."
             # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.4
             # "The body of the POST request MUST be a single JSON-RPC request, notification, or
             # response."
             # One POST per message: the session hands us exactly one message per send.
-            ex = await self._start(b"POST", self.core.post_target, data, fresh=False)
+            ex = await self._start(step := flow.start())
         except _IO_FAILURES as exc:
             self._posts.release()
-            if out.id is not None:
-                self._supervisor.start_soon(self._feed_error, out.id, f"POST failed: {exc}")
+            self._supervisor.start_soon(self._feed_error, flow.id, f"POST failed: {exc}")
             return
-        if not self._supervisor.start_soon(self._read_answer, ex, out, self.core.generation, True):
+        if not self._supervisor.start_soon(self._in_background, flow, step, ex, True):
             self._posts.release()
             await ex.conn.aclose()
 
-    async def _send_one_way(self, data: bytes) -> bool:
-        """POST a notification or response and wait for its answer (bounded); True
-        when the server took it."""
-        for attempt in range(2):
-            generation = self.core.generation
+    async def _in_background(
+        self, flow: Flow, step: Step, ex: _Exchange | None, release: bool = False
+    ) -> None:
+        """Run a request's flow (or the GET stream's) in a task of its own, which an
+        outgoing ``notifications/cancelled`` (or closing) cancels through ``_readers``.
+        A request the flow gives up on gets the core's error response."""
+        scope = self._readers[flow.key] = trio.CancelScope()
+        try:
+            with scope:
+                done = await self._run(flow, step, ex)
+                log.debug("an HTTP flow ended: %s", done.error)
+                if done.error is not None and flow.id is not None:
+                    await self._feed_error(flow.id, done.error)
+        finally:
+            if self._readers.get(flow.key) is scope:
+                del self._readers[flow.key]
+            if release:
+                self._posts.release()
+
+    # -- a new session after 404 ---------------------------------------------------------
+
+    async def _new_session(self, generation: int) -> bool:
+        """Start a new session, once per expired one (:class:`ReplayFlow`); False when
+        that failed (input then ends)."""
+        async with self._reinit_lock:
+            begin = False if self.closed else self.core.begin_new_session(generation)
+            if begin is not True:
+                return begin is None  # another task did it, or nothing to replay
+            done = Done(error=f"took longer than {self._io_timeout} s")
             with trio.move_on_after(self._io_timeout):
-                try:
-                    ex, body = await self._post_message(data)
-                except _TRANSPORT_FAILURES as exc:
-                    log.warning("POST of a message failed: %s", exc)
-                    return False
-                what = self.core.one_way(ex.status, retried=attempt > 0)
-                if what is Answer.EXPIRED and await self._session_expired(generation):
-                    continue
-                if what is not Answer.ACCEPTED:
-                    log.warning("server refused a message: %s", refusal_message(ex.status, body))
-                return what is Answer.ACCEPTED
-            log.warning("POST of a message took longer than %s s: given up", self._io_timeout)
-            return False
-        return False
+                done = await self._run(ReplayFlow(self.core))
+            reason = self.core.end_new_session(done.error is None)
+            if reason is not None:
+                log.warning("%s: %s", reason, done.error)
+                self.eof_reason = reason
+                self._in_send.close()
+            return reason is None
+
+    # -- the GET stream ------------------------------------------------------------------
+
+    async def _open_get_stream(self) -> None:
+        """Open the GET stream before ``send`` returns, so that it is there before the
+        next request: a server may send on it what it has for us (an elicitation) as soon
+        as the request arrives.  Waits at most ``min(io_timeout, 5)`` s for its head."""
+        flow = GetStreamFlow(self.core)
+        ex: _Exchange | None
+        try:
+            ex = await self._start(step := flow.start())
+            with trio.move_on_after(min(self._io_timeout, 5.0)):
+                await self._head(ex)  # a fresh connection: never sent again
+        except _IO_FAILURES as exc:
+            log.debug("the GET stream could not be opened now: %s", exc)
+            ex = None
+        if not self._supervisor.start_soon(self._in_background, flow, step, ex) and ex:
+            await ex.conn.aclose()
+
+    # -- 2024-11-05 HTTP+SSE ---------------------------------------------------------------
+
+    async def _fall_back(self, init_body: bytes) -> None:
+        """GET the 2024-11-05 stream, wait for its endpoint (bounded), read the stream
+        in the background, POST ``initialize`` to the endpoint."""
+        flow = LegacyFlow(self.core)
+        try:
+            ex = await self._request(flow.start())
+        except _IO_FAILURES as exc:
+            raise HttpTransportError(f"2024-11-05 fallback: GET failed: {exc}") from exc
+        step = flow.head(ex.status, ex.headers)
+        with trio.move_on_after(self._io_timeout):
+            while step is READ and not (flow.ready or flow.stop):
+                if (chunk := await ex.next_chunk()) is None:
+                    break
+                for data in flow.receive_data(chunk):
+                    await self._feed(data)
+        if not flow.ready:
+            await ex.conn.aclose()
+            raise HttpTransportError(flow.error or "no endpoint event on the 2024-11-05 stream")
+        self._supervisor.start_soon(self._legacy_stream, flow, ex)
+        await self.send(init_body)  # to the endpoint: the core is in 2024-11-05 mode now
+
+    async def _legacy_stream(self, flow: LegacyFlow, ex: _Exchange) -> None:
+        try:
+            done = await self._run(flow, READ, ex)
+            log.info("%s", done.error)
+        finally:
+            self.eof_reason = "the 2024-11-05 SSE stream ended"
+            self._in_send.close()
 
 
 @asynccontextmanager
@@ -243,7 +350,8 @@ async def open_http_channel(url: str, **channel_kw: Any) -> AsyncIterator[HttpCl
         **channel_kw: ``headers`` (extra request headers, e.g. authorization), ``limits``
             (:class:`~mcp_ref._http.HttpLimits`), ``legacy_fallback`` (default True),
             ``get_stream`` (open the GET stream; default True), ``max_concurrent_posts``
-            (64; a request past it is answered at once with an error), ``connect_timeout`` (10 s), ``io_timeout`` (20 s per one-way POST),
+            (64; a request past it is answered at once with an error),
+            ``connect_timeout`` (10 s), ``io_timeout`` (20 s per one-way POST),
             ``default_retry`` (1 s when the server gave no ``retry``),
             ``pool_idle_seconds`` (4 s), ``ssl_context``.
 

@@ -2,37 +2,31 @@
 
 Theory of operation
 -------------------
-:class:`~.client.HttpClientChannel` is two mixin classes and itself:
-:class:`ClientConnections` (this one) <- :class:`~.client_answers.ClientAnswers` (the
-answers, the streams, a new session, the fallback) <- the channel (:mod:`.client`).  A
-part calls only what lies to its left.  Every decision -- headers, what a head means,
-SSE cursors, a new session -- is the sans-IO :class:`~mcp_ref._http_client.HttpClientCore`
-kept in ``self.core``; these modules do the I/O it asks for.
+:class:`~.client.HttpClientChannel` is :class:`ClientConnections` (this module: its
+state and its connections) and the loop of :mod:`.client`.  Every decision is the
+sans-IO core's (``self.core``, and the flows of :mod:`mcp_ref._http_client_flows`).
 
-Every HTTP request is one :class:`_Exchange`.  ``_start`` writes head, body and end in
-one write, on a pooled keep-alive connection unless ``fresh`` (SSE streams always get
-their own); ``_head`` reads the response head.  A request that meets a pooled
-connection the server had closed is sent again on a new one, only when nothing was
-received (so the server processed nothing).  A connection goes back to the pool only
-when both sides finished their messages; at most ``_POOL_SIZE`` are kept, and those idle
-longer than ``pool_idle_seconds`` are dropped.  ``https`` URLs use TLS with the default
-trust store.
-
-Failures: an exchange may raise any of ``_TRANSPORT_FAILURES``; :class:`HttpTransportError`
-is our own refusal to go on.
+Every HTTP request is one :class:`_Exchange`.  ``_start`` writes the core's
+:class:`~mcp_ref._http_client_steps.HttpRequest` (head, body and end in one write) on
+a pooled keep-alive connection unless ``fresh`` (SSE streams get their own); ``_head``
+reads the response head.  A request that meets a pooled connection the server had
+closed is sent again on a new one, only when nothing was received (so the server
+processed nothing).  ``_finish`` gives a connection back to the pool when both sides
+finished their messages, else closes it; at most ``_POOL_SIZE`` are kept, and those
+idle longer than ``pool_idle_seconds`` are dropped.  An exchange may fail with any of
+``_IO_FAILURES``.
 """
 
 from __future__ import annotations
 
 import ssl
-from collections.abc import Sequence
 from typing import Any, Final, Literal
 
 import h11
 import trio
 
-from ..._http import HttpLimits
-from ..._http_client import MAX_ERROR_BODY, HttpClientCore, media_type
+from ..._http_client import HttpClientCore
+from ..._http_client_steps import HttpRequest
 from .common import H11Stream, Supervisor
 
 __all__ = ["ClientConnections", "HttpTransportError"]
@@ -49,47 +43,22 @@ class HttpTransportError(Exception):
 
 _IO_FAILURES = (OSError, trio.BrokenResourceError, h11.ProtocolError)
 """What the socket or the peer's HTTP may fail an exchange with."""
-_TRANSPORT_FAILURES = (*_IO_FAILURES, HttpTransportError)
-"""What an HTTP exchange may fail with: the socket, the peer's HTTP, or our own refusal."""
 
 
 class _Exchange:
-    """One HTTP request and its response on one connection (from the pool or new)."""
+    """One HTTP request (``send``) and its response on one connection."""
 
-    def __init__(
-        self,
-        conn: H11Stream,
-        *,
-        reused: bool,
-        method: bytes,
-        target: str,
-        body: bytes,
-        last_event_id: str | None,
-    ) -> None:
+    def __init__(self, conn: H11Stream, send: HttpRequest, *, reused: bool) -> None:
         self.conn = conn
+        self.send = send
         self.reused = reused
         self.received_before = conn.received
         """Bytes the connection had received before this exchange."""
-        self.method = method
-        self.target = target
-        self.body = body
-        self.last_event_id = last_event_id
-        self.response: h11.Response | None = None
+        self.status = 0
+        self.headers: list[tuple[bytes, bytes]] = []
+        """The response head's (``status`` 0 until it was read)."""
         self.complete = False
         """True once the whole response was read (the connection may be reused)."""
-
-    @property
-    def status(self) -> int:
-        assert self.response is not None
-        return int(self.response.status_code)
-
-    @property
-    def headers(self) -> list[tuple[bytes, bytes]]:
-        assert self.response is not None
-        return list(self.response.headers)
-
-    def media_type(self) -> bytes:
-        return media_type(self.headers)
 
     async def next_chunk(self) -> bytes | None:
         """The next piece of the response body; None at its end.
@@ -108,45 +77,34 @@ class _Exchange:
             else:
                 raise trio.BrokenResourceError("the connection ended inside a response")
 
-    async def read_body(self, limit: int) -> bytes:
-        """The whole body; raises HttpTransportError past ``limit`` bytes."""
-        body = bytearray()
-        while (chunk := await self.next_chunk()) is not None:
-            body += chunk
-            if len(body) > limit:
-                raise HttpTransportError(f"answer larger than {limit} bytes")
-        return bytes(body)
-
 
 class ClientConnections:
-    """The state of an :class:`~.client.HttpClientChannel` (made here for all its
-    parts; the decisions' state is ``self.core``) and its connections: the pool, one
-    exchange."""
+    """The state of an :class:`~.client.HttpClientChannel` (the decisions' state is
+    ``self.core``) and its connections: the pool, one exchange.
+
+    Args:
+        url: the MCP endpoint.
+        supervisor: runs the channel's background tasks.
+        max_concurrent_posts, connect_timeout, io_timeout, pool_idle_seconds,
+        ssl_context: see :func:`~.client.open_http_channel`.
+        **core_options: the core's (:class:`~mcp_ref._http_client.HttpClientCore`):
+            ``headers``, ``limits``, ``legacy_fallback``, ``get_stream``,
+            ``default_retry``.
+    """
 
     def __init__(
         self,
         url: str,
         supervisor: Supervisor,
         *,
-        headers: Sequence[tuple[str, str]] = (),
-        limits: HttpLimits | None = None,
-        legacy_fallback: bool = True,
-        get_stream: bool = True,
         max_concurrent_posts: int = 64,
         connect_timeout: float = 10.0,
         io_timeout: float = 20.0,
-        default_retry: float = 1.0,
         pool_idle_seconds: float = 4.0,
         ssl_context: ssl.SSLContext | None = None,
+        **core_options: Any,
     ) -> None:
-        self.core = HttpClientCore(
-            url,
-            headers=headers,
-            limits=limits,
-            legacy_fallback=legacy_fallback,
-            get_stream=get_stream,
-            default_retry=default_retry,
-        )
+        self.core = HttpClientCore(url, **core_options)
         self.url = url
         self.eof_reason: str | None = None
         self.closed = False
@@ -161,7 +119,8 @@ class ClientConnections:
         self._in_send, self._in_receive = trio.open_memory_channel[bytes](_INCOMING_QUEUE)
         self._reinit_lock = trio.Lock()
         self._readers: dict[Any, trio.CancelScope] = {}
-        self._get_scope: trio.CancelScope | None = None
+        """The scopes of the flows running in the background, by the key of the request
+        they read the answer of (the GET stream's: the key of no request)."""
 
     @property
     def session_id(self) -> str | None:
@@ -207,7 +166,9 @@ class ClientConnections:
             self._supervisor.start_soon(conn.aclose)
         return None
 
-    def _give_back(self, ex: _Exchange) -> None:
+    def _finish(self, ex: _Exchange) -> None:
+        """Done with an exchange: its connection back to the pool when both sides
+        finished their messages (and there is room), else closed."""
         conn = ex.conn
         if (
             not self.closed
@@ -220,86 +181,38 @@ class ClientConnections:
         else:
             self._supervisor.start_soon(conn.aclose)
 
-    async def _start(
-        self,
-        method: bytes,
-        target: str,
-        body: bytes,
-        *,
-        fresh: bool,
-        last_event_id: str | None = None,
-    ) -> _Exchange:
-        """Write one request (on a pooled connection unless ``fresh``)."""
-        headers = self.core.headers(method, last_event_id=last_event_id, body=body)
-        conn = None if fresh else self._take_pooled()
-        reused = conn is not None
-        if conn is None:
-            conn = await self._connect()
-        ex = _Exchange(
-            conn,
-            reused=reused,
-            method=method,
-            target=target,
-            body=body,
-            last_event_id=last_event_id,
-        )
-        request = h11.Request(method=method, target=target.encode(), headers=headers)
+    async def _start(self, send: HttpRequest, *, pooled: bool = True) -> _Exchange:
+        """Write one request (on a pooled connection unless ``send.fresh``)."""
+        conn = None if send.fresh or not pooled else self._take_pooled()
+        ex = _Exchange(conn or await self._connect(), send, reused=conn is not None)
+        request = h11.Request(method=send.method, target=send.target.encode(), headers=send.headers)
+        body = (h11.Data(data=send.body),) if send.body else ()
         try:
-            # Head, body and end in one write.
-            if method == b"POST":
-                await conn.send(request, h11.Data(data=body), h11.EndOfMessage())
-            else:
-                await conn.send(request, h11.EndOfMessage())
+            await ex.conn.send(request, *body, h11.EndOfMessage())  # in one write
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-            await conn.aclose()
-            if not reused:
+            await ex.conn.aclose()
+            if not ex.reused:
                 raise
-            return await self._start(method, target, body, fresh=True, last_event_id=last_event_id)
+            return await self._start(send, pooled=False)
         return ex
 
     async def _head(self, ex: _Exchange) -> _Exchange:
-        """Read the response head; a reused connection that the server had closed gets
-        the request again on a new connection (nothing was received, so nothing was
-        processed)."""
+        """Read the response head (when not read yet); a reused connection that the
+        server had closed gets the request again on a new connection (nothing was
+        received, so nothing was processed)."""
         try:
-            while True:
+            while not ex.status:
                 event = await ex.conn.next_event()
                 if isinstance(event, h11.Response):
-                    ex.response = event
-                    return ex
-                if isinstance(event, h11.InformationalResponse):
-                    continue
-                raise trio.BrokenResourceError("the connection closed before an answer")
+                    ex.status, ex.headers = event.status_code, list(event.headers)
+                elif not isinstance(event, h11.InformationalResponse):
+                    raise trio.BrokenResourceError("the connection closed before an answer")
+            return ex
         except (trio.BrokenResourceError, h11.RemoteProtocolError):
             await ex.conn.aclose()
             if not ex.reused or ex.conn.received > ex.received_before:
                 raise  # a new connection, or the server answered something: not resent
-        again = await self._start(
-            ex.method, ex.target, ex.body, fresh=True, last_event_id=ex.last_event_id
-        )
-        return await self._head(again)
+        return await self._head(await self._start(ex.send, pooled=False))
 
-    async def _request(
-        self,
-        method: bytes,
-        target: str,
-        body: bytes,
-        *,
-        fresh: bool,
-        last_event_id: str | None = None,
-    ) -> _Exchange:
-        ex = await self._start(method, target, body, fresh=fresh, last_event_id=last_event_id)
-        return await self._head(ex)
-
-    async def _post_message(self, data: bytes) -> tuple[_Exchange, bytes]:
-        """POST one message whose answer carries no MCP message (202, or an error);
-        returns the exchange and its body (at most MAX_ERROR_BODY bytes), the
-        connection given back to the pool.
-
-        Raises:
-            any of _TRANSPORT_FAILURES.
-        """
-        ex = await self._request(b"POST", self.core.post_target, data, fresh=False)
-        body = await ex.read_body(MAX_ERROR_BODY)
-        self._give_back(ex)
-        return ex, body
+    async def _request(self, send: HttpRequest) -> _Exchange:
+        return await self._head(await self._start(send))

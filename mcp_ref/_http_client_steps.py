@@ -1,0 +1,267 @@
+"""How a driver runs the Streamable HTTP client's jobs, sans-IO: steps and flows.
+
+Theory of operation
+-------------------
+Everything the client does over HTTP is a *flow* (the jobs are in
+:mod:`mcp_ref._http_client_flows`): a small state machine that says what to do next
+with a *step*.  The driver does the step and reports back; its loop is the same in
+trio and asyncio::
+
+    step = flow.start()
+    while not isinstance(step, Done):
+        HttpRequest      -> write the request (a connection of its own when step.fresh, else a
+                     pooled one), read the head: step = flow.head(status, headers)
+                     (the exchange failed: step = flow.broken(why))
+        Read      -> feed the body: pass on what flow.receive_data(chunk) gives, stop
+                     when flow.stop, give flow.grace seconds more once it is set; at
+                     the end feed b"" (only when the body was whole);
+                     step = flow.ended(complete)
+        Wait      -> sleep step.seconds: step = flow.waited()
+        NewSession-> start a new session (one at a time): step = flow.new_session(ok)
+
+A connection whose response was read whole goes back to the pool; any other is
+closed.  :class:`Done` ends the flow: ``error`` None (answered, accepted) or the text
+the caller is failed with.  :class:`Flow` is what every flow shares: the body being
+read -- a JSON answer (bounded by the flow's ``max_bytes``), an error's body (bounded
+by :data:`~mcp_ref._http_client.MAX_ERROR_BODY`), or an SSE stream read through a
+:class:`~mcp_ref._http_client_streams.StreamCursor` (each event bounded by
+``max_bytes``) -- and whether the response awaited came.  No clock, no sockets;
+messages are read only by the core's reader.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Final
+
+import attrs
+
+from ._http import HTTP_SERVER_ERROR, Headers
+from ._http_client import MAX_ERROR_BODY, HttpClientCore, refusal_message
+from ._http_client_streams import ANSWERED_GRACE, StreamCursor
+from ._http_messages import error_of
+from ._http_streams import request_key
+from .events import RequestId
+
+__all__ = [
+    "READ",
+    "SESSION_NOT_RESTARTED",
+    "Body",
+    "Done",
+    "Flow",
+    "HttpRequest",
+    "NewSession",
+    "Read",
+    "Step",
+    "Wait",
+    "delete_request",
+]
+
+SESSION_NOT_RESTARTED: Final = "the session expired and a new one could not be started"
+
+
+# -- steps ----------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class HttpRequest:
+    """Write this HTTP request, then read its head (:meth:`Flow.head`)."""
+
+    method: bytes
+    """``b"POST"``, ``b"GET"`` or ``b"DELETE"``."""
+    target: str
+    """The request target."""
+    headers: list[tuple[bytes, bytes]]
+    """Every header (:meth:`~mcp_ref._http_client.HttpClientCore.headers`)."""
+    body: bytes = b""
+    """A POST's body: one JSON-RPC message."""
+    fresh: bool = False
+    """A connection of its own (an SSE stream), not a pooled keep-alive one."""
+
+
+@attrs.frozen
+class Read:
+    """Read the body (:meth:`Flow.receive_data`, then :meth:`Flow.ended`)."""
+
+
+READ: Final = Read()
+
+
+@attrs.frozen
+class Wait:
+    """Sleep, then :meth:`Flow.waited`."""
+
+    seconds: float
+    """How long, in seconds."""
+
+
+@attrs.frozen
+class NewSession:
+    """Start a new session (under the driver's lock), then :meth:`Flow.new_session`."""
+
+    generation: int
+    """The session (``HttpClientCore.generation``) the 404 was for."""
+
+
+@attrs.frozen(kw_only=True)
+class Done:
+    """The flow ended."""
+
+    error: str | None = None
+    """None: answered (or accepted); else why not, for the caller's error."""
+    code: int = HTTP_SERVER_ERROR
+    """The JSON-RPC code for the caller: the server's, when its error body had one."""
+    http_status: int | None = None
+    """The HTTP error status that refused the message (None: no refusal)."""
+    session_lost: bool = False
+    """A 404 to our session id once more, after a new session."""
+
+
+Step = HttpRequest | Read | Wait | NewSession | Done
+
+
+class Body(enum.Enum):
+    """What the body being read is (a flow's ``_body``)."""
+
+    JSON = "json"
+    ERROR = "error"
+    SSE = "sse"
+
+
+# -- what every flow shares ------------------------------------------------------------------------
+
+
+class Flow:
+    """What every flow shares: the body being read and the request awaited.
+
+    Args:
+        core: the client's :class:`~mcp_ref._http_client.HttpClientCore`.
+        max_bytes: the bound on a JSON answer and on one SSE event, in bytes
+            (default ``core.limits.max_event_bytes``).
+
+    Attributes:
+        key: the request whose response the flow awaits (``request_key(None)``: none).
+        id: that request's id (None: none), to answer it with an error when the flow
+            gives up.
+        answered: that response came.
+        error: why the body being read cannot be read on (past a bound), or None.
+        generation: the session the flow runs in.
+    """
+
+    def __init__(self, core: HttpClientCore, *, max_bytes: int | None = None) -> None:
+        self.core = core
+        self.max_bytes = core.limits.max_event_bytes if max_bytes is None else max_bytes
+        self.key: Any = request_key(None)
+        self.id: RequestId | None = None
+        self.answered = False
+        self.error: str | None = None
+        self.generation = core.generation
+        self.status = 0
+        self._body = Body.ERROR
+        self._whole = bytearray()
+        self._cursor: StreamCursor | None = None
+
+    def start(self) -> HttpRequest:
+        """The first step."""
+        raise NotImplementedError
+
+    def head(self, status: int, headers: Headers) -> Step:
+        """A response head came (after :class:`HttpRequest`)."""
+        raise NotImplementedError
+
+    def ended(self, complete: bool) -> Step:
+        """The body ended (``complete``: read whole; else broken off or given up)."""
+        raise NotImplementedError
+
+    def broken(self, why: str) -> Step:
+        """The request could not be sent, or its head not read (``why``: the error)."""
+        return Done(error=f"the HTTP exchange failed: {why}")
+
+    def waited(self) -> Step:
+        """The :class:`Wait` is over."""
+        return self.start()
+
+    def new_session(self, ok: bool) -> Step:
+        """The :class:`NewSession` ended (``ok``: the session goes on): send again."""
+        if not ok:
+            return Done(error=SESSION_NOT_RESTARTED)
+        self.generation = self.core.generation
+        return self.start()
+
+    @property
+    def stop(self) -> bool:
+        """Read no more of this body (:attr:`error` is set)."""
+        return self.error is not None
+
+    @property
+    def grace(self) -> float | None:
+        """Seconds the server gets to end a request's stream once the response came
+        (then the driver stops reading), or None."""
+        return ANSWERED_GRACE if self.answered and self._body is Body.SSE else None
+
+    def receive_data(self, chunk: bytes) -> list[bytes]:
+        """A piece of the body (``b""``: its end); returns the messages to pass on.
+
+        Past a bound :attr:`error` is set and nothing more is read.
+        """
+        if self.error is not None:
+            return []
+        if self._body is Body.SSE:
+            assert self._cursor is not None
+            got = self._cursor.receive_data(chunk)
+            self.error = self._cursor.error
+            return self._take(got)
+        limit = self.max_bytes if self._body is Body.JSON else MAX_ERROR_BODY
+        self._whole += chunk[: limit + 1 - len(self._whole)]
+        if len(self._whole) > limit:
+            self.error = f"the answer is too large (over {limit} bytes)"
+        elif not chunk and self._body is Body.JSON:
+            return self._take([bytes(self._whole)])
+        return []
+
+    def _take(self, messages: list[bytes]) -> list[bytes]:
+        """Messages received: note whether the response awaited came."""
+        for data in messages:
+            self.answered = self.core.received(data, self.key) or self.answered
+        return messages
+
+    def _read(self, body: Body, cursor: StreamCursor | None = None) -> Read:
+        self._body, self._cursor, self.error = body, cursor, None
+        self._whole = bytearray()
+        if cursor is not None:
+            cursor.begin()
+        return READ
+
+    def _cursor_for(self, *, expect_endpoint: bool = False) -> StreamCursor:
+        return StreamCursor(
+            self.max_bytes, self.core.default_retry, expect_endpoint=expect_endpoint
+        )
+
+    def _refusal(self, prefix: str = "") -> Done:
+        """The error body read whole: the caller's error (the body's JSON-RPC code)."""
+        body = bytes(self._whole)
+        error = error_of(body)
+        return Done(
+            error=prefix + refusal_message(self.status, body),
+            code=error[0] if error is not None else HTTP_SERVER_ERROR,
+            http_status=self.status,
+        )
+
+    def _post(self, body: bytes) -> HttpRequest:
+        core = self.core
+        return HttpRequest(
+            method=b"POST",
+            target=core.post_target,
+            headers=core.headers(b"POST", body=body),
+            body=body,
+        )
+
+    def _get(self, last_event_id: str | None = None) -> HttpRequest:
+        core = self.core
+        headers = core.headers(b"GET", last_event_id=last_event_id or None)
+        return HttpRequest(method=b"GET", target=core.target, headers=headers, fresh=True)
+
+
+def delete_request(core: HttpClientCore) -> HttpRequest:
+    """The DELETE that ends our session (#session-management.8)."""
+    return HttpRequest(method=b"DELETE", target=core.target, headers=core.headers(b"DELETE"))
