@@ -31,8 +31,10 @@ each step of an exchange, what to do next, and does it.
    counts sessions, so a task that saw the 404 late learns another one did it.
 
 SSE streams, their replay cursors and the GET stream's policy are
-:mod:`mcp_ref._http_client_streams`.  No clock, no sockets, no JSON read here except
-through the connection's reader.
+:mod:`mcp_ref._http_client_streams`; the jobs that string these decisions together (a
+request and its answer, a message, the GET stream, the replay, 2024-11-05) are the
+flows of :mod:`mcp_ref._http_client_flows`, which the drivers run.  No clock, no
+sockets, no JSON read here except through the connection's reader.
 """
 
 from __future__ import annotations

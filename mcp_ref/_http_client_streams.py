@@ -14,7 +14,7 @@ asks what next:
   resume after the ``retry`` time the server gave (else the default), as long as
   streams make progress and an event id names where to resume
   (2025-06-18/basic/transports#resumability-and-redelivery.3), or give up with a
-  reason (the driver answers the request with :func:`~mcp_ref._http_client.failure`);
+  reason (the request's flow, :class:`~mcp_ref._http_client_flows.RequestFlow`, fails);
 * the GET stream, :meth:`~StreamCursor.get_ended` and :meth:`~StreamCursor.get_failed`:
   reopen after a delay that doubles while streams bring nothing (at most
   :data:`MAX_DELAY` seconds), or give up after :data:`MAX_GET_FAILURES` in a row.

@@ -3,34 +3,29 @@
 **Not standard library only**: HTTP/1.1 is parsed and produced by h11, a sans-IO
 library (no I/O of its own; already a dependency of mcp-ref).  Sockets are asyncio's
 (``asyncio.open_connection``, TLS from :mod:`ssl` for ``https``).  Every decision of
-the HTTP client -- the headers, what a response head means, the SSE events, a new
-session after 404 -- is the sans-IO :class:`mcp_ref._http_client.HttpClientCore` the
-trio client also runs on.  So the stack is asyncio + three sans-IO layers: h11 for
-HTTP, the HTTP client core, and the MCP core.
+the HTTP client -- the headers, what a response head means, how to read a body, when
+to resume a stream, a new session after 404 -- is the sans-IO HTTP client core the trio
+client also runs on (:mod:`mcp_ref._http_client` and its flows,
+:mod:`mcp_ref._http_client_flows`).  So the stack is asyncio + three sans-IO layers: h11
+for HTTP, the HTTP client core, and the MCP core.
 
-How it drives the core, step by step
-------------------------------------
+How it drives the cores, step by step
+-------------------------------------
 1. ``conn = Connection(CLIENT, newline_framing=False)``: HTTP delimits messages, so
    ``send`` returns one message without its newline and input goes in with
    ``receive_message``.
 2. Every message the core produces is POSTed on its own HTTP request (a new TCP
-   connection each time; no pooling), with ``Accept: application/json,
-   text/event-stream``, ``Mcp-Session-Id`` once the server gave one, and
-   ``MCP-Protocol-Version`` once initialization negotiated it
-   (:meth:`~mcp_ref._http_client.HttpClientCore.headers`).
-3. What to send and how to read the answer is the core's: each message runs as one
-   flow of :mod:`mcp_ref._http_client_flows` (a request's
-   :class:`~mcp_ref._http_client_flows.RequestFlow`, a notification's or response's
-   :class:`~mcp_ref._http_client_flows.MessageFlow`), and ``_run`` is its loop: send
-   what the flow says, give it the head and each body chunk, pass the messages it
-   gives to ``conn.receive_message``, wait when it says so.  The answer is ``202``
-   (nothing to read), one JSON body (one message), or an SSE stream (its events'
-   messages).  After each message, drain the client core's events
-   (``ClientSession._process_events``), as on any transport.  Server requests on the
-   stream (``ping``, and those the declared handlers take) are answered by POSTing the
-   core's response; a server's ``notifications/cancelled`` reaches us only on a
-   request's stream, as this client opens no GET stream.  A flow that ends with an
-   error fails the call with an McpError (the HTTP status in its ``data``).
+   connection each time; no pooling), as a flow of the HTTP client core: a request's
+   :class:`~mcp_ref._http_client_flows.RequestFlow` (a JSON body, or an SSE stream
+   resumed with ``Last-Event-ID`` when it ends early), a notification's or response's
+   :class:`~mcp_ref._http_client_flows.MessageFlow`.  ``_run`` is the one loop: make
+   the request the flow says, give it the head and each body chunk, pass the messages
+   it gives to ``conn.receive_message`` and drain the client core's events
+   (``ClientSession._process_events``), wait when it says so.  A flow that gives up
+   fails the call with an McpError (an HTTP error's status in its ``data``).
+3. Server requests on a stream (``ping``, and those the declared handlers take) are
+   answered by POSTing the core's response; a server's ``notifications/cancelled``
+   reaches us only on a request's stream, as this client opens no GET stream.
 4. A request's POST runs in a task of its own while the caller waits for the answer
    or for the POST to end; the caller's cancellation (or the core's timeout) ends the
    POST and POSTs ``notifications/cancelled``.  Timeouts come from
@@ -38,17 +33,11 @@ How it drives the core, step by step
 5. Closing sends ``DELETE`` with the session id.  :meth:`HttpClient.abort` instead
    resets every open connection and sends nothing more (no DELETE): the server sees
    its streams break off, as when a client crashes.
-6. A 404 to a request that carried the session id means the server ended the session:
-   the flow asks for a new session, and ``_new_session`` runs the core's
-   :class:`~mcp_ref._http_client_flows.ReplayFlow` (the ``initialize`` request and
-   ``notifications/initialized`` sent first, replayed without a session id; once per
-   ended session, under a lock); then the flow POSTs the message again.  The MCP core
-   never learns of it: it stays in the operating state, with what the first handshake
-   negotiated.  A 404 once more ends the session.
-7. An SSE answer that ends before its response is resumed with a GET carrying
-   ``Last-Event-ID`` after the server's ``retry``, while the stream makes progress
-   (:meth:`~mcp_ref._http_client_streams.StreamCursor.post_ended`); one that cannot be
-   resumed fails the call.
+6. A 404 to our session id: ``_new_session`` replays the handshake sent first, once per
+   ended session, under a lock (:class:`~mcp_ref._http_client_flows.ReplayFlow`), and
+   the flow POSTs the message again.  The MCP core never learns of it: it stays in the
+   operating state, with what the first handshake negotiated.  A 404 once more ends
+   the session.
 
 Not done: the optional GET stream.
 """
@@ -69,7 +58,16 @@ from .._errors import McpError
 from .._http import HTTP_SERVER_ERROR
 from .._http_client import HttpClientCore, Send
 from .._http_client_flows import MessageFlow, ReplayFlow, RequestFlow
-from .._http_client_steps import Done, Flow, HttpRequest, Read, Step, Wait, delete_request
+from .._http_client_steps import (
+    Done,
+    Flow,
+    HttpRequest,
+    NewSession,
+    Read,
+    Step,
+    Wait,
+    delete_request,
+)
 from .._inflight import RequestTimeout
 from .._state import CLIENT
 from ..events import Event, Notification
@@ -178,8 +176,7 @@ class HttpClient(ClientSession):
             writer.close()
 
     async def _post(self, data: bytes) -> None:
-        """Steps 2, 3, 6 and 7: POST one message and take its answer, as the core's flow
-        says (:mod:`mcp_ref._http_client_flows`).
+        """Steps 2 and 6: POST one message and take its answer, as the core's flow says.
 
         Raises:
             McpError: the server refused it (its HTTP status in ``data``), or the
@@ -219,7 +216,8 @@ class HttpClient(ClientSession):
             elif isinstance(step, Wait):
                 await asyncio.sleep(step.seconds)
                 step = flow.waited()
-            elif not isinstance(step, Read):
+            else:  # a NewSession (a Read comes only after a head, above)
+                assert isinstance(step, NewSession)
                 await self._new_session(step.generation)
                 step = flow.new_session(True)
         return step

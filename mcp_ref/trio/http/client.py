@@ -101,8 +101,7 @@ class HttpClientChannel(ClientConnections):
             return await self._send_request(RequestFlow(self.core, out, data))
         if out.cancels is not None and (scope := self._readers.get(out.cancels)):
             scope.cancel()  # stop reading the cancelled request's answer
-        # A notification or response (any message in 2024-11-05 mode): its answer is
-        # awaited (bounded), so that they reach the server in order.
+        # A notification or response (any message in 2024-11-05 mode), awaited: in order.
         done = Done(error=f"the POST took longer than {self._io_timeout} s")
         with trio.move_on_after(self._io_timeout):
             done = await self._run(MessageFlow(self.core, data))
@@ -195,7 +194,7 @@ class HttpClientChannel(ClientConnections):
         return flow.ended(ex.complete)
 
     async def _feed(self, data: bytes) -> None:
-        """Pass one message on to ``receive`` (a bounded queue: a slow session waits)."""
+        """Pass one message on to ``receive`` (a bounded queue: readers wait for room)."""
         if self.closed:
             return
         try:
@@ -281,14 +280,15 @@ class HttpClientChannel(ClientConnections):
             begin = False if self.closed else self.core.begin_new_session(generation)
             if begin is not True:
                 return begin is None  # another task did it, or nothing to replay
-            done = Done(error=f"took longer than {self._io_timeout} s")
-            with trio.move_on_after(self._io_timeout):
-                done = await self._run(ReplayFlow(self.core))
-            reason = self.core.end_new_session(done.error is None)
-            if reason is not None:
-                log.warning("%s: %s", reason, done.error)
-                self.eof_reason = reason
-                self._in_send.close()
+            done = Done(error=f"took longer than {self._io_timeout} s, or was cancelled")
+            try:
+                with trio.move_on_after(self._io_timeout):
+                    done = await self._run(ReplayFlow(self.core))
+            finally:  # even when cancelled: the core must not stay between sessions
+                if reason := self.core.end_new_session(done.error is None):
+                    log.warning("%s: %s", reason, done.error)
+                    self.eof_reason = reason
+                    self._in_send.close()
             return reason is None
 
     # -- the GET stream ------------------------------------------------------------------
