@@ -26,8 +26,6 @@ head means with the core's rules, its ``ended`` decides what follows a body.
 
 from __future__ import annotations
 
-import attrs
-
 from ._errors import RemoteProtocolError
 from ._http import Headers
 from ._http_client import Answer, HttpClientCore, Outgoing, media_type
@@ -62,12 +60,13 @@ class RequestFlow(Flow):
     #resumability-and-redelivery.3; #session-management.7.
     """
 
+    answer_ends_stream = True
+
     def __init__(
         self, core: HttpClientCore, out: Outgoing, data: bytes, *, max_bytes: int | None = None
     ) -> None:
         super().__init__(core, max_bytes=max_bytes)
         self.key, self.id, self.data = out.key, out.id, data
-        self.retried = False
         self.fatal = False
         self.fallback = False
         self._stream: StreamCursor | None = None
@@ -115,10 +114,6 @@ class RequestFlow(Flow):
             )
         return self._read(Body.ERROR)
 
-    def new_session(self, ok: bool) -> Step:
-        self.retried = ok
-        return super().new_session(ok)
-
     def ended(self, complete: bool) -> Step:
         if self._body is Body.ERROR:
             if self._stream is not None:
@@ -126,9 +121,7 @@ class RequestFlow(Flow):
             if self.fatal:
                 prefix = "the server wants authorization, which mcp-ref does not implement yet: "
                 return self._refusal(prefix)
-            done = self._refusal()
-            session_lost = self.status == 404 and self.retried
-            return attrs.evolve(done, session_lost=session_lost)
+            return self._refusal()
         if self.error is not None:
             return Done(error=self.error)
         if self._body is Body.JSON:
@@ -166,7 +159,6 @@ class MessageFlow(Flow):
     def __init__(self, core: HttpClientCore, data: bytes) -> None:
         super().__init__(core)
         self.data = data
-        self.retried = False
 
     def start(self) -> HttpRequest:
         return self._post(self.data)
@@ -187,11 +179,7 @@ class MessageFlow(Flow):
             return Done()
         if what is Answer.EXPIRED:
             return NewSession(self.generation)
-        return attrs.evolve(self._refusal(), session_lost=self.status == 404 and self.retried)
-
-    def new_session(self, ok: bool) -> Step:
-        self.retried = ok
-        return super().new_session(ok)
+        return self._refusal()
 
 
 class GetStreamFlow(Flow):

@@ -124,8 +124,12 @@ class Body(enum.Enum):
     """What the body being read is (a flow's ``_body``)."""
 
     JSON = "json"
+    """One JSON-RPC message, read whole (at most the flow's ``max_bytes``)."""
     ERROR = "error"
+    """Read whole for its text: an error's, or whatever a notification's answer
+    carries (at most :data:`~mcp_ref._http_client.MAX_ERROR_BODY` bytes)."""
     SSE = "sse"
+    """An SSE stream, read through a cursor (each event at most ``max_bytes``)."""
 
 
 # -- what every flow shares ------------------------------------------------------------------------
@@ -133,6 +137,10 @@ class Body(enum.Enum):
 
 class Flow:
     """What every flow shares: the body being read and the request awaited.
+
+    A subclass gives :meth:`start`, :meth:`head` and :meth:`ended`, and sets
+    :attr:`answer_ends_stream` when the stream it reads is there only to carry the
+    response awaited (a request's answer: once it came, the stream may be given up).
 
     Args:
         core: the client's :class:`~mcp_ref._http_client.HttpClientCore`.
@@ -146,7 +154,12 @@ class Flow:
         answered: that response came.
         error: why the body being read cannot be read on (past a bound), or None.
         generation: the session the flow runs in.
+        retried: the request was sent again, in a new session (a 404 then means the
+            new session is gone too: :attr:`Done.session_lost`).
+        status: the status of the last response head.
     """
+
+    answer_ends_stream = False
 
     def __init__(self, core: HttpClientCore, *, max_bytes: int | None = None) -> None:
         self.core = core
@@ -156,6 +169,7 @@ class Flow:
         self.answered = False
         self.error: str | None = None
         self.generation = core.generation
+        self.retried = False
         self.status = 0
         self._body = Body.ERROR
         self._whole = bytearray()
@@ -185,6 +199,7 @@ class Flow:
         """The :class:`NewSession` ended (``ok``: the session goes on): send again."""
         if not ok:
             return Done(error=SESSION_NOT_RESTARTED)
+        self.retried = True
         self.generation = self.core.generation
         return self.start()
 
@@ -197,7 +212,8 @@ class Flow:
     def grace(self) -> float | None:
         """Seconds the server gets to end a request's stream once the response came
         (then the driver stops reading), or None."""
-        return ANSWERED_GRACE if self.answered and self._body is Body.SSE else None
+        answered = self.answer_ends_stream and self.answered
+        return ANSWERED_GRACE if answered and self._body is Body.SSE else None
 
     def receive_data(self, chunk: bytes) -> list[bytes]:
         """A piece of the body (``b""``: its end); returns the messages to pass on.
@@ -245,6 +261,7 @@ class Flow:
             error=prefix + refusal_message(self.status, body),
             code=error[0] if error is not None else HTTP_SERVER_ERROR,
             http_status=self.status,
+            session_lost=self.status == 404 and self.retried,
         )
 
     def _post(self, body: bytes) -> HttpRequest:

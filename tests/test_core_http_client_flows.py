@@ -309,6 +309,10 @@ def test_the_get_stream_is_reopened_with_its_last_event_id_until_it_gives_up() -
     assert got.done == Done(error="no GET stream (HTTP 405)")
     assert [_header(r, b"last-event-id") for r in got.requests] == [None, b"g1", b"g1"]
     assert all(r.method == b"GET" and r.fresh for r in got.requests)
+    null_id = _msg(id=None, error={"code": -32700, "message": "parse error"})
+    answers = iter([Answer(200, SSE, [_event(null_id), _event(NOTE)]), Answer(405)])
+    got = run(GetStreamFlow(core), lambda r: next(answers))
+    assert got.delivered == [null_id, NOTE] and not got.graced
     got = run(GetStreamFlow(core), lambda r: "refused", steps=100)
     assert len(got.waits) == MAX_GET_FAILURES
     assert got.done == Done(error="GET stream given up: refused")
@@ -372,6 +376,7 @@ def test_the_legacy_stream_names_the_endpoint_then_brings_every_message() -> Non
     got = run(flow, lambda r: Answer(200, SSE, stream))
     assert flow.ready and core.post_target == "/messages?s=1" and core.mode == "legacy"
     assert got.delivered == [_init_result()] and core.protocol_version == "2025-06-18"
+    assert not got.graced  # the one stream of the session: never given up when answered
     assert got.done == Done(error="the 2024-11-05 SSE stream ended")
     flow = LegacyFlow(HttpClientCore(URL))
     got = run(flow, lambda r: Answer(200, SSE, [b"event: endpoint\ndata: http://evil/m\n\n"]))
