@@ -172,7 +172,9 @@ class Flow:
         self.retried = False
         self.status = 0
         self._body = Body.ERROR
-        self._whole = bytearray()
+        self._parts: list[bytes] = []
+        self._size = 0
+        """The body read whole so far (not an SSE stream's), and its size in bytes."""
         self._cursor: StreamCursor | None = None
 
     def start(self) -> HttpRequest:
@@ -228,11 +230,13 @@ class Flow:
             self.error = self._cursor.error
             return self._take(got)
         limit = self.max_bytes if self._body is Body.JSON else MAX_ERROR_BODY
-        self._whole += chunk[: limit + 1 - len(self._whole)]
-        if len(self._whole) > limit:
+        self._size += len(chunk)
+        if chunk:
+            self._parts.append(chunk)  # at most one chunk past the limit
+        if self._size > limit:
             self.error = f"the answer is too large (over {limit} bytes)"
         elif not chunk and self._body is Body.JSON:
-            return self._take([bytes(self._whole)])
+            return self._take([b"".join(self._parts)])
         return []
 
     def _take(self, messages: list[bytes]) -> list[bytes]:
@@ -243,7 +247,7 @@ class Flow:
 
     def _read(self, body: Body, cursor: StreamCursor | None = None) -> Read:
         self._body, self._cursor, self.error = body, cursor, None
-        self._whole = bytearray()
+        self._parts, self._size = [], 0
         if cursor is not None:
             cursor.begin()
         return READ
@@ -255,7 +259,7 @@ class Flow:
 
     def _refusal(self, prefix: str = "") -> Done:
         """The error body read whole: the caller's error (the body's JSON-RPC code)."""
-        body = bytes(self._whole)
+        body = b"".join(self._parts)[:MAX_ERROR_BODY]
         error = error_of(body)
         return Done(
             error=prefix + refusal_message(self.status, body),

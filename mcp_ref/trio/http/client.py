@@ -43,9 +43,8 @@ trust store.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from typing import Any, Literal
 
 import trio
@@ -175,32 +174,30 @@ class HttpClientChannel(ClientConnections):
 
     async def _read(self, flow: Flow, ex: _Exchange) -> Step:
         """Feed one body to ``flow``, passing on the messages it gives.  Once the
-        response came the server gets ``flow.grace`` seconds to end the stream."""
+        response came the server gets ``flow.grace`` seconds to end the stream: then
+        the flow's own scope (``_readers``) ends it, as nothing else of it matters."""
         try:
-            # One scope for the whole body: its deadline is set once answered.
-            with trio.CancelScope() as scope:
-                while (chunk := await ex.next_chunk()) is not None:
-                    for data in flow.receive_data(chunk):
-                        await self._feed(data)
-                    if flow.stop:
-                        break
-                    if flow.grace is not None and scope.deadline == math.inf:
-                        scope.deadline = trio.current_time() + flow.grace
-                else:
-                    for data in flow.receive_data(b""):
-                        await self._feed(data)
+            while (chunk := await ex.next_chunk()) is not None:
+                for data in flow.receive_data(chunk):
+                    await self._feed(data)
+                if flow.stop:
+                    break
+                if flow.grace is not None and (scope := self._readers.get(flow.key)):
+                    scope.deadline = min(scope.deadline, trio.current_time() + flow.grace)
+            else:
+                for data in flow.receive_data(b""):
+                    await self._feed(data)
         except _IO_FAILURES as exc:
             log.debug("an HTTP answer broke off: %r", exc)
         return flow.ended(ex.complete)
 
     async def _feed(self, data: bytes) -> None:
         """Pass one message on to ``receive`` (a bounded queue: readers wait for room)."""
-        if self.closed:
-            return
-        try:
-            await self._in_send.send(data)
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
-            pass
+        with suppress(trio.ClosedResourceError, trio.BrokenResourceError):  # closed: dropped
+            try:
+                self._in_send.send_nowait(data)  # no schedule point when there is room
+            except trio.WouldBlock:
+                await self._in_send.send(data)
 
     async def _feed_error(self, rid: RequestId, message: str) -> None:
         """Answer our own request with an error: the server cannot answer it any more."""
