@@ -21,6 +21,7 @@ import trio
 import trio.testing
 
 from mcp_ref import McpError
+from mcp_ref._http_client_streams import ANSWERED_GRACE
 from mcp_ref._sse import SSEEvent, encode_event
 from mcp_ref.client import open_client, open_http_client
 from mcp_ref.events import Notification
@@ -510,3 +511,31 @@ async def test_a_resuming_get_carries_the_session_version_and_last_event_id() ->
     assert resume.headers["last-event-id"] == "e1"
     assert resume.headers["mcp-session-id"] == "s1"
     assert resume.headers["mcp-protocol-version"] == version == "2025-11-25"
+
+
+@pytest.mark.spec(T + "sending-messages-to-the-server.9")
+async def test_a_request_stream_left_open_after_its_response_is_closed_after_the_grace() -> None:
+    """The server sends the response on the request's SSE stream and keeps the stream
+    open: the caller has its result at once, and the client closes that connection
+    after the grace the core gives (ANSWERED_GRACE), not before."""
+    closed = trio.Event()
+    answered_at: list[float] = []
+
+    async def script(req: Req, reply: Reply) -> None:
+        if req.method == "POST" and req.json.get("method") == "tools/call":
+            await reply.sse(
+                [SSEEvent(data=json.dumps(text_result(req.json["id"], "ok")))], end=False
+            )
+            answered_at.append(trio.current_time())
+            while await reply.stream.receive_some(1024):
+                pass  # until the client closes the connection
+            closed.set()
+        elif not await _standard(req, reply):
+            await reply.status(500)
+
+    with trio.fail_after(TIMEOUT):
+        async with fake_server(script) as (url, _), open_http_client(url) as client:
+            result = await client.call_tool("x")
+            assert result.content[0].text == "ok"  # type: ignore[union-attr]
+            await closed.wait()
+            assert trio.current_time() - answered_at[0] >= ANSWERED_GRACE * 0.9
