@@ -21,6 +21,7 @@ import trio
 import trio.testing
 
 from mcp_ref import McpError
+from mcp_ref._http import HttpLimits
 from mcp_ref._http_client_streams import ANSWERED_GRACE
 from mcp_ref._sse import SSEEvent, encode_event
 from mcp_ref.client import open_client, open_http_client
@@ -539,3 +540,26 @@ async def test_a_request_stream_left_open_after_its_response_is_closed_after_the
             assert result.content[0].text == "ok"  # type: ignore[union-attr]
             await closed.wait()
             assert trio.current_time() - answered_at[0] >= ANSWERED_GRACE * 0.9
+
+
+async def test_the_core_options_reach_the_channel_through_open_http_client() -> None:
+    """open_http_client hands each keyword the channel takes to it (the core's options
+    included: headers, limits, legacy_fallback, get_stream, default_retry)."""
+
+    async def script(req: Req, reply: Reply) -> None:
+        if not await _standard(req, reply):
+            await reply.json(text_result(req.json["id"], "ok"))
+
+    options: dict[str, Any] = {
+        "headers": [("X-Extra", "1")],
+        "limits": HttpLimits(),
+        "legacy_fallback": False,
+        "get_stream": False,
+        "default_retry": 0.5,
+    }
+    with trio.fail_after(TIMEOUT):
+        async with fake_server(script) as (url, fake):
+            async with open_http_client(url, **options) as client:
+                await client.call_tool("x")
+    assert all(r.headers["x-extra"] == "1" for r in fake.requests)
+    assert "GET" not in [r.method for r in fake.requests]  # no GET stream

@@ -124,13 +124,10 @@ class HttpClientChannel(ClientConnections):
             # "Clients that no longer need a particular session (e.g., because the user is leaving
             # the client application) SHOULD send an HTTP DELETE to the MCP endpoint with the
             # `Mcp-Session-Id` header, to explicitly terminate the session."
-            with trio.move_on_after(min(self._io_timeout, 2.0)):
-                try:
-                    ex = await self._request(delete_request(self.core))
-                    log.debug("DELETE answered %s", ex.status)
-                    await ex.conn.aclose()
-                except _IO_FAILURES:
-                    pass
+            with trio.move_on_after(min(self._io_timeout, 2.0)), suppress(*_IO_FAILURES):
+                ex = await self._request(delete_request(self.core))
+                log.debug("DELETE answered %s", ex.status)
+                await ex.conn.aclose()
         for _, conn in self._pool:
             await conn.aclose()
         self._pool.clear()
@@ -148,7 +145,7 @@ class HttpClientChannel(ClientConnections):
         step = flow.start() if step is None else step
         try:
             while True:
-                if ex is not None and step is not READ and step is not ex.send:
+                if ex is not None and step is not READ and step is not ex.request:
                     self._finish(ex)  # done with it: back to the pool, or closed
                     ex = None
                 if isinstance(step, Done):

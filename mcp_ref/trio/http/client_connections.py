@@ -20,11 +20,13 @@ idle longer than ``pool_idle_seconds`` are dropped.  An exchange may fail with a
 from __future__ import annotations
 
 import ssl
+from collections.abc import Sequence
 from typing import Any, Final, Literal
 
 import h11
 import trio
 
+from ..._http import HttpLimits
 from ..._http_client import HttpClientCore
 from ..._http_client_steps import HttpRequest
 from .common import H11Stream, Supervisor
@@ -46,11 +48,11 @@ _IO_FAILURES = (OSError, trio.BrokenResourceError, h11.ProtocolError)
 
 
 class _Exchange:
-    """One HTTP request (``send``) and its response on one connection."""
+    """One HTTP request (``request``) and its response on one connection."""
 
-    def __init__(self, conn: H11Stream, send: HttpRequest, *, reused: bool) -> None:
+    def __init__(self, conn: H11Stream, request: HttpRequest, *, reused: bool) -> None:
         self.conn = conn
-        self.send = send
+        self.request = request
         self.reused = reused
         self.received_before = conn.received
         """Bytes the connection had received before this exchange."""
@@ -61,11 +63,8 @@ class _Exchange:
         """True once the whole response was read (the connection may be reused)."""
 
     async def next_chunk(self) -> bytes | None:
-        """The next piece of the response body; None at its end.
-
-        Raises:
-            trio.BrokenResourceError: the connection ended inside the response.
-        """
+        """The next piece of the response body; None at its end (raises
+        trio.BrokenResourceError when the connection ended inside the response)."""
         while True:
             event = await self.conn.next_event()
             if isinstance(event, h11.Data):
@@ -82,14 +81,8 @@ class ClientConnections:
     """The state of an :class:`~.client.HttpClientChannel` (the decisions' state is
     ``self.core``) and its connections: the pool, one exchange.
 
-    Args:
-        url: the MCP endpoint.
-        supervisor: runs the channel's background tasks.
-        max_concurrent_posts, connect_timeout, io_timeout, pool_idle_seconds,
-        ssl_context: see :func:`~.client.open_http_channel`.
-        **core_options: the core's (:class:`~mcp_ref._http_client.HttpClientCore`):
-            ``headers``, ``limits``, ``legacy_fallback``, ``get_stream``,
-            ``default_retry``.
+    Args: ``url`` (the MCP endpoint), ``supervisor`` (runs the background tasks), and
+    the options of :func:`~.client.open_http_channel` (the core takes the first five).
     """
 
     def __init__(
@@ -97,14 +90,25 @@ class ClientConnections:
         url: str,
         supervisor: Supervisor,
         *,
+        headers: Sequence[tuple[str, str]] = (),
+        limits: HttpLimits | None = None,
+        legacy_fallback: bool = True,
+        get_stream: bool = True,
+        default_retry: float = 1.0,
         max_concurrent_posts: int = 64,
         connect_timeout: float = 10.0,
         io_timeout: float = 20.0,
         pool_idle_seconds: float = 4.0,
         ssl_context: ssl.SSLContext | None = None,
-        **core_options: Any,
     ) -> None:
-        self.core = HttpClientCore(url, **core_options)
+        self.core = HttpClientCore(
+            url,
+            headers=headers,
+            limits=limits,
+            legacy_fallback=legacy_fallback,
+            get_stream=get_stream,
+            default_retry=default_retry,
+        )
         self.url = url
         self.eof_reason: str | None = None
         self.closed = False
@@ -181,19 +185,20 @@ class ClientConnections:
         else:
             self._supervisor.start_soon(conn.aclose)
 
-    async def _start(self, send: HttpRequest, *, pooled: bool = True) -> _Exchange:
-        """Write one request (on a pooled connection unless ``send.fresh``)."""
-        conn = None if send.fresh or not pooled else self._take_pooled()
-        ex = _Exchange(conn or await self._connect(), send, reused=conn is not None)
-        request = h11.Request(method=send.method, target=send.target.encode(), headers=send.headers)
-        body = (h11.Data(data=send.body),) if send.body else ()
+    async def _start(self, request: HttpRequest, *, pooled: bool = True) -> _Exchange:
+        """Write one request (on a pooled connection unless ``request.fresh``)."""
+        conn = None if request.fresh or not pooled else self._take_pooled()
+        ex = _Exchange(conn or await self._connect(), request, reused=conn is not None)
+        target = request.target.encode()
+        head = h11.Request(method=request.method, target=target, headers=request.headers)
+        body = (h11.Data(data=request.body),) if request.body else ()
         try:
-            await ex.conn.send(request, *body, h11.EndOfMessage())  # in one write
+            await ex.conn.send(head, *body, h11.EndOfMessage())  # in one write
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             await ex.conn.aclose()
             if not ex.reused:
                 raise
-            return await self._start(send, pooled=False)
+            return await self._start(request, pooled=False)
         return ex
 
     async def _head(self, ex: _Exchange) -> _Exchange:
@@ -212,7 +217,7 @@ class ClientConnections:
             await ex.conn.aclose()
             if not ex.reused or ex.conn.received > ex.received_before:
                 raise  # a new connection, or the server answered something: not resent
-        return await self._head(await self._start(ex.send, pooled=False))
+        return await self._head(await self._start(ex.request, pooled=False))
 
-    async def _request(self, send: HttpRequest) -> _Exchange:
-        return await self._head(await self._start(send))
+    async def _request(self, request: HttpRequest) -> _Exchange:
+        return await self._head(await self._start(request))
