@@ -9,15 +9,17 @@ trio and asyncio::
 
     step = flow.start()
     while not isinstance(step, Done):
-        HttpRequest      -> write the request (a connection of its own when step.fresh, else a
-                     pooled one), read the head: step = flow.head(status, headers)
-                     (the exchange failed: step = flow.broken(why))
-        Read      -> feed the body: pass on what flow.receive_data(chunk) gives, stop
-                     when flow.stop, give flow.grace seconds more once it is set; at
-                     the end feed b"" (only when the body was whole);
-                     step = flow.ended(complete)
-        Wait      -> sleep step.seconds: step = flow.waited()
-        NewSession-> start a new session (one at a time): step = flow.new_session(ok)
+        HttpRequest -> write the request (a connection of its own when step.fresh,
+                       else a pooled one), read the head:
+                       step = flow.head(status, headers)
+                       (the exchange failed: step = flow.broken(why))
+        Read        -> feed the body: pass on what flow.receive_data(chunk) gives,
+                       stop when flow.stop, give flow.grace seconds more once it is
+                       set; at the end feed b"" (only when the body was whole):
+                       step = flow.ended(complete)
+        Wait        -> sleep step.seconds: step = flow.waited()
+        NewSession  -> start a new session (one at a time):
+                       step = flow.new_session(ok)
 
 A connection whose response was read whole goes back to the pool; any other is
 closed.  :class:`Done` ends the flow: ``error`` None (answered, accepted) or the text

@@ -151,8 +151,8 @@ class HttpClient(ClientSession):
         return self.http.session_id
 
     @asynccontextmanager
-    async def _http(self, send: HttpRequest) -> AsyncIterator[tuple[h11.Response, _Exchange]]:
-        """HttpRequest one HTTP request; yield its response head and the exchange to read on."""
+    async def _http(self, request: HttpRequest) -> AsyncIterator[tuple[h11.Response, _Exchange]]:
+        """Make one HTTP request; yield its response head and the exchange to read on."""
         if self._aborted:
             raise SessionClosed("the client aborted the session")
         http = self.http
@@ -160,11 +160,12 @@ class HttpClient(ClientSession):
         self._sockets.add(writer)
         try:
             ex = _Exchange(reader, writer)
-            headers = [*send.headers, (b"connection", b"close")]
-            request = h11.Request(method=send.method, target=send.target.encode(), headers=headers)
-            writer.write(ex.h11.send(request))
-            if send.body:
-                writer.write(ex.h11.send(h11.Data(data=send.body)))
+            headers = [*request.headers, (b"connection", b"close")]
+            target = request.target.encode()
+            head = h11.Request(method=request.method, target=target, headers=headers)
+            writer.write(ex.h11.send(head))
+            if request.body:
+                writer.write(ex.h11.send(h11.Data(data=request.body)))
             writer.write(ex.h11.send(h11.EndOfMessage()))
             await writer.drain()
             while not isinstance(response := await ex.next_event(), h11.Response):
