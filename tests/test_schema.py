@@ -423,7 +423,14 @@ def _mutate_and_compare(
     else:
         event("accepted")
         assert schema_ok, f"converter accepted a schema-invalid {type_name}"
-        assert unstructure(obj, revision) == doc
+        out = unstructure(obj, revision)
+        if out != doc and action == "replace" and value is None and path:
+            # A field of any JSON type (an error's ``data``) given as null: attrs has
+            # one None for "null" and "absent", so it reads as absent and is written so
+            # (a null inside a free-form map, e.g. ``_meta``, is kept as it is).
+            assert isinstance(path[-1], str)
+            del parent[path[-1]]
+        assert out == doc
 
 
 @settings(max_examples=examples(1000), suppress_health_check=[HealthCheck.too_slow], deadline=None)
