@@ -58,6 +58,7 @@ __all__ = [
     "Outcome",
     "bearer_token",
     "check_request",
+    "check_scopes",
     "operation_names",
 ]
 
@@ -118,18 +119,24 @@ def bearer_token(authorization: Sequence[str | bytes], max_bytes: int) -> str | 
 
 def operation_names(messages: Iterable[Any]) -> tuple[str, ...]:
     """The operations a POST carries, as :class:`~mcp_ref._oauth_resource.ScopePolicy`
-    keys: for each JSON-RPC request (a mapping with a string ``method``), the method,
-    and ``"<method>:<name>"`` for ``tools/call`` and ``prompts/get`` with a string
-    ``params.name``.  Responses and anything malformed add nothing.  Never raises."""
+    keys: for each JSON-RPC request or notification, its method, and
+    ``"<method>:<name>"`` for ``tools/call`` and ``prompts/get`` with a string name.
+
+    A message is a decoded JSON object (``method``, ``params.name``) or any object with
+    a ``method`` attribute (and optionally ``name``), such as the HTTP core's message
+    summaries.  Responses and anything malformed add nothing.  Never raises."""
     names: list[str] = []
     for message in messages:
-        if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+        if isinstance(message, dict):
+            method, params = message.get("method"), message.get("params")
+            name = params.get("name") if isinstance(params, dict) else None
+        else:
+            method, name = getattr(message, "method", None), getattr(message, "name", None)
+        if not isinstance(method, str):
             continue
-        method = message["method"]
         names.append(method)
-        params = message.get("params")
-        if method in _NAMED and isinstance(params, dict) and isinstance(params.get("name"), str):
-            names.append(f"{method}:{params['name']}")
+        if method in _NAMED and isinstance(name, str):
+            names.append(f"{method}:{name}")
     return tuple(names)
 
 
@@ -166,8 +173,9 @@ def check_request(
         :class:`NeedFetch` whose ``resume`` gives one of those.  Never raises for any
         header, query or verifier verdict.
     """
-    ops = tuple(operations)
-    needed = config.policy.required(ops)
+    if isinstance(authorization, str | bytes):  # one value passed bare
+        authorization = [authorization]
+    needed = config.policy.required(operations)
     # Spec: 2025-11-25/basic/authorization#token-requirements.4
     # "Access tokens MUST NOT be included in the URI query string"
     if _token_in_query(query):
@@ -219,17 +227,31 @@ def _decide(
         return challenge(
             config, "invalid_token", scopes=needed, description="the token has expired"
         )
-    granted = config.policy.expand(verdict.scopes)
+    return check_scopes(config, verdict, needed)
+
+
+def check_scopes(
+    config: ResourceConfig, identity: Identity, needed: Iterable[str]
+) -> Allowed | HttpAnswer:
+    """Whether ``identity`` holds the ``needed`` scopes (the policy's hierarchy
+    applied): :class:`Allowed`, or the 403 ``insufficient_scope`` answer whose
+    ``scope`` is ``needed`` plus the supported scopes the token already has.
+
+    :func:`check_request` calls it; a driver that checks the token before reading a
+    POST's body (``operations=()``) calls it again once the body is read, with
+    ``config.policy.required(operation_names(messages))``.  Never raises."""
+    needed = frozenset(needed)
+    granted = config.policy.expand(identity.scopes)
     if not needed <= granted:
         # Spec: 2025-11-25/basic/authorization#runtime-insufficient-scope-errors.2
         # "Server Scope Management: When responding with insufficient scope errors,
         # servers SHOULD include the scopes needed to satisfy the current request in the
         # `scope` parameter."
-        kept = verdict.scopes & set(config.scopes_supported)
+        kept = identity.scopes & set(config.scopes_supported)
         return challenge(
             config,
             "insufficient_scope",
             scopes=needed | kept,
             description=f"this request needs the scopes: {' '.join(sorted(needed - granted))}",
         )
-    return Allowed(identity=verdict)
+    return Allowed(identity=identity)

@@ -65,6 +65,7 @@ __all__ = [
     "Verdict",
     "audience_matches",
     "check_times",
+    "identity_from",
     "read_scopes",
 ]
 

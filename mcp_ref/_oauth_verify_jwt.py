@@ -19,7 +19,10 @@ The keys come from a JWKS document: given once (``jwks=``) or fetched from
 ``jwks_url`` through a :class:`~mcp_ref._oauth_verify.NeedFetch` when none are held,
 when they are older than ``cache_seconds``, or when a token names an unknown ``kid``
 (at most once per ``refetch_seconds``, so random ``kid`` values cannot make the server
-hammer its authorization server).  A failed fetch keeps the keys held before.
+hammer its authorization server).  A failed fetch keeps the keys held before.  Requests
+that arrive together before the first keys do each fetch them; a driver avoids that by
+fetching once at start-up (:meth:`JwtVerifier.jwks_request`,
+:meth:`JwtVerifier.receive_jwks`).
 
 JOSE is outside MCP, so joserfc is the optional extra ``mcp-ref[auth]``; it is
 imported when a verifier is built, never when this module is imported, and a missing
@@ -241,24 +244,28 @@ class JwtVerifier:
 
     def _fetch(self, then: Any) -> NeedFetch[Identity | TokenRejected]:
         def on_answer(response: HttpResponse | None, now: float) -> Any:
-            self._receive_jwks(response, now)
+            self.receive_jwks(response, now=now)
             return then(now)
 
         return NeedFetch(self.jwks_request(), on_answer)
 
-    def _receive_jwks(self, response: HttpResponse | None, now: float) -> None:
-        """Keep the keys of a JWKS answer; a failed or malformed one changes nothing
-        but the time of the attempt."""
+    def receive_jwks(self, response: HttpResponse | None, *, now: float) -> bool:
+        """Keep the keys of an answer to :meth:`jwks_request` received at ``now``
+        (seconds); None means the exchange failed.  A failed, malformed or keyless
+        answer changes nothing but the time of the attempt.  A driver may call it at
+        start-up to fetch the keys before the first request.  Returns whether new keys
+        were taken.  Never raises."""
         self._fetched_at = now
         if response is None or response.status != 200:
-            return
+            return False
         try:
             doc = read_json_object(response, self.max_body_bytes, "JWKS")
         except OAuthError:
-            return
+            return False
         keys = self._read_keys(doc)
         if keys:
             self._keys = keys
+        return bool(keys)
 
     def verify(self, token: str, *, now: float) -> Verdict:
         """The token's :class:`~mcp_ref._oauth_verify.Identity`, a
@@ -278,7 +285,7 @@ class JwtVerifier:
             return TokenRejected(reason="the token's header or claims are not a JSON object")
         alg, kid = header.get("alg"), header.get("kid")
         if not isinstance(alg, str) or alg not in self.algorithms:
-            return TokenRejected(reason=f"the token's algorithm is not accepted: {alg!r}")
+            return TokenRejected(reason=f"the token's algorithm is not accepted: {str(alg)[:20]!r}")
         if kid is not None and not isinstance(kid, str):
             return TokenRejected(reason="the token's kid is not a string")
         if "crit" in header:

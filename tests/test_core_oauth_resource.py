@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mcp_ref._http_messages import read_post_body
 from mcp_ref._oauth_challenge import bearer_challenge
 from mcp_ref._oauth_http import HttpResponse, OAuthLocalError
 from mcp_ref._oauth_resource import (
@@ -33,6 +34,7 @@ from mcp_ref._oauth_resource_guard import (
     Allowed,
     bearer_token,
     check_request,
+    check_scopes,
     operation_names,
 )
 from mcp_ref._oauth_verify import (
@@ -363,6 +365,31 @@ def test_operation_names_reads_methods_and_tool_or_prompt_names() -> None:
         "prompts/get:secret",
         "resources/read",
         "tools/call",
+    )
+
+
+def test_operation_names_reads_objects_with_method_and_name_attributes() -> None:
+    class Info:
+        def __init__(self, method: str | None, name: str | None = None) -> None:
+            self.method, self.name = method, name
+
+    infos = [Info("tools/call", "rm"), Info(None), Info("tools/list", "x"), Info("prompts/get")]
+    assert operation_names(infos) == ("tools/call", "tools/call:rm", "tools/list", "prompts/get")
+    body = b'[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"rm"}}]'
+    summaries = read_post_body(body)
+    assert isinstance(summaries, list)
+    # The HTTP core's summaries carry no tool name yet: only the method is seen.
+    assert operation_names(summaries) == ("tools/call",)
+
+
+def test_the_scopes_can_be_checked_after_the_body_is_read() -> None:
+    first = check_request(CONFIG, Table(TABLE), authorization="Bearer good", now=NOW)
+    assert isinstance(first, Allowed)
+    needed = POLICY.required(["tools/call", "tools/call:rm"])
+    step = check_scopes(CONFIG, first.identity, needed)
+    assert www(refused(step, 403)).error == "insufficient_scope"
+    assert isinstance(
+        check_scopes(CONFIG, first.identity, POLICY.required(["tools/call"])), Allowed
     )
 
 

@@ -262,6 +262,15 @@ def test_the_jwks_is_fetched_then_cached_then_refetched() -> None:
     assert isinstance(stale.resume(None, now=NOW + 300), Identity)
 
 
+def test_the_keys_can_be_fetched_before_the_first_request() -> None:
+    v = JwtVerifier(resource=SERVER, issuer=ISSUER, jwks_url=JWKS_URL)
+    assert v.jwks_request().url == JWKS_URL
+    assert not v.receive_jwks(jwks_answer({"keys": []}), now=NOW - 400)
+    assert isinstance(v.verify(mint(), now=NOW), NeedFetch)  # nothing held, and stale
+    assert v.receive_jwks(jwks_answer(), now=NOW)
+    assert isinstance(v.verify(mint(), now=NOW + 1), Identity)
+
+
 def test_an_unknown_kid_refetches_at_most_once_per_interval() -> None:
     v = JwtVerifier(resource=SERVER, issuer=ISSUER, jwks_url=JWKS_URL, refetch_seconds=30)
     first = v.verify(mint(), now=NOW)
@@ -402,4 +411,4 @@ def test_any_jwks_gives_an_identity_or_a_refusal(keys: list[Any], token: str) ->
     verdict = v.verify(token, now=NOW)
     if isinstance(verdict, NeedFetch):
         verdict = verdict.resume(jwks_answer({"keys": keys}), now=NOW)
-    assert isinstance(verdict, Identity | TokenRejected | NeedFetch)
+    assert isinstance(verdict, Identity | TokenRejected)
