@@ -310,7 +310,7 @@ class JwtVerifier:
     ) -> Verdict:
         alg, kid = header["alg"], header.get("kid")
         kty, crv = ALGORITHMS[alg]
-        if kid is None and len(self._keys) != 1:
+        if kid is None and len(self._keys) > 1:
             return TokenRejected(reason="the token has no kid and the JWKS holds several keys")
         fits = [
             k
@@ -322,7 +322,7 @@ class JwtVerifier:
         ]
         if not fits:
             recent = self._fetched_at is not None and now - self._fetched_at < self.refetch_seconds
-            if may_refetch and kid is not None and not recent:
+            if may_refetch and (kid is not None or not self._keys) and not recent:
                 return self._fetch(lambda at: self._check(token, header, claims, at, False))
             if not self._keys:
                 return TokenRejected(reason="no JWKS could be read", kind="unavailable")

@@ -314,6 +314,24 @@ def test_without_readable_keys_the_verifier_is_unavailable(answer: HttpResponse 
     rejected(first.resume(answer, now=NOW), "unavailable")
 
 
+def test_after_a_failed_fetch_the_verifier_stays_unavailable_until_it_may_retry() -> None:
+    v = JwtVerifier(resource=SERVER, issuer=ISSUER, jwks_url=JWKS_URL, refetch_seconds=30)
+    first = v.verify(mint(), now=NOW)
+    assert isinstance(first, NeedFetch)
+    rejected(first.resume(None, now=NOW), "unavailable")
+    for token in (mint(), mint(header={"kid": None})):
+        rejected(v.verify(token, now=NOW + 10), "unavailable")  # no fetch storm
+        retry = v.verify(token, now=NOW + 31)
+        assert isinstance(retry, NeedFetch)
+        assert isinstance(
+            retry.resume(jwks_answer({"keys": JWKS["keys"][:1]}), now=NOW + 31), Identity
+        )
+        v = JwtVerifier(resource=SERVER, issuer=ISSUER, jwks_url=JWKS_URL, refetch_seconds=30)
+        first = v.verify(mint(), now=NOW)
+        assert isinstance(first, NeedFetch)
+        first.resume(None, now=NOW)
+
+
 def test_the_verifier_refuses_a_bad_configuration() -> None:
     for kwargs in (
         {"jwks": None},
