@@ -552,7 +552,75 @@ def test_the_guard_hands_out_the_verifier_request_and_answers_after_it() -> None
     assert www(refused(step.resume(js(active()), now=NOW), 403)).error == "insufficient_scope"
 
 
+def test_an_error_description_cannot_break_the_header() -> None:
+    class Chatty:
+        def verify(self, token: str, *, now: float) -> Verdict:
+            return TokenRejected(reason='bad "token"\r\nSet-Cookie: x=1\\ \u00e9' + "x" * 500)
+
+    answer = check_request(CONFIG, Chatty(), authorization=["Bearer t"], now=NOW)
+    value = refused(answer, 401).header("www-authenticate") or ""
+    assert all(0x20 <= ord(c) <= 0x7E for c in value) and len(value) < 400
+    challenge = www(refused(answer, 401))
+    assert challenge.error == "invalid_token" and challenge.resource_metadata == PRM
+    assert json.loads(refused(answer, 401).body)["error_description"].startswith('bad "token"')
+
+
+def driver_step(method: str, target: str, headers: list[tuple[str, str]], body: Any, fetch):
+    """What an HTTP server driver does per request (the hook, in miniature): the
+    metadata first, then the bearer check with the request's operations, running any
+    fetch the verifier asks for; None means 'carry on to the MCP session'."""
+    answer = serve_metadata(CONFIG, method, target)
+    if answer is not None:
+        return answer
+    path, _, query = target.partition("?")
+    outcome = check_request(
+        CONFIG,
+        INTROSPECT,
+        authorization=[v for k, v in headers if k.lower() == "authorization"],
+        query=query,
+        operations=operation_names(body if isinstance(body, list) else [body]),
+        now=NOW,
+    )
+    while isinstance(outcome, NeedFetch):
+        outcome = outcome.resume(fetch(outcome.request), now=NOW)
+    return outcome
+
+
+def test_the_driver_hook_in_miniature() -> None:
+    seen: list[str] = []
+
+    def fetch(request):
+        seen.append(request.url)
+        token = parse_qs(request.body.decode())["token"][0]
+        return js(active(scope="mcp tools") if token == "tok-1" else {"active": False})
+
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo"}}
+    meta = driver_step("GET", "/.well-known/oauth-protected-resource/mcp", [], None, fetch)
+    assert isinstance(meta, HttpAnswer) and meta.status == 200 and seen == []
+    first = driver_step("POST", "/mcp", [], call, fetch)
+    assert www(refused(first, 401)).resource_metadata == PRM and seen == []
+    ok = driver_step("POST", "/mcp", [("Authorization", "Bearer tok-1")], call, fetch)
+    assert isinstance(ok, Allowed) and ok.identity.scopes == {"mcp", "tools"}
+    bad = driver_step("POST", "/mcp", [("authorization", "Bearer tok-2")], call, fetch)
+    assert www(refused(bad, 401)).error == "invalid_token"
+    rm = {**call, "params": {"name": "rm"}}
+    more = driver_step("POST", "/mcp", [("Authorization", "Bearer tok-1")], [rm], fetch)
+    assert www(refused(more, 403)).error == "insufficient_scope"
+    assert seen == [f"{ISSUER}/introspect"] * 3
+
+
 # --- never a crash ------------------------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(method=st.text(max_size=8), target=st.text(max_size=60))
+def test_any_target_gives_the_metadata_an_answer_or_none(method: str, target: str) -> None:
+    for t in (target, "/.well-known/oauth-protected-resource" + target):
+        answer = serve_metadata(CONFIG, method, t)
+        served = t.split("?", 1)[0] in metadata_paths(CONFIG)
+        assert (answer is None) is not served
+        assert answer is None or answer.status in (200, 405)
+
 
 header_values = st.lists(
     st.one_of(
