@@ -25,8 +25,7 @@ import trio.testing
 from mcp_ref import SERVER
 from mcp_ref import types as t
 from mcp_ref._convert import unstructure
-from mcp_ref.trio import RequestContext, Session, StreamChannel, open_session
-from mcp_ref.trio._stdio import serve_channel_until
+from mcp_ref.trio import RequestContext, Session, StreamChannel, open_session, serve_channel
 
 from ._http_raw import RawConnection, request_body
 from ._http_raw import open_session as open_http_session
@@ -146,7 +145,7 @@ async def test_finish_requests_returns_at_once_when_nothing_runs(
 async def test_stop_event_ends_input_and_answers_within_the_grace(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    """serve_channel_until (serve_stdio's core): the stop ends the input as end of
+    """serve_channel with a stop (serve_stdio's core): the stop ends the input as end of
     input would; the request that ends within the grace is answered, the other gets
     an error; the server returns though the client never closed its side."""
     handler = Sleepy()
@@ -157,9 +156,7 @@ async def test_stop_event_ends_input_and_answers_within_the_grace(
             done = trio.Event()
 
             async def serve() -> None:
-                await serve_channel_until(
-                    handler, StreamChannel(server_end), stop, drain_timeout=3.0
-                )
+                await serve_channel(handler, StreamChannel(server_end), stop, drain_timeout=3.0)
                 done.set()
 
             nursery.start_soon(serve)

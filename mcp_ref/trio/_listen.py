@@ -4,14 +4,10 @@ connections until a stop, then let them finish.
 Theory of operation
 -------------------
 :func:`serve_until_stopped` runs the connections in a nursery of their own, apart from
-the tasks that accept them, so that accepting can stop while they finish: on ``stop``
-the accepting tasks are cancelled and the listeners closed (new clients are refused by
-the system), the server's own graceful step runs (``then``), and the connections get
-``close_wait`` seconds before they are cancelled.  :func:`accept_connections` is
-``trio.serve_listeners``'s loop with that nursery passed in.
-
-What is decided about addresses (loopback, the client's address) is the core's
-(:mod:`mcp_ref._http_peers`); :func:`peer_of` only reads the socket.
+the tasks that accept them (:func:`accept_connections`: ``trio.serve_listeners``'s loop
+with that nursery passed in), so that accepting can stop while they finish.  What is
+decided about addresses is the core's (:mod:`mcp_ref._http_peers`); :func:`peer_of`
+only reads the socket.
 """
 
 from __future__ import annotations
@@ -23,12 +19,11 @@ from typing import Any, Final
 
 import trio
 
-from .._http_peers import is_loopback, peer_address
+from .._http_peers import peer_address
 
 __all__ = [
     "accept_connections",
     "close_listeners",
-    "is_loopback",
     "peer_of",
     "serve_until_stopped",
 ]
@@ -80,9 +75,9 @@ async def serve_until_stopped(
     then: Callable[[], Awaitable[object]] | None = None,
 ) -> None:
     """Serve each connection accepted on ``listeners`` with ``handle`` until ``stop``
-    is set (None: until cancelled); then close the listeners, await ``then()`` (the
-    server's graceful step), give the connections ``close_wait`` seconds and cancel
-    those still running (module docstring).  Returns once every connection ended."""
+    is set (None: until cancelled); then close the listeners (the system refuses new
+    clients), await ``then()`` (the server's graceful step), give the connections
+    ``close_wait`` seconds and cancel those still running.  Returns once all ended."""
     async with trio.open_nursery() as connections:
         async with trio.open_nursery() as accepting:
             for listener in listeners:

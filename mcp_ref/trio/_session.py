@@ -3,34 +3,26 @@
 Theory of operation
 -------------------
 :func:`open_session` makes a :class:`~._session_api.Session` (what its users call, and
-the one write path) and runs it in a nursery it owns, with three tasks (four with
-``keepalive=``):
+the one write path) and runs its tasks in a nursery it owns:
 
-* **the reader** (:meth:`_Tasks.read`): await ``channel.receive()``, feed the core,
-  dispatch, repeat.  A channel whose input arrives in other tasks may instead
-  :meth:`Session.push` each message.  A graceful stop (``stop=``) ends the reading as
-  if the peer had closed its side;
+* **the reader** (:meth:`_Tasks.read`): await ``channel.receive()``, dispatch, repeat.
+  A channel whose input arrives in other tasks may instead :meth:`Session.push` it;
 * **the timer** (:meth:`_Tasks.expire`): sleep until ``Connection.next_deadline()`` (on
-  ``trio.current_time()``, so ``MockClock`` drives it), call ``handle_timeout(now)``,
-  write the ``notifications/cancelled`` it returns.  An earlier deadline wakes it;
-* **the notification task** (:meth:`_Tasks.notify`): ``handler.handle_notification``
-  for each queued notification, in arrival order.
+  ``trio.current_time()``, so ``MockClock`` drives it), then write the
+  ``notifications/cancelled`` that ``handle_timeout(now)`` returns;
+* **the notification task** (:meth:`_Tasks.notify`): ``handle_notification``, in order;
+* with ``keepalive=``, the pinger (:mod:`._keepalive`); with ``stop=``, a task that
+  ends the input when ``stop`` is set, as if the peer had closed its side.
 
-**One dispatch route** (:meth:`_Tasks.dispatch`): in turn (one lock for the reader, the
-timer and ``push``), feed the core, then act on each event of ``next_event()`` until
-``NEED_DATA``:
-
-- a ``Request`` gets a task running ``handler.handle_request`` in its own cancel scope
-  (``ping`` is answered here, ``initialize`` before the next event, and one past
-  ``max_concurrent_requests`` with -32603 at once); what a failure or a refused answer
-  becomes is the core's decision (:mod:`mcp_ref._session_rules`);
-- ``RequestCancelled`` cancels that scope;
-- an answer, timeout or progress goes to its caller in ``send_request`` (:mod:`._requests`);
-- a ``Notification`` joins a bounded queue (full, it stops the reading);
-- a ``RemoteProtocolError`` is logged and its ready reply (e.g. -32700) sent;
-- end of input fails our callers, lets the requests we accepted finish
-  (``drain_timeout``), then closes.
-
+**One dispatch route** (:meth:`_Tasks.dispatch`, one lock for the reader, the timer and
+``push``) feeds the core, then acts on each event until ``NEED_DATA``: a request runs
+in a task of its own, in its own cancel scope (``ping`` is answered here,
+``initialize`` before the next event), which ``RequestCancelled`` cancels; answers,
+timeouts and progress go to their callers (:mod:`._requests`); a notification joins a
+bounded queue (full, it stops the reading); a ``RemoteProtocolError``'s ready reply
+(e.g. -32700) is sent.  At end of input our callers fail, the requests we accepted get
+``drain_timeout`` to finish, then the session closes.  What a failure, a refused answer
+or one request too many becomes is the core's decision (:mod:`mcp_ref._session_rules`).
 No task outlives the ``async with`` block.
 """
 
@@ -58,12 +50,13 @@ from ._handler import Handler, RequestContext
 from ._keepalive import run_keepalive
 from ._session_api import CLOSE_GRACE, DEFAULT_TIMEOUT, Session, SessionClosed
 
-# What the HTTP and WebSocket drivers import from here.
+# What the other drivers import from here.
 __all__ = [
     "DEFAULT_GRACE_SECONDS",
     "Handler",
     "Session",
     "SessionClosed",
+    "open_owned_nursery",
     "open_session",
     "serve_channel",
 ]
@@ -81,6 +74,26 @@ async def shielded(work: Awaitable[None]) -> None:
     ``push`` caller, say), so an event taken from the core is dispatched whole."""
     with trio.CancelScope(shield=True):
         await work
+
+
+@asynccontextmanager
+async def open_owned_nursery() -> AsyncIterator[trio.Nursery]:
+    """A nursery for the tasks that serve an ``async with`` block (what an ``open_*``
+    entry point yields): cancelled when the block ends, however it ends, and an
+    exception of the block propagates unchanged (trio would wrap it in an exception
+    group).  The caller's own ``finally`` around its ``yield`` runs before the cancel."""
+    body_error: BaseException | None = None
+    async with trio.open_nursery() as nursery:
+        try:
+            yield nursery
+        except BaseException as exc:
+            if isinstance(exc, GeneratorExit):
+                raise
+            body_error = exc
+        finally:
+            nursery.cancel_scope.cancel()
+    if body_error is not None:
+        raise body_error
 
 
 class _Tasks:
@@ -125,12 +138,9 @@ class _Tasks:
 
     async def dispatch(self, take: Callable[[], None]) -> None:
         """The one dispatch route: in turn, call ``take`` (which feeds the core), then
-        dispatch every event the core has ready.
-
-        Waiting for the turn can be cancelled (then nothing was taken); an event taken
-        from the core is dispatched whole (what it awaits is :func:`shielded`, and ends
-        when the session closes).  A free turn is taken without a schedule point: the
-        reader has just had one in ``channel.receive``.
+        dispatch every event the core has ready.  Cancelled while waiting for the turn,
+        it took nothing; an event taken from the core is dispatched whole
+        (:func:`shielded`).  A free turn costs no schedule point (the reader just had one).
         """
         session, lock = self.session, self.dispatch_lock
         await trio.lowlevel.checkpoint_if_cancelled()
@@ -262,10 +272,9 @@ class _Tasks:
 
     def end_of_input(self, reason: str) -> None:
         """The peer will send nothing more: fail our requests to it, let the peer's
-        requests we accepted finish (``drain_timeout``), then close.
+        requests we accepted finish (``drain_timeout``; the core is CLOSING), then close.
 
-        Source: 2025-06-18/basic/lifecycle#shutdown and #stdio.1 (the transport's end
-        ends the session); the core is in state CLOSING meanwhile.
+        Source: 2025-06-18/basic/lifecycle#shutdown (the transport's end ends the session).
         """
         session = self.session
         if session.closed or session._input_ended is not None:
@@ -279,11 +288,8 @@ class _Tasks:
             self.nursery.start_soon(self.finish_then_close, reason)
 
     async def stop_on(self, stop: trio.Event) -> None:
-        """A graceful stop: once ``stop`` is set, end the input as the peer's end of
-        input would (what the reader receives after that is dropped).
-
-        Source: 2025-06-18/basic/lifecycle#stdio.2 (the server may end the session).
-        """
+        """Once ``stop`` is set, end the input as the peer's end would (what the reader
+        receives after that is dropped).  Source: 2025-06-18/basic/lifecycle#stdio.2."""
         await stop.wait()
         self.stopped = "the server is shutting down"
         await self.dispatch(lambda: self.session.connection.receive_data(b""))  # as at EOF
@@ -309,7 +315,8 @@ async def open_session(
     keepalive: Keepalive | None = None,
     stop: trio.Event | None = None,
 ) -> AsyncIterator[Session]:
-    """Run an MCP session over ``channel`` for the duration of an ``async with`` block.
+    """Run an MCP session over ``channel`` for the duration of an ``async with`` block
+    (module docstring).
 
     Args:
         channel: the transport (:class:`~mcp_ref.trio.MessageChannel`).
@@ -333,18 +340,15 @@ async def open_session(
             progress, then -32603 for each one still running).
 
     Yields:
-        The :class:`Session`.  Initialization is not done here: a client sends
-        ``initialize`` itself (:func:`mcp_ref.client.open_client`), a server's handler
-        answers it.
+        The :class:`Session`, not initialized: a client sends ``initialize`` itself
+        (:func:`mcp_ref.client.open_client`), a server's handler answers it.
 
     Raises:
         ValueError: an unknown channel framing, or a limit below 1.
 
     On exit, running handlers are cancelled, pending ``send_request`` callers get
-    :class:`SessionClosed`, the channel is closed, and no task is left.  An exception
-    raised in the block propagates unchanged (not wrapped in an exception group).
-    A channel with an ``attach_session(session)`` method is given the session first,
-    so it may :meth:`Session.push` its input.
+    :class:`SessionClosed`, the channel is closed, and no task is left; an exception of
+    the block propagates unchanged (:func:`open_owned_nursery`).
 
     Source: 2025-06-18/basic/lifecycle (the session), 2025-06-18/basic/lifecycle#timeouts.
     """
@@ -365,9 +369,8 @@ async def open_session(
         send_timeout=send_timeout,
         max_queued_notifications=max_queued_notifications,
     )
-    body_error: BaseException | None = None
     try:
-        async with trio.open_nursery() as nursery:
+        async with open_owned_nursery() as nursery:
             tasks = _Tasks(session, handler, nursery, drain_timeout)
             session._dispatch = tasks.dispatch
             attach = getattr(channel, "attach_session", None)
@@ -385,13 +388,8 @@ async def open_session(
                 opened(session)
             try:
                 yield session
-            except BaseException as exc:
-                if isinstance(exc, GeneratorExit):
-                    raise
-                body_error = exc
             finally:
                 session._close("the session was closed by its owner")
-                nursery.cancel_scope.cancel()
     finally:
         session._close("the session was closed by its owner")
         with trio.CancelScope(shield=True):
@@ -404,12 +402,13 @@ async def open_session(
         closed_hook = getattr(handler, "session_closed", None)
         if closed_hook is not None:
             closed_hook(session)
-    if body_error is not None:
-        raise body_error
 
 
-async def serve_channel(handler: Handler, channel: MessageChannel, **session_kw: Any) -> None:
-    """Serve one session of ``handler`` on ``channel`` until it ends.
+async def serve_channel(
+    handler: Handler, channel: MessageChannel, stop: trio.Event | None = None, **session_kw: Any
+) -> None:
+    """Serve one session of ``handler`` on ``channel`` until it ends, or after a
+    graceful ``stop`` (:func:`open_session`'s options).
 
     A handler with a ``serve(channel, **session_kw)`` coroutine method (such as
     ``mcp_ref.server.Server``, which runs tasks of its own beside the session) serves
@@ -418,7 +417,7 @@ async def serve_channel(handler: Handler, channel: MessageChannel, **session_kw:
     """
     serve = getattr(handler, "serve", None)
     if serve is not None:
-        await serve(channel, **session_kw)
+        await serve(channel, stop=stop, **session_kw)
         return
-    async with open_session(channel, SERVER, handler, **session_kw) as session:
+    async with open_session(channel, SERVER, handler, stop=stop, **session_kw) as session:
         await session.wait_closed()

@@ -1,4 +1,4 @@
-"""The stdio transport, server side, and a graceful stop for any transport.
+"""The stdio transport, server side, and a graceful stop on a signal.
 
 Theory of operation
 -------------------
@@ -7,11 +7,8 @@ server writes to its stdout; stderr is free-form logging (the client side is
 :mod:`._stdio_process`).  :func:`serve_stdio` runs one session on duplicates of fds 0
 and 1 (``trio.lowlevel.FdStream``: no worker threads; Unix only) until end of input,
 with ``sys.stdout`` pointed at stderr so a stray ``print`` cannot corrupt the stream.
-
-A graceful stop (:func:`serve_until_signal` sets ``stop``) ends the session's *input*
-(``open_session(stop=...)``), so the session ends as when the peer closes its side: the
-requests in progress get their grace, then an error answer.  The WebSocket server stops
-its sessions the same way (:func:`serve_channel_until`).
+:func:`serve_until_signal` turns SIGTERM and SIGINT into a graceful ``stop``, which
+ends the session's input (``open_session(stop=...)``) as if the peer had closed it.
 """
 
 from __future__ import annotations
@@ -26,15 +23,10 @@ from typing import Any
 
 import trio
 
-from ._channel import MessageChannel, StreamChannel
+from ._channel import StreamChannel
 from ._session import DEFAULT_GRACE_SECONDS, Handler, serve_channel
 
-__all__ = [
-    "serve_channel_until",
-    "serve_stdio",
-    "serve_until_signal",
-    "stdio_channel",
-]
+__all__ = ["serve_stdio", "serve_until_signal", "stdio_channel"]
 
 log = logging.getLogger("mcp_ref.trio.stdio")
 
@@ -42,8 +34,8 @@ log = logging.getLogger("mcp_ref.trio.stdio")
 @asynccontextmanager
 async def stdio_channel() -> AsyncIterator[StreamChannel]:
     """This process's stdin and stdout as a :class:`StreamChannel`, for a server;
-    meanwhile ``sys.stdout`` points at stderr.  The fds' blocking modes (FdStream makes
-    them non-blocking) are restored at the end.
+    meanwhile ``sys.stdout`` points at stderr.  The fds' blocking modes are restored at
+    the end.
 
     Source: 2025-06-18/basic/transports#stdio.
     """
@@ -79,10 +71,9 @@ async def serve_stdio(
             :class:`~mcp_ref.trio.Handler`.
         stop: set it to stop gracefully (e.g. on SIGTERM): stdin is no longer read,
             as if it had ended.
-        grace_seconds: at end of input (or ``stop``), seconds the requests in progress
-            may still take (default 5.0); then each one still running is cancelled and
-            answered with -32603.  The session's ``drain_timeout``, which overrides it
-            when given.
+        grace_seconds: the session's ``drain_timeout`` unless that is given (default
+            5.0): at end of input, seconds the requests in progress may still take
+            before each is cancelled and answered with -32603.
         **session_kw: passed to :func:`~mcp_ref.trio.open_session`.
 
     Returns when the client closes our stdin (or ``stop`` is set) and the requests it
@@ -132,12 +123,3 @@ async def serve_until_signal(serve: Callable[[trio.Event], Awaitable[None]]) -> 
         await serve(stop)
         nursery.cancel_scope.cancel()
     return got
-
-
-async def serve_channel_until(
-    handler: Handler, channel: MessageChannel, stop: trio.Event | None, **session_kw: Any
-) -> None:
-    """:func:`~mcp_ref.trio.serve_channel` with a graceful ``stop`` (see
-    :func:`~mcp_ref.trio.open_session`); the WebSocket server serves each connection so.
-    """
-    await serve_channel(handler, channel, stop=stop, **session_kw)

@@ -3,108 +3,41 @@
 Theory of operation
 -------------------
 :func:`open_stdio_process` starts the server and yields a :class:`ProcessChannel` over
-its stdin and stdout.  Its stderr is captured into a bounded tail (and optionally
-forwarded to ours), inherited, or discarded.  When its stdout ends, the channel waits
-briefly for the exit and sets ``eof_reason`` to the exit code and the last stderr
-lines, which pending requests then see in their :class:`~mcp_ref.trio.SessionClosed`.
-Leaving the block shuts the child down as the lifecycle page says, shielded, so even a
-cancelled caller leaves no zombie.
+its stdin and stdout.  Its stderr is read into a bounded tail (and optionally forwarded
+to ours), inherited, or discarded.  When its stdout ends, the channel waits briefly for
+the exit and sets ``eof_reason``, which pending requests then see in their
+:class:`~mcp_ref.trio.SessionClosed`.  What is decided about the arguments, the tail
+and that account is the core's (:mod:`mcp_ref._process_rules`).  Leaving the block
+shuts the child down as the lifecycle page says, shielded, so even a cancelled caller
+leaves no zombie.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import signal
 import subprocess
 import sys
-from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Literal
 
 import trio
 
+from .._process_rules import (
+    STDERR_MODES,
+    StderrMode,
+    StderrTail,
+    check_command,
+    child_env,
+    describe_exit,
+)
 from ..events import RequestId
 from ._channel import RECEIVE_SIZE, StreamChannel
+from ._session import open_owned_nursery
 
 __all__ = ["ProcessChannel", "StderrMode", "open_stdio_process"]
 
 log = logging.getLogger("mcp_ref.trio.stdio")
-
-StderrMode = Literal["capture", "forward", "inherit", "discard"]
-"""What to do with a child server's stderr:
-
-* ``"capture"``: keep the last lines in memory (for error messages) and log each line at
-  DEBUG level to the ``mcp_ref.trio.stdio`` logger;
-* ``"forward"``: the same, and also copy each line to our ``sys.stderr``;
-* ``"inherit"``: the child writes straight to our stderr (no tail kept);
-* ``"discard"``: ``/dev/null``.
-
-Source: 2025-06-18/basic/transports#stdio.3 (clients may capture, forward or ignore it).
-"""
-
-_MAX_STDERR_LINE = 1000
-
-
-class _StderrTail:
-    """The last lines of a child's stderr; bounded in lines and in bytes per line."""
-
-    def __init__(self, max_lines: int, forward: bool) -> None:
-        self.lines: deque[str] = deque(maxlen=max_lines)
-        self.forward = forward
-        self.done = trio.Event()
-        self._partial = bytearray()
-
-    async def pump(self, stream: trio.abc.ReceiveStream) -> None:
-        try:
-            while chunk := await stream.receive_some(RECEIVE_SIZE):
-                *lines, rest = chunk.split(b"\n")
-                for line in lines:
-                    self._append(line)
-                    self._finish_line()
-                self._append(rest)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-        finally:
-            if self._partial:
-                self._finish_line()
-            self.done.set()
-
-    def _append(self, data: bytes | bytearray) -> None:
-        room = _MAX_STDERR_LINE - len(self._partial)
-        if room > 0:
-            self._partial += data[:room]
-
-    def _finish_line(self) -> None:
-        text = self._partial.decode("utf-8", "replace").rstrip("\r")
-        self._partial.clear()
-        self.lines.append(text)
-        log.debug("server stderr: %s", text)
-        if self.forward:
-            try:
-                print(text, file=sys.stderr, flush=True)
-            except (OSError, ValueError):
-                self.forward = False
-
-
-def _describe_exit(process: trio.Process, tail: Sequence[str] = ()) -> str:
-    """A one-paragraph account of a child server's state: exit code or signal, and the
-    last lines of its stderr."""
-    rc = process.returncode
-    if rc is None:
-        text = f"the server process (pid {process.pid}) closed its output and is still running"
-    elif rc < 0:
-        try:
-            name = signal.Signals(-rc).name
-        except ValueError:
-            name = f"signal {-rc}"
-        text = f"the server process was killed by {name} (exit code {rc})"
-    else:
-        text = f"the server process exited with code {rc}"
-    if tail:
-        text += "; last stderr lines:\n" + "\n".join(f"  {line}" for line in tail)
-    return text
 
 
 class ProcessChannel(StreamChannel):
@@ -116,11 +49,17 @@ class ProcessChannel(StreamChannel):
             stderr lines.
     """
 
-    def __init__(self, process: trio.Process, tail: _StderrTail | None, exit_wait: float) -> None:
+    def __init__(
+        self, process: trio.Process, tail: StderrTail | None, forward: bool, exit_wait: float
+    ) -> None:
         assert process.stdin is not None and process.stdout is not None
         super().__init__(process.stdin, process.stdout)
         self.process = process
         self._tail = tail
+        self._forward = forward  # also copy each stderr line to ours
+        self._stderr_done = trio.Event()  # the stderr reader has read it all
+        if tail is None:
+            self._stderr_done.set()
         self._exit_wait = exit_wait
         self._closing = False
 
@@ -160,12 +99,34 @@ class ProcessChannel(StreamChannel):
         await super().aclose()
 
     async def _explain(self) -> None:
-        # Give the child a moment to exit and its stderr pump to catch up.
+        # Give the child a moment to exit and the stderr reader to catch up.
         with trio.move_on_after(self._exit_wait):
             await self.process.wait()
-            if self._tail is not None:
-                await self._tail.done.wait()
-        self.eof_reason = _describe_exit(self.process, self.stderr_tail)
+            await self._stderr_done.wait()
+        process = self.process
+        self.eof_reason = describe_exit(process.pid, process.returncode, self.stderr_tail)
+
+    async def _read_stderr(self, stream: trio.abc.ReceiveStream, tail: StderrTail) -> None:
+        """The stderr reader (a task of :func:`open_stdio_process`): each line into the
+        tail, logged, and forwarded when asked, until the pipe ends."""
+        try:
+            while chunk := await stream.receive_some(RECEIVE_SIZE):
+                for line in tail.feed(bytes(chunk)):
+                    self._show(line)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            for line in tail.feed(b""):  # a last line without a newline
+                self._show(line)
+            self._stderr_done.set()
+
+    def _show(self, line: str) -> None:
+        log.debug("server stderr: %s", line)
+        if self._forward:
+            try:
+                print(line, file=sys.stderr, flush=True)
+            except (OSError, ValueError):
+                self._forward = False
 
 
 async def _aclose_quietly(stream: trio.abc.AsyncResource | None) -> None:
@@ -232,6 +193,8 @@ async def open_stdio_process(
 
     Raises:
         OSError: the program could not be started (e.g. FileNotFoundError).
+        TypeError, ValueError: a string or empty ``command``, an unknown ``stderr``, a
+            negative number (nothing is started).
 
     On exit the child is shut down (stdin closed, ``shutdown_grace`` seconds, SIGTERM,
     ``shutdown_grace`` seconds, SIGKILL) and always reaped.  Exceptions from the block
@@ -239,49 +202,35 @@ async def open_stdio_process(
 
     Source: 2025-06-18/basic/lifecycle#stdio.1, 2025-06-18/basic/transports#stdio.
     """
-    if isinstance(command, (str, bytes)):
-        raise TypeError("command must be a list of arguments, e.g. [sys.executable, 'server.py']")
-    if not command:
-        raise ValueError("command is empty")
-    if stderr not in ("capture", "forward", "inherit", "discard"):
+    check_command(command)
+    if stderr not in STDERR_MODES:
         raise ValueError(f"unknown stderr mode {stderr!r}")
     if shutdown_grace < 0 or exit_wait < 0 or stderr_lines < 0:
         raise ValueError("shutdown_grace, exit_wait and stderr_lines must not be negative")
-    child_env: dict[str, str] | None = None
-    if env is not None or not inherit_env:
-        child_env = dict(os.environ) if inherit_env else {}
-        child_env.update(env or {})
     stderr_arg = {"inherit": None, "discard": subprocess.DEVNULL}.get(stderr, subprocess.PIPE)
     process = await trio.lowlevel.open_process(
         list(command),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=stderr_arg,
-        env=child_env,
+        env=child_env(os.environ, env, inherit_env),
         cwd=cwd,
     )
-    tail = _StderrTail(stderr_lines, stderr == "forward") if stderr_arg == subprocess.PIPE else None
-    channel = ProcessChannel(process, tail, exit_wait)
-    body_error: BaseException | None = None
+    tail = StderrTail(stderr_lines) if stderr_arg == subprocess.PIPE else None
+    channel = ProcessChannel(process, tail, stderr == "forward", exit_wait)
     try:
-        async with trio.open_nursery() as nursery:
+        async with open_owned_nursery() as nursery:
             if tail is not None:
                 assert process.stderr is not None
-                nursery.start_soon(tail.pump, process.stderr)
+                nursery.start_soon(channel._read_stderr, process.stderr, tail)
             try:
                 yield channel, process
-            except BaseException as exc:
-                if isinstance(exc, GeneratorExit):
-                    raise
-                body_error = exc
             finally:
                 channel._closing = True
                 await _shutdown(process, shutdown_grace)
-                if tail is not None:
-                    # Let the pump read what the child left in the pipe, briefly.
-                    with trio.CancelScope(shield=True), trio.move_on_after(0.5):
-                        await tail.done.wait()
-                nursery.cancel_scope.cancel()
+                # Let the stderr reader take what the child left in the pipe, briefly.
+                with trio.CancelScope(shield=True), trio.move_on_after(0.5):
+                    await channel._stderr_done.wait()
     finally:
         with trio.CancelScope(shield=True):
             if process.returncode is None:  # only if _shutdown itself was interrupted
@@ -292,5 +241,3 @@ async def open_stdio_process(
                 await process.wait()
             for pipe in (process.stdin, process.stdout, process.stderr):
                 await _aclose_quietly(pipe)
-    if body_error is not None:
-        raise body_error

@@ -13,11 +13,11 @@ import trio
 
 from ... import _websocket as core
 from ..._http import LOCALHOST_HOSTS, LOCALHOST_ORIGINS
+from ..._http_peers import is_loopback as _is_loopback
 from ..._websocket_handshake import Accepted, Refused, ServerHandshake
 from .._listen import accept_connections, close_listeners
-from .._listen import is_loopback as _is_loopback
 from .._session import DEFAULT_GRACE_SECONDS, Handler
-from .._stdio import serve_channel_until
+from .._session import serve_channel as serve_channel_until
 from .channel import _BROKEN, RECEIVE_SIZE, WebSocketChannel, running
 
 __all__ = ["serve_websocket", "serve_websocket_stream", "websocket_server_handshake"]
