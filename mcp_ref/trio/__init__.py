@@ -9,14 +9,9 @@
   lifecycle page says.
 """
 
-from ._channel import (
-    MemoryMessageChannel,
-    MessageChannel,
-    StreamChannel,
-    memory_channel_pair,
-)
+from .._session_rules import Keepalive
+from ._channel import MemoryMessageChannel, MessageChannel, StreamChannel, memory_channel_pair
 from ._handler import Handler, RequestContext
-from ._keepalive import Keepalive
 from ._session import open_session, serve_channel
 from ._session_api import DEFAULT_TIMEOUT, SESSION_DEFAULT, Session, SessionClosed
 from ._stdio import serve_stdio, stdio_channel

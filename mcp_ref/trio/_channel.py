@@ -9,10 +9,6 @@ boundaries (``Connection.receive_data``); a ``"messages"`` channel (an HTTP body
 WebSocket frame) receives one whole message per ``receive`` (``receive_message``).
 A channel never parses: garbage is handed on, and the core answers it (-32700).
 
-The session calls ``send`` (and the optional ``send_nowait``) one call at a time, with
-one whole message.  A ``send`` that raises means the stream is broken (it may hold half
-a message): the session calls ``Connection.send_failed()`` and ends.
-
 Here: :class:`StreamChannel` over trio byte streams, and :func:`memory_channel_pair`,
 two connected in-memory ``"messages"`` channels for tests and in-process use.
 """
@@ -53,9 +49,11 @@ class MessageChannel(Protocol):
       its tasks start; a channel whose input arrives in other tasks may then hand each
       message over with ``await session.push(data)``.
     * ``send_nowait(data, *, related_request_id=None)``: a synchronous ``send`` that
-      raises ``trio.WouldBlock`` (having written nothing) instead of waiting.  The
-      session tries it first: what is taken at once cannot time out or be cut in half,
-      so it needs no shielded, timed scope.
+      raises ``trio.WouldBlock`` (having written nothing) instead of waiting; the
+      session tries it first (see :mod:`._session_api`).
+
+    The session calls ``send`` (and ``send_nowait``) one call at a time, with one whole
+    message.
     """
 
     framing: Literal["lines", "messages"]

@@ -3,30 +3,23 @@
 Theory of operation
 -------------------
 The session's writer tries a channel's optional ``send_nowait`` before its ``send``
-(``Session._write``).  For a
-:class:`~mcp_ref.trio.StreamChannel` whose send stream is a pipe (a child's stdin, our
-stdout under ``serve_stdio``), :func:`pipe_send_nowait` gives one: a single ``os.write``
-of the whole message.  POSIX makes a write of at most ``PIPE_BUF`` bytes (4096 on
-Linux) to a non-blocking pipe atomic: all of it goes, or nothing and ``EAGAIN``.  So
-this either writes the message whole or raises ``trio.WouldBlock`` having written
-nothing; a larger message, a full pipe, and any error (a closed or broken pipe) raise
-``trio.WouldBlock`` too, and the session then writes the message, and everything after
-it, with the plain ``send`` (trio's ``send_all``), which reports the error.  The session
-calls it only when no plain write is under way, so the bytes keep their order.
+(``Session._write``).  For a :class:`~mcp_ref.trio.StreamChannel` whose send stream is
+a pipe (a child's stdin, our stdout under ``serve_stdio``), :func:`pipe_send_nowait`
+gives one: a single ``os.write`` of the whole message.  POSIX makes a write of at most
+``PIPE_BUF`` bytes to a non-blocking pipe atomic: all of it goes, or nothing and
+``EAGAIN``.  Anything else (a larger message, a full pipe, an error) raises
+``trio.WouldBlock`` having written nothing, and the session writes the message, and
+everything after it, with the plain ``send`` (trio's ``send_all``), which reports the
+error.  The session calls it only while no plain write is under way (its send lock
+keeps trio's promise that one task at a time sends), so the bytes keep their order.
 
-What it buys: trio's ``send_all`` takes a schedule point *before* it writes.  With 100
-requests in flight over stdio, the other 99 handlers run and queue their answers meanwhile,
-so a burst of answers leaves in one write, and client and server take turns (one works
-while the other waits) instead of overlapping.  Written at once, the first answers reach
-the client while the server still works on the rest.  Measured (bench/README.md, "stdio
-and the fast path for pipes"; medians of 9 runs on a loaded machine): stdio x100 went
-from 0.090 of its floor back to the old tree's 0.150 (0.149), stdio x1 from 0.139 to
-0.284 (the old tree: 0.312).
-
-What it costs: this module (some 25 lines of code), and a write that bypasses trio's
-stream and its check that one task at a time sends: the session's send lock keeps that
-promise (it tries ``send_nowait`` only while no other write is under way).  Sockets get
-no fast path (a non-blocking write to a socket may be partial).
+What it buys: ``send_all`` takes a schedule point *before* it writes, so with 100
+requests in flight over stdio the other handlers queue their answers meanwhile and
+client and server take turns instead of overlapping.  Measured (bench/README.md, "stdio
+and the fast path for pipes"; medians of 9 runs, loaded machine): stdio x100 went from
+0.090 of its floor back to the old tree's 0.150 (0.149), stdio x1 from 0.139 to 0.284
+(the old tree: 0.312).  Sockets get no fast path (a non-blocking write to a socket may
+be partial).
 """
 
 from __future__ import annotations

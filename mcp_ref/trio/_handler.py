@@ -1,11 +1,7 @@
 """What the application sees of a trio session: the :class:`Handler` it implements and
-the :class:`RequestContext` each of the peer's requests brings.
-
-Theory of operation
--------------------
-The session calls ``handler.handle_request(ctx)`` in a task of its own per request,
-inside ``ctx.cancel_scope``, and sends what it returns or raises as the answer; it calls
-``handle_notification`` for each notification, one at a time, in arrival order.
+the :class:`RequestContext` each of the peer's requests brings.  The session calls the
+handler in a task of its own per request, inside ``ctx.cancel_scope``, and answers with
+what it returns or raises (:mod:`mcp_ref._session_rules` decides the error answers).
 """
 
 from __future__ import annotations
@@ -34,11 +30,12 @@ class Handler(Protocol):
 
     async def handle_request(self, ctx: RequestContext) -> Any:
         """Answer one request: return the typed result (e.g. ``t.CallToolResult``) or
-        raise :class:`~mcp_ref.McpError` (``InvalidCursor`` is answered with -32602; any
-        other exception with -32603, and logged).  A server's ``initialize`` comes here
-        too: answer ``t.InitializeResult`` with ``protocol_version=
-        ctx.session.connection.negotiated_version_for(ctx.params.protocol_version)``.
-        ``ping`` never comes here (the session answers it)."""
+        raise :class:`~mcp_ref.McpError` (any other exception is answered with -32603
+        and logged: :func:`mcp_ref._session_rules.error_reply`).  A server's
+        ``initialize`` comes here too: answer ``t.InitializeResult`` with
+        ``protocol_version=ctx.session.connection.negotiated_version_for(
+        ctx.params.protocol_version)``.  ``ping`` never comes here (the session answers
+        it)."""
         ...
 
     async def handle_notification(self, session: Session, notification: Notification) -> None:

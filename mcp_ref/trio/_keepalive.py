@@ -2,15 +2,13 @@
 
 Theory of operation
 -------------------
-A session opened with ``keepalive=Keepalive(interval=...)`` (the settings and when the
-next ping is due: :class:`mcp_ref._session_rules.Keepalive`) runs one more task, which
-watches when input last came from the peer (:attr:`Session.last_input_at`).  After
-``interval`` seconds of silence it sends ``ping`` with its own ``timeout``.  Any answer
-counts, even an error response.  An unanswered ping is logged; ``max_failures`` in a row
-end the session like a broken connection.  A busy session never pings, and a ping the
-lifecycle refuses (during the handshake, or while closing) waits for the next interval.
-
-Source: 2025-06-18/basic/utilities/ping#implementation-considerations and #error-handling.
+A session opened with ``keepalive=Keepalive(...)`` runs :func:`run_keepalive` as one
+more task; the settings, and when the next ping is due, are the core's
+(:class:`mcp_ref._session_rules.Keepalive`).  The task sleeps until then, and pings only
+if the peer stayed silent (:attr:`Session.last_input_at`): a busy session never pings.
+Any answer counts, even an error response; ``max_failures`` unanswered pings in a row
+end the session like a broken connection.  A ping the lifecycle refuses (during the
+handshake, or while closing) waits for the next interval.
 """
 
 from __future__ import annotations
@@ -24,19 +22,17 @@ from .._inflight import RequestTimeout
 from .._session_rules import Keepalive
 from ._session_api import Session, SessionClosed
 
-__all__ = ["Keepalive", "run_keepalive"]
+__all__ = ["run_keepalive"]
 
 log = logging.getLogger("mcp_ref.trio")
 
 
 async def run_keepalive(session: Session, keepalive: Keepalive) -> None:
-    """Ping ``session``'s peer after each ``keepalive.interval`` seconds of silence
-    until the session closes; close it after ``max_failures`` unanswered pings.
-
-    One of the session's tasks; returns when the session is closed.  Never raises.
+    """The keepalive task of ``session`` (module docstring); returns when the session is
+    closed, never raises.
 
     Source: 2025-06-18/basic/utilities/ping#implementation-considerations.1 and
-    2025-06-18/basic/utilities/ping#error-handling.1.
+    #error-handling.
     """
     failures = 0
     pinged_at = session.last_input_at

@@ -3,20 +3,17 @@ the peer's, running in their cancel scopes (:class:`Running`).
 
 Theory of operation
 -------------------
-:meth:`Session.send_request <mcp_ref.trio.Session.send_request>` registers a
-:class:`Waiter` under the request's id, sends the request and awaits
-:meth:`Waiter.outcome`.  The session's dispatch hands each event about one of our
-requests to :meth:`Waiters.deliver`: the answer (or the core's timeout) ends the wait; a
-``Progress`` is queued for the caller's ``on_progress``, which runs in the caller's own
-task.
+``Session.send_request`` registers a :class:`Waiter` under the request's id, sends the
+request and awaits :meth:`Waiter.outcome`; the session's dispatch hands each event
+about it to :meth:`Waiters.deliver`.  The answer (or the core's timeout) ends the wait;
+a ``Progress`` is queued for the caller's ``on_progress``, run in the caller's task.
 
-The session runs each of the peer's requests in a task of its own, inside a
-``trio.CancelScope`` that :class:`Running` keeps by request id: the peer's
-``notifications/cancelled`` cancels it, and so does the end of the session (no answer
-either way).  :class:`Running` also bounds how many run at once.  A graceful stop
-(:meth:`Running.settle`) gives them a grace period, then cancels the rest and marks each
-*abandoned*: its task answers it with -32603 and the stop's reason, since the peer still
-waits.  A leaf module: it knows neither the session nor the channel.
+Each of the peer's requests runs in a task of its own, inside a ``trio.CancelScope``
+that :class:`Running` keeps by request id (and counts, against the limit).  The peer's
+``notifications/cancelled`` and the session's end cancel it, with no answer; a graceful
+stop (:meth:`Running.settle`) gives a grace period, then cancels the rest and marks
+each *abandoned*, to be answered with -32603 (the peer still waits).  A leaf module: it
+knows neither the session nor the channel.
 """
 
 from __future__ import annotations
@@ -65,8 +62,8 @@ class Waiter:
         """Wait for the result, running ``on_progress`` for each progress meanwhile.
 
         Raises:
-            McpError (the peer's error), NoAnswerError (the timeout), SessionClosed.
-            Any exception of ``on_progress``.
+            McpError (the peer's error), NoAnswerError (the timeout), SessionClosed, or
+            what ``on_progress`` raised.
         """
         while True:
             await self.wake.wait()
@@ -183,9 +180,8 @@ class Running:
 
     async def settle(self, grace: float, reason: str) -> int:
         """Let the running handlers finish for ``grace`` seconds, then cancel the rest,
-        each to be answered with -32603 and ``reason``, and wait (at most
-        :data:`ABANDON_WAIT` seconds) for those answers.  Returns how many were cancelled.
-        """
+        each to be answered with -32603 ``reason``, and wait :data:`ABANDON_WAIT` seconds
+        at most for those answers.  Returns how many were cancelled."""
         await self._until_none_or(grace)
         if not self._scopes or self._closed:
             return 0

@@ -3,20 +3,17 @@
 Theory of operation
 -------------------
 :func:`~mcp_ref.trio.open_session` (:mod:`._session`) makes a :class:`Session` and runs
-its tasks; this module is the half its users call: :meth:`Session.send_request`,
-:meth:`Session.send_notification`, :meth:`Session.push`, and the ends
-(:meth:`Session.finish_requests`, :meth:`Session.abort`, and :meth:`Session._close`,
-which every end goes through).
+its tasks; this module is the half its users call, and the ends (every end goes through
+:meth:`Session._close`).
 
-**The one write path** (:meth:`Session._write`) is one locked send.  While a write is
-under way, a sender waits for the send lock; then it asks the core for the bytes
-(``Connection.send`` checks the message and moves the state) and writes them.  Waiting
-before the bytes are made keeps the wire in the core's order, and a sender cancelled
-while it waits has sent nothing.  A channel's optional ``send_nowait`` is tried first:
-what it takes at once is written without yielding, so no other write can come between,
-and the lock is not even taken (``acquire_nowait`` and ``release`` cost more than the
-rest of a small write).  Anything else goes through ``channel.send`` under the lock,
-shielded from the sender's cancellation (half a message would break the stream) and
+**The one write path** (:meth:`Session._write`) is one locked send: a sender waits for
+the write under way, if any, then asks the core for the bytes (``Connection.send``
+checks the message and moves the state) and writes them, so the wire keeps the core's
+order and a sender cancelled while it waits has sent nothing.  The channel's optional
+``send_nowait`` is tried first: what it takes at once is written without yielding, so
+nothing can come between, and the lock is not even taken (``acquire_nowait`` and
+``release`` cost more than the rest of a small write).  Anything else goes through
+``channel.send`` under the lock, shielded (half a message would break the stream) and
 bounded by ``send_timeout``; a failed write calls ``Connection.send_failed()`` and ends
 the session.  Once closed, the session refuses new messages; a write under way has
 :data:`CLOSE_GRACE` seconds more (none after :meth:`Session.abort`).
@@ -42,13 +39,7 @@ from ..events import Event, Notification, Progress, Request, RequestId
 from ._channel import MessageChannel
 from ._requests import Running, Waiters
 
-__all__ = [
-    "CLOSE_GRACE",
-    "DEFAULT_TIMEOUT",
-    "SESSION_DEFAULT",
-    "Session",
-    "SessionClosed",
-]
+__all__ = ["CLOSE_GRACE", "DEFAULT_TIMEOUT", "SESSION_DEFAULT", "Session", "SessionClosed"]
 
 log = logging.getLogger("mcp_ref.trio")
 
@@ -249,13 +240,12 @@ class Session:
         *,
         quiet: bool = False,
     ) -> None:
-        """The one write path (see the module docstring): write what ``produce`` (the
-        core's ``send``) returns, after the write under way, if any.
+        """The one write path (module docstring): write what ``produce`` (the core's
+        ``send``) returns.  ``quiet``: a refusal is logged, not raised (for what the
+        session sends of its own accord, while it may be ending).
 
-        Raises (unless ``quiet``: then a refusal is logged, for what the session sends
-        of its own accord, a ping's answer or an error reply, when it may be ending):
-            LocalProtocolError: from ``produce`` (or ValueError, TypeError); nothing was
-                sent.
+        Raises:
+            LocalProtocolError (or ValueError, TypeError): from ``produce``; nothing sent.
             SessionClosed: the session is closed, or the write failed or timed out.
         """
         lock = self._send_lock
@@ -292,8 +282,7 @@ class Session:
             self._write_failed(f"sending to the peer failed: {exc!r}")
 
     async def _send_waiting(self, data: bytes, related_request_id: RequestId | None) -> None:
-        """``channel.send``, shielded (half a message would break the stream) and
-        bounded by ``send_timeout`` and the close's grace."""
+        """``channel.send``, shielded, within ``send_timeout`` and the close's grace."""
         deadline = min(trio.current_time() + self._send_timeout, self._write_until)
         failure: str | None = None
         with trio.CancelScope(shield=True, deadline=deadline) as scope:
@@ -317,8 +306,8 @@ class Session:
         raise SessionClosed(self.close_reason or failure)
 
     async def _wait_written(self) -> None:
-        """At the end (``open_session``, after :meth:`_close`, before the channel closes):
-        let a write under way finish, within the close's grace."""
+        """Let a write under way finish, within the close's grace (at the end, before
+        the channel closes)."""
         with trio.move_on_at(self._write_until):
             async with self._send_lock:
                 pass
@@ -326,20 +315,17 @@ class Session:
     async def push(self, data: bytes) -> None:
         """Give the session one whole message from the caller's task instead of through
         ``channel.receive()`` (a ``"messages"`` channel whose input arrives in other
-        tasks); its events are dispatched before this returns, as the reader would (a
+        tasks); its events are dispatched, as the reader would, before this returns (a
         request starts its task; nothing waits for its answer).
 
         Waits its turn while another task dispatches, and while the notification queue
-        is full.  A caller cancelled while waiting gives nothing; once the core took the
-        message, its events are dispatched whole.  A message the channel holds for
+        is full; cancelled meanwhile, it gives nothing.  A message the channel holds for
         ``receive()`` must reach the session before any pushed.
 
         Raises:
-            SessionClosed: the session is closed, or its input ended; the message was
-                not taken.
+            SessionClosed: the session is closed, or its input ended (message not taken).
 
-        Source: 2025-06-18/basic/transports#sending-messages-to-the-server.1 (each POST
-        body is a message the session receives, in the order they arrive).
+        Source: 2025-06-18/basic/transports#sending-messages-to-the-server.1.
         """
 
         def take() -> None:
@@ -355,19 +341,15 @@ class Session:
 
     async def finish_requests(self, grace: float, *, reason: str) -> int:
         """Stop gracefully: let the peer's requests in progress run for ``grace`` seconds
-        at most, then cancel each one still running and answer it with -32603 ``reason``.
-
-        The session stays open; requests that arrive meanwhile are handled as usual.  A
-        handler that ignores its cancellation (a sync tool in a thread) is waited for 1 s
-        more at most.
+        at most, then cancel each one still running and answer it with -32603 ``reason``
+        (the session stays open; :meth:`Running.settle <._requests.Running.settle>`).
 
         Returns:
             How many requests were cancelled (0 when all finished within the grace).
 
-        Why an error response and not ``notifications/cancelled``: a cancellation "MUST
-        only reference requests that were previously issued in the same direction"
-        (2025-06-18/basic/utilities/cancellation#behavior-requirements.1), and an error
-        response "MUST include an error code and message" (2025-06-18/basic#responses.4).
+        Source: 2025-06-18/basic#responses.4 (an error answer, not
+        ``notifications/cancelled``, which only goes the request's own direction:
+        2025-06-18/basic/utilities/cancellation#behavior-requirements.1).
         """
         return await self._running.settle(grace, reason)
 
@@ -383,9 +365,8 @@ class Session:
             raise SessionClosed(self.close_reason or "the session is closed")
 
     def _close(self, reason: str, *, grace: float = CLOSE_GRACE) -> None:
-        """End the session (idempotent): refuse new messages, fail our requests' callers,
-        cancel the handlers, give a write under way ``grace`` seconds more, end the
-        notification queue and the timer."""
+        """End the session (idempotent): refuse new messages, fail our callers, cancel
+        the handlers and the timer, give a write under way ``grace`` seconds more."""
         self._write_until = min(self._write_until, trio.current_time() + grace)
         if self._write_scope is not None:
             self._write_scope.deadline = min(self._write_scope.deadline, self._write_until)
