@@ -109,10 +109,15 @@ def asgi_app(
             ``allowed_origins`` and ``allowed_hosts`` as in ``serve_http``: the loopback
             names for a loopback address (the default), else no ``Origin`` and any
             ``Host``.  Bound elsewhere (``--host 0.0.0.0``), say so, or pass both.
-        json_response, stateless, enable_get_stream, allowed_origins, allowed_hosts,
-            limits, legacy_sse, legacy_sse_path, legacy_messages_path, retry_ms: as for
-            :func:`mcp_ref.trio.serve_http` (``limits.max_body_bytes`` bounds a body
-            read; ``limits.idle_timeout_seconds`` each wait for a body chunk).
+        json_response, stateless, enable_get_stream: as for
+            :func:`mcp_ref.trio.serve_http`.
+        allowed_origins, allowed_hosts: as for :func:`mcp_ref.trio.serve_http`, with
+            the defaults that ``host`` gives them.
+        limits: as for :func:`mcp_ref.trio.serve_http` (``limits.max_body_bytes``
+            bounds a body read; ``limits.idle_timeout_seconds`` each wait for a body
+            chunk).
+        legacy_sse, legacy_sse_path, legacy_messages_path, retry_ms: as for
+            :func:`mcp_ref.trio.serve_http`.
         grace_seconds: at the lifespan shutdown, seconds the requests in progress get
             before they are cancelled (each then answered with an error, -32603).
         **session_kw: passed to the handler's ``serve`` or to

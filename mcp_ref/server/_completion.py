@@ -62,6 +62,7 @@ class CompletionDef:
 
     @property
     def key(self) -> tuple[str, str, str]:
+        """``(ref_type, ref, argument)``: what the completion is registered under."""
         return (self.ref_type, self.ref, self.argument)
 
     async def complete(

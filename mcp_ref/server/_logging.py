@@ -67,6 +67,10 @@ class LogPolicy:
         burst: messages a session may receive at once before the rate applies
             (default 200).
 
+    Attributes:
+        default_level: the ``default_level`` given.
+        limit: the :class:`~mcp_ref.server.RateLimit` of ``rate`` and ``burst``.
+
     Raises:
         ValueError: unknown level, ``rate`` <= 0 or ``burst`` < 1.
     """

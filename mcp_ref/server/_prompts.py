@@ -50,6 +50,7 @@ class PromptDef:
 
     @property
     def name(self) -> str:
+        """The prompt's name (``prompt.name``)."""
         return self.prompt.name
 
     def argument_names(self) -> list[str]:

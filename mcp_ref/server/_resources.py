@@ -104,6 +104,7 @@ class ResourceDef:
 
     @property
     def uri(self) -> str:
+        """The resource's URI (``resource.uri``)."""
         return self.resource.uri
 
     async def read(

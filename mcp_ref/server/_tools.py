@@ -99,6 +99,10 @@ class ToolDef:
             hand-written ``input_schema``.
         structured: whether results carry ``structuredContent``.
         wrap: whether structured results are wrapped as ``{"result": value}``.
+        input_validator: a ``jsonschema`` validator of the arguments, for a hand-written
+            ``input_schema`` when ``jsonschema`` is installed; else None.
+        output_validator: a ``jsonschema`` validator of the structured results, for a
+            hand-written ``output_schema`` when ``jsonschema`` is installed; else None.
     """
 
     tool: t.Tool
@@ -111,6 +115,7 @@ class ToolDef:
 
     @property
     def name(self) -> str:
+        """The tool's name (``tool.name``)."""
         return self.tool.name
 
     async def call(
