@@ -134,8 +134,7 @@ async def serve_websocket(
         host: the address to bind (default loopback only).
         port: the TCP port; 0 picks a free one (given to ``task_status``).
         path, allowed_origins, allowed_hosts: see :func:`websocket_server_handshake`;
-            the defaults of the last two on a loopback ``host``: the loopback names;
-            else no ``Origin`` (only non-browser clients) and any ``Host``.
+            the defaults of the last two: :func:`~mcp_ref._http_peers.allowed_for`.
         max_connections: connections served at once; more get 503.
         stop: set it to stop gracefully: the listeners close, each session takes no more
             input, its requests get ``grace_seconds`` (its ``drain_timeout`` unless
