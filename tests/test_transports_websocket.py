@@ -50,6 +50,7 @@ from mcp_ref._websocket import (
 from mcp_ref.client import open_websocket_client
 from mcp_ref.server import Server
 from mcp_ref.trio import SessionClosed
+from mcp_ref.trio._listen import serve_until_stopped
 from mcp_ref.trio.websocket import (
     HandshakeError,
     WebSocketChannel,
@@ -58,7 +59,7 @@ from mcp_ref.trio.websocket import (
     serve_websocket_stream,
     websocket_server_handshake,
 )
-from mcp_ref.trio.websocket.server import _serve_listeners
+from mcp_ref.trio.websocket.server import _connection_handler
 
 spec = pytest.mark.spec
 LIMIT = 10  # seconds, mock or real, any test may take
@@ -563,7 +564,13 @@ async def test_busy_server_refuses_with_503(autojump_clock: trio.testing.MockClo
     with trio.fail_after(LIMIT):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(
-                partial(_serve_listeners, make_server(), [listener], max_connections=1)
+                partial(
+                    serve_until_stopped,
+                    [listener],
+                    _connection_handler(make_server(), 1, None),
+                    None,
+                    close_wait=0,
+                )
             )
             async with open_websocket_client(url, stream=await listener.connect()) as first:
                 with pytest.raises(HandshakeError) as info:

@@ -1,12 +1,7 @@
-"""Streamable HTTP (and the 2024-11-05 HTTP+SSE transport) on trio and h11.
-
-* :func:`serve_http` / :func:`open_http_server`: the server (:mod:`.server`), a loop
-  around the sans-IO rules of :mod:`mcp_ref._http` and :mod:`mcp_ref._http_streams`;
-* :func:`open_http_channel`: the client's :class:`~mcp_ref.trio.MessageChannel`
-  (:mod:`.client`).
-
-Read :mod:`.server` first: its docstring is the theory of operation and lists the
-server's modules in the order they build on each other.
+"""Streamable HTTP (and the 2024-11-05 HTTP+SSE transport) on trio and h11: the server
+(:func:`serve_http`, :func:`open_http_server`; read :mod:`.server` first, its
+docstring is the theory of operation) and the client's channel
+(:func:`open_http_channel`, :mod:`.client`).
 """
 
 from .client import HttpClientChannel, HttpTransportError, open_http_channel

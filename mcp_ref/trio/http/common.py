@@ -1,16 +1,7 @@
-"""What the trio HTTP server and client share: h11 over a trio stream, and a private
-task supervisor.
-
-Theory of operation
--------------------
-:class:`H11Stream` is h11 driven over a ``trio.abc.Stream``: ``next_event`` reads until
-h11 has an event, ``send`` writes what h11 produces (one ``send_all``) and calls
-``send_failed`` when the write fails.
-
-:class:`Supervisor` runs tasks in a nursery that is a local variable of its
-:meth:`Supervisor.run` (started by whoever owns the supervisor), so no nursery is ever
-stored for others to spawn into: they hand a job to a bounded queue, which ``run``
-reads.
+"""What the trio HTTP server and client share: h11 over a trio stream
+(:class:`H11Stream`), and a supervisor of tasks (:class:`Supervisor`) whose nursery is
+a local variable of its :meth:`~Supervisor.run`, so no nursery is stored for others to
+spawn into: they hand jobs to a bounded queue, which ``run`` reads.
 """
 
 from __future__ import annotations
@@ -21,9 +12,7 @@ from typing import Any, Final
 import h11
 import trio
 
-from ..._http_connection import CONNECTION_CLOSE
-
-__all__ = ["CONNECTION_CLOSE", "H11Stream", "Supervisor"]
+__all__ = ["H11Stream", "Supervisor"]
 
 _RECEIVE_SIZE: Final = 65536
 """Bytes asked for per ``receive_some``."""
@@ -67,7 +56,8 @@ class H11Stream:
         return data
 
     async def next_event(self) -> Any:
-        """The next h11 event, reading as needed.
+        """The next h11 event, reading as needed (the client's; the server's events are
+        :class:`~mcp_ref._http_connection.ServerConnection`'s).
 
         Returns an h11 event, or ``h11.PAUSED`` (the peer started its next cycle).
 
@@ -75,15 +65,11 @@ class H11Stream:
             h11.RemoteProtocolError: the peer broke HTTP/1.1 (``error_status_hint`` is
                 the status to answer with).
         """
-        conn = self.conn
-        while True:
-            event = conn.next_event()
-            if event is h11.NEED_DATA:
-                if conn.their_state is h11.CLOSED:
-                    return h11.ConnectionClosed()
-                await self.receive_some()
-                continue
-            return event
+        while (event := self.conn.next_event()) is h11.NEED_DATA:
+            if self.conn.their_state is h11.CLOSED:
+                return h11.ConnectionClosed()
+            await self.receive_some()
+        return event
 
     async def send(self, *events: Any) -> None:
         """Write h11 events, several in one write (a response head and its body).
@@ -91,24 +77,16 @@ class H11Stream:
         Raises:
             trio.BrokenResourceError, trio.ClosedResourceError: the socket failed (h11
                 is then told with ``send_failed``).
-            h11.LocalProtocolError: an event is not allowed now (the events before it
-                are still written).
+            h11.LocalProtocolError: an event is not allowed now (the events before it,
+                which h11 counts as sent, are still written).
         """
-        conn = self.conn
-        if len(events) == 1:
-            data = conn.send(events[0])
-        else:
-            parts: list[bytes] = []
-            try:
-                for event in events:
-                    parts.append(conn.send(event) or b"")
-            except h11.LocalProtocolError:
-                if any(parts):  # h11 counts those as sent: write them, as one by one would
-                    await self.write(b"".join(parts))
-                raise
-            data = b"".join(parts)
-        if data:
-            await self.write(data)
+        parts: list[bytes] = []
+        try:
+            for event in events:
+                parts.append(self.conn.send(event) or b"")
+        finally:
+            if data := b"".join(parts):
+                await self.write(data)
 
     async def write(self, data: bytes) -> None:
         """Write bytes h11 produced (``send_failed`` when the write fails).
@@ -134,10 +112,8 @@ Job = tuple[Callable[..., Awaitable[Any]], Sequence[Any]]
 
 
 class Supervisor:
-    """Runs tasks handed to it, in a nursery private to :meth:`run`.
-
-    :meth:`start_soon` puts a job in a bounded queue; :meth:`run` starts each job it
-    takes from the queue as a task of its nursery, which never leaves :meth:`run`.
+    """Runs the jobs handed to :meth:`start_soon` as tasks of a nursery private to
+    :meth:`run` (module docstring).
 
     Args:
         max_pending: jobs waiting to be started, after which :meth:`start_soon`

@@ -1,35 +1,24 @@
 """The endpoints of the HTTP server (:mod:`.server`): POST, GET and DELETE of the MCP
-endpoint, the two of the 2024-11-05 HTTP+SSE transport, and the SSE answer they share.
+endpoint, the two of the 2024-11-05 HTTP+SSE transport, and the answers they write.
 
 Theory of operation
 -------------------
-Each handler in :data:`ENDPOINTS` answers one routed request, or raises
-:class:`~mcp_ref._http.Refused`; what a request means is the core's, and each handler
-carries it out.  A POST (:func:`~mcp_ref._http_post.read_post`) finds or opens its
-session, has the session take it
+Each handler in :data:`ENDPOINTS` carries out what the core decided of one routed
+request, or raises :class:`~mcp_ref._http.Refused`.  A POST
+(:func:`~mcp_ref._http_post.read_post`) finds or opens its session, which takes it
 (:meth:`~mcp_ref._http_streams.SessionStreams.accept_post`: the logical stream that
-answers its requests, if any), and hands the body to the session
-(:meth:`~.sessions.HttpSession.deliver`): notifications and responses get 202 at once;
-requests are answered either as one JSON body (:func:`answer_json`; what is sent while
-handling them goes to the standalone stream) or as an SSE stream (:func:`answer_sse`)
-that ends after the last response.  A stateless server's session lives for one POST
-only.  A GET attaches the standalone stream, or with ``Last-Event-ID`` the stream that
-event belongs to (:meth:`~mcp_ref._http_streams.SessionStreams.resume`), and replays
-what followed it.
+answers its requests, if any); the body goes to the session
+(:meth:`~.sessions.HttpSession.deliver`); the answer is 202, one JSON body
+(:func:`answer_json`) or an SSE stream (:func:`answer_sse`).  A GET writes the stream
+:meth:`~mcp_ref._http_streams.SessionStreams.resume` names.
 
 :func:`answer_sse` is the loop around the sans-IO
-:class:`~mcp_ref._http_answers.SseAnswer` (what to write, when to wait, when to end):
-it writes one logical stream to one HTTP response until the stream ends, the client
-leaves, or another response takes the stream over.  Between writes it waits in
-:func:`wait_change`: it reads the client's side of the connection (to notice a client
-that left, so that events meant for it stay in the store for a resumption) until the
-session wakes it (:meth:`~.sessions.HttpSession.wake` cancels the read) or the wait
-the answer asked for passes.  A JSON answer, which reads nothing while it waits, waits
-on an event instead (a third of the cost of a cancelled wait).
-
-2024-11-05 (``GET /sse``): a session whose one stream starts with an ``endpoint`` event
-naming ``/messages?session_id=<id>``; POSTs there are answered 202 and every server
-message goes to that one stream.  The session ends when the GET's connection does.
+:class:`~mcp_ref._http_answers.SseAnswer` (what to write, when to wait, when to end).
+Between writes it waits in :func:`wait_change`, reading the client's side of the
+connection (so a client that left is noticed, and what it did not receive stays stored
+for a resumption) until the session wakes it (:meth:`~.sessions.HttpSession.wake`
+cancels the read) or the wait the answer asked for passes.  A JSON answer reads nothing
+while it waits: it waits on an event (a third of the cost of a cancelled wait).
 """
 
 from __future__ import annotations
@@ -65,15 +54,12 @@ _MAX_PIPELINED: Final = 64 * 1024
 
 
 async def post(cfg: ServerConfig, table: SessionTable, h: H11Stream, req: RequestReady) -> None:
-    """Answer a POST to the MCP endpoint: 202 for notifications and responses, else
-    the answer of its request(s) as JSON or an SSE stream (module docstring).
-
-    The body is read by the core's own reader, so every request this POST waits for is
-    one the session's connection takes with the same id: it is answered, or the
-    session ends.  A refusal of a body holding one request carries that request's id.
+    """Answer a POST to the MCP endpoint (module docstring); a stateless server's
+    session lives for this POST only.
 
     Raises:
-        Refused: the request breaks a rule (the error says which).
+        Refused: the request breaks a rule (the error says which; for a body holding
+            one request, with that request's id).
     """
     post = checked(read_post(cfg, req.headers, req.body))
     try:
@@ -126,14 +112,13 @@ async def _deliver(sess: HttpSession, stream: LogicalStream | None, bodies: list
 async def answer_json(
     h: H11Stream, sess: HttpSession, stream: LogicalStream, *, last: bool
 ) -> None:
-    """Wait for the answer(s) collected on ``stream`` and write them as one JSON body
-    (:attr:`~mcp_ref._http_streams.LogicalStream.json_body`; 202 when none came).
+    """Wait for the answer(s) collected on ``stream``, then write them as one JSON body
+    (:attr:`~mcp_ref._http_streams.LogicalStream.json_body`; 202 when none came).  A
+    client that left meanwhile is noticed by the write: the socket is not read.
 
     Raises:
         Refused: 404, the session ended first.
     """
-    # The answer is written whole once it is complete: a client that left meanwhile is
-    # noticed then (the write fails), so the socket is not watched while waiting.
     while not stream.finished and not sess.ended:
         await wait_change(None, sess, stream, stream.seq, math.inf)
     if not stream.finished:
@@ -149,8 +134,8 @@ async def answer_json(
 
 
 async def get(cfg: ServerConfig, table: SessionTable, h: H11Stream, req: RequestReady) -> None:
-    """Answer a GET: the session's standalone stream, or with ``Last-Event-ID`` the
-    resumption of the stream that event belongs to.
+    """Answer a GET: the stream :meth:`SessionStreams.resume
+    <mcp_ref._http_streams.SessionStreams.resume>` names, from its cursor.
 
     Raises:
         Refused: the request breaks a rule (400, 404, 409...).
@@ -180,8 +165,8 @@ async def legacy_get(
     cfg: ServerConfig, table: SessionTable, h: H11Stream, req: RequestReady
 ) -> None:
     """Answer ``GET`` of the 2024-11-05 SSE endpoint: a new session whose one stream
-    this response writes, starting with the ``endpoint`` event; the session ends with
-    the response.
+    this response writes, starting with the ``endpoint`` event that names the URL to
+    POST to (``/messages?session_id=<id>``); the session ends with the response.
 
     Raises:
         Refused: 503 past ``limits.max_sessions``, 429 past
@@ -192,8 +177,6 @@ async def legacy_get(
     """
     sess = await table.open("legacy")
     try:
-        # Source: 2024-11-05/basic/transports "HTTP with SSE": the first event names
-        # the URL to POST messages to.
         first = encode_event(
             rules.endpoint_event(f"{cfg.legacy_messages_path}?session_id={sess.id}")
         )
@@ -232,10 +215,9 @@ async def answer_sse(
     first: bytes = b"",
     post: bool = False,
 ) -> None:
-    """Attach ``stream`` to this response and write its events from ``cursor`` (default:
-    after the last event written) until it ends (module docstring).  ``post``: the
-    answer to the POST that carried the stream's requests; ``first``: an encoded event
-    to write before them."""
+    """Write ``stream`` to this response from ``cursor`` until it ends, another
+    response takes it over, or the client leaves (module docstring; the arguments are
+    :class:`~mcp_ref._http_answers.SseAnswer`'s)."""
     head = sess.heads.sse(session_id, last, post=post)
     answer = SseAnswer(
         sess.state, stream, head, cursor=cursor, first=first, retry_ms=cfg.retry_ms, post=post
@@ -282,31 +264,33 @@ async def wait_change(
     if stream.seq != seq:
         return "changed"
     waiting = sess.waiters.setdefault(stream, set())
-    if h is None:  # nothing to read: an event is cheaper to wake than a cancelled wait
-        changed = trio.Event()
-        waiting.add(changed.set)
-        try:
-            with trio.move_on_after(timeout):
-                await changed.wait()
-        finally:
-            waiting.discard(changed.set)
-            if not waiting:
-                sess.waiters.pop(stream, None)
-        return "changed" if stream.seq != seq else "timeout"
     with trio.CancelScope(deadline=trio.current_time() + timeout) as scope:
-        waiting.add(scope.cancel)
+        if h is None:  # nothing to read: an event is cheaper to wake than a cancelled wait
+            changed = trio.Event()
+            wake: Callable[[], None] = changed.set
+        else:
+            wake = scope.cancel
+        waiting.add(wake)
         try:
-            while h.conn.their_state is not h11.CLOSED:
-                if len(h.conn.trailing_data[0]) > _MAX_PIPELINED:
-                    await trio.sleep_forever()  # pipelined input piles up: stop reading
-                if not await h.receive_some():
-                    return "eof"
-            return "eof"
+            if h is None:
+                await changed.wait()
+            else:
+                await _read_until_closed(h)
+                return "eof"
         finally:
-            waiting.discard(scope.cancel)
+            waiting.discard(wake)
             if not waiting:
                 sess.waiters.pop(stream, None)
     return "changed" if stream.seq != seq else "timeout"
+
+
+async def _read_until_closed(h: H11Stream) -> None:
+    """Read the client's side of the connection until the client closes it."""
+    while h.conn.their_state is not h11.CLOSED:
+        if len(h.conn.trailing_data[0]) > _MAX_PIPELINED:
+            await trio.sleep_forever()  # pipelined input piles up: stop reading
+        if not await h.receive_some():
+            return
 
 
 ENDPOINTS: Final[

@@ -2,24 +2,19 @@
 
 Theory of operation
 -------------------
-:func:`serve_http` listens on TCP and serves every connection in its own task
-(:meth:`HttpServer.handle_connection`), a loop around the sans-IO
-:class:`~mcp_ref._http_connection.ServerConnection`: read the socket (a head or a body
-within ``limits.idle_timeout_seconds``), feed it, and do what its events say: write a
-refusal, or hand the request to its handler in :mod:`.endpoint`.  What the server
-decides is the core's: :mod:`mcp_ref._http_server` (the rules one request passes),
-:mod:`mcp_ref._http_post` (what a POST means), :mod:`mcp_ref._http_streams` (which
-logical stream each message goes to: the stream of the POST whose request it relates
-to, else the standalone one a GET reads; never two), :mod:`mcp_ref._http_answers` (what
-a response writes), :mod:`mcp_ref._http_sessions` (the session bounds),
-:mod:`mcp_ref._http_peers` (addresses), :mod:`mcp_ref._sse` (the bytes).
+:func:`serve_http` accepts connections and, on ``stop``, stops gracefully
+(:func:`mcp_ref.trio._listen.serve_until_stopped`).  Each connection is served in its
+own task (:meth:`HttpServer.handle_connection`), a loop around the sans-IO
+:class:`~mcp_ref._http_connection.ServerConnection`: read the socket (by the deadline
+the core gives), feed it, and do what its events say: write a refusal, or run the
+handler of the request's endpoint (:mod:`.endpoint`).  The MCP sessions outlive the
+requests that created them, never the server (:mod:`.sessions`).
 
-One MCP session is one :class:`~mcp_ref.trio.Session` over an
-:class:`~.sessions.HttpSession`, run by an owner task of the session table
-(:mod:`.sessions`), so it outlives the request that created it but never the server.
-A logical stream is written by at most one HTTP response at a time
-(:func:`~.endpoint.answer_sse`); a client whose connection dropped resumes it with
-``Last-Event-ID``.  Accepting connections, and stopping, is :mod:`mcp_ref.trio._listen`.
+What the server decides is the core's: the rules one request passes
+(:mod:`mcp_ref._http_server`), what a POST means (:mod:`mcp_ref._http_post`), which
+logical stream carries each message (:mod:`mcp_ref._http_streams`), what a response
+writes (:mod:`mcp_ref._http_answers`), the session bounds (:mod:`mcp_ref._http_sessions`),
+the addresses (:mod:`mcp_ref._http_peers`), the bytes of SSE (:mod:`mcp_ref._sse`).
 
 Modules, each importing only those before it: :mod:`.common` (h11 over trio, the
 supervisor), :mod:`.sessions`, :mod:`.endpoint`, this one.
@@ -119,11 +114,10 @@ async def serve_http(
         stateless: no session ids, no GET stream, no DELETE: each POST gets a session of
             its own (:mod:`.endpoint`).
         enable_get_stream: offer the standalone GET stream (else GET gets 405).
-        allowed_origins: ``Origin`` patterns (:func:`mcp_ref._http.check_origin`);
-            default: the loopback origins for a loopback ``host``, else none (requests
-            with an ``Origin`` are refused with 403, those without pass).
-        allowed_hosts: ``Host`` patterns (:func:`mcp_ref._http.check_host`); default the
-            loopback names for a loopback ``host``, else any.
+        allowed_origins, allowed_hosts: ``Origin`` and ``Host`` patterns
+            (:func:`mcp_ref._http.check_origin`, :func:`~mcp_ref._http.check_host`);
+            default for a loopback ``host`` the loopback names, else no ``Origin`` (403
+            for a request with one) and any ``Host``.
         limits: the bounds (:class:`~mcp_ref._http.HttpLimits`, each listed in
             ``docs/http-limits.md``).
         legacy_sse: also host the 2024-11-05 endpoints at ``legacy_sse_path`` (GET) and
@@ -189,9 +183,9 @@ async def serve_http(
                 server.handle_connection,
                 info.stop,
                 close_wait=CLOSE_WAIT_SECONDS,
-                then=partial(_stop_gracefully, server, grace_seconds),
+                then=partial(server.stop_gracefully, grace_seconds),
             )
-            nursery.cancel_scope.cancel()  # the session tasks left, the reaper
+            nursery.cancel_scope.cancel()  # the sessions' tasks left, the reaper
         log.info("stopped serving MCP on %s", info.url)
     finally:
         await close_listeners(listeners)
@@ -234,10 +228,9 @@ class HttpServer:
                         await h.write(b"".join(conn.outgoing))
                         conn.outgoing.clear()
                     deadline = conn.deadline(trio.current_time())
-                    if not await self._receive(h, deadline, waiting=conn.waiting_for == "head"):
-                        event = conn.timed_out()
-                    else:
+                    if await self._receive(h, deadline, waiting=conn.waiting_for == "head"):
                         continue
+                    event = conn.timed_out()
                 if isinstance(event, Refusal):
                     if event.data:
                         await h.write(event.data)
@@ -264,6 +257,15 @@ class HttpServer:
             with trio.CancelScope(shield=True), trio.move_on_after(1):
                 await h.aclose()
 
+    async def stop_gracefully(self, grace: float) -> None:
+        """The graceful stop of :func:`serve_http` once its listeners are closed: no
+        connection serves a further request (those waiting for one close now); then
+        the sessions' graceful stop (:meth:`~.sessions.SessionTable.finish`)."""
+        self.draining = True
+        for scope in list(self.waiting):
+            scope.cancel()
+        await self.table.finish(grace, "the server is shutting down")
+
     async def _receive(self, h: H11Stream, deadline: float, *, waiting: bool) -> bool:
         """Read one chunk into h11, by ``deadline``; False when it passed first (or a
         graceful stop ended the wait of a connection ``waiting`` for a request)."""
@@ -280,30 +282,6 @@ class HttpServer:
 CLOSE_WAIT_SECONDS: Final = 1.0
 """After a graceful stop's grace, seconds the connections get to write what they hold
 (the error answers, the ends of the SSE responses) before they are cancelled."""
-
-_SHUTDOWN_REASON: Final = "the server is shutting down"
-
-
-async def _stop_gracefully(server: HttpServer, grace: float) -> None:
-    """The graceful stop of :func:`serve_http`, once the listeners are closed."""
-    # 1. No further request on any connection; the idle ones close now.
-    server.draining = True
-    for scope in list(server.waiting):
-        scope.cancel()
-    # 2. The requests in progress get ``grace`` seconds; those still running are then
-    # cancelled and each answered with an error, which its stream carries.
-    sessions = list(server.table.book.seats)
-    async with trio.open_nursery() as nursery:
-        for sess in sessions:
-            if sess.session is not None:
-                finish = sess.session.finish_requests
-                nursery.start_soon(partial(finish, grace, reason=_SHUTDOWN_REASON))
-    # 3. Every session ends: its streams write what they hold and end whole.
-    # The lifecycle page, "Shutdown": "the underlying transport mechanism should be
-    # used to signal connection termination": each SSE response ends (h11
-    # EndOfMessage), then its connection.
-    for sess in list(server.table.book.seats):
-        sess.end(_SHUTDOWN_REASON)
 
 
 @asynccontextmanager

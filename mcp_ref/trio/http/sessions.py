@@ -5,30 +5,25 @@ Theory of operation
 -------------------
 An :class:`HttpSession` is the :class:`~mcp_ref.trio.MessageChannel` its
 :class:`~mcp_ref.trio.Session` talks to, joined to the sans-IO
-:class:`~mcp_ref._http_streams.SessionStreams` that decides which logical stream carries
-each message, and to the HTTP responses writing those streams.
+:class:`~mcp_ref._http_streams.SessionStreams` (which logical stream carries each
+message) and to the HTTP responses writing those streams.
 
-Messages in: :meth:`HttpSession.deliver` hands one POST body to the running session from
+Messages in: :meth:`HttpSession.deliver` hands a POST body to the running session from
 the POST's own task when no body is queued (:meth:`Session.push
-<mcp_ref.trio.Session.push>`: no task switch), else queues it (a bounded queue: the POST
-waits when the session is slow) for :meth:`HttpSession.receive`.  Order holds: a body
-the reader has taken is fed to the core before the reader next yields.  Messages out:
-``send`` never blocks: the core appends the message to one stream and names it, and
-:meth:`HttpSession.wake` wakes the responses writing that stream
-(:func:`~.endpoint.wait_change` registers them in ``waiters``: it cancels the read of
-an SSE writer, and sets the event a JSON answer waits on).
+<mcp_ref.trio.Session.push>`: no task switch), else queues it (bounded: the POST waits
+while the session is slow) for :meth:`HttpSession.receive`; either way the bodies reach
+the core in order.  Messages out: ``send`` never blocks: the core appends the message
+to one stream, and :meth:`HttpSession.wake` wakes the responses writing that stream
+(the wakers :func:`~.endpoint.wait_change` registers in ``waiters``).
 
-:class:`SessionTable` creates sessions (:meth:`SessionTable.open`); requests find them
-by id (:func:`~mcp_ref._http_server.session_request`).  Each session runs in an *owner
-task* started by the table's :class:`~.common.Supervisor`, so it outlives the HTTP
-request that created it but never the server: the handler's ``serve(channel)`` when it
-has one, else :func:`~mcp_ref.trio.open_session` (:func:`~mcp_ref.trio.serve_channel`,
-as on every transport).  The bounds (``limits.max_sessions``,
-``limits.max_sessions_per_peer``, eviction of an idle session to make room, expiry of
-sessions never initialized or idle too long) are decided by the sans-IO
-:class:`~mcp_ref._http_sessions.SessionBook`; the table ends the sessions it names (one
-that does not stop by itself is cancelled after a grace time) and sleeps until its next
-deadline (:meth:`SessionTable.reaper`).
+:class:`SessionTable` opens sessions; requests find them by id
+(:func:`~mcp_ref._http_server.session_request`).  Each runs in an *owner task* of the
+table's :class:`~.common.Supervisor`, so it outlives the request that created it but
+never the server (:func:`~mcp_ref.trio.serve_channel`, as on every transport).  Which
+session to evict to make room, and which expire, is the sans-IO
+:class:`~mcp_ref._http_sessions.SessionBook`'s decision; the table ends those (one that
+does not stop by itself is cancelled after a grace time) and sleeps until the book's
+next deadline (:meth:`SessionTable.reaper`).
 """
 
 from __future__ import annotations
@@ -37,6 +32,7 @@ import contextvars
 import logging
 import secrets
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Final, Literal
 
 import trio
@@ -149,8 +145,8 @@ class HttpSession:
             wake()
 
     def initialized(self) -> bool:
-        """Whether its core connection received ``notifications/initialized`` (or is
-        closing); without an attached session, whether ``initialize`` was answered.
+        """Whether its connection received ``notifications/initialized`` (or is closing;
+        before the session runs: whether ``initialize`` was answered).
         Source: 2025-06-18/basic/lifecycle#initialization."""
         if self.session is not None:
             return self.session.connection.state not in _NOT_YET
@@ -171,8 +167,8 @@ class HttpSession:
             self.wake(stream)
 
     async def deliver(self, body: bytes) -> bool:
-        """Give one POST body to the session (module docstring; waits while the queue is
-        full); False when the session has ended."""
+        """Give one POST body to the session (module docstring); False when the session
+        has ended."""
         if self.ended:
             return False
         if self.session is not None and self.queued == 0:
@@ -220,19 +216,16 @@ class HttpSession:
         return data
 
     def attach_session(self, session: Session) -> None:
-        """The MCP session runs (its connection tells the batch bound; a graceful stop
-        finishes its requests)."""
+        """The MCP session runs: POST bodies go to its ``push``."""
         self.session = session
 
     async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
-        """Route one message onto its stream (never blocks, never fails)."""
+        """:meth:`send_nowait`, awaited."""
         self.send_nowait(data, related_request_id=related_request_id)
 
     def send_nowait(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
-        """Put one message on its logical stream (the core's choice) and wake the
-        response writing it: :meth:`send` without the ``await``, so the session writes
-        without a send timeout scope (see :class:`~mcp_ref.trio.MessageChannel`).
-        Never blocks, never raises."""
+        """Put one message on the logical stream the core chooses and wake the responses
+        writing it.  Never blocks, never raises."""
         stream = self.state.route(data, related_request_id)
         if stream is None:
             log.debug("message dropped: no stream for it (its POST is gone, or stateless)")
@@ -265,11 +258,9 @@ class SessionTable:
         self.reaper_nudge = trio.Event()
 
     async def open(self, kind: SessionKind) -> HttpSession:
-        """Start a new session's owner task and return the session once it runs.
-
-        The session counts against the client address in :data:`PEER`.  When
-        ``limits.max_sessions`` or ``limits.max_sessions_per_peer`` is reached, an
-        evictable session within that bound is ended first (see the module docstring).
+        """Start a new session's owner task and return the session once it runs.  It
+        counts against the client address in :data:`PEER`; to make room within the
+        bounds, the session the book names is evicted first.
 
         Raises:
             Refused: 503 past ``limits.max_sessions``, 429 past
@@ -332,6 +323,23 @@ class SessionTable:
         # Input is closed; if the session does not end by itself, cancel it.
         if not sess.done.is_set():
             self.supervisor.start_soon(_stop, sess, _CLOSE_GRACE)
+
+    async def finish(self, grace: float, reason: str) -> None:
+        """Stop every session gracefully: the requests in progress get ``grace``
+        seconds (:meth:`Session.finish_requests <mcp_ref.trio.Session.finish_requests>`:
+        those still running are then cancelled, each answered with an error on its own
+        stream); then every session ends, so its streams write what they hold and end
+        whole.  ``reason``: what the sessions' ends and the error answers say."""
+        async with trio.open_nursery() as nursery:
+            for sess in list(self.book.seats):
+                if sess.session is not None:
+                    finish = sess.session.finish_requests
+                    nursery.start_soon(partial(finish, grace, reason=reason))
+        # The lifecycle page, "Shutdown": "the underlying transport mechanism should be
+        # used to signal connection termination": each SSE response ends, then its
+        # connection.
+        for sess in list(self.book.seats):
+            sess.end(reason)
 
     async def reaper(self) -> None:
         """End the sessions the book says have expired

@@ -52,7 +52,6 @@ class WebSocketChannel:
     Attributes:
         connection: the core, which also tells how the WebSocket ended (``close_code``,
             ``close_reason``, ``closed_by``; ``pings_sent``).
-        eof_reason: why input ended (the session puts it in ``SessionClosed``).
 
     Raises:
         ValueError: a limit or timeout that is not positive.
@@ -87,7 +86,8 @@ class WebSocketChannel:
 
     @property
     def eof_reason(self) -> str | None:
-        """Why input ended (the core's words), None while it goes on."""
+        """Why input ended (the core's words; the session puts it in ``SessionClosed``),
+        None while it goes on."""
         return self.connection.eof_reason
 
     # ------------------------------------------------------------ MessageChannel

@@ -1,11 +1,12 @@
 """The server side: the opening handshake (the core's
 :class:`~mcp_ref._websocket_handshake.ServerHandshake`, fed and answered here), one
-session per connection, the listeners."""
+session per connection, the listeners (:func:`mcp_ref.trio._listen.serve_until_stopped`:
+accepting, and the graceful stop)."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from contextlib import suppress
 from typing import Any, Final
 
@@ -13,11 +14,10 @@ import trio
 
 from ... import _websocket as core
 from ..._http import LOCALHOST_HOSTS, LOCALHOST_ORIGINS
-from ..._http_peers import is_loopback as _is_loopback
+from ..._http_peers import allowed_for
 from ..._websocket_handshake import Accepted, Refused, ServerHandshake
-from .._listen import accept_connections, close_listeners
-from .._session import DEFAULT_GRACE_SECONDS, Handler
-from .._session import serve_channel as serve_channel_until
+from .._listen import Handle, close_listeners, serve_until_stopped
+from .._session import DEFAULT_GRACE_SECONDS, Handler, serve_channel
 from .channel import _BROKEN, RECEIVE_SIZE, WebSocketChannel, running
 
 __all__ = ["serve_websocket", "serve_websocket_stream", "websocket_server_handshake"]
@@ -102,7 +102,7 @@ async def serve_websocket_stream(
         if channel is None or (stop is not None and stop.is_set()):
             return
         async with running(channel):
-            await serve_channel_until(target, channel, stop, **options)
+            await serve_channel(target, channel, stop, **options)
     except _BROKEN as exc:
         log.debug("WebSocket connection failed: %r", exc)
     finally:
@@ -133,8 +133,7 @@ async def serve_websocket(
         host: the address to bind (default loopback only).
         port: the TCP port; 0 picks a free one (given to ``task_status``).
         path, allowed_origins, allowed_hosts: see :func:`websocket_server_handshake`;
-            the defaults of the last two on a loopback ``host``: the loopback names;
-            else no ``Origin`` (only non-browser clients) and any ``Host``.
+            the defaults of the last two: :func:`~mcp_ref._http_peers.allowed_for`.
         max_connections: connections served at once; more get 503.
         stop: set it to stop gracefully: the listeners close, each session takes no more
             input, its requests get ``grace_seconds`` (its ``drain_timeout`` unless
@@ -151,11 +150,7 @@ async def serve_websocket(
     """
     if max_connections < 1 or grace_seconds < 0:
         raise ValueError("max_connections must be at least 1, grace_seconds not negative")
-    loopback = _is_loopback(host)
-    if allowed_origins is None:
-        allowed_origins = LOCALHOST_ORIGINS if loopback else ()
-    if allowed_hosts is None:
-        allowed_hosts = LOCALHOST_HOSTS if loopback else ("*",)
+    allowed_origins, allowed_hosts = allowed_for(host, allowed_origins, allowed_hosts)
     # Spec: 2025-06-18/basic/transports#security-warning.2
     # "When running locally, servers SHOULD bind only to localhost (127.0.0.1) rather than all
     # network interfaces (0.0.0.0)"
@@ -167,22 +162,19 @@ async def serve_websocket(
         if stop is not None:
             kw.setdefault("drain_timeout", grace_seconds)
         kw.update(path=path, allowed_origins=allowed_origins, allowed_hosts=allowed_hosts)
-        await _serve_listeners(target, listeners, max_connections=max_connections, stop=stop, **kw)
+        handle = _connection_handler(target, max_connections, stop, **kw)
+        close_wait = kw.get("drain_timeout", grace_seconds) + STOP_SLACK
+        await serve_until_stopped(listeners, handle, stop, close_wait=close_wait)
     finally:
         await close_listeners(listeners)
 
 
-async def _serve_listeners(
-    target: Handler,
-    listeners: Sequence[trio.SocketListener],
-    *,
-    max_connections: int,
-    stop: trio.Event | None = None,
-    **kw: Any,
-) -> None:
-    """Accept on ``listeners``, one :func:`serve_websocket_stream` per connection,
-    until ``stop``; then give the connections ``drain_timeout`` plus ``STOP_SLACK``
-    seconds to end."""
+def _connection_handler(
+    target: Handler, max_connections: int, stop: trio.Event | None, **kw: Any
+) -> Handle:
+    """What :func:`serve_websocket` runs per accepted connection:
+    :func:`serve_websocket_stream` (``kw``: its options), the handshake refused with 503
+    while ``max_connections`` are served."""
     active = 0
 
     async def handle(stream: trio.abc.Stream) -> None:
@@ -196,14 +188,4 @@ async def _serve_listeners(
         finally:
             active -= 1
 
-    async with trio.open_nursery() as connections:
-        async with trio.open_nursery() as accepting:
-            for listener in listeners:
-                accepting.start_soon(accept_connections, listener, connections, handle)
-            if stop is None:
-                await trio.sleep_forever()
-            await stop.wait()
-            accepting.cancel_scope.cancel()
-        await close_listeners(listeners)
-        wait = kw["drain_timeout"] + STOP_SLACK  # set by serve_websocket with a stop
-        connections.cancel_scope.deadline = trio.current_time() + wait
+    return handle
