@@ -41,7 +41,7 @@ import asyncio
 import contextvars
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Final
 
 import outcome
 import trio
@@ -83,22 +83,11 @@ class Runtime:
             self.nursery = nursery
             started()
             await self.stop.wait()
-            async with trio.open_nursery() as finishing:
-                for sess in list(table.book.seats):
-                    if sess.session is not None:
-                        finishing.start_soon(
-                            _finish, sess.session.finish_requests, self.grace_seconds
-                        )
-            for sess in list(table.book.seats):
-                sess.end(_SHUTDOWN_REASON)
+            await table.finish(self.grace_seconds, _SHUTDOWN_REASON)
             with trio.move_on_after(1.0):  # the sessions' owner tasks end by themselves
                 for sess in list(table.book.seats):
                     await sess.done.wait()
             nursery.cancel_scope.cancel()
-
-
-async def _finish(finish: Callable[..., Awaitable[Any]], grace: float) -> None:
-    await finish(grace, reason=_SHUTDOWN_REASON)
 
 
 class Host:
