@@ -436,3 +436,22 @@ def test_a_modern_client_sends_no_handshake() -> None:
     with pytest.raises(LocalProtocolError):
         client.send(Notification(method="notifications/initialized"))
     assert events(client) == []
+
+
+def test_progress_and_cancellation_work_as_before_in_the_modern_era() -> None:
+    """2026-07-28/basic/patterns/progress and cancellation: the token travels in the
+    ``_meta`` beside the era's keys; a client's cancellation stops the request."""
+    from mcp_ref import Progress, RequestCancelled
+
+    client, server = _modern_pair()
+    params = t.CallToolRequestParams(name="slow", meta={"progressToken": "tok"})
+    (req,) = deliver(client.send(Request(id=5, method="tools/call", params=params)), server)
+    assert req.params.meta["progressToken"] == "tok"
+    note = t.ProgressNotificationParams(progress_token="tok", progress=1.0)
+    (ev,) = deliver(server.send(Notification(method="notifications/progress", params=note)), client)
+    assert isinstance(ev, Progress) and ev.request_id == 5
+    cancel = t.CancelledNotificationParams(request_id=5, reason="enough")
+    wire = client.send(Notification(method="notifications/cancelled", params=cancel))
+    (ev,) = deliver(wire, server)
+    assert ev == RequestCancelled(id=5, reason="enough")
+    assert server.send(Response(id=5, result=t.CallToolResult(content=[]))) == b""
