@@ -72,7 +72,7 @@ from ._state import CLIENT, RECEIVE, TRANSITIONS, Direction, Kind, Role, State, 
 from ._state_modern import MODERN_TRANSITIONS, describe_modern_refusal
 from .events import ErrorResponse
 
-Transitions = dict[tuple[State, Direction, Kind], State]
+_Transitions = dict[tuple[State, Direction, Kind], State]  # a lifecycle table
 
 __all__ = [
     "INPUT_REQUIRED_METHODS",
@@ -392,7 +392,7 @@ class ModernEra:
         return read
 
 
-def opening(role: Role, era: str | None) -> tuple[str | None, Transitions, State]:
+def opening(role: Role, era: str | None) -> tuple[str | None, _Transitions, State]:
     """A new connection's era, lifecycle table and first state.
 
     ``era`` is ``"modern"``, ``"legacy"`` or None: a client's None is legacy (it opens
