@@ -35,8 +35,7 @@ handshake steps on its hot path and hands what differs in the modern era to one
   anything else is an invalid result (the connection answers it like any unusable
   result: an ``ErrorResponse`` -32603 for the request).
 
-Nothing here does I/O or keeps a clock.  The clauses of 2026-07-28 are cited as
-``# Spec (2026-07-28):`` comments (spec_map's catalog holds 2025-06-18 only, for now).
+Nothing here does I/O or keeps a clock.
 """
 
 from __future__ import annotations
@@ -195,7 +194,7 @@ class ModernEra:
         if new_state is None:
             why = describe_modern_refusal(self.role, state, RECEIVE, kind)
             raise rpc.refuse(why, INVALID_REQUEST, rid)
-        # Spec (2026-07-28): 2026-07-28/basic/index#_meta.3
+        # Spec: 2026-07-28/basic/index#_meta.3
         # "A request missing any required field is malformed; the server MUST reject it
         # with JSON-RPC error code `-32602` (Invalid params)."
         context = read_request_meta(
@@ -240,7 +239,7 @@ class ModernEra:
                 f"the result of {method} must be {spec.result_type.__name__} or, where "
                 f"allowed, InputRequiredResult; not {type(result).__name__}"
             )
-        # Spec (2026-07-28): 2026-07-28/basic/index#result-responses.4
+        # Spec: 2026-07-28/basic/index#result-responses.4
         # "The `result` MUST include a `resultType` field to indicate the type of the result."
         if result.result_type not in (None, "complete"):
             raise LocalProtocolError(
@@ -264,7 +263,7 @@ class ModernEra:
     def _check_input_required(
         self, method: str, result: t.InputRequiredResult, context: RequestContext, rid: Any
     ) -> None:
-        # Spec (2026-07-28): 2026-07-28/basic/patterns/mrtr#supported-requests.2
+        # Spec: 2026-07-28/basic/patterns/mrtr#supported-requests.2
         # "Servers MUST NOT send `InputRequiredResult` responses on any other client requests."
         if method not in INPUT_REQUIRED_METHODS:
             raise LocalProtocolError(f"{method} cannot be answered with input_required")
@@ -272,12 +271,12 @@ class ModernEra:
             raise LocalProtocolError(
                 f"an InputRequiredResult's resultType is 'input_required', not {result.result_type!r}"
             )
-        # Spec (2026-07-28): 2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.11
+        # Spec: 2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.11
         # "Servers MUST include at least one of `inputRequests` or `requestState` in every
         # `InputRequiredResult` response."
         if not result.input_requests and result.request_state is None:
             raise LocalProtocolError("an InputRequiredResult needs inputRequests or requestState")
-        # Spec (2026-07-28): 2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.12
+        # Spec: 2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.12
         # "Servers MUST NOT send an `inputRequests` that the client has not declared support
         # for in its capabilities."
         needed: dict[str, Any] = {
@@ -301,7 +300,7 @@ class ModernEra:
             LocalProtocolError: naming the rule.
         """
         if method == "notifications/cancelled":
-            # Spec (2026-07-28): 2026-07-28/basic/patterns/cancellation#behavior-requirements.2
+            # Spec: 2026-07-28/basic/patterns/cancellation#behavior-requirements.2
             # "Server-sent cancellation notifications MUST reference a `subscriptions/listen`
             # request, to terminate that subscription stream"
             req = incoming.get(params.request_id)
@@ -311,7 +310,7 @@ class ModernEra:
                     f"not {params.request_id!r}"
                 )
         elif method == "notifications/message":
-            # Spec (2026-07-28): 2026-07-28/server/utilities/logging#per-request-log-level.1
+            # Spec: 2026-07-28/server/utilities/logging#per-request-log-level.1
             # "The server MUST NOT emit `notifications/message` for a request that does not
             # include this field."
             rank = _LEVELS.index(params.level)
@@ -334,10 +333,10 @@ class ModernEra:
         Raises:
             LocalProtocolError: naming the code.
         """
-        # Spec (2026-07-28): 2026-07-28/basic/index#error-codes.3
+        # Spec: 2026-07-28/basic/index#error-codes.3
         # "Implementations MUST NOT emit any code from this sub-range that is not defined by
         # this specification"
-        # Spec (2026-07-28): 2026-07-28/basic/index#error-codes.4
+        # Spec: 2026-07-28/basic/index#error-codes.4
         # "Implementations of this protocol version MUST NOT emit these codes:"
         if code in _RETIRED or (-32099 <= code <= -32020 and code not in MODERN_ERROR_CODES):
             hint = " (resource not found is -32602 now)" if code == RESOURCE_NOT_FOUND else ""
@@ -351,7 +350,7 @@ class ModernEra:
 
         Source: 2026-07-28/basic/index#_meta.2 (the required fields on every request).
         """
-        # Spec (2026-07-28): 2026-07-28/basic/index#_meta.2
+        # Spec: 2026-07-28/basic/index#_meta.2
         # "fields marked as required MUST be included on every request."
         body = dict(params) if params else {}
         own = body.get("_meta")
@@ -378,14 +377,14 @@ class ModernEra:
                 return complete(payload)  # raises, naming what it expected
             kind = payload.get("resultType")
             if kind is None:
-                # Spec (2026-07-28): 2026-07-28/basic/index#resulttype.4
+                # Spec: 2026-07-28/basic/index#resulttype.4
                 # "clients MUST treat an absent `resultType` as `"complete"`."
                 return complete({**payload, "resultType": "complete"})
             if kind == "complete":
                 return complete(payload)
             if kind == "input_required" and may_ask:
                 return input_required(payload)
-            # Spec (2026-07-28): 2026-07-28/basic/index#resulttype.3
+            # Spec: 2026-07-28/basic/index#resulttype.3
             # "A `resultType` of any value unrecognized by the client MUST be considered invalid."
             raise ConversionError(f"not a resultType of {method} in {version}: {kind!r}")
 

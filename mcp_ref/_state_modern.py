@@ -58,7 +58,7 @@ __all__ = ["MODERN_TRANSITIONS", "describe_modern_refusal"]
 PRE_INIT, OPERATING, CLOSING, CLOSED = State.PRE_INIT, State.OPERATING, State.CLOSING, State.CLOSED
 REQUEST, NOTIFICATION, RESPONSE, CLOSE = Kind.REQUEST, Kind.NOTIFICATION, Kind.RESPONSE, Kind.CLOSE
 
-# Spec (2026-07-28): 2026-07-28/basic/transports/stdio#sending-messages.1
+# Spec: 2026-07-28/basic/transports/stdio#sending-messages.1
 # "The client MUST NOT write JSON-RPC responses."
 MODERN_CLIENT_ROWS: list[tuple[State, Direction, Kind, State]] = [
     # state      direction kind          next state
@@ -84,7 +84,7 @@ MODERN_SERVER_ROWS: list[tuple[State, Direction, Kind, State]] = [
     (PRE_INIT, SEND, CLOSE, CLOSED),
     (OPERATING, RECEIVE, REQUEST, OPERATING),
     (OPERATING, RECEIVE, NOTIFICATION, OPERATING),
-    # Spec (2026-07-28): 2026-07-28/basic/transports/stdio#receiving-messages.2
+    # Spec: 2026-07-28/basic/transports/stdio#receiving-messages.2
     # "The server MUST NOT write JSON-RPC requests to `stdout`."
     # (no SEND REQUEST row, on any transport: 2026-07-28/basic/patterns/index)
     (OPERATING, SEND, RESPONSE, OPERATING),

@@ -5,8 +5,8 @@ request and result they write is validated against the vendored 2026-07-28 schem
 the official example requests are read by a fresh server.  Pages:
 2026-07-28/basic/versioning (the era, decided once; -32022), 2026-07-28/basic/index
 (``_meta``, ``resultType``, error codes), 2026-07-28/basic/patterns (no server
-requests; multi round-trip; cancellation), 2026-07-28/server/utilities/logging.  The
-clause ids are not in spec_map's catalog yet, so the tests name them in docstrings.
+requests; multi round-trip; cancellation), 2026-07-28/server/utilities/logging; the
+spec markers name the clauses.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from ._pair import deliver, events, init_request, init_result
 from ._spec import examples_dir, schema_for
 
 DEFS = schema_for("2026-07-28")["$defs"]
+spec = pytest.mark.spec
 INFO = t.Implementation(name="modern-client", version="1.0")
 ELICIT = t.ClientCapabilities(elicitation=t.ClientCapabilitiesElicitation(form={}))
 TOOL = t.Tool(name="echo", input_schema={"type": "object"})
@@ -106,6 +107,7 @@ def _modern_pair(
 # -- a modern exchange, through bytes --------------------------------------------------
 
 
+@spec("2026-07-28/basic/index#result-responses.4", "2026-07-28/basic/index#_meta.2")
 def test_a_modern_client_and_a_dual_era_server_talk_through_bytes() -> None:
     """2026-07-28/basic/versioning: no handshake, every request carries its version;
     2026-07-28/basic/index#result-responses.4: every result carries ``resultType``."""
@@ -159,6 +161,7 @@ def test_a_fresh_server_reads_every_official_example_request(path: Any) -> None:
     assert server.era == "modern"
 
 
+@spec("2026-07-28/basic/index#_meta.2")
 def test_the_client_writes_the_meta_keys_and_its_own_win() -> None:
     """2026-07-28/basic/index#_meta.2: the required keys on every request; a key the
     application set in the params' own ``_meta`` (a per-request log level) is kept."""
@@ -197,6 +200,7 @@ def test_a_handshake_client_still_gets_the_handshake_era() -> None:
     )
 
 
+@spec("2026-07-28/basic/versioning#backward-compatibility-with-initialization-based-versions.3")
 def test_after_a_modern_request_initialize_and_ping_are_refused_naming_the_era() -> None:
     """2026-07-28/basic/versioning#backward-compatibility-with-initialization-based-versions.3:
     the error to ``initialize`` names the versions (this connection's era is modern)."""
@@ -213,6 +217,7 @@ def client_bytes(request: Request) -> bytes:
     return Connection(CLIENT).send(request)
 
 
+@spec("2026-07-28/basic/versioning#protocol-version-negotiation.1")
 def test_a_refused_first_request_decides_nothing() -> None:
     """2026-07-28/basic/versioning#protocol-version-negotiation.1: -32022 lists the
     versions served (both eras'); the client may retry, or fall back to initialize."""
@@ -248,6 +253,9 @@ def test_pinned_eras() -> None:
 # -- the server's refusals ---------------------------------------------------------------
 
 
+@spec(
+    "2026-07-28/basic/index#_meta.3", "2026-07-28/basic/versioning#protocol-version-negotiation.1"
+)
 @pytest.mark.parametrize(
     ("method", "params", "code"),
     [
@@ -295,6 +303,11 @@ ELICIT_REQUEST = t.ElicitRequest(
 )
 
 
+@spec(
+    "2026-07-28/basic/patterns/mrtr#supported-requests.2",
+    "2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.11",
+    "2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.12",
+)
 def test_input_required_rules_on_send() -> None:
     """2026-07-28/basic/patterns/mrtr#supported-requests.2, #server-requirements-basic-workflow.11
     and .12: only three methods; something asked; only what the client declared."""
@@ -325,6 +338,7 @@ def test_input_required_reaches_the_client_as_a_response() -> None:
     assert isinstance(resp, Response) and resp.id == 7 and resp.result == asking
 
 
+@spec("2026-07-28/basic/index#result-responses.4")
 def test_complete_results_get_result_type_and_what_2026_requires() -> None:
     """2026-07-28/basic/index#result-responses.4; the cacheable results' ``ttlMs`` and
     ``cacheScope`` (2026-07-28/server/utilities/caching)."""
@@ -342,6 +356,11 @@ def test_complete_results_get_result_type_and_what_2026_requires() -> None:
     _valid("ListToolsResultResponse", wire)
 
 
+@spec(
+    "2026-07-28/basic/transports/stdio#receiving-messages.2",
+    "2026-07-28/basic/index#error-codes.3",
+    "2026-07-28/basic/index#error-codes.4",
+)
 def test_a_modern_server_sends_no_requests_and_no_retired_codes() -> None:
     """2026-07-28/basic/transports/stdio#receiving-messages.2 (no server requests);
     2026-07-28/basic/index#error-codes.3 and .4 (-32002, -32042, unassigned reserved)."""
@@ -356,6 +375,7 @@ def test_a_modern_server_sends_no_requests_and_no_retired_codes() -> None:
     assert server.send(ErrorResponse(id=2, code=INVALID_PARAMS, message="Resource not found"))
 
 
+@spec("2026-07-28/server/utilities/logging#per-request-log-level.1")
 def test_log_messages_only_for_a_request_that_asked() -> None:
     """2026-07-28/server/utilities/logging#per-request-log-level.1."""
     server = _server_with("tools/call", {"name": "echo"})
@@ -373,6 +393,7 @@ def test_log_messages_only_for_a_request_that_asked() -> None:
     assert server.send(log("warning")) and server.send(log("error"))
 
 
+@spec("2026-07-28/basic/patterns/cancellation#behavior-requirements.2")
 def test_server_cancellation_ends_only_a_subscription() -> None:
     """2026-07-28/basic/patterns/cancellation#behavior-requirements.2; the client hears
     it as a notification (its subscription ended)."""
@@ -413,6 +434,7 @@ def _answer(client: Connection, method: str, result: dict[str, Any], **params: A
     return ev
 
 
+@spec("2026-07-28/basic/index#resulttype.3", "2026-07-28/basic/index#resulttype.4")
 def test_the_client_reads_results_by_result_type() -> None:
     """2026-07-28/basic/index#resulttype.3 (unknown: invalid) and .4 (absent: complete);
     mrtr#supported-requests.2 (input_required only where allowed)."""
@@ -427,6 +449,7 @@ def test_the_client_reads_results_by_result_type() -> None:
     assert ev.result == t.InputRequiredResult(result_type="input_required", request_state="s")
 
 
+@spec("2026-07-28/basic/transports/stdio#sending-messages.1")
 def test_a_modern_client_sends_no_handshake() -> None:
     """2026-07-28/changelog (major change 2 and 5): no initialize, no ping."""
     client = _modern_client()
