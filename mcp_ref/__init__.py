@@ -21,6 +21,7 @@ from ._errors import (
 )
 from ._inflight import RequestTimeout
 from ._methods import LATEST_PROTOCOL_VERSION, METHODS, SUPPORTED_VERSIONS, MethodSpec
+from ._modern_connection import LEGACY, MODERN
 from ._state import CLIENT, SERVER, Role, State
 from .events import (
     ConnectionClosed,
@@ -42,8 +43,10 @@ __all__ = [
     "INVALID_PARAMS",
     "INVALID_REQUEST",
     "LATEST_PROTOCOL_VERSION",
+    "LEGACY",
     "METHODS",
     "METHOD_NOT_FOUND",
+    "MODERN",
     "NEED_DATA",
     "PARSE_ERROR",
     "RESOURCE_NOT_FOUND",

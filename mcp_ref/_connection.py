@@ -26,10 +26,15 @@ module:
    back one by one and gathers their replies: the steps below see single messages;
 3. the method table (``_methods.METHODS``: known method, right sender, revision,
    negotiated capability, -32601);
-4. the lifecycle table (``_state``, -32600): the state changes only by its rows;
+4. the lifecycle table of the peer's era (``_state``, ``_state_modern``; -32600): the
+   state changes only by its rows;
 5. params conversion to typed messages (``_convert``, -32602);
 6. the in-flight tables (``_inflight``: duplicate ids, progress tokens, cancellation,
    response matching).
+
+The era is the peer's, decided once (2026-07-28/basic/versioning): a server follows
+the handshake table until ``initialize`` or a request naming its version in ``_meta``;
+a modern request's ``_meta``, methods, params and results are ``_modern_connection``'s.
 
 Sending runs the same checks the other way round and changes nothing until the
 message is known to be good.  A refusal's reply (``event_hint``) may carry the id of
@@ -69,6 +74,7 @@ from ._methods import (
     lookup,
     negotiate_version,
 )
+from ._modern_connection import LEGACY, MODERN, ModernEra, is_modern_request, opening
 from ._state import (
     CLIENT,
     RECEIVE,
@@ -80,8 +86,8 @@ from ._state import (
     State,
     describe_refusal,
     kind_of,
-    next_state,
 )
+from ._state_modern import describe_modern_refusal
 from .events import (
     ConnectionClosed,
     ErrorResponse,
@@ -133,6 +139,10 @@ class Connection:
             False for transports that delimit messages (``send`` adds no newline).
         remember_ids: how many finished request ids each way are remembered, to drop
             late responses and refuse reused ids (default 4096).
+        era: ``"modern"`` (2026-07-28), ``"legacy"`` (the handshake) or None: a client
+            is legacy, a server dual-era, decided by the peer's first request.
+        protocol_version, client_info, capabilities: a modern client's version, its
+            ``Implementation`` and ``ClientCapabilities`` (``_modern_connection``).
     """
 
     def __init__(
@@ -144,6 +154,10 @@ class Connection:
         default_timeout: RequestTimeout | None = None,
         newline_framing: bool = True,
         remember_ids: int = 4096,
+        era: str | None = None,
+        protocol_version: str | None = None,
+        client_info: Any = None,
+        capabilities: Any = None,
     ) -> None:
         if our_role not in (CLIENT, SERVER):
             raise ValueError("our_role must be CLIENT or SERVER")
@@ -151,7 +165,9 @@ class Connection:
         # "All implementations MUST support the base protocol and lifecycle management components."
         self.our_role: Final = our_role
         self.their_role: Final = our_role.peer
-        self.state = State.PRE_INIT
+        #: ``"modern"``, ``"legacy"``, or None while a server's peer has not chosen.
+        self.era, self._transitions, self.state = opening(our_role, era)
+        self._modern = ModernEra(our_role, protocol_version, client_info, capabilities)
         self.default_timeout = default_timeout
         self.newline_framing = newline_framing
         self.max_message_bytes = max_message_bytes
@@ -175,12 +191,12 @@ class Connection:
         self._request_plans: dict[str, tuple[MethodSpec, Kind]] = {}
         self._notification_plans: dict[str, tuple[MethodSpec, Kind, Callable[[Any], Any]]] = {}
         self._send_plans: dict[str, tuple[MethodSpec, Kind, Any]] = {}
-        #: The negotiated protocol version (None until initialize completes).
-        self.protocol_version: str | None = None
+        #: The protocol version: negotiated by initialize, or the modern era's (else None).
+        self.protocol_version = self._modern.protocol_version if self.era is MODERN else None
         #: The version the client asked for in ``initialize``.
         self.requested_version: str | None = None
         #: Capabilities by role: typed ClientCapabilities / ServerCapabilities.
-        self.capabilities: dict[Role, Any] = {CLIENT: None, SERVER: None}
+        self.capabilities: dict[Role, Any] = {CLIENT: capabilities, SERVER: None}
         #: The peer's ``Implementation`` (clientInfo or serverInfo).
         self.peer_info: Any = None
         #: The server's instructions, when we are the client.
@@ -216,7 +232,12 @@ class Connection:
         return list(self._inflight.outgoing), list(self._inflight.incoming)
 
     def _step(self, direction: Direction, kind: Kind) -> State | None:
-        return next_state(self.our_role, self.state, direction, kind)
+        # The one way the state changes: a row of the table of our peer's era.
+        return self._transitions.get((self.state, direction, kind))
+
+    def _refusal(self, direction: Direction, kind: Kind) -> str:
+        describe = describe_modern_refusal if self.era is MODERN else describe_refusal
+        return describe(self.our_role, self.state, direction, kind)
 
     # -- receiving ----------------------------------------------------------------
 
@@ -278,7 +299,8 @@ class Connection:
     def _read(self, line: bytes | object) -> Event | None:
         """One framed message's event, or None (a blank line, a batch, a late response)."""
         if line is TOO_LONG:
-            return self._too_long()
+            # Skipped for its size: a request's -32600, or the end of our request.
+            return self._inflight.too_long(self._lines.too_long_prefix, self.max_message_bytes)
         assert isinstance(line, bytes)
         # JSON's whitespace only (bytes.strip() would take \x0b and \x0c too); strip
         # copies, so only when the line may be blank.
@@ -312,27 +334,6 @@ class Connection:
             return TOO_LONG
         return data
 
-    def _too_long(self) -> Event | None:
-        """A message over ``max_message_bytes`` was skipped: a request gets -32600 by
-        the id its first bytes show (else id null); a response to one of our requests
-        fails that request now rather than at its timeout."""
-        message = f"message longer than {self.max_message_bytes} bytes"
-        rid, is_request = rpc.peek(self._lines.too_long_prefix)
-        if rid is not None and is_request:
-            raise rpc.refuse(message, INVALID_REQUEST, rid)
-        if rid is not None:
-            out = self._inflight.outgoing.get(rid)
-            if out is not None and out.method != "initialize":
-                self._inflight.pop_outgoing(rid, "answered")
-                return ErrorResponse(
-                    id=rid,
-                    code=INTERNAL_ERROR,
-                    message=f"the response was dropped: {message}",
-                    method=out.method,
-                )
-            return None  # a response we are not waiting for: nothing to do
-        raise rpc.refuse(message, INVALID_REQUEST)
-
     def _handle(self, obj: Any) -> Event | None:
         kind, rid, method, payload = rpc.classify(obj)
         if kind == rpc.REQUEST:
@@ -343,9 +344,9 @@ class Connection:
 
     def _receive_step(self, kind: Kind, rid: Any = None) -> State:
         """The next state for receiving ``kind``; -32600 (replying to ``rid``) if none."""
-        new_state = next_state(self.our_role, self.state, RECEIVE, kind)
+        new_state = self._transitions.get((self.state, RECEIVE, kind))
         if new_state is None:
-            why = describe_refusal(self.our_role, self.state, RECEIVE, kind)
+            why = self._refusal(RECEIVE, kind)
             raise rpc.refuse(why, INVALID_REQUEST, rid, reply=rid is not None)
         return new_state
 
@@ -367,9 +368,16 @@ class Connection:
         return plan
 
     def _receive_request(self, rid: Any, method: str, payload: Any) -> Event:
-        plan = self._request_plans.get(method)
-        spec, k = plan if plan is not None else self._plan_request(rid, method)
-        new_state = self._receive_step(k, rid)
+        ctx = None  # The modern era (or the request that opens it): _modern_connection
+        if self.era is not LEGACY and (self.era is MODERN or is_modern_request(method, payload)):
+            spec, new_state, params, ctx = self._modern.read_request(
+                self.state, rid, method, payload
+            )
+            k = Kind.REQUEST
+        else:
+            plan = self._request_plans.get(method)
+            spec, k = plan if plan is not None else self._plan_request(rid, method)
+            new_state = self._receive_step(k, rid)
         inflight = self._inflight
         if rid in inflight.incoming or rid in inflight.finished_in:
             raise rpc.refuse(f"request id {rid!r} was already used", INVALID_REQUEST, rid)
@@ -378,7 +386,8 @@ class Connection:
         try:
             # Spec: 2025-06-18/client/sampling#security-considerations.2
             # "Both parties SHOULD validate message content"
-            params = self._structure_params(spec, payload)
+            if ctx is None:
+                params = spec.read_params(payload, _structurer)
         except ConversionError as exc:
             raise rpc.refuse(f"invalid params for {method}: {exc}", INVALID_PARAMS, rid) from None
         token = None
@@ -395,14 +404,19 @@ class Connection:
             if token in inflight.in_tokens:
                 raise rpc.refuse(f"progress token {token!r} is already in use", INVALID_PARAMS, rid)
         if k is Kind.INITIALIZE:
+            self.era = LEGACY  # decided once (2026-07-28/basic/versioning)
             self._init_id = rid
             self.requested_version = params.protocol_version
             self.capabilities[CLIENT] = params.capabilities
             self.peer_info = params.client_info
             self._forget_plans()
-        inflight.add_incoming(Incoming(id=rid, method=method, progress_token=token))
+        elif self.era is None and ctx is not None:  # the first modern request decides
+            self.era, self._transitions = MODERN, self._modern.transitions
+            self.protocol_version = ctx.protocol_version
+            self._forget_plans()
+        inflight.add_incoming(Incoming(id=rid, method=method, progress_token=token, context=ctx))
         self.state = new_state
-        return Request(id=rid, method=method, params=params)
+        return Request(id=rid, method=method, params=params, context=ctx)
 
     def _receive_notification(self, method: str, payload: Any) -> Event | None:
         # Spec: 2025-06-18/basic#notifications.1
@@ -414,14 +428,15 @@ class Connection:
             if spec is None:
                 raise RemoteProtocolError(f"unknown notification: {method}", code=METHOD_NOT_FOUND)
             k = kind_of(method, is_request=False)
-            plan = self._notification_plans[method] = (spec, k, _structurer(spec.params_type))
+            read = _structurer if self.era is not MODERN else self._modern.structurer
+            plan = self._notification_plans[method] = (spec, k, read(spec.params_type))
         spec, k, structure_params = plan
         new_state = self._receive_step(k)
         # A notification of a capability the peer did not declare (its fault, see
         # lifecycle#operation.1) asks nothing of us: it is delivered.
         try:
             if payload is None:
-                params = self._structure_params(spec, None)  # None, or raises
+                params = spec.read_params(None, _structurer)  # None, or raises
             else:
                 params = structure_params(payload)
         except ConversionError as exc:
@@ -443,6 +458,8 @@ class Connection:
         # "The `initialize` request MUST NOT be cancelled by clients"
         if self.our_role is SERVER and rid == self._init_id and type(rid) is type(self._init_id):
             return None
+        if self.era is MODERN and self.our_role is CLIENT:  # the server ended a subscription
+            return Notification(method=_CANCELLED, params=params)
         # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.4
         # "Receivers MAY ignore cancellation notifications if:"
         req = self._inflight.pop_incoming(rid, "cancelled")
@@ -567,24 +584,10 @@ class Connection:
         return data
 
     def _check_step(self, kind: Kind) -> State:
-        new_state = next_state(self.our_role, self.state, SEND, kind)
+        new_state = self._transitions.get((self.state, SEND, kind))
         if new_state is None:
-            raise LocalProtocolError(describe_refusal(self.our_role, self.state, SEND, kind))
+            raise LocalProtocolError(self._refusal(SEND, kind))
         return new_state
-
-    def _check_params(self, spec: MethodSpec, params: Any) -> dict[str, Any] | None:
-        if params is None:
-            if spec.params_required:
-                raise LocalProtocolError(f"{spec.method} requires params", code=INVALID_PARAMS)
-            return None
-        if not isinstance(params, spec.params_type):
-            raise LocalProtocolError(
-                f"{spec.method} params must be {spec.params_type.__name__}, "
-                f"not {type(params).__name__}",
-                code=INVALID_PARAMS,
-            )
-        data: dict[str, Any] = _unstructurer(type(params))(params)
-        return data
 
     def _plan_send(self, method: str, is_request: bool) -> tuple[MethodSpec, Kind, Any]:
         """May we send this: the method table, lifecycle, capabilities.  The plan: the
@@ -605,7 +608,10 @@ class Connection:
         missing = spec.missing_capability(self.protocol_version, self.capabilities)
         if missing:
             raise LocalProtocolError(missing, code=METHOD_NOT_FOUND)
-        result = _structurer(spec.result_type) if is_request else None
+        result = None  # a modern result is read by its resultType
+        if is_request:
+            modern = self.era is MODERN
+            result = self._modern.result_reader(spec) if modern else _structurer(spec.result_type)
         plan = self._send_plans[method] = (spec, k, result)
         return plan
 
@@ -620,7 +626,9 @@ class Connection:
         plan = self._send_plans.get(method)
         spec, k, structure_result = plan if plan is not None else self._plan_send(method, True)
         new_state = self._check_step(k)
-        params = self._check_params(spec, event.params)
+        params = spec.params_json(event.params, _unstructurer)
+        if self.era is MODERN:  # version, client, capabilities in _meta (_modern_connection)
+            params = self._modern.request_params(params)
         token = None
         meta = getattr(event.params, "meta", None)
         if meta is not None and (token := meta.get("progressToken")) is not None:
@@ -651,11 +659,13 @@ class Connection:
         plan = self._send_plans.get(method)
         spec, k, _ = plan if plan is not None else self._plan_send(method, False)
         new_state = self._check_step(k)
-        data = self._encode(rpc.notification(method, self._check_params(spec, event.params)))
-        if method == _CANCELLED:  # both checks raise before they change anything
+        data = self._encode(rpc.notification(method, spec.params_json(event.params, _unstructurer)))
+        if self.era is MODERN and self.our_role is SERVER:  # (subscriptions, logs)
+            self._modern.check_server_notification(method, event.params, self._inflight.incoming)
+        elif method == _CANCELLED:  # both checks raise before they change anything
             if not self._inflight.cancel_outgoing(event.params.request_id):
                 return b""  # already answered (or given up on): nothing to cancel
-        elif method == _PROGRESS:
+        if method == _PROGRESS:
             self._inflight.progress_sent(event.params)
         self.state = new_state
         return data
@@ -678,14 +688,18 @@ class Connection:
         is_init = req.method == "initialize"
         new_state = self._check_step(Kind.INITIALIZE_RESULT if is_init else Kind.RESPONSE)
         result = event.result
-        if not isinstance(result, spec.result_type):
+        if req.context is not None:  # a modern request: resultType and its rules
+            body = self._modern.result_json(spec, result, req.context, rid)
+        elif not isinstance(result, spec.result_type):
             raise LocalProtocolError(
                 f"the result of {req.method} must be {spec.result_type.__name__}, "
                 f"not {type(result).__name__}"
             )
-        if is_init and (why := answer_refusal(self.requested_version, result.protocol_version)):
+        elif is_init and (why := answer_refusal(self.requested_version, result.protocol_version)):
             raise LocalProtocolError(why)
-        data = self._encode(rpc.result(rid, _unstructurer(type(result))(result)))
+        else:
+            body = _unstructurer(type(result))(result)
+        data = self._encode(rpc.result(rid, body))
         self._inflight.pop_incoming(rid, "answered")
         if is_init:
             self.protocol_version = result.protocol_version
@@ -702,6 +716,8 @@ class Connection:
         # "Error codes MUST be integers."
         if type(event.code) is not int:
             raise LocalProtocolError("error codes must be integers")
+        if self.era is MODERN:  # codes 2026-07-28 retired or reserved
+            self._modern.check_error_code(event.code)
         # Spec: 2025-06-18/basic#requests.3
         # "The request ID MUST NOT have been previously used by the requestor within the same
         # session."
@@ -773,13 +789,6 @@ class Connection:
         return out
 
     # -- helpers -------------------------------------------------------------------
-
-    def _structure_params(self, spec: MethodSpec, payload: Any) -> Any:
-        if payload is None:
-            if spec.params_required:
-                raise ConversionError("params: required")
-            return None
-        return _structurer(spec.params_type)(payload)
 
     def _forget_plans(self) -> None:
         self._request_plans.clear()

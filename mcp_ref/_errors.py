@@ -22,14 +22,18 @@ if TYPE_CHECKING:
     from .events import ErrorResponse
 
 __all__ = [
+    "HEADER_MISMATCH",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "INVALID_REQUEST",
     "METHOD_NOT_FOUND",
+    "MISSING_REQUIRED_CLIENT_CAPABILITY",
+    "MODERN_ERROR_CODES",
     "PARSE_ERROR",
     "REQUEST_CANCELLED",
     "REQUEST_TIMEOUT",
     "RESOURCE_NOT_FOUND",
+    "UNSUPPORTED_PROTOCOL_VERSION",
     "URL_ELICITATION_REQUIRED",
     "LocalProtocolError",
     "McpError",
@@ -60,6 +64,18 @@ REQUEST_TIMEOUT = -32001
 """Used by mcp-ref in the timeout event when a request we sent expired."""
 REQUEST_CANCELLED = -32800
 """Used by mcp-ref in events for requests cancelled before they were answered."""
+
+# The codes 2026-07-28 defines, in the range it reserves (2026-07-28/basic/index#error-codes).
+HEADER_MISMATCH = -32020
+"""HTTP headers missing, malformed, or disagreeing with the body (``HeaderMismatchError``)."""
+MISSING_REQUIRED_CLIENT_CAPABILITY = -32021
+"""The request needs a client capability it did not declare; ``data.requiredCapabilities``."""
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+"""The request's version is not served; ``data`` is ``{"supported": [...], "requested": v}``."""
+MODERN_ERROR_CODES = frozenset(
+    {HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION}
+)
+"""The codes that identify a modern peer when a probe gets them back."""
 
 
 class ProtocolError(Exception):

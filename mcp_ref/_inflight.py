@@ -36,9 +36,9 @@ from typing import Any, TypeVar
 
 import attrs
 
-from ._errors import LocalProtocolError
-from ._jsonrpc import valid_id
-from .events import Progress, ProgressDropped
+from ._errors import INTERNAL_ERROR, INVALID_REQUEST, LocalProtocolError
+from ._jsonrpc import peek, refuse, valid_id
+from .events import ErrorResponse, Progress, ProgressDropped
 
 __all__ = ["InFlight", "Incoming", "Outgoing", "Refusals", "RequestTimeout"]
 
@@ -113,6 +113,7 @@ class Incoming:
     method: str
     progress_token: Any = None
     last_progress: float | None = None
+    context: Any = None  # a modern request's RequestContext
 
 
 class _Recent:
@@ -255,6 +256,25 @@ class InFlight:
         )
 
     # -- incoming -----------------------------------------------------------------
+
+    def too_long(self, prefix: bytes, limit: int) -> ErrorResponse | None:
+        """A message over ``limit`` bytes was skipped; ``prefix`` is its start.  A
+        request gets -32600 by the id its first bytes show (else id null): raised as
+        :class:`RemoteProtocolError`.  A response to one of our requests fails that
+        request now rather than at its timeout: its ErrorResponse (-32603).  A response
+        we are not waiting for: None."""
+        message = f"message longer than {limit} bytes"
+        rid, is_request = peek(prefix)
+        if rid is not None and is_request:
+            raise refuse(message, INVALID_REQUEST, rid)
+        if rid is None:
+            raise refuse(message, INVALID_REQUEST)
+        out = self.outgoing.get(rid)
+        if out is None or out.method == "initialize":
+            return None  # a response we are not waiting for: nothing to do
+        self.pop_outgoing(rid, "answered")
+        why = f"the response was dropped: {message}"
+        return ErrorResponse(id=rid, code=INTERNAL_ERROR, message=why, method=out.method)
 
     def add_incoming(self, req: Incoming) -> None:
         """Register a request received from the peer (the caller checked the bounds)."""

@@ -13,11 +13,14 @@ side (LocalProtocolError) and the receive side (-32601)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 import attrs
 
 from . import types as t
+from ._convert import ConversionError
+from ._errors import INVALID_PARAMS, LocalProtocolError
 from ._state import CLIENT, SERVER, Role
 
 __all__ = [
@@ -41,6 +44,8 @@ SUPPORTED_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-
 # (the clients' default protocol_version; a client asks for our newest revision)
 LATEST_PROTOCOL_VERSION: Final = SUPPORTED_VERSIONS[0]
 """The revision a client asks for by default and a server falls back to."""
+
+_H: Final = SUPPORTED_VERSIONS[0]  # the last handshake revision: `until` of what 2026-07-28 removed
 
 BATCH_VERSIONS: Final = frozenset({"2025-03-26"})
 """Revisions that allow JSON-RPC batches (added in 2025-03-26, removed in 2025-06-18)."""
@@ -81,19 +86,58 @@ class MethodSpec:
     """Whether params carry ``cursor`` and the result ``nextCursor``."""
     since: str = attrs.field(default="2024-11-05", kw_only=True)
     """The first revision that defines it."""
+    until: str = attrs.field(default="2026-07-28", kw_only=True)
+    """The last revision that defines it (2026-07-28 dropped the handshake, ``ping``...)."""
     params_required: bool = attrs.field(default=False, kw_only=True)
     """Whether ``params`` must be present."""
 
+    def read_params(self, payload: Any, structurer: Callable[[Any], Callable[[Any], Any]]) -> Any:
+        """The typed params of a received message's ``params`` JSON (None: absent);
+        ``structurer`` maps a class to its structure function (the connection's cache).
+
+        Raises:
+            ConversionError: absent but required, or not of :attr:`params_type`.
+        """
+        if payload is None:
+            if self.params_required:
+                raise ConversionError("params: required")
+            return None
+        return structurer(self.params_type)(payload)
+
+    def params_json(
+        self, params: Any, unstructurer: Callable[[Any], Callable[[Any], Any]]
+    ) -> dict[str, Any] | None:
+        """The JSON of typed ``params`` we send (None: absent); ``unstructurer`` maps a
+        class to its unstructure function (the connection's cache).
+
+        Raises:
+            LocalProtocolError: (-32602) absent but required, or not of :attr:`params_type`.
+        """
+        if params is None:
+            if self.params_required:
+                raise LocalProtocolError(f"{self.method} requires params", code=INVALID_PARAMS)
+            return None
+        if not isinstance(params, self.params_type):
+            raise LocalProtocolError(
+                f"{self.method} params must be {self.params_type.__name__}, "
+                f"not {type(params).__name__}",
+                code=INVALID_PARAMS,
+            )
+        cls: Any = type(params)
+        data: dict[str, Any] = unstructurer(cls)(params)
+        return data
+
     def available_in(self, version: str | None) -> bool:
         """Whether the method exists in protocol ``version`` (None: not negotiated yet)."""
-        return version is None or version >= self.since
+        return version is None or self.since <= version <= self.until
 
     def missing_capability(self, version: str | None, capabilities: dict[Role, Any]) -> str | None:
         """Why the capability the method needs is absent, or None when it may be used."""
         owner = self.capability_of
         if not self.capability or owner is None:
             return None
-        if version is not None and version < self.capability_since:
+        # (in the modern era nothing is negotiated: clients declare per request, -32021)
+        if version is not None and not self.capability_since <= version <= _H:
             return None
         # Spec: 2025-06-18/basic/lifecycle#operation.1
         # "Both parties MUST:"
@@ -110,11 +154,11 @@ _V = "2025-06-18/"
 _ROWS = [
     # -- lifecycle and utilities --
     MethodSpec("initialize",                          REQUEST,      _FROM_CLIENT, t.InitializeRequestParams,               t.InitializeResult,
-               _V + "basic/lifecycle#initialization", params_required=True),
+               _V + "basic/lifecycle#initialization", params_required=True, until=_H),
     MethodSpec("notifications/initialized",           NOTIFICATION, _FROM_CLIENT, t.NotificationParams,                    None,
-               _V + "basic/lifecycle#initialization"),
+               _V + "basic/lifecycle#initialization", until=_H),
     MethodSpec("ping",                                REQUEST,      _BOTH,        t.RequestParams,                         t.EmptyResult,
-               _V + "basic/utilities/ping#overview"),
+               _V + "basic/utilities/ping#overview", until=_H),
     MethodSpec("notifications/cancelled",             NOTIFICATION, _BOTH,        t.CancelledNotificationParams,           None,
                _V + "basic/utilities/cancellation#cancellation-flow", params_required=True),
     MethodSpec("notifications/progress",              NOTIFICATION, _BOTH,        t.ProgressNotificationParams,            None,
@@ -133,9 +177,9 @@ _ROWS = [
     MethodSpec("resources/read",                      REQUEST,      _FROM_CLIENT, t.ReadResourceRequestParams,             t.ReadResourceResult,
                _V + "server/resources#reading-resources", capability=("resources",), capability_of=SERVER, params_required=True),
     MethodSpec("resources/subscribe",                 REQUEST,      _FROM_CLIENT, t.SubscribeRequestParams,                t.EmptyResult,
-               _V + "server/resources#subscriptions", capability=("resources", "subscribe"), capability_of=SERVER, params_required=True),
+               _V + "server/resources#subscriptions", capability=("resources", "subscribe"), capability_of=SERVER, params_required=True, until=_H),
     MethodSpec("resources/unsubscribe",               REQUEST,      _FROM_CLIENT, t.UnsubscribeRequestParams,              t.EmptyResult,
-               _V + "server/resources#subscriptions", capability=("resources", "subscribe"), capability_of=SERVER, params_required=True),
+               _V + "server/resources#subscriptions", capability=("resources", "subscribe"), capability_of=SERVER, params_required=True, until=_H),
     MethodSpec("notifications/resources/list_changed", NOTIFICATION, _FROM_SERVER, t.NotificationParams,                    None,
                _V + "server/resources#list-changed-notification", capability=("resources", "list_changed"), capability_of=SERVER),
     MethodSpec("notifications/resources/updated",     NOTIFICATION, _FROM_SERVER, t.ResourceUpdatedNotificationParams,     None,
@@ -147,33 +191,40 @@ _ROWS = [
     MethodSpec("notifications/prompts/list_changed",  NOTIFICATION, _FROM_SERVER, t.NotificationParams,                    None,
                _V + "server/prompts#list-changed-notification", capability=("prompts", "list_changed"), capability_of=SERVER),
     MethodSpec("logging/setLevel",                    REQUEST,      _FROM_CLIENT, t.SetLevelRequestParams,                 t.EmptyResult,
-               _V + "server/utilities/logging#setting-log-level", capability=("logging",), capability_of=SERVER, params_required=True),
+               _V + "server/utilities/logging#setting-log-level", capability=("logging",), capability_of=SERVER, params_required=True, until=_H),
     MethodSpec("notifications/message",               NOTIFICATION, _FROM_SERVER, t.LoggingMessageNotificationParams,      None,
                _V + "server/utilities/logging#log-message-notifications", capability=("logging",), capability_of=SERVER, params_required=True),
     MethodSpec("completion/complete",                 REQUEST,      _FROM_CLIENT, t.CompleteRequestParams,                 t.CompleteResult,
                _V + "server/utilities/completion#requesting-completions", capability=("completions",), capability_of=SERVER, capability_since="2025-03-26", params_required=True),
     # -- client features --
     MethodSpec("sampling/createMessage",              REQUEST,      _FROM_SERVER, t.CreateMessageRequestParams,            t.CreateMessageResult,
-               _V + "client/sampling#creating-messages", capability=("sampling",), capability_of=CLIENT, params_required=True),
+               _V + "client/sampling#creating-messages", capability=("sampling",), capability_of=CLIENT, params_required=True, until=_H),
     MethodSpec("roots/list",                          REQUEST,      _FROM_SERVER, t.RequestParams,                         t.ListRootsResult,
-               _V + "client/roots#listing-roots", capability=("roots",), capability_of=CLIENT),
+               _V + "client/roots#listing-roots", capability=("roots",), capability_of=CLIENT, until=_H),
     MethodSpec("notifications/roots/list_changed",    NOTIFICATION, _FROM_CLIENT, t.NotificationParams,                    None,
-               _V + "client/roots#root-list-changes", capability=("roots", "list_changed"), capability_of=CLIENT),
+               _V + "client/roots#root-list-changes", capability=("roots", "list_changed"), capability_of=CLIENT, until=_H),
     MethodSpec("elicitation/create",                  REQUEST,      _FROM_SERVER, t.ElicitRequestParams,                   t.ElicitResult,
-               _V + "client/elicitation#creating-elicitation-requests", capability=("elicitation",), capability_of=CLIENT, since="2025-06-18", params_required=True),
+               _V + "client/elicitation#creating-elicitation-requests", capability=("elicitation",), capability_of=CLIENT, since="2025-06-18", params_required=True, until=_H),
     # -- 2025-11-25 additions --
     MethodSpec("notifications/elicitation/complete",  NOTIFICATION, _FROM_SERVER, t.ElicitationCompleteNotificationParams, None,
-               "2025-11-25/client/elicitation", capability=("elicitation",), capability_of=CLIENT, since="2025-11-25", params_required=True),
+               "2025-11-25/client/elicitation", capability=("elicitation",), capability_of=CLIENT, since="2025-11-25", params_required=True, until=_H),
     MethodSpec("tasks/get",                           REQUEST,      _BOTH,        t.GetTaskRequestParams,                  t.GetTaskResult,
-               "2025-11-25/basic/utilities/tasks", since="2025-11-25", params_required=True),
+               "2025-11-25/basic/utilities/tasks", since="2025-11-25", params_required=True, until=_H),
     MethodSpec("tasks/result",                        REQUEST,      _BOTH,        t.GetTaskPayloadRequestParams,           t.GetTaskPayloadResult,
-               "2025-11-25/basic/utilities/tasks", since="2025-11-25", params_required=True),
+               "2025-11-25/basic/utilities/tasks", since="2025-11-25", params_required=True, until=_H),
     MethodSpec("tasks/list",                          REQUEST,      _BOTH,        t.PaginatedRequestParams,                t.ListTasksResult,
-               "2025-11-25/basic/utilities/tasks", since="2025-11-25", paginated=True),
+               "2025-11-25/basic/utilities/tasks", since="2025-11-25", paginated=True, until=_H),
     MethodSpec("tasks/cancel",                        REQUEST,      _BOTH,        t.CancelTaskRequestParams,               t.CancelTaskResult,
-               "2025-11-25/basic/utilities/tasks", since="2025-11-25", params_required=True),
+               "2025-11-25/basic/utilities/tasks", since="2025-11-25", params_required=True, until=_H),
     MethodSpec("notifications/tasks/status",          NOTIFICATION, _BOTH,        t.TaskStatusNotificationParams,          None,
-               "2025-11-25/basic/utilities/tasks", since="2025-11-25", params_required=True),
+               "2025-11-25/basic/utilities/tasks", since="2025-11-25", params_required=True, until=_H),
+    # -- 2026-07-28 additions (2026-07-28/changelog, major changes 3 and 4) --
+    MethodSpec("server/discover",                     REQUEST,      _FROM_CLIENT, t.RequestParams,                         t.DiscoverResult,
+               "2026-07-28/server/discover", since="2026-07-28"),  # (params: only the _meta we write)
+    MethodSpec("subscriptions/listen",                REQUEST,      _FROM_CLIENT, t.SubscriptionsListenRequestParams,      t.SubscriptionsListenResult,
+               "2026-07-28/basic/patterns/subscriptions", since="2026-07-28", params_required=True),
+    MethodSpec("notifications/subscriptions/acknowledged", NOTIFICATION, _FROM_SERVER, t.SubscriptionsAcknowledgedNotificationParams, None,
+               "2026-07-28/basic/patterns/subscriptions", since="2026-07-28", params_required=True),
 ]
 # fmt: on
 

@@ -4,9 +4,9 @@ Theory of operation
 -------------------
 From 2026-07-28 there is no ``initialize``: each request says in its own ``params._meta``
 which protocol version it speaks, who the client is and what it can do, and the server
-judges each request alone.  This module holds those rules as pure functions, so the
-connection can consult them as a second lifecycle table beside the handshake one (it
-is not wired in yet).  Nothing here does I/O or keeps a clock; the one object with
+judges each request alone.  This module holds those rules as pure functions; the
+connection consults them through :mod:`mcp_ref._modern_connection`, beside the second
+lifecycle table (:mod:`mcp_ref._state_modern`).  Nothing here does I/O or keeps a clock; the one object with
 state, :class:`PeerEra`, only remembers a decision.
 
 A server reading a request calls, in order:
@@ -33,8 +33,8 @@ server's era from its answer to a probe (:func:`era_of_reply`): a result or a
 recognised modern error means modern, anything else (another error, or no answer)
 legacy.  :class:`PeerEra` keeps that answer for the peer's lifetime.
 
-The error codes are defined here for now; they belong beside the others in
-``mcp_ref/_errors.py`` once the wiring lands.
+The error codes live beside the others in ``mcp_ref/_errors.py``; they are imported
+here, so ``_modern.UNSUPPORTED_PROTOCOL_VERSION`` still names them.
 
 Spec clauses are cited as ``2026-07-28/<page>#<section>.<n>``, numbered as spec_map's
 extractor numbers them; the committed catalog (``spec_map/catalog.json``) holds only
@@ -58,6 +58,13 @@ import attrs
 
 from . import types
 from ._convert import ConversionError, structure, structure_fn, unstructure
+from ._errors import (
+    HEADER_MISMATCH,
+    INVALID_PARAMS,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    MODERN_ERROR_CODES,
+    UNSUPPORTED_PROTOCOL_VERSION,
+)
 from .events import ErrorResponse
 
 __all__ = [
@@ -105,20 +112,6 @@ SERVER_INFO_KEY: Final = "io.modelcontextprotocol/serverInfo"
 SUBSCRIPTION_ID_KEY: Final = "io.modelcontextprotocol/subscriptionId"
 """Notification ``_meta``: the id of the ``subscriptions/listen`` request it belongs to."""
 
-# --- the codes 2026-07-28 defines (2026-07-28/basic/index#error-codes) --------------------
-
-HEADER_MISMATCH: Final = -32020
-"""HTTP headers missing, malformed, or disagreeing with the body (``HeaderMismatchError``)."""
-MISSING_REQUIRED_CLIENT_CAPABILITY: Final = -32021
-"""The request needs a client capability it did not declare; ``data.requiredCapabilities``."""
-UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
-"""The request's version is not served; ``data`` is ``{"supported": [...], "requested": v}``."""
-MODERN_ERROR_CODES: Final = frozenset(
-    {HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION}
-)
-"""The codes that identify a modern peer when a probe gets them back."""
-
-_INVALID_PARAMS: Final = -32602  # JSON-RPC 2.0 section 5.1 (also mcp_ref._errors)
 _SCHEMA: Final = "2026-07-28"  # the schema revision whose _meta shapes are read
 
 
@@ -141,7 +134,7 @@ class RequestContext:
 
 
 def _invalid(request_id: types.RequestId, message: str) -> ErrorResponse:
-    return ErrorResponse(id=request_id, code=_INVALID_PARAMS, message=message)
+    return ErrorResponse(id=request_id, code=INVALID_PARAMS, message=message)
 
 
 def read_request_meta(

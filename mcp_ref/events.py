@@ -56,6 +56,9 @@ class Request(Event):
     params: Any = None
     """The typed params (an instance of the method's params class in
     :mod:`mcp_ref.types`), or None when the method takes none."""
+    context: Any = None
+    """On a received modern (2026-07-28) request: its ``_modern.RequestContext`` (version,
+    client capabilities and info, log level), read from ``params._meta``.  Else None."""
 
 
 @attrs.frozen(kw_only=True)

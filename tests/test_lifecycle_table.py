@@ -173,3 +173,53 @@ def test_table_says_what_the_spec_says(
 
 def _senders(kind: Kind) -> set[Role]:
     return {CLIENT} if kind in (Kind.INITIALIZE, Kind.INITIALIZED) else {CLIENT, SERVER}
+
+
+# -- the modern era's table (2026-07-28) ----------------------------------------------------
+# Written out apart from mcp_ref/_state_modern.py, from 2026-07-28/basic/versioning (no
+# handshake: operating from the first request), 2026-07-28/basic/patterns/index (the
+# server sends no requests, the client no responses) and the shutdown rules above.
+
+MODERN_CASES = list(itertools.product([CLIENT, SERVER], list(State), [SEND, RECEIVE], list(Kind)))
+
+
+def expected_modern(role: Role, state: State, direction: Direction, kind: Kind) -> State | None:
+    """The next state the modern era allows, or None."""
+    sender = role if direction is SEND else role.peer
+    if kind in (Kind.INITIALIZE, Kind.INITIALIZE_RESULT, Kind.INITIALIZE_ERROR):
+        return None  # no handshake
+    if kind in (Kind.UNSUPPORTED_VERSION, Kind.INITIALIZED, Kind.PING):
+        return None  # removed with it
+    if kind is Kind.CLOSE:
+        if state in (State.PRE_INIT, State.OPERATING) and (
+            role is SERVER or state is not State.PRE_INIT
+        ):
+            return State.CLOSING if direction is RECEIVE else State.CLOSED
+        return State.CLOSED if state is State.CLOSING and direction is SEND else None
+    if kind is Kind.REQUEST and sender is SERVER:
+        return None
+    if kind is Kind.RESPONSE and sender is CLIENT:
+        return None
+    if state is State.PRE_INIT:  # only a server's, before its first request
+        if role is not SERVER:
+            return None
+        if kind is Kind.REQUEST:
+            return State.OPERATING  # the request that opens the era
+        return State.PRE_INIT if (direction, kind) == (SEND, Kind.RESPONSE) else None
+    if state is State.OPERATING:
+        return State.OPERATING
+    if state is State.CLOSING:  # a server finishes what it accepted
+        return State.CLOSING if role is SERVER and direction is SEND else None
+    return None
+
+
+@pytest.mark.parametrize(("role", "state", "direction", "kind"), MODERN_CASES, ids=str)
+def test_modern_table_says_what_the_spec_says(
+    role: Role, state: State, direction: Direction, kind: Kind
+) -> None:
+    """2026-07-28/basic/versioning; 2026-07-28/basic/transports/stdio#sending-messages.1
+    and #receiving-messages.2."""
+    from mcp_ref._state_modern import MODERN_TRANSITIONS
+
+    got = MODERN_TRANSITIONS[role].get((state, direction, kind))
+    assert got == expected_modern(role, state, direction, kind)
