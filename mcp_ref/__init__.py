@@ -20,9 +20,10 @@ from ._errors import (
     RemoteProtocolError,
 )
 from ._inflight import RequestTimeout
-from ._methods import LATEST_PROTOCOL_VERSION, METHODS, SUPPORTED_VERSIONS, MethodSpec
+from ._methods import METHODS, MethodSpec
 from ._modern_connection import LEGACY, MODERN
 from ._state import CLIENT, SERVER, Role, State
+from ._versions import LATEST_PROTOCOL_VERSION, SUPPORTED_VERSIONS
 from .events import (
     ConnectionClosed,
     ErrorResponse,

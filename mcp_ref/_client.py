@@ -66,12 +66,13 @@ from ._errors import (
     RemoteProtocolError,
 )
 from ._inflight import RequestTimeout
-from ._methods import LATEST_PROTOCOL_VERSION, METHODS, check_version
+from ._methods import METHODS
 from ._output_schema import OutputSchemas
 from ._pagination import PageWalker
 from ._ratelimit import RateLimit, TokenBucket, take_or_refuse
 from ._roots import check_roots
 from ._state import State
+from ._versions import LATEST_PROTOCOL_VERSION, check_version
 from .events import (
     ConnectionClosed,
     ErrorResponse,

@@ -63,17 +63,7 @@ from ._errors import (
 )
 from ._framing import DEFAULT_MAX_MESSAGE_BYTES, PEEK_BYTES, TOO_LONG, LineBuffer
 from ._inflight import Incoming, InFlight, Outgoing, Refusals, RequestTimeout
-from ._methods import (
-    METHODS,
-    NOTIFICATION,
-    REQUEST,
-    SUPPORTED_VERSIONS,
-    MethodSpec,
-    answer_refusal,
-    ask_refusal,
-    lookup,
-    negotiate_version,
-)
+from ._methods import METHODS, NOTIFICATION, REQUEST, MethodSpec, lookup
 from ._modern_connection import LEGACY, MODERN, ModernEra, is_modern_request, opening
 from ._state import (
     CLIENT,
@@ -88,6 +78,7 @@ from ._state import (
     kind_of,
 )
 from ._state_modern import describe_modern_refusal
+from ._versions import SUPPORTED_VERSIONS, answer_refusal, ask_refusal, negotiate_version
 from .events import (
     ConnectionClosed,
     ErrorResponse,

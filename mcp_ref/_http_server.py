@@ -40,7 +40,7 @@ import h11
 from . import _http as rules
 from ._http import HttpError, HttpLimits, http_error
 from ._http_peers import allowed_for
-from ._methods import SUPPORTED_VERSIONS
+from ._versions import SUPPORTED_VERSIONS
 
 __all__ = [
     "Endpoint",

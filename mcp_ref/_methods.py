@@ -22,28 +22,14 @@ from . import types as t
 from ._convert import ConversionError
 from ._errors import INVALID_PARAMS, LocalProtocolError
 from ._state import CLIENT, SERVER, Role
+from ._versions import SUPPORTED_VERSIONS
 
 __all__ = [
-    "LATEST_PROTOCOL_VERSION",
     "METHODS",
-    "SUPPORTED_VERSIONS",
     "MethodSpec",
-    "answer_refusal",
-    "ask_refusal",
     "capability_present",
-    "check_version",
     "lookup",
-    "negotiate_version",
 ]
-
-SUPPORTED_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
-"""Protocol revisions mcp-ref speaks, newest first."""
-
-# Spec: 2025-06-18/basic/lifecycle#version-negotiation.2
-# "This SHOULD be the latest version supported by the client."
-# (the clients' default protocol_version; a client asks for our newest revision)
-LATEST_PROTOCOL_VERSION: Final = SUPPORTED_VERSIONS[0]
-"""The revision a client asks for by default and a server falls back to."""
 
 _H: Final = SUPPORTED_VERSIONS[0]  # the last handshake revision: `until` of what 2026-07-28 removed
 
@@ -250,46 +236,3 @@ def capability_present(capabilities: Any, path: tuple[str, ...]) -> bool:
             return False
         node = node.get(name) if isinstance(node, dict) else getattr(node, name, None)
     return node is not None and node is not False
-
-
-def negotiate_version(requested: str) -> str:
-    """The version a server answers to an ``initialize`` asking for ``requested``: the
-    same when supported (see :func:`answer_refusal`), else the latest."""
-    # Spec: 2025-06-18/basic/lifecycle#version-negotiation.5
-    # "This SHOULD be the latest version supported by the server."
-    return requested if requested in SUPPORTED_VERSIONS else LATEST_PROTOCOL_VERSION
-
-
-def ask_refusal(version: str) -> str | None:
-    """Why a client may not ask for ``version`` in its ``initialize``; None when it may.
-    Source: 2025-06-18/basic/lifecycle#version-negotiation.1."""
-    # Spec: 2025-06-18/basic/lifecycle#version-negotiation.1
-    # "In the `initialize` request, the client MUST send a protocol version it supports."
-    if version not in SUPPORTED_VERSIONS:
-        return f"initialize must ask for a version we support, not {version!r}"
-    return None
-
-
-def answer_refusal(requested: str | None, version: str) -> str | None:
-    """Why a server may not answer an ``initialize`` asking for ``requested`` with
-    ``version``; None when it may."""
-    # Spec: 2025-06-18/basic/lifecycle#version-negotiation.3
-    # "If the server supports the requested protocol version, it MUST respond with the same
-    # version."
-    if requested in SUPPORTED_VERSIONS and version != requested:
-        return f"the client asked for {requested}, which we support: answer it, not {version}"
-    # Spec: 2025-06-18/basic/lifecycle#version-negotiation.4
-    # "Otherwise, the server MUST respond with another protocol version it supports."
-    if version not in SUPPORTED_VERSIONS:
-        return f"cannot answer with unsupported version {version!r}"
-    return None
-
-
-def check_version(version: str) -> str:
-    """``version`` if mcp-ref speaks it, else ValueError naming the supported ones."""
-    if version not in SUPPORTED_VERSIONS:
-        raise ValueError(
-            f"protocol version {version!r} is not supported; use one of "
-            + ", ".join(SUPPORTED_VERSIONS)
-        )
-    return version

@@ -57,7 +57,7 @@ from ._errors import (
     LocalProtocolError,
     RemoteProtocolError,
 )
-from ._methods import REQUEST, SUPPORTED_VERSIONS, MethodSpec, lookup
+from ._methods import REQUEST, MethodSpec, lookup
 from ._modern import (
     MODERN_VERSIONS,
     PROTOCOL_VERSION_KEY,
@@ -69,6 +69,7 @@ from ._modern import (
 from ._revisions import fields_in, required_in
 from ._state import CLIENT, RECEIVE, TRANSITIONS, Direction, Kind, Role, State, kind_of
 from ._state_modern import MODERN_TRANSITIONS, describe_modern_refusal
+from ._versions import SUPPORTED_VERSIONS
 from .events import ErrorResponse
 
 _Transitions = dict[tuple[State, Direction, Kind], State]  # a lifecycle table

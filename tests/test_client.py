@@ -19,7 +19,7 @@ from mcp_ref import _output_schema as _schema
 from mcp_ref import types as t
 from mcp_ref._client import ClientCore
 from mcp_ref._errors import INTERNAL_ERROR, METHOD_NOT_FOUND, REQUEST_TIMEOUT
-from mcp_ref._methods import SUPPORTED_VERSIONS
+from mcp_ref._versions import SUPPORTED_VERSIONS
 from mcp_ref.client import Client, OutputSchemaError, open_client, open_stdio_client
 from mcp_ref.events import Notification, Progress
 from mcp_ref.trio import Session, SessionClosed, StreamChannel, open_session

@@ -9,17 +9,9 @@ from __future__ import annotations
 import pytest
 
 from mcp_ref import types as t
-from mcp_ref._methods import (
-    METHODS,
-    NOTIFICATION,
-    REQUEST,
-    SUPPORTED_VERSIONS,
-    MethodSpec,
-    ask_refusal,
-    capability_present,
-    check_version,
-)
+from mcp_ref._methods import METHODS, NOTIFICATION, REQUEST, MethodSpec, capability_present
 from mcp_ref._state import CLIENT
+from mcp_ref._versions import SUPPORTED_VERSIONS, ask_refusal, check_version
 
 
 def test_a_row_is_six_columns_then_keywords() -> None:

@@ -36,7 +36,7 @@ import pytest
 import trio
 import trio.testing
 
-from mcp_ref._methods import SUPPORTED_VERSIONS
+from mcp_ref._versions import SUPPORTED_VERSIONS
 
 from . import transport_check as tc
 

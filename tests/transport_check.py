@@ -59,7 +59,7 @@ from mcp_ref._errors import (
     PARSE_ERROR,
     REQUEST_TIMEOUT,
 )
-from mcp_ref._methods import LATEST_PROTOCOL_VERSION
+from mcp_ref._versions import LATEST_PROTOCOL_VERSION
 from mcp_ref.events import Progress
 from mcp_ref.server import Context, Server, ToolError
 
