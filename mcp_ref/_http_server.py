@@ -30,7 +30,7 @@ streams a session's messages go to are :mod:`mcp_ref._http_streams`.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, Final, Protocol, TypeVar
 from urllib.parse import parse_qs
 
@@ -50,6 +50,7 @@ __all__ = [
     "check_body_headers",
     "gone",
     "header",
+    "headers_from_items",
     "legacy_session",
     "request_headers",
     "request_version",
@@ -167,20 +168,40 @@ def header(headers: RequestHeaders, name: bytes) -> bytes | None:
 
 def request_headers(req: h11.Request, memos: dict[Any, dict[Any, Any]]) -> RequestHeaders:
     """The request's headers (:class:`RequestHeaders`) with the memo of their header
-    set, taken from ``memos`` (the server's; bounded: cleared past ``_MAX_MEMOS``)."""
+    set, taken from ``memos`` (the server's; bounded: cleared past ``_MAX_MEMOS``):
+    :func:`headers_from_items` over h11's raw items (the names as sent: h11 lowercases
+    them when iterated, one item at a time through ``Sequence.__getitem__``; lowercasing
+    them there is cheaper)."""
+    return headers_from_items(req.target, req.headers.raw_items(), memos)
+
+
+def headers_from_items(
+    target: bytes, raw_items: Iterable[tuple[bytes, bytes]], memos: dict[Any, dict[Any, Any]]
+) -> RequestHeaders:
+    """One request's :class:`RequestHeaders`, from whatever parsed its head: the names
+    lowercased; ``Content-Length`` kept out of the memo key (it changes from request to
+    request); the head's size counted as the 431 rule counts it (the target, plus each
+    name and value and 4 bytes for ``": "`` and CRLF); the memo of the header set taken
+    from ``memos`` (the server's, bounded: cleared past ``_MAX_MEMOS`` sets).
+
+    Args:
+        target: the request target as sent (path and query), e.g. ``b"/mcp"``.
+        raw_items: the ``(name, value)`` pairs in order, names in any case.
+        memos: the server's memos, keyed by target and header set; updated here.
+
+    Source: 2025-06-18/basic/transports#streamable-http (the headers the rules read).
+    """
     items = []
     rest = []
-    size = len(req.target)
-    # raw_items: the names as sent (h11 lowercases them when iterated, one item at a
-    # time through Sequence.__getitem__; lowercasing them here is cheaper).
-    for raw_name, value in req.headers.raw_items():
+    size = len(target)
+    for raw_name, value in raw_items:
         size += len(raw_name) + len(value) + 4
         name = raw_name.lower()
         if name == rules.CONTENT_LENGTH:
             rest.append((name, value))
         else:
             items.append((name, value))
-    key = (req.target, *items)
+    key = (target, *items)
     memo = memos.get(key)
     if memo is None:
         if len(memos) >= _MAX_MEMOS:
@@ -188,7 +209,6 @@ def request_headers(req: h11.Request, memos: dict[Any, dict[Any, Any]]) -> Reque
         memo = memos[key] = {}
     items.extend(rest)
     return RequestHeaders(items, memo, size)
-
 
 class Endpoint(enum.Enum):
     """Which answer a request gets (:func:`route_request`)."""

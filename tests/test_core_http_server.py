@@ -34,6 +34,7 @@ from mcp_ref._http_server import (
     ServerConfig,
     check_body_headers,
     gone,
+    headers_from_items,
     legacy_session,
     request_headers,
     request_version,
@@ -102,6 +103,17 @@ def test_a_head_larger_than_the_limit_is_431() -> None:
     got = route("POST", "/mcp", cfg, accept=SSE_AND_JSON, x_pad="a" * 200)
     assert isinstance(got, HttpError) and got.status == 431
 
+
+
+def test_headers_from_any_parser_are_lowercased_sized_and_share_a_memo_but_content_length() -> None:
+    memos: dict[Any, dict[Any, Any]] = {}
+    first = headers_from_items(b"/mcp", [(b"Accept", b"a"), (b"Content-Length", b"12")], memos)
+    again = headers_from_items(b"/mcp", [(b"accept", b"a"), (b"content-length", b"7")], memos)
+    assert list(first) == [(b"accept", b"a"), (b"content-length", b"12")]
+    assert first.size == len(b"/mcp") + (6 + 1 + 4) + (14 + 2 + 4)
+    assert first.memo is again.memo
+    other = headers_from_items(b"/other", [(b"accept", b"a")], memos)
+    assert other.memo is not first.memo
 
 # -- which stream a message goes to --------------------------------------------------
 
