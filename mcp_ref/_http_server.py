@@ -23,14 +23,15 @@ One request goes through these steps, each a function here:
    (:func:`request_version`), for every request but ``initialize``;
    :func:`legacy_session` for a POST to the 2024-11-05 message endpoint.
 
-:func:`server_config` gives a server's settings from the address it binds.  The logical
+:func:`server_config` gives a server's settings from the address it binds;
+:func:`driver_config` reads them from a driver's own arguments.  The logical
 streams a session's messages go to are :mod:`mcp_ref._http_streams`.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, Final, Protocol, TypeVar
 from urllib.parse import parse_qs
 
@@ -48,8 +49,10 @@ __all__ = [
     "RequestHeaders",
     "ServerConfig",
     "check_body_headers",
+    "driver_config",
     "gone",
     "header",
+    "headers_from_items",
     "legacy_session",
     "request_headers",
     "request_version",
@@ -130,6 +133,39 @@ def server_config(
     return cfg
 
 
+def driver_config(host: str, grace_seconds: float, arguments: Mapping[str, Any]) -> ServerConfig:
+    """The settings of a server driver (:func:`mcp_ref.trio.serve_http`,
+    :func:`mcp_ref.asgi.asgi_app`) from the arguments it was called with: each of
+    :class:`ServerConfig`'s fields (``path``, ``json_response``, ``stateless``, ...,
+    ``retry_ms``) is the argument of the same name, given to :func:`server_config` with
+    ``host``.  A driver passes its ``locals()`` before it binds any other name, so the
+    two drivers' parameters are read in one place and cannot drift apart.
+
+    Args:
+        host: the address the server binds (it sets the default ``Origin`` and
+            ``Host`` patterns).
+        grace_seconds: seconds the requests in progress get at a graceful stop; only
+            checked here.
+        arguments: the driver's arguments by name; names that are not fields of
+            :class:`ServerConfig` are passed over.
+
+    Raises:
+        ValueError: a negative ``grace_seconds``; a path that does not start with ``/``.
+        TypeError: ``arguments`` lack one of :class:`ServerConfig`'s fields (a driver
+            whose parameters no longer match them).
+
+    Source: 2025-06-18/basic/transports#streamable-http;
+    2025-06-18/basic/transports#security-warning (Origin, Host).
+    """
+    if grace_seconds < 0:
+        raise ValueError("grace_seconds must not be negative")
+    names = [field.name for field in attrs.fields(ServerConfig)]
+    missing = [name for name in names if name not in arguments]
+    if missing:
+        raise TypeError(f"a server driver without the options {', '.join(missing)}")
+    return server_config(host, **{name: arguments[name] for name in names})
+
+
 class RequestHeaders(list[tuple[bytes, bytes]]):
     """One request's headers (lowercase names), plus ``memo``: the outcome of each
     header rule for this exact target and header set, shared with every later request
@@ -167,20 +203,40 @@ def header(headers: RequestHeaders, name: bytes) -> bytes | None:
 
 def request_headers(req: h11.Request, memos: dict[Any, dict[Any, Any]]) -> RequestHeaders:
     """The request's headers (:class:`RequestHeaders`) with the memo of their header
-    set, taken from ``memos`` (the server's; bounded: cleared past ``_MAX_MEMOS``)."""
+    set, taken from ``memos`` (the server's; bounded: cleared past ``_MAX_MEMOS``):
+    :func:`headers_from_items` over h11's raw items (the names as sent: h11 lowercases
+    them when iterated, one item at a time through ``Sequence.__getitem__``; lowercasing
+    them there is cheaper)."""
+    return headers_from_items(req.target, req.headers.raw_items(), memos)
+
+
+def headers_from_items(
+    target: bytes, raw_items: Iterable[tuple[bytes, bytes]], memos: dict[Any, dict[Any, Any]]
+) -> RequestHeaders:
+    """One request's :class:`RequestHeaders`, from whatever parsed its head: the names
+    lowercased; ``Content-Length`` kept out of the memo key (it changes from request to
+    request); the head's size counted as the 431 rule counts it (the target, plus each
+    name and value and 4 bytes for ``": "`` and CRLF); the memo of the header set taken
+    from ``memos`` (the server's, bounded: cleared past ``_MAX_MEMOS`` sets).
+
+    Args:
+        target: the request target as sent (path and query), e.g. ``b"/mcp"``.
+        raw_items: the ``(name, value)`` pairs in order, names in any case.
+        memos: the server's memos, keyed by target and header set; updated here.
+
+    Source: 2025-06-18/basic/transports#streamable-http (the headers the rules read).
+    """
     items = []
     rest = []
-    size = len(req.target)
-    # raw_items: the names as sent (h11 lowercases them when iterated, one item at a
-    # time through Sequence.__getitem__; lowercasing them here is cheaper).
-    for raw_name, value in req.headers.raw_items():
+    size = len(target)
+    for raw_name, value in raw_items:
         size += len(raw_name) + len(value) + 4
         name = raw_name.lower()
         if name == rules.CONTENT_LENGTH:
             rest.append((name, value))
         else:
             items.append((name, value))
-    key = (req.target, *items)
+    key = (target, *items)
     memo = memos.get(key)
     if memo is None:
         if len(memos) >= _MAX_MEMOS:

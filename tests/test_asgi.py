@@ -590,3 +590,21 @@ async def test_lifespan_shutdown_answers_a_request_still_running_with_an_error()
             (answer,) = [m for m in data_of(ex.body) if m.get("id") == 4]
             assert answer["error"]["code"] == -32603
             assert "shutting down" in answer["error"]["message"]
+
+
+def test_asgi_app_and_serve_http_take_the_same_settings_with_the_same_defaults() -> None:
+    """Both read their :class:`ServerConfig` with ``driver_config`` from their own
+    parameters, so the two signatures must agree on every setting's name and default."""
+    import inspect
+
+    import attrs
+
+    from mcp_ref._http_server import ServerConfig
+    from mcp_ref.trio import serve_http
+
+    asgi = inspect.signature(asgi_app).parameters
+    trio_ = inspect.signature(serve_http).parameters
+    for field in attrs.fields(ServerConfig):
+        assert asgi[field.name].default == trio_[field.name].default, field.name
+    assert asgi["host"].default == trio_["host"].default
+    assert asgi["grace_seconds"].default == trio_["grace_seconds"].default

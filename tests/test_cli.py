@@ -19,7 +19,13 @@ import trio
 
 from mcp_ref import cli
 from mcp_ref.cli import Transcript, coerce_arguments, main, parse_arguments, parse_value
-from mcp_ref.cli.client import call_command, inspect_command, prompt_command, read_command
+from mcp_ref.cli.client import (
+    ClientOptions,
+    call_command,
+    inspect_command,
+    prompt_command,
+    read_command,
+)
 from mcp_ref.cli.errors import explain, first_error
 from mcp_ref.cli.serve import load_server
 from mcp_ref.server import Server
@@ -615,16 +621,21 @@ async def test_client_commands_take_a_url(
                 port = await nursery.start(serve_websocket, server, "127.0.0.1", 0)
                 url = f"ws://127.0.0.1:{port}/mcp"
             out = io.StringIO()
-            assert await inspect_command(None, False, out, url=url) == 0
+            assert await inspect_command(None, ClientOptions(out=out, url=url)) == 0
             assert "  echo(text: string)  - Returns the text unchanged." in out.getvalue()
             out = io.StringIO()
-            assert await call_command(["echo", "text=42"], False, out, url=url) == 0
+            assert await call_command(["echo", "text=42"], ClientOptions(out=out, url=url)) == 0
             assert out.getvalue() == "42\n"  # echo's text is a string: not the number 42
             out = io.StringIO()
-            assert await read_command(["test://static-text"], False, out, url=url) == 0
+            assert await read_command(["test://static-text"], ClientOptions(out=out, url=url)) == 0
             assert out.getvalue() == "This is the content of the static text resource.\n"
             out = io.StringIO()
-            assert await prompt_command(["test_simple_prompt"], True, out, url=url) == 0
+            assert (
+                await prompt_command(
+                    ["test_simple_prompt"], ClientOptions(out=out, as_json=True, url=url)
+                )
+                == 0
+            )
             assert json.loads(out.getvalue())["messages"][0]["role"] == "user"
             nursery.cancel_scope.cancel()
     assert "Traceback" not in capsys.readouterr().err

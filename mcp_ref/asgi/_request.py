@@ -35,6 +35,7 @@ from .._http_server import (
     RequestHeaders,
     ServerConfig,
     check_body_headers,
+    headers_from_items,
     route_request,
 )
 
@@ -45,7 +46,6 @@ Message = MutableMapping[str, Any]
 Send = Callable[[Message], Awaitable[None]]
 Receive = Callable[[], Awaitable[Message]]
 
-_MAX_MEMOS: Final = 256
 _WITH_BODY: Final = frozenset({Endpoint.POST, Endpoint.LEGACY_POST})
 _HOP_BY_HOP: Final = frozenset({b"connection", b"keep-alive", b"transfer-encoding"})
 """Headers that are the ASGI server's to write, not the application's."""
@@ -68,22 +68,10 @@ def request_headers(
     """The headers of an ASGI request as :func:`mcp_ref._http_server.request_headers`
     gives those of an h11 request: lowercase names, ``Content-Length`` out of the memo
     key, the head's size counted as the 431 rule counts it, the memo of the header set
-    taken from ``memos`` (bounded: cleared past 256 sets)."""
-    items: list[tuple[bytes, bytes]] = []
-    rest: list[tuple[bytes, bytes]] = []
-    size = len(target)
-    for raw_name, value in scope.get("headers") or ():
-        name, value = bytes(raw_name).lower(), bytes(value)
-        size += len(name) + len(value) + 4
-        (rest if name == b"content-length" else items).append((name, value))
-    key = (target, *items)
-    memo = memos.get(key)
-    if memo is None:
-        if len(memos) >= _MAX_MEMOS:
-            memos.clear()
-        memo = memos[key] = {}
-    items.extend(rest)
-    return RequestHeaders(items, memo, size)
+    taken from ``memos`` (bounded: cleared past 256 sets): the core's
+    :func:`~mcp_ref._http_server.headers_from_items` over the scope's ``headers``."""
+    raw_items = ((bytes(name), bytes(value)) for name, value in scope.get("headers") or ())
+    return headers_from_items(target, raw_items, memos)
 
 
 async def read_request(

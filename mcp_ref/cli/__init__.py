@@ -59,6 +59,7 @@ from .client import (
     INITIALIZE_TIMEOUT,
     PROMPT_USAGE,
     READ_USAGE,
+    ClientOptions,
     call_command,
     coerce_arguments,
     inspect_command,
@@ -205,6 +206,12 @@ _CLIENT_COMMANDS: dict[str, tuple[Callable[..., Any], str, dict[str, Any]]] = {
 """Subcommand -> (its coroutine, its usage line, its options of :func:`split_words`)."""
 
 
+def _client_options(args: argparse.Namespace, out: TextIO) -> ClientOptions:
+    """The :class:`~.client.ClientOptions` of a client command's ``--json``, ``--url``
+    and ``--timeout``."""
+    return ClientOptions(out=out, as_json=args.json, url=args.url, timeout=args.timeout)
+
+
 def _run(args: argparse.Namespace, out: TextIO) -> int:
     if args.command == "serve":
         return serve_command(args)
@@ -219,15 +226,11 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         if args.url and args.words:
             raise CliError("give --url or -- CMD..., not both")
         target = None if args.url else server_command(args.words)
-        runner = partial(
-            inspect_command, target, args.json, out, args.timeout, args.url, INITIALIZE_TIMEOUT
-        )
+        runner = partial(inspect_command, target, _client_options(args, out))
     elif args.command in _CLIENT_COMMANDS:
         run_command, usage, options = _CLIENT_COMMANDS[args.command]
         split_words(args.words, usage, with_command=args.url is None, **options)  # usage first
-        runner = partial(
-            run_command, args.words, args.json, out, args.timeout, args.url, INITIALIZE_TIMEOUT
-        )
+        runner = partial(run_command, args.words, _client_options(args, out))
     else:
         raise CliError(
             "give a command: serve, demo, inspect, call, read or prompt (see mcp-ref --help)"

@@ -13,6 +13,8 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
+import attrs
+
 from .. import types as t
 from ..events import Progress
 from .errors import CliError
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "INITIALIZE_TIMEOUT",
+    "ClientOptions",
     "call_command",
     "coerce_arguments",
     "connect",
@@ -390,6 +393,35 @@ async def connect(
         raise _no_answer(exc, server, timeout, initialize_wait) from None
 
 
+@attrs.frozen(kw_only=True)
+class ClientOptions:
+    """What every client command (``inspect``, ``call``, ``read``, ``prompt``) is given
+    besides its words: where to print, how, and how to reach the server (the options of
+    :func:`connect`)."""
+
+    out: TextIO
+    """Where the answer is printed (log and progress messages go to stderr)."""
+    as_json: bool = False
+    """``--json``: print the whole result as JSON instead of as text."""
+    url: str | None = None
+    """``--url``: the server's URL; None for a server started by a command (stdio)."""
+    timeout: float | None = None
+    """``--timeout``: seconds per answer, or None for the defaults (:func:`_timeouts`)."""
+    initialize_wait: float = INITIALIZE_TIMEOUT
+    """Seconds to wait for ``initialize``'s answer when ``timeout`` is None."""
+
+    def connect(
+        self, command: Sequence[str] | None, **client_options: Any
+    ) -> AbstractAsyncContextManager[Client]:
+        """:func:`connect` to the server at ``url``, else the one ``command`` starts
+        (``client_options``: those of :func:`~mcp_ref.client.open_client`).
+
+        Raises:
+            CliError: as :func:`connect`.
+        """
+        return connect(command, self.url, self.timeout, self.initialize_wait, **client_options)
+
+
 def _show_log(params: t.LoggingMessageNotificationParams) -> None:
     """Print a server's log message on stderr as it arrives: ``[info] logger: text``."""
     data = params.data if isinstance(params.data, str) else json.dumps(params.data)
@@ -410,20 +442,17 @@ def _print_json(value: Any, out: TextIO) -> None:
     print(json.dumps(unstructure(value), indent=2, ensure_ascii=False), file=out)
 
 
-async def inspect_command(
-    command: list[str] | None,
-    as_json: bool,
-    out: TextIO,
-    timeout: float | None = None,
-    url: str | None = None,
-    initialize_wait: float = INITIALIZE_TIMEOUT,
-) -> int:
+async def inspect_command(command: list[str] | None, options: ClientOptions) -> int:
     """``mcp-ref inspect``: print the server's tools, resources, templates, prompts.
+
+    Args:
+        command: the server's command (stdio), or None with ``options.url``.
+        options: where and how to print, and how to reach the server.
 
     Raises:
         CliError: as :func:`connect`; McpError and the client's errors as they come.
     """
-    async with connect(command, url, timeout, initialize_wait) as client:
+    async with options.connect(command) as client:
         caps = client.server_capabilities
         listing: dict[str, Any] = {}
         if caps.tools is not None:
@@ -433,15 +462,15 @@ async def inspect_command(
             listing["templates"] = await client.list_resource_templates()
         if caps.prompts is not None:
             listing["prompts"] = await client.list_prompts()
-    if as_json:
+    if options.as_json:
         from .._convert import unstructure
 
         data = {k: unstructure(v) for k, v in listing.items()}
         data["serverInfo"] = unstructure(client.server_info)
         data["protocolVersion"] = client.protocol_version
-        print(json.dumps(data, indent=2, ensure_ascii=False), file=out)
+        print(json.dumps(data, indent=2, ensure_ascii=False), file=options.out)
     else:
-        _print_listing(client, out, listing)
+        _print_listing(client, options.out, listing)
     return 0
 
 
@@ -462,97 +491,95 @@ def _describe_block(block: Any) -> str:
     return repr(block)
 
 
-async def call_command(
-    words: Sequence[str],
-    as_json: bool,
-    out: TextIO,
-    timeout: float | None = None,
-    url: str | None = None,
-    initialize_wait: float = INITIALIZE_TIMEOUT,
-) -> int:
+async def call_command(words: Sequence[str], options: ClientOptions) -> int:
     """``mcp-ref call``: call one tool, its ``key=value`` arguments read by its input
     schema (:func:`coerce_arguments`), showing progress and log messages on stderr
     as they arrive; print the result.  Returns 1 when the result is an error.
+
+    Args:
+        words: ``[-- CMD...] TOOL key=value...`` (no command with ``options.url``).
+        options: where and how to print, and how to reach the server.
 
     Raises:
         CliError: usage (:func:`split_words`), as :func:`connect`; McpError and the
             client's errors as they come.
     """
-    command, tool, raw = split_words(words, CALL_USAGE, with_command=url is None)
-    async with connect(command or None, url, timeout, initialize_wait, on_log=_show_log) as client:
+    command, tool, raw = split_words(words, CALL_USAGE, with_command=options.url is None)
+    async with options.connect(command or None, on_log=_show_log) as client:
         schema = None
         if client.server_capabilities.tools is not None:
             listed = {listed.name: listed for listed in await client.list_tools()}
             schema = listed[tool].input_schema if tool in listed else None
         arguments = coerce_arguments(raw, schema)
         result = await client.call_tool(tool, arguments, on_progress=_show_progress)
-    if as_json:
-        _print_json(result, out)
+    if options.as_json:
+        _print_json(result, options.out)
     else:
         for block in result.content:
-            print(_describe_block(block), file=out)
+            print(_describe_block(block), file=options.out)
         if result.structured_content is not None and not result.content:
-            print(json.dumps(result.structured_content, indent=2, ensure_ascii=False), file=out)
+            print(
+                json.dumps(result.structured_content, indent=2, ensure_ascii=False),
+                file=options.out,
+            )
     if result.is_error:
         print(f"mcp-ref: tool {tool} reported an error", file=sys.stderr)
         return 1
     return 0
 
 
-async def read_command(
-    words: Sequence[str],
-    as_json: bool,
-    out: TextIO,
-    timeout: float | None = None,
-    url: str | None = None,
-    initialize_wait: float = INITIALIZE_TIMEOUT,
-) -> int:
+async def read_command(words: Sequence[str], options: ClientOptions) -> int:
     """``mcp-ref read URI``: print a resource's contents, text as it is, each blob as
     one line (``[blob URI (type), N bytes]``).
+
+    Args:
+        words: ``[-- CMD...] URI`` (no command with ``options.url``).
+        options: where and how to print, and how to reach the server.
 
     Raises:
         CliError: usage, as :func:`connect`; McpError (-32002: no such resource).
     """
-    command, uri, _ = split_words(words, READ_USAGE, with_command=url is None, key_values=False)
-    async with connect(command or None, url, timeout, initialize_wait, on_log=_show_log) as client:
+    command, uri, _ = split_words(
+        words, READ_USAGE, with_command=options.url is None, key_values=False
+    )
+    async with options.connect(command or None, on_log=_show_log) as client:
         result = await client.read_resource(uri)
-    if as_json:
-        _print_json(result, out)
+    if options.as_json:
+        _print_json(result, options.out)
         return 0
     for contents in result.contents:
         if isinstance(contents, t.TextResourceContents):
             text = contents.text
-            print(text, end="" if text.endswith("\n") else "\n", file=out)
+            print(text, end="" if text.endswith("\n") else "\n", file=options.out)
         else:
             blob = contents.blob.strip()
             size = len(blob) * 3 // 4 - blob[-2:].count("=")
             kind = contents.mime_type or "unknown type"
-            print(f"[blob {contents.uri} ({kind}), {size} bytes]", file=out)
+            print(f"[blob {contents.uri} ({kind}), {size} bytes]", file=options.out)
     return 0
 
 
-async def prompt_command(
-    words: Sequence[str],
-    as_json: bool,
-    out: TextIO,
-    timeout: float | None = None,
-    url: str | None = None,
-    initialize_wait: float = INITIALIZE_TIMEOUT,
-) -> int:
+async def prompt_command(words: Sequence[str], options: ClientOptions) -> int:
     """``mcp-ref prompt NAME key=value...``: get a prompt (its arguments are text, as
     the spec has them) and print its messages, ``role: content`` each.
+
+    Args:
+        words: ``[-- CMD...] NAME key=value...`` (no command with ``options.url``).
+        options: where and how to print, and how to reach the server.
 
     Raises:
         CliError: usage, as :func:`connect`; McpError (-32602: no such prompt).
     """
-    command, name, raw = split_words(words, PROMPT_USAGE, with_command=url is None, what="prompt")
-    async with connect(command or None, url, timeout, initialize_wait, on_log=_show_log) as client:
+    command, name, raw = split_words(
+        words, PROMPT_USAGE, with_command=options.url is None, what="prompt"
+    )
+    async with options.connect(command or None, on_log=_show_log) as client:
         result = await client.get_prompt(name, raw)
-    if as_json:
-        _print_json(result, out)
+    if options.as_json:
+        _print_json(result, options.out)
         return 0
     if result.description:
-        print(f"# {_first_line(result.description)}", file=out)
+        print(f"# {_first_line(result.description)}", file=options.out)
     for message in result.messages:
-        print(f"{message.role}: {_describe_block(message.content)}", file=out)
+        print(f"{message.role}: {_describe_block(message.content)}", file=options.out)
     return 0

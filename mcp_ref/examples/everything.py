@@ -233,6 +233,22 @@ def _needs_2025_11_25(ctx: Context) -> None:
         raise ToolError(f"This tool needs protocol 2025-11-25; the session uses {version}")
 
 
+async def _elicit_2025_11_25(ctx: Context, message: str, schema: dict[str, Any]) -> str:
+    """Ask the user to fill the form ``schema`` (a 2025-11-25 form: defaults, the new
+    enum shapes) and say what came back: ``Elicitation completed: action=accept,
+    content={...}`` (the content as JSON, ``null`` when declined or cancelled).
+
+    Raises:
+        ToolError: the client cannot elicit, or the session's protocol is older than
+            2025-11-25 (:func:`_needs_2025_11_25`).
+
+    Source: 2025-11-25/client/elicitation (elicitation/create).
+    """
+    _needs_2025_11_25(ctx)
+    result = await ctx.elicit(message, schema)
+    return f"Elicitation completed: action={result.action}, content={json.dumps(result.content)}"
+
+
 def _close_http_stream(ctx: Context) -> bool:
     """End the request's SSE stream before its result, when served over Streamable HTTP
     (the transport's ``close_sse_stream``); False elsewhere."""
@@ -343,20 +359,14 @@ def _conformance_tools(server: Server) -> None:
     @server.tool()
     async def test_elicitation_sep1034_defaults(ctx: Context) -> str:
         """Asks for a form whose fields all have defaults (SEP-1034)."""
-        _needs_2025_11_25(ctx)
-        result = await ctx.elicit("Please review and update the form fields", _DEFAULTS_SCHEMA)
-        return (
-            f"Elicitation completed: action={result.action}, content={json.dumps(result.content)}"
+        return await _elicit_2025_11_25(
+            ctx, "Please review and update the form fields", _DEFAULTS_SCHEMA
         )
 
     @server.tool()
     async def test_elicitation_sep1330_enums(ctx: Context) -> str:
         """Asks for choices in the five enum shapes of 2025-11-25 (SEP-1330)."""
-        _needs_2025_11_25(ctx)
-        result = await ctx.elicit("Please choose from the options", _ENUM_SCHEMA)
-        return (
-            f"Elicitation completed: action={result.action}, content={json.dumps(result.content)}"
-        )
+        return await _elicit_2025_11_25(ctx, "Please choose from the options", _ENUM_SCHEMA)
 
     @server.tool(
         input_schema=_JSON_SCHEMA_2020_12,
