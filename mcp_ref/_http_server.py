@@ -23,8 +23,7 @@ One request goes through these steps, each a function here:
    (:func:`request_version`), for every request but ``initialize``;
    :func:`legacy_session` for a POST to the 2024-11-05 message endpoint.
 
-:func:`server_config` gives a server's settings from the address it binds;
-:func:`driver_config` reads them from a driver's own arguments.  The logical
+:func:`server_config` gives a server's settings from the address it binds.  The logical
 streams a session's messages go to are :mod:`mcp_ref._http_streams`.
 """
 
@@ -49,7 +48,6 @@ __all__ = [
     "RequestHeaders",
     "ServerConfig",
     "check_body_headers",
-    "driver_config",
     "gone",
     "header",
     "headers_from_items",
@@ -133,39 +131,6 @@ def server_config(
     return cfg
 
 
-def driver_config(host: str, grace_seconds: float, arguments: Mapping[str, Any]) -> ServerConfig:
-    """The settings of a server driver (:func:`mcp_ref.trio.serve_http`,
-    :func:`mcp_ref.asgi.asgi_app`) from the arguments it was called with: each of
-    :class:`ServerConfig`'s fields (``path``, ``json_response``, ``stateless``, ...,
-    ``retry_ms``) is the argument of the same name, given to :func:`server_config` with
-    ``host``.  A driver passes its ``locals()`` before it binds any other name, so the
-    two drivers' parameters are read in one place and cannot drift apart.
-
-    Args:
-        host: the address the server binds (it sets the default ``Origin`` and
-            ``Host`` patterns).
-        grace_seconds: seconds the requests in progress get at a graceful stop; only
-            checked here.
-        arguments: the driver's arguments by name; names that are not fields of
-            :class:`ServerConfig` are passed over.
-
-    Raises:
-        ValueError: a negative ``grace_seconds``; a path that does not start with ``/``.
-        TypeError: ``arguments`` lack one of :class:`ServerConfig`'s fields (a driver
-            whose parameters no longer match them).
-
-    Source: 2025-06-18/basic/transports#streamable-http;
-    2025-06-18/basic/transports#security-warning (Origin, Host).
-    """
-    if grace_seconds < 0:
-        raise ValueError("grace_seconds must not be negative")
-    names = [field.name for field in attrs.fields(ServerConfig)]
-    missing = [name for name in names if name not in arguments]
-    if missing:
-        raise TypeError(f"a server driver without the options {', '.join(missing)}")
-    return server_config(host, **{name: arguments[name] for name in names})
-
-
 class RequestHeaders(list[tuple[bytes, bytes]]):
     """One request's headers (lowercase names), plus ``memo``: the outcome of each
     header rule for this exact target and header set, shared with every later request
@@ -244,7 +209,6 @@ def headers_from_items(
         memo = memos[key] = {}
     items.extend(rest)
     return RequestHeaders(items, memo, size)
-
 
 class Endpoint(enum.Enum):
     """Which answer a request gets (:func:`route_request`)."""

@@ -33,7 +33,6 @@ from mcp_ref._http_server import (
     RequestHeaders,
     ServerConfig,
     check_body_headers,
-    driver_config,
     gone,
     headers_from_items,
     legacy_session,
@@ -105,6 +104,7 @@ def test_a_head_larger_than_the_limit_is_431() -> None:
     assert isinstance(got, HttpError) and got.status == 431
 
 
+
 def test_headers_from_any_parser_are_lowercased_sized_and_share_a_memo_but_content_length() -> None:
     memos: dict[Any, dict[Any, Any]] = {}
     first = headers_from_items(b"/mcp", [(b"Accept", b"a"), (b"Content-Length", b"12")], memos)
@@ -114,7 +114,6 @@ def test_headers_from_any_parser_are_lowercased_sized_and_share_a_memo_but_conte
     assert first.memo is again.memo
     other = headers_from_items(b"/other", [(b"accept", b"a")], memos)
     assert other.memo is not first.memo
-
 
 # -- which stream a message goes to --------------------------------------------------
 
@@ -262,19 +261,6 @@ def test_a_stateless_server_offers_no_get_stream_and_no_2024_11_05_endpoints() -
         server_config("127.0.0.1", path="mcp")
     with pytest.raises(TypeError):
         server_config("127.0.0.1", nonsense=True)
-
-
-def test_a_drivers_settings_are_read_from_its_arguments_by_name() -> None:
-    arguments = {f.name: getattr(ServerConfig(), f.name) for f in attrs.fields(ServerConfig)}
-    arguments.update(allowed_origins=None, allowed_hosts=None, limits=None)
-    arguments.update(path="/x", retry_ms=5, handler=object())  # handler: not a setting
-    cfg = driver_config("127.0.0.1", 5.0, arguments)
-    assert cfg == server_config("127.0.0.1", path="/x", retry_ms=5)
-    with pytest.raises(ValueError, match="grace_seconds"):
-        driver_config("127.0.0.1", -1.0, arguments)
-    del arguments["retry_ms"]
-    with pytest.raises(TypeError, match="retry_ms"):
-        driver_config("127.0.0.1", 5.0, arguments)
 
 
 def test_the_client_address_is_the_ip_without_port_or_zone() -> None:

@@ -67,7 +67,7 @@ import trio
 from .._http import HttpError, HttpLimits, Refused, http_error
 from .._http_connection import RequestReady
 from .._http_peers import peer_address
-from .._http_server import ServerConfig, driver_config
+from .._http_server import ServerConfig, server_config
 from ..trio._session import DEFAULT_GRACE_SECONDS, Handler
 from ..trio.http.endpoint import ENDPOINTS
 from ..trio.http.sessions import PEER, SessionTable
@@ -130,8 +130,22 @@ def asgi_app(
     Source: 2025-06-18/basic/transports#streamable-http; 2024-11-05/basic/transports
     "HTTP with SSE"; 2025-06-18/basic/transports#security-warning (Origin, Host).
     """
-    # The ServerConfig fields among the arguments (path ... retry_ms), by name.
-    cfg = driver_config(host, grace_seconds, locals())
+    if grace_seconds < 0:
+        raise ValueError("grace_seconds must not be negative")
+    cfg = server_config(
+        host,
+        path=path,
+        json_response=json_response,
+        stateless=stateless,
+        enable_get_stream=enable_get_stream,
+        allowed_origins=allowed_origins,
+        allowed_hosts=allowed_hosts,
+        limits=limits,
+        legacy_sse=legacy_sse,
+        legacy_sse_path=legacy_sse_path,
+        legacy_messages_path=legacy_messages_path,
+        retry_ms=retry_ms,
+    )
     return McpAsgiApp(handler, cfg, grace_seconds=grace_seconds, session_kw=session_kw)
 
 

@@ -36,7 +36,7 @@ import trio
 from ..._http import HttpLimits, Refused
 from ..._http_connection import NEED_DATA, Refusal, RequestReady, ServerConnection
 from ..._http_peers import http_url
-from ..._http_server import ServerConfig, driver_config
+from ..._http_server import ServerConfig, server_config
 from .._listen import close_listeners, peer_of, serve_until_stopped
 from .._session import DEFAULT_GRACE_SECONDS, Handler
 from .common import H11Stream
@@ -146,8 +146,22 @@ async def serve_http(
     "HTTP with SSE"; 2025-06-18/basic/transports#backwards-compatibility;
     2025-06-18/basic/lifecycle#shutdown (the stop).
     """
-    # The ServerConfig fields among the arguments (path ... retry_ms), by name.
-    cfg = driver_config(host, grace_seconds, locals())
+    if grace_seconds < 0:
+        raise ValueError("grace_seconds must not be negative")
+    cfg = server_config(
+        host,
+        path=path,
+        json_response=json_response,
+        stateless=stateless,
+        enable_get_stream=enable_get_stream,
+        allowed_origins=allowed_origins,
+        allowed_hosts=allowed_hosts,
+        limits=limits,
+        legacy_sse=legacy_sse,
+        legacy_sse_path=legacy_sse_path,
+        legacy_messages_path=legacy_messages_path,
+        retry_ms=retry_ms,
+    )
     server = HttpServer(handler, cfg, session_kw)
     listeners = await trio.open_tcp_listeners(port, host=host)
     try:
