@@ -210,6 +210,7 @@ def headers_from_items(
     items.extend(rest)
     return RequestHeaders(items, memo, size)
 
+
 class Endpoint(enum.Enum):
     """Which answer a request gets (:func:`route_request`)."""
 

@@ -104,7 +104,6 @@ def test_a_head_larger_than_the_limit_is_431() -> None:
     assert isinstance(got, HttpError) and got.status == 431
 
 
-
 def test_headers_from_any_parser_are_lowercased_sized_and_share_a_memo_but_content_length() -> None:
     memos: dict[Any, dict[Any, Any]] = {}
     first = headers_from_items(b"/mcp", [(b"Accept", b"a"), (b"Content-Length", b"12")], memos)
@@ -114,6 +113,7 @@ def test_headers_from_any_parser_are_lowercased_sized_and_share_a_memo_but_conte
     assert first.memo is again.memo
     other = headers_from_items(b"/other", [(b"accept", b"a")], memos)
     assert other.memo is not first.memo
+
 
 # -- which stream a message goes to --------------------------------------------------
 

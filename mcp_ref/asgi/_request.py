@@ -73,6 +73,7 @@ def request_headers(
     raw_items = ((bytes(name), bytes(value)) for name, value in scope.get("headers") or ())
     return headers_from_items(target, raw_items, memos)
 
+
 async def read_request(
     cfg: ServerConfig,
     scope: Message,
