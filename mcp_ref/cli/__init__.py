@@ -208,8 +208,15 @@ _CLIENT_COMMANDS: dict[str, tuple[Callable[..., Any], str, dict[str, Any]]] = {
 
 def _client_options(args: argparse.Namespace, out: TextIO) -> ClientOptions:
     """The :class:`~.client.ClientOptions` of a client command's ``--json``, ``--url``
-    and ``--timeout``."""
-    return ClientOptions(out=out, as_json=args.json, url=args.url, timeout=args.timeout)
+    and ``--timeout``; the wait for ``initialize`` is this module's
+    :data:`INITIALIZE_TIMEOUT`, read at each call (so it can be shortened)."""
+    return ClientOptions(
+        out=out,
+        as_json=args.json,
+        url=args.url,
+        timeout=args.timeout,
+        initialize_wait=INITIALIZE_TIMEOUT,
+    )
 
 
 def _run(args: argparse.Namespace, out: TextIO) -> int:
