@@ -51,7 +51,19 @@ import trio
 
 from ..._http_client import Send, failure
 from ..._http_client_flows import GetStreamFlow, LegacyFlow, MessageFlow, ReplayFlow, RequestFlow
-from ..._http_client_steps import READ, Done, Flow, HttpRequest, Read, Step, Wait, delete_request
+from ..._http_client_steps import (
+    READ,
+    Authorize,
+    Done,
+    Flow,
+    HttpRequest,
+    Read,
+    Step,
+    Wait,
+    delete_request,
+)
+from ..._oauth_config import Authorized, Failed, NeedAuthorization, NeedHttp
+from ..._oauth_http import OAuthError
 from ...events import RequestId
 from .client_connections import _IO_FAILURES, ClientConnections, HttpTransportError, _Exchange
 from .common import Supervisor
@@ -93,6 +105,7 @@ class HttpClientChannel(ClientConnections):
         """
         if self.closed:
             raise trio.ClosedResourceError("the HTTP channel is closed")
+        await self._keep_token_fresh()
         out = self.core.outgoing(data)
         if out.send is Send.INITIALIZE:
             return await self._send_initialize(RequestFlow(self.core, out, data))
@@ -163,6 +176,8 @@ class HttpClientChannel(ClientConnections):
                 elif isinstance(step, Wait):
                     await trio.sleep(step.seconds)
                     step = flow.waited()
+                elif isinstance(step, Authorize):
+                    step = flow.signed_in(await self._sign_in(step))
                 else:
                     step = flow.new_session(await self._new_session(step.generation))
         finally:
@@ -213,9 +228,13 @@ class HttpClientChannel(ClientConnections):
             await ex.conn.aclose()
             log.info("POST initialize got %s: trying the 2024-11-05 HTTP+SSE transport", ex.status)
             await self._fall_back(flow.data)
-        elif flow.fatal:  # authorization, which we do not do: the channel cannot go on
+        elif flow.fatal:  # authorization, and no auth= to sign in: the channel cannot go on
             done = await self._run(flow, then, ex)
             raise HttpTransportError(done.error)
+        elif flow.signing_in:  # sign in now: a failed sign-in fails initialize here
+            done = await self._run(flow, then, ex)
+            if done.error is not None:
+                raise HttpTransportError(done.error)
         else:
             self._supervisor.start_soon(self._in_background, flow, then, ex)
 
@@ -285,6 +304,65 @@ class HttpClientChannel(ClientConnections):
                     self._in_send.close()
             return reason is None
 
+    # -- signing in ---------------------------------------------------------------------
+
+    async def _keep_token_fresh(self) -> None:
+        """Before a message: refresh an expired token (wall clock) that can be."""
+        auth = self.core.auth
+        if auth is None or auth.refresh_request(self.clock()) is None:
+            return
+        async with self._auth_lock:
+            if (request := auth.refresh_request(self.clock())) is not None:
+                await self._refresh(request)
+
+    async def _refresh(self, request: Any) -> bool:
+        """Send a refresh request; True when a new token is kept."""
+        auth = self.core.auth
+        assert auth is not None
+        try:
+            response = await self._oauth_exchange(request)
+        except (*_IO_FAILURES, trio.TooSlowError) as exc:
+            log.warning("refreshing the token failed: %r", exc)
+            return False
+        return auth.refreshed(response, self.clock())
+
+    async def _sign_in(self, step: Authorize) -> str | None:
+        """Sign in after the refusal ``step`` (one task at a time): refresh the token
+        after a 401 when it can be, else run the sign-in flow
+        (:mod:`mcp_ref._http_client_auth`).  None when signed in, else why not."""
+        auth = self.core.auth
+        assert auth is not None
+        async with self._auth_lock:
+            if auth.stale(step.generation):
+                return None  # another task signed in since: send again with its token
+            if step.status == 401:
+                request = auth.refresh_request(self.clock(), force=True)
+                if request is not None and await self._refresh(request):
+                    return None
+            try:
+                flow = auth.begin(step.status, step.www_authenticate)
+            except OAuthError as exc:
+                return f"HTTP {step.status}: cannot sign in: {exc.reason}"
+            while True:
+                event = flow.next_event()
+                if isinstance(event, NeedHttp):
+                    try:
+                        response = await self._oauth_exchange(event.request)
+                    except (*_IO_FAILURES, trio.TooSlowError) as exc:
+                        return f"sign-in failed: {event.request.url}: {exc!r}"
+                    flow.receive_response(response, now=self.clock())
+                elif isinstance(event, NeedAuthorization):
+                    authorize = auth.options.authorize
+                    if authorize is None:
+                        return "sign-in needs a browser step: give OAuthClientOptions.authorize"
+                    flow.receive_redirect(await authorize(event.url))
+                elif isinstance(event, Authorized):
+                    auth.authorized(event.grant)
+                    return None
+                else:
+                    assert isinstance(event, Failed)
+                    return f"sign-in failed: {event.error.reason}"
+
     # -- the GET stream ------------------------------------------------------------------
 
     async def _open_get_stream(self) -> None:
@@ -347,7 +425,10 @@ async def open_http_channel(url: str, **channel_kw: Any) -> AsyncIterator[HttpCl
             (64; a request past it is answered at once with an error),
             ``connect_timeout`` (10 s), ``io_timeout`` (20 s per one-way POST),
             ``default_retry`` (1 s when the server gave no ``retry``),
-            ``pool_idle_seconds`` (4 s), ``ssl_context``.
+            ``pool_idle_seconds`` (4 s), ``ssl_context``, ``auth``
+            (:class:`~mcp_ref.client.OAuthClientOptions`: sign in when the server
+            answers 401, or 403 ``insufficient_scope``; None: such an answer to
+            ``initialize`` ends the channel).
 
     Yields:
         The channel; give it to :func:`~mcp_ref.trio.open_session` or
