@@ -233,3 +233,46 @@ def test_options_are_checked_when_the_client_opens() -> None:
             "http://127.0.0.1:8000/mcp",
             OAuthClientOptions(redirect_uri="http://example.com/cb"),  # not https, not loopback
         )
+
+
+def test_the_asyncio_client_signs_in_too() -> None:
+    """The same servers (trio, in a thread of their own), the asyncio driver."""
+    import asyncio
+    import threading
+
+    from mcp_ref.asyncio import open_http_client as open_asyncio_http_client
+
+    world = World()
+    ready = threading.Event()
+    held: dict[str, Any] = {}
+
+    async def servers() -> None:
+        with trio.fail_after(TIMEOUT):
+            async with (
+                fake_server(world.mcp) as (mcp_url, mcp),
+                fake_server(world.auth_server) as (as_url, _),
+            ):
+                world.mcp_url, world.as_url = mcp_url, as_url.removesuffix("/mcp")
+                held["mcp"], held["stop"] = mcp, trio.Event()
+                held["token"] = trio.lowlevel.current_trio_token()
+                ready.set()
+                await held["stop"].wait()
+
+    thread = threading.Thread(target=trio.run, args=(servers,))
+    thread.start()
+    try:
+        assert ready.wait(TIMEOUT)
+
+        async def client() -> None:
+            options = OAuthClientOptions(redirect_uri=REDIRECT, authorize=world.authorize)
+            async with open_asyncio_http_client(world.mcp_url, auth=options) as c:
+                result = await c.call_tool("x")
+                assert result.content[0].text == "tok-1"  # type: ignore[union-attr]
+
+        asyncio.run(asyncio.wait_for(client(), TIMEOUT))
+    finally:
+        if "stop" in held:
+            trio.from_thread.run_sync(held["stop"].set, trio_token=held["token"])
+        thread.join(TIMEOUT)
+    assert world.registered == 1
+    assert held["mcp"].requests[-1].headers["authorization"] == "Bearer tok-1"
