@@ -59,6 +59,7 @@ from ._http import (
 )
 from ._http_messages import error_of, message_info, negotiated_version
 from ._http_streams import request_key
+from ._oauth_http import TokenMisdirected
 from ._sse import SSEEvent
 from .events import RequestId
 
@@ -303,7 +304,12 @@ class HttpClientCore:
             # "authorization MUST be included in every HTTP request from client to
             # server, even if they are part of the same logical session."
             target = self.post_target if method == b"POST" else self.target
-            bearer = self.auth.header(self.origin + target)  # refuses another resource
+            try:
+                bearer = self.auth.header(self.origin + target)
+            except TokenMisdirected:
+                # Outside the token's resource (a 2024-11-05 endpoint elsewhere): never
+                # sent there; the server's 401, if any, asks for a sign-in of its own.
+                bearer = None
             if bearer is not None:
                 out.append(bearer)
         return out + self.extra
@@ -320,8 +326,8 @@ class HttpClientCore:
         """
         initialize = key == self.init_key and self.init_key is not None
         if status in (401, 403) and (initialize or self.auth is not None):
-            # 2025-06-18/basic/authorization#authorization-flow-steps: a 401 (or a 403
-            # insufficient_scope) starts the sign-in when the client can sign in.
+            # A 401 (or a 403 insufficient_scope: 2025-11-25/basic/authorization
+            # #step-up-authorization-flow) starts the sign-in when the client can.
             return Answer.UNAUTHORIZED
         if initialize and 400 <= status < 500:
             if self.legacy_fallback:

@@ -60,7 +60,8 @@ class OAuthClientOptions:
     and secret.  Checked when the client opens (``SignInConfig``:
     :class:`~mcp_ref._oauth_http.OAuthLocalError`).
 
-    Source: 2025-11-25/basic/authorization#authorization-flow-steps.
+    Source: 2025-11-25/basic/authorization#token-requirements;
+    #step-up-authorization-flow; #client-registration-approaches.
     """
 
     redirect_uri: str | None = None

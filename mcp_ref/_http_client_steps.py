@@ -127,7 +127,8 @@ class Authorize:
     """The server wants a sign-in (a 401, or a 403): sign in under the driver's lock
     (unless another task did since ``generation``), then :meth:`Flow.signed_in`.
 
-    Source: 2025-06-18/basic/authorization#authorization-flow-steps.
+    Source: 2025-11-25/basic/authorization#step-up-authorization-flow;
+    #token-requirements.
     """
 
     status: int
@@ -256,6 +257,9 @@ class Flow:
         after :data:`MAX_SIGN_INS` sign-ins already."""
         assert self._challenge is not None
         step, self._challenge = self._challenge, None
+        # Spec: 2025-11-25/basic/authorization#step-up-authorization-flow.4
+        # "Clients SHOULD implement retry limits and SHOULD track scope upgrade attempts
+        # to avoid repeated failures for the same resource and operation combination."
         if self.sign_ins >= MAX_SIGN_INS:
             return self._refusal(prefix + f"still refused after {MAX_SIGN_INS} sign-ins: ")
         return step
