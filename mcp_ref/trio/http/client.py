@@ -62,8 +62,6 @@ from ..._http_client_steps import (
     Wait,
     delete_request,
 )
-from ..._oauth_config import Authorized, Failed, NeedAuthorization, NeedHttp
-from ..._oauth_http import OAuthError
 from ...events import RequestId
 from .client_connections import _IO_FAILURES, ClientConnections, HttpTransportError, _Exchange
 from .common import Supervisor
@@ -303,65 +301,6 @@ class HttpClientChannel(ClientConnections):
                     self.eof_reason = reason
                     self._in_send.close()
             return reason is None
-
-    # -- signing in ---------------------------------------------------------------------
-
-    async def _keep_token_fresh(self) -> None:
-        """Before a message: refresh an expired token (wall clock) that can be."""
-        auth = self.core.auth
-        if auth is None or auth.refresh_request(self.clock()) is None:
-            return
-        async with self._auth_lock:
-            if (request := auth.refresh_request(self.clock())) is not None:
-                await self._refresh(request)
-
-    async def _refresh(self, request: Any) -> bool:
-        """Send a refresh request; True when a new token is kept."""
-        auth = self.core.auth
-        assert auth is not None
-        try:
-            response = await self._oauth_exchange(request)
-        except (*_IO_FAILURES, trio.TooSlowError) as exc:
-            log.warning("refreshing the token failed: %r", exc)
-            return False
-        return auth.refreshed(response, self.clock())
-
-    async def _sign_in(self, step: Authorize) -> str | None:
-        """Sign in after the refusal ``step`` (one task at a time): refresh the token
-        after a 401 when it can be, else run the sign-in flow
-        (:mod:`mcp_ref._http_client_auth`).  None when signed in, else why not."""
-        auth = self.core.auth
-        assert auth is not None
-        async with self._auth_lock:
-            if auth.stale(step.generation):
-                return None  # another task signed in since: send again with its token
-            if step.status == 401:
-                request = auth.refresh_request(self.clock(), force=True)
-                if request is not None and await self._refresh(request):
-                    return None
-            try:
-                flow = auth.begin(step.status, step.www_authenticate)
-            except OAuthError as exc:
-                return f"HTTP {step.status}: cannot sign in: {exc.reason}"
-            while True:
-                event = flow.next_event()
-                if isinstance(event, NeedHttp):
-                    try:
-                        response = await self._oauth_exchange(event.request)
-                    except (*_IO_FAILURES, trio.TooSlowError) as exc:
-                        return f"sign-in failed: {event.request.url}: {exc!r}"
-                    flow.receive_response(response, now=self.clock())
-                elif isinstance(event, NeedAuthorization):
-                    authorize = auth.options.authorize
-                    if authorize is None:
-                        return "sign-in needs a browser step: give OAuthClientOptions.authorize"
-                    flow.receive_redirect(await authorize(event.url))
-                elif isinstance(event, Authorized):
-                    auth.authorized(event.grant)
-                    return None
-                else:
-                    assert isinstance(event, Failed)
-                    return f"sign-in failed: {event.error.reason}"
 
     # -- the GET stream ------------------------------------------------------------------
 

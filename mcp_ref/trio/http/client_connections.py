@@ -15,10 +15,18 @@ processed nothing).  ``_finish`` gives a connection back to the pool when both s
 finished their messages, else closes it; at most ``_POOL_SIZE`` are kept, and those
 idle longer than ``pool_idle_seconds`` are dropped.  An exchange may fail with any of
 ``_IO_FAILURES``.
+
+Signing in (``auth=``; the decisions are :mod:`mcp_ref._http_client_auth`'s): a flow's
+:class:`~mcp_ref._http_client_steps.Authorize` step is ``_sign_in``, one at a time
+under ``_auth_lock``: a refresh after a 401 when the token can be, else the
+:class:`~mcp_ref._oauth_flow.SignIn` flow, whose requests ``_oauth_exchange`` sends on
+connections of their own (never pooled, redirects not followed, bodies bounded);
+``_keep_token_fresh`` refreshes an expired token before a message.
 """
 
 from __future__ import annotations
 
+import logging
 import ssl
 import time
 from collections.abc import Sequence
@@ -31,13 +39,17 @@ import trio
 from ..._http import HttpLimits
 from ..._http_client import HttpClientCore
 from ..._http_client_auth import ClientAuth, OAuthClientOptions
-from ..._http_client_steps import HttpRequest
+from ..._http_client_steps import Authorize, HttpRequest
+from ..._oauth_config import Authorized, Failed, NeedAuthorization, NeedHttp
 from ..._oauth_http import HttpRequest as OAuthRequest
 from ..._oauth_http import HttpResponse as OAuthResponse
+from ..._oauth_http import OAuthError
 from .common import H11Stream, Supervisor
 
 __all__ = ["ClientConnections", "HttpTransportError"]
 
+
+log = logging.getLogger("mcp_ref.trio.http")
 
 _INCOMING_QUEUE: Final = 256
 _POOL_SIZE: Final = 8
@@ -283,3 +295,62 @@ class ClientConnections:
                 await conn.aclose()
         data = b"".join(parts_read)[: request.max_body_bytes + 1]
         return OAuthResponse(status=status, headers=tuple(got), body=data)
+
+    # -- signing in ---------------------------------------------------------------------
+
+    async def _keep_token_fresh(self) -> None:
+        """Before a message: refresh an expired token (wall clock) that can be."""
+        auth = self.core.auth
+        if auth is None or auth.refresh_request(self.clock()) is None:
+            return
+        async with self._auth_lock:
+            if (request := auth.refresh_request(self.clock())) is not None:
+                await self._refresh(request)
+
+    async def _refresh(self, request: OAuthRequest) -> bool:
+        """Send a refresh request; True when a new token is kept."""
+        auth = self.core.auth
+        assert auth is not None
+        try:
+            response = await self._oauth_exchange(request)
+        except (*_IO_FAILURES, trio.TooSlowError) as exc:
+            log.warning("refreshing the token failed: %r", exc)
+            return False
+        return auth.refreshed(response, self.clock())
+
+    async def _sign_in(self, step: Authorize) -> str | None:
+        """Sign in after the refusal ``step`` (one task at a time): refresh the token
+        after a 401 when it can be, else run the sign-in flow
+        (:mod:`mcp_ref._http_client_auth`).  None when signed in, else why not."""
+        auth = self.core.auth
+        assert auth is not None
+        async with self._auth_lock:
+            if auth.stale(step.generation):
+                return None  # another task signed in since: send again with its token
+            if step.status == 401:
+                request = auth.refresh_request(self.clock(), force=True)
+                if request is not None and await self._refresh(request):
+                    return None
+            try:
+                flow = auth.begin(step.status, step.www_authenticate)
+            except OAuthError as exc:
+                return f"HTTP {step.status}: cannot sign in: {exc.reason}"
+            while True:
+                event = flow.next_event()
+                if isinstance(event, NeedHttp):
+                    try:
+                        response = await self._oauth_exchange(event.request)
+                    except (*_IO_FAILURES, trio.TooSlowError) as exc:
+                        return f"sign-in failed: {event.request.url}: {exc!r}"
+                    flow.receive_response(response, now=self.clock())
+                elif isinstance(event, NeedAuthorization):
+                    authorize = auth.options.authorize
+                    if authorize is None:
+                        return "sign-in needs a browser step: give OAuthClientOptions.authorize"
+                    flow.receive_redirect(await authorize(event.url))
+                elif isinstance(event, Authorized):
+                    auth.authorized(event.grant)
+                    return None
+                else:
+                    assert isinstance(event, Failed)
+                    return f"sign-in failed: {event.error.reason}"
