@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 from urllib.parse import urlsplit
 
 import attrs
@@ -59,8 +59,12 @@ from ._http import (
 )
 from ._http_messages import error_of, message_info, negotiated_version
 from ._http_streams import request_key
+from ._oauth_http import TokenMisdirected
 from ._sse import SSEEvent
 from .events import RequestId
+
+if TYPE_CHECKING:
+    from ._http_client_auth import ClientAuth
 
 __all__ = [
     "MAX_ERROR_BODY",
@@ -121,7 +125,8 @@ class Answer(enum.Enum):
     FALLBACK = "fallback"
     """A 4xx to ``initialize``: try the 2024-11-05 HTTP+SSE transport."""
     UNAUTHORIZED = "unauthorized"
-    """401 or 403 to ``initialize``: authorization, which mcp-ref does not implement."""
+    """401 or 403: sign in (with ``auth``) and send again; without ``auth``, to
+    ``initialize``: the client cannot go on."""
     REFUSED = "refused"
     """An HTTP error: read the body (at most :data:`MAX_ERROR_BODY`), then
     :func:`refusal_message`."""
@@ -199,6 +204,7 @@ class HttpClientCore:
         legacy_fallback: bool = True,
         get_stream: bool = True,
         default_retry: float = 1.0,
+        auth: ClientAuth | None = None,
     ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -217,6 +223,9 @@ class HttpClientCore:
         self.legacy_fallback = legacy_fallback
         self.want_get = get_stream
         self.default_retry = default_retry
+        self.auth = auth
+        """Signing in when the server asks (None: a 401/403 ends the client)."""
+        self.origin = f"{parts.scheme}://{self.host_header.decode('ascii')}"
         self.session_id: str | None = None
         self.protocol_version: str | None = None
         self.mode: Literal["streamable", "legacy"] = "streamable"
@@ -290,6 +299,19 @@ class HttpClientCore:
         )
         if method == b"POST":
             out.append((b"content-length", b"%d" % len(body)))
+        if self.auth is not None:
+            # Spec: 2025-06-18/basic/authorization#token-requirements.3
+            # "authorization MUST be included in every HTTP request from client to
+            # server, even if they are part of the same logical session."
+            target = self.post_target if method == b"POST" else self.target
+            try:
+                bearer = self.auth.header(self.origin + target)
+            except TokenMisdirected:
+                # Outside the token's resource (a 2024-11-05 endpoint elsewhere): never
+                # sent there; the server's 401, if any, asks for a sign-in of its own.
+                bearer = None
+            if bearer is not None:
+                out.append(bearer)
         return out + self.extra
 
     # -- answers -------------------------------------------------------------------------
@@ -303,9 +325,11 @@ class HttpClientCore:
         #session-management.7; #backwards-compatibility.
         """
         initialize = key == self.init_key and self.init_key is not None
+        if status in (401, 403) and (initialize or self.auth is not None):
+            # A 401 (or a 403 insufficient_scope: 2025-11-25/basic/authorization
+            # #step-up-authorization-flow) starts the sign-in when the client can.
+            return Answer.UNAUTHORIZED
         if initialize and 400 <= status < 500:
-            if status in (401, 403):
-                return Answer.UNAUTHORIZED
             if self.legacy_fallback:
                 # 2025-06-18/basic/transports#backwards-compatibility: a 4xx to the
                 # POST of initialize means a 2024-11-05 server; try its GET stream.
@@ -334,6 +358,8 @@ class HttpClientCore:
         """
         if status == 404 and self.session_id is not None and not retried:
             return Answer.EXPIRED
+        if status in (401, 403) and self.auth is not None:
+            return Answer.UNAUTHORIZED
         return Answer.ACCEPTED if status < 300 else Answer.REFUSED
 
     def note_session(self, headers: Headers) -> None:

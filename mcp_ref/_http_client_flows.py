@@ -55,6 +55,9 @@ class RequestFlow(Flow):
         fatal: the server wants authorization (401/403 to ``initialize``): the driver
             ends the channel with :attr:`Done.error`.
         fallback: a 4xx to ``initialize``: the driver tries 2024-11-05 instead.
+        signing_in: a 401/403 came and the core can sign in: the flow asks for it
+            (:class:`~mcp_ref._http_client_steps.Authorize`) and sends the request
+            again (for ``initialize`` the driver runs this before ``send`` returns).
 
     Source: 2025-06-18/basic/transports#sending-messages-to-the-server.9;
     #resumability-and-redelivery.3; #session-management.7.
@@ -69,6 +72,7 @@ class RequestFlow(Flow):
         self.key, self.id, self.data = out.key, out.id, data
         self.fatal = False
         self.fallback = False
+        self.signing_in = False
         self._stream: StreamCursor | None = None
         """The answer's SSE stream, once it came (then heads are of resuming GETs)."""
 
@@ -98,6 +102,9 @@ class RequestFlow(Flow):
         if what is Answer.UNEXPECTED:
             media = media_type(headers).decode("latin-1")
             return Done(error=f"unexpected answer: HTTP {status} {media!r}")
+        if what is Answer.UNAUTHORIZED and self.core.auth is not None:
+            self.signing_in = True
+            return self._unauthorized(headers)
         self.fatal = what is Answer.UNAUTHORIZED
         return self._read(Body.ERROR)
 
@@ -118,8 +125,10 @@ class RequestFlow(Flow):
         if self._body is Body.ERROR:
             if self._stream is not None:
                 return self._refusal("resuming the stream failed: ")
+            if self._challenge is not None:
+                return self._authorize()
             if self.fatal:
-                prefix = "the server wants authorization, which mcp-ref does not implement yet: "
+                prefix = "the server wants authorization; open the client with auth= to sign in: "
                 return self._refusal(prefix)
             return self._refusal()
         if self.error is not None:
@@ -165,6 +174,8 @@ class MessageFlow(Flow):
 
     def head(self, status: int, headers: Headers) -> Step:
         self.status = status
+        if self.core.one_way(status, retried=True) is Answer.UNAUTHORIZED:
+            return self._unauthorized(headers)
         return self._read(Body.ERROR)  # read whole, so the connection can be reused
 
     def broken(self, why: str) -> Step:
@@ -174,6 +185,8 @@ class MessageFlow(Flow):
         # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.5
         # "If the server accepts the input, the server MUST return HTTP status code 202
         # Accepted with no body."
+        if self._challenge is not None:
+            return self._authorize()
         what = self.core.one_way(self.status, retried=self.retried)
         if what is Answer.ACCEPTED:
             return Done()

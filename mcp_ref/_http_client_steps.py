@@ -20,6 +20,8 @@ trio and asyncio::
         Wait        -> sleep step.seconds: step = flow.waited()
         NewSession  -> start a new session (one at a time):
                        step = flow.new_session(ok)
+        Authorize   -> sign in (one at a time; :mod:`mcp_ref._http_client_auth`):
+                       step = flow.signed_in(error)
 
 A connection whose response was read whole goes back to the pool; any other is
 closed.  :class:`Done` ends the flow: ``error`` None (answered, accepted) or the text
@@ -48,6 +50,7 @@ from .events import RequestId
 __all__ = [
     "READ",
     "SESSION_NOT_RESTARTED",
+    "Authorize",
     "Body",
     "Done",
     "Flow",
@@ -119,7 +122,28 @@ class Done:
     """A 404 to our session id once more, after a new session."""
 
 
-Step = HttpRequest | Read | Wait | NewSession | Done
+@attrs.frozen(kw_only=True)
+class Authorize:
+    """The server wants a sign-in (a 401, or a 403): sign in under the driver's lock
+    (unless another task did since ``generation``), then :meth:`Flow.signed_in`.
+
+    Source: 2025-11-25/basic/authorization#step-up-authorization-flow;
+    #token-requirements.
+    """
+
+    status: int
+    """401 or 403."""
+    www_authenticate: list[str]
+    """Every ``WWW-Authenticate`` value of the refusal (latin-1 text)."""
+    generation: int
+    """``ClientAuth.generation`` when the refused request was sent."""
+
+
+MAX_SIGN_INS: Final = 2
+"""How many times one message is sent again after signing in (the sign-in flow has
+its own retry limit across messages)."""
+
+Step = HttpRequest | Read | Wait | NewSession | Authorize | Done
 
 
 class Body(enum.Enum):
@@ -173,6 +197,10 @@ class Flow:
         self.generation = core.generation
         self.retried = False
         self.status = 0
+        self.sign_ins = 0
+        """Times this flow signed in and sent again."""
+        self._challenge: Authorize | None = None
+        self._auth_generation = 0
         self._body = Body.ERROR
         self._parts: list[bytes] = []
         self._size = 0
@@ -206,6 +234,35 @@ class Flow:
         self.retried = True
         self.generation = self.core.generation
         return self.start()
+
+    def signed_in(self, error: str | None) -> Step:
+        """The :class:`Authorize` ended (``error``: why the sign-in failed): send the
+        refused message again, now with the token."""
+        if error is not None:
+            return Done(error=error, http_status=self.status)
+        self.sign_ins += 1
+        return self.start()
+
+    def _unauthorized(self, headers: Headers) -> Read:
+        """A 401/403 the client can sign in for: read its body, then :class:`Authorize`
+        (from :meth:`_authorize`, at the body's end)."""
+        values = [v.decode("latin-1") for k, v in headers if k.lower() == b"www-authenticate"]
+        self._challenge = Authorize(
+            status=self.status, www_authenticate=values, generation=self._auth_generation
+        )
+        return self._read(Body.ERROR)
+
+    def _authorize(self, prefix: str = "") -> Step:
+        """The 401/403 body was read: sign in, unless this message was sent again
+        after :data:`MAX_SIGN_INS` sign-ins already."""
+        assert self._challenge is not None
+        step, self._challenge = self._challenge, None
+        # Spec: 2025-11-25/basic/authorization#step-up-authorization-flow.4
+        # "Clients SHOULD implement retry limits and SHOULD track scope upgrade attempts
+        # to avoid repeated failures for the same resource and operation combination."
+        if self.sign_ins >= MAX_SIGN_INS:
+            return self._refusal(prefix + f"still refused after {MAX_SIGN_INS} sign-ins: ")
+        return step
 
     @property
     def stop(self) -> bool:
@@ -272,6 +329,7 @@ class Flow:
 
     def _post(self, body: bytes) -> HttpRequest:
         core = self.core
+        self._auth_generation = core.auth.generation if core.auth is not None else 0
         return HttpRequest(
             method=b"POST",
             target=core.post_target,

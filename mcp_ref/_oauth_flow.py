@@ -329,8 +329,11 @@ class SignIn:
                 # Spec: 2025-06-18/basic/authorization#server-metadata-discovery.1
                 # "MCP clients MUST follow the OAuth 2.0 Authorization Server Metadata
                 # RFC8414 specification"
+                trusted = self.config.trusted_origins
                 self._with_metadata(
-                    read_server_metadata(response, self._issuer, limit, self.config.trusted_origins)
+                    read_server_metadata(
+                        response, self._issuer, limit, trusted, legacy=self._legacy
+                    )
                 )
         elif state is FlowState.REGISTERING:
             assert self._metadata is not None

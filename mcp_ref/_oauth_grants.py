@@ -111,8 +111,8 @@ def choose_auth_method(client: ClientInfo, metadata: ServerMetadata) -> str:
 
     The client's own method when it has one (checked against the server's list when the
     server gives one); else ``none`` without a secret; else ``client_secret_basic`` or
-    ``client_secret_post``, whichever the server lists first (``client_secret_basic``
-    when it lists none, RFC 8414's default).
+    ``client_secret_post``, whichever the server lists first (``none`` when it lists
+    only that; ``client_secret_basic`` when it lists none, RFC 8414's default).
 
     Raises:
         UnsupportedClientAuth: ``private_key_jwt`` (not implemented: it needs JOSE), an
@@ -127,9 +127,13 @@ def choose_auth_method(client: ClientInfo, metadata: ServerMetadata) -> str:
         elif supported is None:
             method = "client_secret_basic"
         else:
+            # A secret, and the server lists no secret method but ``none``: a public
+            # client after all (a registration may hand out a secret the server's
+            # token endpoint never asks for).
+            fallback = "none" if "none" in supported else "client_secret_basic"
             method = next(
                 (m for m in supported if m in ("client_secret_basic", "client_secret_post")),
-                "client_secret_basic",
+                fallback,
             )
     if method == "private_key_jwt":
         raise UnsupportedClientAuth(

@@ -257,6 +257,8 @@ def read_server_metadata(
     issuer: str,
     max_body_bytes: int,
     trusted_origins: frozenset[str] = frozenset(),
+    *,
+    legacy: bool = False,
 ) -> ServerMetadata:
     """Check and keep an authorization server metadata document.
 
@@ -266,6 +268,9 @@ def read_server_metadata(
         max_body_bytes: the body bound, in bytes.
         trusted_origins: origins (``https://host[:port]``) besides the issuer's where
             the token and registration endpoints may live.
+        legacy: a 2025-03-26 server's document, fetched from its authorization base
+            URL (``issuer``, an origin, not an issuer identifier): the document's
+            ``issuer`` may be any URL on that origin, and is the one kept.
 
     Raises:
         BodyTooLarge, BadMetadata: too long, malformed, or no ``token_endpoint``.
@@ -280,7 +285,18 @@ def read_server_metadata(
     # used to construct the well-known URL."
     # Spec: 2026-07-28/basic/authorization/authorization-server-discovery#authorization-server-metadata-discovery.5
     # "If they differ, the client MUST NOT use the metadata."
-    if doc.get("issuer") != issuer:
+    named = doc.get("issuer")
+    if legacy and isinstance(named, str) and named != issuer:
+        # 2025-03-26/basic/authorization#authorization-base-url.1: that revision finds
+        # the metadata at the authorization base URL (the MCP server's origin), not
+        # from an issuer identifier; an issuer on that same origin is the server's.
+        try:
+            same = origin_of(named) == origin_of(issuer) and urlsplit(named).query == ""
+        except OAuthRefused:
+            same = False
+        if same:
+            issuer = named
+    if named != issuer:
         raise IssuerMismatch(
             f"the metadata's issuer is {doc.get('issuer')!r}, expected exactly {issuer!r}"
         )

@@ -25,8 +25,10 @@ from mcp_ref._http_client_flows import (
     RequestFlow,
 )
 from mcp_ref._http_client_steps import (
+    MAX_SIGN_INS,
     READ,
     SESSION_NOT_RESTARTED,
+    Authorize,
     Done,
     Flow,
     HttpRequest,
@@ -270,9 +272,88 @@ def test_initialize_refused_means_the_fallback_or_authorization() -> None:
     got = run(flow, lambda r: Answer(401, JSON, [b'{"error":"invalid_token"}']))
     assert flow.fatal and not flow.fallback
     assert got.done.error == (
-        "the server wants authorization, which mcp-ref does not implement yet: "
+        "the server wants authorization; open the client with auth= to sign in: "
         'HTTP 401: {"error":"invalid_token"}'
     )
+
+
+def _signed_in_core(token: str | None = "t1") -> HttpClientCore:
+    """A started core that can sign in, holding a grant with ``token`` (None: none)."""
+    from mcp_ref._http_client_auth import ClientAuth, OAuthClientOptions
+    from mcp_ref._oauth_grants import Grant
+    from mcp_ref._oauth_metadata import ClientInfo
+
+    options = OAuthClientOptions(redirect_uri="http://127.0.0.1:9/cb")
+    core = _started(auth=ClientAuth(URL, options))
+    if token is not None:
+        assert core.auth is not None
+        core.auth.authorized(
+            Grant(
+                access_token=token,
+                expires_at=None,
+                refresh_token=None,
+                scope=None,
+                resource=URL,
+                token_endpoint="https://as.example.com/token",
+                client=ClientInfo(client_id="c"),
+                auth_method="none",
+            )
+        )
+    return core
+
+
+CHALLENGE = (b"www-authenticate", b'Bearer resource_metadata="https://example.com/prm"')
+
+
+@spec("2025-06-18/basic/authorization#token-requirements.3")
+def test_a_401_asks_for_a_sign_in_then_posts_again_with_the_token() -> None:
+    core = _signed_in_core(None)
+    flow = _request_flow(core)
+    step = flow.start()
+    assert _header(step, b"authorization") is None  # not signed in yet
+    assert flow.head(401, [CHALLENGE, *JSON]) is READ
+    flow.receive_data(b'{"error":"invalid_token"}')
+    flow.receive_data(b"")
+    step = flow.ended(True)
+    assert step == Authorize(
+        status=401,
+        www_authenticate=['Bearer resource_metadata="https://example.com/prm"'],
+        generation=0,
+    )
+    assert core.auth is not None and not core.auth.stale(step.generation)
+    # The driver signs in; here, a grant taken by hand.
+    other = _signed_in_core("t2").auth
+    assert other is not None and other.grant is not None
+    core.auth.authorized(other.grant)
+    assert core.auth.stale(step.generation)  # a late task would just send again
+    again = flow.signed_in(None)
+    assert isinstance(again, HttpRequest)
+    assert _header(again, b"authorization") == b"Bearer t2"
+    assert flow.signed_in("sign-in failed: no") == Done(error="sign-in failed: no", http_status=401)
+
+
+def test_a_message_refused_after_sign_ins_gives_up_and_without_auth_is_refused() -> None:
+    core = _signed_in_core()
+    flow = MessageFlow(core, INITIALIZED)
+    asked = 0
+    step = flow.start()
+    for _ in range(10):
+        assert isinstance(step, HttpRequest)
+        assert _header(step, b"authorization") == b"Bearer t1"
+        assert flow.head(403, [CHALLENGE]) is READ
+        flow.receive_data(b"")
+        step = flow.ended(True)
+        if isinstance(step, Done):
+            break
+        assert isinstance(step, Authorize)
+        asked += 1
+        step = flow.signed_in(None)
+    assert asked == MAX_SIGN_INS
+    assert isinstance(step, Done) and step.http_status == 403
+    assert "still refused after" in (step.error or "")
+    # Without auth=, a 401 to anything but initialize is a refusal, not a sign-in.
+    got = run(MessageFlow(_started(), INITIALIZED), lambda r: Answer(401, [CHALLENGE]))
+    assert got.done.http_status == 401 and len(got.requests) == 1
 
 
 # -- a notification or a response ----------------------------------------------------------

@@ -39,6 +39,13 @@ How it drives the cores, step by step
    operating state, with what the first handshake negotiated.  A 404 once more ends
    the session.
 
+7. Signing in (``auth=``, :class:`~mcp_ref._http_client_auth.OAuthClientOptions`): a
+   401, or a 403 ``insufficient_scope``, is the flow's
+   :class:`~mcp_ref._http_client_steps.Authorize` step; ``_sign_in`` refreshes the token
+   or runs :class:`~mcp_ref._oauth_flow.SignIn` (its requests on connections of their
+   own, redirects not followed, bodies bounded), under a lock, and the flow POSTs the
+   message again with the bearer token.  An expired token is refreshed before a POST.
+
 Not done: the optional GET stream.
 """
 
@@ -46,9 +53,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Final, cast
+from urllib.parse import urlsplit
 
 import h11
 
@@ -57,8 +67,10 @@ from .._connection import Connection
 from .._errors import McpError
 from .._http import HTTP_SERVER_ERROR
 from .._http_client import HttpClientCore, Send
+from .._http_client_auth import ClientAuth, OAuthClientOptions
 from .._http_client_flows import MessageFlow, ReplayFlow, RequestFlow
 from .._http_client_steps import (
+    Authorize,
     Done,
     Flow,
     HttpRequest,
@@ -69,6 +81,10 @@ from .._http_client_steps import (
     delete_request,
 )
 from .._inflight import RequestTimeout
+from .._oauth_config import Authorized, Failed, NeedAuthorization, NeedHttp
+from .._oauth_http import HttpRequest as OAuthRequest
+from .._oauth_http import HttpResponse as OAuthResponse
+from .._oauth_http import OAuthError
 from .._state import CLIENT
 from ..events import Event, Notification
 from ._client import ClientSession
@@ -132,10 +148,17 @@ class HttpClient(ClientSession):
         *,
         headers: Sequence[tuple[str, str]] = (),
         io_timeout: float | None = DEFAULT_TIMEOUT.seconds,
+        auth: OAuthClientOptions | None = None,
         **session_kw: Any,
     ) -> None:
         super().__init__(connection, **session_kw)
-        self.http = HttpClientCore(url, headers=headers, legacy_fallback=False, get_stream=False)
+        self.http = HttpClientCore(
+            url,
+            headers=headers,
+            legacy_fallback=False,
+            get_stream=False,
+            auth=None if auth is None else ClientAuth(url, auth),
+        )
         """The HTTP client core: its decisions and the session's state."""
         self.url = url
         self._io_timeout = io_timeout
@@ -144,6 +167,9 @@ class HttpClient(ClientSession):
         """The open connections (bounded: one per POST, and POSTs are bounded)."""
         self._aborted = False
         self._reinit = asyncio.Lock()
+        self._auth_lock = asyncio.Lock()
+        self.clock: Callable[[], float] = time.time
+        """Wall-clock seconds, for token expiry (tests may set another)."""
 
     @property
     def session_id(self) -> str | None:
@@ -185,6 +211,7 @@ class HttpClient(ClientSession):
             SessionClosed: the session ended, and a new one too (404 twice).
         """
         http = self.http
+        await self._keep_token_fresh()
         out = http.outgoing(data)
         flow: Flow = MessageFlow(http, data)
         if out.send in (Send.INITIALIZE, Send.REQUEST):
@@ -217,6 +244,8 @@ class HttpClient(ClientSession):
             elif isinstance(step, Wait):
                 await asyncio.sleep(step.seconds)
                 step = flow.waited()
+            elif isinstance(step, Authorize):
+                step = flow.signed_in(await self._sign_in(step))
             else:  # a NewSession (a Read comes only after a head, above)
                 assert isinstance(step, NewSession)
                 await self._new_session(step.generation)
@@ -244,6 +273,106 @@ class HttpClient(ClientSession):
             if http.end_new_session(done.error is None) is not None:
                 reason = f"the server ended the session (HTTP 404); a new one failed: {done.error}"
                 raise self._close(reason)
+
+    async def _keep_token_fresh(self) -> None:
+        """Step 7: before a POST, refresh an expired token (wall clock) that can be."""
+        auth = self.http.auth
+        if auth is None or auth.refresh_request(self.clock()) is None:
+            return
+        async with self._auth_lock:
+            if (request := auth.refresh_request(self.clock())) is not None:
+                await self._refresh(auth, request)
+
+    async def _refresh(self, auth: ClientAuth, request: OAuthRequest) -> bool:
+        try:
+            response = await self._oauth_exchange(request)
+        except (TimeoutError, OSError, h11.ProtocolError) as exc:
+            log.warning("refreshing the token failed: %r", exc)
+            return False
+        return auth.refreshed(response, self.clock())
+
+    async def _sign_in(self, step: Authorize) -> str | None:
+        """Step 7: sign in after the refusal ``step``, one POST at a time (refresh after
+        a 401 when the token can be, else the sign-in flow).  None when signed in,
+        else why not."""
+        auth = self.http.auth
+        assert auth is not None
+        async with self._auth_lock:
+            if auth.stale(step.generation):
+                return None  # another POST signed in since
+            if step.status == 401:
+                request = auth.refresh_request(self.clock(), force=True)
+                if request is not None and await self._refresh(auth, request):
+                    return None
+            try:
+                flow = auth.begin(step.status, step.www_authenticate)
+            except OAuthError as exc:
+                return f"HTTP {step.status}: cannot sign in: {exc.reason}"
+            while True:
+                event = flow.next_event()
+                if isinstance(event, NeedHttp):
+                    try:
+                        response = await self._oauth_exchange(event.request)
+                    except (TimeoutError, OSError, h11.ProtocolError) as exc:
+                        return f"sign-in failed: {event.request.url}: {exc!r}"
+                    flow.receive_response(response, now=self.clock())
+                elif isinstance(event, NeedAuthorization):
+                    authorize = auth.options.authorize
+                    if authorize is None:
+                        return "sign-in needs a browser step: give OAuthClientOptions.authorize"
+                    flow.receive_redirect(await authorize(event.url))
+                elif isinstance(event, Authorized):
+                    auth.authorized(event.grant)
+                    return None
+                else:
+                    assert isinstance(event, Failed)
+                    return f"sign-in failed: {event.error.reason}"
+
+    async def _oauth_exchange(self, request: OAuthRequest) -> OAuthResponse:
+        """One request of the sign-in flow on a connection of its own, sent as it is
+        (redirects not followed), its body cut at ``request.max_body_bytes + 1``;
+        bounded by ``io_timeout``.
+
+        Raises:
+            OSError, h11.ProtocolError: the exchange failed.
+            asyncio.TimeoutError: it took longer than ``io_timeout`` seconds.
+        """
+        parts = urlsplit(request.url)
+        tls = parts.scheme == "https"
+        port = parts.port or (443 if tls else 80)
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        headers = [("Host", parts.netloc.rpartition("@")[2]), *request.headers]
+        if request.method == "POST":
+            headers.append(("Content-Length", str(len(request.body))))
+        headers.append(("Connection", "close"))
+
+        async def exchange() -> OAuthResponse:
+            context = ssl.create_default_context() if tls else None
+            reader, writer = await asyncio.open_connection(parts.hostname, port, ssl=context)
+            try:
+                ex = _Exchange(reader, writer)
+                head = h11.Request(method=request.method, target=target, headers=headers)
+                writer.write(ex.h11.send(head))
+                if request.body:
+                    writer.write(ex.h11.send(h11.Data(data=request.body)))
+                writer.write(ex.h11.send(h11.EndOfMessage()))
+                await writer.drain()
+                while not isinstance(response := await ex.next_event(), h11.Response):
+                    if not isinstance(response, h11.InformationalResponse):
+                        raise h11.RemoteProtocolError(f"expected a response, got {response!r}")
+                body, size = [], 0
+                async for chunk in ex.body():
+                    body.append(chunk)
+                    size += len(chunk)
+                    if size > request.max_body_bytes:
+                        break  # enough to refuse it
+            finally:
+                writer.close()
+            got = tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in response.headers)
+            data = b"".join(body)[: request.max_body_bytes + 1]
+            return OAuthResponse(status=response.status_code, headers=got, body=data)
+
+        return await asyncio.wait_for(exchange(), self._io_timeout)
 
     def _receive(self, messages: list[bytes]) -> None:
         """Messages of an answer: to the core, then its events drained."""
@@ -342,6 +471,7 @@ async def open_http_client(
     timeout: float | RequestTimeout | None = DEFAULT_TIMEOUT,
     headers: Sequence[tuple[str, str]] = (),
     on_notification: Callable[[Notification], object] | None = None,
+    auth: OAuthClientOptions | None = None,
     **options: Any,
 ) -> AsyncIterator[HttpClient]:
     """Yield an initialized Streamable HTTP client for the MCP endpoint ``url``.
@@ -358,6 +488,9 @@ async def open_http_client(
             notifications and the closing DELETE (None: none).
         headers: extra request headers, e.g. ``[("authorization", "Bearer ...")]``.
         on_notification: see :class:`~mcp_ref.asyncio.ClientSession`.
+        auth: sign in when the server answers 401 (or 403 ``insufficient_scope``):
+            :class:`~mcp_ref.client.OAuthClientOptions` (None: such an answer fails
+            the call with its HTTP status).
         **options: the client core's (:class:`mcp_ref._client.ClientCore`):
             ``client_info``, ``protocol_version`` (the server may answer another
             supported one, which later POSTs carry in ``MCP-Protocol-Version``),
@@ -380,6 +513,7 @@ async def open_http_client(
         Connection(CLIENT, newline_framing=False, default_timeout=default),
         headers=headers,
         io_timeout=None if default is None else default.seconds,
+        auth=auth,
         on_notification=on_notification,
         **options,
     )

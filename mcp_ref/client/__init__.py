@@ -22,6 +22,8 @@ from .._client import (
     SessionClosed,
 )
 from .._errors import NoAnswerError
+from .._http_client_auth import OAuthClientOptions
+from .._oauth_grants import InMemoryTokenStore, TokenStore
 from .._output_schema import JSONSCHEMA_AVAILABLE, OutputSchemaError
 from .._ratelimit import RateLimit
 from .._roots import check_roots
@@ -38,12 +40,15 @@ __all__ = [
     "JSONSCHEMA_AVAILABLE",
     "Client",
     "ElicitationHandler",
+    "InMemoryTokenStore",
     "NoAnswerError",
+    "OAuthClientOptions",
     "OutputSchemaError",
     "RateLimit",
     "RootsArg",
     "SamplingHandler",
     "SessionClosed",
+    "TokenStore",
     "check_roots",
     "connect_in_memory",
     "open_client",

@@ -47,20 +47,24 @@ async def open_http_client(url: str, **options: Any) -> AsyncIterator[Client]:
         url: the MCP endpoint, e.g. ``"http://127.0.0.1:8000/mcp"``.
         **options: those of :func:`mcp_ref.trio.open_http_channel` (``headers``,
             ``limits``, ``legacy_fallback``, ``get_stream``, ``max_concurrent_posts``,
-            ``connect_timeout``, ``default_retry``...: defaults there), and the rest
+            ``connect_timeout``, ``default_retry``, ``auth``...: defaults there; ``auth``
+            is an :class:`~mcp_ref.client.OAuthClientOptions`, to sign in when the
+            server answers 401 or 403 ``insufficient_scope``), and the rest
             those of :func:`mcp_ref.client.open_client` (``client_info``,
             ``sampling_handler``, ``elicitation_handler``, ``roots``, ``on_log``,
             ``timeout``...).
 
     Raises:
         HttpTransportError: the server cannot be reached or refused ``initialize`` at the
-            HTTP level (also without a 2024-11-05 endpoint), wrapped by the session as
+            HTTP level (also without a 2024-11-05 endpoint, and when signing in
+            failed: its reason in the message), wrapped by the session as
             :class:`~mcp_ref.SessionClosed` when it happens during ``initialize``.
         McpError: the server answered ``initialize`` with an error.
         TypeError: an option neither function takes.
 
     Source: 2025-06-18/basic/transports#streamable-http,
-    2025-06-18/basic/transports#backwards-compatibility.
+    2025-06-18/basic/transports#backwards-compatibility,
+    2025-11-25/basic/authorization#token-requirements.
     """
     # open_http_channel hands its options on to the channel it makes.
     channel_options, client_options = _split(HttpClientChannel, options)

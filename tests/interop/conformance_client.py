@@ -5,30 +5,99 @@ this script once per scenario with the scenario's server URL as the last argumen
 the scenario's name in ``MCP_CONFORMANCE_SCENARIO``.  It connects with
 :func:`mcp_ref.client.open_http_client`, does what the scenario asks, and exits 0; any
 failure exits 1 with the reason on stderr, and so does a scenario it does not know (so
-no new scenario of the suite passes by default).  OAuth scenarios (``auth/...``) are not
-supported yet: the client says so on stderr (:data:`NO_OAUTH`) and tries a plain
-connection, which those servers refuse (401).  A scenario whose checks hold only for a
-client that declines to authorize (``auth/resource-mismatch``) would pass for the wrong
-reason; tests/interop/test_conformance.py counts no auth scenario as passed while
-:data:`NO_OAUTH` is in the client's stderr.
+no new scenario of the suite passes by default).
+
+OAuth scenarios (``auth/...``): the client opens with
+:class:`~mcp_ref.client.OAuthClientOptions` and signs in when the server answers 401.
+The suite's fake authorization server redirects at once, so the browser step
+(:func:`follow_authorization`) GETs the authorization URL and hands back its
+``Location``.  Credentials the suite hands out (a pre-registered client, the client
+credentials extension) come in ``MCP_CONFORMANCE_CONTEXT`` (JSON).  An auth scenario
+the client cannot do (:data:`UNSUPPORTED_AUTH`: ``private_key_jwt``, enterprise-managed
+authorization, DPoP, workload identity) still tries a plain connection and says so on
+stderr (:data:`NO_OAUTH`); tests/interop/test_conformance.py counts no auth scenario as
+passed while :data:`NO_OAUTH` is in the client's stderr.
 """
 
 from __future__ import annotations
 
+import http.client
+import json
 import logging
 import os
 import sys
 from typing import Any
+from urllib.parse import urlsplit
 
 import trio
 
 from mcp_ref import types as t
-from mcp_ref.client import open_http_client
+from mcp_ref.client import OAuthClientOptions, open_http_client
 
 TIMEOUT_SECONDS = 25.0
 
-NO_OAUTH = "mcp-ref conformance client: OAuth is not built; connecting without authorization"
-"""Written to stderr for every ``auth/...`` scenario until the client can authorize."""
+NO_OAUTH = (
+    "mcp-ref conformance client: this OAuth scenario is not built; connecting without authorization"
+)
+"""Written to stderr for an ``auth/...`` scenario the client cannot sign in for."""
+
+UNSUPPORTED_AUTH = (
+    "auth/client-credentials-jwt",  # private_key_jwt: not built
+    "auth/cross-app-access-complete-flow",  # enterprise-managed authorization
+    "auth/enterprise-managed-authorization",
+    "auth/dpop",
+    "auth/dpop-nonce",
+    "auth/wif-jwt-bearer",
+)
+"""The auth scenarios whose mechanism mcp-ref does not implement."""
+
+REDIRECT_URI = "http://localhost:3000/callback"
+"""Our redirect URI: the suite's authorization server redirects to it at once, and the
+browser step reads the redirect instead of following it."""
+
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
+"""The client ID metadata document URL the suite's ``auth/basic-cimd`` expects."""
+
+
+def _follow(url: str) -> str:
+    parts = urlsplit(url)
+    kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    conn = kind(parts.netloc, timeout=10)
+    try:
+        conn.request("GET", parts.path + (f"?{parts.query}" if parts.query else ""))
+        response = conn.getresponse()
+        location = response.getheader("Location")
+        if response.status not in (301, 302, 303, 307, 308) or location is None:
+            raise RuntimeError(f"the authorization endpoint answered {response.status}")
+        return location
+    finally:
+        conn.close()
+
+
+async def follow_authorization(url: str) -> str:
+    """The browser step as the suite's fake authorization server allows it: GET the
+    authorization URL and return where it redirects (not followed)."""
+    return await trio.to_thread.run_sync(_follow, url)
+
+
+def auth_options(scenario: str) -> OAuthClientOptions | None:
+    """How to sign in for ``scenario`` (None: a scenario we cannot sign in for)."""
+    if scenario in UNSUPPORTED_AUTH:
+        return None
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    client_id, secret = context.get("client_id"), context.get("client_secret")
+    if scenario.startswith("auth/client-credentials"):
+        return OAuthClientOptions(
+            grant="client_credentials", client_id=client_id, client_secret=secret
+        )
+    return OAuthClientOptions(
+        redirect_uri=REDIRECT_URI,
+        authorize=follow_authorization,
+        client_id=client_id,
+        client_secret=secret,
+        client_metadata_url=CLIENT_METADATA_URL,
+        client_name="mcp-ref-conformance-client",
+    )
 
 
 def accept_with_defaults(params: Any) -> t.ElicitResult:
@@ -52,12 +121,22 @@ async def run(scenario: str, url: str) -> None:
     if scenario.startswith("elicitation"):
         kw["elicitation_handler"] = accept_with_defaults
     if scenario.startswith("auth/"):
-        print(NO_OAUTH, file=sys.stderr, flush=True)
+        options = auth_options(scenario)
+        if options is None:
+            print(NO_OAUTH, file=sys.stderr, flush=True)
+        else:
+            kw["auth"] = options
     with trio.fail_after(TIMEOUT_SECONDS):
         async with open_http_client(url, **kw) as client:
             if scenario == "initialize":
                 return
             tools = {tool.name: tool for tool in await client.list_tools()}
+            if scenario.startswith("auth/"):
+                # Signed in (tools/list needed the token); a tool call may ask for more
+                # scopes (step-up).  Its result does not matter to the suite.
+                if tools:
+                    await client.call_tool(next(iter(tools)), {})
+                return
             if scenario == "json-schema-2020-12-preservation":
                 # Round-trip the focal tool's inputSchema verbatim through the echo tool:
                 # the suite flags any JSON Schema 2020-12 keyword the client lost.

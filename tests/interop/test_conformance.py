@@ -18,12 +18,14 @@ here, which passes when its checks hold no FAILURE and no WARNING (and, in
 client mode, when the checks the scenario exists for are there and succeeded: a client
 that does nothing passes some scenarios with zero checks).
 
-The OAuth client scenarios (``auth/...``) are strict expected failures until
-authorization is built.  One of them (``auth/resource-mismatch``) checks only that the
-client did not authorize against a mismatched resource, which a client without OAuth
-"passes" by never trying; so an auth scenario counts as passed only when its checks
-hold *and* the client did not report that it cannot authorize
-(``conformance_client.NO_OAUTH`` on its stderr).  A version's tests are skipped, with
+The OAuth client scenarios (``auth/...``): our client signs in
+(:class:`mcp_ref.client.OAuthClientOptions`), and each must pass, except those whose
+mechanism is not built (``conformance_client.UNSUPPORTED_AUTH``: ``private_key_jwt``,
+enterprise-managed authorization, DPoP, workload identity), which are strict expected
+failures.  One scenario (``auth/resource-mismatch``) checks only that the client did not
+authorize against a mismatched resource, which a client that never tries "passes"; so
+an auth scenario counts as passed only when its checks hold *and* the client did not
+report that it cannot authorize (``conformance_client.NO_OAUTH`` on its stderr).  A version's tests are skipped, with
 the installer's reason, when Node 22 or that version of the suite cannot be installed.
 """
 
@@ -44,7 +46,7 @@ from typing import Any
 import pytest
 
 from . import peers
-from .conformance_client import NO_OAUTH
+from .conformance_client import NO_OAUTH, UNSUPPORTED_AUTH
 
 pytestmark = pytest.mark.interop
 
@@ -153,7 +155,8 @@ NEXT_CLIENT_SCENARIOS = {
     ],
 }
 # The 14 scored auth scenarios (0.1.16's first 14: metadata-default ... pre-registration),
-# then the six OAuth extensions it runs unscored.  All strict expected failures.
+# then the six OAuth extensions it runs unscored (client-credentials-basic passes; the
+# other five are UNSUPPORTED_AUTH: strict expected failures).
 NEXT_AUTH_SCENARIOS = [
     *AUTH_SCENARIOS[: AUTH_SCENARIOS.index("auth/pre-registration") + 1],
     "auth/client-credentials-jwt",
@@ -165,9 +168,8 @@ NEXT_AUTH_SCENARIOS = [
 ]
 
 AUTH_REASON = (
-    "OAuth authorization is not built yet: the client connects without signing in, so "
-    "each auth scenario fails, or (auth/resource-mismatch) holds only because the client "
-    "never tried, which the test does not count as a pass"
+    "this scenario's mechanism (private_key_jwt, enterprise-managed authorization, DPoP, "
+    "workload identity) is not built: the client connects without signing in"
 )
 
 # A child process serving the everything server over HTTP; prints its URL when listening.
@@ -376,7 +378,7 @@ def _params(kind: str) -> list[Any]:
         names = sorted(suite.client) if kind == "client" else getattr(suite, kind)
         for name in names:
             marks = []
-            if kind == "auth":
+            if kind == "auth" and name in UNSUPPORTED_AUTH:
                 marks.append(
                     pytest.mark.xfail(reason=AUTH_REASON, strict=True, raises=AssertionError)
                 )

@@ -51,7 +51,17 @@ import trio
 
 from ..._http_client import Send, failure
 from ..._http_client_flows import GetStreamFlow, LegacyFlow, MessageFlow, ReplayFlow, RequestFlow
-from ..._http_client_steps import READ, Done, Flow, HttpRequest, Read, Step, Wait, delete_request
+from ..._http_client_steps import (
+    READ,
+    Authorize,
+    Done,
+    Flow,
+    HttpRequest,
+    Read,
+    Step,
+    Wait,
+    delete_request,
+)
 from ...events import RequestId
 from .client_connections import _IO_FAILURES, ClientConnections, HttpTransportError, _Exchange
 from .common import Supervisor
@@ -93,6 +103,7 @@ class HttpClientChannel(ClientConnections):
         """
         if self.closed:
             raise trio.ClosedResourceError("the HTTP channel is closed")
+        await self._keep_token_fresh()
         out = self.core.outgoing(data)
         if out.send is Send.INITIALIZE:
             return await self._send_initialize(RequestFlow(self.core, out, data))
@@ -163,6 +174,8 @@ class HttpClientChannel(ClientConnections):
                 elif isinstance(step, Wait):
                     await trio.sleep(step.seconds)
                     step = flow.waited()
+                elif isinstance(step, Authorize):
+                    step = flow.signed_in(await self._sign_in(step))
                 else:
                     step = flow.new_session(await self._new_session(step.generation))
         finally:
@@ -213,9 +226,13 @@ class HttpClientChannel(ClientConnections):
             await ex.conn.aclose()
             log.info("POST initialize got %s: trying the 2024-11-05 HTTP+SSE transport", ex.status)
             await self._fall_back(flow.data)
-        elif flow.fatal:  # authorization, which we do not do: the channel cannot go on
+        elif flow.fatal:  # authorization, and no auth= to sign in: the channel cannot go on
             done = await self._run(flow, then, ex)
             raise HttpTransportError(done.error)
+        elif flow.signing_in:  # sign in now: a failed sign-in fails initialize here
+            done = await self._run(flow, then, ex)
+            if done.error is not None:
+                raise HttpTransportError(done.error)
         else:
             self._supervisor.start_soon(self._in_background, flow, then, ex)
 
@@ -347,7 +364,10 @@ async def open_http_channel(url: str, **channel_kw: Any) -> AsyncIterator[HttpCl
             (64; a request past it is answered at once with an error),
             ``connect_timeout`` (10 s), ``io_timeout`` (20 s per one-way POST),
             ``default_retry`` (1 s when the server gave no ``retry``),
-            ``pool_idle_seconds`` (4 s), ``ssl_context``.
+            ``pool_idle_seconds`` (4 s), ``ssl_context``, ``auth``
+            (:class:`~mcp_ref.client.OAuthClientOptions`: sign in when the server
+            answers 401, or 403 ``insufficient_scope``; None: such an answer to
+            ``initialize`` ends the channel).
 
     Yields:
         The channel; give it to :func:`~mcp_ref.trio.open_session` or

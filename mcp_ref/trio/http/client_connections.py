@@ -15,24 +15,41 @@ processed nothing).  ``_finish`` gives a connection back to the pool when both s
 finished their messages, else closes it; at most ``_POOL_SIZE`` are kept, and those
 idle longer than ``pool_idle_seconds`` are dropped.  An exchange may fail with any of
 ``_IO_FAILURES``.
+
+Signing in (``auth=``; the decisions are :mod:`mcp_ref._http_client_auth`'s): a flow's
+:class:`~mcp_ref._http_client_steps.Authorize` step is ``_sign_in``, one at a time
+under ``_auth_lock``: a refresh after a 401 when the token can be, else the
+:class:`~mcp_ref._oauth_flow.SignIn` flow, whose requests ``_oauth_exchange`` sends on
+connections of their own (never pooled, redirects not followed, bodies bounded);
+``_keep_token_fresh`` refreshes an expired token before a message.
 """
 
 from __future__ import annotations
 
+import logging
 import ssl
+import time
 from collections.abc import Sequence
 from typing import Any, Final, Literal
+from urllib.parse import urlsplit
 
 import h11
 import trio
 
 from ..._http import HttpLimits
 from ..._http_client import HttpClientCore
-from ..._http_client_steps import HttpRequest
+from ..._http_client_auth import ClientAuth, OAuthClientOptions
+from ..._http_client_steps import Authorize, HttpRequest
+from ..._oauth_config import Authorized, Failed, NeedAuthorization, NeedHttp
+from ..._oauth_http import HttpRequest as OAuthRequest
+from ..._oauth_http import HttpResponse as OAuthResponse
+from ..._oauth_http import OAuthError
 from .common import H11Stream, Supervisor
 
 __all__ = ["ClientConnections", "HttpTransportError"]
 
+
+log = logging.getLogger("mcp_ref.trio.http")
 
 _INCOMING_QUEUE: Final = 256
 _POOL_SIZE: Final = 8
@@ -100,6 +117,7 @@ class ClientConnections:
         io_timeout: float = 20.0,
         pool_idle_seconds: float = 4.0,
         ssl_context: ssl.SSLContext | None = None,
+        auth: OAuthClientOptions | None = None,
     ) -> None:
         self.core = HttpClientCore(
             url,
@@ -108,6 +126,7 @@ class ClientConnections:
             legacy_fallback=legacy_fallback,
             get_stream=get_stream,
             default_retry=default_retry,
+            auth=None if auth is None else ClientAuth(url, auth),
         )
         self.url = url
         self.eof_reason: str | None = None
@@ -122,6 +141,10 @@ class ClientConnections:
         self._pool: list[tuple[float, H11Stream]] = []
         self._in_send, self._in_receive = trio.open_memory_channel[bytes](_INCOMING_QUEUE)
         self._reinit_lock = trio.Lock()
+        self._auth_lock = trio.Lock()
+        """One sign-in (or refresh) at a time."""
+        self.clock = time.time
+        """Wall-clock seconds, for token expiry (tests may set another)."""
         self._readers: dict[Any, trio.CancelScope] = {}
         """The scopes of the flows running in the background, by the key of the request
         they read the answer of (the GET stream's: the key of no request)."""
@@ -221,3 +244,113 @@ class ClientConnections:
 
     async def _request(self, request: HttpRequest) -> _Exchange:
         return await self._head(await self._start(request))
+
+    async def _oauth_exchange(self, request: OAuthRequest) -> OAuthResponse:
+        """Send one request of the sign-in flow on a connection of its own, as it is
+        (redirects are not followed: the flow decides), and read the answer, its body
+        cut at ``request.max_body_bytes + 1`` bytes (the flow refuses a longer one).
+        Bounded by ``io_timeout``.
+
+        Raises:
+            OSError, trio.BrokenResourceError, h11.ProtocolError: the exchange failed.
+            trio.TooSlowError: it took longer than ``io_timeout`` seconds.
+        """
+        parts = urlsplit(request.url)
+        tls = parts.scheme == "https"
+        host = parts.hostname or ""
+        port = parts.port or (443 if tls else 80)
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        headers = [("Host", parts.netloc.rpartition("@")[2]), *request.headers]
+        if request.method == "POST":
+            headers.append(("Content-Length", str(len(request.body))))
+        headers.append(("Connection", "close"))
+        with trio.fail_after(self._io_timeout):
+            raw: trio.abc.Stream
+            if tls:
+                context = self._ssl_context or ssl.create_default_context()
+                raw = await trio.open_ssl_over_tcp_stream(host, port, ssl_context=context)
+            else:
+                raw = await trio.open_tcp_stream(host, port)
+            conn = H11Stream(raw, h11.CLIENT)
+            try:
+                head = h11.Request(method=request.method, target=target, headers=headers)
+                body = (h11.Data(data=request.body),) if request.body else ()
+                await conn.send(head, *body, h11.EndOfMessage())
+                status, got, parts_read, size = 0, [], [], 0
+                while True:
+                    event = await conn.next_event()
+                    if isinstance(event, h11.Response):
+                        status = event.status_code
+                        got = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in event.headers]
+                    elif isinstance(event, h11.Data):
+                        parts_read.append(bytes(event.data))
+                        size += len(event.data)
+                        if size > request.max_body_bytes:
+                            break  # enough to refuse it
+                    elif isinstance(event, h11.EndOfMessage):
+                        break
+                    elif not isinstance(event, h11.InformationalResponse):
+                        raise trio.BrokenResourceError("the connection ended inside a response")
+            finally:
+                await conn.aclose()
+        data = b"".join(parts_read)[: request.max_body_bytes + 1]
+        return OAuthResponse(status=status, headers=tuple(got), body=data)
+
+    # -- signing in ---------------------------------------------------------------------
+
+    async def _keep_token_fresh(self) -> None:
+        """Before a message: refresh an expired token (wall clock) that can be."""
+        auth = self.core.auth
+        if auth is None or auth.refresh_request(self.clock()) is None:
+            return
+        async with self._auth_lock:
+            if (request := auth.refresh_request(self.clock())) is not None:
+                await self._refresh(request)
+
+    async def _refresh(self, request: OAuthRequest) -> bool:
+        """Send a refresh request; True when a new token is kept."""
+        auth = self.core.auth
+        assert auth is not None
+        try:
+            response = await self._oauth_exchange(request)
+        except (*_IO_FAILURES, trio.TooSlowError) as exc:
+            log.warning("refreshing the token failed: %r", exc)
+            return False
+        return auth.refreshed(response, self.clock())
+
+    async def _sign_in(self, step: Authorize) -> str | None:
+        """Sign in after the refusal ``step`` (one task at a time): refresh the token
+        after a 401 when it can be, else run the sign-in flow
+        (:mod:`mcp_ref._http_client_auth`).  None when signed in, else why not."""
+        auth = self.core.auth
+        assert auth is not None
+        async with self._auth_lock:
+            if auth.stale(step.generation):
+                return None  # another task signed in since: send again with its token
+            if step.status == 401:
+                request = auth.refresh_request(self.clock(), force=True)
+                if request is not None and await self._refresh(request):
+                    return None
+            try:
+                flow = auth.begin(step.status, step.www_authenticate)
+            except OAuthError as exc:
+                return f"HTTP {step.status}: cannot sign in: {exc.reason}"
+            while True:
+                event = flow.next_event()
+                if isinstance(event, NeedHttp):
+                    try:
+                        response = await self._oauth_exchange(event.request)
+                    except (*_IO_FAILURES, trio.TooSlowError) as exc:
+                        return f"sign-in failed: {event.request.url}: {exc!r}"
+                    flow.receive_response(response, now=self.clock())
+                elif isinstance(event, NeedAuthorization):
+                    authorize = auth.options.authorize
+                    if authorize is None:
+                        return "sign-in needs a browser step: give OAuthClientOptions.authorize"
+                    flow.receive_redirect(await authorize(event.url))
+                elif isinstance(event, Authorized):
+                    auth.authorized(event.grant)
+                    return None
+                else:
+                    assert isinstance(event, Failed)
+                    return f"sign-in failed: {event.error.reason}"

@@ -1,0 +1,212 @@
+"""The Streamable HTTP client signs in, sans-IO: the options, the token, the decisions.
+
+Theory of operation
+-------------------
+The HTTP client flows (:mod:`mcp_ref._http_client_flows`) see a 401, or a 403 with
+``insufficient_scope``, and hand the driver an
+:class:`~mcp_ref._http_client_steps.Authorize` step.  The driver asks the
+:class:`ClientAuth` held by the core (``core.auth``) what to do, and does the I/O:
+
+1. Under the driver's sign-in lock, :meth:`ClientAuth.stale` says whether another task
+   already signed in since the refused request was sent (``generation``): then the
+   request is simply sent again with the new token.
+2. After a 401, a kept grant with a refresh token is refreshed first
+   (:meth:`ClientAuth.refresh_request`, :meth:`ClientAuth.refreshed`).
+3. Else :meth:`ClientAuth.begin` hands out the :class:`~mcp_ref._oauth_flow.SignIn`
+   flow, fed with the challenge: the driver runs it (its ``NeedHttp`` requests are sent
+   as they are, redirects not followed, bodies cut at ``max_body_bytes + 1``; its
+   ``NeedAuthorization`` goes to :attr:`OAuthClientOptions.authorize`), and gives the
+   grant to :meth:`ClientAuth.authorized`.
+
+Every request's headers then carry :meth:`ClientAuth.header`: the bearer token, only
+for a URL the grant's resource covers (:func:`~mcp_ref._oauth_grants.bearer_header`
+refuses any other).  Before each message the driver asks
+:meth:`ClientAuth.refresh_request` with the wall clock: an expired token with a refresh
+token is refreshed before it is sent.  No sockets, no clock here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ._oauth_config import FlowState, SignInConfig
+from ._oauth_flow import SignIn
+from ._oauth_grants import (
+    Grant,
+    InMemoryTokenStore,
+    TokenStore,
+    bearer_header,
+    read_token_response,
+    refresh_request,
+)
+from ._oauth_http import DEFAULT_MAX_BODY_BYTES, HttpRequest, HttpResponse, OAuthRefused
+from ._oauth_metadata import ClientInfo
+
+__all__ = ["ClientAuth", "OAuthClientOptions"]
+
+Authorize = Callable[[str], Awaitable[str]]
+"""The browser step: ``async (authorization_url) -> redirect_url``."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class OAuthClientOptions:
+    """How :func:`mcp_ref.client.open_http_client` signs in when the server asks
+    (``auth=OAuthClientOptions(...)``).
+
+    For the authorization code grant give ``redirect_uri`` and ``authorize``; for the
+    client credentials extension give ``grant="client_credentials"`` and a client id
+    and secret.  Checked when the client opens (``SignInConfig``:
+    :class:`~mcp_ref._oauth_http.OAuthLocalError`).
+
+    Source: 2025-11-25/basic/authorization#token-requirements;
+    #step-up-authorization-flow; #client-registration-approaches.
+    """
+
+    redirect_uri: str | None = None
+    """Where the browser comes back (HTTPS, or http on loopback)."""
+    authorize: Authorize | None = None
+    """The browser step: open the URL, return the URL the browser was redirected to
+    (with ``code`` and ``state``).  Required for the authorization code grant."""
+    grant: Literal["authorization_code", "client_credentials"] = "authorization_code"
+    """``client_credentials``: no user, a confidential client (the OAuth client
+    credentials extension)."""
+    client_id: str | None = None
+    """A pre-registered client id (used before any other registration)."""
+    client_secret: str | None = None
+    """Its secret (confidential clients)."""
+    client_auth_method: str | None = None
+    """``none``, ``client_secret_basic`` or ``client_secret_post``; None: chosen from
+    what the server supports."""
+    client_metadata_url: str | None = None
+    """This client's client ID metadata document URL (https, with a path)."""
+    client_name: str = "mcp-ref"
+    """The name sent in dynamic registration."""
+    token_store: TokenStore = field(default_factory=InMemoryTokenStore)
+    """Where grants are kept, by server URL (in memory by default)."""
+    offline_access: bool = True
+    """Ask for ``offline_access`` (a refresh token) when the server offers it."""
+    trusted_origins: frozenset[str] = frozenset()
+    """Origins besides the issuer's where token/registration endpoints may live."""
+    max_retries: int = 3
+    """How many 401/403 after signing in are answered by signing in again."""
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    """The largest authorization-server answer read, in bytes."""
+
+    def sign_in_config(self, protocol_version: str | None = "2025-11-25") -> SignInConfig:
+        """The :class:`~mcp_ref._oauth_config.SignInConfig` these options make.
+
+        Raises:
+            OAuthLocalError: inconsistent options (no redirect URI for the
+                authorization code grant, an insecure URL...).
+        """
+        client = None
+        if self.client_id is not None:
+            client = ClientInfo(
+                client_id=self.client_id,
+                client_secret=self.client_secret,
+                auth_method=self.client_auth_method,
+            )
+        return SignInConfig(
+            grant=self.grant,
+            redirect_uri=self.redirect_uri,
+            client=client,
+            client_metadata_url=self.client_metadata_url,
+            client_name=self.client_name,
+            offline_access=self.offline_access,
+            trusted_origins=self.trusted_origins,
+            max_retries=self.max_retries,
+            max_body_bytes=self.max_body_bytes,
+            protocol_version=protocol_version,
+        )
+
+
+class ClientAuth:
+    """The signed-in state of one HTTP client: the grant (in the options' token store,
+    keyed by ``url``), the flow, and ``generation`` (grants taken so far).
+
+    Args:
+        url: the MCP endpoint URL (the resource the token is for).
+        options: how to sign in.
+
+    Raises:
+        OAuthLocalError: the options are inconsistent (checked at once).
+    """
+
+    def __init__(self, url: str, options: OAuthClientOptions) -> None:
+        self.url = url
+        self.options = options
+        self.config = options.sign_in_config()
+        self.generation = 0
+        """Grants taken (sign-ins and refreshes): a refused request sent with an older
+        one is simply sent again."""
+        self._flow: SignIn | None = None
+
+    @property
+    def grant(self) -> Grant | None:
+        """The grant kept for this server, or None."""
+        return self.options.token_store.get(self.url)
+
+    def header(self, url: str) -> tuple[bytes, bytes] | None:
+        """The ``Authorization`` header for a request to ``url``, or None when not
+        signed in.
+
+        Raises:
+            TokenMisdirected: ``url`` is outside the grant's resource (never sent).
+        """
+        grant = self.grant
+        if grant is None:
+            return None
+        name, value = bearer_header(grant, url)
+        return (name.lower().encode("latin-1"), value.encode("latin-1"))
+
+    def stale(self, generation: int) -> bool:
+        """A grant was taken after the refused request (sent at ``generation``) went
+        out: send it again rather than sign in again."""
+        return generation != self.generation
+
+    def refresh_request(self, now: float, *, force: bool = False) -> HttpRequest | None:
+        """The refresh POST when the kept grant has expired at ``now`` (wall-clock
+        seconds; ``force``: whatever its expiry, after a 401), or None (no grant, no
+        refresh token, not expired).
+
+        Source: 2026-07-28/basic/authorization/index#refresh-tokens.
+        """
+        grant = self.grant
+        if grant is None or grant.refresh_token is None:
+            return None
+        if not force and not grant.expired(now):
+            return None
+        return refresh_request(grant, self.config.max_body_bytes)
+
+    def refreshed(self, response: HttpResponse, now: float) -> bool:
+        """The refresh answer: True when a new token is kept; else the grant is
+        forgotten (a full sign-in follows) and False."""
+        grant = self.grant
+        if grant is None:
+            return False
+        try:
+            new = read_token_response(
+                response, now, template=grant, max_body_bytes=self.config.max_body_bytes
+            )
+        except OAuthRefused:
+            self.options.token_store.set(self.url, None)
+            return False
+        self.authorized(new)
+        return True
+
+    def begin(self, status: int, www_authenticate: list[str]) -> SignIn:
+        """The sign-in flow, fed with the MCP server's refusal (``status`` 401 or 403,
+        its ``WWW-Authenticate`` values): the same flow after a sign-in (step-up and
+        its retry limit), a new one otherwise."""
+        flow = self._flow
+        if flow is None or flow.state is not FlowState.AUTHORIZED:
+            flow = self._flow = SignIn(self.url, self.config)
+        flow.receive_challenge(status, www_authenticate)
+        return flow
+
+    def authorized(self, grant: Grant) -> None:
+        """Keep ``grant`` (the flow's, or a refresh's): later requests carry it."""
+        self.options.token_store.set(self.url, grant)
+        self.generation += 1
