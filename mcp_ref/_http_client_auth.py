@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ._oauth_config import FlowState, SignInConfig
+from ._oauth_config import Authorized, Failed, FlowState, NeedAuthorization, NeedHttp, SignInConfig
 from ._oauth_flow import SignIn
 from ._oauth_grants import (
     Grant,
@@ -41,10 +41,16 @@ from ._oauth_grants import (
     read_token_response,
     refresh_request,
 )
-from ._oauth_http import DEFAULT_MAX_BODY_BYTES, HttpRequest, HttpResponse, OAuthRefused
+from ._oauth_http import (
+    DEFAULT_MAX_BODY_BYTES,
+    HttpRequest,
+    HttpResponse,
+    OAuthError,
+    OAuthRefused,
+)
 from ._oauth_metadata import ClientInfo
 
-__all__ = ["ClientAuth", "OAuthClientOptions"]
+__all__ = ["ClientAuth", "OAuthClientOptions", "run_sign_in"]
 
 Authorize = Callable[[str], Awaitable[str]]
 """The browser step: ``async (authorization_url) -> redirect_url``."""
@@ -210,3 +216,55 @@ class ClientAuth:
         """Keep ``grant`` (the flow's, or a refresh's): later requests carry it."""
         self.options.token_store.set(self.url, grant)
         self.generation += 1
+
+
+async def run_sign_in(
+    auth: ClientAuth,
+    status: int,
+    www_authenticate: list[str],
+    exchange: Callable[[HttpRequest], Awaitable[HttpResponse]],
+    clock: Callable[[], float],
+    io_failures: tuple[type[BaseException], ...],
+) -> str | None:
+    """Run one sign-in after a ``status`` answer (401, or 403 ``insufficient_scope``)
+    whose ``WWW-Authenticate`` values are ``www_authenticate``: the flow's HTTP requests
+    go through ``exchange`` (the driver's I/O, awaited), its browser step through
+    ``auth.options.authorize``, until it is authorized (the grant is kept in ``auth``)
+    or fails.  The one loop the trio and asyncio HTTP clients share: it awaits only
+    what it is given, so it runs under either.
+
+    Args:
+        auth: the client's sign-in state.
+        status, www_authenticate: the refusal that asks for a sign-in.
+        exchange: sends one request of the flow and returns its response.
+        clock: wall-clock seconds (token expiry is compared with it).
+        io_failures: the exceptions ``exchange`` raises when the exchange fails.
+
+    Returns:
+        None when signed in, else why not (one line).
+
+    Source: 2025-11-25/basic/authorization#authorization-flow-steps.
+    """
+    try:
+        flow = auth.begin(status, www_authenticate)
+    except OAuthError as exc:
+        return f"HTTP {status}: cannot sign in: {exc.reason}"
+    while True:
+        event = flow.next_event()
+        if isinstance(event, NeedHttp):
+            try:
+                response = await exchange(event.request)
+            except io_failures as exc:
+                return f"sign-in failed: {event.request.url}: {exc!r}"
+            flow.receive_response(response, now=clock())
+        elif isinstance(event, NeedAuthorization):
+            authorize = auth.options.authorize
+            if authorize is None:
+                return "sign-in needs a browser step: give OAuthClientOptions.authorize"
+            flow.receive_redirect(await authorize(event.url))
+        elif isinstance(event, Authorized):
+            auth.authorized(event.grant)
+            return None
+        else:
+            assert isinstance(event, Failed)
+            return f"sign-in failed: {event.error.reason}"

@@ -67,7 +67,7 @@ from .._connection import Connection
 from .._errors import McpError
 from .._http import HTTP_SERVER_ERROR
 from .._http_client import HttpClientCore, Send
-from .._http_client_auth import ClientAuth, OAuthClientOptions
+from .._http_client_auth import ClientAuth, OAuthClientOptions, run_sign_in
 from .._http_client_flows import MessageFlow, ReplayFlow, RequestFlow
 from .._http_client_steps import (
     Authorize,
@@ -81,10 +81,8 @@ from .._http_client_steps import (
     delete_request,
 )
 from .._inflight import RequestTimeout
-from .._oauth_config import Authorized, Failed, NeedAuthorization, NeedHttp
 from .._oauth_http import HttpRequest as OAuthRequest
 from .._oauth_http import HttpResponse as OAuthResponse
-from .._oauth_http import OAuthError
 from .._state import CLIENT
 from ..events import Event, Notification
 from ._client import ClientSession
@@ -304,29 +302,14 @@ class HttpClient(ClientSession):
                 request = auth.refresh_request(self.clock(), force=True)
                 if request is not None and await self._refresh(auth, request):
                     return None
-            try:
-                flow = auth.begin(step.status, step.www_authenticate)
-            except OAuthError as exc:
-                return f"HTTP {step.status}: cannot sign in: {exc.reason}"
-            while True:
-                event = flow.next_event()
-                if isinstance(event, NeedHttp):
-                    try:
-                        response = await self._oauth_exchange(event.request)
-                    except (TimeoutError, OSError, h11.ProtocolError) as exc:
-                        return f"sign-in failed: {event.request.url}: {exc!r}"
-                    flow.receive_response(response, now=self.clock())
-                elif isinstance(event, NeedAuthorization):
-                    authorize = auth.options.authorize
-                    if authorize is None:
-                        return "sign-in needs a browser step: give OAuthClientOptions.authorize"
-                    flow.receive_redirect(await authorize(event.url))
-                elif isinstance(event, Authorized):
-                    auth.authorized(event.grant)
-                    return None
-                else:
-                    assert isinstance(event, Failed)
-                    return f"sign-in failed: {event.error.reason}"
+            return await run_sign_in(
+                auth,
+                step.status,
+                step.www_authenticate,
+                self._oauth_exchange,
+                self.clock,
+                (TimeoutError, OSError, h11.ProtocolError),
+            )
 
     async def _oauth_exchange(self, request: OAuthRequest) -> OAuthResponse:
         """One request of the sign-in flow on a connection of its own, sent as it is

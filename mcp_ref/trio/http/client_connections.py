@@ -38,12 +38,10 @@ import trio
 
 from ..._http import HttpLimits
 from ..._http_client import HttpClientCore
-from ..._http_client_auth import ClientAuth, OAuthClientOptions
+from ..._http_client_auth import ClientAuth, OAuthClientOptions, run_sign_in
 from ..._http_client_steps import Authorize, HttpRequest
-from ..._oauth_config import Authorized, Failed, NeedAuthorization, NeedHttp
 from ..._oauth_http import HttpRequest as OAuthRequest
 from ..._oauth_http import HttpResponse as OAuthResponse
-from ..._oauth_http import OAuthError
 from .common import H11Stream, Supervisor
 
 __all__ = ["ClientConnections", "HttpTransportError"]
@@ -331,26 +329,11 @@ class ClientConnections:
                 request = auth.refresh_request(self.clock(), force=True)
                 if request is not None and await self._refresh(request):
                     return None
-            try:
-                flow = auth.begin(step.status, step.www_authenticate)
-            except OAuthError as exc:
-                return f"HTTP {step.status}: cannot sign in: {exc.reason}"
-            while True:
-                event = flow.next_event()
-                if isinstance(event, NeedHttp):
-                    try:
-                        response = await self._oauth_exchange(event.request)
-                    except (*_IO_FAILURES, trio.TooSlowError) as exc:
-                        return f"sign-in failed: {event.request.url}: {exc!r}"
-                    flow.receive_response(response, now=self.clock())
-                elif isinstance(event, NeedAuthorization):
-                    authorize = auth.options.authorize
-                    if authorize is None:
-                        return "sign-in needs a browser step: give OAuthClientOptions.authorize"
-                    flow.receive_redirect(await authorize(event.url))
-                elif isinstance(event, Authorized):
-                    auth.authorized(event.grant)
-                    return None
-                else:
-                    assert isinstance(event, Failed)
-                    return f"sign-in failed: {event.error.reason}"
+            return await run_sign_in(
+                auth,
+                step.status,
+                step.www_authenticate,
+                self._oauth_exchange,
+                self.clock,
+                (*_IO_FAILURES, trio.TooSlowError),
+            )
