@@ -118,6 +118,27 @@ class _Exchange:
                 return cast(h11.Event, event)
             self.h11.receive_data(await self.reader.read(_CHUNK))
 
+    async def send(
+        self, method: str | bytes, target: str | bytes, headers: Any, body: bytes
+    ) -> h11.Response:
+        """Send one request (``body`` may be empty) and read to its response's head,
+        past any 1xx.
+
+        Raises:
+            OSError: the connection failed.
+            h11.ProtocolError: the peer answered something other than an HTTP response.
+        """
+        head = h11.Request(method=method, target=target, headers=headers)
+        self.writer.write(self.h11.send(head))
+        if body:
+            self.writer.write(self.h11.send(h11.Data(data=body)))
+        self.writer.write(self.h11.send(h11.EndOfMessage()))
+        await self.writer.drain()
+        while not isinstance(response := await self.next_event(), h11.Response):
+            if not isinstance(response, h11.InformationalResponse):
+                raise h11.RemoteProtocolError(f"expected a response, got {response!r}")
+        return response
+
     async def body(self) -> AsyncIterator[bytes]:
         """The response body, chunk by chunk."""
         while True:
@@ -185,16 +206,7 @@ class HttpClient(ClientSession):
         try:
             ex = _Exchange(reader, writer)
             headers = [*request.headers, (b"connection", b"close")]
-            target = request.target.encode()
-            head = h11.Request(method=request.method, target=target, headers=headers)
-            writer.write(ex.h11.send(head))
-            if request.body:
-                writer.write(ex.h11.send(h11.Data(data=request.body)))
-            writer.write(ex.h11.send(h11.EndOfMessage()))
-            await writer.drain()
-            while not isinstance(response := await ex.next_event(), h11.Response):
-                if not isinstance(response, h11.InformationalResponse):
-                    raise h11.RemoteProtocolError(f"expected a response, got {response!r}")
+            response = await ex.send(request.method, request.target, headers, request.body)
             yield response, ex
         finally:
             self._sockets.discard(writer)
@@ -334,15 +346,7 @@ class HttpClient(ClientSession):
             reader, writer = await asyncio.open_connection(parts.hostname, port, ssl=context)
             try:
                 ex = _Exchange(reader, writer)
-                head = h11.Request(method=request.method, target=target, headers=headers)
-                writer.write(ex.h11.send(head))
-                if request.body:
-                    writer.write(ex.h11.send(h11.Data(data=request.body)))
-                writer.write(ex.h11.send(h11.EndOfMessage()))
-                await writer.drain()
-                while not isinstance(response := await ex.next_event(), h11.Response):
-                    if not isinstance(response, h11.InformationalResponse):
-                        raise h11.RemoteProtocolError(f"expected a response, got {response!r}")
+                response = await ex.send(request.method, target, headers, request.body)
                 body, size = [], 0
                 async for chunk in ex.body():
                     body.append(chunk)
