@@ -196,6 +196,9 @@ def check_request(
         return challenge(config, "missing", scopes=needed)
     # Spec: 2025-06-18/basic/security_best_practices#mitigation-2.1
     # "MCP servers that implement authorization MUST verify all inbound requests."
+    # Spec: 2025-06-18/basic/security_best_practices#mitigation-2.2
+    # "MCP Servers MUST NOT use sessions for authentication."
+    # (the verdict is the token's alone: nothing here reads or keeps a session)
     verdict = verifier.verify(token, now=now)
     if isinstance(verdict, NeedFetch):
         return verdict.map(lambda v: _decide(config, v, needed, now))
@@ -216,6 +219,9 @@ def _decide(
     # Spec: 2025-11-25/basic/authorization#token-handling.6
     # "MCP servers MUST only accept tokens that are valid for use with their own
     # resources."
+    # Spec: 2025-06-18/basic/security_best_practices#mitigation-1.1
+    # "MCP servers MUST NOT accept any tokens that were not explicitly issued for the MCP
+    # server."
     if config.resource not in verdict.audience:
         return challenge(
             config,
