@@ -27,9 +27,10 @@ token is refreshed before it is sent.  No sockets, no clock here.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from ._oauth_config import Authorized, Failed, FlowState, NeedAuthorization, NeedHttp, SignInConfig
 from ._oauth_flow import SignIn
@@ -50,7 +51,9 @@ from ._oauth_http import (
 )
 from ._oauth_metadata import ClientInfo
 
-__all__ = ["ClientAuth", "OAuthClientOptions", "run_sign_in"]
+__all__ = ["ClientAuth", "OAuthClientOptions", "SignInRunner", "run_refresh", "run_sign_in"]
+
+log = logging.getLogger(__name__)
 
 Authorize = Callable[[str], Awaitable[str]]
 """The browser step: ``async (authorization_url) -> redirect_url``."""
@@ -268,3 +271,79 @@ async def run_sign_in(
         else:
             assert isinstance(event, Failed)
             return f"sign-in failed: {event.error.reason}"
+
+
+async def run_refresh(
+    auth: ClientAuth,
+    request: HttpRequest,
+    exchange: Callable[[HttpRequest], Awaitable[HttpResponse]],
+    clock: Callable[[], float],
+    io_failures: tuple[type[BaseException], ...],
+) -> bool:
+    """Send one refresh ``request`` (from :meth:`ClientAuth.refresh_request`) through
+    ``exchange`` and keep the new token; True when one is kept.  A failed exchange is
+    logged and gives False (the caller signs in anew).  Loop-agnostic, as
+    :func:`run_sign_in`.
+
+    Source: 2025-11-25/basic/authorization#token-handling (refresh tokens).
+    """
+    try:
+        response = await exchange(request)
+    except io_failures as exc:
+        log.warning("refreshing the token failed: %r", exc)
+        return False
+    return auth.refreshed(response, clock())
+
+
+@dataclass
+class SignInRunner:
+    """What a client driver does about tokens, written once for the trio and the asyncio
+    HTTP clients: both give it their I/O (``exchange``), their lock and their clock.
+
+    Attributes:
+        auth: the client's sign-in state.
+        lock: an async lock of the driver's loop (``trio.Lock()``, ``asyncio.Lock()``):
+            one refresh or sign-in at a time.
+        exchange: sends one request of the flow and returns its response.
+        clock: wall-clock seconds.
+        io_failures: the exceptions ``exchange`` raises when the exchange fails.
+    """
+
+    auth: ClientAuth
+    lock: Any
+    exchange: Callable[[HttpRequest], Awaitable[HttpResponse]]
+    clock: Callable[[], float]
+    io_failures: tuple[type[BaseException], ...]
+
+    async def keep_fresh(self) -> None:
+        """Before a message: refresh an expired token that can be refreshed."""
+        auth = self.auth
+        if auth.refresh_request(self.clock()) is None:
+            return
+        async with self.lock:
+            if (request := auth.refresh_request(self.clock())) is not None:
+                await run_refresh(auth, request, self.exchange, self.clock, self.io_failures)
+
+    async def after_refusal(
+        self, status: int, www_authenticate: list[str], generation: int
+    ) -> str | None:
+        """After a 401 (or 403 ``insufficient_scope``) to a message sent with the
+        token of ``generation``: nothing when another task signed in since; after a
+        401, a refresh when the token can be refreshed; else the sign-in flow.  None
+        when the message may be sent again, else why not (one line).
+
+        Source: 2025-11-25/basic/authorization#authorization-flow-steps.
+        """
+        auth = self.auth
+        async with self.lock:
+            if auth.stale(generation):
+                return None  # another task signed in since: send again with its token
+            if status == 401:
+                request = auth.refresh_request(self.clock(), force=True)
+                if request is not None and await run_refresh(
+                    auth, request, self.exchange, self.clock, self.io_failures
+                ):
+                    return None
+            return await run_sign_in(
+                auth, status, www_authenticate, self.exchange, self.clock, self.io_failures
+            )

@@ -67,7 +67,7 @@ from .._connection import Connection
 from .._errors import McpError
 from .._http import HTTP_SERVER_ERROR
 from .._http_client import HttpClientCore, Send
-from .._http_client_auth import ClientAuth, OAuthClientOptions, run_sign_in
+from .._http_client_auth import ClientAuth, OAuthClientOptions, SignInRunner
 from .._http_client_flows import MessageFlow, ReplayFlow, RequestFlow
 from .._http_client_steps import (
     Authorize,
@@ -90,6 +90,9 @@ from ._client import ClientSession
 __all__ = ["HttpClient", "open_http_client"]
 
 log = logging.getLogger("mcp_ref.asyncio")
+
+_EXCHANGE_FAILURES = (TimeoutError, OSError, h11.ProtocolError)
+"""What a sign-in or refresh exchange raises when it fails (or takes too long)."""
 
 _CHUNK: Final = 65536
 _MAX_BACKGROUND: Final = 64
@@ -284,44 +287,27 @@ class HttpClient(ClientSession):
                 reason = f"the server ended the session (HTTP 404); a new one failed: {done.error}"
                 raise self._close(reason)
 
+    def _tokens(self) -> SignInRunner | None:
+        """The token work (:class:`~mcp_ref._http_client_auth.SignInRunner`) on this
+        loop's lock, exchange and clock; None without ``auth=``."""
+        auth = self.http.auth
+        if auth is None:
+            return None
+        return SignInRunner(
+            auth, self._auth_lock, self._oauth_exchange, self.clock, _EXCHANGE_FAILURES
+        )
+
     async def _keep_token_fresh(self) -> None:
         """Step 7: before a POST, refresh an expired token (wall clock) that can be."""
-        auth = self.http.auth
-        if auth is None or auth.refresh_request(self.clock()) is None:
-            return
-        async with self._auth_lock:
-            if (request := auth.refresh_request(self.clock())) is not None:
-                await self._refresh(auth, request)
-
-    async def _refresh(self, auth: ClientAuth, request: OAuthRequest) -> bool:
-        try:
-            response = await self._oauth_exchange(request)
-        except (TimeoutError, OSError, h11.ProtocolError) as exc:
-            log.warning("refreshing the token failed: %r", exc)
-            return False
-        return auth.refreshed(response, self.clock())
+        if (tokens := self._tokens()) is not None:
+            await tokens.keep_fresh()
 
     async def _sign_in(self, step: Authorize) -> str | None:
-        """Step 7: sign in after the refusal ``step``, one POST at a time (refresh after
-        a 401 when the token can be, else the sign-in flow).  None when signed in,
-        else why not."""
-        auth = self.http.auth
-        assert auth is not None
-        async with self._auth_lock:
-            if auth.stale(step.generation):
-                return None  # another POST signed in since
-            if step.status == 401:
-                request = auth.refresh_request(self.clock(), force=True)
-                if request is not None and await self._refresh(auth, request):
-                    return None
-            return await run_sign_in(
-                auth,
-                step.status,
-                step.www_authenticate,
-                self._oauth_exchange,
-                self.clock,
-                (TimeoutError, OSError, h11.ProtocolError),
-            )
+        """Step 7: sign in after the refusal ``step``, one POST at a time.  None when signed
+        in, else why not."""
+        tokens = self._tokens()
+        assert tokens is not None
+        return await tokens.after_refusal(step.status, step.www_authenticate, step.generation)
 
     async def _oauth_exchange(self, request: OAuthRequest) -> OAuthResponse:
         """One request of the sign-in flow on a connection of its own, sent as it is

@@ -38,7 +38,7 @@ import trio
 
 from ..._http import HttpLimits
 from ..._http_client import HttpClientCore
-from ..._http_client_auth import ClientAuth, OAuthClientOptions, run_sign_in
+from ..._http_client_auth import ClientAuth, OAuthClientOptions, SignInRunner
 from ..._http_client_steps import Authorize, HttpRequest
 from ..._oauth_http import HttpRequest as OAuthRequest
 from ..._oauth_http import HttpResponse as OAuthResponse
@@ -60,6 +60,9 @@ class HttpTransportError(Exception):
 
 _IO_FAILURES = (OSError, trio.BrokenResourceError, h11.ProtocolError)
 """What the socket or the peer's HTTP may fail an exchange with."""
+
+_SIGN_IN_FAILURES = (*_IO_FAILURES, trio.TooSlowError)
+"""What a sign-in or refresh exchange raises when it fails (or takes too long)."""
 
 
 class _Exchange:
@@ -296,44 +299,24 @@ class ClientConnections:
 
     # -- signing in ---------------------------------------------------------------------
 
+    def _tokens(self) -> SignInRunner | None:
+        """The token work (:class:`~mcp_ref._http_client_auth.SignInRunner`) on this
+        loop's lock, exchange and clock; None without ``auth=``."""
+        auth = self.core.auth
+        if auth is None:
+            return None
+        return SignInRunner(
+            auth, self._auth_lock, self._oauth_exchange, self.clock, _SIGN_IN_FAILURES
+        )
+
     async def _keep_token_fresh(self) -> None:
         """Before a message: refresh an expired token (wall clock) that can be."""
-        auth = self.core.auth
-        if auth is None or auth.refresh_request(self.clock()) is None:
-            return
-        async with self._auth_lock:
-            if (request := auth.refresh_request(self.clock())) is not None:
-                await self._refresh(request)
-
-    async def _refresh(self, request: OAuthRequest) -> bool:
-        """Send a refresh request; True when a new token is kept."""
-        auth = self.core.auth
-        assert auth is not None
-        try:
-            response = await self._oauth_exchange(request)
-        except (*_IO_FAILURES, trio.TooSlowError) as exc:
-            log.warning("refreshing the token failed: %r", exc)
-            return False
-        return auth.refreshed(response, self.clock())
+        if (tokens := self._tokens()) is not None:
+            await tokens.keep_fresh()
 
     async def _sign_in(self, step: Authorize) -> str | None:
-        """Sign in after the refusal ``step`` (one task at a time): refresh the token
-        after a 401 when it can be, else run the sign-in flow
-        (:mod:`mcp_ref._http_client_auth`).  None when signed in, else why not."""
-        auth = self.core.auth
-        assert auth is not None
-        async with self._auth_lock:
-            if auth.stale(step.generation):
-                return None  # another task signed in since: send again with its token
-            if step.status == 401:
-                request = auth.refresh_request(self.clock(), force=True)
-                if request is not None and await self._refresh(request):
-                    return None
-            return await run_sign_in(
-                auth,
-                step.status,
-                step.www_authenticate,
-                self._oauth_exchange,
-                self.clock,
-                (*_IO_FAILURES, trio.TooSlowError),
-            )
+        """Sign in after the refusal ``step``, one task at a time.  None when signed in,
+        else why not."""
+        tokens = self._tokens()
+        assert tokens is not None
+        return await tokens.after_refusal(step.status, step.www_authenticate, step.generation)
