@@ -255,7 +255,11 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     """
     args = _parser().parse_args(argv)
     try:
-        return _run(args, out or sys.stdout)
+        status = _run(args, out or sys.stdout)
+        # Flush here, not at the interpreter's exit, so that a reader gone by then
+        # (``mcp-ref demo | head -1``) is the quiet case below, not a shutdown error.
+        sys.stdout.flush()
+        return status
     except KeyboardInterrupt:
         print("mcp-ref: interrupted", file=sys.stderr)
         return 130
