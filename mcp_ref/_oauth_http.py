@@ -58,10 +58,12 @@ __all__ = [
     "UnexpectedOrigin",
     "UnexpectedRedirect",
     "UnsupportedClientAuth",
+    "WireRequest",
     "canonical_resource",
     "discovery_request",
     "is_loopback_url",
     "origin_of",
+    "read_answer",
     "read_json_object",
     "redirect_target",
     "require_secure",
@@ -197,6 +199,23 @@ class HttpRequest:
         """The first value of header ``name`` (case-insensitive), or None."""
         return _first(self.headers, name)
 
+    def on_the_wire(self) -> WireRequest:
+        """Where to connect and what to write to send this request on a connection of
+        its own (the same for every driver)."""
+        parts = urlsplit(self.url)
+        tls = parts.scheme == "https"
+        headers = [("Host", parts.netloc.rpartition("@")[2]), *self.headers]
+        if self.method == "POST":
+            headers.append(("Content-Length", str(len(self.body))))
+        headers.append(("Connection", "close"))
+        return WireRequest(
+            tls=tls,
+            host=parts.hostname or "",
+            port=parts.port or (443 if tls else 80),
+            target=(parts.path or "/") + (f"?{parts.query}" if parts.query else ""),
+            headers=headers,
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HttpResponse:
@@ -217,6 +236,36 @@ class HttpResponse:
         """Every value of header ``name`` (case-insensitive), in order."""
         low = name.lower()
         return [v for k, v in self.headers if k.lower() == low]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WireRequest:
+    """An :class:`HttpRequest` as a driver sends it, on one HTTP/1.1 connection of its
+    own (made by :meth:`HttpRequest.on_the_wire`): where to connect and what to write.
+    """
+
+    tls: bool
+    """Connect with TLS (an ``https`` URL)."""
+    host: str
+    """The host to connect to."""
+    port: int
+    """The TCP port (the URL's, else 443 or 80)."""
+    target: str
+    """The request-target: path and query."""
+    headers: list[tuple[str, str]]
+    """``Host`` first, then the request's headers, ``Content-Length`` for a POST, and
+    ``Connection: close``."""
+
+
+def read_answer(
+    status: int, raw_headers: list[tuple[bytes, bytes]], chunks: list[bytes], max_body_bytes: int
+) -> HttpResponse:
+    """The :class:`HttpResponse` a driver hands back: header bytes decoded as latin-1,
+    the body chunks joined and cut at ``max_body_bytes + 1`` bytes (enough for the flow
+    to refuse a longer body)."""
+    headers = tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in raw_headers)
+    body = b"".join(chunks)[: max_body_bytes + 1]
+    return HttpResponse(status=status, headers=headers, body=body)
 
 
 def _first(headers: tuple[tuple[str, str], ...], name: str) -> str | None:

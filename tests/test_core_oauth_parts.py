@@ -31,6 +31,7 @@ from mcp_ref._oauth_grants import (
 )
 from mcp_ref._oauth_http import (
     BadMetadata,
+    HttpRequest,
     HttpResponse,
     InsecureEndpoint,
     MalformedChallenge,
@@ -39,6 +40,7 @@ from mcp_ref._oauth_http import (
     TokenMisdirected,
     canonical_resource,
     is_loopback_url,
+    read_answer,
     require_secure,
     resource_covers,
 )
@@ -426,3 +428,36 @@ def test_a_challenge_of_another_scheme_falls_back_to_the_well_known_urls() -> No
     event = flow.next_event()
     assert isinstance(event, NeedHttp)
     assert event.request.url == "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
+
+
+def test_a_request_on_the_wire_names_its_connection_target_and_headers() -> None:
+    """What every driver sends: Host first (no user info), the request's headers,
+    Content-Length for a POST, Connection: close; the port from the URL or the scheme."""
+    post = HttpRequest(
+        method="POST",
+        url="https://user@as.example.com/token?x=1",
+        headers=(("Content-Type", "application/x-www-form-urlencoded"),),
+        body=b"a=b",
+    ).on_the_wire()
+    assert (post.tls, post.host, post.port, post.target) == (
+        True,
+        "as.example.com",
+        443,
+        "/token?x=1",
+    )
+    assert post.headers == [
+        ("Host", "as.example.com"),
+        ("Content-Type", "application/x-www-form-urlencoded"),
+        ("Content-Length", "3"),
+        ("Connection", "close"),
+    ]
+    get = HttpRequest(method="GET", url="http://127.0.0.1:8080").on_the_wire()
+    assert (get.tls, get.host, get.port, get.target) == (False, "127.0.0.1", 8080, "/")
+    assert get.headers == [("Host", "127.0.0.1:8080"), ("Connection", "close")]
+
+
+def test_an_answer_read_by_a_driver_is_decoded_and_cut_past_the_bound() -> None:
+    answer = read_answer(200, [(b"content-type", b"application/json")], [b"abc", b"def"], 4)
+    assert answer.status == 200
+    assert answer.headers == (("content-type", "application/json"),)
+    assert answer.body == b"abcde"  # max + 1: enough for the flow to refuse it

@@ -58,7 +58,6 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Final, cast
-from urllib.parse import urlsplit
 
 import h11
 
@@ -83,6 +82,7 @@ from .._http_client_steps import (
 from .._inflight import RequestTimeout
 from .._oauth_http import HttpRequest as OAuthRequest
 from .._oauth_http import HttpResponse as OAuthResponse
+from .._oauth_http import read_answer
 from .._state import CLIENT
 from ..events import Event, Notification
 from ._client import ClientSession
@@ -318,21 +318,14 @@ class HttpClient(ClientSession):
             OSError, h11.ProtocolError: the exchange failed.
             asyncio.TimeoutError: it took longer than ``io_timeout`` seconds.
         """
-        parts = urlsplit(request.url)
-        tls = parts.scheme == "https"
-        port = parts.port or (443 if tls else 80)
-        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        headers = [("Host", parts.netloc.rpartition("@")[2]), *request.headers]
-        if request.method == "POST":
-            headers.append(("Content-Length", str(len(request.body))))
-        headers.append(("Connection", "close"))
+        wire = request.on_the_wire()
 
         async def exchange() -> OAuthResponse:
-            context = ssl.create_default_context() if tls else None
-            reader, writer = await asyncio.open_connection(parts.hostname, port, ssl=context)
+            context = ssl.create_default_context() if wire.tls else None
+            reader, writer = await asyncio.open_connection(wire.host, wire.port, ssl=context)
             try:
                 ex = _Exchange(reader, writer)
-                response = await ex.send(request.method, target, headers, request.body)
+                response = await ex.send(request.method, wire.target, wire.headers, request.body)
                 body, size = [], 0
                 async for chunk in ex.body():
                     body.append(chunk)
@@ -341,9 +334,9 @@ class HttpClient(ClientSession):
                         break  # enough to refuse it
             finally:
                 writer.close()
-            got = tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in response.headers)
-            data = b"".join(body)[: request.max_body_bytes + 1]
-            return OAuthResponse(status=response.status_code, headers=got, body=data)
+            return read_answer(
+                response.status_code, list(response.headers), body, request.max_body_bytes
+            )
 
         return await asyncio.wait_for(exchange(), self._io_timeout)
 

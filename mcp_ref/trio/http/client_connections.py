@@ -31,7 +31,6 @@ import ssl
 import time
 from collections.abc import Sequence
 from typing import Any, Final, Literal
-from urllib.parse import urlsplit
 
 import h11
 import trio
@@ -42,6 +41,7 @@ from ..._http_client_auth import ClientAuth, OAuthClientOptions, SignInRunner
 from ..._http_client_steps import Authorize, HttpRequest
 from ..._oauth_http import HttpRequest as OAuthRequest
 from ..._oauth_http import HttpResponse as OAuthResponse
+from ..._oauth_http import read_answer
 from .common import H11Stream, Supervisor
 
 __all__ = ["ClientConnections", "HttpTransportError"]
@@ -256,33 +256,24 @@ class ClientConnections:
             OSError, trio.BrokenResourceError, h11.ProtocolError: the exchange failed.
             trio.TooSlowError: it took longer than ``io_timeout`` seconds.
         """
-        parts = urlsplit(request.url)
-        tls = parts.scheme == "https"
-        host = parts.hostname or ""
-        port = parts.port or (443 if tls else 80)
-        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        headers = [("Host", parts.netloc.rpartition("@")[2]), *request.headers]
-        if request.method == "POST":
-            headers.append(("Content-Length", str(len(request.body))))
-        headers.append(("Connection", "close"))
+        wire = request.on_the_wire()
         with trio.fail_after(self._io_timeout):
             raw: trio.abc.Stream
-            if tls:
+            if wire.tls:
                 context = self._ssl_context or ssl.create_default_context()
-                raw = await trio.open_ssl_over_tcp_stream(host, port, ssl_context=context)
+                raw = await trio.open_ssl_over_tcp_stream(wire.host, wire.port, ssl_context=context)
             else:
-                raw = await trio.open_tcp_stream(host, port)
+                raw = await trio.open_tcp_stream(wire.host, wire.port)
             conn = H11Stream(raw, h11.CLIENT)
             try:
-                head = h11.Request(method=request.method, target=target, headers=headers)
+                head = h11.Request(method=request.method, target=wire.target, headers=wire.headers)
                 body = (h11.Data(data=request.body),) if request.body else ()
                 await conn.send(head, *body, h11.EndOfMessage())
                 status, got, parts_read, size = 0, [], [], 0
                 while True:
                     event = await conn.next_event()
                     if isinstance(event, h11.Response):
-                        status = event.status_code
-                        got = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in event.headers]
+                        status, got = event.status_code, list(event.headers)
                     elif isinstance(event, h11.Data):
                         parts_read.append(bytes(event.data))
                         size += len(event.data)
@@ -294,8 +285,7 @@ class ClientConnections:
                         raise trio.BrokenResourceError("the connection ended inside a response")
             finally:
                 await conn.aclose()
-        data = b"".join(parts_read)[: request.max_body_bytes + 1]
-        return OAuthResponse(status=status, headers=tuple(got), body=data)
+        return read_answer(status, got, parts_read, request.max_body_bytes)
 
     # -- signing in ---------------------------------------------------------------------
 
