@@ -16,6 +16,8 @@ then decides, from the body and the headers alone, what the POST asks for
 * ``initialize`` (alone, without ``Mcp-Session-Id``) opens a session; any other POST
   goes to the session its ``Mcp-Session-Id`` names
   (:func:`~mcp_ref._http_server.session_request`);
+* a modern-era (2026-07-28) message opens a session for this POST only, with nothing
+  fed before it (:mod:`mcp_ref._http_modern`);
 * a stateless server opens a session for every POST; one other than ``initialize``
   first has a synthetic ``initialize`` and ``notifications/initialized`` fed before it
   (:func:`stateless_preamble`), whose answer is dropped: the core's lifecycle holds
@@ -38,6 +40,7 @@ from . import _http as rules
 from ._batch import refuse_batch
 from ._http import HttpError, MessageKind, http_error
 from ._http_messages import MessageInfo, read_post_body, with_request_id
+from ._http_modern import is_modern_body
 from ._http_server import RequestHeaders, ServerConfig, request_version
 from ._methods import BATCH_VERSIONS
 from .events import RequestId
@@ -75,6 +78,9 @@ class Post:
     preamble: list[bytes]
     """What a stateless session is fed before the body (:func:`stateless_preamble`;
     the answer to its ``initialize``, id :data:`STATELESS_INIT_ID`, is dropped)."""
+    modern: bool = False
+    """The body is a modern-era (2026-07-28) message: it opens a session of its own,
+    with no preamble, gone once answered (:mod:`mcp_ref._http_modern`)."""
 
     @property
     def batch(self) -> bool:
@@ -104,6 +110,16 @@ def read_post(cfg: ServerConfig, headers: RequestHeaders, body: bytes) -> Post |
     infos = read_messages(body, max_items=MAX_BATCH)
     if isinstance(infos, HttpError):
         return infos
+    if len(infos) == 1 and is_modern_body(body):
+        # No session: the POST gets one of its own, and its connection the modern era.
+        return Post(
+            messages=infos,
+            requests=[m for m in infos if m.kind is MessageKind.REQUEST],
+            initialize=False,
+            new_session=True,
+            preamble=[],
+            modern=True,
+        )
     is_init = any(m.method == "initialize" for m in infos)
     post = Post(
         messages=infos,

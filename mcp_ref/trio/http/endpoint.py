@@ -66,7 +66,8 @@ async def post(cfg: ServerConfig, table: SessionTable, h: H11Stream, req: Reques
         if not post.new_session:
             sess = checked(session_request(req.headers, table.sessions))
         else:
-            sess = await table.open("stateless" if cfg.stateless else "streamable")
+            one_post = cfg.stateless or post.modern
+            sess = await table.open("stateless" if one_post else "streamable")
         try:
             sess.touch()
             most = sess.session.connection.max_requests_in_flight if sess.session else None
@@ -88,7 +89,7 @@ async def post(cfg: ServerConfig, table: SessionTable, h: H11Stream, req: Reques
                 await answer_sse(cfg, h, sess, stream, sess.id, last=req.last, post=True)
         finally:
             sess.touch()
-            if cfg.stateless:
+            if cfg.stateless or post.modern:
                 sess.end("stateless request answered")
             elif post.initialize and sess.state.init_failed:
                 sess.end("initialize failed")

@@ -1,0 +1,119 @@
+"""Streamable HTTP in the modern era (2026-07-28): no session, every request answered
+alone, beside handshake-era clients on the same endpoint."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+
+from mcp_ref.server import Server
+from mcp_ref.trio.http.server import open_http_server
+
+from ._http_raw import RawConnection, open_session, request_body
+
+TIMEOUT = 10
+MODERN = "2026-07-28"
+META = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "raw-modern", "version": "1"},
+}
+
+
+def make_server() -> Server:
+    server = Server("modern-test", version="1")
+
+    @server.tool()
+    async def echo(text: str) -> str:
+        """Echo ``text``."""
+        return text
+
+    return server
+
+
+def modern_headers(method: str, name: str | None = None) -> dict[str, str]:
+    hdrs = {"mcp-protocol-version": MODERN, "mcp-method": method}
+    if name is not None:
+        hdrs["mcp-name"] = name
+    return hdrs
+
+
+def modern_body(rid: int, method: str, params: dict[str, Any] | None = None) -> bytes:
+    return request_body(rid, method, {**(params or {}), "_meta": META})
+
+
+async def answer_of(ans: Any) -> Any:
+    if ans.content_type == "application/json":
+        return await ans.json()
+    got = await ans.message()
+    assert got is not None
+    assert await ans.message() is None
+    return got[1]
+
+
+@pytest.mark.parametrize("json_response", [False, True])
+@pytest.mark.parametrize("stateless", [False, True])
+async def test_a_modern_request_needs_no_session(json_response: bool, stateless: bool) -> None:
+    # Without it, the POST would be refused 400 (missing Mcp-Session-Id); a stateless
+    # server would feed a synthetic initialize first, and the connection would then
+    # judge the request by the handshake table.
+    with trio.fail_after(TIMEOUT):
+        async with open_http_server(
+            make_server(), json_response=json_response, stateless=stateless
+        ) as info:
+            conn = await RawConnection.open(info.port)
+            try:
+                for rid in (1, 2):  # each POST alone, on the same connection
+                    ans = await conn.request(
+                        "POST",
+                        body=modern_body(
+                            rid, "tools/call", {"name": "echo", "arguments": {"text": "hi"}}
+                        ),
+                        headers=modern_headers("tools/call", "echo"),
+                    )
+                    assert ans.status == 200
+                    assert ans.session_id is None
+                    assert ans.content_type == (
+                        "application/json" if json_response else "text/event-stream"
+                    )
+                    msg = await answer_of(ans)
+                    assert msg["id"] == rid
+                    assert msg["result"]["content"][0]["text"] == "hi"
+            finally:
+                await conn.aclose()
+
+
+async def test_handshake_clients_keep_their_sessions_beside_modern_ones() -> None:
+    with trio.fail_after(TIMEOUT):
+        async with open_http_server(make_server()) as info:
+            sid, result = await open_session(info.port)
+            conn = await RawConnection.open(info.port)
+            try:
+                ans = await conn.request(
+                    "POST",
+                    body=request_body(2, "tools/list"),
+                    session_id=sid,
+                    version=result["protocolVersion"],
+                )
+                assert ans.status == 200
+                assert [t["name"] for t in (await answer_of(ans))["result"]["tools"]] == ["echo"]
+                ans = await conn.request(
+                    "POST",
+                    body=modern_body(3, "tools/call", {"name": "echo", "arguments": {"text": "m"}}),
+                    headers=modern_headers("tools/call", "echo"),
+                )
+                assert ans.status == 200 and ans.session_id is None
+                assert (await answer_of(ans))["result"]["content"][0]["text"] == "m"
+                # The session lives on: the handshake client's next request is served.
+                ans = await conn.request(
+                    "POST",
+                    body=request_body(4, "tools/list"),
+                    session_id=sid,
+                    version=result["protocolVersion"],
+                )
+                assert ans.status == 200
+                assert (await answer_of(ans))["id"] == 4
+            finally:
+                await conn.aclose()
