@@ -36,12 +36,14 @@ import h11
 from . import _http as rules
 from ._http import MESSAGE_EVENT, HttpError, PostReply
 from ._http_connection import CONNECTION_CLOSE
+from ._http_modern import answer_status
 from ._http_streams import LogicalStream, SessionStreams
 from ._sse import encode_comment, encode_data
 
 __all__ = ["Chunk", "ResponseHeads", "SseAnswer", "StreamCursor", "empty_answer"]
 
 _END: Final = h11.EndOfMessage()
+_REASONS: Final = {200: b"OK", 400: b"Bad Request", 404: b"Not Found"}
 _ACCEPTED: Final = rules.response_headers(PostReply.ACCEPTED)
 
 
@@ -61,11 +63,14 @@ class ResponseHeads:
         self._json: dict[str | None, list[tuple[bytes, bytes]]] = {}
         self._sse: dict[tuple[str | None, bool, bool], h11.Response] = {}
 
-    def json_answer(self, session_id: str | None, body: bytes, last: bool) -> list[Any]:
+    def json_answer(
+        self, session_id: str | None, body: bytes, last: bool, *, modern: bool = False
+    ) -> list[Any]:
         """The answer of a POST in JSON mode: 200 with ``body``
         (``rules.response_headers(PostReply.JSON, session_id=...)``), or 202 when
         ``body`` is empty (every request was cancelled); ``Connection: close`` when
-        ``last``."""
+        ``last``.  For a ``modern`` POST (2026-07-28) the status is the one its answer
+        asks for (:func:`~mcp_ref._http_modern.answer_status`: 400, 404)."""
         if not body:
             return empty_answer(202, last)
         base = self._json.get(session_id)
@@ -76,7 +81,8 @@ class ResponseHeads:
         headers = [(k, length) if k == rules.CONTENT_LENGTH else (k, v) for k, v in base]
         if last:
             headers.append(CONNECTION_CLOSE)
-        head = h11.Response(status_code=200, headers=headers, reason=b"OK")
+        status = answer_status(body) if modern else 200
+        head = h11.Response(status_code=status, headers=headers, reason=_REASONS[status])
         return [head, h11.Data(data=body), _END]
 
     def sse(self, session_id: str | None, last: bool, *, post: bool) -> h11.Response:
@@ -105,6 +111,9 @@ class SseAnswer:
         first: an encoded event to write before the stream's (2024-11-05 ``endpoint``).
         retry_ms: the priming event's ``retry``, in milliseconds.
         post: the answer to the POST that carried the stream's requests.
+        modern: the POST is a modern-era (2026-07-28) one: an error that is all its
+            stream holds before the head is written goes as a JSON answer with the
+            status the error asks for (:func:`~mcp_ref._http_modern.answer_status`).
     """
 
     def __init__(
@@ -117,8 +126,11 @@ class SseAnswer:
         first: bytes = b"",
         retry_ms: int,
         post: bool,
+        modern: bool = False,
     ) -> None:
         self.stream = stream
+        self._modern = modern
+        self._json: list[Any] | None = None  # a modern error answered as JSON instead
         self.generation = streams.attach(stream)
         self._streams = streams
         if cursor is None:
@@ -152,11 +164,31 @@ class SseAnswer:
             self._taken = chunk.last_id
         if chunk.end is not None:
             self.end = chunk.end
+            if self._modern and self._head is not None and chunk.end == "answered":
+                self._json = self._error_answer()
             return None
         if self.head_waits and self._taken is None:
             return head_wait
         self.head_waits = False
         return keepalive
+
+    def _error_answer(self) -> list[Any] | None:
+        """The JSON answer (head and body) that replaces the whole SSE answer of a
+        modern POST whose stream holds one error response asking for a status other
+        than 200 (:data:`~mcp_ref._http_modern.ERROR_STATUS`); else None."""
+        reader = self._reader
+        if reader.taken != 1 or reader.last_data is None:
+            return None
+        body = reader.last_data.encode()
+        status = answer_status(body)
+        if status == 200:
+            return None
+        assert self._head is not None
+        headers = rules.response_headers(PostReply.JSON, content_length=len(body))
+        if CONNECTION_CLOSE in self._head.headers:
+            headers.append(CONNECTION_CLOSE)
+        head = h11.Response(status_code=status, headers=headers, reason=_REASONS[status])
+        return [head, h11.Data(data=body)]
 
     def waited(self, got: Literal["changed", "timeout"]) -> None:
         """How the wait :meth:`step` asked for ended: a head that waited in vain goes
@@ -171,6 +203,8 @@ class SseAnswer:
         as one chunk, and the end of the response when ``end``.  Call
         :meth:`written` once they are."""
         out: list[Any] = []
+        if end and self._json is not None:  # a modern error, as JSON instead
+            out, self._head, self._chunks = self._json, None, []
         if self._head is not None:
             out.append(self._head)
             self._head = None
@@ -229,6 +263,10 @@ class StreamCursor:
         self.stream = stream
         self.cursor = cursor
         self.generation = generation
+        self.taken = 0
+        """Events with data taken so far."""
+        self.last_data: str | None = None
+        """The data of the last of them."""
 
     def opening(self, retry_ms: int) -> bytes:
         """The priming event, from 2025-11-25 on (else ``b""``): the cursor's id and
@@ -255,6 +293,8 @@ class StreamCursor:
             for event_id, data in replay.events:
                 if data:
                     parts.append(encode_data(data, event=MESSAGE_EVENT, id=event_id))
+                    self.taken += 1
+                    self.last_data = data
                 self.cursor = last = event_id
         end: str | None = None
         if stream.finished and self.cursor == stream.last_id:

@@ -16,8 +16,9 @@ then decides, from the body and the headers alone, what the POST asks for
 * ``initialize`` (alone, without ``Mcp-Session-Id``) opens a session; any other POST
   goes to the session its ``Mcp-Session-Id`` names
   (:func:`~mcp_ref._http_server.session_request`);
-* a modern-era (2026-07-28) message opens a session for this POST only, with nothing
-  fed before it (:mod:`mcp_ref._http_modern`);
+* a modern-era (2026-07-28) message, once :func:`~mcp_ref._http_modern.check_modern`
+  passes it, opens a session for this POST only, with nothing fed before it
+  (:mod:`mcp_ref._http_modern`);
 * a stateless server opens a session for every POST; one other than ``initialize``
   first has a synthetic ``initialize`` and ``notifications/initialized`` fed before it
   (:func:`stateless_preamble`), whose answer is dropped: the core's lifecycle holds
@@ -40,7 +41,7 @@ from . import _http as rules
 from ._batch import refuse_batch
 from ._http import HttpError, MessageKind, http_error
 from ._http_messages import MessageInfo, read_post_body, with_request_id
-from ._http_modern import is_modern_body
+from ._http_modern import check_modern, read_modern
 from ._http_server import RequestHeaders, ServerConfig, request_version
 from ._methods import BATCH_VERSIONS
 from .events import RequestId
@@ -110,9 +111,10 @@ def read_post(cfg: ServerConfig, headers: RequestHeaders, body: bytes) -> Post |
     infos = read_messages(body, max_items=MAX_BATCH)
     if isinstance(infos, HttpError):
         return infos
-    if len(infos) == 1 and is_modern_body(body):
+    modern = read_modern(headers, body)
+    if modern is not None:
         # No session: the POST gets one of its own, and its connection the modern era.
-        return Post(
+        post = Post(
             messages=infos,
             requests=[m for m in infos if m.kind is MessageKind.REQUEST],
             initialize=False,
@@ -120,6 +122,7 @@ def read_post(cfg: ServerConfig, headers: RequestHeaders, body: bytes) -> Post |
             preamble=[],
             modern=True,
         )
+        return check_modern(headers, modern) or post
     is_init = any(m.method == "initialize" for m in infos)
     post = Post(
         messages=infos,

@@ -15,7 +15,8 @@ One request goes through these steps, each a function here:
    header rules are pure functions of the headers and of the server's fixed settings
    (:class:`ServerConfig`), so each is computed once per header set.
 2. :func:`route_request`: head size (431), ``Origin`` and ``Host`` (403), then the path
-   and method: the :class:`Endpoint` that answers it (or 404, 405, 406).
+   and method: the :class:`Endpoint` that answers it (or 404, 405, 406; a modern
+   client's GET or DELETE, 405: :func:`modern_client`).
 3. For a POST, :func:`check_body_headers` before the body is read (415, 400, 413); what
    the body then means is :mod:`mcp_ref._http_post`'s.
 4. :func:`session_request`: the session the ``Mcp-Session-Id`` names
@@ -40,6 +41,7 @@ import h11
 from . import _http as rules
 from ._http import HttpError, HttpLimits, http_error
 from ._http_peers import allowed_for
+from ._modern import MODERN_VERSIONS
 from ._versions import SUPPORTED_VERSIONS
 
 __all__ = [
@@ -52,6 +54,7 @@ __all__ = [
     "header",
     "headers_from_items",
     "legacy_session",
+    "modern_client",
     "request_headers",
     "request_version",
     "route_request",
@@ -248,6 +251,15 @@ def route_request(
     if err is not None:
         return err
     if path == cfg.path:
+        if method != b"POST" and headers.rule("modern", lambda: modern_client(headers)):
+            # Spec: 2026-07-28/basic/transports/streamable-http#earlier-streamable-http-revisions.1
+            # "A server that supports only this revision and receives such traffic from an
+            # older client SHOULD respond as follows:"
+            # A modern client has no GET stream and no session to DELETE: 405, as a
+            # modern-only server answers (its Allow: POST).
+            refused = rules.check_method(method, allow_get=False, allow_delete=False)
+            assert refused is not None  # (anything but POST)
+            return refused
         if method == b"POST":
             err = headers.rule("accept POST", lambda: rules.check_accept(headers, b"POST"))
             return err or (Endpoint.POST, query)
@@ -278,6 +290,18 @@ def route_request(
             return http_error(405, detail, clause=None, headers=[(b"allow", takes)])
         return endpoint, query
     return http_error(404, f"no MCP endpoint at {path}", clause=None)
+
+
+def modern_client(headers: RequestHeaders) -> bool:
+    """Whether the request's ``MCP-Protocol-Version`` names a modern (2026-07-28) version:
+    the client speaks the era without sessions (memoized per header set as
+    ``"modern"``).
+
+    Source: 2026-07-28/basic/transports/streamable-http#protocol-version-header.1 (every
+    POST carries it).
+    """
+    version = header(headers, b"mcp-protocol-version")
+    return version is not None and version.decode("latin-1") in MODERN_VERSIONS
 
 
 def check_body_headers(headers: RequestHeaders, limits: HttpLimits) -> HttpError | None:

@@ -1,5 +1,8 @@
-"""Modern-era (2026-07-28) POSTs to the Streamable HTTP endpoint, without sockets
-(mcp_ref._http_modern, and how mcp_ref._http_post.read_post takes them)."""
+"""Modern-era (2026-07-28) POSTs to the Streamable HTTP endpoint, without sockets:
+how one is told from a handshake-era POST (mcp_ref._http_modern.read_modern), what is
+refused before any session (check_modern), the statuses of the answers
+(answer_status, ResponseHeads.json_answer, SseAnswer), and a modern client's GET and
+DELETE (route_request)."""
 
 from __future__ import annotations
 
@@ -10,15 +13,21 @@ import attrs
 import h11
 import pytest
 
-from mcp_ref._http_modern import is_modern_body
+from mcp_ref._http import HttpError, HttpLimits, MessageKind
+from mcp_ref._http_answers import ResponseHeads, SseAnswer
+from mcp_ref._http_messages import MessageInfo
+from mcp_ref._http_modern import Modern, answer_status, check_modern, read_modern
 from mcp_ref._http_post import Post, read_post
-from mcp_ref._http_server import RequestHeaders, request_headers
+from mcp_ref._http_server import RequestHeaders, request_headers, route_request
+from mcp_ref._http_streams import LogicalStream, SessionStreams
 
 from ._http_core import CFG
 
+H = "2026-07-28/basic/transports/streamable-http#"
 STATELESS = attrs.evolve(CFG, stateless=True, enable_get_stream=False, legacy_sse=False)
+V = "2026-07-28"
 META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/protocolVersion": V,
     "io.modelcontextprotocol/clientCapabilities": {},
 }
 
@@ -30,30 +39,44 @@ def body(method: str = "tools/list", rid: int | None = 1, **params: Any) -> byte
     return json.dumps(msg).encode()
 
 
-def headers(**values: str) -> RequestHeaders:
+def headers(method: bytes = b"POST", **values: str) -> RequestHeaders:
     items = [(b"host", b"localhost:1")]
     items += [(k.replace("_", "-").encode(), v.encode()) for k, v in values.items()]
-    return request_headers(h11.Request(method="POST", target="/mcp", headers=items), {})
+    return request_headers(h11.Request(method=method, target="/mcp", headers=items), {})
 
 
-def test_a_modern_body_is_told_by_its_meta() -> None:
-    assert is_modern_body(body())
-    assert not is_modern_body(b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}')
-    # initialize is the handshake era's, whatever its _meta says.
-    assert not is_modern_body(body("initialize"))
+def mirrored(method: str = "tools/list", **more: str) -> dict[str, str]:
+    return {"mcp_protocol_version": V, "mcp_method": method, **more}
+
+
+def refused(data: bytes, **values: str) -> HttpError:
+    got = read_post(CFG, headers(**values), data)
+    assert isinstance(got, HttpError), got
+    return got
+
+
+def error_of(err: HttpError) -> dict[str, Any]:
+    parsed: dict[str, Any] = json.loads(err.body)
+    return parsed
+
+
+def test_a_modern_post_is_told_by_its_header_or_its_meta() -> None:
+    legacy = b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
+    assert read_modern(headers(mcp_protocol_version="2025-11-25"), legacy) is None
+    assert read_modern(headers(), legacy) is None
+    assert read_modern(headers(mcp_protocol_version=V), legacy) == Modern(json.loads(legacy))
+    assert read_modern(headers(), body()) is not None
     # The key elsewhere than params._meta does not count.
-    other = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "x",
-        "params": {"io.modelcontextprotocol/protocolVersion": 1},
-    }
-    assert not is_modern_body(json.dumps(other).encode())
+    other = {"jsonrpc": "2.0", "id": 1, "method": "x", "params": {META_KEY: V}}
+    assert read_modern(headers(), json.dumps(other).encode()) is None
+
+
+META_KEY = "io.modelcontextprotocol/protocolVersion"
 
 
 @pytest.mark.parametrize("cfg", [CFG, STATELESS])
 def test_a_modern_post_opens_a_session_of_its_own_without_preamble(cfg: Any) -> None:
-    got = read_post(cfg, headers(mcp_protocol_version="2026-07-28"), body(rid=7))
+    got = read_post(cfg, headers(**mirrored()), body(rid=7))
     assert isinstance(got, Post)
     assert got.modern and got.new_session and not got.initialize
     assert got.preamble == []
@@ -61,10 +84,163 @@ def test_a_modern_post_opens_a_session_of_its_own_without_preamble(cfg: Any) -> 
 
 
 def test_a_handshake_post_is_read_as_before() -> None:
-    got = read_post(
-        STATELESS,
-        headers(mcp_protocol_version="2025-11-25"),
-        b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
-    )
+    legacy = b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
+    got = read_post(STATELESS, headers(mcp_protocol_version="2025-11-25"), legacy)
     assert isinstance(got, Post)
     assert not got.modern and len(got.preamble) == 2
+    # A stateful server sends it to the session its Mcp-Session-Id names.
+    got = read_post(CFG, headers(mcp_protocol_version="2025-11-25"), legacy)
+    assert isinstance(got, Post) and not got.new_session and not got.modern
+
+
+@pytest.mark.spec(
+    H + "protocol-version-header.3", H + "server-validation.1", H + "server-validation.3"
+)
+@pytest.mark.parametrize(
+    ("values", "data"),
+    [
+        (mirrored(mcp_protocol_version="2025-11-25"), body()),  # version header differs
+        ({"mcp_protocol_version": V}, body()),  # Mcp-Method missing
+        (mirrored("tools/call"), body()),  # Mcp-Method differs
+        (mirrored("tools/call"), body("tools/call", name="echo")),  # Mcp-Name missing
+        (mirrored("tools/call", mcp_name="other"), body("tools/call", name="echo")),
+    ],
+)
+def test_a_header_that_disagrees_with_the_body_is_400_header_mismatch(
+    values: dict[str, str], data: bytes
+) -> None:
+    err = refused(data, **values)
+    assert err.status == 400
+    assert error_of(err)["error"]["code"] == -32020 and error_of(err)["id"] == 1
+
+
+def test_agreeing_headers_pass_with_a_base64_name() -> None:
+    name = "=?base64?ZWNobw==?="  # "echo"
+    got = read_post(
+        CFG, headers(**mirrored("tools/call", mcp_name=name)), body("tools/call", name="echo")
+    )
+    assert isinstance(got, Post) and got.modern
+
+
+@pytest.mark.spec("2026-07-28/basic/index#_meta.3", "2026-07-28/basic/index#_meta.4")
+@pytest.mark.parametrize(
+    "params", [{}, {"_meta": {"io.modelcontextprotocol/clientCapabilities": {}}}]
+)
+def test_a_request_whose_meta_lacks_the_version_is_400_invalid_params(params: Any) -> None:
+    data = json.dumps({"jsonrpc": "2.0", "id": 5, "method": "server/discover", "params": params})
+    err = refused(data.encode(), **mirrored("server/discover"))
+    assert err.status == 400
+    assert error_of(err)["error"]["code"] == -32602 and error_of(err)["id"] == 5
+
+
+@pytest.mark.spec(H + "protocol-version-header.5")
+@pytest.mark.parametrize(
+    "method",
+    [
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "x/y",
+    ],
+)
+def test_a_method_the_version_does_not_define_is_404_method_not_found(method: str) -> None:
+    err = refused(body(method, rid=9), **mirrored(method))
+    assert err.status == 404
+    assert error_of(err)["error"]["code"] == -32601 and error_of(err)["id"] == 9
+
+
+@pytest.mark.spec(H + "sending-messages.5", H + "sending-messages.6")
+def test_a_batch_or_a_response_is_400() -> None:
+    batch = b"[" + body(rid=1) + b"," + body(rid=2) + b"]"
+    assert refused(batch, **mirrored()).status == 400
+    response = b'{"jsonrpc":"2.0","id":1,"result":{}}'
+    assert refused(response, **mirrored()).status == 400
+
+
+def test_a_notification_passes_without_header_rules() -> None:
+    note = body("notifications/cancelled", rid=None, requestId=1)
+    got = read_post(CFG, headers(mcp_protocol_version=V), note)
+    assert isinstance(got, Post) and got.modern and got.requests == []
+    assert check_modern(headers(mcp_protocol_version=V), Modern(json.loads(note))) is None
+
+
+@pytest.mark.spec(
+    "2026-07-28/basic/index#_meta.4",
+    "2026-07-28/basic/index#_meta.8",
+    H + "protocol-version-header.4",
+    H + "protocol-version-header.5",
+)
+@pytest.mark.parametrize(
+    ("code", "status"),
+    [(-32602, 400), (-32020, 400), (-32021, 400), (-32022, 400), (-32601, 404), (-32603, 200)],
+)
+def test_the_status_of_a_modern_answer_is_its_errors(code: int, status: int) -> None:
+    error = {"jsonrpc": "2.0", "id": 1, "error": {"code": code, "message": "m"}}
+    data = json.dumps(error, separators=(",", ":")).encode()
+    assert answer_status(data) == status
+    head = ResponseHeads().json_answer(None, data, False, modern=True)[0]
+    assert head.status_code == status
+    # A handshake-era answer stays 200.
+    assert ResponseHeads().json_answer(None, data, False)[0].status_code == 200
+    assert answer_status(b'{"jsonrpc":"2.0","id":1,"result":{"error":1}}') == 200
+
+
+def _stream(streams: SessionStreams) -> LogicalStream:
+    request = MessageInfo(kind=MessageKind.REQUEST, id=1, method="tools/call")
+    got = streams.open_post([request], json_mode=False, is_init=False)
+    assert isinstance(got, LogicalStream)
+    return got
+
+
+HEAD = h11.Response(status_code=200, headers=[(b"content-type", b"text/event-stream")])
+
+
+@pytest.mark.spec("2026-07-28/basic/index#_meta.8")
+def test_an_sse_answer_holding_only_an_error_goes_as_json_with_its_status() -> None:
+    streams = SessionStreams("stateless", HttpLimits())
+    stream = _stream(streams)
+    sse = SseAnswer(streams, stream, HEAD, cursor=None, retry_ms=1000, post=True, modern=True)
+    error = b'{"jsonrpc":"2.0","id":1,"error":{"code":-32021,"message":"needs sampling"}}'
+    streams.route(error, None)
+    assert sse.step(15.0, 0.1) is None and sse.end == "answered"
+    events = sse.events(end=True)
+    assert events[0].status_code == 400
+    assert (b"content-type", b"application/json") in events[0].headers
+    assert events[1].data == error and isinstance(events[-1], h11.EndOfMessage)
+
+
+def test_an_sse_answer_with_a_result_or_after_its_head_stays_sse() -> None:
+    streams = SessionStreams("stateless", HttpLimits())
+    sse = SseAnswer(
+        streams, _stream(streams), HEAD, cursor=None, retry_ms=1000, post=True, modern=True
+    )
+    streams.route(b'{"jsonrpc":"2.0","id":1,"result":{}}', None)
+    assert sse.step(15.0, 0.1) is None
+    assert sse.events(end=True)[0] is HEAD
+    # A head already written: the error goes as an event.
+    streams = SessionStreams("stateless", HttpLimits())
+    sse = SseAnswer(
+        streams, _stream(streams), HEAD, cursor=None, retry_ms=1000, post=True, modern=True
+    )
+    assert sse.step(15.0, 0.1) == 0.1
+    sse.waited("timeout")
+    sse.step(15.0, 0.1)
+    assert sse.events() == [HEAD]
+    streams.route(b'{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"m"}}', None)
+    assert sse.step(15.0, 0.1) is None
+    assert b"-32601" in sse.events(end=True)[0].data
+
+
+@pytest.mark.spec(H + "earlier-streamable-http-revisions.1")
+@pytest.mark.parametrize("method", [b"GET", b"DELETE"])
+def test_a_modern_clients_get_or_delete_is_405(method: bytes) -> None:
+    got = route_request(
+        CFG, method, b"/mcp", headers(method, mcp_protocol_version=V, accept="text/event-stream")
+    )
+    assert isinstance(got, HttpError) and got.status == 405
+    assert (b"allow", b"POST") in got.headers
+    # A handshake-era client's GET still opens the stream.
+    old = headers(method, mcp_protocol_version="2025-11-25", accept="text/event-stream")
+    assert not isinstance(route_request(CFG, method, b"/mcp", old), HttpError)

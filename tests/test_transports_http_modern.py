@@ -3,6 +3,7 @@ alone, beside handshake-era clients on the same endpoint."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -117,3 +118,58 @@ async def test_handshake_clients_keep_their_sessions_beside_modern_ones() -> Non
                 assert (await answer_of(ans))["id"] == 4
             finally:
                 await conn.aclose()
+
+
+async def post_modern(port: int, data: bytes, hdrs: dict[str, str], **kw: Any) -> tuple[int, Any]:
+    conn = await RawConnection.open(port)
+    try:
+        ans = await conn.request("POST", body=data, headers=hdrs, **kw)
+        got = await ans.body()
+        return ans.status, (json.loads(got) if ans.content_type == "application/json" else got)
+    finally:
+        await conn.aclose()
+
+
+@pytest.mark.spec(
+    "2026-07-28/basic/transports/streamable-http#server-validation.3",
+    "2026-07-28/basic/transports/streamable-http#protocol-version-header.5",
+)
+@pytest.mark.parametrize("json_response", [False, True])
+async def test_refusals_carry_the_status_the_page_gives(json_response: bool) -> None:
+    with trio.fail_after(TIMEOUT):
+        async with open_http_server(make_server(), json_response=json_response) as info:
+            call = modern_body(1, "tools/call", {"name": "echo", "arguments": {"text": "x"}})
+            status, msg = await post_modern(info.port, call, modern_headers("tools/call", "other"))
+            assert (status, msg["error"]["code"], msg["id"]) == (400, -32020, 1)
+            status, msg = await post_modern(
+                info.port, modern_body(2, "ping"), modern_headers("ping")
+            )
+            assert (status, msg["error"]["code"], msg["id"]) == (404, -32601, 2)
+            # An unsupported version: the connection's own -32022 (in the answer, as
+            # JSON even where an SSE stream would have answered), with 400.
+            other = {**META, "io.modelcontextprotocol/protocolVersion": "2099-01-01"}
+            data = request_body(4, "tools/list", {"_meta": other})
+            hdrs = {"mcp-protocol-version": "2099-01-01", "mcp-method": "tools/list"}
+            status, msg = await post_modern(info.port, data, hdrs)
+            assert (status, msg["error"]["code"], msg["id"]) == (400, -32022, 4)
+
+
+@pytest.mark.spec("2026-07-28/basic/transports/streamable-http#earlier-streamable-http-revisions.1")
+async def test_a_modern_clients_get_is_405() -> None:
+    with trio.fail_after(TIMEOUT):
+        async with open_http_server(make_server()) as info:
+            conn = await RawConnection.open(info.port)
+            try:
+                ans = await conn.request("GET", version=MODERN)
+                assert ans.status == 405 and ans.headers["allow"] == "POST"
+            finally:
+                await conn.aclose()
+
+
+@pytest.mark.spec("2026-07-28/basic/transports/streamable-http#security--endpoint.2")
+async def test_a_modern_post_from_a_foreign_origin_is_403() -> None:
+    with trio.fail_after(TIMEOUT):
+        async with open_http_server(make_server()) as info:
+            hdrs = {**modern_headers("tools/list"), "origin": "http://evil.example.com"}
+            status, _ = await post_modern(info.port, modern_body(1, "tools/list"), hdrs)
+            assert status == 403

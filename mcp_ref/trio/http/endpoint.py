@@ -35,7 +35,7 @@ from ... import _http as rules
 from ..._http import LAST_EVENT_ID, Refused, checked
 from ..._http_answers import SseAnswer, empty_answer
 from ..._http_connection import RequestReady
-from ..._http_post import read_messages, read_post
+from ..._http_post import Post, read_messages, read_post
 from ..._http_server import Endpoint, ServerConfig, gone, header, legacy_session, session_request
 from ..._http_streams import LEGACY, LogicalStream
 from ..._sse import encode_event
@@ -84,9 +84,9 @@ async def post(cfg: ServerConfig, table: SessionTable, h: H11Stream, req: Reques
                 # with no body."
                 await h.send(*empty_answer(202, req.last))
             elif cfg.json_response:
-                await answer_json(h, sess, stream, last=req.last)
+                await answer_json(h, sess, stream, last=req.last, modern=post.modern)
             else:
-                await answer_sse(cfg, h, sess, stream, sess.id, last=req.last, post=True)
+                await answer_sse(cfg, h, sess, stream, sess.id, last=req.last, post=post)
         finally:
             sess.touch()
             if cfg.stateless or post.modern:
@@ -111,7 +111,7 @@ async def _deliver(sess: HttpSession, stream: LogicalStream | None, bodies: list
 
 
 async def answer_json(
-    h: H11Stream, sess: HttpSession, stream: LogicalStream, *, last: bool
+    h: H11Stream, sess: HttpSession, stream: LogicalStream, *, last: bool, modern: bool = False
 ) -> None:
     """Wait for the answer(s) collected on ``stream``, then write them as one JSON body
     (:attr:`~mcp_ref._http_streams.LogicalStream.json_body`; 202 when none came).  A
@@ -131,7 +131,7 @@ async def answer_json(
             break
         await trio.lowlevel.checkpoint()
     session_id = None if sess.state.init_failed else sess.id
-    await h.send(*sess.heads.json_answer(session_id, stream.json_body, last))
+    await h.send(*sess.heads.json_answer(session_id, stream.json_body, last, modern=modern))
 
 
 async def get(cfg: ServerConfig, table: SessionTable, h: H11Stream, req: RequestReady) -> None:
@@ -214,14 +214,21 @@ async def answer_sse(
     last: bool,
     cursor: str | None = None,
     first: bytes = b"",
-    post: bool = False,
+    post: Post | None = None,
 ) -> None:
     """Write ``stream`` to this response from ``cursor`` until it ends, another
     response takes it over, or the client leaves (module docstring; the arguments are
-    :class:`~mcp_ref._http_answers.SseAnswer`'s)."""
-    head = sess.heads.sse(session_id, last, post=post)
+    :class:`~mcp_ref._http_answers.SseAnswer`'s; ``post``: the POST it answers)."""
+    head = sess.heads.sse(session_id, last, post=post is not None)
     answer = SseAnswer(
-        sess.state, stream, head, cursor=cursor, first=first, retry_ms=cfg.retry_ms, post=post
+        sess.state,
+        stream,
+        head,
+        cursor=cursor,
+        first=first,
+        retry_ms=cfg.retry_ms,
+        post=post is not None,
+        modern=post is not None and post.modern,
     )
     sess.wake(stream)  # a response writing it before stops
     try:
@@ -237,7 +244,7 @@ async def answer_sse(
             log.warning("stream %s of session %s: %s", stream.id, sess.id, answer.end)
     finally:
         answer.detach()
-        if not post:
+        if post is None:
             sess.touch()  # (the POST's handler does, for a POST)
     await _write(h, answer, end=True)
 
