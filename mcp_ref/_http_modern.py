@@ -20,6 +20,10 @@ the body (no ``initialize``: the server's connection takes the modern era from t
 request itself, and judges the rest of ``_meta``), answered as JSON or SSE like any
 POST, and gone once answered (:func:`~mcp_ref._http_post.read_post`).
 
+A ``subscriptions/listen`` is answered with an SSE stream whatever the server's
+``json_response`` (:func:`is_listen`): the acknowledgment, then the notifications the
+server relates to it, until the client closes the stream, which cancels it.
+
 The connection's own refusals travel in the answer; :func:`answer_status` gives the
 HTTP status the page asks for them (400 for -32602, -32020, -32021, -32022; 404 for
 -32601), which a JSON answer carries, and an SSE answer too when the error is all it
@@ -33,6 +37,7 @@ dual-era server selects its behavior from how the client opens); 2026-07-28/basi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Final
 
 import attrs
@@ -48,7 +53,7 @@ from ._errors import (
     RemoteProtocolError,
 )
 from ._http import HttpError, http_error
-from ._http_messages import with_request_id
+from ._http_messages import MessageInfo, with_request_id
 from ._http_server import RequestHeaders, modern_client
 from ._methods import REQUEST, lookup
 from ._modern import (
@@ -60,7 +65,7 @@ from ._modern import (
 from ._state import CLIENT
 from .events import ErrorResponse
 
-__all__ = ["ERROR_STATUS", "Modern", "answer_status", "check_modern", "read_modern"]
+__all__ = ["ERROR_STATUS", "Modern", "answer_status", "check_modern", "is_listen", "read_modern"]
 
 _KEY: Final = PROTOCOL_VERSION_KEY.encode()
 _PAGE: Final = "2026-07-28/basic/transports/streamable-http#"
@@ -173,6 +178,17 @@ def check_modern(headers: RequestHeaders, modern: Modern) -> HttpError | None:
         )
         return _refuse(404, reply, _PAGE + "protocol-version-header.5")
     return None
+
+
+def is_listen(requests: Sequence[MessageInfo]) -> bool:
+    """Whether a modern POST's one request is ``subscriptions/listen``: its answer is an
+    SSE stream (acknowledgment first, then the notifications the server relates to it)
+    that lasts until the client closes it, which cancels it.
+
+    Source: 2026-07-28/basic/transports/streamable-http#receiving-messages (long-lived
+    notification streams), #cancellation.1; 2026-07-28/basic/patterns/subscriptions.
+    """
+    return len(requests) == 1 and requests[0].method == "subscriptions/listen"
 
 
 def answer_status(body: bytes) -> int:

@@ -41,7 +41,7 @@ from . import _http as rules
 from ._batch import refuse_batch
 from ._http import HttpError, MessageKind, http_error
 from ._http_messages import MessageInfo, read_post_body, with_request_id
-from ._http_modern import check_modern, read_modern
+from ._http_modern import check_modern, is_listen, read_modern
 from ._http_server import RequestHeaders, ServerConfig, request_version
 from ._methods import BATCH_VERSIONS
 from .events import RequestId
@@ -82,6 +82,30 @@ class Post:
     modern: bool = False
     """The body is a modern-era (2026-07-28) message: it opens a session of its own,
     with no preamble, gone once answered (:mod:`mcp_ref._http_modern`)."""
+
+    @property
+    def cancel_when_done(self) -> bool:
+        """Whether the POST's session is cancelled once the POST is done (its requests
+        answered, or its client gone): a modern POST holding a request, whose session
+        serves nothing else."""
+        # Spec: 2026-07-28/basic/transports/streamable-http#cancellation.1
+        # "Closing the SSE response stream MUST be treated by the server as cancellation of
+        # that request."
+        # Spec: 2026-07-28/basic/transports/streamable-http#cancellation.2
+        # "The server SHOULD stop work on the cancelled request as soon as practical and MUST
+        # NOT send any further messages for it."
+        return self.modern and bool(self.requests)
+
+    def json_mode(self, json_response: bool) -> bool:
+        """Whether the POST is answered with one JSON body (the server's
+        ``json_response``), or an SSE stream: always for ``subscriptions/listen``,
+        whose answer is the stream of its notifications."""
+        # Spec: 2026-07-28/basic/transports/streamable-http#receiving-messages.1
+        # "The server MAY send JSON-RPC notifications — for example,
+        # [`notifications/progress`][notifications-progress] or
+        # [`notifications/message`][notifications-message] — before the final response."
+        # A JSON answer holds the response only; a listen's answer is its notifications.
+        return json_response and not (self.modern and is_listen(self.requests))
 
     @property
     def batch(self) -> bool:

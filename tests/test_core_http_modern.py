@@ -244,3 +244,24 @@ def test_a_modern_clients_get_or_delete_is_405(method: bytes) -> None:
     # A handshake-era client's GET still opens the stream.
     old = headers(method, mcp_protocol_version="2025-11-25", accept="text/event-stream")
     assert not isinstance(route_request(CFG, method, b"/mcp", old), HttpError)
+
+
+@pytest.mark.spec("2026-07-28/basic/transports/streamable-http#receiving-messages.1")
+def test_a_listen_is_answered_with_sse_whatever_json_response_says() -> None:
+    listen = read_post(
+        CFG, headers(**mirrored("subscriptions/listen")), body("subscriptions/listen")
+    )
+    assert isinstance(listen, Post)
+    assert not listen.json_mode(True) and not listen.json_mode(False)
+    other = read_post(CFG, headers(**mirrored()), body())
+    assert isinstance(other, Post) and other.json_mode(True) and not other.json_mode(False)
+
+
+@pytest.mark.spec("2026-07-28/basic/transports/streamable-http#cancellation.1")
+def test_a_modern_posts_session_is_cancelled_once_it_is_done() -> None:
+    got = read_post(CFG, headers(**mirrored()), body())
+    assert isinstance(got, Post) and got.cancel_when_done
+    note = read_post(CFG, headers(mcp_protocol_version=V), body("notifications/x", rid=None))
+    assert isinstance(note, Post) and not note.cancel_when_done
+    legacy = read_post(STATELESS, headers(), b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}')
+    assert isinstance(legacy, Post) and not legacy.cancel_when_done

@@ -9,7 +9,10 @@ from typing import Any
 import pytest
 import trio
 
+from mcp_ref import types as t
+from mcp_ref._modern import SUBSCRIPTION_ID_KEY
 from mcp_ref.server import Server
+from mcp_ref.trio import RequestContext
 from mcp_ref.trio.http.server import open_http_server
 
 from ._http_raw import RawConnection, open_session, request_body
@@ -173,3 +176,101 @@ async def test_a_modern_post_from_a_foreign_origin_is_403() -> None:
             hdrs = {**modern_headers("tools/list"), "origin": "http://evil.example.com"}
             status, _ = await post_modern(info.port, modern_body(1, "tools/list"), hdrs)
             assert status == 403
+
+
+class Listening:
+    """A low-level handler: ``subscriptions/listen`` acknowledges, then sends
+    ``notifications/tools/list_changed`` each time a ``tools/call`` (another POST)
+    changes the tools, until cancelled; ``tools/call`` changes the tools."""
+
+    def __init__(self) -> None:
+        self.changed = trio.Event()
+        self.cancelled = trio.Event()
+
+    async def handle_request(self, ctx: RequestContext) -> Any:
+        if ctx.method == "tools/call":
+            await ctx.report_progress(1, 2)  # (with a progress token only)
+            self.changed.set()
+            return t.CallToolResult(content=[])
+        assert ctx.method == "subscriptions/listen"
+        tag = {SUBSCRIPTION_ID_KEY: ctx.request_id}
+        try:
+            await ctx.send_notification(
+                "notifications/subscriptions/acknowledged",
+                t.SubscriptionsAcknowledgedNotificationParams(
+                    notifications=t.SubscriptionFilter(tools_list_changed=True), meta=tag
+                ),
+            )
+            while True:
+                await self.changed.wait()
+                self.changed = trio.Event()
+                await ctx.send_notification(
+                    "notifications/tools/list_changed", t.NotificationParams(meta=tag)
+                )
+        finally:
+            self.cancelled.set()
+
+    async def handle_notification(self, session: Any, notification: Any) -> None:
+        pass
+
+
+LISTEN = {"notifications": {"toolsListChanged": True}}
+
+
+@pytest.mark.spec(
+    "2026-07-28/basic/transports/streamable-http#receiving-messages.2",
+    "2026-07-28/basic/transports/streamable-http#cancellation.1",
+)
+@pytest.mark.parametrize("json_response", [False, True])
+async def test_a_listen_is_a_stream_of_its_notifications_until_the_client_closes_it(
+    json_response: bool,
+) -> None:
+    handler = Listening()
+    with trio.fail_after(TIMEOUT):
+        async with open_http_server(handler, json_response=json_response) as info:
+            listen = await RawConnection.open(info.port)
+            ans = await listen.request(
+                "POST",
+                body=modern_body(1, "subscriptions/listen", LISTEN),
+                headers=modern_headers("subscriptions/listen"),
+            )
+            # An SSE stream even from a server that answers requests with JSON.
+            assert ans.status == 200 and ans.content_type == "text/event-stream"
+            got = await ans.message()
+            assert got is not None
+            assert got[1]["method"] == "notifications/subscriptions/acknowledged"
+            # A change made by another POST reaches the listen's stream.
+            call = modern_body(2, "tools/call", {"name": "poke", "arguments": {}})
+            status, _ = await post_modern(info.port, call, modern_headers("tools/call", "poke"))
+            assert status == 200
+            got = await ans.message()
+            assert got is not None and got[1]["method"] == "notifications/tools/list_changed"
+            assert got[1]["params"]["_meta"][SUBSCRIPTION_ID_KEY] == 1
+            assert not handler.cancelled.is_set()
+            # Closing the stream cancels the listen, at once (not after the grace an
+            # ended session gets: 5 s).
+            await listen.aclose()
+            with trio.fail_after(2):
+                await handler.cancelled.wait()
+
+
+@pytest.mark.spec("2026-07-28/basic/transports/streamable-http#receiving-messages.2")
+async def test_a_notification_related_to_a_request_travels_on_its_stream() -> None:
+    with trio.fail_after(TIMEOUT):
+        async with open_http_server(Listening()) as info:
+            conn = await RawConnection.open(info.port)
+            try:
+                meta = {**META, "progressToken": "p"}
+                data = request_body(3, "tools/call", {"name": "poke", "_meta": meta})
+                ans = await conn.request(
+                    "POST", body=data, headers=modern_headers("tools/call", "poke")
+                )
+                assert ans.content_type == "text/event-stream"
+                got = await ans.message()
+                assert got is not None and got[1]["method"] == "notifications/progress"
+                assert got[1]["params"]["progressToken"] == "p"
+                got = await ans.message()
+                assert got is not None and got[1]["id"] == 3 and "result" in got[1]
+                assert await ans.message() is None
+            finally:
+                await conn.aclose()

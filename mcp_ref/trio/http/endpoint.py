@@ -71,10 +71,9 @@ async def post(cfg: ServerConfig, table: SessionTable, h: H11Stream, req: Reques
         try:
             sess.touch()
             most = sess.session.connection.max_requests_in_flight if sess.session else None
+            json_mode = post.json_mode(cfg.json_response)
             stream = checked(
-                sess.state.accept_post(
-                    post, json_mode=cfg.json_response, max_requests_in_flight=most
-                )
+                sess.state.accept_post(post, json_mode=json_mode, max_requests_in_flight=most)
             )
             await _deliver(sess, stream, [*post.preamble, req.body])
             if stream is None:
@@ -83,7 +82,7 @@ async def post(cfg: ServerConfig, table: SessionTable, h: H11Stream, req: Reques
                 # "If the server accepts the input, the server MUST return HTTP status code 202 Accepted
                 # with no body."
                 await h.send(*empty_answer(202, req.last))
-            elif cfg.json_response:
+            elif json_mode:
                 await answer_json(h, sess, stream, last=req.last, modern=post.modern)
             else:
                 await answer_sse(cfg, h, sess, stream, sess.id, last=req.last, post=post)
@@ -91,6 +90,8 @@ async def post(cfg: ServerConfig, table: SessionTable, h: H11Stream, req: Reques
             sess.touch()
             if cfg.stateless or post.modern:
                 sess.end("stateless request answered")
+            if post.cancel_when_done:  # answered, or its client left
+                sess.cancel_scope.cancel()
             elif post.initialize and sess.state.init_failed:
                 sess.end("initialize failed")
     except Refused as exc:
