@@ -11,10 +11,12 @@ import trio
 
 from mcp_ref import types as t
 from mcp_ref._modern import SUBSCRIPTION_ID_KEY
+from mcp_ref.asgi import asgi_app
 from mcp_ref.server import Server
 from mcp_ref.trio import RequestContext
 from mcp_ref.trio.http.server import open_http_server
 
+from . import test_asgi as asgi
 from ._http_raw import RawConnection, open_session, request_body
 
 TIMEOUT = 10
@@ -169,13 +171,25 @@ async def test_a_modern_clients_get_is_405() -> None:
                 await conn.aclose()
 
 
-@pytest.mark.spec("2026-07-28/basic/transports/streamable-http#security--endpoint.2")
-async def test_a_modern_post_from_a_foreign_origin_is_403() -> None:
+@pytest.mark.spec(
+    "2026-07-28/basic/transports/streamable-http#security--endpoint.1",
+    "2026-07-28/basic/transports/streamable-http#security--endpoint.2",
+)
+async def test_a_modern_post_from_a_foreign_origin_or_host_is_403() -> None:
     with trio.fail_after(TIMEOUT):
         async with open_http_server(make_server()) as info:
             hdrs = {**modern_headers("tools/list"), "origin": "http://evil.example.com"}
             status, _ = await post_modern(info.port, modern_body(1, "tools/list"), hdrs)
             assert status == 403
+            # A foreign Host (DNS rebinding without an Origin) too.
+            conn = await RawConnection.open(info.port, host="evil.example.com")
+            try:
+                ans = await conn.request(
+                    "POST", body=modern_body(2, "tools/list"), headers=modern_headers("tools/list")
+                )
+                assert ans.status == 403
+            finally:
+                await conn.aclose()
 
 
 class Listening:
@@ -274,3 +288,52 @@ async def test_a_notification_related_to_a_request_travels_on_its_stream() -> No
                 assert await ans.message() is None
             finally:
                 await conn.aclose()
+
+
+# -- the same over ASGI (mcp_ref.asgi drives the same core) ---------------------------
+
+
+def asgi_headers(method: str, name: str | None = None) -> list[tuple[bytes, bytes]]:
+    hdrs = [(k.encode(), v.encode()) for k, v in modern_headers(method, name).items()]
+    return [asgi.ACCEPT, asgi.JSON, *hdrs]
+
+
+async def test_over_asgi_a_modern_request_needs_no_session_and_refusals_keep_their_status() -> None:
+    with trio.fail_after(TIMEOUT):
+        async with asgi.running(asgi_app(make_server())) as app:
+            call = modern_body(1, "tools/call", {"name": "echo", "arguments": {"text": "a"}})
+            ex = await asgi.request(
+                app, "POST", "/mcp", headers=asgi_headers("tools/call", "echo"), body=call
+            )
+            assert ex.status == 200 and b"mcp-session-id" not in ex.headers
+            (msg,) = asgi.data_of(ex.body)
+            assert msg["result"]["content"][0]["text"] == "a"
+            ex = await asgi.request(
+                app, "POST", "/mcp", headers=asgi_headers("tools/call", "x"), body=call
+            )
+            assert ex.status == 400 and json.loads(ex.body)["error"]["code"] == -32020
+            ex = await asgi.request(
+                app, "POST", "/mcp", headers=asgi_headers("ping"), body=modern_body(2, "ping")
+            )
+            assert ex.status == 404 and json.loads(ex.body)["error"]["code"] == -32601
+
+
+async def test_over_asgi_a_listen_streams_until_the_client_leaves() -> None:
+    handler = Listening()
+    with trio.fail_after(TIMEOUT):
+        async with asgi.running(asgi_app(handler, json_response=True)) as app:
+            listen = modern_body(1, "subscriptions/listen", LISTEN)
+            hdrs = asgi_headers("subscriptions/listen")
+            async with asgi.exchange(app, "POST", "/mcp", headers=hdrs, body=listen) as ex:
+                assert ex.headers[b"content-type"].startswith(b"text/event-stream")
+                await ex.until(b"acknowledged")
+                call = modern_body(2, "tools/call", {"name": "poke", "arguments": {}})
+                done = await asgi.request(
+                    app, "POST", "/mcp", headers=asgi_headers("tools/call", "poke"), body=call
+                )
+                assert done.status == 200
+                await ex.until(b"notifications/tools/list_changed")
+                assert not handler.cancelled.is_set()
+            # (leaving the exchange: the client disconnected)
+            with trio.fail_after(2):
+                await handler.cancelled.wait()
