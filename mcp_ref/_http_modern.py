@@ -13,7 +13,10 @@ A modern POST is judged here before any session exists (:func:`check_modern`): o
 message, not a response; for a request, the ``_meta`` version present (-32602), the
 mirrored headers agreeing with the body (-32020,
 :func:`mcp_ref._modern.check_headers`), and the method one of the request's version
-(404 with -32601: ``initialize``, ``ping``, ``logging/setLevel``... were removed).
+(404 with -32601: ``initialize``, ``ping``, ``logging/setLevel``... were removed);
+for ``tools/call``, the ``Mcp-Param-{Name}`` headers of the tool's ``x-mcp-header``
+parameters too, when the handler tells the tool's ``inputSchema``
+(:data:`ToolSchema`, :func:`check_param_headers`).
 Each refusal is the HTTP status the page gives with the JSON-RPC error answering the
 request's id.  What passes opens a session for this POST only, with nothing fed before
 the body (no ``initialize``: the server's connection takes the modern era from the
@@ -37,7 +40,7 @@ dual-era server selects its behavior from how the client opens); 2026-07-28/basi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 import attrs
@@ -54,18 +57,29 @@ from ._errors import (
 )
 from ._http import HttpError, http_error
 from ._http_messages import MessageInfo, with_request_id
-from ._http_server import RequestHeaders, modern_client
+from ._http_server import RequestHeaders, header, modern_client
 from ._methods import REQUEST, lookup
 from ._modern import (
     MODERN_VERSIONS,
     PROTOCOL_VERSION_KEY,
     check_headers,
+    decode_header_value,
     read_request_meta,
 )
 from ._state import CLIENT
 from .events import ErrorResponse
 
-__all__ = ["ERROR_STATUS", "Modern", "answer_status", "check_modern", "is_listen", "read_modern"]
+__all__ = [
+    "ERROR_STATUS",
+    "Modern",
+    "ToolSchema",
+    "answer_status",
+    "check_modern",
+    "check_param_headers",
+    "is_listen",
+    "mirrored_params",
+    "read_modern",
+]
 
 _KEY: Final = PROTOCOL_VERSION_KEY.encode()
 _PAGE: Final = "2026-07-28/basic/transports/streamable-http#"
@@ -122,14 +136,18 @@ def _refuse(status: int, reply: ErrorResponse, clause: str | None) -> HttpError:
     return err if reply.id is None else with_request_id(err, reply.id)
 
 
-def check_modern(headers: RequestHeaders, modern: Modern) -> HttpError | None:
+def check_modern(
+    headers: RequestHeaders, modern: Modern, tool_schema: ToolSchema | None = None
+) -> HttpError | None:
     """The refusal of a modern POST decided before any session (module docstring), or
     None when the body may go to a session of its own.
 
     In order: 400 (-32600) for a batch or a response; for a request, 400 (-32602) when
     ``params._meta`` lacks the version, 400 (-32020) when a mirrored header is missing
-    or disagrees with the body, 404 (-32601) for a method the request's version does
-    not define.  A notification passes (the page defines no header rules for it).
+    or disagrees with the body (for ``tools/call``, the ``Mcp-Param-*`` headers too,
+    when ``tool_schema`` gives the tool's ``inputSchema``: :func:`check_param_headers`),
+    404 (-32601) for a method the request's version does not define.  A notification
+    passes (the page defines no header rules for it).
     """
     msg = modern.message
     if not isinstance(msg, dict):
@@ -167,6 +185,13 @@ def check_modern(headers: RequestHeaders, modern: Modern) -> HttpError | None:
         # "When rejecting a request due to header validation failure, servers MUST return
         # HTTP status `400 Bad Request`"
         return _refuse(400, mismatch, _PAGE + "server-validation.3")
+    if msg["method"] == "tools/call" and tool_schema is not None:
+        mismatch = check_param_headers(headers, msg, tool_schema)
+        if mismatch is not None:
+            # Spec: 2026-07-28/basic/transports/streamable-http#server-behavior-for-custom-headers.4
+            # "Servers MUST reject requests with a `400 Bad Request` HTTP status and JSON-RPC
+            # error code `-32020` (`HeaderMismatch`) if any validation fails."
+            return _refuse(400, mismatch, _PAGE + "server-behavior-for-custom-headers.4")
     version = meta[PROTOCOL_VERSION_KEY]
     method = msg["method"]
     if version in MODERN_VERSIONS and lookup(method, CLIENT, REQUEST, version) is None:
@@ -177,6 +202,118 @@ def check_modern(headers: RequestHeaders, modern: Modern) -> HttpError | None:
             id=rid, code=METHOD_NOT_FOUND, message=f"method not found in {version}: {method}"
         )
         return _refuse(404, reply, _PAGE + "protocol-version-header.5")
+    return None
+
+
+ToolSchema = Callable[[str], Any]
+"""``tool_input_schema(name)``: the ``inputSchema`` of the server's tool ``name`` (a
+JSON object), or None (no such tool).  A handler offering this method has the
+``Mcp-Param-*`` headers of its tools' calls checked (:func:`check_param_headers`)."""
+
+_TCHAR: Final = frozenset(
+    b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+)
+
+
+def mirrored_params(input_schema: Any) -> list[tuple[tuple[str, ...], str]]:
+    """The ``x-mcp-header`` annotations of a tool's ``inputSchema``: ``(property path,
+    header name part)`` for each property reachable from the root through
+    ``properties`` keys only, whose annotation is a token (others are not
+    annotations a client may follow, so no header is expected for them).
+
+    Source: 2026-07-28/basic/transports/streamable-http#schema-extension.
+    """
+    out: list[tuple[tuple[str, ...], str]] = []
+
+    def walk(schema: Any, path: tuple[str, ...]) -> None:
+        props = schema.get("properties") if isinstance(schema, dict) else None
+        if not isinstance(props, dict):
+            return
+        for key, prop in props.items():
+            if not isinstance(prop, dict):
+                continue
+            name = prop.get("x-mcp-header")
+            if isinstance(name, str) and name and set(name.encode()) <= _TCHAR:
+                out.append(((*path, key), name))
+            walk(prop, (*path, key))
+
+    walk(input_schema, ())
+    return out
+
+
+def _value_at(arguments: Any, path: tuple[str, ...]) -> Any:
+    node = arguments
+    for key in path:
+        if not isinstance(node, dict):
+            return None
+        node = node.get(key)
+    return node
+
+
+def _agrees(header_value: str, body_value: Any) -> bool:
+    """Whether a decoded ``Mcp-Param-*`` value stands for ``body_value``: a string as
+    it is, a boolean as ``true``/``false``, a number compared numerically."""
+    if isinstance(body_value, bool):
+        return header_value == ("true" if body_value else "false")
+    if isinstance(body_value, int | float):
+        # Spec: 2026-07-28/basic/transports/streamable-http#server-validation.2
+        # "When validating integer parameter values, servers SHOULD compare the header value
+        # and the body value numerically rather than as strings (e.g., `42.0` and `42` are
+        # considered equal)."
+        try:
+            return float(header_value) == body_value
+        except ValueError:
+            return False
+    return isinstance(body_value, str) and header_value == body_value
+
+
+def check_param_headers(
+    headers: RequestHeaders, message: Mapping[str, Any], tool_schema: ToolSchema
+) -> ErrorResponse | None:
+    """None when a ``tools/call``'s ``Mcp-Param-{Name}`` headers agree with its
+    arguments, for each ``x-mcp-header`` annotation of the tool's ``inputSchema``
+    (:func:`mirrored_params`); else the -32020 response: a value present in the body
+    (not null) without its header, a header with characters outside visible ASCII,
+    space and tab, or one whose value (Base64 sentinel decoded) differs.  Headers of
+    parameters absent from the body, and of tools the server does not have, are not
+    looked at.
+
+    Source: 2026-07-28/basic/transports/streamable-http#server-behavior-for-custom-headers.
+    """
+    params = message.get("params")
+    params = params if isinstance(params, dict) else {}
+    name = params.get("name")
+    schema = tool_schema(name) if isinstance(name, str) else None
+    rid = message.get("id")
+    for path, part in mirrored_params(schema) if schema is not None else ():
+        value = _value_at(params.get("arguments"), path)
+        if value is None:
+            continue
+        shown = f"Mcp-Param-{part}"
+        raw = header(headers, shown.lower().encode())
+        if raw is None:
+            return ErrorResponse(
+                id=rid, code=HEADER_MISMATCH, message=f"Header mismatch: missing {shown} header"
+            )
+        # Spec: 2026-07-28/basic/transports/streamable-http#server-behavior-for-custom-headers.2
+        # "Servers MUST reject requests with a recognized `Mcp-Param-{Name}` header that
+        # contains invalid characters (see Value Encoding)."
+        decoded = (
+            decode_header_value(raw.decode("ascii"))
+            if all(0x20 <= b <= 0x7E or b == 0x09 for b in raw)
+            else None
+        )
+        # Spec: 2026-07-28/basic/transports/streamable-http#server-behavior-for-custom-headers.3
+        # "Any server that processes the message body MUST validate that encoded header
+        # values, after decoding if Base64-encoded, match the corresponding values in the
+        # request body."
+        if decoded is None or not _agrees(decoded, value):
+            return ErrorResponse(
+                id=rid,
+                code=HEADER_MISMATCH,
+                message=f"Header mismatch: {shown} header value {raw!r} does not match "
+                f"body value {value!r}",
+            )
     return None
 
 

@@ -119,14 +119,18 @@ class Post:
         return err
 
 
-def read_post(cfg: ServerConfig, headers: RequestHeaders, body: bytes) -> Post | HttpError:
+def read_post(
+    cfg: ServerConfig, headers: RequestHeaders, body: bytes, handler: object = None
+) -> Post | HttpError:
     """What a POST to the MCP endpoint asks for (module docstring), or its refusal:
     400 for a body that is not a message or a batch of at most :data:`MAX_BATCH`
     (:func:`read_messages`), ``initialize`` in a batch or with ``Mcp-Session-Id``, a bad
     ``MCP-Protocol-Version`` or a batch the connection would refuse (stateless).  The
     rules that need the session (it exists, its version, its batch bound) come later
     (:func:`~mcp_ref._http_server.session_request`,
-    :meth:`~mcp_ref._http_streams.SessionStreams.accept_post`).
+    :meth:`~mcp_ref._http_streams.SessionStreams.accept_post`).  A modern POST is
+    judged by :func:`~mcp_ref._http_modern.check_modern`, with the ``handler``'s
+    ``tool_input_schema`` method when it has one (:data:`~mcp_ref._http_modern.ToolSchema`).
 
     Source: 2025-06-18/basic/transports#sending-messages-to-the-server,
     #session-management.7, #protocol-version-header.4; 2025-06-18/basic/lifecycle
@@ -146,7 +150,7 @@ def read_post(cfg: ServerConfig, headers: RequestHeaders, body: bytes) -> Post |
             preamble=[],
             modern=True,
         )
-        return check_modern(headers, modern) or post
+        return check_modern(headers, modern, getattr(handler, "tool_input_schema", None)) or post
     is_init = any(m.method == "initialize" for m in infos)
     post = Post(
         messages=infos,

@@ -16,7 +16,14 @@ import pytest
 from mcp_ref._http import HttpError, HttpLimits, MessageKind
 from mcp_ref._http_answers import ResponseHeads, SseAnswer
 from mcp_ref._http_messages import MessageInfo
-from mcp_ref._http_modern import Modern, answer_status, check_modern, read_modern
+from mcp_ref._http_modern import (
+    Modern,
+    answer_status,
+    check_modern,
+    check_param_headers,
+    mirrored_params,
+    read_modern,
+)
 from mcp_ref._http_post import Post, read_post
 from mcp_ref._http_server import RequestHeaders, request_headers, route_request
 from mcp_ref._http_streams import LogicalStream, SessionStreams
@@ -265,3 +272,107 @@ def test_a_modern_posts_session_is_cancelled_once_it_is_done() -> None:
     assert isinstance(note, Post) and not note.cancel_when_done
     legacy = read_post(STATELESS, headers(), b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}')
     assert isinstance(legacy, Post) and not legacy.cancel_when_done
+
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"},
+        "count": {"type": "integer", "x-mcp-header": "Count"},
+        "dry": {"type": "boolean", "x-mcp-header": "Dry"},
+        "where": {
+            "type": "object",
+            "properties": {"zone": {"type": "string", "x-mcp-header": "Zone"}},
+        },
+        "bad": {"type": "string", "x-mcp-header": "not a token"},
+        "query": {"type": "string"},
+    },
+}
+
+
+def test_mirrored_params_follow_chains_of_properties_only() -> None:
+    assert mirrored_params(SCHEMA) == [
+        (("region",), "Region"),
+        (("count",), "Count"),
+        (("dry",), "Dry"),
+        (("where", "zone"), "Zone"),
+    ]
+    assert mirrored_params({"items": {"properties": {"a": {"x-mcp-header": "A"}}}}) == []
+
+
+def call(**arguments: Any) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": 4,
+        "method": "tools/call",
+        "params": {"name": "sql", "arguments": arguments, "_meta": META},
+    }
+
+
+def schema_of(name: str) -> Any:
+    return SCHEMA if name == "sql" else None
+
+
+@pytest.mark.spec(
+    H + "server-behavior-for-custom-headers.2",
+    H + "server-behavior-for-custom-headers.3",
+    H + "value-encoding.6",
+    H + "server-validation.2",
+)
+@pytest.mark.parametrize(
+    ("values", "arguments", "ok"),
+    [
+        ({"mcp_param_region": "us-west1"}, {"region": "us-west1"}, True),
+        ({"mcp_param_region": "=?base64?SGVsbG8=?="}, {"region": "Hello"}, True),
+        ({"mcp_param_region": "=?base64?SGVsbG8?="}, {"region": "Hello"}, False),  # padding
+        ({"mcp_param_region": "=?base64?SGVs!!!bG8=?="}, {"region": "Hello"}, False),
+        ({"mcp_param_region": "=?base64?SGVsbG8="}, {"region": "=?base64?SGVsbG8="}, True),
+        ({}, {"region": "us-west1"}, False),  # the value is in the body, the header is not
+        ({"mcp_param_region": "eu"}, {"region": "us"}, False),
+        ({}, {"region": None, "query": "q"}, True),  # null: no header expected
+        ({"mcp_param_count": "42.0"}, {"count": 42}, True),
+        ({"mcp_param_count": "41"}, {"count": 42}, False),
+        ({"mcp_param_dry": "true"}, {"dry": True}, True),
+        ({"mcp_param_dry": "True"}, {"dry": True}, False),
+        ({"mcp_param_zone": "b"}, {"where": {"zone": "b"}}, True),
+        ({}, {"where": {"zone": "b"}}, False),
+    ],
+)
+def test_param_headers_must_agree_with_the_arguments(
+    values: dict[str, str], arguments: dict[str, Any], ok: bool
+) -> None:
+    got = check_param_headers(headers(**values), call(**arguments), schema_of)
+    assert (got is None) == ok, got
+    if not ok:
+        assert got is not None and got.code == -32020 and got.id == 4
+
+
+def test_a_non_ascii_param_header_is_refused() -> None:
+    hdrs = request_headers(
+        h11.Request(
+            method="POST",
+            target="/mcp",
+            headers=[
+                (b"host", b"localhost:1"),
+                (b"mcp-param-region", "r\u00e9gion".encode("latin-1")),
+            ],
+        ),
+        {},
+    )
+    got = check_param_headers(hdrs, call(region="r\u00e9gion"), schema_of)
+    assert got is not None and got.code == -32020
+
+
+@pytest.mark.spec(H + "server-behavior-for-custom-headers.4")
+def test_a_post_whose_param_header_disagrees_is_400_header_mismatch() -> None:
+    class Handler:
+        def tool_input_schema(self, name: str) -> Any:
+            return schema_of(name)
+
+    data = json.dumps(call(region="us")).encode()
+    hdrs = headers(**mirrored("tools/call", mcp_name="sql"), mcp_param_region="eu")
+    err = read_post(CFG, hdrs, data, Handler())
+    assert isinstance(err, HttpError) and err.status == 400
+    assert error_of(err)["error"]["code"] == -32020 and error_of(err)["id"] == 4
+    # A handler that does not tell its tools' schemas: nothing to check.
+    assert isinstance(read_post(CFG, hdrs, data, object()), Post)

@@ -227,6 +227,11 @@ class Listening:
     async def handle_notification(self, session: Any, notification: Any) -> None:
         pass
 
+    def tool_input_schema(self, name: str) -> Any:
+        """The ``inputSchema`` of ``poke``: its ``region`` goes in ``Mcp-Param-Region``."""
+        region = {"type": "string", "x-mcp-header": "Region"}
+        return {"type": "object", "properties": {"region": region}} if name == "poke" else None
+
 
 LISTEN = {"notifications": {"toolsListChanged": True}}
 
@@ -337,3 +342,19 @@ async def test_over_asgi_a_listen_streams_until_the_client_leaves() -> None:
             # (leaving the exchange: the client disconnected)
             with trio.fail_after(2):
                 await handler.cancelled.wait()
+
+
+@pytest.mark.spec(
+    "2026-07-28/basic/transports/streamable-http#server-behavior-for-custom-headers.4"
+)
+async def test_a_param_header_is_checked_against_the_tools_schema() -> None:
+    with trio.fail_after(TIMEOUT):
+        async with open_http_server(Listening(), json_response=True) as info:
+            call = modern_body(1, "tools/call", {"name": "poke", "arguments": {"region": "us"}})
+            hdrs = modern_headers("tools/call", "poke")
+            status, msg = await post_modern(info.port, call, {**hdrs, "mcp-param-region": "eu"})
+            assert (status, msg["error"]["code"], msg["id"]) == (400, -32020, 1)
+            status, msg = await post_modern(info.port, call, hdrs)  # missing
+            assert (status, msg["error"]["code"]) == (400, -32020)
+            status, msg = await post_modern(info.port, call, {**hdrs, "mcp-param-region": "us"})
+            assert status == 200 and "result" in msg

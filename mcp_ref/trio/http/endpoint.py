@@ -61,7 +61,7 @@ async def post(cfg: ServerConfig, table: SessionTable, h: H11Stream, req: Reques
         Refused: the request breaks a rule (the error says which; for a body holding
             one request, with that request's id).
     """
-    post = checked(read_post(cfg, req.headers, req.body))
+    post = checked(read_post(cfg, req.headers, req.body, table.handler))
     try:
         if not post.new_session:
             sess = checked(session_request(req.headers, table.sessions))
