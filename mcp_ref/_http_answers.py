@@ -43,6 +43,7 @@ from ._sse import encode_comment, encode_data
 __all__ = ["Chunk", "ResponseHeads", "SseAnswer", "StreamCursor", "empty_answer"]
 
 _END: Final = h11.EndOfMessage()
+_NO_BUFFERING: Final = (b"x-accel-buffering", b"no")
 _REASONS: Final = {200: b"OK", 400: b"Bad Request", 404: b"Not Found"}
 _ACCEPTED: Final = rules.response_headers(PostReply.ACCEPTED)
 
@@ -87,11 +88,16 @@ class ResponseHeads:
 
     def sse(self, session_id: str | None, last: bool, *, post: bool) -> h11.Response:
         """The head of an SSE answer: 200 with ``rules.response_headers(PostReply.SSE,
-        session_id=..., post=post)``, plus ``Connection: close`` when ``last``."""
+        session_id=..., post=post)`` and ``X-Accel-Buffering: no`` (proxies pass each
+        event on at once), plus ``Connection: close`` when ``last``."""
         key = (session_id, last, post)
         head = self._sse.get(key)
         if head is None:
             headers = rules.response_headers(PostReply.SSE, session_id=session_id, post=post)
+            # Spec: 2026-07-28/basic/transports/streamable-http#receiving-messages.5
+            # "When initiating an SSE stream, servers SHOULD include the `X-Accel-Buffering:
+            # no` header in the HTTP response."
+            headers.append(_NO_BUFFERING)
             if last:
                 headers.append(CONNECTION_CLOSE)
             head = h11.Response(status_code=200, headers=headers, reason=b"OK")

@@ -376,3 +376,10 @@ def test_a_post_whose_param_header_disagrees_is_400_header_mismatch() -> None:
     assert error_of(err)["error"]["code"] == -32020 and error_of(err)["id"] == 4
     # A handler that does not tell its tools' schemas: nothing to check.
     assert isinstance(read_post(CFG, hdrs, data, object()), Post)
+
+
+@pytest.mark.spec(H + "receiving-messages.5")
+@pytest.mark.parametrize("post", [True, False])
+def test_an_sse_answer_asks_proxies_not_to_buffer(post: bool) -> None:
+    head = ResponseHeads().sse(None, False, post=post)
+    assert (b"x-accel-buffering", b"no") in head.headers
