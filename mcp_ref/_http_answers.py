@@ -117,9 +117,10 @@ class SseAnswer:
         first: an encoded event to write before the stream's (2024-11-05 ``endpoint``).
         retry_ms: the priming event's ``retry``, in milliseconds.
         post: the answer to the POST that carried the stream's requests.
-        modern: the POST is a modern-era (2026-07-28) one: an error that is all its
-            stream holds before the head is written goes as a JSON answer with the
-            status the error asks for (:func:`~mcp_ref._http_modern.answer_status`).
+        modern: the POST is a modern-era (2026-07-28) one: its head waits for the
+            first message up to a keepalive time, and an error that is all its stream
+            holds by then goes as a JSON answer with the status the error asks for
+            (:func:`~mcp_ref._http_modern.answer_status`).
     """
 
     def __init__(
@@ -161,7 +162,8 @@ class SseAnswer:
     def step(self, keepalive: float, head_wait: float) -> float | None:
         """Take the stream's news: None when the response ends now (:attr:`end` says
         why; write ``events(end=True)``), else the seconds to wait for news: ``head_wait``
-        while the head waits for the first events, else ``keepalive``."""
+        while the head waits for the first events (``keepalive`` for a modern answer),
+        else ``keepalive``."""
         self.seq = self.stream.seq
         chunk = self._reader.take()
         if chunk.data:
@@ -174,7 +176,9 @@ class SseAnswer:
                 self._json = self._error_answer()
             return None
         if self.head_waits and self._taken is None:
-            return head_wait
+            # A modern answer's status is its first message's (an error may need 400 or
+            # 404): its head waits for it up to a keepalive time.
+            return keepalive if self._modern else head_wait
         self.head_waits = False
         return keepalive
 

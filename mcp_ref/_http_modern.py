@@ -30,7 +30,8 @@ server relates to it, until the client closes the stream, which cancels it.
 The connection's own refusals travel in the answer; :func:`answer_status` gives the
 HTTP status the page asks for them (400 for -32602, -32020, -32021, -32022; 404 for
 -32601), which a JSON answer carries, and an SSE answer too when the error is all it
-holds before its head is written (:class:`~mcp_ref._http_answers.SseAnswer`).
+holds before its head is written: a modern SSE answer's head waits for the first
+message up to a keepalive time (:class:`~mcp_ref._http_answers.SseAnswer`).
 
 Source: 2026-07-28/basic/transports/streamable-http (no sessions; every message its
 own POST; request metadata; server validation); 2026-07-28/basic/versioning (a

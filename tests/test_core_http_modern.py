@@ -231,7 +231,7 @@ def test_an_sse_answer_with_a_result_or_after_its_head_stays_sse() -> None:
     sse = SseAnswer(
         streams, _stream(streams), HEAD, cursor=None, retry_ms=1000, post=True, modern=True
     )
-    assert sse.step(15.0, 0.1) == 0.1
+    assert sse.step(15.0, 0.1) == 15.0
     sse.waited("timeout")
     sse.step(15.0, 0.1)
     assert sse.events() == [HEAD]
@@ -383,3 +383,24 @@ def test_a_post_whose_param_header_disagrees_is_400_header_mismatch() -> None:
 def test_an_sse_answer_asks_proxies_not_to_buffer(post: bool) -> None:
     head = ResponseHeads().sse(None, False, post=post)
     assert (b"x-accel-buffering", b"no") in head.headers
+
+
+def test_a_modern_sse_heads_waits_for_the_first_message_up_to_a_keepalive_time() -> None:
+    # A handler that refuses after some work (-32021) still gets its 400.
+    streams = SessionStreams("stateless", HttpLimits())
+    sse = SseAnswer(
+        streams, _stream(streams), HEAD, cursor=None, retry_ms=1000, post=True, modern=True
+    )
+    assert sse.step(15.0, 0.1) == 15.0 and not sse.ready
+    sse.waited("changed")  # (news of another kind)
+    streams.route(b'{"jsonrpc":"2.0","id":1,"error":{"code":-32021,"message":"m"}}', None)
+    assert sse.step(15.0, 0.1) is None
+    assert sse.events(end=True)[0].status_code == 400
+    # Silence for that long: the head goes, then keepalives.
+    streams = SessionStreams("stateless", HttpLimits())
+    sse = SseAnswer(
+        streams, _stream(streams), HEAD, cursor=None, retry_ms=1000, post=True, modern=True
+    )
+    assert sse.step(15.0, 0.1) == 15.0
+    sse.waited("timeout")
+    assert sse.ready and sse.events() == [HEAD]
