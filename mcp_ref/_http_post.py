@@ -84,6 +84,17 @@ class Post:
     with no preamble, gone once answered (:mod:`mcp_ref._http_modern`)."""
 
     @property
+    def accepted_alone(self) -> bool:
+        """Whether the POST is answered ``202 Accepted`` at once, without a session: a
+        modern notification, which no request or session could relate to (2026-07-28
+        defines none a client sends over Streamable HTTP: ``notifications/cancelled``
+        is for stdio; closing the response stream cancels)."""
+        # Spec: 2026-07-28/basic/transports/streamable-http#sending-messages.7
+        # "If the server accepts it, the server MUST return HTTP status code `202 Accepted`
+        # with no body."
+        return self.modern and not self.requests
+
+    @property
     def cancel_when_done(self) -> bool:
         """Whether the POST's session is cancelled once the POST is done (its requests
         answered, or its client gone): a modern POST holding a request, whose session

@@ -404,3 +404,15 @@ def test_a_modern_sse_heads_waits_for_the_first_message_up_to_a_keepalive_time()
     assert sse.step(15.0, 0.1) == 15.0
     sse.waited("timeout")
     assert sse.ready and sse.events() == [HEAD]
+
+
+@pytest.mark.spec(H + "sending-messages.7")
+def test_a_modern_notification_is_accepted_without_a_session() -> None:
+    note = read_post(
+        CFG, headers(mcp_protocol_version=V), body("notifications/cancelled", rid=None)
+    )
+    assert isinstance(note, Post) and note.accepted_alone
+    request = read_post(CFG, headers(**mirrored()), body())
+    assert isinstance(request, Post) and not request.accepted_alone
+    legacy = read_post(CFG, headers(), b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+    assert isinstance(legacy, Post) and not legacy.accepted_alone

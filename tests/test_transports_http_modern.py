@@ -358,3 +358,14 @@ async def test_a_param_header_is_checked_against_the_tools_schema() -> None:
             assert (status, msg["error"]["code"]) == (400, -32020)
             status, msg = await post_modern(info.port, call, {**hdrs, "mcp-param-region": "us"})
             assert status == 200 and "result" in msg
+
+
+@pytest.mark.spec("2026-07-28/basic/transports/streamable-http#sending-messages.7")
+async def test_a_modern_notification_is_202_without_a_session() -> None:
+    with trio.fail_after(TIMEOUT):
+        async with open_http_server(make_server()) as info:
+            note = json.dumps(
+                {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+            ).encode()
+            status, got = await post_modern(info.port, note, {"mcp-protocol-version": MODERN})
+            assert (status, got) == (202, b"")

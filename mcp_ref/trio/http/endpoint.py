@@ -62,12 +62,13 @@ async def post(cfg: ServerConfig, table: SessionTable, h: H11Stream, req: Reques
             one request, with that request's id).
     """
     post = checked(read_post(cfg, req.headers, req.body, table.handler))
+    if post.accepted_alone:
+        return await h.send(*empty_answer(202, req.last))
     try:
         if not post.new_session:
             sess = checked(session_request(req.headers, table.sessions))
         else:
-            one_post = cfg.stateless or post.modern
-            sess = await table.open("stateless" if one_post else "streamable")
+            sess = await table.open("stateless" if cfg.stateless or post.modern else "streamable")
         try:
             sess.touch()
             most = sess.session.connection.max_requests_in_flight if sess.session else None
