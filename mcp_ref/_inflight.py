@@ -116,27 +116,18 @@ class Incoming:
     context: Any = None  # a modern request's RequestContext
 
 
-class _Recent:
-    """A bounded insertion-ordered memory of finished ids: id -> why it finished."""
-
-    __slots__ = ("_items", "_max")
+class _Recent(OrderedDict[Any, str]):
+    """A bounded memory of finished ids: id -> why it finished, oldest first (an
+    OrderedDict: popping the oldest is O(1), a dict's ``next(iter())`` is not)."""
 
     def __init__(self, maximum: int) -> None:
-        # OrderedDict: popping the oldest is O(1) (a dict's next(iter()) is not).
-        self._items: OrderedDict[Any, str] = OrderedDict()
+        super().__init__()
         self._max = maximum
 
     def add(self, key: Any, why: str) -> None:
-        items = self._items
-        items[key] = why
-        if len(items) > self._max:
-            items.popitem(last=False)
-
-    def get(self, key: Any) -> str | None:
-        return self._items.get(key)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._items
+        self[key] = why
+        if len(self) > self._max:
+            self.popitem(last=False)
 
 
 # Ids and progress tokens are dict keys as they are: every one that reaches these
@@ -187,14 +178,13 @@ class InFlight:
             raise LocalProtocolError(f"request id {req.id!r} was already used in this session")
         if len(self.outgoing) >= self.max_outgoing:
             raise LocalProtocolError(f"too many requests in flight (at most {self.max_outgoing})")
-        if req.progress_token is not None:
-            tk = req.progress_token
+        if (tk := req.progress_token) is not None:
             # Spec: 2025-06-18/basic/utilities/progress#progress-flow.2
             # "Progress tokens can be chosen by the sender using any means, but MUST be unique
             # across all active requests."
             if tk in self.out_tokens:
                 raise LocalProtocolError(
-                    f"progress token {req.progress_token!r} is in use by another active request"
+                    f"progress token {tk!r} is in use by another active request"
                 )
             # Spec: 2025-06-18/basic/utilities/progress#implementation-notes.1
             # "Senders and receivers SHOULD track active progress tokens"
@@ -265,10 +255,8 @@ class InFlight:
         we are not waiting for: None."""
         message = f"message longer than {limit} bytes"
         rid, is_request = peek(prefix)
-        if rid is not None and is_request:
-            raise refuse(message, INVALID_REQUEST, rid)
-        if rid is None:
-            raise refuse(message, INVALID_REQUEST)
+        if rid is None or is_request:
+            raise refuse(message, INVALID_REQUEST, rid)  # rid None: id null
         out = self.outgoing.get(rid)
         if out is None or out.method == "initialize":
             return None  # a response we are not waiting for: nothing to do
