@@ -1,7 +1,6 @@
-"""The client side: the opening handshake and :func:`open_websocket_channel`.  The
-request and the reading of the answer are the core's
-(:class:`mcp_ref._websocket_handshake.ClientHandshake`): here they are written and fed.
-"""
+"""The client side: the opening handshake (the core's
+:class:`~mcp_ref._websocket_handshake.ClientHandshake`, written and fed here) and
+:func:`open_websocket_channel`."""
 
 from __future__ import annotations
 
@@ -28,13 +27,9 @@ async def websocket_client_handshake(
     headers: Sequence[tuple[str, str]] = (),
     **channel_kw: Any,
 ) -> WebSocketChannel:
-    """Run the client side of the opening handshake on a connected ``stream``
-    (``host``, ``target``, ``origin``, ``headers``: see
-    :class:`~mcp_ref._websocket_handshake.ClientHandshake`; ``channel_kw``: see
-    :class:`WebSocketChannel`).
-
-    Returns:
-        The open channel, not yet running (start :meth:`WebSocketChannel.run`).
+    """Run the client side of the opening handshake on a connected ``stream`` (the
+    options: :class:`~mcp_ref._websocket_handshake.ClientHandshake`'s, then
+    :class:`WebSocketChannel`'s).  Returns the open channel, not yet running.
 
     Raises:
         HandshakeError: a refusal (``status_code``, ``body``), no ``mcp`` subprotocol
@@ -66,12 +61,11 @@ async def open_websocket_channel(
     one).  On exit the WebSocket is closed (1000) and the connection dropped.
 
     Args:
-        origin, headers: see :func:`websocket_client_handshake`.
-        max_message_bytes, ping_interval, ping_timeout, close_timeout: see
+        origin, headers: see :func:`websocket_client_handshake`; the four after them:
             :class:`WebSocketChannel`.
         connect_timeout: seconds for the TCP connect and the opening handshake.
-        stream: a connected stream to use instead of connecting (tests); it is closed
-            when the handshake fails, as a stream of our own is.
+        stream: a connected stream to use instead of connecting (tests); closed when
+            the handshake fails.
 
     Raises:
         ValueError: not a ``ws://`` URL (:func:`~mcp_ref._websocket_handshake.split_url`).
