@@ -69,19 +69,11 @@ class MessageChannel(Protocol):
 
 
 class StreamChannel:
-    """A ``"lines"`` :class:`MessageChannel` over trio byte streams.
-
-    Args:
-        stream: a bidirectional ``trio.abc.Stream`` (a socket, a memory stream), or the
-            send half when ``receive_stream`` is given (pipes, fds 0 and 1).
-        receive_stream: the receive half, when the directions are separate streams.
-        receive_size: the most bytes read per ``receive``.
-
-    Raises:
-        TypeError: ``stream`` alone is not bidirectional.
-        ValueError: ``receive_size`` < 1.
-
-    Source: 2025-06-18/basic/transports#stdio (newline-delimited messages).
+    """A ``"lines"`` :class:`MessageChannel` over trio byte streams: ``stream`` is
+    bidirectional (a socket, a memory stream), or the send half of a pair with
+    ``receive_stream`` (pipes, fds 0 and 1); ``receive`` reads at most ``receive_size``
+    bytes.  Raises TypeError when ``stream`` alone is not bidirectional, ValueError for
+    a ``receive_size`` below 1.  Source: 2025-06-18/basic/transports#stdio.
     """
 
     framing: Literal["lines", "messages"] = "lines"
@@ -118,7 +110,7 @@ class StreamChannel:
         await self.send_stream.send_all(data)
 
     async def aclose(self) -> None:
-        """Close the send stream, then the receive stream (once when they are one)."""
+        """Close the send stream, then the receive stream (if another)."""
         try:
             await self.send_stream.aclose()
         finally:

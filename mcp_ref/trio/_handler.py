@@ -41,18 +41,11 @@ class Handler(Protocol):
 
 
 class RequestContext:
-    """One incoming request being handled: what ``Handler.handle_request`` receives.
-
-    Attributes:
-        session: the :class:`Session` it arrived on.
-        request_id: its id, exactly as the peer sent it.
-        method: its method, e.g. ``"tools/call"``.
-        params: its typed params (an instance of the method's params class), or None.
-        progress_token: the ``_meta.progressToken`` it carried, or None.
-        cancel_scope: the scope the handler runs in; cancelled when the peer sends
-            ``notifications/cancelled`` for it or the session closes.
-
-    What is sent through it carries the request's id (Streamable HTTP routes on it).
+    """One incoming request being handled, what ``Handler.handle_request`` receives:
+    its ``session``, ``request_id`` (exactly as sent), ``method``, typed ``params`` (or
+    None), ``progress_token`` (``_meta.progressToken`` or None) and ``cancel_scope``,
+    the handler's, cancelled by the peer's ``notifications/cancelled`` or the session's
+    end.  What is sent through it carries the request's id (HTTP routes on it).
 
     Source: 2025-06-18/basic/utilities/cancellation#behavior-requirements.3,
     2025-06-18/basic/utilities/progress#progress-flow.

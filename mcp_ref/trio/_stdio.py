@@ -57,18 +57,11 @@ async def serve_stdio(
     grace_seconds: float = DEFAULT_GRACE_SECONDS,
     **session_kw: Any,
 ) -> None:
-    """Serve one MCP session on this process's stdin and stdout, until end of input or
-    ``stop``.
-
-    Args:
-        handler: a :class:`~mcp_ref.trio.Handler` (e.g. an ``mcp_ref.server.Server``).
-        stop: set it to stop gracefully (e.g. on SIGTERM): stdin is no longer read.
-        grace_seconds: the session's ``drain_timeout`` unless given: at end of input,
-            seconds the requests in progress may still take before each is cancelled
-            and answered with -32603.
-        **session_kw: passed to :func:`~mcp_ref.trio.open_session`.
-
-    Returns once input ended (or ``stop``) and the requests sent are answered.
+    """Serve ``handler`` (a :class:`~mcp_ref.trio.Handler`, e.g. an
+    ``mcp_ref.server.Server``) on this process's stdin and stdout; return once input
+    ended (or ``stop`` was set, e.g. on SIGTERM) and the requests are answered: those
+    still running ``grace_seconds`` later (the session's ``drain_timeout`` unless
+    ``session_kw``, :func:`~mcp_ref.trio.open_session`'s, has one) get -32603.
 
     Raises:
         ValueError: ``grace_seconds`` is negative.

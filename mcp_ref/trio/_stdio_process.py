@@ -3,13 +3,11 @@
 Theory of operation
 -------------------
 :func:`open_stdio_process` starts the server and yields a :class:`ProcessChannel` over
-its stdin and stdout.  Its stderr is read into a bounded tail (and optionally forwarded
-to ours), inherited, or discarded.  When its stdout ends, the channel waits briefly for
-the exit and sets ``eof_reason``, which pending requests then see in their
-:class:`~mcp_ref.trio.SessionClosed`.  What is decided about the arguments, the tail
-and that account is the core's (:mod:`mcp_ref._process_rules`).  Leaving the block
-shuts the child down as the lifecycle page says, shielded, so even a cancelled caller
-leaves no zombie.
+its stdin and stdout; its stderr is read into a bounded tail.  When its stdout ends,
+the channel waits briefly for the exit and sets ``eof_reason`` (pending requests see it
+in :class:`~mcp_ref.trio.SessionClosed`).  The decisions are the core's
+(:mod:`mcp_ref._process_rules`).  Leaving the block shuts the child down as the
+lifecycle page says, shielded, so even a cancelled caller leaves no zombie.
 """
 
 from __future__ import annotations
@@ -151,29 +149,18 @@ async def open_stdio_process(
     shutdown_grace: float = 2.0,
     exit_wait: float = 1.0,
 ) -> AsyncIterator[tuple[ProcessChannel, trio.Process]]:
-    """Start an MCP server as a child process and yield ``(channel, process)``: a
-    :class:`ProcessChannel` (for ``open_session`` or ``mcp_ref.client.open_client``)
-    and the ``trio.Process``.
-
-    Args:
-        command: the program and its arguments, e.g. ``[sys.executable, "server.py"]``
-            (a list: there is no shell).
-        env, inherit_env: the child's environment, ``env`` over ours (or alone, with
-            ``inherit_env=False``).
-        cwd: the child's working directory.
-        stderr: what to do with the child's stderr (:data:`StderrMode`).
-        stderr_lines: how many last stderr lines to keep (each cut at 1000 bytes).
-        shutdown_grace: seconds to wait after closing stdin, and again after SIGTERM.
-        exit_wait: seconds to wait for the exit once stdout ended, to report its code.
+    """Start ``command`` (a list, e.g. ``[sys.executable, "server.py"]``: no shell) as
+    a child process in ``cwd`` and yield ``(channel, process)``: a :class:`ProcessChannel`
+    (for ``open_session`` or ``mcp_ref.client.open_client``) and the ``trio.Process``.
+    The child's environment is ``env`` over ours (alone unless ``inherit_env``); ``stderr``
+    is a :data:`StderrMode`, of which the last ``stderr_lines`` lines are kept.  On
+    exit the child is shut down (stdin closed, ``shutdown_grace`` seconds, SIGTERM,
+    ``shutdown_grace`` seconds, SIGKILL) and always reaped; once its stdout ended, its
+    exit is awaited ``exit_wait`` seconds for ``eof_reason``.
 
     Raises:
         OSError: the program could not be started (e.g. FileNotFoundError).
-        TypeError, ValueError: :func:`mcp_ref._process_rules.check_options` (nothing is
-            started).
-
-    On exit the child is shut down (stdin closed, ``shutdown_grace`` seconds, SIGTERM,
-    ``shutdown_grace`` seconds, SIGKILL) and always reaped; exceptions from the block
-    propagate unchanged.
+        TypeError, ValueError: :func:`mcp_ref._process_rules.check_options`.
 
     Source: 2025-06-18/basic/lifecycle#stdio.1, 2025-06-18/basic/transports#stdio.
     """

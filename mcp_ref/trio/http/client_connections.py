@@ -6,18 +6,14 @@ Theory of operation
 state and its connections) and the loop of :mod:`.client`.  Every decision is the
 sans-IO core's (``self.core``, and the flows of :mod:`mcp_ref._http_client_flows`).
 
-Every HTTP request is one :class:`_Exchange`.  ``_start`` writes the core's
-:class:`~mcp_ref._http_client_steps.HttpRequest` in one write, on a pooled keep-alive
-connection unless ``fresh`` (SSE streams get their own); ``_head`` reads the response
-head.  A request that meets a pooled connection the server had closed is sent again on
-a new one, only when nothing was received (so the server processed nothing).
-``_finish`` pools a connection when both sides finished their messages, else closes
-it; at most ``_POOL_SIZE`` are kept, none idle longer than ``pool_idle_seconds``.  An
-exchange may fail with any of ``_IO_FAILURES``.
-
-Signing in (``auth=``) is :class:`~mcp_ref._http_client_auth.SignInRunner`'s, on this
-loop's lock and clock; its requests go through ``_oauth_exchange``, each on a
-connection of its own.
+Every HTTP request is one :class:`_Exchange`: ``_start`` writes the core's
+:class:`~mcp_ref._http_client_steps.HttpRequest` on a pooled keep-alive connection
+unless ``fresh`` (SSE streams get their own), ``_head`` reads the response head.  A
+request that meets a pooled connection the server had closed is sent again on a new
+one, only when nothing was received.  ``_finish`` pools a connection when both sides
+finished their messages (at most ``_POOL_SIZE``, none idle over ``pool_idle_seconds``),
+else closes it.  Signing in is :class:`~mcp_ref._http_client_auth.SignInRunner`'s; its
+requests go through ``_oauth_exchange``, each on a connection of its own.
 """
 
 from __future__ import annotations

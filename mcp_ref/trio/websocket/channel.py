@@ -38,20 +38,12 @@ _BROKEN: Final = (trio.BrokenResourceError, trio.ClosedResourceError)
 
 
 class WebSocketChannel:
-    """A ``"messages"`` :class:`~mcp_ref.trio.MessageChannel` over one open WebSocket,
-    either role (made by the handshakes of :mod:`.server` and :mod:`.client`); nothing
-    arrives unless :meth:`run` is running.
-
-    Args:
-        stream: the byte stream under the WebSocket.
-        ws: the wsproto connection, its opening handshake over.
-        close_timeout: seconds for the closing handshake and the peer's FIN.
-        **options: the core's (:class:`~mcp_ref._websocket.WebSocketConnection`).
-
-    Its ``connection`` (the core) also tells how the WebSocket ended.
-
-    Raises:
-        ValueError: a limit or timeout that is not positive.
+    """A ``"messages"`` :class:`~mcp_ref.trio.MessageChannel` over one open WebSocket
+    (``ws``, wsproto's, its handshake over, on ``stream``), either role; nothing
+    arrives unless :meth:`run` is running.  ``close_timeout``: seconds for the closing
+    handshake and the peer's FIN; ``options``: the core's, its ``connection``
+    (:class:`~mcp_ref._websocket.WebSocketConnection`), which also tells how the
+    WebSocket ended.  Raises ValueError for a limit or timeout that is not positive.
 
     Source: 2025-06-18/basic/transports#custom-transports.2.
     """

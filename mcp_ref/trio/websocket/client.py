@@ -29,13 +29,9 @@ async def websocket_client_handshake(
 ) -> WebSocketChannel:
     """Run the client side of the opening handshake on a connected ``stream`` (the
     options: :class:`~mcp_ref._websocket_handshake.ClientHandshake`'s, then
-    :class:`WebSocketChannel`'s).  Returns the open channel, not yet running.
-
-    Raises:
-        HandshakeError: a refusal (``status_code``, ``body``), no ``mcp`` subprotocol
-            selected, or not a valid upgrade.
-        trio.BrokenResourceError: the connection failed.
-    """
+    :class:`WebSocketChannel`'s).  Returns the open channel, not yet running.  Raises
+    HandshakeError (a refusal, with ``status_code`` and ``body``; no ``mcp``
+    subprotocol; not a valid upgrade) or trio.BrokenResourceError."""
     handshake = ClientHandshake(host=host, target=target, origin=origin, headers=headers)
     await stream.send_all(handshake.request)
     while (ws := handshake.next_event()) is core.NEED_DATA:
@@ -56,16 +52,12 @@ async def open_websocket_channel(
     connect_timeout: float = core.DEFAULT_HANDSHAKE_TIMEOUT,
     stream: trio.abc.Stream | None = None,
 ) -> AsyncIterator[WebSocketChannel]:
-    """Connect to ``url`` (``ws://host:port/path``), run the handshake and yield the
-    running channel (no MCP session: :func:`mcp_ref.client.open_websocket_client` adds
-    one).  On exit the WebSocket is closed (1000) and the connection dropped.
-
-    Args:
-        origin, headers: see :func:`websocket_client_handshake`; the four after them:
-            :class:`WebSocketChannel`.
-        connect_timeout: seconds for the TCP connect and the opening handshake.
-        stream: a connected stream to use instead of connecting (tests); closed when
-            the handshake fails.
+    """Connect to ``url`` (``ws://host:port/path``), run the handshake within
+    ``connect_timeout`` seconds and yield the running channel (no MCP session:
+    :func:`mcp_ref.client.open_websocket_client` adds one); on exit the WebSocket is
+    closed (1000).  ``origin``, ``headers``: :func:`websocket_client_handshake`'s; the
+    four after them: :class:`WebSocketChannel`'s.  ``stream``: a connected stream to
+    use instead (tests).
 
     Raises:
         ValueError: not a ``ws://`` URL (:func:`~mcp_ref._websocket_handshake.split_url`).

@@ -112,20 +112,15 @@ async def serve_websocket(
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
     **kw: Any,
 ) -> None:
-    """Serve MCP over WebSocket on ``host:port``, one session per connection, until
-    cancelled or until ``stop`` is set and the graceful stop is over.  Usage:
-    ``port = await nursery.start(serve_websocket, server)``.
-
-    Args:
-        target: a session :class:`~mcp_ref.trio.Handler` (an ``mcp_ref.server.Server``).
-        host, port: the address to bind (default loopback); port 0 picks a free one.
-        path, allowed_origins, allowed_hosts: see :func:`websocket_server_handshake`
-            (the defaults of the last two: :func:`~mcp_ref._http_peers.allowed_for`).
-        max_connections: connections served at once; more get 503.
-        stop: set it to stop gracefully: the listeners close, each session ends as at
-            end of input, its requests get ``grace_seconds`` (its ``drain_timeout``)
-            then -32603; connections open ``STOP_SLACK`` s later are cancelled.
-        **kw: options of :func:`serve_websocket_stream`.
+    """Serve ``target`` (a :class:`~mcp_ref.trio.Handler`) over WebSocket on
+    ``host:port`` (default loopback; port 0 picks one, given to ``task_status``), one
+    session per connection, at most ``max_connections`` at once (more get 503), until
+    cancelled or the graceful stop is over: once ``stop`` is set the listeners close,
+    each session ends as at end of input, its requests get ``grace_seconds`` (its
+    ``drain_timeout``) then -32603; connections open ``STOP_SLACK`` s later are
+    cancelled.  ``path``, ``allowed_origins``, ``allowed_hosts`` and ``kw``: see
+    :func:`serve_websocket_stream` (origin and host defaults:
+    :func:`~mcp_ref._http_peers.allowed_for`).
 
     Raises:
         OSError: the address could not be bound.
