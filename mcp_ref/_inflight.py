@@ -86,14 +86,9 @@ class Outgoing:
     progressed: bool = False
 
     def start_clock(self, timeout: RequestTimeout | None, now: float | None) -> None:
-        """Give the request ``timeout`` (None: none), counted from ``now`` (seconds).
-
-        Raises:
-            TypeError: ``timeout`` is not a RequestTimeout.
-            LocalProtocolError: ``now`` is None (with a timeout).
-
-        Source: 2025-06-18/basic/lifecycle#timeouts.3 (a timeout per request).
-        """
+        """Give the request ``timeout`` (None: none), counted from ``now`` (seconds);
+        TypeError when ``timeout`` is not a RequestTimeout, LocalProtocolError when
+        ``now`` is None.  Source: 2025-06-18/basic/lifecycle#timeouts.3."""
         if timeout is None:
             return
         if not isinstance(timeout, RequestTimeout):
@@ -136,13 +131,9 @@ class _Recent(OrderedDict[Any, str]):
 
 
 class InFlight:
-    """The in-flight tables of one connection.
-
-    Args:
-        max_outgoing: most requests we may have in flight at once.
-        max_incoming: most unanswered requests we accept from the peer.
-        remember: how many finished ids each direction remembers.
-    """
+    """The in-flight tables of one connection: at most ``max_outgoing`` requests of
+    ours in flight, ``max_incoming`` unanswered ones of the peer's, and ``remember``
+    finished ids remembered each way."""
 
     def __init__(self, *, max_outgoing: int, max_incoming: int, remember: int) -> None:
         self.max_outgoing = max_outgoing
@@ -197,10 +188,9 @@ class InFlight:
         """Forget a request we sent (answered, cancelled or timed out); None if unknown."""
         return _pop(self.outgoing, self.out_tokens, self.finished_out, request_id, why)
 
-    def cancel_outgoing(self, request_id: Any) -> bool:
-        """We cancel a request we sent: forget it.  False when it already finished
-        (send nothing); LocalProtocolError when it names no request we sent."""
-        rid = request_id
+    def cancel_outgoing(self, rid: Any) -> bool:
+        """We cancel a request we sent (id ``rid``): forget it.  False when it already
+        finished (send nothing); LocalProtocolError when it names no request we sent."""
         if not valid_id(rid):
             raise LocalProtocolError(
                 f"notifications/cancelled needs a str or int requestId: {rid!r}"
@@ -248,11 +238,10 @@ class InFlight:
     # -- incoming -----------------------------------------------------------------
 
     def too_long(self, prefix: bytes, limit: int) -> ErrorResponse | None:
-        """A message over ``limit`` bytes was skipped; ``prefix`` is its start.  A
-        request gets -32600 by the id its first bytes show (else id null): raised as
-        :class:`RemoteProtocolError`.  A response to one of our requests fails that
-        request now rather than at its timeout: its ErrorResponse (-32603).  A response
-        we are not waiting for: None."""
+        """A message over ``limit`` bytes, starting with ``prefix``, was skipped.  A
+        request is refused (RemoteProtocolError, -32600 to the id its first bytes show);
+        a response to one of ours fails that request now: its ErrorResponse (-32603).
+        A response we are not waiting for: None."""
         message = f"message longer than {limit} bytes"
         rid, is_request = peek(prefix)
         if rid is None or is_request:

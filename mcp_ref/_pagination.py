@@ -93,11 +93,7 @@ def paginate(
 
 
 class PageWalker:
-    """Walk every page of a paginated list, as a client.
-
-    Args:
-        max_pages: give up after this many pages (default 1000).
-
+    """Walk every page of a paginated list, as a client, giving up after ``max_pages``.
     Usage::
 
         walker = PageWalker()
