@@ -18,7 +18,6 @@ requests go through ``_oauth_exchange``, each on a connection of its own.
 
 from __future__ import annotations
 
-import logging
 import ssl
 import time
 from collections.abc import Sequence
@@ -37,8 +36,6 @@ from ..._oauth_http import read_answer
 from .common import H11Stream, Supervisor
 
 __all__ = ["ClientConnections", "HttpTransportError"]
-
-log = logging.getLogger("mcp_ref.trio.http")
 
 _INCOMING_QUEUE: Final = 256
 _POOL_SIZE: Final = 8
