@@ -87,14 +87,10 @@ class BatchReplies:
 
 
 class Batches:
-    """The batch stage of one connection.
-
-    Args:
-        max_items: the largest batch accepted (the connection's in-flight bound).
-        collect: True on a byte stream: replies go back as one array per batch.
-        max_refused: how many replies to refused items are remembered; past it the
-            oldest id's are forgotten (a driver sends each as ``next_event`` raises).
-    """
+    """The batch stage of one connection: batches of up to ``max_items`` (the
+    in-flight bound); with ``collect`` (a byte stream) the replies go back as one array
+    per batch, remembering at most ``max_refused`` replies to refused items (past it the
+    oldest id's are forgotten: a driver sends each as ``next_event`` raises)."""
 
     def __init__(self, *, max_items: int, collect: bool, max_refused: int) -> None:
         self.max_items = max_items

@@ -21,8 +21,7 @@ from __future__ import annotations
 
 __all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "PEEK_BYTES", "TOO_LONG", "LineBuffer"]
 
-DEFAULT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024
-"""Default bound on one message: 8 MiB (bytes, newline excluded)."""
+DEFAULT_MAX_MESSAGE_BYTES = 8 * 1024 * 1024  # bytes of one message, newline excluded
 
 
 class _TooLong:
@@ -35,8 +34,7 @@ class _TooLong:
 TOO_LONG = _TooLong()
 """Returned once by :meth:`LineBuffer.next_line` for each over-long line."""
 
-PEEK_BYTES = 4096
-"""How much of an over-long message is kept to find its id (bytes)."""
+PEEK_BYTES = 4096  # bytes kept of an over-long message, to find its id
 
 
 class LineBuffer:

@@ -86,14 +86,9 @@ class Outgoing:
     progressed: bool = False
 
     def start_clock(self, timeout: RequestTimeout | None, now: float | None) -> None:
-        """Give the request ``timeout`` (None: none), counted from ``now`` (seconds).
-
-        Raises:
-            TypeError: ``timeout`` is not a RequestTimeout.
-            LocalProtocolError: ``now`` is None (with a timeout).
-
-        Source: 2025-06-18/basic/lifecycle#timeouts.3 (a timeout per request).
-        """
+        """Give the request ``timeout`` (None: none), counted from ``now`` (seconds);
+        TypeError when ``timeout`` is not a RequestTimeout, LocalProtocolError when
+        ``now`` is None.  Source: 2025-06-18/basic/lifecycle#timeouts.3."""
         if timeout is None:
             return
         if not isinstance(timeout, RequestTimeout):
@@ -116,27 +111,18 @@ class Incoming:
     context: Any = None  # a modern request's RequestContext
 
 
-class _Recent:
-    """A bounded insertion-ordered memory of finished ids: id -> why it finished."""
-
-    __slots__ = ("_items", "_max")
+class _Recent(OrderedDict[Any, str]):
+    """A bounded memory of finished ids: id -> why it finished, oldest first (an
+    OrderedDict: popping the oldest is O(1), a dict's ``next(iter())`` is not)."""
 
     def __init__(self, maximum: int) -> None:
-        # OrderedDict: popping the oldest is O(1) (a dict's next(iter()) is not).
-        self._items: OrderedDict[Any, str] = OrderedDict()
+        super().__init__()
         self._max = maximum
 
     def add(self, key: Any, why: str) -> None:
-        items = self._items
-        items[key] = why
-        if len(items) > self._max:
-            items.popitem(last=False)
-
-    def get(self, key: Any) -> str | None:
-        return self._items.get(key)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._items
+        self[key] = why
+        if len(self) > self._max:
+            self.popitem(last=False)
 
 
 # Ids and progress tokens are dict keys as they are: every one that reaches these
@@ -145,13 +131,9 @@ class _Recent:
 
 
 class InFlight:
-    """The in-flight tables of one connection.
-
-    Args:
-        max_outgoing: most requests we may have in flight at once.
-        max_incoming: most unanswered requests we accept from the peer.
-        remember: how many finished ids each direction remembers.
-    """
+    """The in-flight tables of one connection: at most ``max_outgoing`` requests of
+    ours in flight, ``max_incoming`` unanswered ones of the peer's, and ``remember``
+    finished ids remembered each way."""
 
     def __init__(self, *, max_outgoing: int, max_incoming: int, remember: int) -> None:
         self.max_outgoing = max_outgoing
@@ -187,14 +169,13 @@ class InFlight:
             raise LocalProtocolError(f"request id {req.id!r} was already used in this session")
         if len(self.outgoing) >= self.max_outgoing:
             raise LocalProtocolError(f"too many requests in flight (at most {self.max_outgoing})")
-        if req.progress_token is not None:
-            tk = req.progress_token
+        if (tk := req.progress_token) is not None:
             # Spec: 2025-06-18/basic/utilities/progress#progress-flow.2
             # "Progress tokens can be chosen by the sender using any means, but MUST be unique
             # across all active requests."
             if tk in self.out_tokens:
                 raise LocalProtocolError(
-                    f"progress token {req.progress_token!r} is in use by another active request"
+                    f"progress token {tk!r} is in use by another active request"
                 )
             # Spec: 2025-06-18/basic/utilities/progress#implementation-notes.1
             # "Senders and receivers SHOULD track active progress tokens"
@@ -207,10 +188,9 @@ class InFlight:
         """Forget a request we sent (answered, cancelled or timed out); None if unknown."""
         return _pop(self.outgoing, self.out_tokens, self.finished_out, request_id, why)
 
-    def cancel_outgoing(self, request_id: Any) -> bool:
-        """We cancel a request we sent: forget it.  False when it already finished
-        (send nothing); LocalProtocolError when it names no request we sent."""
-        rid = request_id
+    def cancel_outgoing(self, rid: Any) -> bool:
+        """We cancel a request we sent (id ``rid``): forget it.  False when it already
+        finished (send nothing); LocalProtocolError when it names no request we sent."""
         if not valid_id(rid):
             raise LocalProtocolError(
                 f"notifications/cancelled needs a str or int requestId: {rid!r}"
@@ -258,17 +238,14 @@ class InFlight:
     # -- incoming -----------------------------------------------------------------
 
     def too_long(self, prefix: bytes, limit: int) -> ErrorResponse | None:
-        """A message over ``limit`` bytes was skipped; ``prefix`` is its start.  A
-        request gets -32600 by the id its first bytes show (else id null): raised as
-        :class:`RemoteProtocolError`.  A response to one of our requests fails that
-        request now rather than at its timeout: its ErrorResponse (-32603).  A response
-        we are not waiting for: None."""
+        """A message over ``limit`` bytes, starting with ``prefix``, was skipped.  A
+        request is refused (RemoteProtocolError, -32600 to the id its first bytes show);
+        a response to one of ours fails that request now: its ErrorResponse (-32603).
+        A response we are not waiting for: None."""
         message = f"message longer than {limit} bytes"
         rid, is_request = peek(prefix)
-        if rid is not None and is_request:
-            raise refuse(message, INVALID_REQUEST, rid)
-        if rid is None:
-            raise refuse(message, INVALID_REQUEST)
+        if rid is None or is_request:
+            raise refuse(message, INVALID_REQUEST, rid)  # rid None: id null
         out = self.outgoing.get(rid)
         if out is None or out.method == "initialize":
             return None  # a response we are not waiting for: nothing to do

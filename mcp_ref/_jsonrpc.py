@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from json.encoder import c_encode_basestring, c_make_encoder  # type: ignore[attr-defined]
-from typing import Any, Final
+from typing import Any
 
 from ._errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, RemoteProtocolError
 from .events import ErrorResponse
@@ -47,10 +47,8 @@ __all__ = [
     "valid_id",
 ]
 
-REQUEST: Final = 0
-NOTIFICATION: Final = 1
-RESPONSE: Final = 2
-ERROR: Final = 3
+# The kinds of message classify() tells apart.
+REQUEST, NOTIFICATION, RESPONSE, ERROR = range(4)
 
 _loads = json.loads
 _scan_once = json.JSONDecoder().scan_once  # type: ignore[attr-defined]

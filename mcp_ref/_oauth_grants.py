@@ -362,11 +362,8 @@ def read_token_response(
 
 def refresh_request(grant: Grant, max_body_bytes: int) -> HttpRequest:
     """The refresh-token POST for ``grant`` (with ``resource``); read the answer with
-    :func:`read_token_response` and ``template=grant``.
-
-    Raises:
-        OAuthLocalError: the grant has no refresh token.
-    """
+    :func:`read_token_response` and ``template=grant``.  Raises OAuthLocalError when
+    the grant has no refresh token."""
     if grant.refresh_token is None:
         raise OAuthLocalError("this grant has no refresh token")
     params = [

@@ -39,8 +39,7 @@ __all__ = [
 
 T = TypeVar("T")
 
-DEFAULT_PAGE_SIZE = 50
-"""Items per page a server returns unless told otherwise."""
+DEFAULT_PAGE_SIZE = 50  # items per page a server returns unless told otherwise
 
 
 class InvalidCursor(ProtocolError):
@@ -94,11 +93,7 @@ def paginate(
 
 
 class PageWalker:
-    """Walk every page of a paginated list, as a client.
-
-    Args:
-        max_pages: give up after this many pages (default 1000).
-
+    """Walk every page of a paginated list, as a client, giving up after ``max_pages``.
     Usage::
 
         walker = PageWalker()
@@ -112,16 +107,13 @@ class PageWalker:
 
     def __init__(self, *, max_pages: int = 1000) -> None:
         self.items: list[Any] = []
-        self._cursor: str | None = None
-        self._done = False
+        self._cursor: Any = None  # a str, None (the first page) or DONE
         self._seen: set[str] = set()
         self._pages = 0
         self._max_pages = max_pages
 
     def next_cursor(self) -> Any:
         """The cursor for the next request (None for the first page), or DONE."""
-        if self._done:
-            return self.DONE
         return self._cursor
 
     def add_page(self, page: Sequence[Any], next_cursor: str | None) -> None:
@@ -136,7 +128,7 @@ class PageWalker:
         # Spec: 2025-06-18/server/utilities/pagination#implementation-guidelines.2
         # "Clients SHOULD:"
         if next_cursor is None:
-            self._done = True
+            self._cursor = self.DONE
             return
         if next_cursor in self._seen:
             raise RemoteProtocolError(f"server repeated cursor {next_cursor!r}")

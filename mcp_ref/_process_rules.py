@@ -8,7 +8,7 @@ A stdio client driver (:mod:`mcp_ref.trio._stdio_process`) starts the child, rea
 stderr and waits for its exit; what follows from the arguments and the bytes, and not
 from the event loop, is here, so a test needs no process:
 
-* **The arguments** (:func:`check_command`, :func:`child_env`): a list, never a string
+* **The arguments** (:func:`check_options`, :func:`child_env`): a list, never a string
   for a shell; the child's environment is ours with ``env`` over it, or ``env`` alone.
 * **The stderr tail** (:class:`StderrTail`): the child's last lines, fed chunk by chunk,
   bounded in lines and in bytes per line, so a chatty or hostile child cannot grow it.
@@ -29,6 +29,7 @@ __all__ = [
     "StderrMode",
     "StderrTail",
     "check_command",
+    "check_options",
     "child_env",
     "describe_exit",
 ]
@@ -65,6 +66,26 @@ def check_command(command: Sequence[str]) -> None:
         raise TypeError("command must be a list of arguments, e.g. [sys.executable, 'server.py']")
     if not command:
         raise ValueError("command is empty")
+
+
+def check_options(command: Sequence[str], stderr: str, stderr_lines: int, *seconds: float) -> None:
+    """Refuse the options of a stdio client before anything is started.
+
+    Args:
+        command: the program and its arguments (:func:`check_command`).
+        stderr: a :data:`StderrMode`.
+        stderr_lines: how many last stderr lines to keep.
+        seconds: the waits (shutdown grace, exit wait), in seconds.
+
+    Raises:
+        TypeError, ValueError: a string or empty ``command``, an unknown ``stderr``, a
+            negative number.
+    """
+    check_command(command)
+    if stderr not in STDERR_MODES:
+        raise ValueError(f"unknown stderr mode {stderr!r}")
+    if stderr_lines < 0 or any(wait < 0 for wait in seconds):
+        raise ValueError("waits and stderr_lines must not be negative")
 
 
 def child_env(

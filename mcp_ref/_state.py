@@ -311,7 +311,5 @@ def next_state(role: Role, state: State, direction: Direction, kind: Kind) -> St
 def describe_refusal(role: Role, state: State, direction: Direction, kind: Kind) -> str:
     """A one-line message naming role, state, direction and kind of a refused message."""
     verb = "send" if direction is SEND else "receive"
-    return (
-        f"{role.value} cannot {verb} {kind.value} in state {state.value} "
-        "(2025-06-18/basic/lifecycle)"
-    )
+    where = f"in state {state.value} (2025-06-18/basic/lifecycle)"
+    return f"{role.value} cannot {verb} {kind.value} {where}"

@@ -10,6 +10,7 @@ from mcp_ref._process_rules import (
     MAX_STDERR_LINE,
     StderrTail,
     check_command,
+    check_options,
     child_env,
     describe_exit,
 )
@@ -23,6 +24,18 @@ def test_a_command_is_a_non_empty_list() -> None:
         check_command("python server.py")
     with pytest.raises(ValueError):
         check_command([])
+
+
+def test_the_options_are_refused_before_anything_starts() -> None:
+    check_options(["server"], "capture", 20, 2.0, 1.0)
+    with pytest.raises(TypeError):
+        check_options("server", "capture", 20, 2.0, 1.0)
+    with pytest.raises(ValueError, match="stderr mode"):
+        check_options(["server"], "tee", 20, 2.0, 1.0)
+    with pytest.raises(ValueError, match="negative"):
+        check_options(["server"], "discard", -1, 2.0, 1.0)
+    with pytest.raises(ValueError, match="negative"):
+        check_options(["server"], "discard", 20, 2.0, -0.5)
 
 
 def test_the_childs_environment() -> None:

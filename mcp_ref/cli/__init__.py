@@ -163,20 +163,16 @@ def _parser() -> argparse.ArgumentParser:
     _add_client_options(inspect, "the others")
     inspect.add_argument("words", nargs=argparse.REMAINDER, metavar="-- CMD")
 
-    call = sub.add_parser("call", help="call one tool of a server")
-    call.add_argument("--json", action="store_true", help="print the whole result as JSON")
-    _add_client_options(call, "the call")
-    call.add_argument("words", nargs=argparse.REMAINDER, metavar="[-- CMD] TOOL key=value")
-
-    read = sub.add_parser("read", help="read one resource of a server")
-    read.add_argument("--json", action="store_true", help="print the whole result as JSON")
-    _add_client_options(read, "the read")
-    read.add_argument("words", nargs=argparse.REMAINDER, metavar="[-- CMD] URI")
-
-    prompt = sub.add_parser("prompt", help="get one prompt of a server")
-    prompt.add_argument("--json", action="store_true", help="print the whole result as JSON")
-    _add_client_options(prompt, "the prompt")
-    prompt.add_argument("words", nargs=argparse.REMAINDER, metavar="[-- CMD] NAME key=value")
+    # The commands on one item of a server: name, help, what the timeout covers, words.
+    for name, what, covers, words in (
+        ("call", "call one tool of a server", "the call", "[-- CMD] TOOL key=value"),
+        ("read", "read one resource of a server", "the read", "[-- CMD] URI"),
+        ("prompt", "get one prompt of a server", "the prompt", "[-- CMD] NAME key=value"),
+    ):
+        command = sub.add_parser(name, help=what)
+        command.add_argument("--json", action="store_true", help="print the whole result as JSON")
+        _add_client_options(command, covers)
+        command.add_argument("words", nargs=argparse.REMAINDER, metavar=words)
     return parser
 
 

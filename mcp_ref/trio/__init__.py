@@ -1,12 +1,8 @@
-"""trio drivers for the sans-IO core.
-
-* :func:`open_session` runs one MCP session (either role) over a :class:`MessageChannel`;
-  a :class:`Handler` answers the peer.
-* :class:`StreamChannel` adapts trio byte streams (sockets, pipes, memory streams);
-  :func:`memory_channel_pair` gives two connected whole-message channels for tests.
-* :func:`serve_stdio` serves a handler on this process's stdin/stdout;
-  :func:`open_stdio_process` starts a server as a child process and shuts it down as the
-  lifecycle page says.
+"""trio drivers for the sans-IO core: :func:`open_session` runs one MCP session (either
+role) over a :class:`MessageChannel` (:class:`StreamChannel` over trio byte streams,
+:func:`memory_channel_pair` for tests), a :class:`Handler` answering the peer; stdio
+(:func:`serve_stdio`, :func:`open_stdio_process`), Streamable HTTP (:mod:`.http`) and
+WebSocket (:mod:`.websocket`) make the channels.
 """
 
 from .._session_rules import Keepalive

@@ -8,9 +8,7 @@ receives arbitrary chunks of one newline-delimited stream and the core finds the
 boundaries (``Connection.receive_data``); a ``"messages"`` channel (an HTTP body, a
 WebSocket frame) receives one whole message per ``receive`` (``receive_message``).
 A channel never parses: garbage is handed on, and the core answers it (-32700).
-
-Here: :class:`StreamChannel` over trio byte streams, and :func:`memory_channel_pair`,
-two connected in-memory ``"messages"`` channels for tests and in-process use.
+Here: :class:`StreamChannel` over trio byte streams, and :func:`memory_channel_pair`.
 """
 
 from __future__ import annotations
@@ -25,11 +23,8 @@ from ._fast_pipe import pipe_send_nowait
 
 __all__ = ["MemoryMessageChannel", "MessageChannel", "StreamChannel", "memory_channel_pair"]
 
-RECEIVE_SIZE = 65536
-"""Bytes asked for per ``receive_some`` call."""
-
-MAX_READS_WITHOUT_YIELD = 64
-"""Waiting messages a :class:`MemoryMessageChannel` hands over before a schedule point."""
+RECEIVE_SIZE = 65536  # bytes per receive_some call
+MAX_READS_WITHOUT_YIELD = 64  # waiting messages a MemoryMessageChannel takes in a burst
 
 
 @runtime_checkable
@@ -37,23 +32,16 @@ class MessageChannel(Protocol):
     """A bidirectional transport of MCP messages, as the session sees it.
 
     Attributes:
-        framing: ``"lines"`` (a newline-delimited byte stream, received in arbitrary
-            chunks) or ``"messages"`` (one whole message per ``receive``).
+        framing: ``"lines"`` (a newline-delimited byte stream, in arbitrary chunks) or
+            ``"messages"`` (one whole message per ``receive``).
 
-    Optional, read with ``getattr``:
-
-    * ``eof_reason: str | None``: why input ended (e.g. a child's exit code), set
-      before ``receive`` returns ``b""``; the session puts it in
-      :class:`~mcp_ref.trio.SessionClosed`.
-    * ``attach_session(session)``: called with the :class:`~mcp_ref.trio.Session` before
-      its tasks start; a channel whose input arrives in other tasks may then hand each
-      message over with ``await session.push(data)``.
-    * ``send_nowait(data, *, related_request_id=None)``: a synchronous ``send`` that
-      raises ``trio.WouldBlock`` (having written nothing) instead of waiting; the
-      session tries it first (see :mod:`._session_api`).
-
-    The session calls ``send`` (and ``send_nowait``) one call at a time, with one whole
-    message.
+    Optional, read with ``getattr``: ``eof_reason: str | None`` (why input ended, set
+    before ``receive`` returns ``b""``; it goes into :class:`~mcp_ref.trio.SessionClosed`);
+    ``attach_session(session)`` (called before the session's tasks start: a channel
+    whose input arrives in other tasks may then ``await session.push(data)``);
+    ``send_nowait(data, *, related_request_id=None)`` (a ``send`` that raises
+    ``trio.WouldBlock``, having written nothing, instead of waiting; tried first).
+    The session sends one whole message per call, one call at a time.
     """
 
     framing: Literal["lines", "messages"]
@@ -64,18 +52,14 @@ class MessageChannel(Protocol):
         ...
 
     async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
-        """Write one message (for ``"lines"``, framed already).
-
-        Args:
-            data: the bytes the core produced.
-            related_request_id: the incoming request this message belongs to (its
-                response, or a message sent while handling it), else None.  Streamable
-                HTTP routes on it; byte streams ignore it.
+        """Write one message, the bytes the core produced (framed already for
+        ``"lines"``).  ``related_request_id``: the incoming request it belongs to (its
+        response, or sent while handling it), else None; Streamable HTTP routes on it.
 
         Raises:
-            Any exception when the message could not be written; the session then ends
-            (``trio.BrokenResourceError``: the peer went away; ``trio.ClosedResourceError``:
-            this end was closed).
+            Any exception when it could not be written, and the session ends:
+            ``trio.BrokenResourceError`` (the peer went away), ``trio.ClosedResourceError``
+            (this end was closed).
         """
         ...
 
@@ -85,22 +69,11 @@ class MessageChannel(Protocol):
 
 
 class StreamChannel:
-    """A ``"lines"`` :class:`MessageChannel` over trio byte streams.
-
-    Args:
-        stream: a bidirectional ``trio.abc.Stream`` (a socket, one end of
-            ``trio.testing.memory_stream_pair``), or the send half when
-            ``receive_stream`` is given.
-        receive_stream: the receive half, when the directions are separate streams
-            (a child's stdin/stdout pipes, fds 0 and 1).
-        receive_size: the most bytes read per ``receive`` (default 64 KiB).
-
-    Raises:
-        TypeError: ``stream`` alone is not bidirectional.
-        ValueError: ``receive_size`` < 1.
-
-    Source: 2025-06-18/basic/transports#stdio (newline-delimited messages on a byte
-    stream).
+    """A ``"lines"`` :class:`MessageChannel` over trio byte streams: ``stream`` is
+    bidirectional (a socket, a memory stream), or the send half of a pair with
+    ``receive_stream`` (pipes, fds 0 and 1); ``receive`` reads at most ``receive_size``
+    bytes.  Raises TypeError when ``stream`` alone is not bidirectional, ValueError for
+    a ``receive_size`` below 1.  Source: 2025-06-18/basic/transports#stdio.
     """
 
     framing: Literal["lines", "messages"] = "lines"
@@ -123,12 +96,10 @@ class StreamChannel:
         self.send_stream = stream
         self.receive_stream = receive_stream
         self.receive_size = receive_size
-        # The fast path for pipes (skippable, see _fast_pipe): None for other streams.
         self.send_nowait = pipe_send_nowait(stream)
 
     async def receive(self) -> bytes:
-        """The next chunk, at most ``receive_size`` bytes; ``b""`` at end of input (a
-        broken or closed stream included)."""
+        """The next chunk, at most ``receive_size`` bytes; ``b""`` at end of input."""
         try:
             return bytes(await self.receive_stream.receive_some(self.receive_size))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -139,7 +110,7 @@ class StreamChannel:
         await self.send_stream.send_all(data)
 
     async def aclose(self) -> None:
-        """Close the send stream, then the receive stream (once when they are one)."""
+        """Close the send stream, then the receive stream (if another)."""
         try:
             await self.send_stream.aclose()
         finally:
@@ -149,7 +120,7 @@ class StreamChannel:
 
 class MemoryMessageChannel:
     """One end of :func:`memory_channel_pair`: a ``"messages"`` channel over two trio
-    memory channels (``send_channel``, ``receive_channel``)."""
+    memory channels."""
 
     framing: Literal["lines", "messages"] = "messages"
     eof_reason: str | None = None
@@ -164,31 +135,25 @@ class MemoryMessageChannel:
         self._reads_without_yield = 0
 
     async def receive(self) -> bytes:
-        """The next whole message; ``b""`` once the other end closed.
-
-        A message already waiting is taken without a schedule point (still a
-        cancellation point), at most :data:`MAX_READS_WITHOUT_YIELD` in a row: the
-        session's reader takes a burst in one step, and a busy peer cannot starve the
-        other tasks.
-        """
-        try:
-            if self._reads_without_yield < MAX_READS_WITHOUT_YIELD:
-                await trio.lowlevel.checkpoint_if_cancelled()
-                try:
-                    message = self.receive_channel.receive_nowait()
-                except trio.WouldBlock:
-                    pass
-                else:
-                    self._reads_without_yield += 1
-                    return message
-            self._reads_without_yield = 0
-            return await self.receive_channel.receive()
-        except (trio.EndOfChannel, trio.ClosedResourceError):
-            return b""
+        """The next whole message; ``b""`` once the other end closed.  A waiting one is
+        taken without a schedule point, at most :data:`MAX_READS_WITHOUT_YIELD` in a row:
+        the reader takes a burst in one step, yet a busy peer cannot starve the others."""
+        if self._reads_without_yield < MAX_READS_WITHOUT_YIELD:
+            await trio.lowlevel.checkpoint_if_cancelled()
+            try:
+                message = self.receive_channel.receive_nowait()
+            except trio.WouldBlock:
+                pass
+            except (trio.EndOfChannel, trio.ClosedResourceError):
+                return b""
+            else:
+                self._reads_without_yield += 1
+                return message
+        self._reads_without_yield = 0
+        return await receive_or_eof(self.receive_channel)
 
     async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
-        """Queue one message for the other end, waiting while its buffer is full (errors:
-        as :meth:`MessageChannel.send`)."""
+        """Queue one message for the other end, waiting while its buffer is full."""
         await self.send_channel.send(data)
 
     def send_nowait(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
@@ -205,12 +170,18 @@ class MemoryMessageChannel:
 def memory_channel_pair(
     max_buffer: int | float = math.inf,
 ) -> tuple[MemoryMessageChannel, MemoryMessageChannel]:
-    """Two connected ``"messages"`` channels: what one sends, the other receives.
-
-    Args:
-        max_buffer: messages queued per direction before ``send`` waits (default
-            unbounded, like ``trio.testing.memory_stream_pair``).
-    """
+    """Two connected ``"messages"`` channels: what one sends, the other receives;
+    ``max_buffer`` messages queued per direction before ``send`` waits (default
+    unbounded, like ``trio.testing.memory_stream_pair``)."""
     a_send, b_receive = trio.open_memory_channel[bytes](max_buffer)
     b_send, a_receive = trio.open_memory_channel[bytes](max_buffer)
     return MemoryMessageChannel(a_send, a_receive), MemoryMessageChannel(b_send, b_receive)
+
+
+async def receive_or_eof(channel: trio.MemoryReceiveChannel[bytes]) -> bytes:
+    """The next message of a channel's inbox; ``b""`` once it is closed (either end):
+    ``receive`` for channels with an inbox."""
+    try:
+        return await channel.receive()
+    except (trio.EndOfChannel, trio.ClosedResourceError):
+        return b""

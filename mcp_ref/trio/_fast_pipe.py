@@ -2,24 +2,18 @@
 
 Theory of operation
 -------------------
-The session's writer tries a channel's optional ``send_nowait`` before its ``send``
-(``Session._write``).  For a :class:`~mcp_ref.trio.StreamChannel` whose send stream is
-a pipe (a child's stdin, our stdout under ``serve_stdio``), :func:`pipe_send_nowait`
-gives one: a single ``os.write`` of the whole message.  POSIX makes a write of at most
-``PIPE_BUF`` bytes to a non-blocking pipe atomic: all of it goes, or nothing and
-``EAGAIN``.  Anything else (a larger message, a full pipe, an error) raises
-``trio.WouldBlock`` having written nothing, and the session writes the message, and
-everything after it, with the plain ``send`` (trio's ``send_all``), which reports the
-error.  The session calls it only while no plain write is under way (its send lock
-keeps trio's promise that one task at a time sends), so the bytes keep their order.
+The session's writer tries a channel's optional ``send_nowait`` before its ``send``.
+For a :class:`~mcp_ref.trio.StreamChannel` whose send stream is a pipe (a child's
+stdin, our stdout under ``serve_stdio``), :func:`pipe_send_nowait` gives one: a single
+``os.write``, which POSIX keeps whole for at most ``PIPE_BUF`` bytes on a non-blocking
+pipe (all of it, or nothing and ``EAGAIN``).  Anything else raises ``trio.WouldBlock``
+having written nothing, and the session falls back to ``send`` (trio's ``send_all``,
+which reports any error) for that message and those after it.
 
-What it buys: ``send_all`` takes a schedule point *before* it writes, so with 100
-requests in flight over stdio the other handlers queue their answers meanwhile and
-client and server take turns instead of overlapping.  Measured (bench/README.md, "stdio
-and the fast path for pipes"; medians of 9 runs, loaded machine): stdio x100 went from
-0.090 of its floor back to the old tree's 0.150 (0.149), stdio x1 from 0.139 to 0.284
-(the old tree: 0.312).  Sockets get no fast path (a non-blocking write to a socket may
-be partial).
+Why: ``send_all`` takes a schedule point before it writes, so with 100 requests in
+flight over stdio client and server take turns instead of overlapping.  The figures
+are in bench/README.md ("stdio and the fast path for pipes").  Sockets get no fast
+path (a non-blocking write to a socket may be partial).
 """
 
 from __future__ import annotations
@@ -43,14 +37,9 @@ SendNowait = Callable[..., None]
 
 def pipe_send_nowait(stream: trio.abc.SendStream) -> SendNowait | None:
     """A ``send_nowait(data, *, related_request_id=None)`` for ``stream`` when it is a
-    ``trio.lowlevel.FdStream`` on a pipe or FIFO, else None (no fast path).
-
-    The function writes ``data`` whole with one ``os.write``, or raises
-    ``trio.WouldBlock`` having written nothing: when ``data`` is over :data:`PIPE_BUF`
-    bytes, the pipe is full, or the write fails (the plain ``send`` then meets the
-    failure and raises it).  Call it only while no ``send_all`` on ``stream`` is under
-    way.
-    """
+    ``trio.lowlevel.FdStream`` on a pipe or FIFO, else None.  It writes ``data`` whole,
+    or raises ``trio.WouldBlock`` having written nothing (over :data:`PIPE_BUF` bytes,
+    a full pipe, a failed write).  Call it only while no ``send_all`` is under way."""
     if not isinstance(stream, trio.lowlevel.FdStream):
         return None
     try:

@@ -20,45 +20,32 @@ __all__ = ["Handler", "RequestContext"]
 
 @runtime_checkable
 class Handler(Protocol):
-    """What a session calls for the peer's requests and notifications.
-
-    A handler may also have sync methods ``session_opened(session)`` (called once the
-    session's tasks are started) and ``session_closed(session)`` (called at the very
-    end); the session calls them when they exist.  Both methods below run on the event
-    loop: blocking work inside them stalls the whole session.
-    """
+    """What a session calls for the peer's requests and notifications, on the event
+    loop (blocking work stalls the whole session).  Optional sync methods:
+    ``session_opened(session)`` (once its tasks are started), ``session_closed(session)``
+    (at the very end)."""
 
     async def handle_request(self, ctx: RequestContext) -> Any:
         """Answer one request: return the typed result (e.g. ``t.CallToolResult``) or
-        raise :class:`~mcp_ref.McpError` (any other exception is answered with -32603
-        and logged: :func:`mcp_ref._session_rules.error_reply`).  A server's
-        ``initialize`` comes here too: answer ``t.InitializeResult`` with
-        ``protocol_version=ctx.session.connection.negotiated_version_for(
-        ctx.params.protocol_version)``.  ``ping`` never comes here (the session answers
-        it)."""
+        raise :class:`~mcp_ref.McpError` (anything else: -32603, logged;
+        :func:`mcp_ref._session_rules.error_reply`).  A server's ``initialize`` comes
+        here too: answer ``t.InitializeResult`` with ``protocol_version=ctx.session.
+        connection.negotiated_version_for(ctx.params.protocol_version)``; ``ping`` never
+        does."""
         ...
 
     async def handle_notification(self, session: Session, notification: Notification) -> None:
-        """React to one notification.  ``notifications/cancelled`` and
-        ``notifications/progress`` are consumed by the session.  Called one at a time,
-        in arrival order, from one task: do not block for long."""
+        """React to one notification (not ``notifications/cancelled`` nor ``/progress``,
+        the session's), one at a time in arrival order: do not block for long."""
         ...
 
 
 class RequestContext:
-    """One incoming request being handled: what ``Handler.handle_request`` receives.
-
-    Attributes:
-        session: the :class:`Session` it arrived on.
-        request_id: its id, exactly as the peer sent it.
-        method: its method, e.g. ``"tools/call"``.
-        params: its typed params (an instance of the method's params class), or None.
-        progress_token: the ``_meta.progressToken`` it carried, or None.
-        cancel_scope: the scope the handler runs in; cancelled when the peer sends
-            ``notifications/cancelled`` for it or the session closes.
-
-    What the handler sends through it is tagged with the request's id (Streamable HTTP
-    routes it onto that request's stream).
+    """One incoming request being handled, what ``Handler.handle_request`` receives:
+    its ``session``, ``request_id`` (exactly as sent), ``method``, typed ``params`` (or
+    None), ``progress_token`` (``_meta.progressToken`` or None) and ``cancel_scope``,
+    the handler's, cancelled by the peer's ``notifications/cancelled`` or the session's
+    end.  What is sent through it carries the request's id (HTTP routes on it).
 
     Source: 2025-06-18/basic/utilities/cancellation#behavior-requirements.3,
     2025-06-18/basic/utilities/progress#progress-flow.
@@ -77,13 +64,9 @@ class RequestContext:
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
-        """Send ``notifications/progress`` for this request; a no-op when it carried no
-        progress token.
-
-        Raises:
-            LocalProtocolError: ``progress`` does not increase past the last one sent,
-                or the request is already answered.
-            SessionClosed: the session ended.
+        """Send ``notifications/progress`` for this request; a no-op without a progress
+        token.  Raises LocalProtocolError (``progress`` not past the last one, or the
+        request answered already) or SessionClosed.
 
         Source: 2025-06-18/basic/utilities/progress#progress-flow.3 and .4.
         """

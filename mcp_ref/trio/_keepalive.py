@@ -3,10 +3,9 @@
 Theory of operation
 -------------------
 A session opened with ``keepalive=Keepalive(...)`` runs :func:`run_keepalive` as one
-more task; the settings, and when the next ping is due, are the core's
-(:class:`mcp_ref._session_rules.Keepalive`).  The task sleeps until then, and pings only
-if the peer stayed silent (:attr:`Session.last_input_at`): a busy session never pings.
-Any answer counts, even an error response; ``max_failures`` unanswered pings in a row
+more task; when a ping is due is the core's (:class:`mcp_ref._session_rules.Keepalive`).
+It sleeps until then and pings only if the peer stayed silent: a busy session never
+pings.  Any answer counts, even an error; ``max_failures`` unanswered pings in a row
 end the session like a broken connection.  A ping the lifecycle refuses (during the
 handshake, or while closing) waits for the next interval.
 """
@@ -29,11 +28,7 @@ log = logging.getLogger("mcp_ref.trio")
 
 async def run_keepalive(session: Session, keepalive: Keepalive) -> None:
     """The keepalive task of ``session`` (module docstring); returns when the session is
-    closed, never raises.
-
-    Source: 2025-06-18/basic/utilities/ping#implementation-considerations.1 and
-    #error-handling.
-    """
+    closed, never raises.  Source: 2025-06-18/basic/utilities/ping#error-handling."""
     failures = 0
     pinged_at = session.last_input_at
     while not session.closed:

@@ -1,13 +1,11 @@
-"""Listening sockets for the network servers (Streamable HTTP, WebSocket): accept
-connections until a stop, then let them finish.
+"""Listening sockets for the network servers (Streamable HTTP, WebSocket).
 
 Theory of operation
 -------------------
 :func:`serve_until_stopped` runs the connections in a nursery of their own, apart from
 the tasks that accept them (:func:`accept_connections`: ``trio.serve_listeners``'s loop
-with that nursery passed in), so that accepting can stop while they finish.  What is
-decided about addresses is the core's (:mod:`mcp_ref._http_peers`); :func:`peer_of`
-only reads the socket.
+with that nursery passed in), so that accepting can stop while they finish.  Addresses
+are the core's (:mod:`mcp_ref._http_peers`); :func:`peer_of` only reads the socket.
 """
 
 from __future__ import annotations
@@ -21,12 +19,7 @@ import trio
 
 from .._http_peers import peer_address
 
-__all__ = [
-    "accept_connections",
-    "close_listeners",
-    "peer_of",
-    "serve_until_stopped",
-]
+__all__ = ["accept_connections", "close_listeners", "peer_of", "serve_until_stopped"]
 
 log = logging.getLogger("mcp_ref.trio")
 
@@ -41,12 +34,8 @@ async def accept_connections(
     listener: trio.SocketListener, connections: trio.Nursery, handle: Handle
 ) -> None:
     """Accept connections on ``listener`` and run ``handle(stream)`` for each in
-    ``connections``, until cancelled.
-
-    Raises:
-        OSError: ``accept`` failed for another reason than too many open connections
-            or files (then it waits 0.1 s and tries again).
-    """
+    ``connections``, until cancelled.  Raises OSError when ``accept`` fails for another
+    reason than too many open connections or files (then it retries after 0.1 s)."""
     while True:
         try:
             stream = await listener.accept()
@@ -94,8 +83,8 @@ async def serve_until_stopped(
 
 def peer_of(stream: trio.abc.Stream) -> str | None:
     """The client address of ``stream`` (:func:`mcp_ref._http_peers.peer_address`),
-    following ``transport_stream`` (e.g. of a ``trio.SSLStream``) down to a socket;
-    None for a stream with no socket (memory streams).  Never raises."""
+    following ``transport_stream`` (of a ``trio.SSLStream``) down to a socket; None
+    without one (memory streams)."""
     sock: Any = None
     inner: Any = stream
     while inner is not None and sock is None:

@@ -2,13 +2,12 @@
 
 Theory of operation
 -------------------
-Stdio carries newline-delimited messages: the client writes to the server's stdin, the
-server writes to its stdout; stderr is free-form logging (the client side is
-:mod:`._stdio_process`).  :func:`serve_stdio` runs one session on duplicates of fds 0
-and 1 (``trio.lowlevel.FdStream``: no worker threads; Unix only) until end of input,
-with ``sys.stdout`` pointed at stderr so a stray ``print`` cannot corrupt the stream.
-:func:`serve_until_signal` turns SIGTERM and SIGINT into a graceful ``stop``, which
-ends the session's input (``open_session(stop=...)``) as if the peer had closed it.
+The client writes newline-delimited messages to the server's stdin, the server to its
+stdout (the client side is :mod:`._stdio_process`).  :func:`serve_stdio` runs one
+session on duplicates of fds 0 and 1 (``trio.lowlevel.FdStream``: no worker threads;
+Unix only) until end of input, with ``sys.stdout`` pointed at stderr so a stray
+``print`` cannot corrupt the stream.  :func:`serve_until_signal` turns SIGTERM and
+SIGINT into a graceful ``stop``, which ends the session's input as if the peer had.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager, redirect_stdout
+from contextlib import asynccontextmanager, redirect_stdout, suppress
 from typing import Any
 
 import trio
@@ -35,10 +34,7 @@ log = logging.getLogger("mcp_ref.trio.stdio")
 async def stdio_channel() -> AsyncIterator[StreamChannel]:
     """This process's stdin and stdout as a :class:`StreamChannel`, for a server;
     meanwhile ``sys.stdout`` points at stderr.  The fds' blocking modes are restored at
-    the end.
-
-    Source: 2025-06-18/basic/transports#stdio.
-    """
+    the end.  Source: 2025-06-18/basic/transports#stdio."""
     sys.stdout.flush()
     blocking = {fd: os.get_blocking(fd) for fd in (0, 1)}
     stdin = trio.lowlevel.FdStream(os.dup(0))
@@ -50,10 +46,8 @@ async def stdio_channel() -> AsyncIterator[StreamChannel]:
             yield StreamChannel(stdout, stdin)
     finally:
         for fd, mode in blocking.items():
-            try:
+            with suppress(OSError):
                 os.set_blocking(fd, mode)
-            except OSError:
-                pass
 
 
 async def serve_stdio(
@@ -63,21 +57,11 @@ async def serve_stdio(
     grace_seconds: float = DEFAULT_GRACE_SECONDS,
     **session_kw: Any,
 ) -> None:
-    """Serve one MCP session on this process's stdin and stdout, until end of input or
-    ``stop``.
-
-    Args:
-        handler: the server (e.g. an ``mcp_ref.server.Server``), a
-            :class:`~mcp_ref.trio.Handler`.
-        stop: set it to stop gracefully (e.g. on SIGTERM): stdin is no longer read,
-            as if it had ended.
-        grace_seconds: the session's ``drain_timeout`` unless that is given (default
-            5.0): at end of input, seconds the requests in progress may still take
-            before each is cancelled and answered with -32603.
-        **session_kw: passed to :func:`~mcp_ref.trio.open_session`.
-
-    Returns when the client closes our stdin (or ``stop`` is set) and the requests it
-    sent are answered.
+    """Serve ``handler`` (a :class:`~mcp_ref.trio.Handler`, e.g. an
+    ``mcp_ref.server.Server``) on this process's stdin and stdout; return once input
+    ended (or ``stop`` was set, e.g. on SIGTERM) and the requests are answered: those
+    still running ``grace_seconds`` later (the session's ``drain_timeout`` unless
+    ``session_kw``, :func:`~mcp_ref.trio.open_session`'s, has one) get -32603.
 
     Raises:
         ValueError: ``grace_seconds`` is negative.
@@ -93,12 +77,9 @@ async def serve_stdio(
 
 async def serve_until_signal(serve: Callable[[trio.Event], Awaitable[None]]) -> int | None:
     """Run ``serve(stop)`` until it returns, with SIGTERM and SIGINT setting ``stop``
-    (a graceful stop); a second signal cancels it at once.  Meanwhile SIGINT does not
-    raise ``KeyboardInterrupt``.  Call it from the main thread.
-
-    Returns:
-        The first signal received (``signal.SIGTERM`` or ``signal.SIGINT``), or None
-        when ``serve`` returned by itself.
+    (a graceful stop); a second signal cancels it at once, and SIGINT does not raise
+    ``KeyboardInterrupt``.  Call it from the main thread.  Returns the first signal
+    received (``signal.SIGTERM`` or ``signal.SIGINT``), or None.
 
     Source: 2025-06-18/basic/lifecycle#stdio.1 (a client sends SIGTERM to a server
     that does not exit when its input closes).

@@ -3,13 +3,11 @@
 Theory of operation
 -------------------
 :func:`open_stdio_process` starts the server and yields a :class:`ProcessChannel` over
-its stdin and stdout.  Its stderr is read into a bounded tail (and optionally forwarded
-to ours), inherited, or discarded.  When its stdout ends, the channel waits briefly for
-the exit and sets ``eof_reason``, which pending requests then see in their
-:class:`~mcp_ref.trio.SessionClosed`.  What is decided about the arguments, the tail
-and that account is the core's (:mod:`mcp_ref._process_rules`).  Leaving the block
-shuts the child down as the lifecycle page says, shielded, so even a cancelled caller
-leaves no zombie.
+its stdin and stdout; its stderr is read into a bounded tail.  When its stdout ends,
+the channel waits briefly for the exit and sets ``eof_reason`` (pending requests see it
+in :class:`~mcp_ref.trio.SessionClosed`).  The decisions are the core's
+(:mod:`mcp_ref._process_rules`).  Leaving the block shuts the child down as the
+lifecycle page says, shielded, so even a cancelled caller leaves no zombie.
 """
 
 from __future__ import annotations
@@ -19,18 +17,12 @@ import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 
 import trio
 
-from .._process_rules import (
-    STDERR_MODES,
-    StderrMode,
-    StderrTail,
-    check_command,
-    child_env,
-    describe_exit,
-)
+from .. import _process_rules as rules
+from .._process_rules import StderrMode
 from ..events import RequestId
 from ._channel import RECEIVE_SIZE, StreamChannel
 from ._session import open_owned_nursery
@@ -41,16 +33,12 @@ log = logging.getLogger("mcp_ref.trio.stdio")
 
 
 class ProcessChannel(StreamChannel):
-    """The ``"lines"`` channel to a child server: its stdin and stdout.
-
-    Attributes:
-        process: the ``trio.Process``.
-        eof_reason: after its stdout ended (or a write broke): the exit code and the last
-            stderr lines.
-    """
+    """The ``"lines"`` channel to a child server: its stdin and stdout.  Its
+    ``process`` is the ``trio.Process``; ``eof_reason``, once its stdout ended or a
+    write broke, :func:`mcp_ref._process_rules.describe_exit`'s account."""
 
     def __init__(
-        self, process: trio.Process, tail: StderrTail | None, forward: bool, exit_wait: float
+        self, process: trio.Process, tail: rules.StderrTail | None, forward: bool, exit_wait: float
     ) -> None:
         assert process.stdin is not None and process.stdout is not None
         super().__init__(process.stdin, process.stdout)
@@ -69,19 +57,15 @@ class ProcessChannel(StreamChannel):
         return list(self._tail.lines) if self._tail is not None else []
 
     async def receive(self) -> bytes:
-        """The next chunk of the child's stdout; ``b""`` at its end (``eof_reason`` set)."""
+        """The next chunk of the child's stdout; ``b""`` at its end, ``eof_reason`` set."""
         data = await super().receive()
         if not data and not self._closing:
             await self._explain()
         return data
 
     async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
-        """Write to the child's stdin.
-
-        Raises:
-            trio.BrokenResourceError: the child closed its stdin or died (``eof_reason``
-                is set first).
-        """
+        """Write to the child's stdin (raises ``trio.BrokenResourceError`` when the child
+        closed it or died, ``eof_reason`` set first)."""
         try:
             # Spec: 2025-06-18/basic/transports#stdio.5
             # "The client MUST NOT write anything to the server's `stdin` that is not a valid MCP
@@ -104,11 +88,10 @@ class ProcessChannel(StreamChannel):
             await self.process.wait()
             await self._stderr_done.wait()
         process = self.process
-        self.eof_reason = describe_exit(process.pid, process.returncode, self.stderr_tail)
+        self.eof_reason = rules.describe_exit(process.pid, process.returncode, self.stderr_tail)
 
-    async def _read_stderr(self, stream: trio.abc.ReceiveStream, tail: StderrTail) -> None:
-        """The stderr reader (a task of :func:`open_stdio_process`): each line into the
-        tail, logged, and forwarded when asked, until the pipe ends."""
+    async def _read_stderr(self, stream: trio.abc.ReceiveStream, tail: rules.StderrTail) -> None:
+        # A task of open_stdio_process: each line into the tail, logged, maybe forwarded.
         try:
             while chunk := await stream.receive_some(RECEIVE_SIZE):
                 for line in tail.feed(bytes(chunk)):
@@ -131,10 +114,8 @@ class ProcessChannel(StreamChannel):
 
 async def _aclose_quietly(stream: trio.abc.AsyncResource | None) -> None:
     if stream is not None:
-        try:
+        with suppress(OSError, trio.BrokenResourceError, trio.ClosedResourceError):
             await stream.aclose()
-        except (OSError, trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
 
 
 async def _shutdown(process: trio.Process, grace: float) -> None:
@@ -151,10 +132,8 @@ async def _shutdown(process: trio.Process, grace: float) -> None:
             if process.returncode is not None:
                 return
             log.warning("the server process %d has not exited: %s", process.pid, signal_it.__name__)
-            try:
+            with suppress(OSError):
                 signal_it()
-            except OSError:
-                pass
         await process.wait()
 
 
@@ -170,53 +149,32 @@ async def open_stdio_process(
     shutdown_grace: float = 2.0,
     exit_wait: float = 1.0,
 ) -> AsyncIterator[tuple[ProcessChannel, trio.Process]]:
-    """Start an MCP server as a child process and yield ``(channel, process)``.
-
-    Args:
-        command: the program and its arguments, e.g. ``[sys.executable, "server.py"]``
-            (a list; a plain string is refused, there is no shell).
-        env: environment variables for the child, added over ours (or, with
-            ``inherit_env=False``, the whole environment).
-        inherit_env: whether the child starts from our environment (default True).
-        cwd: the child's working directory.
-        stderr: what to do with the child's stderr (:data:`StderrMode`).
-        stderr_lines: how many last stderr lines to keep (default 20; lines are cut at
-            1000 bytes).
-        shutdown_grace: seconds to wait after closing stdin, and again after SIGTERM
-            (default 2.0).
-        exit_wait: seconds to wait for the child's exit once its stdout ended, to report
-            its exit code (default 1.0).
-
-    Yields:
-        A :class:`ProcessChannel` (give it to ``open_session`` or
-        ``mcp_ref.client.open_client``) and the ``trio.Process``.
+    """Start ``command`` (a list, e.g. ``[sys.executable, "server.py"]``: no shell) as
+    a child process in ``cwd`` and yield ``(channel, process)``: a :class:`ProcessChannel`
+    (for ``open_session`` or ``mcp_ref.client.open_client``) and the ``trio.Process``.
+    The child's environment is ``env`` over ours (alone unless ``inherit_env``); ``stderr``
+    is a :data:`StderrMode`, of which the last ``stderr_lines`` lines are kept.  On
+    exit the child is shut down (stdin closed, ``shutdown_grace`` seconds, SIGTERM,
+    ``shutdown_grace`` seconds, SIGKILL) and always reaped; once its stdout ended, its
+    exit is awaited ``exit_wait`` seconds for ``eof_reason``.
 
     Raises:
         OSError: the program could not be started (e.g. FileNotFoundError).
-        TypeError, ValueError: a string or empty ``command``, an unknown ``stderr``, a
-            negative number (nothing is started).
-
-    On exit the child is shut down (stdin closed, ``shutdown_grace`` seconds, SIGTERM,
-    ``shutdown_grace`` seconds, SIGKILL) and always reaped.  Exceptions from the block
-    propagate unchanged.
+        TypeError, ValueError: :func:`mcp_ref._process_rules.check_options`.
 
     Source: 2025-06-18/basic/lifecycle#stdio.1, 2025-06-18/basic/transports#stdio.
     """
-    check_command(command)
-    if stderr not in STDERR_MODES:
-        raise ValueError(f"unknown stderr mode {stderr!r}")
-    if shutdown_grace < 0 or exit_wait < 0 or stderr_lines < 0:
-        raise ValueError("shutdown_grace, exit_wait and stderr_lines must not be negative")
+    rules.check_options(command, stderr, stderr_lines, shutdown_grace, exit_wait)
     stderr_arg = {"inherit": None, "discard": subprocess.DEVNULL}.get(stderr, subprocess.PIPE)
     process = await trio.lowlevel.open_process(
         list(command),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=stderr_arg,
-        env=child_env(os.environ, env, inherit_env),
+        env=rules.child_env(os.environ, env, inherit_env),
         cwd=cwd,
     )
-    tail = StderrTail(stderr_lines) if stderr_arg == subprocess.PIPE else None
+    tail = rules.StderrTail(stderr_lines) if stderr_arg == subprocess.PIPE else None
     channel = ProcessChannel(process, tail, stderr == "forward", exit_wait)
     try:
         async with open_owned_nursery() as nursery:
@@ -234,10 +192,8 @@ async def open_stdio_process(
     finally:
         with trio.CancelScope(shield=True):
             if process.returncode is None:  # only if _shutdown itself was interrupted
-                try:
+                with suppress(OSError):
                     process.kill()
-                except OSError:
-                    pass
                 await process.wait()
             for pipe in (process.stdin, process.stdout, process.stderr):
                 await _aclose_quietly(pipe)

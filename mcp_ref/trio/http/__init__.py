@@ -1,8 +1,6 @@
-"""Streamable HTTP (and the 2024-11-05 HTTP+SSE transport) on trio and h11: the server
-(:func:`serve_http`, :func:`open_http_server`; read :mod:`.server` first, its
-docstring is the theory of operation) and the client's channel
-(:func:`open_http_channel`, :mod:`.client`).
-"""
+"""Streamable HTTP (and 2024-11-05's HTTP+SSE) on trio and h11: the server (read
+:mod:`.server` first, its docstring is the theory of operation) and the client's
+channel (:mod:`.client`)."""
 
 from .client import HttpClientChannel, HttpTransportError, open_http_channel
 from .server import (

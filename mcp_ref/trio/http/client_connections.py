@@ -6,27 +6,18 @@ Theory of operation
 state and its connections) and the loop of :mod:`.client`.  Every decision is the
 sans-IO core's (``self.core``, and the flows of :mod:`mcp_ref._http_client_flows`).
 
-Every HTTP request is one :class:`_Exchange`.  ``_start`` writes the core's
-:class:`~mcp_ref._http_client_steps.HttpRequest` (head, body and end in one write) on
-a pooled keep-alive connection unless ``fresh`` (SSE streams get their own); ``_head``
-reads the response head.  A request that meets a pooled connection the server had
-closed is sent again on a new one, only when nothing was received (so the server
-processed nothing).  ``_finish`` gives a connection back to the pool when both sides
-finished their messages, else closes it; at most ``_POOL_SIZE`` are kept, and those
-idle longer than ``pool_idle_seconds`` are dropped.  An exchange may fail with any of
-``_IO_FAILURES``.
-
-Signing in (``auth=``; the decisions are :mod:`mcp_ref._http_client_auth`'s): a flow's
-:class:`~mcp_ref._http_client_steps.Authorize` step is ``_sign_in``, one at a time
-under ``_auth_lock``: a refresh after a 401 when the token can be, else the
-:class:`~mcp_ref._oauth_flow.SignIn` flow, whose requests ``_oauth_exchange`` sends on
-connections of their own (never pooled, redirects not followed, bodies bounded);
-``_keep_token_fresh`` refreshes an expired token before a message.
+Every HTTP request is one :class:`_Exchange`: ``_start`` writes the core's
+:class:`~mcp_ref._http_client_steps.HttpRequest` on a pooled keep-alive connection
+unless ``fresh`` (SSE streams get their own), ``_head`` reads the response head.  A
+request that meets a pooled connection the server had closed is sent again on a new
+one, only when nothing was received.  ``_finish`` pools a connection when both sides
+finished their messages (at most ``_POOL_SIZE``, none idle over ``pool_idle_seconds``),
+else closes it.  Signing in is :class:`~mcp_ref._http_client_auth.SignInRunner`'s; its
+requests go through ``_oauth_exchange``, each on a connection of its own.
 """
 
 from __future__ import annotations
 
-import logging
 import ssl
 import time
 from collections.abc import Sequence
@@ -46,9 +37,6 @@ from .common import H11Stream, Supervisor
 
 __all__ = ["ClientConnections", "HttpTransportError"]
 
-
-log = logging.getLogger("mcp_ref.trio.http")
-
 _INCOMING_QUEUE: Final = 256
 _POOL_SIZE: Final = 8
 
@@ -58,27 +46,42 @@ class HttpTransportError(Exception):
     ``initialize``, a failed re-initialization).  ``str(exc)`` says why."""
 
 
+# What the socket or the peer's HTTP may fail an exchange with (a sign-in's: or too slow).
 _IO_FAILURES = (OSError, trio.BrokenResourceError, h11.ProtocolError)
-"""What the socket or the peer's HTTP may fail an exchange with."""
-
 _SIGN_IN_FAILURES = (*_IO_FAILURES, trio.TooSlowError)
-"""What a sign-in or refresh exchange raises when it fails (or takes too long)."""
 
 
 class _Exchange:
-    """One HTTP request (``request``) and its response on one connection."""
+    """One HTTP request and its response on one connection (``request``: the one to
+    send again on a new connection; None for a sign-in's, never sent again)."""
 
-    def __init__(self, conn: H11Stream, request: HttpRequest, *, reused: bool) -> None:
+    def __init__(self, conn: H11Stream, request: HttpRequest | None, *, reused: bool) -> None:
         self.conn = conn
         self.request = request
         self.reused = reused
-        self.received_before = conn.received
-        """Bytes the connection had received before this exchange."""
-        self.status = 0
+        self.received_before = conn.received  # bytes, before this exchange
+        self.status = 0  # the response head's, 0 until it was read
         self.headers: list[tuple[bytes, bytes]] = []
-        """The response head's (``status`` 0 until it was read)."""
-        self.complete = False
-        """True once the whole response was read (the connection may be reused)."""
+        self.complete = False  # the whole response was read (the connection may be reused)
+
+    async def write(
+        self, method: bytes | str, target: bytes | str, headers: Any, body: bytes
+    ) -> None:
+        """Write the request: head, body and end in one write."""
+        events: list[Any] = [h11.Request(method=method, target=target, headers=headers)]
+        if body:
+            events.append(h11.Data(data=body))
+        await self.conn.send(*events, h11.EndOfMessage())
+
+    async def read_head(self) -> None:
+        """Read the response head (raises trio.BrokenResourceError when the connection
+        ends first)."""
+        while not self.status:
+            event = await self.conn.next_event()
+            if isinstance(event, h11.Response):
+                self.status, self.headers = event.status_code, list(event.headers)
+            elif not isinstance(event, h11.InformationalResponse):
+                raise trio.BrokenResourceError("the connection closed before an answer")
 
     async def next_chunk(self) -> bytes | None:
         """The next piece of the response body; None at its end (raises
@@ -96,12 +99,10 @@ class _Exchange:
 
 
 class ClientConnections:
-    """The state of an :class:`~.client.HttpClientChannel` (the decisions' state is
-    ``self.core``) and its connections: the pool, one exchange.
-
-    Args: ``url`` (the MCP endpoint), ``supervisor`` (runs the background tasks), and
-    the options of :func:`~.client.open_http_channel` (the core takes the first five).
-    """
+    """The state of an :class:`~.client.HttpClientChannel` (the decisions' is
+    ``self.core``) and its connections.  Args: ``url`` (the MCP endpoint),
+    ``supervisor`` (runs the background tasks), and the options of
+    :func:`~.client.open_http_channel` (the core takes the first five)."""
 
     def __init__(
         self,
@@ -142,13 +143,11 @@ class ClientConnections:
         self._pool: list[tuple[float, H11Stream]] = []
         self._in_send, self._in_receive = trio.open_memory_channel[bytes](_INCOMING_QUEUE)
         self._reinit_lock = trio.Lock()
-        self._auth_lock = trio.Lock()
-        """One sign-in (or refresh) at a time."""
-        self.clock = time.time
-        """Wall-clock seconds, for token expiry (tests may set another)."""
+        self._auth_lock = trio.Lock()  # one sign-in (or refresh) at a time
+        self.clock = time.time  # wall-clock seconds, for token expiry (tests may set another)
+        # The scopes of the flows running in the background, by the key of the request
+        # they read the answer of (the GET stream's: the key of no request).
         self._readers: dict[Any, trio.CancelScope] = {}
-        """The scopes of the flows running in the background, by the key of the request
-        they read the answer of (the GET stream's: the key of no request)."""
 
     @property
     def session_id(self) -> str | None:
@@ -172,17 +171,16 @@ class ClientConnections:
 
     # -- connections ---------------------------------------------------------------------
 
+    async def _open_stream(self, tls: bool, host: str, port: int) -> trio.abc.Stream:
+        if tls:
+            context = self._ssl_context or ssl.create_default_context()
+            return await trio.open_ssl_over_tcp_stream(host, port, ssl_context=context)
+        return await trio.open_tcp_stream(host, port)
+
     async def _connect(self) -> H11Stream:
         core = self.core
         with trio.fail_after(self._connect_timeout):
-            stream: trio.abc.Stream
-            if core.tls:
-                context = self._ssl_context or ssl.create_default_context()
-                stream = await trio.open_ssl_over_tcp_stream(
-                    core.host, core.port, ssl_context=context
-                )
-            else:
-                stream = await trio.open_tcp_stream(core.host, core.port)
+            stream = await self._open_stream(core.tls, core.host, core.port)
         return H11Stream(stream, h11.CLIENT, max_incomplete_event_size=core.limits.max_header_bytes)
 
     def _take_pooled(self) -> H11Stream | None:
@@ -195,8 +193,7 @@ class ClientConnections:
         return None
 
     def _finish(self, ex: _Exchange) -> None:
-        """Done with an exchange: its connection back to the pool when both sides
-        finished their messages (and there is room), else closed."""
+        # Its connection back to the pool when both sides finished, else closed.
         conn = ex.conn
         if (
             not self.closed
@@ -213,11 +210,8 @@ class ClientConnections:
         """Write one request (on a pooled connection unless ``request.fresh``)."""
         conn = None if request.fresh or not pooled else self._take_pooled()
         ex = _Exchange(conn or await self._connect(), request, reused=conn is not None)
-        target = request.target.encode()
-        head = h11.Request(method=request.method, target=target, headers=request.headers)
-        body = (h11.Data(data=request.body),) if request.body else ()
         try:
-            await ex.conn.send(head, *body, h11.EndOfMessage())  # in one write
+            await ex.write(request.method, request.target.encode(), request.headers, request.body)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             await ex.conn.aclose()
             if not ex.reused:
@@ -230,16 +224,11 @@ class ClientConnections:
         server had closed gets the request again on a new connection (nothing was
         received, so nothing was processed)."""
         try:
-            while not ex.status:
-                event = await ex.conn.next_event()
-                if isinstance(event, h11.Response):
-                    ex.status, ex.headers = event.status_code, list(event.headers)
-                elif not isinstance(event, h11.InformationalResponse):
-                    raise trio.BrokenResourceError("the connection closed before an answer")
+            await ex.read_head()
             return ex
         except (trio.BrokenResourceError, h11.RemoteProtocolError):
             await ex.conn.aclose()
-            if not ex.reused or ex.conn.received > ex.received_before:
+            if ex.request is None or not ex.reused or ex.conn.received > ex.received_before:
                 raise  # a new connection, or the server answered something: not resent
         return await self._head(await self._start(ex.request, pooled=False))
 
@@ -248,9 +237,8 @@ class ClientConnections:
 
     async def _oauth_exchange(self, request: OAuthRequest) -> OAuthResponse:
         """Send one request of the sign-in flow on a connection of its own, as it is
-        (redirects are not followed: the flow decides), and read the answer, its body
-        cut at ``request.max_body_bytes + 1`` bytes (the flow refuses a longer one).
-        Bounded by ``io_timeout``.
+        (redirects are the flow's to follow), and read the answer, its body cut after
+        ``request.max_body_bytes`` (the flow refuses a longer one; ``read_answer``).
 
         Raises:
             OSError, trio.BrokenResourceError, h11.ProtocolError: the exchange failed.
@@ -258,40 +246,24 @@ class ClientConnections:
         """
         wire = request.on_the_wire()
         with trio.fail_after(self._io_timeout):
-            raw: trio.abc.Stream
-            if wire.tls:
-                context = self._ssl_context or ssl.create_default_context()
-                raw = await trio.open_ssl_over_tcp_stream(wire.host, wire.port, ssl_context=context)
-            else:
-                raw = await trio.open_tcp_stream(wire.host, wire.port)
-            conn = H11Stream(raw, h11.CLIENT)
+            stream = await self._open_stream(wire.tls, wire.host, wire.port)
+            ex = _Exchange(H11Stream(stream, h11.CLIENT), None, reused=False)
             try:
-                head = h11.Request(method=request.method, target=wire.target, headers=wire.headers)
-                body = (h11.Data(data=request.body),) if request.body else ()
-                await conn.send(head, *body, h11.EndOfMessage())
-                status, got, parts_read, size = 0, [], [], 0
-                while True:
-                    event = await conn.next_event()
-                    if isinstance(event, h11.Response):
-                        status, got = event.status_code, list(event.headers)
-                    elif isinstance(event, h11.Data):
-                        parts_read.append(bytes(event.data))
-                        size += len(event.data)
-                        if size > request.max_body_bytes:
-                            break  # enough to refuse it
-                    elif isinstance(event, h11.EndOfMessage):
-                        break
-                    elif not isinstance(event, h11.InformationalResponse):
-                        raise trio.BrokenResourceError("the connection ended inside a response")
+                await ex.write(request.method, wire.target, wire.headers, request.body)
+                await ex.read_head()
+                parts: list[bytes] = []
+                size = 0
+                while size <= request.max_body_bytes and (chunk := await ex.next_chunk()):
+                    parts.append(chunk)
+                    size += len(chunk)
             finally:
-                await conn.aclose()
-        return read_answer(status, got, parts_read, request.max_body_bytes)
+                await ex.conn.aclose()
+        return read_answer(ex.status, ex.headers, parts, request.max_body_bytes)
 
     # -- signing in ---------------------------------------------------------------------
 
     def _tokens(self) -> SignInRunner | None:
-        """The token work (:class:`~mcp_ref._http_client_auth.SignInRunner`) on this
-        loop's lock, exchange and clock; None without ``auth=``."""
+        # The token work on this loop's lock, exchange and clock; None without auth=.
         auth = self.core.auth
         if auth is None:
             return None
@@ -305,7 +277,7 @@ class ClientConnections:
             await tokens.keep_fresh()
 
     async def _sign_in(self, step: Authorize) -> str | None:
-        """Sign in after the refusal ``step``, one task at a time.  None when signed in,
+        """Sign in after the refusal ``step``, one task at a time; None when signed in,
         else why not."""
         tokens = self._tokens()
         assert tokens is not None

@@ -7,6 +7,7 @@ spawn into: they hand jobs to a bounded queue, which ``run`` reads.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import suppress
 from typing import Any, Final
 
 import h11
@@ -14,20 +15,12 @@ import trio
 
 __all__ = ["H11Stream", "Supervisor"]
 
-_RECEIVE_SIZE: Final = 65536
-"""Bytes asked for per ``receive_some``."""
+_RECEIVE_SIZE: Final = 65536  # bytes per receive_some
 
 
 class H11Stream:
-    """One h11 connection over one trio stream.
-
-    Args:
-        stream: the byte stream (a socket).
-        role: ``h11.SERVER`` or ``h11.CLIENT``.
-        max_incomplete_event_size: h11's bound on a request or response head, in bytes.
-        conn: the h11 connection to drive (default: a new one of ``role``), e.g. the
-            one of a :class:`~mcp_ref._http_connection.ServerConnection`.
-    """
+    """One h11 connection (``conn``, default a new one of ``role``: ``h11.SERVER`` or
+    ``h11.CLIENT``, with h11's bound on a head in bytes) over one trio ``stream``."""
 
     def __init__(
         self,
@@ -41,12 +34,10 @@ class H11Stream:
         self.conn = conn or h11.Connection(
             role, max_incomplete_event_size=max_incomplete_event_size
         )
-        self.received = 0
-        """Bytes received so far."""
+        self.received = 0  # bytes so far
 
     async def receive_some(self) -> bytes:
-        """Read one chunk from the socket into h11; ``b""`` at end of stream (also for a
-        broken or closed socket)."""
+        """Read one chunk from the socket into h11; ``b""`` at end of stream."""
         try:
             data = bytes(await self.stream.receive_some(_RECEIVE_SIZE))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -56,15 +47,8 @@ class H11Stream:
         return data
 
     async def next_event(self) -> Any:
-        """The next h11 event, reading as needed (the client's; the server's events are
-        :class:`~mcp_ref._http_connection.ServerConnection`'s).
-
-        Returns an h11 event, or ``h11.PAUSED`` (the peer started its next cycle).
-
-        Raises:
-            h11.RemoteProtocolError: the peer broke HTTP/1.1 (``error_status_hint`` is
-                the status to answer with).
-        """
+        """The client's next h11 event (or ``h11.PAUSED``), reading as needed; raises
+        h11.RemoteProtocolError when the server broke HTTP/1.1."""
         while (event := self.conn.next_event()) is h11.NEED_DATA:
             if self.conn.their_state is h11.CLOSED:
                 return h11.ConnectionClosed()
@@ -72,13 +56,12 @@ class H11Stream:
         return event
 
     async def send(self, *events: Any) -> None:
-        """Write h11 events, several in one write (a response head and its body).
+        """Write h11 events in one write (a head and its body).
 
         Raises:
-            trio.BrokenResourceError, trio.ClosedResourceError: the socket failed (h11
-                is then told with ``send_failed``).
-            h11.LocalProtocolError: an event is not allowed now (the events before it,
-                which h11 counts as sent, are still written).
+            trio.BrokenResourceError, trio.ClosedResourceError: as :meth:`write`.
+            h11.LocalProtocolError: an event is not allowed now (those before it, which
+                h11 counts as sent, are still written).
         """
         parts: list[bytes] = []
         try:
@@ -89,11 +72,8 @@ class H11Stream:
                 await self.write(data)
 
     async def write(self, data: bytes) -> None:
-        """Write bytes h11 produced (``send_failed`` when the write fails).
-
-        Raises:
-            trio.BrokenResourceError, trio.ClosedResourceError: the socket failed.
-        """
+        """Write bytes h11 produced; when the socket fails (trio.BrokenResourceError,
+        trio.ClosedResourceError), h11 is told (``send_failed``) and it raises."""
         try:
             await self.stream.send_all(data)
         except BaseException:
@@ -102,10 +82,8 @@ class H11Stream:
 
     async def aclose(self) -> None:
         """Close the socket (never raises for an already-broken one)."""
-        try:
+        with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
             await self.stream.aclose()
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
 
 
 Job = tuple[Callable[..., Awaitable[Any]], Sequence[Any]]
@@ -113,12 +91,7 @@ Job = tuple[Callable[..., Awaitable[Any]], Sequence[Any]]
 
 class Supervisor:
     """Runs the jobs handed to :meth:`start_soon` as tasks of a nursery private to
-    :meth:`run` (module docstring).
-
-    Args:
-        max_pending: jobs waiting to be started, after which :meth:`start_soon`
-            refuses (a bound).
-    """
+    :meth:`run`; at most ``max_pending`` wait to be started."""
 
     def __init__(self, max_pending: int = 1024) -> None:
         self._send, self._receive = trio.open_memory_channel[Job](max_pending)

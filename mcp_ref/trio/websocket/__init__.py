@@ -1,11 +1,8 @@
-"""MCP over WebSocket (a custom transport), on trio streams.
-
-The spec lets a transport of one's own carry MCP if it keeps JSON-RPC and the lifecycle,
-and asks that it document how a connection is made and how messages travel
-(2025-06-18/basic/transports#custom-transports); docs/websocket.md is that document.
-The decisions are the sans-IO core's (:mod:`mcp_ref._websocket_handshake`,
-:mod:`mcp_ref._websocket`); here are its trio loops: :mod:`.server`, :mod:`.client` (the
-handshakes, the listener) and :mod:`.channel` (one open WebSocket, both roles).
+"""MCP over WebSocket, a custom transport (2025-06-18/basic/transports#custom-transports,
+documented in docs/websocket.md), on trio streams.  The decisions are the core's
+(:mod:`mcp_ref._websocket_handshake`, :mod:`mcp_ref._websocket`); here are its loops:
+:mod:`.server` and :mod:`.client` (the handshakes, the listener), :mod:`.channel` (one
+open WebSocket, both roles).
 """
 
 # Spec: 2025-06-18/basic/transports#custom-transports.3 (documented in docs/websocket.md)

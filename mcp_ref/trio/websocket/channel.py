@@ -5,12 +5,11 @@ Theory of operation
 The core (:class:`mcp_ref._websocket.WebSocketConnection`) decides; this module moves
 bytes and time.  :meth:`WebSocketChannel.run` is the one reader: take the core's next
 event, write the control frames it decided on, then read more bytes, hand a message to
-the session (``Session.push``; without one, to :meth:`~WebSocketChannel.receive`
-through a one-message inbox), or stop.  Beside it the keepalive task sleeps until the
-core's deadline.  Every write holds one lock, so no frame splits another.  Once input
-has ended, :meth:`~WebSocketChannel.run` gets ``close_timeout`` to finish: the peer's
-close frame, our half-close, the peer's FIN (so our close frame is not lost to a TCP
-reset).  A write that fails or times out drops the connection (half a frame may be out).
+the session (``Session.push``, else a one-message inbox for ``receive``), or stop.
+Beside it the keepalive task sleeps until the core's deadline.  Every write holds one
+lock, so no frame splits another.  Once input has ended, ``run`` gets ``close_timeout``
+for the peer's close frame, our half-close and the peer's FIN (so our close frame is
+not lost to a TCP reset).  A failed or timed-out write drops the connection.
 """
 
 from __future__ import annotations
@@ -27,6 +26,7 @@ from wsproto import WSConnection
 from ... import _websocket as core
 from ..._errors import LocalProtocolError
 from ...events import RequestId
+from .._channel import receive_or_eof
 from .._session_api import Session, SessionClosed
 
 __all__ = ["WebSocketChannel", "running"]
@@ -38,23 +38,12 @@ _BROKEN: Final = (trio.BrokenResourceError, trio.ClosedResourceError)
 
 
 class WebSocketChannel:
-    """A ``framing="messages"`` :class:`~mcp_ref.trio.MessageChannel` over one open
-    WebSocket, either role (the handshakes of :mod:`.server` and :mod:`.client` make
-    it); :meth:`run` must be running for anything to arrive.
-
-    Args:
-        stream: the byte stream under the WebSocket.
-        ws: the wsproto connection, its opening handshake over.
-        close_timeout: seconds for the closing handshake and the peer's FIN.
-        **options: those of the core's :class:`~mcp_ref._websocket.WebSocketConnection`
-            (``max_message_bytes``, ``ping_interval``, ``ping_timeout``).
-
-    Attributes:
-        connection: the core, which also tells how the WebSocket ended (``close_code``,
-            ``close_reason``, ``closed_by``; ``pings_sent``).
-
-    Raises:
-        ValueError: a limit or timeout that is not positive.
+    """A ``"messages"`` :class:`~mcp_ref.trio.MessageChannel` over one open WebSocket
+    (``ws``, wsproto's, its handshake over, on ``stream``), either role; nothing
+    arrives unless :meth:`run` is running.  ``close_timeout``: seconds for the closing
+    handshake and the peer's FIN; ``options``: the core's, its ``connection``
+    (:class:`~mcp_ref._websocket.WebSocketConnection`), which also tells how the
+    WebSocket ended.  Raises ValueError for a limit or timeout that is not positive.
 
     Source: 2025-06-18/basic/transports#custom-transports.2.
     """
@@ -86,8 +75,7 @@ class WebSocketChannel:
 
     @property
     def eof_reason(self) -> str | None:
-        """Why input ended (the core's words; the session puts it in ``SessionClosed``),
-        None while it goes on."""
+        """Why input ended (the core's words), None while it goes on."""
         return self.connection.eof_reason
 
     # ------------------------------------------------------------ MessageChannel
@@ -98,14 +86,10 @@ class WebSocketChannel:
 
     async def receive(self) -> bytes:
         """The next whole message (UTF-8 JSON bytes); ``b""`` once input ended."""
-        try:
-            return await self._inbox.receive()
-        except (trio.EndOfChannel, trio.ClosedResourceError):
-            return b""
+        return await receive_or_eof(self._inbox)
 
     async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
-        """Send ``data`` as one text message (``related_request_id`` is not used), bounded
-        by the session's ``send_timeout``.
+        """Send ``data`` as one text message (``related_request_id`` is not used).
 
         Raises:
             trio.BrokenResourceError: the WebSocket is closing, or the write failed.
@@ -173,8 +157,7 @@ class WebSocketChannel:
     # ---------------------------------------------------------------- the loops
 
     async def _read(self) -> None:
-        """The reader loop, until the core says CLOSED.  The first pass takes the frames
-        that came with the handshake."""
+        # Until the core says CLOSED; the first pass takes what came with the handshake.
         while True:
             event = self.connection.next_event()
             await self._flush()
@@ -196,9 +179,8 @@ class WebSocketChannel:
                     pass  # input has ended: we are closing
 
     async def _keepalive(self) -> None:
-        """Sleep until the core's deadline (a pong may bring it forward), then let the
-        core decide (a ping, a close); drop the connection when no pong came (no use
-        waiting for the close frame of a peer that does not answer)."""
+        # Sleep until the core's deadline (a pong may move it), let the core decide (a
+        # ping, a close); no pong: drop the connection (a silent peer sends no close).
         self.connection.handle_timeout(trio.current_time())
         while (deadline := self.connection.next_deadline()) is not None:
             with trio.move_on_at(deadline):
@@ -210,8 +192,8 @@ class WebSocketChannel:
                 await self.abort()
 
     async def _flush(self) -> None:
-        """Write the control frames the core decided on, within ``close_timeout``; once
-        input has ended, end the inbox and start the closing deadline."""
+        # Write the frames the core decided on, within close_timeout; once input has
+        # ended, end the inbox and start the closing deadline.
         if self.eof_reason is not None:
             self._inbox_send.close()
             if math.isinf(self._scope.deadline):
@@ -228,8 +210,8 @@ class WebSocketChannel:
             self._lost("writing to the WebSocket failed")
 
     async def _drain(self) -> None:
-        """Half-close, then discard what comes until the peer's FIN (within the closing
-        deadline), so our close frame is not destroyed by a TCP reset."""
+        # Half-close, discard input until the peer's FIN (within the closing deadline):
+        # a TCP reset would destroy our close frame.
         if self._eof:
             return
         with suppress(*_BROKEN):

@@ -1,7 +1,6 @@
-"""The client side: the opening handshake and :func:`open_websocket_channel`.  The
-request and the reading of the answer are the core's
-(:class:`mcp_ref._websocket_handshake.ClientHandshake`): here they are written and fed.
-"""
+"""The client side: the opening handshake (the core's
+:class:`~mcp_ref._websocket_handshake.ClientHandshake`, written and fed here) and
+:func:`open_websocket_channel`."""
 
 from __future__ import annotations
 
@@ -28,19 +27,11 @@ async def websocket_client_handshake(
     headers: Sequence[tuple[str, str]] = (),
     **channel_kw: Any,
 ) -> WebSocketChannel:
-    """Run the client side of the opening handshake on a connected ``stream``
-    (``host``, ``target``, ``origin``, ``headers``: see
-    :class:`~mcp_ref._websocket_handshake.ClientHandshake`; ``channel_kw``: see
-    :class:`WebSocketChannel`).
-
-    Returns:
-        The open channel, not yet running (start :meth:`WebSocketChannel.run`).
-
-    Raises:
-        HandshakeError: a refusal (``status_code``, ``body``), no ``mcp`` subprotocol
-            selected, or not a valid upgrade.
-        trio.BrokenResourceError: the connection failed.
-    """
+    """Run the client side of the opening handshake on a connected ``stream`` (the
+    options: :class:`~mcp_ref._websocket_handshake.ClientHandshake`'s, then
+    :class:`WebSocketChannel`'s).  Returns the open channel, not yet running.  Raises
+    HandshakeError (a refusal, with ``status_code`` and ``body``; no ``mcp``
+    subprotocol; not a valid upgrade) or trio.BrokenResourceError."""
     handshake = ClientHandshake(host=host, target=target, origin=origin, headers=headers)
     await stream.send_all(handshake.request)
     while (ws := handshake.next_event()) is core.NEED_DATA:
@@ -61,17 +52,12 @@ async def open_websocket_channel(
     connect_timeout: float = core.DEFAULT_HANDSHAKE_TIMEOUT,
     stream: trio.abc.Stream | None = None,
 ) -> AsyncIterator[WebSocketChannel]:
-    """Connect to ``url`` (``ws://host:port/path``), run the handshake and yield the
-    running channel (no MCP session: :func:`mcp_ref.client.open_websocket_client` adds
-    one).  On exit the WebSocket is closed (1000) and the connection dropped.
-
-    Args:
-        origin, headers: see :func:`websocket_client_handshake`.
-        max_message_bytes, ping_interval, ping_timeout, close_timeout: see
-            :class:`WebSocketChannel`.
-        connect_timeout: seconds for the TCP connect and the opening handshake.
-        stream: a connected stream to use instead of connecting (tests); it is closed
-            when the handshake fails, as a stream of our own is.
+    """Connect to ``url`` (``ws://host:port/path``), run the handshake within
+    ``connect_timeout`` seconds and yield the running channel (no MCP session:
+    :func:`mcp_ref.client.open_websocket_client` adds one); on exit the WebSocket is
+    closed (1000).  ``origin``, ``headers``: :func:`websocket_client_handshake`'s; the
+    four after them: :class:`WebSocketChannel`'s.  ``stream``: a connected stream to
+    use instead (tests).
 
     Raises:
         ValueError: not a ``ws://`` URL (:func:`~mcp_ref._websocket_handshake.split_url`).

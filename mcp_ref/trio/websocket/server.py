@@ -24,8 +24,7 @@ __all__ = ["serve_websocket", "serve_websocket_stream", "websocket_server_handsh
 
 log = logging.getLogger("mcp_ref.trio.websocket")
 
-STOP_SLACK: Final = 2.0
-"""Seconds past the grace a graceful stop waits for connections to close."""
+STOP_SLACK: Final = 2.0  # seconds past the grace a graceful stop waits for connections
 _OPTIONS: Final = frozenset(  # websocket_server_handshake's and the channel's
     {"path", "allowed_origins", "allowed_hosts", "busy", "ping_interval", "ping_timeout"}
     | {"close_timeout"}
@@ -42,13 +41,9 @@ async def websocket_server_handshake(
     **channel_kw: Any,
 ) -> WebSocketChannel | None:
     """Run the server side of the opening handshake on a connected ``stream``
-    (``path``, ``allowed_origins``, ``allowed_hosts``, ``busy``: see
-    :class:`~mcp_ref._websocket_handshake.ServerHandshake`; ``channel_kw``: see
-    :class:`WebSocketChannel`).
-
-    Returns:
-        The open channel (not yet running), or None when the request was refused (the
-        answer is sent: 405, 404, 403, 400, 426, 431, 503) or the client went away.
+    (the options: :class:`~mcp_ref._websocket_handshake.ServerHandshake`'s, then
+    :class:`WebSocketChannel`'s).  Returns the open channel, not yet running, or None
+    when the request was refused (the answer is sent) or the client went away.
 
     Source: 2025-06-18/basic/transports#security-warning.1 (validate ``Origin``),
     2025-06-18/basic/transports#custom-transports.3 (the documented handshake).
@@ -79,19 +74,12 @@ async def serve_websocket_stream(
     stop: trio.Event | None = None,
     **options: Any,
 ) -> None:
-    """Serve one MCP session on one accepted connection: the handshake (within
-    ``handshake_timeout`` seconds), the session, the close; the stream is closed on
-    return.  Never raises for a misbehaving client: refusals are answered and logged.
-
-    Args:
-        target: a session :class:`~mcp_ref.trio.Handler` (see
-            :func:`~mcp_ref.trio.serve_channel`).
-        stop: when set, the session takes no more input and ends as at the end of input
-            (its ``drain_timeout``, error answers for what still runs, the close).
-        **options: those of :func:`websocket_server_handshake` and
-            :class:`WebSocketChannel` (``max_message_bytes`` goes to the session too);
-            the rest go to :func:`~mcp_ref.trio.open_session`.
-    """
+    """Serve one MCP session (``target``, a :class:`~mcp_ref.trio.Handler`) on one
+    accepted connection: the handshake (within ``handshake_timeout`` seconds), the
+    session, the close; the stream is closed on return.  Never raises for a misbehaving
+    client.  ``stop``: see :func:`~mcp_ref.trio.serve_channel`.  ``**options``: those of
+    :func:`websocket_server_handshake` (``max_message_bytes`` goes to the session too),
+    the rest :func:`~mcp_ref.trio.open_session`'s."""
     handshake_kw = {k: options.pop(k) for k in _OPTIONS & options.keys()}
     if "max_message_bytes" in options:  # the channel's limit and the session's
         handshake_kw["max_message_bytes"] = options["max_message_bytes"]
@@ -124,22 +112,15 @@ async def serve_websocket(
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
     **kw: Any,
 ) -> None:
-    """Serve MCP over WebSocket on ``host:port``, one session per connection, until
-    cancelled or until ``stop`` is set and the graceful stop is over.  Usage:
-    ``port = await nursery.start(serve_websocket, server)``.
-
-    Args:
-        target: a session :class:`~mcp_ref.trio.Handler` (an ``mcp_ref.server.Server``).
-        host: the address to bind (default loopback only).
-        port: the TCP port; 0 picks a free one (given to ``task_status``).
-        path, allowed_origins, allowed_hosts: see :func:`websocket_server_handshake`;
-            the defaults of the last two: :func:`~mcp_ref._http_peers.allowed_for`.
-        max_connections: connections served at once; more get 503.
-        stop: set it to stop gracefully: the listeners close, each session takes no more
-            input, its requests get ``grace_seconds`` (its ``drain_timeout`` unless
-            ``kw`` has one), those still running are answered with an error (-32603),
-            the WebSockets close; connections open ``STOP_SLACK`` s later are cancelled.
-        **kw: options of :func:`serve_websocket_stream`.
+    """Serve ``target`` (a :class:`~mcp_ref.trio.Handler`) over WebSocket on
+    ``host:port`` (default loopback; port 0 picks one, given to ``task_status``), one
+    session per connection, at most ``max_connections`` at once (more get 503), until
+    cancelled or the graceful stop is over: once ``stop`` is set the listeners close,
+    each session ends as at end of input, its requests get ``grace_seconds`` (its
+    ``drain_timeout``) then -32603; connections open ``STOP_SLACK`` s later are
+    cancelled.  ``path``, ``allowed_origins``, ``allowed_hosts`` and ``kw``: see
+    :func:`serve_websocket_stream` (origin and host defaults:
+    :func:`~mcp_ref._http_peers.allowed_for`).
 
     Raises:
         OSError: the address could not be bound.
@@ -172,9 +153,8 @@ async def serve_websocket(
 def _connection_handler(
     target: Handler, max_connections: int, stop: trio.Event | None, **kw: Any
 ) -> Handle:
-    """What :func:`serve_websocket` runs per accepted connection:
-    :func:`serve_websocket_stream` (``kw``: its options), the handshake refused with 503
-    while ``max_connections`` are served."""
+    """:func:`serve_websocket`'s per connection: :func:`serve_websocket_stream`, the
+    handshake refused with 503 while ``max_connections`` are served."""
     active = 0
 
     async def handle(stream: trio.abc.Stream) -> None:
