@@ -30,12 +30,14 @@ No clock and no sockets: the driver passes the time in and owns the writes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final, Literal
 
 import attrs
 import h11
 
 from ._http import HttpError, http_error
+from ._http_access import ObservedConnection
 from ._http_server import (
     Endpoint,
     RequestHeaders,
@@ -101,11 +103,30 @@ class ServerConnection:
             still arriving, in bytes).
         memos: the server's memo of header-rule outcomes, shared by its connections
             (:func:`~mcp_ref._http_server.request_headers`).
+        peer, clock: the client's address and the driver's clock, for CORS and the
+            access log (:class:`~mcp_ref._http_access.ObservedConnection`, used when
+            ``cfg`` asks for either).
     """
 
-    def __init__(self, cfg: ServerConfig, memos: dict[Any, dict[Any, Any]]) -> None:
+    def __init__(
+        self,
+        cfg: ServerConfig,
+        memos: dict[Any, dict[Any, Any]],
+        peer: str | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
         self.cfg = cfg
-        self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=cfg.limits.max_header_bytes)
+        size = cfg.limits.max_header_bytes
+        self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=size)
+        if cfg.cors_origins or cfg.access_log:
+            self.h11 = ObservedConnection(
+                cors=cfg.cors_origins,
+                allowed=cfg.allowed_origins,
+                log=cfg.access_log,
+                peer=peer,
+                clock=clock or (lambda: 0.0),
+                max_incomplete_event_size=size,
+            )
         self.outgoing: list[bytes] = []
         """Bytes to write before anything else (``100 Continue``); the driver empties it."""
         self.served = 0
@@ -169,6 +190,8 @@ class ServerConnection:
         self.served += 1
         last = self.served >= self.cfg.limits.max_requests_per_connection
         headers = request_headers(req, self._memos)
+        if isinstance(self.h11, ObservedConnection):
+            self.h11.begin(req.method, req.target, headers)
         routed = route_request(self.cfg, req.method, req.target, headers)
         if isinstance(routed, HttpError):
             return self._broken(routed)
@@ -275,6 +298,12 @@ class ServerConnection:
         conn.start_next_cycle()
         self._waited = None  # the next head gets a deadline of its own
         return True
+
+    def closed(self) -> None:
+        """The connection ends: an answer under way is logged as incomplete (when the
+        access log is on)."""
+        if isinstance(self.h11, ObservedConnection):
+            self.h11.closed()
 
     def send_failed(self) -> None:
         """A write failed: no further answer can go on this connection."""

@@ -40,6 +40,7 @@ import h11
 
 from . import _http as rules
 from ._http import HttpError, HttpLimits, http_error
+from ._http_cors import preflight, with_cors_origins
 from ._http_peers import allowed_for
 from ._modern import MODERN_VERSIONS
 from ._versions import SUPPORTED_VERSIONS
@@ -105,6 +106,10 @@ class ServerConfig:
     """Path of the 2024-11-05 message endpoint (POST)."""
     retry_ms: int = 1000
     """The ``retry`` field of priming events, in milliseconds."""
+    cors_origins: Collection[str] = ()
+    """CORS origins (:mod:`mcp_ref._http_cors`; each is an allowed origin too)."""
+    access_log: bool = False
+    """Log a line per request (:mod:`mcp_ref._http_access`)."""
 
 
 def server_config(
@@ -126,6 +131,7 @@ def server_config(
         TypeError: an option :class:`ServerConfig` does not have.
     """
     origins, hosts = allowed_for(host, allowed_origins, allowed_hosts)
+    origins = with_cors_origins(origins, options.get("cors_origins") or ())
     cfg = ServerConfig(
         allowed_origins=origins, allowed_hosts=hosts, limits=limits or HttpLimits(), **options
     )
@@ -250,6 +256,10 @@ def route_request(
     )
     if err is not None:
         return err
+    if method == b"OPTIONS" and cfg.cors_origins:  # a CORS preflight (_http_cors)
+        err = preflight(headers, cfg.cors_origins, cfg.allowed_origins)
+        if err is not None and path in (cfg.path, cfg.legacy_sse_path, cfg.legacy_messages_path):
+            return err
     if path == cfg.path:
         if method != b"POST" and headers.rule("modern", lambda: modern_client(headers)):
             # Spec: 2026-07-28/basic/transports/streamable-http#earlier-streamable-http-revisions.1

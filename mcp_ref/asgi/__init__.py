@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Collection
 from contextlib import asynccontextmanager
 from functools import partial
@@ -65,6 +66,7 @@ import sniffio
 import trio
 
 from .._http import HttpError, HttpLimits, Refused, http_error
+from .._http_access import AsgiExchange
 from .._http_connection import RequestReady
 from .._http_peers import peer_address
 from .._http_server import ServerConfig, server_config
@@ -94,6 +96,8 @@ def asgi_app(
     legacy_sse_path: str = "/sse",
     legacy_messages_path: str = "/messages",
     retry_ms: int = 1000,
+    cors_origins: Collection[str] = (),
+    access_log: bool = False,
     grace_seconds: float = DEFAULT_GRACE_SECONDS,
     **session_kw: Any,
 ) -> McpAsgiApp:
@@ -118,6 +122,8 @@ def asgi_app(
             chunk).
         legacy_sse, legacy_sse_path, legacy_messages_path, retry_ms: as for
             :func:`mcp_ref.trio.serve_http`.
+        cors_origins, access_log: as for :func:`mcp_ref.trio.serve_http` (the ASGI
+            server may log requests too; an answer never ended is not logged here).
         grace_seconds: at the lifespan shutdown, seconds the requests in progress get
             before they are cancelled (each then answered with an error, -32603).
         **session_kw: passed to the handler's ``serve`` or to
@@ -145,6 +151,8 @@ def asgi_app(
         legacy_sse_path=legacy_sse_path,
         legacy_messages_path=legacy_messages_path,
         retry_ms=retry_ms,
+        cors_origins=cors_origins,
+        access_log=access_log,
     )
     return McpAsgiApp(handler, cfg, grace_seconds=grace_seconds, session_kw=session_kw)
 
@@ -253,6 +261,13 @@ class McpAsgiApp:
 
     async def _http(self, scope: Message, receive: Receive, send: Send) -> None:
         """Answer one HTTP request (module docstring)."""
+        cfg = self.cfg
+        if cfg.cors_origins or cfg.access_log:  # (_http_access)
+            seen = AsgiExchange(
+                scope, cors=cfg.cors_origins, allowed=cfg.allowed_origins,
+                log=cfg.access_log, clock=time.monotonic,
+            )  # fmt: skip
+            send = partial(_observed, send, seen)
         host = self._the_host()
         trio_native = isinstance(host, TrioHost)
         within = _receive_trio if trio_native else _receive_asyncio
@@ -298,6 +313,11 @@ class McpAsgiApp:
             full = root_path.rstrip("/") + self.cfg.legacy_messages_path
             cfg = self._mounted[root_path] = attrs.evolve(self.cfg, legacy_messages_path=full)
         return cfg
+
+
+async def _observed(send: Send, seen: AsgiExchange, message: Message) -> None:
+    """``send(message)``, seen by CORS and the access log (:mod:`mcp_ref._http_access`)."""
+    await send(seen.seen(message))
 
 
 def _unavailable(detail: str) -> HttpError:

@@ -93,6 +93,8 @@ async def serve_http(
     legacy_sse_path: str = "/sse",
     legacy_messages_path: str = "/messages",
     retry_ms: int = 1000,
+    cors_origins: Collection[str] = (),
+    access_log: bool = False,
     stop: trio.Event | None = None,
     grace_seconds: float = DEFAULT_GRACE_SECONDS,
     task_status: trio.TaskStatus[HttpServerInfo] = trio.TASK_STATUS_IGNORED,
@@ -123,6 +125,8 @@ async def serve_http(
         legacy_sse: also host the 2024-11-05 endpoints at ``legacy_sse_path`` (GET) and
             ``legacy_messages_path`` (POST).
         retry_ms: the ``retry`` field of priming events, in milliseconds.
+        cors_origins, access_log: CORS origins (:mod:`mcp_ref._http_cors`), a log line
+            per request (:mod:`mcp_ref._http_access`, logger ``mcp_ref.access``).
         stop: set it to stop gracefully (default: a new event, ``HttpServerInfo.stop``).
             Then: no new connection is accepted (the listeners close); no connection
             serves a further request, and those waiting for one close; the requests in
@@ -161,6 +165,8 @@ async def serve_http(
         legacy_sse_path=legacy_sse_path,
         legacy_messages_path=legacy_messages_path,
         retry_ms=retry_ms,
+        cors_origins=cors_origins,
+        access_log=access_log,
     )
     server = HttpServer(handler, cfg, session_kw)
     listeners = await trio.open_tcp_listeners(port, host=host)
@@ -215,8 +221,8 @@ class HttpServer:
         """Serve the requests of one connection until it closes, errs or idles (module
         docstring).  The sessions it creates count against its client's address
         (:data:`~.sessions.PEER` holds it while this runs)."""
-        peer_token = PEER.set(peer_of(stream))
-        conn = ServerConnection(self.cfg, self._memos)
+        peer_token = PEER.set(peer := peer_of(stream))
+        conn = ServerConnection(self.cfg, self._memos, peer, trio.current_time)
         h = H11Stream(stream, h11.SERVER, conn=conn.h11)
         try:
             while True:
@@ -254,6 +260,7 @@ class HttpServer:
             log.exception("error while serving an HTTP connection")
         finally:
             PEER.reset(peer_token)
+            conn.closed()  # (the access log: an answer never ended)
             with trio.CancelScope(shield=True), trio.move_on_after(1):
                 await h.aclose()
 
