@@ -137,6 +137,21 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --http: answer requests with JSON bodies instead of SSE streams",
     )
+    # Issue 17 (CORS, access log): keep these together.
+    serve.add_argument(
+        "--cors",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="with --http: answer CORS preflights from ORIGIN and let its pages read the "
+        "answers (repeatable; ORIGIN becomes an allowed Origin too)",
+    )
+    serve.add_argument(
+        "--no-access-log",
+        dest="access_log",
+        action="store_false",
+        help="with --http: no access log line per request on stderr",
+    )
     serve.add_argument(
         "--keepalive",
         type=float,

@@ -6,6 +6,7 @@ import argparse
 import importlib
 import importlib.util
 import inspect
+import logging
 import os
 import signal
 import sys
@@ -184,6 +185,22 @@ def _address(text: str) -> tuple[str, int]:
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
+def _http_extras(args: argparse.Namespace) -> dict[str, Any]:
+    """``serve_http``'s CORS origins and access log (on unless ``--no-access-log``: one
+    line per request on stderr, logger ``mcp_ref.access``)."""
+    access_log = getattr(args, "access_log", True)
+    if access_log:
+        from .._http_access import ACCESS_LOGGER
+
+        logger = logging.getLogger(ACCESS_LOGGER)
+        if not logger.handlers:
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+            logger.addHandler(handler)
+            logger.setLevel(logging.INFO)
+    return {"cors_origins": getattr(args, "cors", None) or (), "access_log": access_log}
+
+
 def serve_command(args: argparse.Namespace) -> int:
     """``mcp-ref serve``: run until end of input (stdio) or a signal.
 
@@ -228,6 +245,7 @@ def serve_command(args: argparse.Namespace) -> int:
                 port,
                 stateless=args.stateless,
                 json_response=args.json_response,
+                **_http_extras(args),
             )
         else:
             start = partial(serve_websocket, server, host, port, **session_kw)
