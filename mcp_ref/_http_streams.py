@@ -169,6 +169,8 @@ class SessionStreams:
         self.ended = False
         """The session ended: every response writing its streams ends."""
         self._next_stream = 0
+        self.prefix = ""
+        """Put before each POST stream's id (a process adopting a shared session's)."""
         if kind == "streamable":
             self.streams[STANDALONE] = self.new_stream(STANDALONE, json_mode=False)
         elif kind == "legacy":
@@ -197,7 +199,7 @@ class SessionStreams:
         an SSE one gets its base event in the store, the first cursor."""
         if stream_id is None:
             self._next_stream += 1
-            stream_id = f"p{self._next_stream}"
+            stream_id = f"{self.prefix}p{self._next_stream}"
         base = "" if json_mode else self.store.append(stream_id, "")
         return LogicalStream(stream_id, json_mode=json_mode, pending=pending or set(), base=base)
 

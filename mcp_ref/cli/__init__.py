@@ -147,6 +147,12 @@ def _parser() -> argparse.ArgumentParser:
         "answers (repeatable; ORIGIN becomes an allowed Origin too)",
     )
     serve.add_argument(
+        "--redis",
+        metavar="URL",
+        help="with --http: share sessions and resumable streams with the other servers "
+        "on this Redis (scale-out; needs mcp-ref[redis])",
+    )
+    serve.add_argument(
         "--no-access-log",
         dest="access_log",
         action="store_false",

@@ -186,8 +186,12 @@ def _address(text: str) -> tuple[str, int]:
 
 
 def _http_extras(args: argparse.Namespace) -> dict[str, Any]:
-    """``serve_http``'s CORS origins and access log (on unless ``--no-access-log``: one
-    line per request on stderr, logger ``mcp_ref.access``)."""
+    """``serve_http``'s CORS origins, access log (on unless ``--no-access-log``: one
+    line per request on stderr, logger ``mcp_ref.access``) and shared store (``--redis``).
+
+    Raises:
+        CliError: ``--redis`` without the redis client, or with a bad URL.
+    """
     access_log = getattr(args, "access_log", True)
     if access_log:
         from .._http_access import ACCESS_LOGGER
@@ -198,7 +202,17 @@ def _http_extras(args: argparse.Namespace) -> dict[str, Any]:
             handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
             logger.addHandler(handler)
             logger.setLevel(logging.INFO)
-    return {"cors_origins": getattr(args, "cors", None) or (), "access_log": access_log}
+    extras: dict[str, Any] = {"cors_origins": getattr(args, "cors", None) or ()}
+    if getattr(args, "redis", None):
+        try:
+            from ..stores.redis import RedisStores
+
+            extras["stores"] = RedisStores.from_url(args.redis)
+        except ImportError:
+            raise CliError("--redis needs the redis client: pip install 'mcp-ref[redis]'") from None
+        except ValueError as exc:
+            raise CliError(f"--redis: {exc}") from None
+    return {**extras, "access_log": access_log}
 
 
 def serve_command(args: argparse.Namespace) -> int:

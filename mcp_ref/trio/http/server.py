@@ -37,6 +37,7 @@ from ..._http import HttpLimits, Refused
 from ..._http_connection import NEED_DATA, Refusal, RequestReady, ServerConnection
 from ..._http_peers import http_url
 from ..._http_server import ServerConfig, server_config
+from ...stores import Sharing, Stores
 from .._listen import close_listeners, peer_of, serve_until_stopped
 from .._session import DEFAULT_GRACE_SECONDS, Handler
 from .common import H11Stream
@@ -95,6 +96,7 @@ async def serve_http(
     retry_ms: int = 1000,
     cors_origins: Collection[str] = (),
     access_log: bool = False,
+    stores: Stores | None = None,
     stop: trio.Event | None = None,
     grace_seconds: float = DEFAULT_GRACE_SECONDS,
     task_status: trio.TaskStatus[HttpServerInfo] = trio.TASK_STATUS_IGNORED,
@@ -127,6 +129,7 @@ async def serve_http(
         retry_ms: the ``retry`` field of priming events, in milliseconds.
         cors_origins, access_log: CORS origins (:mod:`mcp_ref._http_cors`), a log line
             per request (:mod:`mcp_ref._http_access`, logger ``mcp_ref.access``).
+        stores: sessions and streams shared with other processes (:mod:`mcp_ref.stores`).
         stop: set it to stop gracefully (default: a new event, ``HttpServerInfo.stop``).
             Then: no new connection is accepted (the listeners close); no connection
             serves a further request, and those waiting for one close; the requests in
@@ -169,6 +172,8 @@ async def serve_http(
         access_log=access_log,
     )
     server = HttpServer(handler, cfg, session_kw)
+    if stores is not None:
+        server.table.shared = Sharing(stores, cfg.limits.session_idle_seconds)
     listeners = await trio.open_tcp_listeners(port, host=host)
     try:
         bound, port = listeners[0].socket.getsockname()[:2]
@@ -246,6 +251,8 @@ class HttpServer:
                 if not isinstance(event, RequestReady):
                     return  # CLOSED
                 try:
+                    if self.table.shared is not None:  # (mcp_ref.stores)
+                        await self.table.shared.before(self.table, event)
                     await ENDPOINTS[event.endpoint](self.cfg, self.table, h, event)
                 except Refused as refused:  # its answer, unless a response has begun
                     data = conn.refuse(refused.error, event.last)

@@ -31,7 +31,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, Final, Literal
 
@@ -137,6 +137,7 @@ class HttpSession:
         """What wakes each response waiting for news of a stream (see :meth:`wake`)."""
         self.heads = ResponseHeads()
         """The heads of its answers, each built once."""
+        self.flush: Callable[[], Awaitable[None]] | None = None  # shared (mcp_ref.stores)
         self._on_end = on_end
 
     def wake(self, stream: LogicalStream) -> None:
@@ -220,12 +221,20 @@ class HttpSession:
         self.session = session
 
     async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
-        """:meth:`send_nowait`, awaited."""
-        self.send_nowait(data, related_request_id=related_request_id)
+        """:meth:`send_nowait`, awaited; a shared session's event log is written before
+        the responses wake (:mod:`mcp_ref.stores`)."""
+        if self.flush is None:
+            return self.send_nowait(data, related_request_id=related_request_id)
+        stream = self.state.route(data, related_request_id)
+        await self.flush()
+        if stream is not None:
+            self.wake(stream)
 
     def send_nowait(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
         """Put one message on the logical stream the core chooses and wake the responses
-        writing it.  Never blocks, never raises."""
+        writing it.  Never blocks, never raises (but WouldBlock when shared: use send)."""
+        if self.flush is not None:
+            raise trio.WouldBlock
         stream = self.state.route(data, related_request_id)
         if stream is None:
             log.debug("message dropped: no stream for it (its POST is gone, or stateless)")
@@ -256,8 +265,9 @@ class SessionTable:
         self.book: SessionBook[HttpSession] = SessionBook(limits)  # every live one's seat
         self.supervisor = Supervisor()
         self.reaper_nudge = trio.Event()
+        self.shared: Any = None  # a mcp_ref.stores.Sharing: the store other processes share
 
-    async def open(self, kind: SessionKind) -> HttpSession:
+    async def open(self, kind: SessionKind, session_id: str | None = None) -> HttpSession:
         """Start a new session's owner task and return the session once it runs.  It
         counts against the client address in :data:`PEER`; to make room within the
         bounds, the session the book names is evicted first.
@@ -267,15 +277,16 @@ class SessionTable:
                 ``limits.max_sessions_per_peer``, both with ``Retry-After`` (seconds),
                 when no session can be evicted; 503 while shutting down.
         """
-        peer = PEER.get()
+        peer, adopted = PEER.get(), session_id is not None  # (adopted: from the registry)
         await self._make_room(peer)
-        session_id = None
-        if kind != "stateless":
+        if kind != "stateless" and session_id is None:
             # Spec: 2025-06-18/basic/transports#session-management.2
             # "The session ID SHOULD be globally unique and cryptographically secure (e.g., a
             # securely generated UUID, a JWT, or a cryptographic hash)."
             session_id = rules.new_session_id(secrets.token_bytes(16))
         sess = HttpSession(session_id, kind=kind, limits=self.limits, on_end=self.forget)
+        if self.shared is not None and kind == "streamable":
+            self.shared.attach(sess, adopted=adopted)
         if not self.supervisor.start_soon(self._own, sess):
             raise Refused(http_error(503, "the server is shutting down", clause=None))
         self.book.add(sess, peer, trio.current_time())

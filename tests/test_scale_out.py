@@ -1,0 +1,307 @@
+"""Scale-out (issue 17): two Streamable HTTP servers sharing a store, a client switching
+between them.  A session made on one is found by the other; a stream broken on one is
+resumed on the other (``Last-Event-ID``); a stateless (and a 2026-07-28) request is
+served by either.  First two servers in one process on :class:`MemoryStores`, then two
+server processes on a real ``redis-server`` (skipped, with the reason, when none is on
+PATH; ``.ci/run`` installs one)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from mcp_ref._stores import MemoryStores, SessionRecord, SharedEventStore, adoption_start
+from mcp_ref.server import Context, Server
+from mcp_ref.trio.http.server import close_sse_stream, open_http_server
+from tests._http_raw import RawConnection, init_body, notification_body, request_body
+
+T = "2025-06-18/basic/transports#"
+V = "2025-11-25"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def make_server() -> Server:
+    """echo; poll (ends its SSE stream, waits for release, then answers); release."""
+    server = Server("scale-out-test", "1")
+    released = trio.Event()
+
+    @server.tool()
+    def echo(text: str) -> str:
+        return text
+
+    @server.tool()
+    async def poll(ctx: Context) -> str:
+        await ctx.log("info", "before the close")
+        assert close_sse_stream(ctx.request_id)
+        await released.wait()
+        await ctx.log("info", "after the close")
+        return "polled"
+
+    @server.tool()
+    async def release() -> str:
+        released.set()
+        return "released"
+
+    return server
+
+
+def call(rid: int, name: str, **arguments: Any) -> bytes:
+    return request_body(rid, "tools/call", {"name": name, "arguments": arguments})
+
+
+async def post(port: int, body: bytes, sid: str | None, **kw: Any) -> tuple[int, list[Any], Any]:
+    """POST ``body``; (status, the messages of its answer, the answer)."""
+    conn = await RawConnection.open(port)
+    try:
+        version = None if sid is None else V
+        ans = await conn.request("POST", body=body, session_id=sid, version=version, **kw)
+        messages: list[Any] = []
+        if ans.content_type == "text/event-stream":
+            while (got := await ans.message()) is not None:
+                messages.append(got)
+        else:
+            data = await ans.body()
+            if data:
+                messages.append((None, json.loads(data)))
+        return ans.status, messages, ans
+    finally:
+        await conn.aclose()
+
+
+async def initialize(port: int) -> str:
+    status, _, ans = await post(port, init_body(1, V), None)
+    assert status == 200
+    sid = ans.session_id
+    assert sid is not None
+    status, _, _ = await post(port, notification_body("notifications/initialized"), sid)
+    assert status == 202
+    return sid
+
+
+async def switching_client(a: int, b: int, forgotten: Callable[[str], Any]) -> None:
+    """The client's walk between the servers on ports ``a`` and ``b``."""
+    sid = await initialize(a)
+    # The session made on A is found by B (adopted: B never saw its initialize).
+    status, messages, _ = await post(b, call(2, "echo", text="hi"), sid)
+    assert status == 200, messages
+    assert messages[-1][1]["result"]["content"][0]["text"] == "hi"
+    # A stream broken on A...
+    status, messages, _ = await post(a, call(3, "poll"), sid)
+    assert status == 200
+    assert [m["params"]["data"] for _, m in messages] == ["before the close"]
+    last_id = messages[-1][0]
+    assert last_id is not None
+    status, _, _ = await post(a, call(4, "release"), sid)
+    assert status == 200
+    # ... is resumed on B: what A sent meanwhile, then its end.  (A client resumes
+    # until the response comes: A may still be writing it to the store.)
+    got: list[Any] = []
+    for _ in range(50):
+        conn = await RawConnection.open(b)
+        ans = await conn.request("GET", session_id=sid, version=V, last_event_id=last_id)
+        assert ans.status == 200, await ans.body()
+        while (m := await ans.message()) is not None:
+            got.append(m[1])
+            last_id = m[0]
+        await conn.aclose()
+        if got and got[-1].get("id") == 3:
+            break
+    assert [m.get("params", {}).get("data") for m in got[:-1]] == ["after the close"]
+    assert got[-1]["result"]["content"][0]["text"] == "polled"
+    # DELETE on B ends the session for the registry too.
+    conn = await RawConnection.open(b)
+    ans = await conn.request("DELETE", session_id=sid, version=V)
+    assert ans.status == 200
+    await conn.aclose()
+    assert await forgotten(sid)
+    # A new session (no session id yet) is opened by either; a 2026-07-28 request
+    # (no sessions) is served by either, once the server takes them (issue 15:
+    # test_a_modern_request_is_served_by_either says which).
+    for port in (a, b):
+        status, messages, _ = await post(port, init_body(9, V), None)
+        assert status == 200
+    await modern_requests(a, b)
+
+
+MODERN = {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/list"}
+
+
+async def modern_requests(a: int, b: int) -> bool:
+    """A 2026-07-28 request (no session) to each server: whether both served it (False
+    while the server refuses them for the missing ``Mcp-Session-Id``, issue 15)."""
+    for port in (a, b):
+        status, messages, _ = await post(port, request_body(10, "tools/list"), None, headers=MODERN)
+        if status == 400 and "Mcp-Session-Id" in json.dumps(messages):
+            return False
+        assert status == 200, messages
+        assert "tools" in messages[-1][1]["result"]
+    return True
+
+
+@pytest.mark.spec(T + "resumability-and-redelivery.4")
+async def test_two_servers_in_one_process_share_a_memory_store() -> None:
+    stores = MemoryStores()
+    server = make_server()
+    with trio.fail_after(20):
+        async with (
+            open_http_server(server, stores=stores) as a,
+            open_http_server(server, stores=stores) as b,
+        ):
+
+            async def forgotten(sid: str) -> bool:
+                return await stores.get(sid) is None
+
+            await switching_client(a.port, b.port, forgotten)
+
+
+async def test_a_modern_request_is_served_by_either() -> None:
+    stores = MemoryStores()
+    server = make_server()
+    with trio.fail_after(10):
+        async with (
+            open_http_server(server, stores=stores) as a,
+            open_http_server(server, stores=stores) as b,
+        ):
+            served = await modern_requests(a.port, b.port)
+    if not served:
+        pytest.skip(reason="2026-07-28 requests without a session are not served yet (issue 15)")
+
+
+async def test_without_a_store_the_other_server_does_not_know_the_session() -> None:
+    server = make_server()
+    with trio.fail_after(10):
+        async with open_http_server(server) as a, open_http_server(server) as b:
+            sid = await initialize(a.port)
+            status, _, _ = await post(b.port, call(2, "echo", text="hi"), sid)
+            assert status == 404
+
+
+def test_core_shared_event_store_ids_stay_apart_and_load() -> None:
+    prefix, first = adoption_start(bytes(range(1, 9)))
+    assert prefix == "01020304." and first > 0
+    creator = SharedEventStore()
+    ids = [creator.append("p1", ""), creator.append("p1", "one"), creator.append("p1", "two")]
+    assert [e[1] for e in creator.outbox] == ids
+    adopter = SharedEventStore(first_seq=first)
+    own = adopter.append(prefix + "p1", "mine")
+    assert own not in ids
+    adopter.load("p1", [(i, d) for _, i, d in creator.outbox])
+    replay = adopter.replay_after(ids[1])
+    assert not isinstance(replay, type(None)) and replay.events == ((ids[2], "two"),)  # type: ignore[union-attr]
+    assert adopter.replay_after(own).events == ()  # type: ignore[union-attr]
+    record = SessionRecord(
+        session_id="s", protocol_version=V, client_capabilities={}, client_info={}
+    )
+    assert SessionRecord.from_bytes(record.to_bytes()) == record
+    assert SessionRecord.from_bytes(b"nonsense") is None
+
+
+def test_the_base_install_never_imports_redis() -> None:
+    code = (
+        "import sys, mcp_ref, mcp_ref._stores, mcp_ref.stores, mcp_ref.trio, mcp_ref.cli.serve;"
+        "assert 'redis' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+# -- two processes on a real Redis ------------------------------------------------------
+
+CHILD = """
+import sys, trio
+from functools import partial
+sys.path.insert(0, {root!r})
+from tests.test_scale_out import make_server
+from mcp_ref.stores.redis import RedisStores
+from mcp_ref.trio import serve_http
+
+async def main():
+    stores = RedisStores.from_url({url!r}, prefix={prefix!r})
+    async with trio.open_nursery() as nursery:
+        serve = partial(serve_http, make_server(), "127.0.0.1", 0, stores=stores)
+        info = await nursery.start(serve)
+        print(info.port, flush=True)
+        await trio.to_thread.run_sync(sys.stdin.read)  # until the test closes stdin
+        nursery.cancel_scope.cancel()
+
+trio.run(main)
+"""
+
+
+async def _line(proc: trio.Process, needle: bytes = b"") -> bytes:
+    """The first line of ``proc``'s stdout holding ``needle``."""
+    assert proc.stdout is not None
+    buf = b""
+    while True:
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            if needle in line.lower():
+                return line
+        chunk = await proc.stdout.receive_some()
+        if not chunk:
+            raise AssertionError(f"the process ended first: {buf!r}")
+        buf += chunk
+
+
+@asynccontextmanager
+async def redis_server() -> AsyncIterator[str]:
+    exe = shutil.which("redis-server")
+    if exe is None:
+        pytest.skip("no redis-server on PATH (Debian: apt-get install redis-server)")
+    pytest.importorskip("redis", reason="the redis client is not installed (mcp-ref[redis])")
+    with tempfile.TemporaryDirectory() as tmp:
+        sock = os.path.join(tmp, "redis.sock")
+        args = [exe, "--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no"]
+        async with trio.open_nursery() as nursery:
+            proc: trio.Process = await nursery.start(partial_run(args, stdout=subprocess.PIPE))
+            try:
+                await _line(proc, b"ready to accept connections")
+                yield f"unix://{sock}"
+            finally:
+                proc.terminate()
+
+
+def partial_run(args: list[str], **kw: Any) -> Any:
+    from functools import partial
+
+    return partial(trio.run_process, args, check=False, **kw)
+
+
+@asynccontextmanager
+async def child_server(url: str, prefix: str) -> AsyncIterator[int]:
+    code = CHILD.format(root=str(ROOT), url=url, prefix=prefix)
+    async with trio.open_nursery() as nursery:
+        proc: trio.Process = await nursery.start(
+            partial_run([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        )
+        try:
+            yield int(await _line(proc))
+        finally:
+            assert proc.stdin is not None
+            await proc.stdin.aclose()
+
+
+@pytest.mark.spec(T + "resumability-and-redelivery.4")
+async def test_two_server_processes_share_a_redis_store() -> None:
+    with trio.fail_after(60):
+        async with redis_server() as url:
+            import redis
+
+            client = redis.Redis.from_url(url)
+            prefix = "test:"
+            async with child_server(url, prefix) as a, child_server(url, prefix) as b:
+
+                async def forgotten(sid: str) -> bool:
+                    return client.get(f"{prefix}session:{sid}") is None
+
+                await switching_client(a, b, forgotten)
