@@ -126,27 +126,33 @@ async def switching_client(a: int, b: int, forgotten: Callable[[str], Any]) -> N
     await conn.aclose()
     assert await forgotten(sid)
     # A new session (no session id yet) is opened by either; a 2026-07-28 request
-    # (no sessions) is served by either, once the server takes them (issue 15:
-    # test_a_modern_request_is_served_by_either says which).
+    # (no sessions) is served by either.
     for port in (a, b):
         status, messages, _ = await post(port, init_body(9, V), None)
         assert status == 200
     await modern_requests(a, b)
 
 
-MODERN = {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/list"}
+MODERN = {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "echo"}
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "scale-out-test", "version": "1"},
+}
 
 
-async def modern_requests(a: int, b: int) -> bool:
-    """A 2026-07-28 request (no session) to each server: whether both served it (False
-    while the server refuses them for the missing ``Mcp-Session-Id``, issue 15)."""
+async def modern_requests(a: int, b: int) -> None:
+    """A 2026-07-28 request (no session) to each server."""
+    params = {"name": "echo", "arguments": {"text": "modern"}, "_meta": META}
     for port in (a, b):
-        status, messages, _ = await post(port, request_body(10, "tools/list"), None, headers=MODERN)
-        if status == 400 and "Mcp-Session-Id" in json.dumps(messages):
-            return False
+        status, messages, ans = await post(port, call_body(params), None, headers=MODERN)
         assert status == 200, messages
-        assert "tools" in messages[-1][1]["result"]
-    return True
+        assert ans.session_id is None
+        assert messages[-1][1]["result"]["content"][0]["text"] == "modern"
+
+
+def call_body(params: dict[str, Any]) -> bytes:
+    return request_body(10, "tools/call", params)
 
 
 @pytest.mark.spec(T + "resumability-and-redelivery.4")
@@ -173,9 +179,7 @@ async def test_a_modern_request_is_served_by_either() -> None:
             open_http_server(server, stores=stores) as a,
             open_http_server(server, stores=stores) as b,
         ):
-            served = await modern_requests(a.port, b.port)
-    if not served:
-        pytest.skip(reason="2026-07-28 requests without a session are not served yet (issue 15)")
+            await modern_requests(a.port, b.port)
 
 
 async def test_without_a_store_the_other_server_does_not_know_the_session() -> None:
