@@ -349,7 +349,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--url", metavar="URL", help="benchmark a Streamable HTTP server at URL")
     p.add_argument(
         "--only",
-        choices=["core", "e2e", "leak", "compare"],
+        choices=["core", "e2e", "leak", "compare", "scale"],
         action="append",
         help="run only these sections (repeatable)",
     )
@@ -467,6 +467,11 @@ def main(argv: list[str] | None = None) -> int:
     if "leak" in sections:
         _log("3. long runs")
         rows += leak_rows(size)
+    if "scale" in sections:  # (opt-in: needs redis-server and the redis client)
+        _log("6. scale-out over Redis")
+        from .scale import scale_rows
+
+        rows += scale_rows(size, log=_log)
     if "compare" in sections:
         _log("4. side by side with the official SDKs")
         from .compare import compare_rows

@@ -112,6 +112,16 @@ COLUMNS: dict[str, list[tuple[str, str, str]]] = {
         ("growth_bytes_per_req", "bytes/req", "f2"),
         ("growth_kb_per_session", "KB/session", "f2"),
     ],
+    "scale": [
+        ("workers", "workers", "f0"),
+        ("req_per_s", "req/s", "rate"),
+        ("p50_ms", "p50 ms", "f3"),
+        ("sessions", "sessions", "f0"),
+        ("errors", "errors", "f0"),
+        ("rss_start_mb", "RSS start MB", "f1"),
+        ("rss_end_mb", "RSS end MB", "f1"),
+        ("growth_kb_per_session", "KB/session", "f2"),
+    ],
 }
 COLUMNS["server"] = COLUMNS["e2e"]
 
@@ -125,9 +135,10 @@ TITLES = {
     "compare": "4. Side by side with the official SDKs (same load, ratio = ours/theirs; "
     "floor = bench.floor on the same transport)",
     "server": "5. Your server",
+    "scale": "6. Scale-out: worker processes sharing one Redis (sessions, resumable streams)",
 }
 
-_ORDER = ["core", "e2e", "leak", "compare", "server"]
+_ORDER = ["core", "e2e", "leak", "compare", "server", "scale"]
 
 
 def fmt(value: Any, kind: str) -> str:

@@ -32,6 +32,11 @@ session names its streams with a prefix of its own (``SessionStreams.prefix``) a
 counts its sequence numbers from a random start (:func:`adoption_start`), so its ids
 never meet the creator's.
 
+The registry keeps a record ``ttl_seconds`` (the servers' idle bound) after it was
+written or a process adopted the session; a session used all that time on one process
+only is then unknown to the others (they answer 404, and the client starts a new
+session, as the spec has it: 2025-06-18/basic/transports#session-management.7).
+
 What is not shared: the running handler's state (subscriptions, requests in progress:
 a request is answered by the process it reached), the standalone GET stream (each
 process has its own; a resumption of another process's is refused 409 and the client
@@ -219,8 +224,10 @@ class SharedEventStore(EventStore):
         in place of what was held of it: a resumption from before the first of them
         is then refused (409), as for events evicted here."""
         self.forget_stream(stream_id)
-        kept = list(events)[-self.max_events_per_stream :]
-        seqs = [parse_event_id(eid)[1] for eid, _ in kept]
+        # Two flushes of one session may reach the log in either order: by seq here.
+        ordered = sorted((parse_event_id(eid)[1], eid, data) for eid, data in events)
+        kept = [(eid, data) for _, eid, data in ordered[-self.max_events_per_stream :]]
+        seqs = [seq for seq, _, _ in ordered[-self.max_events_per_stream :]]
         if not kept or any(seq in self._order for seq in seqs):
             return  # nothing, or ids this store counts itself: not another process's
         while len(self._streams) >= self.max_streams:
