@@ -264,6 +264,8 @@ class ServerConnection:
         refused body is not worth reading; after an error h11 may no longer let us
         answer at all)."""
         data = b""
+        if isinstance(self.h11, ObservedConnection) and self.h11.exchange is None:
+            self.h11.begin(b"-", b"-", [])  # no head read: the access log says so
         if self.h11.our_state in (h11.IDLE, h11.SEND_RESPONSE):
             data = self._error_bytes(err, close=True)
         return Refusal(error=err, data=data, close=True)

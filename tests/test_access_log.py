@@ -22,7 +22,7 @@ from tests.test_asgi import ACCEPT, JSON, initialize, make_server, request
 from tests.test_http_cors import tiny_server
 
 LINE = re.compile(
-    r'^(?P<peer>\S+) "(?P<method>[A-Z]+) (?P<target>\S+)" (?P<status>\d+|-) '
+    r'^(?P<peer>\S+) "(?P<method>[A-Z]+|-) (?P<target>\S+)" (?P<status>\d+|-) '
     r"(?P<bytes>\d+)B (?P<ms>[\d.]+)ms session=(?P<session>\S+)(?P<incomplete> incomplete)?$"
 )
 
@@ -102,6 +102,16 @@ async def test_one_line_per_request(caplog: pytest.LogCaptureFixture) -> None:
     assert int(second["bytes"]) == len(missing)
     assert (third["status"], third["session"]) == ("403", "-")
     assert not any(m["incomplete"] for m in got)
+
+
+async def test_a_request_broken_before_its_head_is_logged(recorder: Recorder) -> None:
+    with trio.fail_after(10):
+        async with open_http_server(tiny_server(), access_log=True) as info:
+            conn = await RawConnection.open(info.port)
+            await conn.send_bytes(b"NOT HTTP AT ALL\r\n\r\n")
+            got = await recorder.wait_for(1)
+            await conn.aclose()
+    assert (got[0]["method"], got[0]["target"], got[0]["status"]) == ("-", "-", "400")
 
 
 async def test_an_answer_that_never_ends_is_logged_incomplete(recorder: Recorder) -> None:

@@ -182,6 +182,26 @@ async def test_a_modern_request_is_served_by_either() -> None:
             await modern_requests(a.port, b.port)
 
 
+async def test_two_asgi_apps_share_a_memory_store() -> None:
+    """As under ``uvicorn --workers 2``: a session made by one app is served by the
+    other (trio host here; the asyncio host runs the same code as a trio guest)."""
+    from mcp_ref.asgi import asgi_app
+    from tests.test_asgi import ACCEPT, JSON, VERSION, call_add, open_session, request
+    from tests.test_asgi import make_server as adder
+
+    stores = MemoryStores()
+    first, second = (asgi_app(adder(), stores=stores) for _ in range(2))
+    with trio.fail_after(10):
+        sid = await open_session(first)
+        headers = [ACCEPT, JSON, VERSION, (b"mcp-session-id", sid.encode())]
+        ex = await request(second, "POST", "/mcp", headers=headers, body=call_add(2, 2, 3))
+        assert ex.status == 200, ex.body
+        assert b'"structuredContent":{"result":5}' in ex.body
+        alone = asgi_app(adder())
+        ex = await request(alone, "POST", "/mcp", headers=headers, body=call_add(3))
+        assert ex.status == 404
+
+
 async def test_without_a_store_the_other_server_does_not_know_the_session() -> None:
     server = make_server()
     with trio.fail_after(10):

@@ -70,6 +70,7 @@ from .._http_access import AsgiExchange
 from .._http_connection import RequestReady
 from .._http_peers import peer_address
 from .._http_server import ServerConfig, server_config
+from ..stores import Sharing, Stores
 from ..trio._session import DEFAULT_GRACE_SECONDS, Handler
 from ..trio.http.endpoint import ENDPOINTS
 from ..trio.http.sessions import PEER, SessionTable
@@ -98,6 +99,7 @@ def asgi_app(
     retry_ms: int = 1000,
     cors_origins: Collection[str] = (),
     access_log: bool = False,
+    stores: Stores | None = None,
     grace_seconds: float = DEFAULT_GRACE_SECONDS,
     **session_kw: Any,
 ) -> McpAsgiApp:
@@ -124,6 +126,8 @@ def asgi_app(
             :func:`mcp_ref.trio.serve_http`.
         cors_origins, access_log: as for :func:`mcp_ref.trio.serve_http` (the ASGI
             server may log requests too; an answer never ended is not logged here).
+        stores: as for :func:`mcp_ref.trio.serve_http` (e.g. ``uvicorn --workers 2``
+            with :class:`~mcp_ref.stores.redis.RedisStores`).
         grace_seconds: at the lifespan shutdown, seconds the requests in progress get
             before they are cancelled (each then answered with an error, -32603).
         **session_kw: passed to the handler's ``serve`` or to
@@ -154,7 +158,9 @@ def asgi_app(
         cors_origins=cors_origins,
         access_log=access_log,
     )
-    return McpAsgiApp(handler, cfg, grace_seconds=grace_seconds, session_kw=session_kw)
+    return McpAsgiApp(
+        handler, cfg, grace_seconds=grace_seconds, session_kw=session_kw, stores=stores
+    )
 
 
 class McpAsgiApp:
@@ -168,6 +174,7 @@ class McpAsgiApp:
         cfg: the settings.
         grace_seconds: see :func:`asgi_app`.
         session_kw: see :func:`asgi_app`.
+        stores: see :func:`asgi_app`.
     """
 
     def __init__(
@@ -177,8 +184,10 @@ class McpAsgiApp:
         *,
         grace_seconds: float = DEFAULT_GRACE_SECONDS,
         session_kw: dict[str, Any] | None = None,
+        stores: Stores | None = None,
     ) -> None:
         self.cfg = cfg
+        self._stores = stores
         self._handler = handler
         self._grace = grace_seconds
         self._session_kw = session_kw or {}
@@ -200,6 +209,8 @@ class McpAsgiApp:
         if self._host is None:
             # Made on first use: only then is the loop known.
             table = SessionTable(self._handler, limits=self.cfg.limits, session_kw=self._session_kw)
+            if self._stores is not None:
+                table.shared = Sharing(self._stores, self.cfg.limits.session_idle_seconds)
             runtime = Runtime(table, self._grace)
             library = sniffio.current_async_library()
             if library == "trio":
@@ -337,6 +348,8 @@ async def _answer(
     token = PEER.set(peer)
     stream = AsgiStream(send, gone)
     try:
+        if table.shared is not None:  # (mcp_ref.stores)
+            await table.shared.before(table, req)
         await ENDPOINTS[req.endpoint](cfg, table, stream, req)  # type: ignore[arg-type]
     except Refused as refused:
         if not stream.started:
