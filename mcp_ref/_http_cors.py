@@ -75,6 +75,10 @@ def cors_origin(headers: Headers, cors: Collection[str], allowed: Collection[str
     origin = values[0]
     if "*" not in cors and origin.decode("latin-1") not in cors:
         return None
+    # Spec: 2025-06-18/basic/transports#security-warning.1
+    # "Servers MUST validate the `Origin` header on all incoming connections to prevent DNS
+    # rebinding attacks"
+    # CORS headers only for an origin the check lets through: CORS never loosens it.
     return origin if check_origin(headers, allowed) is None else None
 
 

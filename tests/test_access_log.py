@@ -148,8 +148,11 @@ def test_cli_logs_by_default_and_not_with_no_access_log() -> None:
     before, level = list(logger.handlers), logger.level
     args = _parser().parse_args(["serve", "--http", "127.0.0.1:0", "--cors", "https://a.example"])
     try:
+        logger.handlers.clear()
         assert _http_extras(args) == {"cors_origins": ["https://a.example"], "access_log": True}
-        assert len(logger.handlers) == len(before) + 1  # a line per request on stderr
+        assert len(logger.handlers) == 1  # a line per request on stderr
+        _http_extras(args)
+        assert len(logger.handlers) == 1  # once
     finally:
         logger.handlers[:] = before
         logger.setLevel(level)
@@ -166,3 +169,37 @@ def test_the_line() -> None:
     assert access_line(None, Exchange(b"GET", b"/", [], 0.0), 0.0, complete=False) == (
         '- "GET /" - 0B 0.0ms session=- incomplete'
     )
+
+
+async def test_mcp_ref_serve_http_logs_each_request_on_stderr() -> None:
+    """``mcp-ref serve --http ... --cors ORIGIN``: CORS headers on the answer, and its
+    access log line on stderr."""
+    import subprocess
+    import sys
+    from functools import partial
+
+    origin = "https://a.example"
+    argv = [sys.executable, "-m", "mcp_ref", "serve", "--http", "127.0.0.1:0", "--cors", origin]
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            proc = await nursery.start(
+                partial(trio.run_process, argv, stderr=subprocess.PIPE, check=False)
+            )
+            buf = b""
+            while (match := re.search(rb"http://127\.0\.0\.1:(\d+)/mcp", buf)) is None:
+                chunk = await proc.stderr.receive_some()
+                assert chunk, f"the server exited: {buf!r}"
+                buf += chunk
+            conn = await RawConnection.open(int(match.group(1)))
+            ans = await conn.request("POST", body=init_body(), headers={"origin": origin})
+            await ans.body()
+            await conn.aclose()
+            assert ans.status == 200
+            assert ans.headers["access-control-allow-origin"] == origin
+            while b'"POST /mcp" 200' not in buf:
+                chunk = await proc.stderr.receive_some()
+                assert chunk, f"the server exited: {buf!r}"
+                buf += chunk
+            line = next(x for x in buf.decode().splitlines() if '"POST /mcp" 200' in x)
+            assert f"session={ans.session_id}" in line
+            proc.terminate()

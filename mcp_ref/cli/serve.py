@@ -185,6 +185,16 @@ def _address(text: str) -> tuple[str, int]:
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
+class _ToStderr(logging.Handler):
+    """Writes each record on the ``sys.stderr`` of the moment (one line)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            print(self.format(record), file=sys.stderr, flush=True)
+        except Exception:
+            self.handleError(record)
+
+
 def _http_extras(args: argparse.Namespace) -> dict[str, Any]:
     """``serve_http``'s CORS origins, access log (on unless ``--no-access-log``: one
     line per request on stderr, logger ``mcp_ref.access``) and shared store (``--redis``).
@@ -197,8 +207,8 @@ def _http_extras(args: argparse.Namespace) -> dict[str, Any]:
         from .._http_access import ACCESS_LOGGER
 
         logger = logging.getLogger(ACCESS_LOGGER)
-        if not logger.handlers:
-            handler = logging.StreamHandler(sys.stderr)
+        if not any(isinstance(h, _ToStderr) for h in logger.handlers):
+            handler = _ToStderr()
             handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
             logger.addHandler(handler)
             logger.setLevel(logging.INFO)
