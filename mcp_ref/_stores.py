@@ -33,8 +33,9 @@ counts its sequence numbers from a random start (:func:`adoption_start`), so its
 never meet the creator's.
 
 The registry keeps a record ``ttl_seconds`` (the servers' idle bound) after it was
-written or a process adopted the session; a session used all that time on one process
-only is then unknown to the others (they answer 404, and the client starts a new
+last written: when the session is created or adopted, and again by a process sending
+on it once half that time has passed; a session idle that long everywhere is then
+unknown to the others (they answer 404, and the client starts a new
 session, as the spec has it: 2025-06-18/basic/transports#session-management.7).
 
 What is not shared: the running handler's state (subscriptions, requests in progress:
@@ -50,6 +51,7 @@ process (tests); :mod:`mcp_ref.stores.redis` on Redis.
 from __future__ import annotations
 
 import json
+import math
 from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol
@@ -211,6 +213,8 @@ class SharedEventStore(EventStore):
         """``(stream id, event id, data)`` appended and not yet in the log."""
         self.registered = first_seq != 0
         """The session's record is in the registry (an adopted one's always is)."""
+        self.registered_at = -math.inf
+        """When the record was last put, on the driver's clock (seconds)."""
 
     def append(self, stream_id: str, data: str) -> str:
         """:meth:`EventStore.append <mcp_ref._http_events.EventStore.append>`, the

@@ -232,6 +232,42 @@ def test_core_shared_event_store_ids_stay_apart_and_load() -> None:
     assert SessionRecord.from_bytes(b"nonsense") is None
 
 
+async def test_a_session_in_use_stays_registered(autojump_clock: Any) -> None:
+    """The record is put when initialize is answered, then again by a send once half
+    the TTL has passed (never on every send)."""
+    from types import SimpleNamespace
+
+    from mcp_ref._http import HttpLimits
+    from mcp_ref._http_streams import SessionStreams
+    from mcp_ref.stores import Sharing
+
+    class Counting(MemoryStores):
+        puts = 0
+
+        async def put(self, record: SessionRecord, ttl_seconds: float) -> None:
+            self.puts += 1
+            await super().put(record, ttl_seconds)
+
+    stores = Counting()
+    sharing = Sharing(stores, ttl_seconds=100)
+    state = SessionStreams("streamable", HttpLimits())
+    connection = SimpleNamespace(capabilities={}, peer_info=None)
+    sess: Any = SimpleNamespace(
+        id="s1", state=state, session=SimpleNamespace(connection=connection)
+    )
+    sharing.attach(sess, adopted=False)
+    await sess.flush()
+    assert stores.puts == 0  # initialize not answered yet
+    state.protocol_version = V
+    await sess.flush()
+    await sess.flush()
+    assert stores.puts == 1 and await stores.get("s1") is not None
+    await trio.sleep(60)
+    await sess.flush()
+    assert stores.puts == 2
+    assert [e[0] for e in stores.events] == ["s1"]  # the GET stream's first cursor, logged
+
+
 def test_the_base_install_never_imports_redis() -> None:
     code = (
         "import sys, mcp_ref, mcp_ref._stores, mcp_ref.stores, mcp_ref.trio, mcp_ref.cli.serve;"

@@ -16,7 +16,8 @@ process), :class:`~mcp_ref.stores.redis.RedisStores`.
   :class:`~mcp_ref._stores.SharedEventStore`; its messages are written to the
   :class:`EventLog` before the responses that carry them are woken
   (``HttpSession.send``, through :meth:`Sharing.flush`), and its record goes to the
-  registry once ``initialize`` is answered;
+  registry once ``initialize`` is answered (again while it is in use, every half
+  ``ttl_seconds``);
 * before a request reaches its endpoint (:meth:`Sharing.before`): a session id this
   process does not hold is looked up in the registry and adopted; a GET resuming a
   stream this process is not writing loads that stream from the log; a DELETE forgets
@@ -28,6 +29,8 @@ from __future__ import annotations
 import logging
 import secrets
 from typing import TYPE_CHECKING, Protocol
+
+import trio
 
 from .._http import LAST_EVENT_ID, MCP_SESSION_ID
 from .._http_connection import RequestReady
@@ -96,9 +99,11 @@ class Sharing:
         session goes on, unshared."""
         state, sid, store = sess.state, sess.id, sess.state.store
         assert sid is not None and isinstance(store, SharedEventStore)
+        now = trio.current_time()
         try:
-            if not store.registered and state.protocol_version and sess.session:
-                store.registered = True
+            stale = now - store.registered_at > self.ttl / 2  # (refreshed while in use)
+            if (stale or not store.registered) and state.protocol_version and sess.session:
+                store.registered, store.registered_at = True, now
                 if not state.init_failed:
                     record = record_of(sid, state.protocol_version, sess.session.connection)
                     await self.stores.put(record, self.ttl)
@@ -141,5 +146,7 @@ class Sharing:
         for body in adoption_preamble(record):
             await sess.deliver(body)
         await self.stores.put(record, self.ttl)  # refreshed: in use
+        assert isinstance(sess.state.store, SharedEventStore)
+        sess.state.store.registered_at = trio.current_time()
         log.debug("adopted session %s", sid)
         return sess
