@@ -127,9 +127,9 @@ async def serve_http(
         legacy_sse: also host the 2024-11-05 endpoints at ``legacy_sse_path`` (GET) and
             ``legacy_messages_path`` (POST).
         retry_ms: the ``retry`` field of priming events, in milliseconds.
-        cors_origins, access_log: CORS origins (:mod:`mcp_ref._http_cors`), a log line
-            per request (:mod:`mcp_ref._http_access`, logger ``mcp_ref.access``).
-        stores: sessions and streams shared with other processes (:mod:`mcp_ref.stores`).
+        cors_origins, access_log, stores: CORS origins (:mod:`mcp_ref._http_cors`); a log
+            line per request (:mod:`mcp_ref._http_access`); a store shared by processes
+            (:mod:`mcp_ref.stores`).  ``docs/http-deployment.md`` has all three.
         stop: set it to stop gracefully (default: a new event, ``HttpServerInfo.stop``).
             Then: no new connection is accepted (the listeners close); no connection
             serves a further request, and those waiting for one close; the requests in
