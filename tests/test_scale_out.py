@@ -338,9 +338,32 @@ def partial_run(args: list[str], **kw: Any) -> Any:
     return partial(trio.run_process, args, check=False, **kw)
 
 
+UVICORN_CHILD = """
+import socket, sys, threading, uvicorn
+sys.path.insert(0, {root!r})
+from tests.test_scale_out import make_server
+from mcp_ref.asgi import asgi_app
+from mcp_ref.stores.redis import RedisStores
+
+app = asgi_app(make_server(), stores=RedisStores.from_url({url!r}, prefix={prefix!r}))
+server = uvicorn.Server(uvicorn.Config(app, lifespan="on", log_level="warning"))
+sock = socket.socket()
+sock.bind(("127.0.0.1", 0))
+sock.listen(128)  # connections wait in the backlog until uvicorn accepts them
+print(sock.getsockname()[1], flush=True)
+
+def stop():
+    sys.stdin.read()  # until the test closes stdin
+    server.should_exit = True
+
+threading.Thread(target=stop, daemon=True).start()
+server.run(sockets=[sock])
+"""
+
+
 @asynccontextmanager
-async def child_server(url: str, prefix: str) -> AsyncIterator[int]:
-    code = CHILD.format(root=str(ROOT), url=url, prefix=prefix)
+async def child_server(url: str, prefix: str, template: str = CHILD) -> AsyncIterator[int]:
+    code = template.format(root=str(ROOT), url=url, prefix=prefix)
     async with trio.open_nursery() as nursery:
         proc: trio.Process = await nursery.start(
             partial_run([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
@@ -361,6 +384,28 @@ async def test_two_server_processes_share_a_redis_store() -> None:
             client = redis.Redis.from_url(url)
             prefix = "test:"
             async with child_server(url, prefix) as a, child_server(url, prefix) as b:
+
+                async def forgotten(sid: str) -> bool:
+                    return client.get(f"{prefix}session:{sid}") is None
+
+                await switching_client(a, b, forgotten)
+
+
+@pytest.mark.spec(T + "resumability-and-redelivery.4")
+async def test_two_uvicorn_processes_share_a_redis_store() -> None:
+    """The ASGI application on asyncio (its sessions a trio guest run), two uvicorn
+    processes on one Redis: the same walk."""
+    pytest.importorskip("uvicorn")
+    with trio.fail_after(60):
+        async with redis_server() as url:
+            import redis
+
+            client = redis.Redis.from_url(url)
+            prefix = "uvicorn:"
+            async with (
+                child_server(url, prefix, UVICORN_CHILD) as a,
+                child_server(url, prefix, UVICORN_CHILD) as b,
+            ):
 
                 async def forgotten(sid: str) -> bool:
                     return client.get(f"{prefix}session:{sid}") is None
