@@ -91,15 +91,21 @@ class Sharing:
         )
         if STANDALONE in state.streams:  # its first cursor, in the new store
             state.streams[STANDALONE] = state.new_stream(STANDALONE, json_mode=False)
-        sess.flush = lambda: self.flush(sess)
+        lock = trio.Lock()
+        sess.flush = lambda: self.flush(sess, lock)
 
-    async def flush(self, sess: HttpSession) -> None:
+    async def flush(self, sess: HttpSession, lock: trio.Lock) -> None:
         """Write what the session appended to the log (and its record, once
-        ``initialize`` is answered).  A store that fails is logged, not raised: the
-        session goes on, unshared."""
-        state, sid, store = sess.state, sess.id, sess.state.store
+        ``initialize`` is answered).  One write at a time per session (``lock``): the
+        sends that wait meanwhile go out together in the next write, in order.  A store
+        that fails is logged, not raised: the session goes on, unshared."""
+        sid, store = sess.id, sess.state.store
         assert sid is not None and isinstance(store, SharedEventStore)
-        now = trio.current_time()
+        async with lock:
+            await self._flush(sess, sid, store)
+
+    async def _flush(self, sess: HttpSession, sid: str, store: SharedEventStore) -> None:
+        state, now = sess.state, trio.current_time()
         try:
             stale = now - store.registered_at > self.ttl / 2  # (refreshed while in use)
             if (stale or not store.registered) and state.protocol_version and sess.session:
