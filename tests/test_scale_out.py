@@ -7,6 +7,7 @@ PATH; ``.ci/run`` installs one)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -314,12 +315,30 @@ async def _line(proc: trio.Process, needle: bytes = b"") -> bytes:
         buf += chunk
 
 
+NEEDS_REDIS = [
+    pytest.mark.skipif(
+        shutil.which("redis-server") is None,
+        reason="no redis-server on PATH (Debian: apt-get install redis-server)",
+    ),
+    pytest.mark.skipif(
+        importlib.util.find_spec("redis") is None,
+        reason="the redis client is not installed (mcp-ref[redis])",
+    ),
+]
+"""Marks of a test that runs a redis-server (a skip raised inside an async test loses
+its reason)."""
+
+
+def need_redis() -> str:
+    """The path of ``redis-server`` (the test is marked :data:`NEEDS_REDIS`)."""
+    exe = shutil.which("redis-server")
+    assert exe is not None
+    return exe
+
+
 @asynccontextmanager
 async def redis_server() -> AsyncIterator[str]:
-    exe = shutil.which("redis-server")
-    if exe is None:
-        pytest.skip("no redis-server on PATH (Debian: apt-get install redis-server)")
-    pytest.importorskip("redis", reason="the redis client is not installed (mcp-ref[redis])")
+    exe = need_redis()
     with tempfile.TemporaryDirectory() as tmp:
         sock = os.path.join(tmp, "redis.sock")
         args = [exe, "--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no"]
@@ -376,6 +395,8 @@ async def child_server(url: str, prefix: str, template: str = CHILD) -> AsyncIte
 
 
 @pytest.mark.spec(T + "resumability-and-redelivery.4")
+@NEEDS_REDIS[0]
+@NEEDS_REDIS[1]
 async def test_two_server_processes_share_a_redis_store() -> None:
     with trio.fail_after(60):
         async with redis_server() as url:
@@ -392,10 +413,12 @@ async def test_two_server_processes_share_a_redis_store() -> None:
 
 
 @pytest.mark.spec(T + "resumability-and-redelivery.4")
+@NEEDS_REDIS[0]
+@NEEDS_REDIS[1]
+@pytest.mark.skipif(importlib.util.find_spec("uvicorn") is None, reason="no uvicorn")
 async def test_two_uvicorn_processes_share_a_redis_store() -> None:
     """The ASGI application on asyncio (its sessions a trio guest run), two uvicorn
     processes on one Redis: the same walk."""
-    pytest.importorskip("uvicorn")
     with trio.fail_after(60):
         async with redis_server() as url:
             import redis
