@@ -57,9 +57,8 @@ class MessageChannel(Protocol):
         response, or sent while handling it), else None; Streamable HTTP routes on it.
 
         Raises:
-            Any exception when it could not be written, and the session ends:
-            ``trio.BrokenResourceError`` (the peer went away), ``trio.ClosedResourceError``
-            (this end was closed).
+            trio.BrokenResourceError: the peer went away (any error ends the session).
+            trio.ClosedResourceError: this end was closed.
         """
         ...
 
