@@ -35,7 +35,8 @@ dispatch, capabilities, sessions), :mod:`._tools`, :mod:`._resources` (with
 :mod:`._context` (what a handler gets), :mod:`._log_forward` (Python ``logging`` to
 the client), :mod:`._schema` and :mod:`._arguments` (JSON
 Schema from annotations, strict argument conversion), :mod:`._functions` (sync/async
-calls), :mod:`._content` (content helpers).
+calls), :mod:`._content` (content helpers), :mod:`._modern` (the 2026-07-28 era:
+discovery, caching hints, input rounds, per-request logging, subscriptions).
 """
 
 from .._ratelimit import RateLimit
@@ -53,6 +54,7 @@ from ._content import (
 from ._context import Context
 from ._log_forward import ClientLogHandler, mcp_level
 from ._logging import LEVELS, LogPolicy
+from ._modern import CacheHint, InputRequired, elicitation, roots, sampling
 from ._prompts import PromptDef
 from ._resources import ResourceDef, TemplateDef
 from ._schema import schema_for
@@ -65,9 +67,11 @@ __all__ = [
     "LEVELS",
     "MAX_COMPLETION_INPUT",
     "MAX_VALUES",
+    "CacheHint",
     "ClientLogHandler",
     "CompletionDef",
     "Context",
+    "InputRequired",
     "LogPolicy",
     "PromptDef",
     "RateLimit",
@@ -82,11 +86,14 @@ __all__ = [
     "assistant",
     "audio",
     "blob_resource",
+    "elicitation",
     "embedded",
     "image",
     "jsonschema_available",
     "mcp_level",
     "resource_link",
+    "roots",
+    "sampling",
     "schema_for",
     "text",
     "user",

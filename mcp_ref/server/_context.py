@@ -23,20 +23,22 @@ of the task's context variables); :class:`~mcp_ref.server.ClientLogHandler` read
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 import trio
 
 from .. import types as t
-from .._convert import ConversionError, structure, unstructure
-from .._errors import INTERNAL_ERROR, McpError
+from .._convert import unstructure
+from .._errors import INTERNAL_ERROR, LocalProtocolError, McpError
 from .._methods import capability_present
 from ._elicitation import elicited_content_problem
 from ._logging import LogPolicy, send_log
+from ._modern import Rounds, elicitation, roots, sampling
 
 if TYPE_CHECKING:
+    from .._modern import RequestContext as ModernContext
     from ..trio import RequestContext, Session
 
 __all__ = ["Context", "current_context"]
@@ -48,17 +50,39 @@ class Context:
     Attributes:
         request: the session's :class:`~mcp_ref.trio.RequestContext`.
         server: the :class:`~mcp_ref.server.Server` handling the request.
+        modern: a modern (2026-07-28) request's own context (version, client
+            capabilities and info, log level, from its ``_meta``); None in the
+            handshake era.
+        rounds: a modern request's input rounds (see :mod:`._modern`), on the methods
+            that may ask for input; else None.
     """
 
-    __slots__ = ("_last_progress_at", "_log_policy", "_log_queue", "request", "server")
+    __slots__ = (
+        "_last_progress_at",
+        "_log_policy",
+        "_log_queue",
+        "modern",
+        "request",
+        "rounds",
+        "server",
+    )
 
     MIN_PROGRESS_INTERVAL = 0.01
     """Seconds between two progress notifications of one request (at most 100 a
     second); the final one (``progress >= total``) always goes."""
 
-    def __init__(self, request: RequestContext, server: Any, log_policy: LogPolicy) -> None:
+    def __init__(
+        self,
+        request: RequestContext,
+        server: Any,
+        log_policy: LogPolicy,
+        modern: ModernContext | None = None,
+        rounds: Rounds | None = None,
+    ) -> None:
         self.request = request
         self.server = server
+        self.modern = modern
+        self.rounds = rounds
         self._log_policy = log_policy
         self._last_progress_at: float | None = None
         self._log_queue: Any = None  # records waiting to be forwarded (._log_forward)
@@ -93,14 +117,18 @@ class Context:
 
     @property
     def client_capabilities(self) -> t.ClientCapabilities | None:
-        """What the client declared in ``initialize``."""
+        """What the client declared: in ``initialize``, or in this request's ``_meta``
+        (modern era)."""
+        if self.modern is not None:
+            return self.modern.client_capabilities
         caps = self.request.session.peer_capabilities
         return caps if isinstance(caps, t.ClientCapabilities) else None
 
     def client_supports(self, *path: str) -> bool:
         """Whether the client declared a capability, e.g. ``("sampling",)``,
-        ``("elicitation",)``, ``("roots", "list_changed")``."""
-        return capability_present(self.request.session.peer_capabilities, path)
+        ``("elicitation",)``, ``("roots", "list_changed")``: in ``initialize``, or in
+        this request's ``_meta`` (modern era)."""
+        return capability_present(self.client_capabilities, path)
 
     async def log(self, level: str, data: Any, logger: str | None = None) -> bool:
         """Send a log message to the client, if its level allows (see :mod:`._logging`).
@@ -114,12 +142,17 @@ class Context:
 
         Returns:
             True when sent; False when filtered by level, rate-limited, or the server
-            does not declare ``logging``.
+            does not declare ``logging``.  A modern request is logged to only when its
+            ``_meta`` names a level (``io.modelcontextprotocol/logLevel``), at or above it.
 
         Raises:
             ValueError: unknown level.
             SessionClosed: the session ended.
+
+        Source: 2025-06-18/server/utilities/logging; 2026-07-28/server/utilities/logging
+        (per-request log level).
         """
+        modern = self.modern
         return await send_log(
             self.request.session,
             self._log_policy,
@@ -127,6 +160,9 @@ class Context:
             data,
             logger=logger,
             related_request_id=self.request.request_id,
+            per_request=modern is not None,
+            request_level=None if modern is None else modern.log_level,
+            declared=bool(getattr(self.server, "logging", True)),
         )
 
     async def report_progress(
@@ -174,6 +210,51 @@ class Context:
         """Send a notification to the client, tagged with this request."""
         await self.request.send_notification(method, params)
 
+    async def ask(self, requests: Mapping[str, Any]) -> dict[str, Any]:
+        """Ask the client for several inputs at once; their typed results by id.
+
+        ``requests`` maps ids of your choosing (unique within the request) to input
+        requests built with :func:`~mcp_ref.server.elicitation`,
+        :func:`~mcp_ref.server.sampling` or :func:`~mcp_ref.server.roots` (typed
+        ``ElicitRequest``, ``CreateMessageRequest``, ``ListRootsRequest``).  Write it the
+        same in both eras:
+
+        * handshake era: each is sent to the client as a request, in order;
+        * modern era (2026-07-28): answers given in earlier rounds are returned; if any
+          is missing the handler stops here and the server answers ``input_required``
+          with the missing ones; the client retries with the answers and the handler
+          runs again from the start (so the code before an ``ask`` runs once per round:
+          keep it free of side effects).  On ``tools/call``, ``prompts/get`` and
+          ``resources/read`` only.
+
+        Raises:
+            McpError: the client answered with an error; -32021 (modern) when the
+                request's client capabilities lack what an input needs; -32602
+                (modern) when an answer is not the result its request expects.
+            LocalProtocolError: the client did not declare the needed capability
+                (handshake era); asking for input where the method does not allow it.
+            SessionClosed: the session ended.
+
+        Source: 2026-07-28/basic/patterns/mrtr; 2025-06-18/client/sampling,
+        client/roots, client/elicitation.
+        """
+        if self.modern is not None:
+            if self.rounds is None:
+                raise LocalProtocolError(
+                    f"{self.request.method} cannot ask the client for input in 2026-07-28 "
+                    "(only tools/call, prompts/get and resources/read can)"
+                )
+            return self.rounds.take(requests)
+        results: dict[str, Any] = {}
+        for key, request in requests.items():
+            results[key] = await self.send_request(request.method, request.params)
+        return results
+
+    def _input_id(self, key: str | None, method: str) -> str:
+        if key is not None:
+            return key
+        return self.rounds.next_id(method) if self.rounds is not None else method
+
     async def sample(
         self,
         messages: str | Sequence[t.SamplingMessage],
@@ -181,6 +262,7 @@ class Context:
         max_tokens: int = 1000,
         system_prompt: str | None = None,
         temperature: float | None = None,
+        key: str | None = None,
         **kw: Any,
     ) -> t.CreateMessageResult:
         """Ask the client's LLM for a completion (``sampling/createMessage``).
@@ -189,30 +271,33 @@ class Context:
             messages: a prompt (one user text message) or the conversation.
             max_tokens: the most tokens to sample.
             system_prompt, temperature: as in ``CreateMessageRequestParams``.
+            key: the input's id in a modern ``input_required`` answer (default
+                ``sampling-N``, N its position among this handler's asks).
             kw: any other ``CreateMessageRequestParams`` field.
 
         Raises:
             LocalProtocolError: the client did not declare ``sampling``.
-            McpError, SessionClosed: as :meth:`send_request`.
+            McpError, SessionClosed: as :meth:`ask`.
 
         Source: 2025-06-18/client/sampling#creating-messages.
         """
-        if isinstance(messages, str):
-            messages = [t.SamplingMessage(role="user", content=t.TextContent(text=messages))]
-        params = t.CreateMessageRequestParams(
-            messages=list(messages),
+        request = sampling(
+            list(messages) if not isinstance(messages, str) else messages,
             max_tokens=max_tokens,
             system_prompt=system_prompt,
             temperature=temperature,
             **kw,
         )
-        result: t.CreateMessageResult = await self.send_request("sampling/createMessage", params)
+        key = self._input_id(key, request.method)
+        result: t.CreateMessageResult = (await self.ask({key: request}))[key]
         return result
 
     async def elicit(
         self,
         message: str,
         requested_schema: t.ElicitRequestFormParamsRequestedSchema | dict[str, Any],
+        *,
+        key: str | None = None,
     ) -> t.ElicitResult:
         """Ask the user for information through the client (form mode).
 
@@ -221,30 +306,28 @@ class Context:
                 (2025-06-18/client/elicitation#security-considerations.1).
             requested_schema: a flat object schema of primitive properties, typed or as
                 a JSON dict.
+            key: the input's id in a modern ``input_required`` answer (default
+                ``elicitation-N``).
 
         Raises:
             ValueError: ``requested_schema`` is not a valid requested schema.
             LocalProtocolError: the client did not declare ``elicitation``.
-            McpError: as :meth:`send_request`; also (code -32603) when the client
-                accepted with content that does not fit ``requested_schema``.
-            SessionClosed: as :meth:`send_request`.
+            McpError: as :meth:`ask`; also (code -32603) when the client accepted with
+                content that does not fit ``requested_schema``.
+            SessionClosed: as :meth:`ask`.
 
         Source: 2025-06-18/client/elicitation#creating-elicitation-requests,
         2025-06-18/client/elicitation#security-considerations.3.
         """
-        if isinstance(requested_schema, dict):
-            try:
-                requested_schema = structure(
-                    requested_schema, t.ElicitRequestFormParamsRequestedSchema
-                )
-            except ConversionError as exc:
-                raise ValueError(f"invalid requested_schema: {exc}") from None
-        params = t.ElicitRequestFormParams(message=message, requested_schema=requested_schema)
-        result: t.ElicitResult = await self.send_request("elicitation/create", params)
+        request = elicitation(message, requested_schema)
+        form = request.params
+        assert isinstance(form, t.ElicitRequestFormParams)
+        key = self._input_id(key, request.method)
+        result: t.ElicitResult = (await self.ask({key: request}))[key]
         if result.action == "accept":
             # Spec: 2025-06-18/client/elicitation#security-considerations.3
             # "Both parties SHOULD validate elicitation content against the provided schema"
-            schema_json = unstructure(requested_schema)
+            schema_json = unstructure(form.requested_schema)
             problem = elicited_content_problem(schema_json, result.content or {})
             if problem is not None:
                 raise McpError(
@@ -255,16 +338,22 @@ class Context:
                 )
         return result
 
-    async def list_roots(self) -> list[t.Root]:
+    async def list_roots(self, *, key: str | None = None) -> list[t.Root]:
         """The client's roots (``roots/list``).
+
+        Args:
+            key: the input's id in a modern ``input_required`` answer (default
+                ``roots-N``).
 
         Raises:
             LocalProtocolError: the client did not declare ``roots``.
-            McpError, SessionClosed: as :meth:`send_request`.
+            McpError, SessionClosed: as :meth:`ask`.
 
         Source: 2025-06-18/client/roots#listing-roots.
         """
-        result: t.ListRootsResult = await self.send_request("roots/list")
+        request = roots()
+        key = self._input_id(key, request.method)
+        result: t.ListRootsResult = (await self.ask({key: request}))[key]
         return list(result.roots)
 
 

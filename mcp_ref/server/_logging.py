@@ -121,8 +121,12 @@ async def send_log(
     *,
     logger: str | None = None,
     related_request_id: Any = None,
+    per_request: bool = False,
+    request_level: str | None = None,
+    declared: bool = True,
 ) -> bool:
-    """Send ``notifications/message`` if ``level`` reaches the session's level.
+    """Send ``notifications/message`` if ``level`` reaches the session's level (or, for
+    a modern request, the request's own).
 
     Args:
         session: the session to log to.
@@ -131,6 +135,11 @@ async def send_log(
         data: any JSON-serializable value (a string, a dict...).
         logger: an optional logger name.
         related_request_id: the request being handled, if any (HTTP routing).
+        per_request: the level is the request's (2026-07-28), not the session's: no
+            ``request_level`` means no message at all.
+        request_level: the request's ``io.modelcontextprotocol/logLevel``, or None.
+        declared: the server declares ``logging`` (read when ``per_request``; a modern
+            session negotiates no capabilities).
 
     Returns:
         True if the message was sent; False when it was below the level, rate-limited,
@@ -143,12 +152,20 @@ async def send_log(
     Source: 2025-06-18/server/utilities/logging#log-message-notifications.
     """
     check_level(level)
-    # Spec: 2025-06-18/server/utilities/logging#capabilities.1
-    # "Servers that emit log message notifications MUST declare the `logging` capability:"
-    if not capability_present(session.our_capabilities, ("logging",)):
-        return False
     state = state_of(session)
-    threshold = state.log_level or policy.default_level
+    if per_request:
+        # Spec: 2026-07-28/server/utilities/logging#per-request-log-level.1
+        # "The server MUST NOT emit `notifications/message` for a request that does not
+        # include this field."
+        if request_level is None or not declared:
+            return False
+        threshold = request_level
+    else:
+        # Spec: 2025-06-18/server/utilities/logging#capabilities.1
+        # "Servers that emit log message notifications MUST declare the `logging` capability:"
+        if not capability_present(session.our_capabilities, ("logging",)):
+            return False
+        threshold = state.log_level or policy.default_level
     if _RANK[level] < _RANK[threshold]:
         return False
     # Spec: 2025-06-18/server/utilities/logging#implementation-considerations.1

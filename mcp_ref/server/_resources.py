@@ -43,6 +43,7 @@ from ._arguments import ArgumentError, structure
 from ._content import resource_contents
 from ._context import Context
 from ._functions import FunctionInfo, inspect_function, invoke
+from ._modern import CacheHint
 from ._uritemplate import UriTemplate
 
 __all__ = [
@@ -96,11 +97,14 @@ class ResourceDef:
         resource: what ``resources/list`` shows.
         info: the function that reads it, or None for a fixed value.
         value: the fixed value (when ``info`` is None).
+        cache: the caching hints of its ``resources/read`` results in the modern era
+            (None: the server's default for reads).
     """
 
     resource: t.Resource
     info: FunctionInfo | None
     value: Any = None
+    cache: CacheHint | None = None
 
     @property
     def uri(self) -> str:
@@ -123,11 +127,14 @@ class TemplateDef:
         template: what ``resources/templates/list`` shows.
         uri_template: the parsed template.
         info: the function that reads a matching URI.
+        cache: the caching hints of its ``resources/read`` results in the modern era
+            (None: the server's default for reads).
     """
 
     template: t.ResourceTemplate
     uri_template: UriTemplate
     info: FunctionInfo
+    cache: CacheHint | None = None
 
     def match(self, uri: str) -> dict[str, Any] | None:
         """The function's keyword arguments for ``uri``, or None when this template
@@ -212,6 +219,7 @@ def make_resource(
     icons: list[t.Icon] | None = None,
     meta: dict[str, Any] | None = None,
     blocking: bool = True,
+    cache: CacheHint | None = None,
 ) -> ResourceDef:
     """Build a :class:`ResourceDef`.
 
@@ -223,6 +231,8 @@ def make_resource(
         description: default: the function's docstring summary.
         mime_type, title, size, annotations, icons, meta: as in ``Resource``.
         blocking: False runs a sync function inline.
+        cache: the caching hints of its reads (2026-07-28), e.g.
+            ``CacheHint(60_000, "public")``; default: the server's.
 
     Raises:
         ValueError: bad URI.  TypeError: the function takes parameters a resource
@@ -257,7 +267,7 @@ def make_resource(
         icons=icons,
         meta=meta,
     )
-    return ResourceDef(resource=resource, info=info, value=value)
+    return ResourceDef(resource=resource, info=info, value=value, cache=cache)
 
 
 def make_template(
@@ -272,6 +282,7 @@ def make_template(
     icons: list[t.Icon] | None = None,
     meta: dict[str, Any] | None = None,
     blocking: bool = True,
+    cache: CacheHint | None = None,
 ) -> TemplateDef:
     """Build a :class:`TemplateDef`.
 
@@ -282,6 +293,7 @@ def make_template(
         description: default: the function's docstring summary.
         title, mime_type, annotations, icons, meta: as in ``ResourceTemplate``.
         blocking: False runs a sync function inline.
+        cache: the caching hints of its reads (2026-07-28); default: the server's.
 
     Raises:
         UriTemplateError (a ValueError): the template is not valid RFC 6570.
@@ -312,4 +324,4 @@ def make_template(
         icons=icons,
         meta=meta,
     )
-    return TemplateDef(template=template, uri_template=parsed, info=info)
+    return TemplateDef(template=template, uri_template=parsed, info=info, cache=cache)

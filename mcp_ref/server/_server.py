@@ -44,9 +44,12 @@ from __future__ import annotations
 
 import inspect
 import logging
+import secrets
 import signal
 import sys
+import time
 from collections.abc import Callable, Iterable, Mapping
+from contextvars import ContextVar
 from functools import partial
 from typing import Any, Final, TypeVar, overload
 
@@ -54,6 +57,7 @@ import attrs
 import trio
 
 from .. import types as t
+from .._convert import unstructure
 from .._errors import (
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
@@ -62,9 +66,13 @@ from .._errors import (
     McpError,
 )
 from .._methods import capability_present
+from .._modern import MODERN_VERSIONS, SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY
+from .._modern import RequestContext as ModernContext
 from .._pagination import DEFAULT_PAGE_SIZE, InvalidCursor, paginate
 from .._ratelimit import RateLimit, take_or_refuse
+from .._request_state import InvalidRequestState, open_state, seal_state
 from .._state import SERVER
+from .._versions import SUPPORTED_VERSIONS
 from ..trio import RequestContext, Session, SessionClosed, open_session, serve_http, serve_stdio
 from ..trio._channel import MessageChannel
 from ..trio._session import DEFAULT_GRACE_SECONDS
@@ -74,6 +82,18 @@ from ._content import for_version
 from ._context import Context, current_context
 from ._log_forward import flush_forwarded
 from ._logging import LogPolicy, set_level
+from ._modern import (
+    CACHEABLE,
+    CAPABILITY_OF,
+    NOT_CACHEABLE,
+    REVISION,
+    CacheHint,
+    InputRequired,
+    Rounds,
+    modern_context,
+    supports_input,
+    with_cache_hint,
+)
 from ._prompts import PromptDef, make_prompt
 from ._resources import ResourceDef, TemplateDef, check_uri, make_resource, make_template
 from ._session_state import state_of
@@ -95,6 +115,20 @@ MAX_COMPLETION_INPUT: Final = 4096
 """The longest ``argument.value`` (characters) a completion request may carry."""
 
 _FEATURES: Final = frozenset({"tools", "resources", "prompts", "completions", "logging"})
+
+_request_modern: ContextVar[tuple[ModernContext | None, Rounds | None]] = ContextVar(
+    "mcp_ref.server.request_modern", default=(None, None)
+)
+"""The modern context and input rounds of the request being handled in this task."""
+
+
+@attrs.define(eq=False)
+class _Listener:
+    """One open ``subscriptions/listen``: the resource URIs it watches and the updates
+    waiting to be sent."""
+
+    uris: frozenset[str]
+    pending: dict[str, None] = attrs.field(factory=dict)
 
 
 class ResourceNotFound(McpError):
@@ -133,9 +167,23 @@ class Server:
         rate_limits: per-session :class:`RateLimit` by request method; default
             :data:`DEFAULT_RATE_LIMITS` (``completion/complete`` only).  Give
             ``{"tools/call": RateLimit(...), ...}`` to limit tool calls too.
+        cache: the caching hints of the modern era's cacheable results
+            (``server/discover`` and the lists; default ``CacheHint(0, "public")``:
+            immediately stale, shareable).
+        cache_hints: hints by method, overriding ``cache`` (e.g.
+            ``{"tools/list": CacheHint(60_000)}``).
+        read_cache: the hints of ``resources/read`` results for resources registered
+            without their own ``cache=`` (default: ``cache``'s TTL, ``"private"``).
+        state_key: the HMAC-SHA256 key that signs ``requestState`` (at least 16 bytes;
+            default: 32 random bytes, so only this instance accepts its states; give
+            the same key to every instance behind a load balancer).
+        state_ttl: seconds a ``requestState`` stays valid (default 300).
+        max_input_rounds: ``input_required`` answers one request may get before it is
+            refused with -32602 (default 8).
 
     Raises:
-        ValueError: a bad ``page_size``, ``log_level`` or ``declare`` entry.
+        ValueError: a bad ``page_size``, ``log_level`` or ``declare`` entry, a short
+            ``state_key``, a non-positive ``state_ttl`` or ``max_input_rounds``.
 
     Source: 2025-06-18/basic/lifecycle#initialization.3 (the server answers initialize
     with its capabilities and information).
@@ -161,7 +209,17 @@ class Server:
         max_pending_updates: int = 256,
         declare: Iterable[str] = (),
         rate_limits: Mapping[str, RateLimit] | None = None,
+        cache: CacheHint | None = None,
+        cache_hints: Mapping[str, CacheHint] | None = None,
+        read_cache: CacheHint | None = None,
+        state_key: bytes | None = None,
+        state_ttl: float = 300.0,
+        max_input_rounds: int = 8,
     ) -> None:
+        if state_key is not None and len(state_key) < 16:
+            raise ValueError("state_key must be at least 16 bytes")
+        if state_ttl <= 0 or max_input_rounds < 1:
+            raise ValueError("state_ttl and max_input_rounds must be positive")
         if page_size < 1:
             raise ValueError("page_size must be at least 1")
         if max_threads < 1 or max_subscriptions < 1 or max_pending_updates < 1:
@@ -185,6 +243,15 @@ class Server:
         self.max_subscriptions = max_subscriptions
         self.max_pending_updates = max_pending_updates
         self._declare = declared
+        self.cache = cache or CacheHint()
+        self.cache_hints: dict[str, CacheHint] = dict(cache_hints or {})
+        self.read_cache = read_cache or CacheHint(self.cache.ttl_ms, "private")
+        self._state_key = state_key or secrets.token_bytes(32)
+        self.state_ttl = state_ttl
+        self.max_input_rounds = max_input_rounds
+        self.clock: Callable[[], float] = time.time
+        """Seconds since the epoch, for ``requestState`` expiry (replaceable in tests)."""
+        self._listeners: dict[_Listener, None] = {}
         self.rate_limits: dict[str, RateLimit] = dict(
             DEFAULT_RATE_LIMITS if rate_limits is None else rate_limits
         )
@@ -212,6 +279,8 @@ class Server:
             "prompts/get": self._get_prompt,
             "logging/setLevel": self._set_level,
             "completion/complete": self._complete,
+            "server/discover": self._discover,
+            "subscriptions/listen": self._listen,
         }
 
     def __repr__(self) -> str:
@@ -470,6 +539,9 @@ class Server:
                     oldest = next(iter(pending))
                     del pending[oldest]
                     log.warning("dropped a queued resource update for %s", oldest)
+        for listener in tuple(self._listeners):
+            if uri in listener.uris and len(listener.pending) < self.max_pending_updates:
+                listener.pending[uri] = None
         self._wake()
 
     def _wake(self) -> None:
@@ -602,13 +674,108 @@ class Server:
         handler = self._dispatch.get(ctx.method)
         if handler is None:
             raise McpError(METHOD_NOT_FOUND, f"method not found: {ctx.method}")
+        modern = modern_context(ctx)
+        if modern is not None:
+            self._check_declared(ctx.method)
         limit = self.rate_limits.get(ctx.method)
         if limit is not None:
             self._check_rate(ctx, limit)
+        rounds = None
+        if modern is not None and supports_input(ctx.method):
+            rounds = self._open_rounds(ctx, modern)
+        token = _request_modern.set((modern, rounds))
         try:
-            return await handler(ctx)
+            try:
+                result = await handler(ctx)
+            except InputRequired as need:
+                return self._input_required(ctx, rounds, need)
+            if modern is not None and ctx.method in CACHEABLE:
+                result = with_cache_hint(result, self._cache_hint(ctx.method, rounds))
+            return result
         finally:
+            _request_modern.reset(token)
             await flush_forwarded()  # log records still queued go before the answer
+
+    def _check_declared(self, method: str) -> None:
+        """-32601 for a method whose capability this server does not declare (modern
+        era: the capabilities of ``server/discover`` match the handlers)."""
+        feature = CAPABILITY_OF.get(method)
+        if feature is not None and getattr(self.capabilities(), feature) is None:
+            raise McpError(METHOD_NOT_FOUND, f"method not found: {method}")
+
+    def _cache_hint(self, method: str, rounds: Rounds | None) -> CacheHint:
+        # Spec: 2026-07-28/server/utilities/caching#cache-key.2
+        # "Results produced by retrying a request through the multi round-trip requests
+        # mechanism&mdash;that is, requests carrying `inputResponses` or
+        # `requestState`&mdash;MUST NOT be cached, as they depend on inputs that are not
+        # part of the cache key."
+        if rounds is not None and (rounds.rounds or rounds.responses):
+            return NOT_CACHEABLE
+        if method == "resources/read":
+            return self.read_cache
+        return self.cache_hints.get(method, self.cache)
+
+    def _open_rounds(self, ctx: RequestContext, modern: ModernContext) -> Rounds:
+        """The input rounds of a modern request that may ask for input: the answers its
+        verified ``requestState`` carries, and its ``inputResponses``.
+
+        Raises:
+            McpError: -32602 for a ``requestState`` that fails verification.
+        """
+        params = ctx.params
+        answers: dict[str, Any] = {}
+        done = 0
+        state = params.request_state
+        if state is not None:
+            try:
+                opened = open_state(
+                    self._state_key,
+                    state,
+                    method=ctx.method,
+                    params=unstructure(params, REVISION),
+                    now=self.clock(),
+                )
+            except InvalidRequestState as exc:
+                # Spec: 2026-07-28/basic/patterns/mrtr#error-handling.2
+                # "Protocol errors (malformed JSON, invalid schema, internal server errors)
+                # SHOULD return a JSON-RPC error response with an appropriate error code and
+                # message."
+                raise McpError(
+                    INVALID_PARAMS, f"invalid requestState: {exc}", {"reason": exc.reason}
+                ) from None
+            answers, done = opened.answers, opened.rounds
+        return Rounds(modern, ctx.request_id, answers, params.input_responses or {}, done)
+
+    def _input_required(
+        self, ctx: RequestContext, rounds: Rounds | None, need: InputRequired
+    ) -> t.InputRequiredResult:
+        """The ``input_required`` answer asking for ``need.requests``, with a signed
+        state carrying the answers so far.
+
+        Raises:
+            McpError: -32602 past ``max_input_rounds``.
+            LocalProtocolError: input asked for outside the input rounds.
+        """
+        if rounds is None:
+            raise LocalProtocolError(f"{ctx.method} cannot ask the client for input")
+        done = rounds.rounds + 1
+        if done > self.max_input_rounds:
+            raise McpError(
+                INVALID_PARAMS,
+                f"{ctx.method} still needs input after {self.max_input_rounds} rounds",
+            )
+        state = seal_state(
+            self._state_key,
+            method=ctx.method,
+            params=unstructure(ctx.params, REVISION),
+            answers=rounds.answers,
+            rounds=done,
+            now=self.clock(),
+            ttl=self.state_ttl,
+        )
+        return t.InputRequiredResult(
+            result_type="input_required", input_requests=need.requests, request_state=state
+        )
 
     def _check_rate(self, ctx: RequestContext, limit: RateLimit) -> None:
         # Spec: 2025-06-18/server/tools#security-considerations.1 (rate limit tool calls)
@@ -627,7 +794,8 @@ class Server:
     # ----------------------------------------------------------------- requests
 
     def _context(self, ctx: RequestContext) -> Context:
-        context = Context(ctx, self, self.log_policy)
+        modern, rounds = _request_modern.get()
+        context = Context(ctx, self, self.log_policy, modern, rounds)
         current_context.set(context)  # in the request's own task (see ._log_forward)
         return context
 
@@ -664,6 +832,78 @@ class Server:
             server_info=self.info,
             instructions=self.instructions,
         )
+
+    async def _discover(self, ctx: RequestContext) -> t.DiscoverResult:
+        # Spec: 2026-07-28/server/discover#discovery.1
+        # "Servers MUST implement it."
+        # Spec: 2026-07-28/server/discover#discoverresult.1 (serverInfo in _meta)
+        # "Servers SHOULD include this field."
+        hint = self.cache_hints.get("server/discover", self.cache)
+        return t.DiscoverResult(
+            result_type="complete",
+            supported_versions=[*MODERN_VERSIONS, *SUPPORTED_VERSIONS],
+            capabilities=self.capabilities(),
+            instructions=self.instructions,
+            meta={SERVER_INFO_KEY: unstructure(self.info)},
+            ttl_ms=hint.ttl_ms,
+            cache_scope=hint.scope,
+        )
+
+    async def _listen(self, ctx: RequestContext) -> t.SubscriptionsListenResult:
+        """Serve one ``subscriptions/listen`` until the client cancels it (the handler
+        never returns on its own)."""
+        wanted: t.SubscriptionFilter = ctx.params.notifications
+        caps = self.capabilities()
+        lists = {
+            "tools": bool(wanted.tools_list_changed) and caps.tools is not None,
+            "prompts": bool(wanted.prompts_list_changed) and caps.prompts is not None,
+            "resources": bool(wanted.resources_list_changed) and caps.resources is not None,
+        }
+        uris = list(wanted.resource_subscriptions or ()) if caps.resources is not None else []
+        # Spec: 2026-07-28/basic/patterns/subscriptions#acknowledgment.1
+        # "The server MUST send `notifications/subscriptions/acknowledged` as the first
+        # message carrying the subscription's ID in `_meta` under
+        # `io.modelcontextprotocol/subscriptionId`, and MUST NOT send any notification on
+        # the subscription before it."
+        agreed = t.SubscriptionFilter(
+            tools_list_changed=lists["tools"] or None,
+            prompts_list_changed=lists["prompts"] or None,
+            resources_list_changed=lists["resources"] or None,
+            resource_subscriptions=uris or None,
+        )
+        tag = {SUBSCRIPTION_ID_KEY: ctx.request_id}
+        listener = _Listener(uris=frozenset(uris))
+        seen = dict(self._generation)
+        self._listeners[listener] = None
+        try:
+            await ctx.send_notification(
+                "notifications/subscriptions/acknowledged",
+                t.SubscriptionsAcknowledgedNotificationParams(notifications=agreed, meta=tag),
+            )
+            while True:
+                wakeup = self._wakeup
+                for kind in _LISTS:
+                    generation = self._generation[kind]
+                    if seen[kind] == generation:
+                        continue
+                    seen[kind] = generation
+                    # Spec: 2026-07-28/basic/patterns/subscriptions#opening-a-stream.1
+                    # "The server MUST NOT send notification types the client has not
+                    # explicitly requested."
+                    if lists[kind]:
+                        await ctx.send_notification(
+                            f"notifications/{kind}/list_changed", t.NotificationParams(meta=tag)
+                        )
+                while listener.pending:
+                    uri = next(iter(listener.pending))
+                    del listener.pending[uri]
+                    await ctx.send_notification(
+                        "notifications/resources/updated",
+                        t.ResourceUpdatedNotificationParams(uri=uri, meta=tag),
+                    )
+                await wakeup.wait()
+        finally:
+            self._listeners.pop(listener, None)
 
     async def _list_tools(self, ctx: RequestContext) -> t.ListToolsResult:
         page, cursor = self._page([d.tool for d in self._tools.values()], ctx.params, "tools")
@@ -713,7 +953,10 @@ class Server:
             contents = await target.read(context, self._threads())
         else:
             contents = await target.read(uri, kwargs, context, self._threads())
-        return t.ReadResourceResult(contents=contents)
+        result = t.ReadResourceResult(contents=contents)
+        if context.modern is not None and target.cache is not None:
+            result = with_cache_hint(result, target.cache)
+        return result
 
     async def _subscribe(self, ctx: RequestContext) -> t.Result:
         uri = ctx.params.uri

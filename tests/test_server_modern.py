@@ -1,0 +1,631 @@
+"""The high-level Server in the 2026-07-28 era: server/discover, caching hints, multi
+round-trip requests, per-request logging, subscriptions/listen.
+
+Each test runs ``Server.serve`` on one end of an in-memory channel and writes raw
+modern JSON-RPC requests (the three ``_meta`` keys on every one) on the other, so the
+server's answers are seen exactly as a client would.  Pages: 2026-07-28/server/discover,
+server/utilities/caching, basic/patterns/mrtr, server/utilities/logging,
+basic/patterns/subscriptions.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+import trio
+
+from mcp_ref import types as t
+from mcp_ref.server import CacheHint, Context, Server, elicitation, roots, sampling
+from mcp_ref.trio import memory_channel_pair
+
+from ._server_harness import connect
+
+spec = pytest.mark.spec
+
+VERSION = "2026-07-28"
+NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+ALL_CAPS: dict[str, Any] = {"elicitation": {}, "sampling": {}, "roots": {}}
+
+
+def meta(caps: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+    return {
+        "io.modelcontextprotocol/protocolVersion": VERSION,
+        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {} if caps is None else caps,
+        **extra,
+    }
+
+
+class Modern:
+    """The raw client end: send a request, collect what comes back for it."""
+
+    def __init__(self, channel: Any) -> None:
+        self.channel = channel
+        self.next_id = 0
+        self.inbox: list[dict[str, Any]] = []
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.channel.send(json.dumps(message).encode())
+
+    async def start(self, method: str, params: dict[str, Any] | None = None, **meta_kw: Any) -> int:
+        self.next_id += 1
+        body = dict(params or {})
+        body["_meta"] = {**meta(**meta_kw), **body.get("_meta", {})}
+        await self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": body})
+        return self.next_id
+
+    async def receive(self) -> dict[str, Any]:
+        with trio.fail_after(5):
+            message: dict[str, Any] = json.loads(await self.channel.receive())
+        self.inbox.append(message)
+        return message
+
+    async def request(
+        self, method: str, params: dict[str, Any] | None = None, **meta_kw: Any
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """``(the response, the notifications that came before it)``."""
+        rid = await self.start(method, params, **meta_kw)
+        notes = []
+        while True:
+            message = await self.receive()
+            if message.get("id") == rid and "method" not in message:
+                return message, notes
+            notes.append(message)
+
+    async def result(self, method: str, params: dict[str, Any] | None = None, **kw: Any) -> Any:
+        response, _ = await self.request(method, params, **kw)
+        assert "result" in response, response
+        return response["result"]
+
+    async def error(self, method: str, params: dict[str, Any] | None = None, **kw: Any) -> Any:
+        response, _ = await self.request(method, params, **kw)
+        assert "error" in response, response
+        return response["error"]
+
+
+@asynccontextmanager
+async def modern(server: Server) -> AsyncIterator[Modern]:
+    ours, theirs = memory_channel_pair()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.serve, theirs)
+        yield Modern(ours)
+        nursery.cancel_scope.cancel()
+
+
+def greeter() -> Server:
+    server = Server("greeter", "1.0", instructions="Say hello.")
+
+    @server.tool()
+    async def greet(ctx: Context) -> str:
+        answer = await ctx.elicit("What is your name?", NAME_SCHEMA, key="user_name")
+        return f"Hello, {(answer.content or {}).get('name')}!"
+
+    return server
+
+
+# ------------------------------------------------------------------------- discover
+
+
+@spec("2026-07-28/server/discover#discovery.1", "2026-07-28/server/discover#discoverresult.1")
+async def test_discover_names_versions_capabilities_and_server() -> None:
+    async with modern(greeter()) as client:
+        result = await client.result("server/discover")
+    assert result["resultType"] == "complete"
+    assert result["supportedVersions"][0] == VERSION
+    assert result["capabilities"]["tools"] == {"listChanged": True}
+    assert "prompts" not in result["capabilities"]
+    assert result["_meta"]["io.modelcontextprotocol/serverInfo"] == {
+        "name": "greeter",
+        "version": "1.0",
+    }
+    assert result["instructions"] == "Say hello."
+    assert result["ttlMs"] == 0 and result["cacheScope"] == "public"
+
+
+async def test_capabilities_match_handlers() -> None:
+    server = Server("empty", "1")
+    async with modern(server) as client:
+        caps = (await client.result("server/discover"))["capabilities"]
+        assert "tools" not in caps and "prompts" not in caps and "resources" not in caps
+        for method in ("tools/list", "prompts/list", "resources/list"):
+            assert (await client.error(method))["code"] == -32601
+        server.add_prompt(lambda: "hi", name="p")
+        assert "prompts" in (await client.result("server/discover"))["capabilities"]
+        assert (await client.result("prompts/list"))["prompts"][0]["name"] == "p"
+
+
+# -------------------------------------------------------------------------- caching
+
+
+@spec("2026-07-28/server/utilities/caching#time-to-live-ttl-field.5")
+async def test_cacheable_results_carry_hints() -> None:
+    server = Server(
+        "c", "1", cache=CacheHint(1000, "public"), cache_hints={"tools/list": CacheHint(5)}
+    )
+    server.add_tool(lambda: "x", name="x")
+    server.add_resource("test://open", "hello")
+    server.add_resource("test://mine", "secret", cache=CacheHint(7, "private"))
+    server.add_resource_template("test://t/{id}", lambda id: id)
+    server.add_prompt(lambda: "hi", name="p")
+    async with modern(server) as client:
+        tools = await client.result("tools/list")
+        prompts = await client.result("prompts/list")
+        resources = await client.result("resources/list")
+        templates = await client.result("resources/templates/list")
+        shared = await client.result("resources/read", {"uri": "test://open"})
+        own = await client.result("resources/read", {"uri": "test://mine"})
+    assert (tools["ttlMs"], tools["cacheScope"]) == (5, "public")
+    for result in (prompts, resources, templates):
+        assert (result["ttlMs"], result["cacheScope"]) == (1000, "public")
+    assert (shared["ttlMs"], shared["cacheScope"]) == (1000, "private")  # reads default private
+    assert (own["ttlMs"], own["cacheScope"]) == (7, "private")
+
+
+def test_a_negative_ttl_is_refused() -> None:
+    with pytest.raises(ValueError):
+        CacheHint(-1)
+    with pytest.raises(ValueError):
+        CacheHint(0, "everyone")  # type: ignore[arg-type]
+
+
+async def test_handshake_era_results_have_no_hints() -> None:
+    server = greeter()
+    async with connect(server) as client:
+        listed = await client.request("tools/list")
+    assert listed.ttl_ms is None and listed.cache_scope is None
+
+
+# ----------------------------------------------------------------------- MRTR
+
+
+async def _round_one(client: Modern, name: str = "greet", **kw: Any) -> dict[str, Any]:
+    result: dict[str, Any] = await client.result(
+        "tools/call", {"name": name, "arguments": {}}, caps=kw.pop("caps", ALL_CAPS), **kw
+    )
+    return result
+
+
+@spec(
+    "2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.1",
+    "2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.11",
+)
+async def test_elicit_answers_input_required_then_completes_on_retry() -> None:
+    async with modern(greeter()) as client:
+        first = await _round_one(client)
+        assert first["resultType"] == "input_required"
+        ask = first["inputRequests"]["user_name"]
+        assert ask["method"] == "elicitation/create"
+        assert ask["params"]["requestedSchema"] == NAME_SCHEMA
+        assert isinstance(first["requestState"], str)
+        assert "ttlMs" not in first  # interim results carry no caching hints
+        done = await client.result(
+            "tools/call",
+            {
+                "name": "greet",
+                "arguments": {},
+                "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Ada"}}},
+                "requestState": first["requestState"],
+            },
+            caps=ALL_CAPS,
+        )
+    assert done["resultType"] == "complete"
+    assert done["content"][0]["text"] == "Hello, Ada!"
+
+
+async def test_answers_of_earlier_rounds_come_back_without_asking_again() -> None:
+    server = Server("multi", "1")
+    runs: list[str] = []
+
+    @server.tool()
+    async def steps(ctx: Context) -> str:
+        runs.append("run")
+        name = await ctx.elicit("Step 1: name?", NAME_SCHEMA, key="step1")
+        color = await ctx.elicit(
+            "Step 2: color?",
+            {"type": "object", "properties": {"color": {"type": "string"}}},
+            key="step2",
+        )
+        roots_now = await ctx.list_roots()
+        return f"{(name.content or {})['name']} likes {(color.content or {})['color']} in {len(roots_now)} roots"
+
+    async with modern(server) as client:
+        r1 = await _round_one(client, "steps")
+        assert list(r1["inputRequests"]) == ["step1"]
+        r2 = await client.result(
+            "tools/call",
+            {
+                "name": "steps",
+                "arguments": {},
+                "inputResponses": {"step1": {"action": "accept", "content": {"name": "Ada"}}},
+                "requestState": r1["requestState"],
+            },
+            caps=ALL_CAPS,
+        )
+        assert list(r2["inputRequests"]) == ["step2"]
+        assert r2["requestState"] != r1["requestState"]
+        r3 = await client.result(
+            "tools/call",
+            {
+                "name": "steps",
+                "arguments": {},
+                "inputResponses": {"step2": {"action": "accept", "content": {"color": "blue"}}},
+                "requestState": r2["requestState"],
+            },
+            caps=ALL_CAPS,
+        )
+        assert r3["inputRequests"] == {"roots-1": {"method": "roots/list"}}
+        r4 = await client.result(
+            "tools/call",
+            {
+                "name": "steps",
+                "arguments": {},
+                "inputResponses": {"roots-1": {"roots": [{"uri": "file:///a"}]}},
+                "requestState": r3["requestState"],
+            },
+            caps=ALL_CAPS,
+        )
+    assert r4["content"][0]["text"] == "Ada likes blue in 1 roots"
+    assert len(runs) == 4
+
+
+async def test_ask_gathers_several_inputs_in_one_round() -> None:
+    server = Server("many", "1")
+
+    @server.tool()
+    async def many(ctx: Context) -> str:
+        got = await ctx.ask(
+            {
+                "user_name": elicitation("Name?", NAME_SCHEMA),
+                "greeting": sampling("Generate a greeting", max_tokens=50),
+                "client_roots": roots(),
+            }
+        )
+        return f"{got['greeting'].content.text} {got['user_name'].content['name']}"
+
+    async with modern(server) as client:
+        first = await _round_one(client, "many")
+        methods = {k: v["method"] for k, v in first["inputRequests"].items()}
+        assert methods == {
+            "user_name": "elicitation/create",
+            "greeting": "sampling/createMessage",
+            "client_roots": "roots/list",
+        }
+        done = await client.result(
+            "tools/call",
+            {
+                "name": "many",
+                "arguments": {},
+                "inputResponses": {
+                    "user_name": {"action": "accept", "content": {"name": "Ada"}},
+                    "greeting": {
+                        "role": "assistant",
+                        "content": {"type": "text", "text": "Hello"},
+                        "model": "m",
+                    },
+                    "client_roots": {"roots": []},
+                },
+                "requestState": first["requestState"],
+            },
+            caps=ALL_CAPS,
+        )
+    assert done["content"][0]["text"] == "Hello Ada"
+
+
+@spec("2026-07-28/basic/patterns/mrtr#error-handling.4")
+async def test_missing_answers_are_asked_again() -> None:
+    async with modern(greeter()) as client:
+        again = await client.result(
+            "tools/call",
+            {
+                "name": "greet",
+                "arguments": {},
+                "inputResponses": {"wrong_key": {"action": "accept", "content": {}}},
+            },
+            caps=ALL_CAPS,
+        )
+    assert again["resultType"] == "input_required"
+    assert list(again["inputRequests"]) == ["user_name"]
+
+
+@spec("2026-07-28/basic/patterns/mrtr#error-handling.3")
+async def test_unknown_answers_are_ignored() -> None:
+    async with modern(greeter()) as client:
+        done = await client.result(
+            "tools/call",
+            {
+                "name": "greet",
+                "arguments": {},
+                "inputResponses": {
+                    "user_name": {"action": "accept", "content": {"name": "Bo"}},
+                    "unknown_extra_key": {"action": "accept", "content": {"foo": "bar"}},
+                },
+            },
+            caps=ALL_CAPS,
+        )
+    assert done["content"][0]["text"] == "Hello, Bo!"
+
+
+@spec("2026-07-28/basic/patterns/mrtr#error-handling.1")
+async def test_an_answer_of_the_wrong_kind_is_invalid_params() -> None:
+    async with modern(greeter()) as client:
+        error = await client.error(
+            "tools/call",
+            {"name": "greet", "arguments": {}, "inputResponses": {"user_name": {"roots": []}}},
+            caps=ALL_CAPS,
+        )
+    assert error["code"] == -32602
+
+
+@spec(
+    "2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.6",
+    "2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.7",
+)
+async def test_a_tampered_or_forged_state_is_refused() -> None:
+    other = greeter()
+    async with modern(other) as client:
+        foreign = (await _round_one(client))["requestState"]
+    async with modern(greeter()) as client:
+        state = (await _round_one(client))["requestState"]
+        for bad in (state + "-TAMPERED", foreign, "not-a-state"):
+            error = await client.error(
+                "tools/call",
+                {
+                    "name": "greet",
+                    "arguments": {},
+                    "inputResponses": {"user_name": {"action": "accept", "content": {"name": "X"}}},
+                    "requestState": bad,
+                },
+                caps=ALL_CAPS,
+            )
+            assert error["code"] == -32602
+
+
+async def test_instances_sharing_a_key_accept_each_others_states() -> None:
+    key = b"a shared key of 32 bytes........"
+    first, second = greeter(), greeter()
+    first._state_key = second._state_key = key  # as Server(state_key=key) does
+    assert Server("k", "1", state_key=key)._state_key == key
+    async with modern(first) as client:
+        state = (await _round_one(client))["requestState"]
+    async with modern(second) as client:
+        done = await client.result(
+            "tools/call",
+            {
+                "name": "greet",
+                "arguments": {},
+                "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Cy"}}},
+                "requestState": state,
+            },
+            caps=ALL_CAPS,
+        )
+    assert done["content"][0]["text"] == "Hello, Cy!"
+
+
+@spec("2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.9")
+async def test_a_state_replayed_on_another_request_or_late_is_refused() -> None:
+    server = greeter()
+
+    @server.tool()
+    async def other(ctx: Context, n: int = 0) -> str:
+        await ctx.elicit("?", NAME_SCHEMA, key="user_name")
+        return "other"
+
+    now = [1_800_000_000.0]
+    server.clock = lambda: now[0]
+    answer = {"user_name": {"action": "accept", "content": {"name": "Ada"}}}
+    async with modern(server) as client:
+        state = (await _round_one(client, "other"))["requestState"]
+        replayed = await client.error(
+            "tools/call",
+            {"name": "greet", "arguments": {}, "inputResponses": answer, "requestState": state},
+            caps=ALL_CAPS,
+        )
+        assert replayed["code"] == -32602
+        other_args = await client.error(
+            "tools/call",
+            {
+                "name": "other",
+                "arguments": {"n": 1},
+                "inputResponses": answer,
+                "requestState": state,
+            },
+            caps=ALL_CAPS,
+        )
+        assert other_args["code"] == -32602
+        now[0] += server.state_ttl + 2
+        late = await client.error(
+            "tools/call",
+            {"name": "other", "arguments": {}, "inputResponses": answer, "requestState": state},
+            caps=ALL_CAPS,
+        )
+        assert late["code"] == -32602 and late["data"]["reason"] == "expired"
+
+
+async def test_rounds_are_bounded() -> None:
+    server = Server("nag", "1", max_input_rounds=2)
+
+    @server.tool()
+    async def nag(ctx: Context) -> str:
+        await ctx.elicit("?", NAME_SCHEMA, key="never")
+        return "no"
+
+    async with modern(server) as client:
+        state = (await _round_one(client, "nag"))["requestState"]
+        second = await client.result(
+            "tools/call", {"name": "nag", "arguments": {}, "requestState": state}, caps=ALL_CAPS
+        )
+        error = await client.error(
+            "tools/call",
+            {"name": "nag", "arguments": {}, "requestState": second["requestState"]},
+            caps=ALL_CAPS,
+        )
+    assert error["code"] == -32602
+
+
+@spec(
+    "2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.12",
+    "2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.13",
+)
+async def test_input_the_client_cannot_give_is_missing_capability() -> None:
+    async with modern(greeter()) as client:
+        error = await client.error(
+            "tools/call", {"name": "greet", "arguments": {}}, caps={"sampling": {}}
+        )
+    assert error["code"] == -32021
+    assert error["data"]["requiredCapabilities"] == {"elicitation": {}}
+
+
+async def test_prompts_and_reads_ask_too() -> None:
+    server = Server("p", "1")
+
+    @server.prompt()
+    async def about(ctx: Context) -> str:
+        got = await ctx.elicit("Context?", NAME_SCHEMA, key="user_context")
+        return f"About {(got.content or {})['name']}"
+
+    @server.resource("test://who")
+    async def who(ctx: Context) -> str:
+        return (await ctx.list_roots(key="r"))[0].uri
+
+    async with modern(server) as client:
+        first = await client.result("prompts/get", {"name": "about"}, caps=ALL_CAPS)
+        assert first["resultType"] == "input_required"
+        done = await client.result(
+            "prompts/get",
+            {
+                "name": "about",
+                "inputResponses": {"user_context": {"action": "accept", "content": {"name": "Z"}}},
+                "requestState": first["requestState"],
+            },
+            caps=ALL_CAPS,
+        )
+        assert done["messages"][0]["content"]["text"] == "About Z"
+        read = await client.result("resources/read", {"uri": "test://who"}, caps=ALL_CAPS)
+        assert read["inputRequests"] == {"r": {"method": "roots/list"}}
+        answered = await client.result(
+            "resources/read",
+            {
+                "uri": "test://who",
+                "inputResponses": {"r": {"roots": [{"uri": "file:///w"}]}},
+                "requestState": read["requestState"],
+            },
+            caps=ALL_CAPS,
+        )
+        assert answered["contents"][0]["text"] == "file:///w"
+        # Spec: caching#cache-key.2: a retried result is not to be cached.
+        assert (answered["ttlMs"], answered["cacheScope"]) == (0, "private")
+
+
+async def test_the_same_handler_sends_requests_in_the_handshake_era() -> None:
+    async with connect(
+        greeter(),
+        responders={
+            "elicitation/create": lambda p: t.ElicitResult(action="accept", content={"name": "Di"})
+        },
+    ) as client:
+        result = await client.call_tool("greet")
+    assert result.content[0].text == "Hello, Di!"  # type: ignore[union-attr]
+
+
+# -------------------------------------------------------------------------- logging
+
+
+def chatty() -> Server:
+    server = Server("chatty", "1")
+
+    @server.tool()
+    async def talk(ctx: Context) -> str:
+        for level in ("debug", "info", "warning", "error"):
+            await ctx.log(level, f"a {level} message")
+        return "done"
+
+    return server
+
+
+@spec("2026-07-28/server/utilities/logging#per-request-log-level.1")
+async def test_no_log_messages_without_a_log_level() -> None:
+    async with modern(chatty()) as client:
+        response, notes = await client.request("tools/call", {"name": "talk", "arguments": {}})
+    assert response["result"]["content"][0]["text"] == "done"
+    assert [n for n in notes if n.get("method") == "notifications/message"] == []
+
+
+@spec("2026-07-28/server/utilities/logging#per-request-log-level.2")
+async def test_log_messages_at_or_above_the_requested_level() -> None:
+    level = {"io.modelcontextprotocol/logLevel": "warning"}
+    async with modern(chatty()) as client:
+        _, notes = await client.request(
+            "tools/call", {"name": "talk", "arguments": {}, "_meta": level}
+        )
+    assert [n["params"]["level"] for n in notes if n["method"] == "notifications/message"] == [
+        "warning",
+        "error",
+    ]
+
+
+# -------------------------------------------------------------------- subscriptions
+
+
+async def _listen(client: Modern, notifications: dict[str, Any]) -> int:
+    return await client.start("subscriptions/listen", {"notifications": notifications})
+
+
+@spec(
+    "2026-07-28/basic/patterns/subscriptions#acknowledgment.1",
+    "2026-07-28/basic/patterns/subscriptions#opening-a-stream.1",
+)
+async def test_listen_acknowledges_then_sends_what_the_filter_asks() -> None:
+    server = Server("subs", "1")
+    server.add_tool(lambda: "x", name="x")
+    server.add_prompt(lambda: "p", name="p")
+    server.add_resource("test://watched", "v1")
+    async with modern(server) as client:
+        rid = await _listen(
+            client,
+            {"toolsListChanged": True, "resourceSubscriptions": ["test://watched"]},
+        )
+        ack = await client.receive()
+        assert ack["method"] == "notifications/subscriptions/acknowledged"
+        assert ack["params"]["_meta"] == {"io.modelcontextprotocol/subscriptionId": rid}
+        assert ack["params"]["notifications"] == {
+            "toolsListChanged": True,
+            "resourceSubscriptions": ["test://watched"],
+        }
+        server.add_prompt(lambda: "q", name="q")  # not asked for: nothing sent
+        server.add_tool(lambda: "y", name="y")
+        changed = await client.receive()
+        assert changed["method"] == "notifications/tools/list_changed"
+        assert changed["params"]["_meta"] == {"io.modelcontextprotocol/subscriptionId": rid}
+        server.resource_updated("test://other")
+        server.resource_updated("test://watched")
+        updated = await client.receive()
+        assert updated["method"] == "notifications/resources/updated"
+        assert updated["params"] == {
+            "uri": "test://watched",
+            "_meta": {"io.modelcontextprotocol/subscriptionId": rid},
+        }
+        await client.send(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": rid},
+            }
+        )
+        # The cancelled listen is not answered; the next request is.
+        assert (await client.result("tools/list"))["tools"][0]["name"] == "x"
+        server.add_tool(lambda: "z", name="z")
+        assert (await client.result("server/discover"))["resultType"] == "complete"
+    assert [m.get("method") for m in client.inbox].count("notifications/tools/list_changed") == 1
+
+
+async def test_listen_acknowledges_only_what_the_server_offers() -> None:
+    server = Server("tools-only", "1")
+    server.add_tool(lambda: "x", name="x")
+    async with modern(server) as client:
+        await _listen(client, {"promptsListChanged": True, "toolsListChanged": True})
+        ack = await client.receive()
+    assert ack["params"]["notifications"] == {"toolsListChanged": True}
