@@ -33,12 +33,23 @@ SAMPLED = t.CreateMessageResult(
 )
 
 
+_FILL: dict[str, Any] = {"string": "x", "boolean": True, "number": 1, "integer": 1}
+
+
+def _form_answer(params: Any) -> dict[str, Any]:
+    """Content for a form: one value of the right type for each property of the
+    2026-07-28 diagnostic tools' forms, else the usual username/email."""
+    properties = params.requested_schema.properties
+    if not set(properties) <= {"name", "ok", "color", "context"}:
+        return {"username": "testuser", "email": "test@example.com"}
+    return {name: _FILL.get(getattr(p, "type", "string"), "x") for name, p in properties.items()}
+
+
 def responders(elicited: dict[str, Any] | None = None) -> dict[str, Any]:
     return {
         "sampling/createMessage": lambda params: SAMPLED,
         "elicitation/create": lambda params: t.ElicitResult(
-            action="accept",
-            content=elicited or {"username": "testuser", "email": "test@example.com"},
+            action="accept", content=elicited or _form_answer(params)
         ),
         "roots/list": lambda params: t.ListRootsResult(roots=[t.Root(uri="file:///work")]),
     }

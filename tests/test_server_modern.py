@@ -19,6 +19,7 @@ import pytest
 import trio
 
 from mcp_ref import types as t
+from mcp_ref.examples.everything import make_server
 from mcp_ref.server import CacheHint, Context, Server, elicitation, roots, sampling
 from mcp_ref.trio import memory_channel_pair
 
@@ -629,3 +630,83 @@ async def test_listen_acknowledges_only_what_the_server_offers() -> None:
         await _listen(client, {"promptsListChanged": True, "toolsListChanged": True})
         ack = await client.receive()
     assert ack["params"]["notifications"] == {"toolsListChanged": True}
+
+
+# ---------------------------------------------------- the everything server's tools
+
+
+def _answer(request: dict[str, Any]) -> Any:
+    """A conformance client's answer to one input request."""
+    if request["method"] == "elicitation/create":
+        props = request["params"]["requestedSchema"]["properties"]
+        fill = {"string": "Ada", "boolean": True}
+        return {"action": "accept", "content": {k: fill[v["type"]] for k, v in props.items()}}
+    if request["method"] == "sampling/createMessage":
+        return {"role": "assistant", "content": {"type": "text", "text": "Paris"}, "model": "m"}
+    return {"roots": [{"uri": "file:///test/root", "name": "Test Root"}]}
+
+
+@pytest.mark.parametrize(
+    ("tool", "rounds", "expect"),
+    [
+        ("test_input_required_result_elicitation", 1, "Hello, Ada!"),
+        ("test_input_required_result_sampling", 1, "LLM response: Paris"),
+        ("test_input_required_result_list_roots", 1, "Roots: file:///test/root"),
+        ("test_input_required_result_request_state", 1, "state-ok"),
+        ("test_input_required_result_tampered_state", 1, "Confirmed"),
+        ("test_input_required_result_multiple_inputs", 1, "Paris Ada (1 roots)"),
+        ("test_input_required_result_multi_round", 2, "Ada likes Ada."),
+        ("test_input_required_result_capabilities", 1, "Received: "),
+        ("test_streaming_elicitation", 1, "Confirmed"),
+        ("test_missing_capability", 1, "Paris"),
+    ],
+)
+async def test_everything_diagnostic_tools_round_trip(tool: str, rounds: int, expect: str) -> None:
+    async with modern(make_server()) as client:
+        params: dict[str, Any] = {"name": tool, "arguments": {}}
+        for _ in range(rounds):
+            asked = await client.result("tools/call", params, caps=ALL_CAPS)
+            assert asked["resultType"] == "input_required", asked
+            params = {
+                **params,
+                "inputResponses": {k: _answer(r) for k, r in asked["inputRequests"].items()},
+                "requestState": asked["requestState"],
+            }
+        done = await client.result("tools/call", params, caps=ALL_CAPS)
+    assert done["resultType"] == "complete" and not done.get("isError"), done
+    assert expect in done["content"][0]["text"]
+
+
+async def test_everything_refuses_what_the_client_did_not_declare() -> None:
+    async with modern(make_server()) as client:
+        error = await client.error("tools/call", {"name": "test_missing_capability"})
+        assert error["code"] == -32021
+        assert error["data"]["requiredCapabilities"] == {"sampling": {}}
+        only = await client.result(
+            "tools/call",
+            {"name": "test_input_required_result_capabilities"},
+            caps={"sampling": {}},
+        )
+        assert [r["method"] for r in only["inputRequests"].values()] == ["sampling/createMessage"]
+        _, notes = await client.request("tools/call", {"name": "test_logging_tool"})
+        assert not any(n.get("method") == "notifications/message" for n in notes)
+        missing = await client.error("resources/read", {"uri": "test://none"})
+        assert missing["code"] == -32602 and missing["data"] == {"uri": "test://none"}
+
+
+async def test_everything_prompt_asks_and_triggers_reach_listeners() -> None:
+    async with modern(make_server()) as client:
+        asked = await client.result(
+            "prompts/get", {"name": "test_input_required_result_prompt"}, caps=ALL_CAPS
+        )
+        assert list(asked["inputRequests"]) == ["user_context"]
+        rid = await _listen(client, {"toolsListChanged": True, "promptsListChanged": True})
+        assert (await client.receive())["method"] == "notifications/subscriptions/acknowledged"
+        await client.start("tools/call", {"name": "test_trigger_tool_change"})
+        await client.start("tools/call", {"name": "test_trigger_prompt_change"})
+        seen = [(await client.receive()) for _ in range(4)]
+    changes = {m["method"] for m in seen if m.get("method", "").endswith("list_changed")}
+    assert changes == {"notifications/tools/list_changed", "notifications/prompts/list_changed"}
+    for m in seen:
+        if "method" in m:
+            assert m["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == rid

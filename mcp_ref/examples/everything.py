@@ -57,8 +57,11 @@ from ..server import (
     Server,
     ToolError,
     audio,
+    elicitation,
     embedded,
     image,
+    roots,
+    sampling,
     text,
     user,
 )
@@ -215,6 +218,7 @@ def make_server() -> Server:
         },
     )
     _conformance_tools(server)
+    _modern_tools(server)
     _realistic_tools(server)
     # Tools embed resources, and the server offers resources too:
     # Spec: 2025-06-18/server/tools#embedded-resources.2
@@ -228,7 +232,7 @@ def _needs_2025_11_25(ctx: Context) -> None:
     """Elicitation defaults and the new enum shapes exist from 2025-11-25 on."""
     if not ctx.client_supports("elicitation"):
         raise ToolError("The client does not support elicitation")
-    version = ctx.session.protocol_version or ""
+    version = ctx.modern.protocol_version if ctx.modern else ctx.session.protocol_version or ""
     if version < "2025-11-25":
         raise ToolError(f"This tool needs protocol 2025-11-25; the session uses {version}")
 
@@ -383,6 +387,160 @@ def _conformance_tools(server: Server) -> None:
         _close_http_stream(ctx)
         await trio.sleep(0.2)
         return "Reconnection test completed"
+
+
+def _schema(**properties: str) -> dict[str, Any]:
+    """A flat form of required properties, each given by its JSON type name."""
+    return {
+        "type": "object",
+        "properties": {name: {"type": kind} for name, kind in properties.items()},
+        "required": list(properties),
+    }
+
+
+def _said(result: t.CreateMessageResult) -> str:
+    """The text of a sampling result."""
+    content = result.content if isinstance(result.content, list) else [result.content]
+    return " ".join(c.text for c in content if isinstance(c, t.TextContent))
+
+
+def _modern_tools(server: Server) -> None:
+    """The diagnostic tools and prompt of the 2026-07-28 server scenarios
+    (``server-stateless``, ``input-required-result-*``).  Each asks for input with
+    ``ctx.elicit``/``ctx.sample``/``ctx.list_roots``/``ctx.ask``, written the same for
+    both eras: in the handshake era those are requests to the client, in 2026-07-28 an
+    ``input_required`` answer and a retry (see :mod:`mcp_ref.server._modern`)."""
+
+    @server.tool()
+    async def test_missing_capability(ctx: Context) -> str:
+        """Needs the client's sampling: without it the call is refused (-32021)."""
+        return _said(await ctx.sample("Say hello.", max_tokens=20, key="hello"))
+
+    @server.tool()
+    async def test_streaming_elicitation(ctx: Context) -> str:
+        """Asks the user to confirm; in 2026-07-28 the ask is an input_required result on
+        the request's own stream, never a request of its own."""
+        answer = await ctx.elicit("Please confirm", _schema(ok="boolean"), key="confirm")
+        return f"Confirmed: action={answer.action}"
+
+    @server.tool()
+    async def test_logging_tool(ctx: Context) -> str:
+        """Logs one message at each of debug, info and warning (sent only at or above
+        the request's own log level, and not at all without one)."""
+        for level in ("debug", "info", "warning"):
+            await ctx.log(level, f"test_logging_tool: a {level} message", logger="everything")
+        return "Logged three messages."
+
+    async def test_dynamic_tool() -> str:
+        """A tool that comes and goes with test_trigger_tool_change."""
+        return "The dynamic tool is here."
+
+    @server.tool()
+    async def test_trigger_tool_change() -> str:
+        """Adds or removes test_dynamic_tool (listeners get tools/list_changed)."""
+        if "test_dynamic_tool" in server.tools:
+            server.remove_tool("test_dynamic_tool")
+            return "test_dynamic_tool removed"
+        server.add_tool(test_dynamic_tool)
+        return "test_dynamic_tool added"
+
+    def test_dynamic_prompt() -> str:
+        """A prompt that comes and goes with test_trigger_prompt_change."""
+        return "The dynamic prompt is here."
+
+    @server.tool()
+    async def test_trigger_prompt_change() -> str:
+        """Adds or removes test_dynamic_prompt (listeners get prompts/list_changed)."""
+        if "test_dynamic_prompt" in server.prompts:
+            server.remove_prompt("test_dynamic_prompt")
+            return "test_dynamic_prompt removed"
+        server.add_prompt(test_dynamic_prompt, blocking=False)
+        return "test_dynamic_prompt added"
+
+    @server.tool()
+    async def test_input_required_result_elicitation(ctx: Context) -> str:
+        """Asks the user's name (input ``user_name``) and greets them."""
+        answer = await ctx.elicit("What is your name?", _schema(name="string"), key="user_name")
+        return f"Hello, {(answer.content or {}).get('name', 'stranger')}!"
+
+    @server.tool()
+    async def test_input_required_result_sampling(ctx: Context) -> str:
+        """Asks the client's LLM a question (input ``capital_question``)."""
+        answer = await ctx.sample(
+            "What is the capital of France?", max_tokens=100, key="capital_question"
+        )
+        return f"LLM response: {_said(answer)}"
+
+    @server.tool()
+    async def test_input_required_result_list_roots(ctx: Context) -> str:
+        """Asks for the client's roots (input ``client_roots``) and lists them."""
+        found = await ctx.list_roots(key="client_roots")
+        return "Roots: " + (", ".join(r.uri for r in found) or "none")
+
+    @server.tool()
+    async def test_input_required_result_request_state(ctx: Context) -> str:
+        """Asks for a confirmation (input ``confirm``); the retry's requestState is
+        verified before the answer is used, which the result reports as state-ok."""
+        answer = await ctx.elicit("Please confirm", _schema(ok="boolean"), key="confirm")
+        return f"state-ok: the requestState verified; action={answer.action}"
+
+    @server.tool()
+    async def test_input_required_result_tampered_state(ctx: Context) -> str:
+        """Asks for a confirmation (input ``confirm``); a retry whose requestState was
+        changed is refused (-32602)."""
+        answer = await ctx.elicit("Please confirm", _schema(ok="boolean"), key="confirm")
+        return f"Confirmed: action={answer.action}"
+
+    @server.tool()
+    async def test_input_required_result_multiple_inputs(ctx: Context) -> str:
+        """Asks for a name, a sampled greeting and the roots in one round."""
+        got = await ctx.ask(
+            {
+                "user_name": elicitation("What is your name?", _schema(name="string")),
+                "greeting": sampling("Generate a greeting", max_tokens=50),
+                "client_roots": roots(),
+            }
+        )
+        name = (got["user_name"].content or {}).get("name", "stranger")
+        return f"{_said(got['greeting'])} {name} ({len(got['client_roots'].roots)} roots)"
+
+    @server.tool()
+    async def test_input_required_result_multi_round(ctx: Context) -> str:
+        """Asks for a name (``step1``), then, in a second round, a colour (``step2``)."""
+        name = await ctx.elicit("Step 1: What is your name?", _schema(name="string"), key="step1")
+        color = await ctx.elicit(
+            "Step 2: What is your favorite color?", _schema(color="string"), key="step2"
+        )
+        return f"{(name.content or {}).get('name')} likes {(color.content or {}).get('color')}."
+
+    @server.tool()
+    async def test_input_required_result_capabilities(ctx: Context) -> str:
+        """Asks only for what the client declared: sampling, elicitation, roots."""
+        wanted: dict[str, Any] = {}
+        if ctx.client_supports("sampling"):
+            wanted["capital_question"] = sampling("What is the capital of France?", max_tokens=100)
+        if ctx.client_supports("elicitation"):
+            wanted["user_name"] = elicitation("What is your name?", _schema(name="string"))
+        if ctx.client_supports("roots"):
+            wanted["client_roots"] = roots()
+        if not wanted:
+            return "The client declared nothing to ask with."
+        got = await ctx.ask(wanted)
+        return "Received: " + ", ".join(sorted(got))
+
+    @server.prompt()
+    async def test_input_required_result_prompt(ctx: Context) -> str:
+        """A prompt that first asks the user for its context (input ``user_context``);
+        without elicitation (a handshake-era client that cannot) it asks nothing."""
+        version = ctx.modern.protocol_version if ctx.modern else ctx.session.protocol_version
+        if ctx.modern is None and (
+            not ctx.client_supports("elicitation") or (version or "") < "2025-06-18"
+        ):
+            return "Use this context: none given."
+        answer = await ctx.elicit(
+            "What context should the prompt use?", _schema(context="string"), key="user_context"
+        )
+        return f"Use this context: {(answer.content or {}).get('context', '')}"
 
 
 def _realistic_tools(server: Server) -> None:

@@ -689,6 +689,13 @@ class Server:
                 result = await handler(ctx)
             except InputRequired as need:
                 return self._input_required(ctx, rounds, need)
+            except McpError as exc:
+                if modern is None or exc.code != RESOURCE_NOT_FOUND:
+                    raise
+                # Spec: 2026-07-28/server/resources#error-handling.1
+                # "If the requested resource does not exist, servers MUST return a JSON-RPC
+                # error with code `-32602` (Invalid Params)."
+                raise McpError(INVALID_PARAMS, exc.message, exc.data) from None
             if modern is not None and ctx.method in CACHEABLE:
                 result = with_cache_hint(result, self._cache_hint(ctx.method, rounds))
             return result
