@@ -710,3 +710,43 @@ async def test_everything_prompt_asks_and_triggers_reach_listeners() -> None:
     for m in seen:
         if "method" in m:
             assert m["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == rid
+
+
+@spec("2026-07-28/server/utilities/logging#per-request-log-level.1")
+async def test_forwarded_python_logging_follows_the_request_level() -> None:
+    import logging
+
+    from mcp_ref.server import ClientLogHandler
+
+    forward = ClientLogHandler()
+    logger = logging.getLogger("tests.modern.forward")
+    logger.addHandler(forward)
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    server = Server("fwd", "1")
+
+    @server.tool()
+    async def work() -> str:
+        logger.debug("a debug record")
+        logger.error("an error record")
+        return "ok"
+
+    try:
+        async with modern(server) as client:
+            _, silent = await client.request("tools/call", {"name": "work"})
+            _, loud = await client.request(
+                "tools/call",
+                {"name": "work", "_meta": {"io.modelcontextprotocol/logLevel": "error"}},
+            )
+            _, all_of_it = await client.request(
+                "tools/call",
+                {"name": "work", "_meta": {"io.modelcontextprotocol/logLevel": "debug"}},
+            )
+    finally:
+        logger.removeHandler(forward)
+    assert [n for n in silent if n.get("method") == "notifications/message"] == []
+    assert [n["params"]["level"] for n in loud if n["method"] == "notifications/message"] == [
+        "error"
+    ]
+    levels = [n["params"]["level"] for n in all_of_it if n["method"] == "notifications/message"]
+    assert levels == ["debug", "error"]  # below the server's default: the request decides

@@ -176,6 +176,9 @@ def _wanted(context: Context, level: t.LoggingLevel) -> bool:
         return False
     # Spec: 2025-06-18/server/utilities/logging#setting-log-level.1 (the client's minimum)
     # "To configure the minimum log level, clients MAY send a `logging/setLevel` request:"
+    if context.modern is not None:  # 2026-07-28: the request's own level, or none at all
+        wanted = context.modern.log_level
+        return wanted is not None and _RANK[level] >= _RANK[wanted]
     threshold = state_of(context.session).log_level or server.log_policy.default_level
     return _RANK[level] >= _RANK[threshold]
 
