@@ -247,8 +247,9 @@ async def test_json_schema_2020_12_tool(autojump_clock: Any) -> None:
             await client.request("tools/list")
             ok = await client.call_tool(
                 "json_schema_2020_12_tool",
-                {"name": "Ann", "address": {"street": "Main", "city": "X"}},
+                {"name": "Ann", "address": {"street": "Main", "city": "X"}, "email": "a@x"},
             )
+            no_contact = await client.call_tool("json_schema_2020_12_tool", {"name": "Ann"})
             bad = await client.call_tool("json_schema_2020_12_tool", {"name": 5})
     (listing,) = [m for m in record.sent if "tools" in m.get("result", {})]
     (tool,) = [x for x in listing["result"]["tools"] if x["name"] == "json_schema_2020_12_tool"]
@@ -261,7 +262,10 @@ async def test_json_schema_2020_12_tool(autojump_clock: Any) -> None:
     }
     assert schema["properties"]["address"] == {"$ref": "#/$defs/address"}
     assert schema["additionalProperties"] is False
+    assert schema["$defs"]["address"]["$anchor"] == "addressDef"
+    assert {"allOf", "if", "then", "else"} <= set(schema)  # kept as written (SEP-2106)
     assert not ok.is_error and "Ann" in text_of(ok)
+    assert no_contact.is_error  # allOf/anyOf: a phone or an email is required
     assert bad.is_error and "@ $.name" in text_of(bad)
 
 

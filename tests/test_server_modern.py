@@ -750,3 +750,11 @@ async def test_forwarded_python_logging_follows_the_request_level() -> None:
     ]
     levels = [n["params"]["level"] for n in all_of_it if n["method"] == "notifications/message"]
     assert levels == ["debug", "error"]  # below the server's default: the request decides
+
+
+def test_tool_input_schema_is_the_listed_schema() -> None:
+    server = make_server()
+    schema = server.tool_input_schema("test_header_mirroring")
+    assert schema is not None
+    assert schema["properties"]["region"]["x-mcp-header"] == "Region"
+    assert server.tool_input_schema("no such tool") is None

@@ -16,7 +16,10 @@ Tools named by the conformance suite (server scenarios ``tools-*``, ``elicitatio
 * ``test_sampling(prompt)`` and ``test_elicitation(message)`` (requests to the client);
 * ``test_elicitation_sep1034_defaults`` (a form whose fields all have defaults) and
   ``test_elicitation_sep1330_enums`` (the five enum shapes of 2025-11-25);
-* ``json_schema_2020_12_tool`` (a hand-written 2020-12 input schema with ``$defs``);
+* ``json_schema_2020_12_tool`` (a hand-written 2020-12 input schema with ``$defs``,
+  ``$anchor``, ``allOf``/``anyOf`` and ``if``/``then``/``else``);
+* ``test_header_mirroring`` (an ``x-mcp-header`` annotated argument, for the 2026-07-28
+  ``Mcp-Param-*`` header checks of Streamable HTTP);
 * ``test_reconnection`` (answers after a short pause; the Streamable HTTP transport uses
   it to test stream resumption).
 
@@ -110,13 +113,36 @@ _JSON_SCHEMA_2020_12: dict[str, Any] = {
     "type": "object",
     "$defs": {
         "address": {
+            "$anchor": "addressDef",
             "type": "object",
             "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
         }
     },
-    "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
+    },
+    # Composition and conditional keywords, kept as written (SEP-2106):
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
     "additionalProperties": False,
 }
+
+_MIRRORED_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "region": {"type": "string", "description": "A region", "x-mcp-header": "Region"},
+        "note": {"type": "string", "description": "Not mirrored"},
+    },
+    "required": ["region"],
+}
+"""A tool input whose ``region`` a 2026-07-28 HTTP client mirrors into the
+``Mcp-Param-Region`` header (the ``x-mcp-header`` annotation)."""
 
 _ENUM_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -379,6 +405,14 @@ def _conformance_tools(server: Server) -> None:
     )
     def json_schema_2020_12_tool(**arguments: Any) -> str:
         return f"Received: {json.dumps(arguments, sort_keys=True)}"
+
+    @server.tool(
+        input_schema=_MIRRORED_SCHEMA,
+        description="Echoes its region, which 2026-07-28 HTTP clients send as a header too",
+        blocking=False,
+    )
+    def test_header_mirroring(**arguments: Any) -> str:
+        return f"Region: {arguments.get('region')}"
 
     @server.tool()
     async def test_reconnection(ctx: Context) -> str:

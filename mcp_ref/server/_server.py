@@ -703,6 +703,16 @@ class Server:
             _request_modern.reset(token)
             await flush_forwarded()  # log records still queued go before the answer
 
+    def tool_input_schema(self, name: str) -> dict[str, Any] | None:
+        """The ``inputSchema`` (JSON) of the tool ``name``, or None when there is none.
+        The Streamable HTTP transport reads it to check a modern ``tools/call``'s
+        ``Mcp-Param-*`` headers against its ``x-mcp-header`` arguments."""
+        tool = self._tools.get(name)
+        if tool is None:
+            return None
+        schema: dict[str, Any] = unstructure(tool.tool.input_schema)
+        return schema
+
     def _check_declared(self, method: str) -> None:
         """-32601 for a method whose capability this server does not declare (modern
         era: the capabilities of ``server/discover`` match the handlers)."""
