@@ -758,3 +758,55 @@ def test_tool_input_schema_is_the_listed_schema() -> None:
     assert schema is not None
     assert schema["properties"]["region"]["x-mcp-header"] == "Region"
     assert server.tool_input_schema("no such tool") is None
+
+
+@spec("2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.9")
+async def test_a_state_is_bound_to_its_caller() -> None:
+    callers = iter(["alice", "bob"])
+
+    class PerCaller(Server):
+        def principal_of(self, ctx: Any) -> str | None:
+            return next(callers)
+
+    server = PerCaller("who", "1")
+
+    @server.tool()
+    async def greet(ctx: Context) -> str:
+        await ctx.elicit("?", NAME_SCHEMA, key="user_name")
+        return "hi"
+
+    answer = {"user_name": {"action": "accept", "content": {"name": "Ada"}}}
+    async with modern(server) as client:
+        state = (await _round_one(client))["requestState"]  # issued to alice
+        error = await client.error(
+            "tools/call",
+            {"name": "greet", "arguments": {}, "inputResponses": answer, "requestState": state},
+            caps=ALL_CAPS,
+        )  # presented by bob
+    assert error["code"] == -32602 and error["data"]["reason"] == "other principal"
+
+
+@spec("2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.3")
+async def test_an_input_id_is_asked_once_per_request() -> None:
+    server = Server("twice", "1")
+
+    @server.tool()
+    async def twice(ctx: Context) -> str:
+        await ctx.ask({"a": roots()})
+        await ctx.ask({"a": roots()})
+        return "no"
+
+    async with modern(server) as client:
+        first = await _round_one(client, "twice")
+        done = await client.result(
+            "tools/call",
+            {
+                "name": "twice",
+                "arguments": {},
+                "inputResponses": {"a": {"roots": []}},
+                "requestState": first["requestState"],
+            },
+            caps=ALL_CAPS,
+        )
+    assert done["isError"] is True
+    assert "asked for twice" in done["content"][0]["text"]

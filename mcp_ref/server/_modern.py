@@ -252,6 +252,7 @@ class Rounds:
         self.responses = responses
         self.rounds = rounds
         self._counter = 0
+        self._asked: set[str] = set()
 
     def next_id(self, method: str) -> str:
         """An id for an input asked without one: the method's short name and the
@@ -266,7 +267,18 @@ class Rounds:
             McpError: -32021 when the request's client capabilities lack what one of
                 them needs; -32602 when an answer is not the result its request expects.
             InputRequired: some answers are missing.
+            ValueError: an id asked for before in this run of the handler.
         """
+        # Spec: 2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.3
+        # "`inputRequests` keys are server assigned identifiers and MUST be unique within the
+        # scope of the request."
+        again = self._asked.intersection(requests)
+        if again:
+            raise ValueError(
+                f"input id(s) {sorted(again)} asked for twice in one request; "
+                "give each ask its own key"
+            )
+        self._asked.update(requests)
         # Spec: 2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.12
         # "Servers MUST NOT send an `inputRequests` that the client has not declared
         # support for in its capabilities."

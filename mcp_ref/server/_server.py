@@ -703,6 +703,16 @@ class Server:
             _request_modern.reset(token)
             await flush_forwarded()  # log records still queued go before the answer
 
+    def principal_of(self, ctx: RequestContext) -> str | None:
+        """Who is calling, as a string bound into every ``requestState`` this server
+        signs (a state issued to one caller is refused from another); None by default:
+        the server knows no caller.  Override it where requests carry a verified
+        identity (the access token's issuer and subject, for instance).
+
+        Source: 2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.9.
+        """
+        return None
+
     def tool_input_schema(self, name: str) -> dict[str, Any] | None:
         """The ``inputSchema`` (JSON) of the tool ``name``, or None when there is none.
         The Streamable HTTP transport reads it to check a modern ``tools/call``'s
@@ -751,6 +761,7 @@ class Server:
                     method=ctx.method,
                     params=unstructure(params, REVISION),
                     now=self.clock(),
+                    principal=self.principal_of(ctx),
                 )
             except InvalidRequestState as exc:
                 # Spec: 2026-07-28/basic/patterns/mrtr#error-handling.2
@@ -789,6 +800,7 @@ class Server:
             rounds=done,
             now=self.clock(),
             ttl=self.state_ttl,
+            principal=self.principal_of(ctx),
         )
         return t.InputRequiredResult(
             result_type="input_required", input_requests=need.requests, request_state=state
