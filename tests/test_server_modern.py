@@ -810,3 +810,31 @@ async def test_an_input_id_is_asked_once_per_request() -> None:
         )
     assert done["isError"] is True
     assert "asked for twice" in done["content"][0]["text"]
+
+
+@spec("2026-07-28/basic/patterns/subscriptions#graceful-closure.1")
+async def test_ending_subscriptions_answers_each_listen() -> None:
+    server = Server("closing", "1")
+    server.add_tool(lambda: "x", name="x")
+    async with modern(server) as client:
+        first = await _listen(client, {"toolsListChanged": True})
+        second = await _listen(client, {"toolsListChanged": True})
+        acks = [await client.receive() for _ in range(2)]
+        assert {a["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] for a in acks} == {
+            first,
+            second,
+        }
+        server.end_subscriptions()
+        answers = [await client.receive() for _ in range(2)]
+        # A listen opened afterwards stays open.
+        third = await _listen(client, {"toolsListChanged": True})
+        assert (await client.receive())["method"] == "notifications/subscriptions/acknowledged"
+        server.add_tool(lambda: "y", name="y")
+        changed = await client.receive()
+    assert sorted(a["id"] for a in answers) == [first, second]
+    for answer in answers:
+        assert answer["result"] == {
+            "resultType": "complete",
+            "_meta": {"io.modelcontextprotocol/subscriptionId": answer["id"]},
+        }
+    assert changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == third

@@ -252,6 +252,7 @@ class Server:
         self.clock: Callable[[], float] = time.time
         """Seconds since the epoch, for ``requestState`` expiry (replaceable in tests)."""
         self._listeners: dict[_Listener, None] = {}
+        self._listen_epoch = 0
         self.rate_limits: dict[str, RateLimit] = dict(
             DEFAULT_RATE_LIMITS if rate_limits is None else rate_limits
         )
@@ -878,9 +879,25 @@ class Server:
             cache_scope=hint.scope,
         )
 
+    def end_subscriptions(self) -> None:
+        """End every open ``subscriptions/listen`` gracefully: each is answered with a
+        complete result carrying its subscription id (what a client takes for a clean
+        end, not a dropped connection).  :meth:`run_stdio`, :meth:`run_http` and
+        :meth:`serve_stdio` with ``stop`` call it when told to stop.  Synchronous; call
+        it from the trio thread.
+
+        Source: 2026-07-28/basic/patterns/subscriptions#graceful-closure.
+        """
+        self._listen_epoch += 1
+        self._wake()
+
+    async def _end_subscriptions_when(self, stop: trio.Event) -> None:
+        await stop.wait()
+        self.end_subscriptions()
+
     async def _listen(self, ctx: RequestContext) -> t.SubscriptionsListenResult:
-        """Serve one ``subscriptions/listen`` until the client cancels it (the handler
-        never returns on its own)."""
+        """Serve one ``subscriptions/listen`` until the client cancels it or
+        :meth:`end_subscriptions` ends it."""
         wanted: t.SubscriptionFilter = ctx.params.notifications
         caps = self.capabilities()
         lists = {
@@ -903,6 +920,7 @@ class Server:
         tag = {SUBSCRIPTION_ID_KEY: ctx.request_id}
         listener = _Listener(uris=frozenset(uris))
         seen = dict(self._generation)
+        epoch = self._listen_epoch
         self._listeners[listener] = None
         try:
             await ctx.send_notification(
@@ -911,6 +929,8 @@ class Server:
             )
             while True:
                 wakeup = self._wakeup
+                if self._listen_epoch != epoch:
+                    break
                 for kind in _LISTS:
                     generation = self._generation[kind]
                     if seen[kind] == generation:
@@ -933,6 +953,11 @@ class Server:
                 await wakeup.wait()
         finally:
             self._listeners.pop(listener, None)
+        # Spec: 2026-07-28/basic/patterns/subscriptions#graceful-closure.1
+        # "When the server ends a subscription on its own initiative (for example, during
+        # shutdown), it SHOULD respond to the original `subscriptions/listen` request with
+        # a completion result before closing the stream."
+        return t.SubscriptionsListenResult(result_type="complete", meta=tag)
 
     async def _list_tools(self, ctx: RequestContext) -> t.ListToolsResult:
         page, cursor = self._page([d.tool for d in self._tools.values()], ctx.params, "tools")
@@ -1113,13 +1138,20 @@ class Server:
         (2025-06-18/basic/transports#stdio).  Unix only.
 
         Args:
-            stop: set it to stop gracefully (stdin is no longer read).
+            stop: set it to stop gracefully (stdin is no longer read; open
+                subscriptions are ended with a result, :meth:`end_subscriptions`).
             grace_seconds: at the end, seconds the requests in progress may still take
                 (default 5.0); then each one still running is cancelled and answered
                 with an error (-32603).
             **session_kw: options of :func:`~mcp_ref.trio.open_session`.
         """
-        await serve_stdio(self, stop=stop, grace_seconds=grace_seconds, **session_kw)
+        if stop is None:
+            await serve_stdio(self, grace_seconds=grace_seconds, **session_kw)
+            return
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._end_subscriptions_when, stop)
+            await serve_stdio(self, stop=stop, grace_seconds=grace_seconds, **session_kw)
+            nursery.cancel_scope.cancel()
 
     def run_stdio(self, *, grace_seconds: float = DEFAULT_GRACE_SECONDS, **session_kw: Any) -> None:
         """Run :meth:`serve_stdio` in a new trio run (for ``if __name__ == "__main__"``).
@@ -1242,6 +1274,7 @@ class Server:
                 except OSError as exc:
                     failure = cannot_listen(host, port, exc)
                     return
+                nursery.start_soon(self._end_subscriptions_when, stop)
                 print(f"listening on {info.url}", file=sys.stderr, flush=True)
 
         got = await serve_until_signal(serve)
