@@ -640,6 +640,8 @@ def _answer(request: dict[str, Any]) -> Any:
     if request["method"] == "elicitation/create":
         props = request["params"]["requestedSchema"]["properties"]
         fill = {"string": "Ada", "boolean": True}
+        if not all(v.get("type") in fill and "enum" not in v for v in props.values()):
+            return {"action": "decline"}
         return {"action": "accept", "content": {k: fill[v["type"]] for k, v in props.items()}}
     if request["method"] == "sampling/createMessage":
         return {"role": "assistant", "content": {"type": "text", "text": "Paris"}, "model": "m"}
@@ -838,3 +840,122 @@ async def test_ending_subscriptions_answers_each_listen() -> None:
             "_meta": {"io.modelcontextprotocol/subscriptionId": answer["id"]},
         }
     assert changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == third
+
+
+_RESULTS = {
+    "server/discover": "DiscoverResult",
+    "tools/list": "ListToolsResult",
+    "tools/call": "CallToolResult",
+    "resources/list": "ListResourcesResult",
+    "resources/templates/list": "ListResourceTemplatesResult",
+    "resources/read": "ReadResourceResult",
+    "prompts/list": "ListPromptsResult",
+    "prompts/get": "GetPromptResult",
+    "completion/complete": "CompleteResult",
+    "subscriptions/listen": "SubscriptionsListenResult",
+}
+
+
+def _validator(definition: str) -> Any:
+    import jsonschema
+
+    from ._spec import schema_for
+
+    schema = schema_for(VERSION)
+    root = {**schema, "$ref": f"#/$defs/{definition}"}
+    return jsonschema.validators.validator_for(schema)(root)
+
+
+@spec("2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.4")
+async def test_every_modern_message_validates_against_the_2026_schema() -> None:
+    server = make_server()
+    methods: dict[int, str] = {}
+    async with modern(server) as client:
+
+        async def run(method: str, params: dict[str, Any] | None = None, **kw: Any) -> Any:
+            response, _ = await client.request(method, params, **kw)
+            methods[response["id"]] = method
+            return response
+
+        await run("server/discover")
+        tools = (await run("tools/list"))["result"]["tools"]
+        for method in ("prompts/list", "resources/list", "resources/templates/list"):
+            await run(method)
+        for uri in ("test://static-text", "test://static-binary", "test://template/1/data"):
+            await run("resources/read", {"uri": uri})
+        await run("resources/read", {"uri": "test://none"})
+        level = {"io.modelcontextprotocol/logLevel": "debug", "progressToken": "t"}
+        arguments = {
+            "test_sampling": {"prompt": "p"},
+            "test_elicitation": {"message": "m"},
+            "echo": {"text": "e"},
+            "add": {"a": 1, "b": 2},
+            "get_weather": {"city": "Chicago"},
+            "update_watched_resource": {"text": "new"},
+            "json_schema_2020_12_tool": {"name": "n", "email": "e"},
+            "test_header_mirroring": {"region": "eu"},
+        }
+        for tool in tools:
+            if tool["name"] in ("sha256", "long_running_operation", "test_reconnection"):
+                continue
+            params: dict[str, Any] = {
+                "name": tool["name"],
+                "arguments": arguments.get(tool["name"], {}),
+                "_meta": level,
+            }
+            for _ in range(3):
+                response = await run("tools/call", params, caps=ALL_CAPS)
+                result = response.get("result", {})
+                if result.get("resultType") != "input_required":
+                    break
+                params = {
+                    **params,
+                    "inputResponses": {k: _answer(r) for k, r in result["inputRequests"].items()},
+                    "requestState": result["requestState"],
+                }
+        await run("prompts/get", {"name": "test_input_required_result_prompt"}, caps=ALL_CAPS)
+        await run("prompts/get", {"name": "test_prompt_with_image"})
+        await run(
+            "completion/complete",
+            {
+                "ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"},
+                "argument": {"name": "arg1", "value": "t"},
+            },
+        )
+        listen = await client.start(
+            "subscriptions/listen",
+            {"notifications": {"toolsListChanged": True, "resourceSubscriptions": ["test://x"]}},
+        )
+        methods[listen] = "subscriptions/listen"
+        await client.receive()
+        server.add_tool(lambda: "z", name="z")
+        await client.receive()
+        server.end_subscriptions()
+        await client.receive()
+    message = _validator("JSONRPCMessage")
+    notification = _validator("ServerNotification")
+    results = {name: _validator(name) for name in {*_RESULTS.values(), "InputRequiredResult"}}
+    kinds: set[str] = set()
+    for sent in client.inbox:
+        message.validate(sent)
+        if "method" in sent:
+            notification.validate(sent)
+            kinds.add(sent["method"])
+        elif "result" in sent:
+            result = sent["result"]
+            name = (
+                "InputRequiredResult"
+                if result.get("resultType") == "input_required"
+                else _RESULTS[methods[sent["id"]]]
+            )
+            results[name].validate(result)
+            kinds.add(name)
+    assert {
+        "notifications/message",
+        "notifications/progress",
+        "notifications/subscriptions/acknowledged",
+        "notifications/tools/list_changed",
+        "InputRequiredResult",
+        "DiscoverResult",
+        "SubscriptionsListenResult",
+    } <= kinds
