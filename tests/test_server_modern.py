@@ -127,6 +127,7 @@ async def test_discover_names_versions_capabilities_and_server() -> None:
     assert result["ttlMs"] == 0 and result["cacheScope"] == "public"
 
 
+@spec("2026-07-28/server/prompts#capabilities.1", "2026-07-28/server/tools#capabilities.2")
 async def test_capabilities_match_handlers() -> None:
     server = Server("empty", "1")
     async with modern(server) as client:
@@ -578,6 +579,7 @@ async def _listen(client: Modern, notifications: dict[str, Any]) -> int:
 @spec(
     "2026-07-28/basic/patterns/subscriptions#acknowledgment.1",
     "2026-07-28/basic/patterns/subscriptions#opening-a-stream.1",
+    "2026-07-28/server/tools#list-changed-notification.1",
 )
 async def test_listen_acknowledges_then_sends_what_the_filter_asks() -> None:
     server = Server("subs", "1")
@@ -696,6 +698,7 @@ async def test_everything_refuses_what_the_client_did_not_declare() -> None:
         assert missing["code"] == -32602 and missing["data"] == {"uri": "test://none"}
 
 
+@spec("2026-07-28/server/prompts#list-changed-notification.1")
 async def test_everything_prompt_asks_and_triggers_reach_listeners() -> None:
     async with modern(make_server()) as client:
         asked = await client.result(

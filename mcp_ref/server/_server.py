@@ -727,6 +727,10 @@ class Server:
     def _check_declared(self, method: str) -> None:
         """-32601 for a method whose capability this server does not declare (modern
         era: the capabilities of ``server/discover`` match the handlers)."""
+        # Spec: 2026-07-28/server/tools#capabilities.2 (and prompts, resources: the
+        # declared capability and the methods answered are the same set)
+        # "Servers that declare the `tools` capability MUST respond to `tools/list` requests
+        # with the set of tools currently available to the requesting client."
         feature = CAPABILITY_OF.get(method)
         if feature is not None and getattr(self.capabilities(), feature) is None:
             raise McpError(METHOD_NOT_FOUND, f"method not found: {method}")
@@ -869,6 +873,9 @@ class Server:
         # Spec: 2026-07-28/server/discover#discoverresult.1 (serverInfo in _meta)
         # "Servers SHOULD include this field."
         hint = self.cache_hints.get("server/discover", self.cache)
+        # Spec: 2026-07-28/server/prompts#capabilities.1 (tools, resources... alike)
+        # "Servers that support prompts MUST declare the `prompts` capability in their
+        # `DiscoverResult`:"
         return t.DiscoverResult(
             result_type="complete",
             supported_versions=[*MODERN_VERSIONS, *SUPPORTED_VERSIONS],
@@ -939,6 +946,16 @@ class Server:
                     # Spec: 2026-07-28/basic/patterns/subscriptions#opening-a-stream.1
                     # "The server MUST NOT send notification types the client has not
                     # explicitly requested."
+                    # Spec: 2026-07-28/server/tools#list-changed-notification.1
+                    # "When the list of available tools changes, servers that declared the
+                    # `listChanged` capability SHOULD send a notification to clients that
+                    # have opened a `subscriptions/listen` stream with `toolsListChanged:
+                    # true`:"
+                    # Spec: 2026-07-28/server/prompts#list-changed-notification.1
+                    # "When the list of available prompts changes, servers that declared the
+                    # `listChanged` capability SHOULD send a notification to clients that
+                    # have opened a `subscriptions/listen` stream with `promptsListChanged:
+                    # true`:"
                     if lists[kind]:
                         await ctx.send_notification(
                             f"notifications/{kind}/list_changed", t.NotificationParams(meta=tag)
