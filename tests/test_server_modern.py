@@ -962,3 +962,42 @@ async def test_every_modern_message_validates_against_the_2026_schema() -> None:
         "DiscoverResult",
         "SubscriptionsListenResult",
     } <= kinds
+
+
+async def test_a_sync_tool_in_a_worker_thread_asks_too() -> None:
+    server = Server("sync", "1")
+
+    @server.tool()
+    def blocking_greet(ctx: Context) -> str:
+        answer = trio.from_thread.run(ctx.elicit, "Name?", NAME_SCHEMA)
+        return f"Hi {(answer.content or {})['name']}"
+
+    async with modern(server) as client:
+        first = await _round_one(client, "blocking_greet")
+        assert list(first["inputRequests"]) == ["elicitation-1"]
+        done = await client.result(
+            "tools/call",
+            {
+                "name": "blocking_greet",
+                "arguments": {},
+                "inputResponses": {
+                    "elicitation-1": {"action": "accept", "content": {"name": "Ed"}}
+                },
+                "requestState": first["requestState"],
+            },
+            caps=ALL_CAPS,
+        )
+    assert done["content"][0]["text"] == "Hi Ed"
+
+
+@spec("2026-07-28/server/utilities/caching#interaction-with-pagination.5")
+async def test_every_page_of_a_list_has_the_same_scope() -> None:
+    server = Server("pages", "1", page_size=1, cache_hints={"tools/list": CacheHint(9, "private")})
+    server.add_tool(lambda: "a", name="a")
+    server.add_tool(lambda: "b", name="b")
+    async with modern(server) as client:
+        first = await client.result("tools/list")
+        second = await client.result("tools/list", {"cursor": first["nextCursor"]})
+    assert [t["name"] for t in first["tools"] + second["tools"]] == ["a", "b"]
+    assert first["cacheScope"] == second["cacheScope"] == "private"
+    assert first["ttlMs"] == second["ttlMs"] == 9

@@ -745,6 +745,10 @@ class Server:
             return NOT_CACHEABLE
         if method == "resources/read":
             return self.read_cache
+        # One hint per method, whatever the cursor:
+        # Spec: 2026-07-28/server/utilities/caching#interaction-with-pagination.5
+        # "Servers MUST apply the same `cacheScope` to all response pages for a given list
+        # request."
         return self.cache_hints.get(method, self.cache)
 
     def _open_rounds(self, ctx: RequestContext, modern: ModernContext) -> Rounds:
