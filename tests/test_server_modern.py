@@ -1001,3 +1001,24 @@ async def test_every_page_of_a_list_has_the_same_scope() -> None:
     assert [t["name"] for t in first["tools"] + second["tools"]] == ["a", "b"]
     assert first["cacheScope"] == second["cacheScope"] == "private"
     assert first["ttlMs"] == second["ttlMs"] == 9
+
+
+async def test_asks_in_a_handler_nursery_are_answered_input_required() -> None:
+    server = Server("nursery", "1")
+
+    @server.tool()
+    async def parallel(ctx: Context) -> str:
+        found: dict[str, Any] = {}
+
+        async def ask(key: str) -> None:
+            found[key] = await ctx.elicit(key, NAME_SCHEMA, key=key)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask, "a")
+            nursery.start_soon(ask, "b")
+        return "both"
+
+    async with modern(server) as client:
+        first = await _round_one(client, "parallel")
+    assert first["resultType"] == "input_required"
+    assert set(first["inputRequests"]) <= {"a", "b"} and first["inputRequests"]

@@ -141,6 +141,23 @@ class ResourceNotFound(McpError):
         super().__init__(RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
 
 
+def _input_needed(group: BaseExceptionGroup[Any]) -> InputRequired | None:
+    """The :class:`InputRequired` of an exception group made only of input asks (and
+    the cancellations they caused), their requests merged; else None."""
+    need, rest = group.split(InputRequired)
+    if need is None or (rest is not None and rest.split(trio.Cancelled)[1] is not None):
+        return None
+    requests: dict[str, Any] = {}
+    pending: list[BaseException] = [need]
+    while pending:
+        exc = pending.pop()
+        if isinstance(exc, BaseExceptionGroup):
+            pending.extend(exc.exceptions)
+        elif isinstance(exc, InputRequired):
+            requests.update(exc.requests)
+    return InputRequired(requests)
+
+
 class Server:
     """An MCP server built from plain Python functions.
 
@@ -690,6 +707,11 @@ class Server:
                 result = await handler(ctx)
             except InputRequired as need:
                 return self._input_required(ctx, rounds, need)
+            except BaseExceptionGroup as group:  # asked inside a nursery of the handler's
+                asked = _input_needed(group)
+                if asked is None:
+                    raise
+                return self._input_required(ctx, rounds, asked)
             except McpError as exc:
                 if modern is None or exc.code != RESOURCE_NOT_FOUND:
                     raise
