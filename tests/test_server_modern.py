@@ -1022,3 +1022,16 @@ async def test_asks_in_a_handler_nursery_are_answered_input_required() -> None:
         first = await _round_one(client, "parallel")
     assert first["resultType"] == "input_required"
     assert set(first["inputRequests"]) <= {"a", "b"} and first["inputRequests"]
+
+
+async def test_modern_requests_are_rate_limited_per_caller(autojump_clock: Any) -> None:
+    from mcp_ref.server import RateLimit
+
+    server = Server("limited", "1", rate_limits={"tools/call": RateLimit(per_second=1, burst=2)})
+    server.add_tool(lambda: "x", name="x")
+    # Two connections, as two HTTP POSTs would be: one caller, one set of buckets.
+    async with modern(server) as one, modern(server) as two:
+        assert "result" in (await one.request("tools/call", {"name": "x"}))[0]
+        assert "result" in (await two.request("tools/call", {"name": "x"}))[0]
+        refused = await one.error("tools/call", {"name": "x"})
+    assert refused["code"] == -32603 and "rate limit" in refused["message"]

@@ -115,6 +115,9 @@ MAX_COMPLETION_INPUT: Final = 4096
 """The longest ``argument.value`` (characters) a completion request may carry."""
 
 _FEATURES: Final = frozenset({"tools", "resources", "prompts", "completions", "logging"})
+_MAX_CALLERS: Final = 4096
+"""Callers whose rate-limit buckets a server keeps for modern requests (least recent
+dropped first)."""
 
 _request_modern: ContextVar[tuple[ModernContext | None, Rounds | None]] = ContextVar(
     "mcp_ref.server.request_modern", default=(None, None)
@@ -183,7 +186,9 @@ class Server:
             ``"tools"``, ``"resources"``, ``"prompts"``, ``"completions"``.
         rate_limits: per-session :class:`RateLimit` by request method; default
             :data:`DEFAULT_RATE_LIMITS` (``completion/complete`` only).  Give
-            ``{"tools/call": RateLimit(...), ...}`` to limit tool calls too.
+            ``{"tools/call": RateLimit(...), ...}`` to limit tool calls too.  Modern
+            (2026-07-28) requests are limited per caller (:meth:`principal_of`) instead:
+            they have no lasting session.
         cache: the caching hints of the modern era's cacheable results
             (``server/discover`` and the lists; default ``CacheHint(0, "public")``:
             immediately stale, shareable).
@@ -270,6 +275,7 @@ class Server:
         """Seconds since the epoch, for ``requestState`` expiry (replaceable in tests)."""
         self._listeners: dict[_Listener, None] = {}
         self._listen_epoch = 0
+        self._modern_buckets: dict[str | None, dict[str, Any]] = {}
         self.rate_limits: dict[str, RateLimit] = dict(
             DEFAULT_RATE_LIMITS if rate_limits is None else rate_limits
         )
@@ -697,7 +703,7 @@ class Server:
             self._check_declared(ctx.method)
         limit = self.rate_limits.get(ctx.method)
         if limit is not None:
-            self._check_rate(ctx, limit)
+            self._check_rate(ctx, limit, modern is not None)
         rounds = None
         if modern is not None and supports_input(ctx.method):
             rounds = self._open_rounds(ctx, modern)
@@ -837,12 +843,26 @@ class Server:
             result_type="input_required", input_requests=need.requests, request_state=state
         )
 
-    def _check_rate(self, ctx: RequestContext, limit: RateLimit) -> None:
+    def _check_rate(self, ctx: RequestContext, limit: RateLimit, modern: bool) -> None:
         # Spec: 2025-06-18/server/tools#security-considerations.1 (rate limit tool calls)
         # "Servers MUST:"
         # Spec: 2025-06-18/server/utilities/completion#security.1 (rate limiting)
         # "Implementations MUST:"
-        take_or_refuse(state_of(ctx.session).buckets, limit, ctx.method, trio.current_time())
+        buckets = state_of(ctx.session).buckets
+        if modern:
+            # A modern request has no lasting session (over HTTP each POST has its own):
+            # its buckets are its caller's (principal_of; one set for unknown callers).
+            buckets = self._caller_buckets(self.principal_of(ctx))
+        take_or_refuse(buckets, limit, ctx.method, trio.current_time())
+
+    def _caller_buckets(self, principal: str | None) -> dict[str, Any]:
+        buckets = self._modern_buckets.pop(principal, None)
+        if buckets is None:
+            buckets = {}
+            while len(self._modern_buckets) >= _MAX_CALLERS:  # the least recent goes
+                del self._modern_buckets[next(iter(self._modern_buckets))]
+        self._modern_buckets[principal] = buckets  # most recent last
+        return buckets
 
     async def handle_notification(self, session: Session, notification: Any) -> None:
         """Run the hooks registered with :meth:`on_notification` for it."""
