@@ -1024,7 +1024,7 @@ async def test_asks_in_a_handler_nursery_are_answered_input_required() -> None:
     assert set(first["inputRequests"]) <= {"a", "b"} and first["inputRequests"]
 
 
-async def test_modern_requests_are_rate_limited_per_caller(autojump_clock: Any) -> None:
+async def test_modern_requests_are_rate_limited_per_caller() -> None:
     from mcp_ref.server import RateLimit
 
     server = Server("limited", "1", rate_limits={"tools/call": RateLimit(per_second=1, burst=2)})
@@ -1035,3 +1035,23 @@ async def test_modern_requests_are_rate_limited_per_caller(autojump_clock: Any) 
         assert "result" in (await two.request("tools/call", {"name": "x"}))[0]
         refused = await one.error("tools/call", {"name": "x"})
     assert refused["code"] == -32603 and "rate limit" in refused["message"]
+
+
+async def test_listen_acknowledges_only_resources_the_server_has() -> None:
+    server = Server("res", "1", max_subscriptions=3)
+    server.add_resource("test://a", "a")
+    server.add_resource_template("test://t/{id}", lambda id: id)
+    async with modern(server) as client:
+        await _listen(
+            client, {"resourceSubscriptions": ["test://a", "test://gone", "test://t/1", "test://a"]}
+        )
+        ack = await client.receive()
+        too_many = await client.error(
+            "subscriptions/listen",
+            {"notifications": {"resourceSubscriptions": [f"test://{n}" for n in range(4)]}},
+        )
+        bad = await client.error(
+            "subscriptions/listen", {"notifications": {"resourceSubscriptions": ["no scheme"]}}
+        )
+    assert ack["params"]["notifications"] == {"resourceSubscriptions": ["test://a", "test://t/1"]}
+    assert too_many["code"] == -32602 and bad["code"] == -32602

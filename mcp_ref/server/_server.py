@@ -958,7 +958,20 @@ class Server:
             "prompts": bool(wanted.prompts_list_changed) and caps.prompts is not None,
             "resources": bool(wanted.resources_list_changed) and caps.resources is not None,
         }
-        uris = list(wanted.resource_subscriptions or ()) if caps.resources is not None else []
+        asked = list(dict.fromkeys(wanted.resource_subscriptions or ()))
+        if caps.resources is None:
+            asked = []
+        if len(asked) > self.max_subscriptions:
+            raise McpError(
+                INVALID_PARAMS,
+                f"too many resource subscriptions: at most {self.max_subscriptions} per listen",
+            )
+        for uri in asked:
+            check_uri(uri)
+        # The acknowledgment reflects the subset the server agreed to honor
+        # (2026-07-28/basic/patterns/subscriptions#acknowledgment): here, the resources
+        # this server has.
+        uris = [uri for uri in asked if self._find(uri) is not None]
         # Spec: 2026-07-28/basic/patterns/subscriptions#acknowledgment.1
         # "The server MUST send `notifications/subscriptions/acknowledged` as the first
         # message carrying the subscription's ID in `_meta` under
