@@ -1027,7 +1027,9 @@ async def test_asks_in_a_handler_nursery_are_answered_input_required() -> None:
 async def test_modern_requests_are_rate_limited_per_caller() -> None:
     from mcp_ref.server import RateLimit
 
-    server = Server("limited", "1", rate_limits={"tools/call": RateLimit(per_second=1, burst=2)})
+    server = Server(
+        "limited", "1", rate_limits={"tools/call": RateLimit(per_second=0.001, burst=2)}
+    )
     server.add_tool(lambda: "x", name="x")
     # Two connections, as two HTTP POSTs would be: one caller, one set of buckets.
     async with modern(server) as one, modern(server) as two:
