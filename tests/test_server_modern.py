@@ -481,6 +481,7 @@ async def test_input_the_client_cannot_give_is_missing_capability() -> None:
     assert error["data"]["requiredCapabilities"] == {"elicitation": {}}
 
 
+@spec("2026-07-28/server/utilities/caching#cache-key.2")
 async def test_prompts_and_reads_ask_too() -> None:
     server = Server("p", "1")
 
@@ -489,7 +490,7 @@ async def test_prompts_and_reads_ask_too() -> None:
         got = await ctx.elicit("Context?", NAME_SCHEMA, key="user_context")
         return f"About {(got.content or {})['name']}"
 
-    @server.resource("test://who")
+    @server.resource("test://who", cache=CacheHint(60_000, "public"))
     async def who(ctx: Context) -> str:
         return (await ctx.list_roots(key="r"))[0].uri
 
@@ -518,7 +519,7 @@ async def test_prompts_and_reads_ask_too() -> None:
             caps=ALL_CAPS,
         )
         assert answered["contents"][0]["text"] == "file:///w"
-        # Spec: caching#cache-key.2: a retried result is not to be cached.
+        # A retried result is not to be cached, whatever the resource's own hints.
         assert (answered["ttlMs"], answered["cacheScope"]) == (0, "private")
 
 

@@ -147,13 +147,19 @@ NOT_CACHEABLE: Final = CacheHint(0, "private")
 (2026-07-28/server/utilities/caching#cache-key.2)."""
 
 
-def with_cache_hint(result: Any, hint: CacheHint) -> Any:
+def with_cache_hint(result: Any, hint: CacheHint, *, force: bool = False) -> Any:
     """``result`` with ``ttl_ms`` and ``cache_scope`` filled in where the handler left
-    them unset (a new object; ``result`` itself when both were set)."""
+    them unset, or, with ``force``, whatever it set (a new object; ``result`` itself
+    when nothing changes)."""
+    # Spec: 2026-07-28/server/utilities/caching#cache-key.2
+    # "Results produced by retrying a request through the multi round-trip requests
+    # mechanism&mdash;that is, requests carrying `inputResponses` or
+    # `requestState`&mdash;MUST NOT be cached, as they depend on inputs that are not part
+    # of the cache key."
     changes: dict[str, Any] = {}
-    if getattr(result, "ttl_ms", 0) is None:
+    if force or getattr(result, "ttl_ms", 0) is None:
         changes["ttl_ms"] = hint.ttl_ms
-    if getattr(result, "cache_scope", "") is None:
+    if force or getattr(result, "cache_scope", "") is None:
         changes["cache_scope"] = hint.scope
     return attrs.evolve(result, **changes) if changes else result
 

@@ -726,7 +726,9 @@ class Server:
                 # error with code `-32602` (Invalid Params)."
                 raise McpError(INVALID_PARAMS, exc.message, exc.data) from None
             if modern is not None and ctx.method in CACHEABLE:
-                result = with_cache_hint(result, self._cache_hint(ctx.method, rounds))
+                retried = rounds is not None and bool(rounds.rounds or rounds.responses)
+                hint = NOT_CACHEABLE if retried else self._cache_hint(ctx.method)
+                result = with_cache_hint(result, hint, force=retried)
             return result
         finally:
             _request_modern.reset(token)
@@ -763,14 +765,8 @@ class Server:
         if feature is not None and getattr(self.capabilities(), feature) is None:
             raise McpError(METHOD_NOT_FOUND, f"method not found: {method}")
 
-    def _cache_hint(self, method: str, rounds: Rounds | None) -> CacheHint:
-        # Spec: 2026-07-28/server/utilities/caching#cache-key.2
-        # "Results produced by retrying a request through the multi round-trip requests
-        # mechanism&mdash;that is, requests carrying `inputResponses` or
-        # `requestState`&mdash;MUST NOT be cached, as they depend on inputs that are not
-        # part of the cache key."
-        if rounds is not None and (rounds.rounds or rounds.responses):
-            return NOT_CACHEABLE
+    def _cache_hint(self, method: str) -> CacheHint:
+        """The server's caching hints for ``method``'s results (a first request's)."""
         if method == "resources/read":
             return self.read_cache
         # One hint per method, whatever the cursor:
