@@ -145,6 +145,10 @@ def seal_state(
         ttl: seconds the state stays valid (> 0, else ValueError).
         principal: the caller's identity, if the server knows one.
 
+    Raises:
+        ValueError: a short key, a non-positive ``ttl``, or a state longer than
+            :data:`MAX_STATE_LENGTH` (too many or too large answers to carry).
+
     Source: 2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.9.
     """
     if len(key) < 16:
@@ -164,7 +168,12 @@ def seal_state(
     if principal is not None:
         body["p"] = principal
     signed = f"{_VERSION}.{_b64(_canonical(body))}"
-    return f"{signed}.{_mac(key, signed)}"
+    state = f"{signed}.{_mac(key, signed)}"
+    if len(state) > MAX_STATE_LENGTH:
+        raise ValueError(
+            f"the requestState would be {len(state)} characters, over {MAX_STATE_LENGTH}"
+        )
+    return state
 
 
 def open_state(

@@ -117,6 +117,8 @@ def test_a_lapsed_state_is_refused() -> None:
 
 
 def test_bad_arguments_to_seal() -> None:
+    with pytest.raises(ValueError, match="over"):
+        _seal(answers={"big": "x" * MAX_STATE_LENGTH})
     with pytest.raises(ValueError):
         seal_state(b"short", method="m", params={}, answers={}, rounds=1, now=NOW, ttl=60)
     with pytest.raises(ValueError):

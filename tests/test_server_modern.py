@@ -1058,3 +1058,22 @@ async def test_listen_acknowledges_only_resources_the_server_has() -> None:
         )
     assert ack["params"]["notifications"] == {"resourceSubscriptions": ["test://a", "test://t/1"]}
     assert too_many["code"] == -32602 and bad["code"] == -32602
+
+
+async def test_answers_too_large_to_carry_end_the_rounds() -> None:
+    server = Server("big", "1")
+
+    @server.tool()
+    async def two_steps(ctx: Context) -> str:
+        await ctx.sample("Write a lot", key="essay")
+        await ctx.list_roots(key="then")
+        return "done"
+
+    essay = {"role": "assistant", "content": {"type": "text", "text": "x" * 300_000}, "model": "m"}
+    async with modern(server) as client:
+        error = await client.error(
+            "tools/call",
+            {"name": "two_steps", "arguments": {}, "inputResponses": {"essay": essay}},
+            caps=ALL_CAPS,
+        )
+    assert error["code"] == -32603 and "cannot ask for more input" in error["message"]

@@ -59,6 +59,7 @@ import trio
 from .. import types as t
 from .._convert import unstructure
 from .._errors import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     RESOURCE_NOT_FOUND,
@@ -825,16 +826,21 @@ class Server:
                 INVALID_PARAMS,
                 f"{ctx.method} still needs input after {self.max_input_rounds} rounds",
             )
-        state = seal_state(
-            self._state_key,
-            method=ctx.method,
-            params=unstructure(ctx.params, REVISION),
-            answers=rounds.answers,
-            rounds=done,
-            now=self.clock(),
-            ttl=self.state_ttl,
-            principal=self.principal_of(ctx),
-        )
+        try:
+            state = seal_state(
+                self._state_key,
+                method=ctx.method,
+                params=unstructure(ctx.params, REVISION),
+                answers=rounds.answers,
+                rounds=done,
+                now=self.clock(),
+                ttl=self.state_ttl,
+                principal=self.principal_of(ctx),
+            )
+        except ValueError as exc:  # the answers so far are too large to carry
+            raise McpError(
+                INTERNAL_ERROR, f"{ctx.method} cannot ask for more input: {exc}"
+            ) from None
         return t.InputRequiredResult(
             result_type="input_required", input_requests=need.requests, request_state=state
         )
