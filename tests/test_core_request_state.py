@@ -8,6 +8,8 @@ import base64
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mcp_ref._request_state import (
     MAX_STATE_LENGTH,
@@ -128,3 +130,22 @@ def test_bad_arguments_to_seal() -> None:
 def test_the_state_is_ascii_and_opaque_three_parts() -> None:
     state = _seal()
     assert state.isascii() and state.count(".") == 2 and state.startswith("v1.")
+
+
+@given(st.text(max_size=300))
+def test_any_string_opens_or_is_refused_never_anything_else(state: str) -> None:
+    try:
+        open_state(KEY, state, method="tools/call", params=PARAMS, now=NOW)
+    except InvalidRequestState:
+        pass
+
+
+@given(st.integers(min_value=0, max_value=10_000), st.binary(min_size=1, max_size=8))
+def test_any_change_of_a_sealed_state_is_refused(where: int, junk: bytes) -> None:
+    state = _seal()
+    at = where % len(state)
+    changed = state[:at] + junk.hex() + state[at + 1 :]
+    if changed == state:
+        return
+    with pytest.raises(InvalidRequestState):
+        open_state(KEY, changed, method="tools/call", params=PARAMS, now=NOW)
