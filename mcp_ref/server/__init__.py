@@ -29,6 +29,22 @@ Quick start::
     if __name__ == "__main__":
         server.run_stdio()
 
+Both eras, one server: a client that opens with ``initialize`` (2024-11-05 to
+2025-11-25) and one that names 2026-07-28 in every request's ``_meta`` are served by
+the same code.  A handler asks the client for input the same way in both::
+
+    @server.tool()
+    async def greet(ctx: Context) -> str:
+        answer = await ctx.elicit("Your name?", {"type": "object",
+            "properties": {"name": {"type": "string"}}}, key="name")
+        return f"Hello, {answer.content['name']}!"
+
+In the handshake era that is an ``elicitation/create`` request; in 2026-07-28 an
+``input_required`` answer with a signed ``requestState``, and the handler runs again
+on the client's retry, getting the answer back (``Server(state_key=...)`` shares the
+signing key between instances).  Caching hints (:class:`CacheHint`) and
+``subscriptions/listen`` exist only in 2026-07-28.
+
 The pieces, one module each: :mod:`._server` (the :class:`Server`: registries,
 dispatch, capabilities, sessions), :mod:`._tools`, :mod:`._resources` (with
 :mod:`._uritemplate`, RFC 6570), :mod:`._prompts`, :mod:`._completion`, :mod:`._logging`,
