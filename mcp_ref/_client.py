@@ -67,6 +67,8 @@ from ._errors import (
 )
 from ._inflight import RequestTimeout
 from ._methods import METHODS
+from ._modern import MODERN_VERSIONS, SERVER_INFO_KEY, era_of_reply
+from ._modern_connection import opening
 from ._output_schema import OutputSchemas
 from ._pagination import PageWalker
 from ._ratelimit import RateLimit, TokenBucket, take_or_refuse
@@ -89,20 +91,27 @@ __all__ = [
     "DEFAULT",
     "DEFAULT_CLIENT_INFO",
     "DEFAULT_ELICITATION_RATE_LIMIT",
+    "DEFAULT_ERA",
     "DEFAULT_SAMPLING_RATE_LIMIT",
     "DEFAULT_SHUTDOWN_GRACE",
     "DEFAULT_TIMEOUT",
+    "MAX_INPUT_ROUNDS",
     "ClientCore",
     "ClientWire",
     "ElicitationHandler",
+    "EraArg",
+    "InputRounds",
     "ListWalk",
     "Outcome",
     "RootsArg",
     "SamplingHandler",
     "SessionClosed",
     "Timeout",
+    "TooManyInputRounds",
     "as_timeout",
+    "choose_era",
     "page_params",
+    "probe_era",
     "result_of",
     "typed_params",
     "with_progress_token",
@@ -150,6 +159,30 @@ DEFAULT_SHUTDOWN_GRACE: Final = 2.0
 """Seconds a stdio client waits at each step of a child's shutdown (stdin closed,
 SIGTERM) before the next one.  Source: 2025-06-18/basic/lifecycle#stdio.1."""
 
+EraArg = Literal["auto", "modern", "legacy"]
+"""What a client's ``era=`` takes.
+
+* ``"legacy"``: the handshake era (``initialize``, then ``notifications/initialized``;
+  2024-11-05 to 2025-11-25), exactly as before 2026-07-28.
+* ``"modern"``: 2026-07-28 pinned: no ``initialize``; every request carries the
+  version, ``clientInfo`` and ``clientCapabilities`` in ``params._meta``; the server's
+  capabilities come from ``server/discover`` (:meth:`Client.discover`) when needed.
+* ``"auto"``: probe with ``server/discover`` first and stay modern if the server
+  answers it (or with a modern error); fall back to the handshake on any other error
+  or no answer (2026-07-28/basic/transports/stdio#backward-compatibility; on Streamable
+  HTTP the probe's ``400`` body decides, #backward-compatibility there).
+"""
+
+DEFAULT_ERA: Final[EraArg] = "legacy"
+"""The era a client opens in when given none.  ``"legacy"`` for now: a dual-era server
+decides its era from the first request it reads, so the ``server/discover`` probe of
+``"auto"`` makes a server without ``server/discover`` refuse the ``initialize`` of the
+fallback; ``era="auto"`` is the choice once the server answers the probe."""
+
+MAX_INPUT_ROUNDS: Final = 8
+"""How many ``input_required`` results one request may get before the client gives up
+(:class:`TooManyInputRounds`)."""
+
 SamplingHandler = Callable[
     [t.CreateMessageRequestParams], "t.CreateMessageResult | Awaitable[t.CreateMessageResult]"
 ]
@@ -179,6 +212,145 @@ class SessionClosed(ConnectionError):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class TooManyInputRounds(McpError):
+    """The server answered one request with ``input_required`` more than the bound
+    allows (:data:`MAX_INPUT_ROUNDS`): the client stopped retrying.  An McpError with
+    code -32603 that no server sent.
+
+    Attributes:
+        method: the request's method.
+        rounds: how many ``input_required`` results came.
+    """
+
+    def __init__(self, method: str, rounds: int) -> None:
+        super().__init__(
+            INTERNAL_ERROR,
+            f"{method}: the server asked for input {rounds} times; the client stopped "
+            f"retrying (at most {rounds - 1} rounds)",
+        )
+        self.method = method
+        self.rounds = rounds
+
+
+# -- the era -------------------------------------------------------------------------
+
+
+def choose_era(
+    connection: Connection,
+    era: Literal["modern", "legacy"],
+    *,
+    protocol_version: str | None = None,
+    client_info: t.Implementation | None = None,
+    capabilities: t.ClientCapabilities | None = None,
+) -> None:
+    """Put a client ``connection`` that has sent nothing yet (or only a probe that was
+    answered or given up on) in ``era``: ``"modern"`` with ``protocol_version``,
+    ``client_info`` and ``capabilities`` written in every request's ``_meta``, or
+    ``"legacy"``, the handshake table from its first state (the fallback).
+
+    The Connection is made by whoever owns it (the trio session makes it in the
+    handshake era); this is the one place a client changes it.
+
+    Raises:
+        ValueError: not a client connection, or requests still in flight.
+
+    Source: 2026-07-28/basic/versioning (the era is the peer's, chosen before the
+    first request that counts).
+    """
+    from ._modern_connection import ModernEra  # (the connection's own helper)
+
+    if connection.our_role.value != "client":
+        raise ValueError("choose_era is for a client connection")
+    if connection.requests_in_flight()[0]:
+        raise ValueError("choose_era with requests in flight")
+    conn: Any = connection  # its era fields are set here and by its constructor only
+    conn.era, conn._transitions, conn.state = opening(connection.our_role, era)
+    conn._send_plans.clear()
+    if era == "modern":
+        conn._modern = ModernEra(connection.our_role, protocol_version, client_info, capabilities)
+        conn.protocol_version = conn._modern.protocol_version
+        conn.capabilities[connection.our_role] = capabilities
+    else:
+        conn.protocol_version = None
+        conn.capabilities[connection.our_role] = None
+
+
+def probe_era(outcome: Any) -> Literal["modern", "legacy"]:
+    """The server's era from how it answered the ``server/discover`` probe:
+    ``outcome`` is the result (or a Response), an McpError raised for an error
+    response (or the ErrorResponse), or a RequestTimedOut / NoAnswerError (no answer).
+
+    A result, or one of the modern error codes (-32020..-32022), is ``"modern"``;
+    any other error, or no answer, ``"legacy"``.
+
+    Source: 2026-07-28/basic/transports/stdio#backward-compatibility.
+    """
+    # Spec: 2026-07-28/basic/transports/stdio#backward-compatibility.2
+    # "The fallback MUST NOT be keyed to one specific error code"
+    if isinstance(outcome, (RequestTimedOut, NoAnswerError)):
+        return "legacy"
+    if isinstance(outcome, (McpError, ErrorResponse)):
+        return era_of_reply({"error": {"code": outcome.code}})
+    return "modern"
+
+
+class InputRounds:
+    """The rounds of one request the server answers with ``input_required``, for any
+    loop::
+
+        rounds = InputRounds(method, params)
+        while isinstance(result := await send(method, params), t.InputRequiredResult):
+            answers = {key: await answer(m, p) for key, (m, p) in rounds.asked(result)}
+            params = rounds.retry(answers)
+
+    Each retry is a new request (a new id) with the same params, ``inputResponses``
+    holding the answers and ``requestState`` echoed exactly (absent when the server
+    sent none); nothing of one request's rounds reaches another.
+
+    Raises (from :meth:`asked`):
+        TooManyInputRounds: more than ``max_rounds`` ``input_required`` results.
+
+    Source: 2026-07-28/basic/patterns/mrtr#client-requirements-basic-workflow.
+    """
+
+    def __init__(self, method: str, params: Any, max_rounds: int = MAX_INPUT_ROUNDS) -> None:
+        self.method = method
+        self.params = params
+        self.max_rounds = max_rounds
+        self.rounds = 0
+        self._state: str | None = None
+
+    def asked(self, result: t.InputRequiredResult) -> list[tuple[str, tuple[str, Any]]]:
+        """The input requests of ``result`` as ``(key, (method, params))`` pairs, for
+        :meth:`ClientCore.handle`; remembers its ``requestState`` for the retry.
+
+        Raises:
+            TooManyInputRounds: past the bound.
+        """
+        self.rounds += 1
+        if self.rounds > self.max_rounds:
+            raise TooManyInputRounds(self.method, self.rounds)
+        self._state = result.request_state
+        return [
+            (key, (request.method, getattr(request, "params", None)))
+            for key, request in (result.input_requests or {}).items()
+        ]
+
+    def retry(self, answers: dict[str, Any]) -> Any:
+        """The params of the retry: the original ones with ``inputResponses``
+        (``answers``: key to result; None when empty) and ``requestState``."""
+        # Spec: 2026-07-28/basic/patterns/mrtr#client-requirements-basic-workflow.3
+        # "If an `InputRequiredResult` contains the `requestState` field, the client MUST
+        # echo back the exact value of that field when retrying the original request."
+        # Spec: 2026-07-28/basic/patterns/mrtr#client-requirements-basic-workflow.5
+        # "If the `InputRequiredResult` does not contain a `requestState` field, the
+        # client MUST NOT include one in the retry."
+        params = self.params
+        if params is None:
+            params = METHODS[self.method].params_type()
+        return attrs.evolve(params, input_responses=answers or None, request_state=self._state)
 
 
 # -- requests: params, progress tokens, timeouts, results ----------------------------
@@ -329,8 +501,12 @@ class ClientCore:
 
     Args:
         client_info: our ``clientInfo``.
-        protocol_version: the revision we ask for (default the latest we speak); the
-            server may answer another supported one.
+        era: ``"legacy"``, ``"modern"`` or ``"auto"`` (:data:`EraArg`; default
+            :data:`DEFAULT_ERA`).
+        protocol_version: the revision we ask for (default the latest we speak in the
+            era); in the handshake era the server may answer another supported one.  A
+            modern version (2026-07-28) pins the modern era, a handshake one the legacy
+            era, unless ``era`` says otherwise (then ValueError).
         sampling_handler: answers ``sampling/createMessage``; declares ``sampling``.
         elicitation_handler: answers ``elicitation/create``; declares ``elicitation``.
         roots: our roots (a list, or a callable returning one); declares ``roots`` with
@@ -340,8 +516,8 @@ class ClientCore:
             -32603 with ``data.retryAfter`` (seconds) and never reaches the handler.
 
     Raises:
-        ValueError: ``protocol_version`` is not one mcp-ref speaks, or a root is not an
-            absolute ``file://`` URI.
+        ValueError: ``protocol_version`` is not one mcp-ref speaks (or not of ``era``),
+            ``era`` is none of the three, or a root is not an absolute ``file://`` URI.
 
     Source: 2025-06-18/basic/lifecycle#initialization; 2025-06-18/client.
     """
@@ -350,7 +526,8 @@ class ClientCore:
         self,
         *,
         client_info: t.Implementation = DEFAULT_CLIENT_INFO,
-        protocol_version: str = LATEST_PROTOCOL_VERSION,
+        protocol_version: str | None = None,
+        era: EraArg | None = None,
         sampling_handler: SamplingHandler | None = None,
         elicitation_handler: ElicitationHandler | None = None,
         roots: RootsArg = None,
@@ -358,9 +535,28 @@ class ClientCore:
         elicitation_rate_limit: RateLimit | None = DEFAULT_ELICITATION_RATE_LIMIT,
     ) -> None:
         self.client_info = client_info
+        modern = protocol_version in MODERN_VERSIONS
+        if era is None:
+            era = "modern" if modern else "legacy" if protocol_version else DEFAULT_ERA
+        elif era == "auto" and protocol_version is not None:
+            era = "modern" if modern else "legacy"  # a pinned version pins its era
+        if era not in ("auto", "modern", "legacy"):
+            raise ValueError(f"era must be 'auto', 'modern' or 'legacy', not {era!r}")
+        if protocol_version is not None and modern != (era == "modern"):
+            raise ValueError(f"protocol version {protocol_version!r} is not of the {era} era")
+        self.era: EraArg = era
+        """The era asked for; :attr:`spoken` is the one the server turned out to speak."""
+        self.spoken: Literal["modern", "legacy"] | None = None
+        """The era the session speaks once it is open (None before)."""
+        self.modern_version: str = (
+            protocol_version if protocol_version in MODERN_VERSIONS else MODERN_VERSIONS[0]
+        )
+        """The version every modern request names in its ``_meta``."""
         # Spec: 2025-06-18/basic/lifecycle#version-negotiation.1
         # "In the `initialize` request, the client MUST send a protocol version it supports."
-        self.protocol_version = check_version(protocol_version)
+        self.protocol_version = check_version(
+            LATEST_PROTOCOL_VERSION if modern or protocol_version is None else protocol_version
+        )
         self._handlers: dict[str, tuple[Callable[[Any], Any], RateLimit | None]] = {}
         if sampling_handler is not None:
             self._handlers["sampling/createMessage"] = (sampling_handler, sampling_rate_limit)
@@ -371,6 +567,77 @@ class ClientCore:
         self._output_schemas = OutputSchemas()
         self.initialize_result: t.InitializeResult | None = None
         """The server's answer to ``initialize`` (None before it)."""
+        self.discover_result: t.DiscoverResult | None = None
+        """The server's answer to ``server/discover`` (modern era; None before it)."""
+
+    # -- the era -----------------------------------------------------------------------
+
+    def opens_modern(self) -> bool:
+        """Whether the session's first request is modern (``era`` modern or auto)."""
+        return self.era != "legacy"
+
+    def modern_options(self) -> dict[str, Any]:
+        """The keywords of :func:`choose_era` (or of a new ``Connection(CLIENT, ...)``
+        with ``era="modern"``): our version, ``clientInfo`` and capabilities."""
+        return {
+            "protocol_version": self.modern_version,
+            "client_info": self.client_info,
+            "capabilities": self.capabilities,
+        }
+
+    def discovered(self, result: t.DiscoverResult) -> None:
+        """Take the server's ``server/discover`` result: the session is modern.
+
+        Raises:
+            LocalProtocolError: the server does not list our version (we do not go on
+                with a server that says it does not speak it).
+
+        Source: 2026-07-28/server/discover; 2026-07-28/basic/versioning.
+        """
+        if self.modern_version not in result.supported_versions:
+            raise LocalProtocolError(
+                f"the server speaks {', '.join(result.supported_versions)}, "
+                f"not {self.modern_version}"
+            )
+        self.discover_result = result
+        self.spoken = "modern"
+
+    @property
+    def server_info(self) -> t.Implementation | None:
+        """The server's ``serverInfo`` (``initialize``) or ``_meta`` serverInfo
+        (``server/discover``); None when neither came."""
+        if self.initialize_result is not None:
+            return self.initialize_result.server_info
+        if self.discover_result is not None:
+            info = (self.discover_result.meta or {}).get(SERVER_INFO_KEY)
+            try:
+                read: t.Implementation = structure(info, t.Implementation, "2026-07-28")
+            except ConversionError:  # absent or malformed: it is for display only
+                return None
+            return read
+        return None
+
+    @property
+    def server_capabilities(self) -> t.ServerCapabilities | None:
+        """The server's capabilities, from ``initialize`` or ``server/discover``."""
+        if self.initialize_result is not None:
+            return self.initialize_result.capabilities
+        if self.discover_result is not None:
+            return self.discover_result.capabilities
+        return None
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's instructions, from ``initialize`` or ``server/discover``."""
+        done = self.initialize_result or self.discover_result
+        return done.instructions if done is not None else None
+
+    @property
+    def negotiated_version(self) -> str | None:
+        """The version the session speaks: ``initialize``'s answer, or our modern one."""
+        if self.initialize_result is not None:
+            return self.initialize_result.protocol_version
+        return self.modern_version if self.spoken == "modern" else None
 
     # -- the handshake ---------------------------------------------------------------
 
@@ -419,6 +686,7 @@ class ClientCore:
         Source: 2025-06-18/basic/lifecycle#initialization.4.
         """
         self.initialize_result = result
+        self.spoken = "legacy"
         # Spec: 2025-06-18/basic/lifecycle#initialization.4
         # "After successful initialization, the client MUST send an `initialized` notification to
         # indicate it is ready to begin normal operations:"

@@ -57,14 +57,17 @@ from .._client import (
     DEFAULT_TIMEOUT,
     ClientCore,
     ElicitationHandler,
+    InputRounds,
     RootsArg,
     SamplingHandler,
     Timeout,
     as_timeout,
+    choose_era,
+    probe_era,
     typed_params,
 )
 from .._client_methods import TypedMethods
-from .._errors import NoAnswerError
+from .._errors import McpError, NoAnswerError
 from .._inflight import RequestTimeout
 from .._state import CLIENT
 from ..events import Notification, Progress
@@ -178,34 +181,76 @@ class Client(TypedMethods):
         return self.core.capabilities
 
     @property
+    def era(self) -> str | None:
+        """The era the session speaks: ``"legacy"`` (the handshake) or ``"modern"``
+        (2026-07-28, per-request ``_meta``); None before it is open."""
+        return self.core.spoken
+
+    @property
     def server_info(self) -> t.Implementation:
-        """The server's ``serverInfo``."""
-        return self._initialized.server_info
+        """The server's ``serverInfo`` (modern era: from :meth:`discover`; RuntimeError
+        before it, or when the server sent none)."""
+        return self._known(self.core.server_info, "serverInfo")
 
     @property
     def server_capabilities(self) -> t.ServerCapabilities:
-        """The server's declared capabilities."""
-        return self._initialized.capabilities
+        """The server's declared capabilities (modern era: from :meth:`discover`)."""
+        return self._known(self.core.server_capabilities, "capabilities")
 
     @property
     def protocol_version(self) -> str:
-        """The negotiated protocol version."""
-        return self._initialized.protocol_version
+        """The negotiated protocol version (modern era: the one every request names)."""
+        return self._known(self.core.negotiated_version, "protocol version")
 
     @property
     def instructions(self) -> str | None:
         """The server's ``instructions``, if it gave any."""
-        return self._initialized.instructions
+        self._known(self.core.negotiated_version, "instructions")
+        return self.core.instructions
 
-    @property
-    def _initialized(self) -> t.InitializeResult:
-        if self.core.initialize_result is None:
+    def _known(self, value: T | None, what: str) -> T:
+        if value is None:
+            if self.core.spoken == "modern":
+                raise RuntimeError(f"the server's {what}: call discover() first")
             raise RuntimeError("the client is not initialized")
-        return self.core.initialize_result
+        return value
 
-    async def _initialize(self, timeout: TimeoutArg) -> None:
-        result = await self.request("initialize", self.core.initialize_params(), timeout=timeout)
-        await self._notify(self.core.initialized(result))
+    async def _open(self, timeout: TimeoutArg) -> None:
+        """Open the session in the era asked for (:data:`mcp_ref._client.EraArg`):
+        ``initialize`` (legacy), nothing (modern), or the ``server/discover`` probe
+        and, when it says legacy, ``initialize`` (auto)."""
+        core = self.core
+        if core.opens_modern():
+            choose_era(self.session.connection, "modern", **core.modern_options())
+            if core.era == "modern":
+                core.spoken = "modern"
+                return
+            try:
+                result = await self.request("server/discover", timeout=timeout)
+            except McpError as exc:
+                if probe_era(exc) == "modern":
+                    raise
+                log.info("server/discover failed (%s): falling back to initialize", exc)
+                choose_era(self.session.connection, "legacy")
+            else:
+                core.discovered(result)
+                return
+        result = await self.request("initialize", core.initialize_params(), timeout=timeout)
+        await self._notify(core.initialized(result))
+
+    async def discover(self, *, timeout: TimeoutArg = DEFAULT) -> t.DiscoverResult:
+        """Ask a modern server for its versions, capabilities and identity
+        (``server/discover``); the properties (``server_info``...) read it after.
+
+        Raises:
+            LocalProtocolError: the session is in the handshake era (``initialize``
+                told all of this), or the server does not list our version.
+
+        Source: 2026-07-28/server/discover.
+        """
+        result: t.DiscoverResult = await self.request("server/discover", timeout=timeout)
+        self.core.discovered(result)
+        return result
 
     async def _notify(self, note: Notification) -> None:
         await self.session.send_notification(note.method, note.params)
@@ -234,6 +279,14 @@ class Client(TypedMethods):
                 for ``initialize``, sent ``notifications/cancelled``).
             McpError: the server answered with an error response.
             OutputSchemaError: a tool's structured result does not match its schema.
+            TooManyInputRounds: (modern era) the server kept answering
+                ``input_required`` past :data:`mcp_ref._client.MAX_INPUT_ROUNDS`.
+
+        In the modern era a ``tools/call``, ``prompts/get`` or ``resources/read`` may
+        be answered ``input_required``: each of its ``inputRequests`` goes to the
+        handler this client was given (``elicitation_handler``, ``sampling_handler``,
+        ``roots``), and the request is sent again, with a new id, carrying the answers
+        in ``inputResponses`` and the server's ``requestState`` unchanged.
             SessionClosed, LocalProtocolError: as
                 :meth:`~mcp_ref.trio.Session.send_request`.
 
@@ -243,10 +296,18 @@ class Client(TypedMethods):
         session_timeout: Any = SESSION_DEFAULT  # the timeout open_client was given
         if timeout is not DEFAULT and not isinstance(timeout, type(SESSION_DEFAULT)):
             session_timeout = as_timeout(timeout)
-        result = await self.session.send_request(
-            method, params, timeout=session_timeout, on_progress=on_progress
-        )
-        return self.core.check_result(method, params, result)
+        rounds = InputRounds(method, params)
+        while True:
+            result = await self.session.send_request(
+                method, params, timeout=session_timeout, on_progress=on_progress
+            )
+            if not isinstance(result, t.InputRequiredResult):
+                return self.core.check_result(method, rounds.params, result)
+            answers = {}
+            for key, (asked, asked_params) in rounds.asked(result):
+                value = self.core.handle(asked, asked_params, trio.current_time())
+                answers[key] = self.core.finish(asked, await _maybe_await(value))
+            params = rounds.retry(answers)
 
     # ------------------------------------------------------------------------ roots
 
@@ -277,7 +338,8 @@ async def open_client(
     initialize_timeout: TimeoutArg = DEFAULT,
     **options: Any,
 ) -> AsyncIterator[Client]:
-    """Connect over ``channel``, initialize, and yield a :class:`Client`.
+    """Connect over ``channel``, open the session in its era (``initialize``, or
+    nothing, or the ``server/discover`` probe: ``era``), and yield a :class:`Client`.
 
     Args:
         channel: the transport (:class:`~mcp_ref.trio.MessageChannel`).
@@ -290,8 +352,11 @@ async def open_client(
             ``timeout``, or ``DEFAULT``: ``timeout``).  A program that is not an MCP
             server never answers; a short wait here says so sooner.
         **options: the client core's (:class:`mcp_ref._client.ClientCore`):
-            ``client_info``, ``protocol_version`` (the server may answer another
-            supported one: ``client.protocol_version``), ``sampling_handler``,
+            ``client_info``, ``era`` (``"legacy"``: ``initialize`` as before;
+            ``"modern"``: 2026-07-28, no handshake, ``_meta`` on every request;
+            ``"auto"``: the ``server/discover`` probe, then modern or the handshake),
+            ``protocol_version`` (pins its era; in the handshake the server may answer
+            another supported one: ``client.protocol_version``), ``sampling_handler``,
             ``elicitation_handler``, ``roots``, ``sampling_rate_limit``,
             ``elicitation_rate_limit``; any other keyword goes to
             :func:`~mcp_ref.trio.open_session` (``send_timeout``,
@@ -314,7 +379,7 @@ async def open_client(
         channel, CLIENT, handler, default_timeout=as_timeout(timeout), **options
     ) as session:
         client._session = session
-        await client._initialize(initialize_timeout)
+        await client._open(initialize_timeout)
         yield client
 
 
