@@ -60,6 +60,7 @@ from ._errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
+    UNSUPPORTED_PROTOCOL_VERSION,
     LocalProtocolError,
     McpError,
     NoAnswerError,
@@ -584,6 +585,24 @@ class ClientCore:
             "client_info": self.client_info,
             "capabilities": self.capabilities,
         }
+
+    def other_version(self, error: McpError) -> str | None:
+        """The modern version to retry with after ``error``: for -32022
+        (UnsupportedProtocolVersionError), the first version of its ``data.supported``
+        we speak (made :attr:`modern_version`); None for any other error, or when the
+        server lists none of ours (the caller gives up).
+
+        Source: 2026-07-28/basic/versioning#protocol-version-negotiation.
+        """
+        if error.code != UNSUPPORTED_PROTOCOL_VERSION or not isinstance(error.data, dict):
+            return None
+        supported = error.data.get("supported")
+        listed = supported if isinstance(supported, list) else []
+        for version in MODERN_VERSIONS:
+            if version in listed:
+                self.modern_version = version
+                return version
+        return None
 
     def discovered(self, result: t.DiscoverResult) -> None:
         """Take the server's ``server/discover`` result: the session is modern.

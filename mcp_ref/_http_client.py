@@ -47,7 +47,8 @@ from urllib.parse import urlsplit
 import attrs
 
 from . import _http as rules
-from ._errors import INTERNAL_ERROR, RemoteProtocolError
+from . import _jsonrpc as rpc
+from ._errors import INTERNAL_ERROR, MODERN_ERROR_CODES, RemoteProtocolError
 from ._http import (
     CONTENT_TYPE,
     CONTENT_TYPE_JSON,
@@ -57,8 +58,10 @@ from ._http import (
     HttpLimits,
     MessageKind,
 )
+from ._http_client_modern import MCP_PROTOCOL_VERSION, ToolHeaders, request_headers
 from ._http_messages import error_of, message_info, negotiated_version
 from ._http_streams import request_key
+from ._modern import PROTOCOL_VERSION_KEY
 from ._oauth_http import TokenMisdirected
 from ._sse import SSEEvent
 from .events import RequestId
@@ -76,6 +79,9 @@ __all__ = [
     "media_type",
     "refusal_message",
 ]
+
+_MODERN_MARK: Final = b'"' + PROTOCOL_VERSION_KEY.encode() + b'"'
+"""In a request's bytes: it is modern (its ``_meta`` names a version)."""
 
 MAX_ERROR_BODY: Final = 65536
 """The most bytes read of an HTTP error's body."""
@@ -155,10 +161,21 @@ def refusal_message(status: int, body: bytes) -> str:
     return f"HTTP {status}: {text or '(no body)'}"
 
 
-def failure(rid: RequestId, message: str) -> bytes:
-    """The error response (-32603) answering our own request ``rid`` that the server
-    can no longer answer: the driver hands it to the connection as if received."""
-    return rules.error_response_body(INTERNAL_ERROR, message, rid)
+def failure(rid: RequestId, message: str, code: int = INTERNAL_ERROR) -> bytes:
+    """The error response answering our own request ``rid`` that the server can no
+    longer answer: the driver hands it to the connection as if received.
+
+    Its code is -32603, or ``code`` when that is one of the modern errors a
+    2026-07-28 server sends with ``400`` (-32020..-32022): the client's era probe and
+    its caller read that code (2026-07-28/basic/transports/streamable-http
+    #backward-compatibility).
+    """
+    # Spec: 2026-07-28/basic/transports/streamable-http#backward-compatibility.2
+    # "On `400 Bad Request`, the client SHOULD inspect the response body before falling
+    # back"
+    return rules.error_response_body(
+        code if code in MODERN_ERROR_CODES else INTERNAL_ERROR, message, rid
+    )
 
 
 def _body_kind(headers: Headers) -> Answer:
@@ -234,6 +251,15 @@ class HttpClientCore:
         self.init_key: Any = None
         self.initialized_body: bytes | None = None
         self._old_version: str | None = None
+        self.modern_version: str | None = None
+        """The version of the modern requests sent (None: none yet, or the client fell
+        back to ``initialize``): every POST of a modern session names it."""
+        self.tool_headers = ToolHeaders()
+        """The ``x-mcp-header`` annotations of the tools listed (modern era)."""
+        self._refusals: dict[Any, Any] = {}
+        """The modern errors of HTTP refusals, by request key, until :meth:`failure`."""
+        self._tool_lists: set[Any] = set()
+        """The keys of the modern ``tools/list`` requests awaiting their answer."""
 
     # -- requests ------------------------------------------------------------------------
 
@@ -247,8 +273,11 @@ class HttpClientCore:
             return Outgoing(send=Send.LEGACY, id=rid, key=request_key(rid))
         if info is not None and info.kind is MessageKind.REQUEST:
             if method == "initialize":
+                self.modern_version = None  # (the fallback after a modern probe)
                 self.init_body, self.init_key = data, request_key(rid)
                 return Outgoing(send=Send.INITIALIZE, id=rid, key=self.init_key)
+            if method == "tools/list" and _MODERN_MARK in data:
+                self._tool_lists.add(request_key(rid))
             return Outgoing(send=Send.REQUEST, id=rid, key=request_key(rid))
         cancels = None
         if info is not None and info.cancels is not None:
@@ -299,6 +328,8 @@ class HttpClientCore:
         )
         if method == b"POST":
             out.append((b"content-length", b"%d" % len(body)))
+            if not legacy and (self.modern_version is not None or _MODERN_MARK in body):
+                out += self._modern_headers(body)
         if self.auth is not None:
             # Spec: 2025-06-18/basic/authorization#token-requirements.3
             # "authorization MUST be included in every HTTP request from client to
@@ -313,6 +344,65 @@ class HttpClientCore:
             if bearer is not None:
                 out.append(bearer)
         return out + self.extra
+
+    def _modern_headers(self, body: bytes) -> list[tuple[bytes, bytes]]:
+        """The headers mirroring a modern POST's body (:mod:`mcp_ref._http_client_modern`);
+        notes the session's modern version."""
+        try:
+            message = rpc.decode(body)
+        except RemoteProtocolError:  # (the connection made it: never)
+            return []
+        out = request_headers(message, self.tool_headers, self.modern_version)
+        for name, value in out:
+            if name == MCP_PROTOCOL_VERSION and self.protocol_version is None:
+                self.modern_version = value.decode("ascii")
+        return out
+
+    def refused(self, key: Any, body: bytes) -> None:
+        """Keep the modern JSON-RPC error (-32020..-32022) in an HTTP error's ``body``
+        answering the request awaited under ``key``, for :meth:`failure`."""
+        try:
+            message = rpc.decode(body)
+        except RemoteProtocolError:
+            return
+        error = message.get("error") if isinstance(message, dict) else None
+        if isinstance(error, dict) and error.get("code") in MODERN_ERROR_CODES:
+            self._refusals[key] = error
+
+    def failure(self, rid: RequestId, message: str, code: int = INTERNAL_ERROR) -> bytes:
+        """The error response answering our own request ``rid`` that the server did not
+        answer: the modern error its HTTP error carried (:meth:`refused`: code, message
+        and data, so the caller can retry with a version the server lists), else
+        :func:`failure`'s."""
+        error = self._refusals.pop(request_key(rid), None)
+        if error is None:
+            return failure(rid, message, code)
+        return rpc.encode({"jsonrpc": "2.0", "id": rid, "error": error})
+
+    def inbound(self, data: bytes, key: Any) -> bytes:
+        """One message the server sent, as the connection should read it: the answer to
+        a modern ``tools/list`` (awaited under ``key``) without the tools whose
+        ``x-mcp-header`` annotations are invalid; any other message as it is.
+
+        Source: 2026-07-28/basic/transports/streamable-http#schema-extension.9.
+        """
+        if key not in self._tool_lists:
+            return data
+        try:
+            message = rpc.decode(data)
+        except RemoteProtocolError:
+            return data
+        if not isinstance(message, dict) or request_key(message.get("id")) != key:
+            return data
+        self._tool_lists.discard(key)
+        result = message.get("result")
+        # Spec: 2026-07-28/basic/transports/streamable-http#schema-extension.9
+        # "Clients using the Streamable HTTP transport MUST reject tool definitions where
+        # any `x-mcp-header` value violates these constraints."
+        kept = self.tool_headers.filter_result(result) if isinstance(result, dict) else None
+        if kept is None:
+            return data
+        return rpc.encode({**message, "result": kept})
 
     # -- answers -------------------------------------------------------------------------
 

@@ -300,6 +300,7 @@ class Flow:
 
     def _take(self, messages: list[bytes]) -> list[bytes]:
         """Messages received: note whether the response awaited came."""
+        messages = [self.core.inbound(data, self.key) for data in messages]
         for data in messages:
             self.answered = self.core.received(data, self.key) or self.answered
         return messages
@@ -320,6 +321,8 @@ class Flow:
         """The error body read whole: the caller's error (the body's JSON-RPC code)."""
         body = b"".join(self._parts)[:MAX_ERROR_BODY]
         error = error_of(body)
+        if error is not None and self.key != request_key(None):  # (a request's)
+            self.core.refused(self.key, body)
         return Done(
             error=prefix + refusal_message(self.status, body),
             code=error[0] if error is not None else HTTP_SERVER_ERROR,

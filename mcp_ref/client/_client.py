@@ -226,7 +226,13 @@ class Client(TypedMethods):
                 core.spoken = "modern"
                 return
             try:
-                result = await self.request("server/discover", timeout=timeout)
+                try:
+                    result = await self.request("server/discover", timeout=timeout)
+                except McpError as exc:  # -32022: once more, with a version it lists
+                    if core.other_version(exc) is None:
+                        raise
+                    choose_era(self.session.connection, "modern", **core.modern_options())
+                    result = await self.request("server/discover", timeout=timeout)
             except McpError as exc:
                 if probe_era(exc) == "modern":
                     raise
