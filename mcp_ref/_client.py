@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from typing import Any, Final, Literal
 
 import attrs
@@ -585,6 +585,50 @@ class ClientCore:
             "client_info": self.client_info,
             "capabilities": self.capabilities,
         }
+
+    def opening(self, connection: Connection) -> Generator[Any, Any, None]:
+        """The opening of a session on ``connection`` (which has sent nothing), in the
+        era asked for, for any loop to run::
+
+            steps = core.opening(connection)
+            answer = None
+            while (step := next_step(steps, answer)) is not None:   # StopIteration: open
+                if isinstance(step, Notification): send it; answer = None
+                else: method, params = step; answer = the result, or the McpError raised
+
+        Legacy: ``initialize``, then ``notifications/initialized``.  Modern: nothing
+        (the connection is put in the modern era).  Auto: ``server/discover``; its
+        result opens the modern era, a -32022 listing a version we speak is retried
+        once with it, another modern error is raised, and any other error (or no
+        answer) falls back to the handshake.
+
+        The generator raises what ends the opening: the McpError of ``initialize`` (or
+        of a modern server's refusal), LocalProtocolError when the server does not list
+        our version.
+
+        Source: 2025-06-18/basic/lifecycle#initialization;
+        2026-07-28/basic/transports/stdio#backward-compatibility.
+        """
+        if self.opens_modern():
+            choose_era(connection, "modern", **self.modern_options())
+            if self.era == "modern":
+                self.spoken = "modern"
+                return
+            outcome = yield ("server/discover", None)
+            if isinstance(outcome, McpError) and self.other_version(outcome) is not None:
+                choose_era(connection, "modern", **self.modern_options())
+                outcome = yield ("server/discover", None)
+            if not isinstance(outcome, McpError):
+                self.discovered(outcome)
+                return
+            if probe_era(outcome) == "modern":
+                raise outcome
+            log.info("server/discover failed (%s): falling back to initialize", outcome)
+            choose_era(connection, "legacy")
+        result = yield ("initialize", self.initialize_params())
+        if isinstance(result, McpError):
+            raise result
+        yield self.initialized(result)
 
     def other_version(self, error: McpError) -> str | None:
         """The modern version to retry with after ``error``: for -32022

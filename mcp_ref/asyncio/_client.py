@@ -57,6 +57,7 @@ from .._client import (
     DEFAULT_CLIENT_INFO,
     ClientWire,
     ElicitationHandler,
+    InputRounds,
     Outcome,
     RootsArg,
     SamplingHandler,
@@ -67,6 +68,7 @@ from .._client import (
 )
 from .._client_methods import TypedMethods
 from .._connection import Connection
+from .._errors import McpError
 from ..events import (
     ConnectionClosed,
     Event,
@@ -193,15 +195,39 @@ class ClientSession(TypedMethods):
                 that the server did not send).
             McpError: the server answered with an error.
             OutputSchemaError: a tool's structured result does not match its schema.
+            TooManyInputRounds: (modern era) ``input_required`` past the bound.
             SessionClosed: the session ended first.
             LocalProtocolError: the request breaks the protocol (nothing was sent).
             asyncio.CancelledError: the caller was cancelled; the server was sent
                 ``notifications/cancelled``.
 
+        In the modern era an ``input_required`` answer is answered through this
+        client's handlers and the request sent again (a new id) with
+        ``inputResponses`` and the ``requestState`` unchanged.
+
         Source: 2025-06-18/basic/lifecycle#timeouts;
         2025-06-18/basic/utilities/cancellation#cancellation-flow;
-        2025-06-18/basic/utilities/progress#progress-flow.
+        2025-06-18/basic/utilities/progress#progress-flow;
+        2026-07-28/basic/patterns/mrtr#client-requirements-basic-workflow.
         """
+        rounds = InputRounds(method, typed_params(method, params))
+        params = rounds.params
+        while True:  # (more than once only for input_required, in the modern era)
+            result = await self._request(method, params, timeout, on_progress)
+            if not isinstance(result, t.InputRequiredResult):
+                return self.wire.check_result(method, rounds.params, result)
+            answers = {}
+            for key, (asked, asked_params) in rounds.asked(result):
+                value = self.wire.handle(asked, asked_params, asyncio.get_running_loop().time())
+                if inspect.isawaitable(value):
+                    value = await value
+                answers[key] = self.wire.finish(asked, value)
+            params = rounds.retry(answers)
+
+    async def _request(
+        self, method: str, params: Any, timeout: Timeout, on_progress: ProgressCallback | None
+    ) -> Any:
+        """One request on the wire: its result (an InputRequiredResult too), unchecked."""
         loop = asyncio.get_running_loop()
         rid, params, data = self.wire.send_request(
             method, params, now=loop.time(), timeout=timeout, on_progress=on_progress
@@ -227,7 +253,7 @@ class ClientSession(TypedMethods):
             raise
         finally:
             del self._pending[rid]
-        return self.wire.check_result(method, params, result_of(reply))
+        return result_of(reply)
 
     async def notify(self, method: str, params: Any = None) -> None:
         """Send a notification (typed params, a wire-form dict, or None).
@@ -237,6 +263,41 @@ class ClientSession(TypedMethods):
             SessionClosed: the session has ended.
         """
         await self._transmit(self.wire.send_notification(method, params))
+
+    async def open(self) -> None:
+        """Open the session in the era asked for (``era=``; the ``open_*`` functions
+        do): ``initialize`` then ``notifications/initialized`` (legacy), nothing
+        (modern), or the ``server/discover`` probe and its fallback (auto); see
+        :meth:`mcp_ref._client.ClientCore.opening`.  Raises as :meth:`request`.
+        """
+        steps = self.wire.opening(self.connection)
+        answer: Any = None
+        while True:
+            try:
+                step = steps.send(answer)
+            except StopIteration:
+                return
+            if isinstance(step, Notification):
+                await self.notify(step.method, step.params)
+                answer = None
+                continue
+            try:
+                answer = await self.request(*step)
+            except McpError as exc:
+                answer = exc
+
+    @property
+    def era(self) -> str | None:
+        """The era the session speaks (``"legacy"`` or ``"modern"``; None before it
+        is open)."""
+        return self.wire.spoken
+
+    async def discover(self) -> t.DiscoverResult:
+        """``server/discover`` (modern era): the server's versions, capabilities and
+        identity.  Source: 2026-07-28/server/discover."""
+        result: t.DiscoverResult = await self.request("server/discover")
+        self.wire.discovered(result)
+        return result
 
     async def initialize(self) -> t.InitializeResult:
         """Run the initialization phase: ``initialize``, then ``notifications/initialized``

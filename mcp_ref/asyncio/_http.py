@@ -485,7 +485,7 @@ async def open_http_client(
     )
     clock = asyncio.create_task(client._clock())
     try:
-        await client.initialize()
+        await client.open()
         yield client
     finally:
         clock.cancel()

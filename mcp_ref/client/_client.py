@@ -62,8 +62,6 @@ from .._client import (
     SamplingHandler,
     Timeout,
     as_timeout,
-    choose_era,
-    probe_era,
     typed_params,
 )
 from .._client_methods import TypedMethods
@@ -216,33 +214,25 @@ class Client(TypedMethods):
         return value
 
     async def _open(self, timeout: TimeoutArg) -> None:
-        """Open the session in the era asked for (:data:`mcp_ref._client.EraArg`):
-        ``initialize`` (legacy), nothing (modern), or the ``server/discover`` probe
-        and, when it says legacy, ``initialize`` (auto)."""
-        core = self.core
-        if core.opens_modern():
-            choose_era(self.session.connection, "modern", **core.modern_options())
-            if core.era == "modern":
-                core.spoken = "modern"
-                return
+        """Open the session in the era asked for (:meth:`ClientCore.opening
+        <mcp_ref._client.ClientCore.opening>`): ``initialize`` (legacy), nothing
+        (modern), or the ``server/discover`` probe and, when it says legacy,
+        ``initialize`` (auto)."""
+        steps = self.core.opening(self.session.connection)
+        answer: Any = None
+        for _ in range(8):  # (at most four steps)
             try:
-                try:
-                    result = await self.request("server/discover", timeout=timeout)
-                except McpError as exc:  # -32022: once more, with a version it lists
-                    if core.other_version(exc) is None:
-                        raise
-                    choose_era(self.session.connection, "modern", **core.modern_options())
-                    result = await self.request("server/discover", timeout=timeout)
-            except McpError as exc:
-                if probe_era(exc) == "modern":
-                    raise
-                log.info("server/discover failed (%s): falling back to initialize", exc)
-                choose_era(self.session.connection, "legacy")
-            else:
-                core.discovered(result)
+                step = steps.send(answer)
+            except StopIteration:
                 return
-        result = await self.request("initialize", core.initialize_params(), timeout=timeout)
-        await self._notify(core.initialized(result))
+            if isinstance(step, Notification):
+                await self._notify(step)
+                answer = None
+                continue
+            try:
+                answer = await self.request(*step, timeout=timeout)
+            except McpError as exc:
+                answer = exc
 
     async def discover(self, *, timeout: TimeoutArg = DEFAULT) -> t.DiscoverResult:
         """Ask a modern server for its versions, capabilities and identity
