@@ -42,10 +42,15 @@ for line in sys.stdin:
         else:
             send({"jsonrpc": "2.0", "id": rid, "result": {"resultType": "complete",
                   "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
-                  "ttlMs": 0, "cacheScope": "private"}})
+                  "ttlMs": 0, "cacheScope": "private",
+                  "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "raw", "version": "1"}}}})
     elif method == "initialize":
         send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": "2025-11-25",
               "capabilities": {"tools": {}}, "serverInfo": {"name": "raw", "version": "1"}}})
+    elif method == "tools/list":
+        send({"jsonrpc": "2.0", "id": rid, "result": {"tools": [
+              {"name": "greet", "inputSchema": {"type": "object"}}],
+              "ttlMs": 0, "cacheScope": "private"}})
     elif method == "tools/call" and mode == "modern" and "inputResponses" not in params:
         send({"jsonrpc": "2.0", "id": rid, "result": {"resultType": "input_required",
               "requestState": "opaque-1", "inputRequests": {"who": {
@@ -139,3 +144,22 @@ def test_asyncio_client_in_both_eras() -> None:
     assert modern["name"] == "Ada"
     assert [s[2] for s in modern["seen"] if s[0] == "tools/call"] == [None, "opaque-1"]
     assert [s[0] for s in legacy["seen"]][:2] == ["server/discover", "initialize"]
+
+
+def test_the_cli_says_which_era_it_spoke() -> None:
+    """``mcp-ref inspect`` and ``call`` name the era (modern: server/discover first)."""
+    import subprocess
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "mcp_ref", *args]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60)
+
+    done = cli("call", "--era", "auto", "--", *server("legacy"), "greet")
+    assert done.returncode == 0, done.stderr
+    assert "[era] legacy era (initialize), protocol 2025-11-25" in done.stderr
+    done = cli("inspect", "--json", "--era", "auto", "--", *server("modern"))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["era"] == "modern"
+    done = cli("inspect", "--era", "modern", "--", *server("modern"))
+    assert done.returncode == 0, done.stderr
+    assert "protocol 2026-07-28, modern era (per-request _meta)" in done.stdout
