@@ -630,6 +630,23 @@ class ClientCore:
             raise result
         yield self.initialized(result)
 
+    def listen_params(self, uris: Sequence[str]) -> t.SubscriptionsListenRequestParams:
+        """The params of the ``subscriptions/listen`` a modern client keeps open for
+        :meth:`~mcp_ref._client_methods.TypedMethods.subscribe`: updates of ``uris``,
+        and the three list changes (which the handshake era delivers unasked).
+
+        Source: 2026-07-28/basic/patterns/subscriptions#notification-filter.
+        """
+        return t.SubscriptionsListenRequestParams(
+            notifications=t.SubscriptionFilter(
+                resource_subscriptions=list(uris),
+                tools_list_changed=True,
+                prompts_list_changed=True,
+                resources_list_changed=True,
+            ),
+            meta={},
+        )
+
     def other_version(self, error: McpError) -> str | None:
         """The modern version to retry with after ``error``: for -32022
         (UnsupportedProtocolVersionError), the first version of its ``data.supported``

@@ -23,6 +23,7 @@ from typing import Any
 
 from . import types as t
 from ._client import DEFAULT, ListWalk, Timeout, page_params
+from ._errors import LocalProtocolError
 from .events import Progress
 
 __all__ = ["TypedMethods"]
@@ -146,16 +147,45 @@ class TypedMethods:
         )
         return result
 
+    era: Any
+    """Each client's era (``"legacy"``, ``"modern"``, None before it is open)."""
+    _subscribed: list[str]
+    """Modern era: the URIs :meth:`subscribe` asked for."""
+
+    async def _listen(self, uris: list[str]) -> None:
+        """Modern era: (re)open the client's one ``subscriptions/listen`` for ``uris``
+        (and the list changes), or close it when ``uris`` is empty; each client's own."""
+        raise LocalProtocolError("this client does not keep subscriptions/listen open")
+
     async def subscribe(self, uri: str, *, timeout: Timeout = DEFAULT) -> None:
         """Subscribe to a resource's ``notifications/resources/updated`` (they arrive at
-        ``on_notification``).  Needs the server's ``resources.subscribe`` capability.
-        Source: 2025-06-18/server/resources#subscriptions."""
+        ``on_notification``).
+
+        Handshake era: ``resources/subscribe`` (needs the server's
+        ``resources.subscribe`` capability).  Modern era: the client keeps one
+        ``subscriptions/listen`` open, for every URI subscribed and the list changes,
+        and re-opens it with the new filter; this returns once the server acknowledged
+        it.
+
+        Source: 2025-06-18/server/resources#subscriptions;
+        2026-07-28/basic/patterns/subscriptions.
+        """
+        if self.era == "modern":
+            uris = getattr(self, "_subscribed", [])
+            self._subscribed = [*uris, uri] if uri not in uris else uris
+            await self._listen(self._subscribed)
+            return
         await self.request(
             "resources/subscribe", t.SubscribeRequestParams(uri=uri), timeout=timeout
         )
 
     async def unsubscribe(self, uri: str, *, timeout: Timeout = DEFAULT) -> None:
-        """Cancel a subscription.  Source: 2025-06-18/server/resources#subscriptions."""
+        """Cancel a subscription (modern era: re-open the listen without ``uri``).
+        Source: 2025-06-18/server/resources#subscriptions."""
+        if self.era == "modern":
+            self._subscribed = [u for u in getattr(self, "_subscribed", []) if u != uri]
+            await self._listen(self._subscribed)
+            return
         await self.request(
             "resources/unsubscribe", t.UnsubscribeRequestParams(uri=uri), timeout=timeout
         )

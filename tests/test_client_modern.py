@@ -20,7 +20,7 @@ from mcp_ref import ErrorResponse, McpError, NoAnswerError, Notification
 from mcp_ref import types as t
 from mcp_ref._client import TooManyInputRounds, probe_era
 from mcp_ref._errors import METHOD_NOT_FOUND, UNSUPPORTED_PROTOCOL_VERSION
-from mcp_ref._modern import PROTOCOL_VERSION_KEY
+from mcp_ref._modern import PROTOCOL_VERSION_KEY, SUBSCRIPTION_ID_KEY
 from mcp_ref._modern_connection import opening
 from mcp_ref._state import SERVER
 from mcp_ref.client import Client, open_client
@@ -67,6 +67,7 @@ class Scripted:
         self.rounds = rounds
         self.discover_error = discover_error
         self.got: list[tuple[str, Any, Any]] = []  # (method, params, request id)
+        self.ended, self.endings = trio.open_memory_channel[None](16)
 
     async def handle_request(self, ctx: RequestContext) -> Any:
         self.got.append((ctx.method, ctx.params, ctx.request_id))
@@ -90,6 +91,18 @@ class Scripted:
             who = (p.input_responses or {}).get("who")
             text = who.content["name"] if who is not None else "nobody"
             return t.CallToolResult(content=[t.TextContent(text=text)])
+        if ctx.method == "subscriptions/listen":
+            sid = {SUBSCRIPTION_ID_KEY: ctx.request_id}
+            wanted = ctx.params.notifications
+            ack = t.SubscriptionsAcknowledgedNotificationParams(notifications=wanted, meta=sid)
+            await ctx.session.send_notification("notifications/subscriptions/acknowledged", ack)
+            for uri in wanted.resource_subscriptions or []:
+                update = t.ResourceUpdatedNotificationParams(uri=uri, meta=sid)
+                await ctx.session.send_notification("notifications/resources/updated", update)
+            try:
+                await trio.sleep_forever()
+            finally:
+                self.ended.send_nowait(None)
         raise McpError(METHOD_NOT_FOUND, ctx.method)
 
     async def handle_notification(self, session: Session, notification: Notification) -> None:
@@ -250,3 +263,27 @@ async def test_the_server_reads_a_modern_request() -> None:
             await client.call_tool("echo", {})
     assert got == ["modern"]
     assert PROTOCOL_VERSION_KEY  # the server read the version from _meta to get here
+
+
+async def test_subscribe_keeps_one_listen_open_in_the_modern_era() -> None:
+    """2026-07-28/basic/patterns/subscriptions: subscribe() opens subscriptions/listen
+    and returns once acknowledged; a new URI re-opens it, unsubscribing all closes it."""
+    server = Scripted(rounds=0)
+    notes: list[Notification] = []
+    with trio.fail_after(5):
+        async with _pair(server, era="modern", on_notification=notes.append) as client:
+            await client.subscribe("file:///a")
+            await client.subscribe("file:///b")
+            await client.unsubscribe("file:///a")
+            await client.unsubscribe("file:///b")
+            for _ in range(3):  # each listen was cancelled (notifications/cancelled)
+                await server.endings.receive()
+    listens = [p.notifications for m, p, _ in server.got if m == "subscriptions/listen"]
+    assert [f.resource_subscriptions for f in listens] == [
+        ["file:///a"],
+        ["file:///a", "file:///b"],
+        ["file:///b"],
+    ]
+    assert listens[0].tools_list_changed is True
+    updated = [n.params.uri for n in notes if n.method == "notifications/resources/updated"]
+    assert updated == ["file:///a", "file:///a", "file:///b", "file:///b"]

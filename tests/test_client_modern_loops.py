@@ -47,6 +47,13 @@ for line in sys.stdin:
     elif method == "initialize":
         send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": "2025-11-25",
               "capabilities": {"tools": {}}, "serverInfo": {"name": "raw", "version": "1"}}})
+    elif method == "subscriptions/listen":
+        sid = {"io.modelcontextprotocol/subscriptionId": rid}
+        send({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+              "params": {"_meta": sid, "notifications": params["notifications"]}})
+        for uri in params["notifications"].get("resourceSubscriptions") or []:
+            send({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                  "params": {"_meta": sid, "uri": uri}})
     elif method == "tools/list":
         send({"jsonrpc": "2.0", "id": rid, "result": {"tools": [
               {"name": "greet", "inputSchema": {"type": "object"}}],
@@ -163,3 +170,21 @@ def test_the_cli_says_which_era_it_spoke() -> None:
     done = cli("inspect", "--era", "modern", "--", *server("modern"))
     assert done.returncode == 0, done.stderr
     assert "protocol 2026-07-28, modern era (per-request _meta)" in done.stdout
+
+
+def test_asyncio_subscribe_uses_listen_in_the_modern_era() -> None:
+    notes: list[Any] = []
+
+    async def main() -> Any:
+        async with open_stdio_client(
+            server("modern"), era="modern", on_notification=notes.append, elicitation_handler=answer
+        ) as client:
+            await client.subscribe("file:///a")
+            await client.unsubscribe("file:///a")
+            return text(await client.call_tool("greet", {}))
+
+    got = run(main)
+    assert [s[0] for s in got["seen"]][:2] == ["subscriptions/listen", "notifications/cancelled"]
+    assert [n.params.uri for n in notes if n.method == "notifications/resources/updated"] == [
+        "file:///a"
+    ]

@@ -140,6 +140,10 @@ class ClientSession(TypedMethods):
         self._serving: dict[RequestId, asyncio.Task[None]] = {}
         """Server requests being handled (bounded by the core's incoming table)."""
         self._wake = asyncio.Event()
+        self._subscribed: list[str] = []
+        self._listening: asyncio.Task[None] | None = None
+        """Modern era: the task of the one ``subscriptions/listen`` (``subscribe``)."""
+        self._acknowledged = asyncio.Event()
 
     @property
     def initialize_result(self) -> t.InitializeResult | None:
@@ -286,6 +290,33 @@ class ClientSession(TypedMethods):
             except McpError as exc:
                 answer = exc
 
+    async def _listen(self, uris: list[str]) -> None:
+        """Modern era: cancel the session's ``subscriptions/listen`` (which sends
+        ``notifications/cancelled``) and, for a non-empty ``uris``, open a new one and
+        wait for its acknowledgment (or its end).
+
+        Source: 2026-07-28/basic/patterns/subscriptions#cancellation.
+        """
+        if self._listening is not None:
+            self._listening.cancel()
+            await asyncio.gather(self._listening, return_exceptions=True)
+            self._listening = None
+        if not uris:
+            return
+        self._acknowledged = acknowledged = asyncio.Event()
+        params = self.wire.listen_params(uris)
+
+        async def listen() -> None:
+            try:
+                await self.request("subscriptions/listen", params, timeout=None)
+            except (McpError, SessionClosed) as exc:
+                log.warning("subscriptions/listen failed: %s", exc)
+            finally:
+                acknowledged.set()
+
+        self._listening = asyncio.create_task(listen())
+        await acknowledged.wait()
+
     @property
     def era(self) -> str | None:
         """The era the session speaks (``"legacy"`` or ``"modern"``; None before it
@@ -346,6 +377,9 @@ class ClientSession(TypedMethods):
                 serving.cancel()
         elif isinstance(event, ConnectionClosed):
             self._close(self.wire.closed or "the server closed the connection")
+        elif isinstance(event, Notification):
+            if event.method == "notifications/subscriptions/acknowledged":
+                self._acknowledged.set()
         # Progress and Notification: the wire gave them to their callbacks.
 
     def _answer_server(self, request: Request) -> None:
@@ -372,8 +406,11 @@ class ClientSession(TypedMethods):
             del self._serving[rid]
 
     async def _stop_handlers(self) -> None:
-        """Cancel the server requests still being handled and wait for them."""
+        """Cancel the server requests still being handled (and the modern era's
+        ``subscriptions/listen``) and wait for them."""
         tasks = list(self._serving.values())
+        if self._listening is not None:
+            tasks.append(self._listening)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -419,6 +456,8 @@ class ClientSession(TypedMethods):
                 answer.set_exception(SessionClosed(reason))
         for task in self._serving.values():
             task.cancel()  # nobody to answer any more
+        if self._listening is not None:
+            self._listening.cancel()
         return SessionClosed(reason)
 
     def _check_open(self) -> None:

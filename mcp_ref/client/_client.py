@@ -60,6 +60,7 @@ from .._client import (
     InputRounds,
     RootsArg,
     SamplingHandler,
+    SessionClosed,
     Timeout,
     as_timeout,
     typed_params,
@@ -78,6 +79,7 @@ from ..trio import (
     open_session,
     open_stdio_process,
 )
+from ..trio._session import open_owned_nursery
 
 __all__ = [
     "DEFAULT_CLIENT_INFO",
@@ -123,6 +125,8 @@ class _ClientHandler:
     async def handle_notification(self, session: Session, notification: Notification) -> None:
         c = self._client
         c.core.notified(notification)
+        if notification.method == "notifications/subscriptions/acknowledged":
+            c._acknowledged.set()
         if notification.method == "notifications/message" and c.on_log is not None:
             await _maybe_await(c.on_log(notification.params))
         if c.on_notification is not None:
@@ -165,6 +169,10 @@ class Client(TypedMethods):
         self.on_notification = on_notification
         self._session: Session | None = None
         self.process: trio.Process | None = None
+        self._subscribed: list[str] = []
+        self._own: trio.Nursery | None = None  # open_client's, for the one listen below
+        self._listening: trio.CancelScope | None = None
+        self._acknowledged = trio.Event()
 
     @property
     def session(self) -> Session:
@@ -233,6 +241,40 @@ class Client(TypedMethods):
                 answer = await self.request(*step, timeout=timeout)
             except McpError as exc:
                 answer = exc
+
+    async def _listen(self, uris: list[str]) -> None:
+        """Modern era: close the client's ``subscriptions/listen`` (cancelled: the
+        session sends ``notifications/cancelled``) and, when ``uris`` is not empty,
+        open a new one for them and wait for its acknowledgment.
+
+        Source: 2026-07-28/basic/patterns/subscriptions#cancellation.
+        """
+        if self._listening is not None:
+            self._listening.cancel()
+            self._listening = None
+        if not uris:
+            return
+        assert self._own is not None
+        self._acknowledged = trio.Event()
+        params = self.core.listen_params(uris)
+        self._listening = await self._own.start(self._listen_until_cancelled, params)
+        await self._acknowledged.wait()
+
+    async def _listen_until_cancelled(
+        self,
+        params: t.SubscriptionsListenRequestParams,
+        task_status: trio.TaskStatus[trio.CancelScope] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        acknowledged = self._acknowledged
+        with trio.CancelScope() as scope:
+            task_status.started(scope)
+            try:
+                await self.request("subscriptions/listen", params, timeout=None)
+                log.info("the server ended the subscription")
+            except (McpError, SessionClosed) as exc:
+                log.warning("subscriptions/listen failed: %s", exc)
+            finally:
+                acknowledged.set()  # (a listen that ended is waited for no more)
 
     async def discover(self, *, timeout: TimeoutArg = DEFAULT) -> t.DiscoverResult:
         """Ask a modern server for its versions, capabilities and identity
@@ -376,7 +418,9 @@ async def open_client(
     ) as session:
         client._session = session
         await client._open(initialize_timeout)
-        yield client
+        async with open_owned_nursery() as own:  # the modern era's subscriptions/listen
+            client._own = own
+            yield client
 
 
 _CORE_OPTIONS = tuple(inspect.signature(ClientCore).parameters)
