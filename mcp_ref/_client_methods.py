@@ -170,7 +170,7 @@ class TypedMethods:
         Source: 2025-06-18/server/resources#subscriptions;
         2026-07-28/basic/patterns/subscriptions.
         """
-        if self.era == "modern":
+        if getattr(self, "era", None) == "modern":
             uris = getattr(self, "_subscribed", [])
             self._subscribed = [*uris, uri] if uri not in uris else uris
             await self._listen(self._subscribed)
@@ -182,7 +182,7 @@ class TypedMethods:
     async def unsubscribe(self, uri: str, *, timeout: Timeout = DEFAULT) -> None:
         """Cancel a subscription (modern era: re-open the listen without ``uri``).
         Source: 2025-06-18/server/resources#subscriptions."""
-        if self.era == "modern":
+        if getattr(self, "era", None) == "modern":
             self._subscribed = [u for u in getattr(self, "_subscribed", []) if u != uri]
             await self._listen(self._subscribed)
             return

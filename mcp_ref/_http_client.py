@@ -13,28 +13,25 @@ each step of an exchange, what to do next, and does it.
    (:class:`Send`).  The core keeps the bytes of ``initialize`` and
    ``notifications/initialized``: a new session after a 404 replays them.
 2. **The request's headers** come from :meth:`~HttpClientCore.headers`: ``Host``, the
-   MCP headers of :func:`~mcp_ref._http.client_request_headers` (``Accept``,
-   ``Content-Type``, ``Mcp-Session-Id``, ``MCP-Protocol-Version``, ``Last-Event-ID``),
-   ``Content-Length`` and the caller's own.
+   MCP headers of :func:`~mcp_ref._http.client_request_headers`, ``Content-Length``,
+   a modern request's (:mod:`mcp_ref._http_client_modern`) and the caller's own.
 3. **A response head** to a request's POST becomes an :class:`Answer`
    (:meth:`~HttpClientCore.answer`): accepted, a JSON body, an SSE stream, a session
    gone, the 2024-11-05 fallback, or a refusal.  The head of the ``initialize`` answer
    gives the session id.
-4. **Each message received** goes through :meth:`~HttpClientCore.received`, which says
-   whether it answers the request awaited, and notes the negotiated version from the
-   ``initialize`` result.  A request that can no longer be answered gets an error
-   response made here (:func:`failure`), so its caller is never left waiting.
+4. **Each message received** goes through :meth:`~HttpClientCore.received`: does it
+   answer the request awaited (the ``initialize`` result's version is noted)?  A
+   request that can no longer be answered gets an error response made here
+   (:meth:`~HttpClientCore.failure`), so its caller is never left waiting.
 5. **A 404 to our session id** (#session-management.7): under the driver's lock,
    :meth:`~HttpClientCore.begin_new_session` says whether to replay the handshake;
    :meth:`~HttpClientCore.replayed` checks the ``initialize`` answer of the replay and
    :meth:`~HttpClientCore.end_new_session` counts the new session.  ``generation``
    counts sessions, so a task that saw the 404 late learns another one did it.
 
-SSE streams, their replay cursors and the GET stream's policy are
-:mod:`mcp_ref._http_client_streams`; the jobs that string these decisions together (a
-request and its answer, a message, the GET stream, the replay, 2024-11-05) are the
-flows of :mod:`mcp_ref._http_client_flows`, which the drivers run.  No clock, no
-sockets, no JSON read here except through the connection's reader.
+SSE streams and the GET stream's policy are :mod:`mcp_ref._http_client_streams`; the
+jobs that string these decisions together are the flows of
+:mod:`mcp_ref._http_client_flows`.  No clock, no sockets, no JSON read here.
 """
 
 from __future__ import annotations
@@ -47,8 +44,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from . import _http as rules
-from . import _jsonrpc as rpc
-from ._errors import INTERNAL_ERROR, MODERN_ERROR_CODES, RemoteProtocolError
+from ._errors import INTERNAL_ERROR, RemoteProtocolError
 from ._http import (
     CONTENT_TYPE,
     CONTENT_TYPE_JSON,
@@ -58,10 +54,9 @@ from ._http import (
     HttpLimits,
     MessageKind,
 )
-from ._http_client_modern import MCP_PROTOCOL_VERSION, ToolHeaders, request_headers
-from ._http_messages import error_of, message_info, negotiated_version
+from ._http_client_modern import ModernHttp
+from ._http_messages import message_info, negotiated_version
 from ._http_streams import request_key
-from ._modern import PROTOCOL_VERSION_KEY
 from ._oauth_http import TokenMisdirected
 from ._sse import SSEEvent
 from .events import RequestId
@@ -77,11 +72,7 @@ __all__ = [
     "Send",
     "failure",
     "media_type",
-    "refusal_message",
 ]
-
-_MODERN_MARK: Final = b'"' + PROTOCOL_VERSION_KEY.encode() + b'"'
-"""In a request's bytes: it is modern (its ``_meta`` names a version)."""
 
 MAX_ERROR_BODY: Final = 65536
 """The most bytes read of an HTTP error's body."""
@@ -148,34 +139,10 @@ def media_type(headers: Headers) -> bytes:
     return b""
 
 
-def refusal_message(status: int, body: bytes) -> str:
-    """Why an HTTP error refused a message: ``"HTTP <status>: <message>"``, the message
-    being the JSON-RPC error's in the body, else the body's first 200 bytes.
-
-    Source: 2025-06-18/basic/transports#sending-messages-to-the-server.7.
-    """
-    # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.7
-    # "The HTTP response body MAY comprise a JSON-RPC error response that has no `id`."
-    error = error_of(body)
-    text = error[1] if error is not None else body[:200].decode(errors="replace")
-    return f"HTTP {status}: {text or '(no body)'}"
-
-
-def failure(rid: RequestId, message: str, code: int = INTERNAL_ERROR) -> bytes:
-    """The error response answering our own request ``rid`` that the server can no
-    longer answer: the driver hands it to the connection as if received.
-
-    Its code is -32603, or ``code`` when that is one of the modern errors a
-    2026-07-28 server sends with ``400`` (-32020..-32022): the client's era probe and
-    its caller read that code (2026-07-28/basic/transports/streamable-http
-    #backward-compatibility).
-    """
-    # Spec: 2026-07-28/basic/transports/streamable-http#backward-compatibility.2
-    # "On `400 Bad Request`, the client SHOULD inspect the response body before falling
-    # back"
-    return rules.error_response_body(
-        code if code in MODERN_ERROR_CODES else INTERNAL_ERROR, message, rid
-    )
+def failure(rid: RequestId, message: str) -> bytes:
+    """The error response (-32603) answering our own request ``rid`` that the server
+    can no longer answer: the driver hands it to the connection as if received."""
+    return rules.error_response_body(INTERNAL_ERROR, message, rid)
 
 
 def _body_kind(headers: Headers) -> Answer:
@@ -251,15 +218,7 @@ class HttpClientCore:
         self.init_key: Any = None
         self.initialized_body: bytes | None = None
         self._old_version: str | None = None
-        self.modern_version: str | None = None
-        """The version of the modern requests sent (None: none yet, or the client fell
-        back to ``initialize``): every POST of a modern session names it."""
-        self.tool_headers = ToolHeaders()
-        """The ``x-mcp-header`` annotations of the tools listed (modern era)."""
-        self._refusals: dict[Any, Any] = {}
-        """The modern errors of HTTP refusals, by request key, until :meth:`failure`."""
-        self._tool_lists: set[Any] = set()
-        """The keys of the modern ``tools/list`` requests awaiting their answer."""
+        self.modern = ModernHttp()  # the modern era's headers, tools and 400 errors
 
     # -- requests ------------------------------------------------------------------------
 
@@ -273,11 +232,10 @@ class HttpClientCore:
             return Outgoing(send=Send.LEGACY, id=rid, key=request_key(rid))
         if info is not None and info.kind is MessageKind.REQUEST:
             if method == "initialize":
-                self.modern_version = None  # (the fallback after a modern probe)
+                self.modern.version = None  # (the fallback after a modern probe)
                 self.init_body, self.init_key = data, request_key(rid)
                 return Outgoing(send=Send.INITIALIZE, id=rid, key=self.init_key)
-            if method == "tools/list" and _MODERN_MARK in data:
-                self._tool_lists.add(request_key(rid))
+            self.modern.outgoing(method, data, request_key(rid))
             return Outgoing(send=Send.REQUEST, id=rid, key=request_key(rid))
         cancels = None
         if info is not None and info.cancels is not None:
@@ -328,8 +286,9 @@ class HttpClientCore:
         )
         if method == b"POST":
             out.append((b"content-length", b"%d" % len(body)))
-            if not legacy and (self.modern_version is not None or _MODERN_MARK in body):
-                out += self._modern_headers(body)
+            out += self.modern.headers(
+                body, initialized=legacy or self.protocol_version is not None
+            )
         if self.auth is not None:
             # Spec: 2025-06-18/basic/authorization#token-requirements.3
             # "authorization MUST be included in every HTTP request from client to
@@ -345,64 +304,9 @@ class HttpClientCore:
                 out.append(bearer)
         return out + self.extra
 
-    def _modern_headers(self, body: bytes) -> list[tuple[bytes, bytes]]:
-        """The headers mirroring a modern POST's body (:mod:`mcp_ref._http_client_modern`);
-        notes the session's modern version."""
-        try:
-            message = rpc.decode(body)
-        except RemoteProtocolError:  # (the connection made it: never)
-            return []
-        out = request_headers(message, self.tool_headers, self.modern_version)
-        for name, value in out:
-            if name == MCP_PROTOCOL_VERSION and self.protocol_version is None:
-                self.modern_version = value.decode("ascii")
-        return out
-
-    def refused(self, key: Any, body: bytes) -> None:
-        """Keep the modern JSON-RPC error (-32020..-32022) in an HTTP error's ``body``
-        answering the request awaited under ``key``, for :meth:`failure`."""
-        try:
-            message = rpc.decode(body)
-        except RemoteProtocolError:
-            return
-        error = message.get("error") if isinstance(message, dict) else None
-        if isinstance(error, dict) and error.get("code") in MODERN_ERROR_CODES:
-            self._refusals[key] = error
-
-    def failure(self, rid: RequestId, message: str, code: int = INTERNAL_ERROR) -> bytes:
-        """The error response answering our own request ``rid`` that the server did not
-        answer: the modern error its HTTP error carried (:meth:`refused`: code, message
-        and data, so the caller can retry with a version the server lists), else
-        :func:`failure`'s."""
-        error = self._refusals.pop(request_key(rid), None)
-        if error is None:
-            return failure(rid, message, code)
-        return rpc.encode({"jsonrpc": "2.0", "id": rid, "error": error})
-
-    def inbound(self, data: bytes, key: Any) -> bytes:
-        """One message the server sent, as the connection should read it: the answer to
-        a modern ``tools/list`` (awaited under ``key``) without the tools whose
-        ``x-mcp-header`` annotations are invalid; any other message as it is.
-
-        Source: 2026-07-28/basic/transports/streamable-http#schema-extension.9.
-        """
-        if key not in self._tool_lists:
-            return data
-        try:
-            message = rpc.decode(data)
-        except RemoteProtocolError:
-            return data
-        if not isinstance(message, dict) or request_key(message.get("id")) != key:
-            return data
-        self._tool_lists.discard(key)
-        result = message.get("result")
-        # Spec: 2026-07-28/basic/transports/streamable-http#schema-extension.9
-        # "Clients using the Streamable HTTP transport MUST reject tool definitions where
-        # any `x-mcp-header` value violates these constraints."
-        kept = self.tool_headers.filter_result(result) if isinstance(result, dict) else None
-        if kept is None:
-            return data
-        return rpc.encode({**message, "result": kept})
+    def failure(self, rid: RequestId, message: str) -> bytes:
+        """:func:`failure`, or the modern error of a 400 (:meth:`ModernHttp.failure`)."""
+        return self.modern.failure(rid) or failure(rid, message)
 
     # -- answers -------------------------------------------------------------------------
 

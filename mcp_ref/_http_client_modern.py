@@ -38,12 +38,17 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+from . import _jsonrpc as rpc
+from ._errors import MODERN_ERROR_CODES, RemoteProtocolError
+from ._http_streams import request_key
 from ._modern import PROTOCOL_VERSION_KEY
+from .events import RequestId
 
 __all__ = [
     "MCP_METHOD",
     "MCP_NAME",
     "MCP_PROTOCOL_VERSION",
+    "ModernHttp",
     "ToolHeaders",
     "encode_header_value",
     "header_annotations",
@@ -286,3 +291,94 @@ def request_headers(
         # "When constructing a `tools/call` request via HTTP transport, the client MUST:"
         out += tools.headers_for(params.get("name"), params.get("arguments"))
     return out
+
+
+_MODERN_MARK: Final = b'"' + PROTOCOL_VERSION_KEY.encode() + b'"'
+"""In a request's bytes: it is modern (its ``_meta`` names a version)."""
+
+
+class ModernHttp:
+    """The modern era's part of one HTTP client core (:class:`~mcp_ref._http_client.
+    HttpClientCore` holds one as ``modern``): the headers of each POST, the tools listed
+    and their annotations, the modern errors of ``400`` answers.  A handshake session
+    never gets past the byte search for the ``_meta`` version key.
+
+    Attributes:
+        version: the version of the modern requests sent (None: none yet, or the
+            client fell back to ``initialize``); every POST of a modern session names it.
+        tools: the ``x-mcp-header`` annotations of the tools listed.
+    """
+
+    def __init__(self) -> None:
+        self.version: str | None = None
+        self.tools = ToolHeaders()
+        self._refusals: dict[Any, Any] = {}  # request key -> the error of its 400
+        self._tool_lists: set[Any] = set()  # keys of modern tools/list awaiting answers
+
+    def outgoing(self, method: str | None, data: bytes, key: Any) -> None:
+        """Note a request about to be POSTed (a modern ``tools/list``: its answer is
+        filtered by :meth:`inbound`)."""
+        if method == "tools/list" and _MODERN_MARK in data:
+            self._tool_lists.add(key)
+
+    def headers(self, body: bytes, *, initialized: bool) -> list[tuple[bytes, bytes]]:
+        """The headers mirroring a POST's ``body`` (:func:`request_headers`): none for a
+        handshake session (``initialized``, or no modern request yet)."""
+        if initialized or (self.version is None and _MODERN_MARK not in body):
+            return []
+        try:
+            message = rpc.decode(body)
+        except RemoteProtocolError:  # (the connection made it: never)
+            return []
+        out = request_headers(message, self.tools, self.version)
+        for name, value in out:
+            if name == MCP_PROTOCOL_VERSION:
+                self.version = value.decode("ascii")
+        return out
+
+    def refused(self, key: Any, body: bytes) -> None:
+        """Keep the modern JSON-RPC error (-32020..-32022) in an HTTP error's ``body``
+        answering the request awaited under ``key``, for :meth:`failure`."""
+        try:
+            message = rpc.decode(body)
+        except RemoteProtocolError:
+            return
+        error = message.get("error") if isinstance(message, dict) else None
+        if isinstance(error, dict) and error.get("code") in MODERN_ERROR_CODES:
+            self._refusals[key] = error
+
+    def failure(self, rid: RequestId) -> bytes | None:
+        """The error response to our request ``rid`` made of the modern error its HTTP
+        refusal carried (code, message and data), or None.
+
+        Source: 2026-07-28/basic/transports/streamable-http#backward-compatibility.
+        """
+        error = self._refusals.pop(request_key(rid), None)
+        if error is None:
+            return None
+        return rpc.encode({"jsonrpc": "2.0", "id": rid, "error": error})
+
+    def inbound(self, data: bytes, key: Any) -> bytes:
+        """One message the server sent, as the connection should read it: the answer to
+        a modern ``tools/list`` (awaited under ``key``) without the tools whose
+        ``x-mcp-header`` annotations are invalid; any other message as it is.
+
+        Source: 2026-07-28/basic/transports/streamable-http#schema-extension.9.
+        """
+        if key not in self._tool_lists:
+            return data
+        try:
+            message = rpc.decode(data)
+        except RemoteProtocolError:
+            return data
+        if not isinstance(message, dict) or request_key(message.get("id")) != key:
+            return data
+        self._tool_lists.discard(key)
+        result = message.get("result")
+        # Spec: 2026-07-28/basic/transports/streamable-http#schema-extension.9
+        # "Clients using the Streamable HTTP transport MUST reject tool definitions where
+        # any `x-mcp-header` value violates these constraints."
+        kept = self.tools.filter_result(result) if isinstance(result, dict) else None
+        if kept is None:
+            return data
+        return rpc.encode({**message, "result": kept})

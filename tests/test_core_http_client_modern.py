@@ -203,9 +203,9 @@ def test_the_core_filters_the_answer_to_a_modern_tools_list() -> None:
         _tool("bad", {"r": {"type": "number", "x-mcp-header": "R"}}),
     ]
     answer = encode({"jsonrpc": "2.0", "id": 5, "result": {"tools": tools}})
-    seen = core.inbound(answer, out.key)
+    seen = core.modern.inbound(answer, out.key)
     assert [tool["name"] for tool in json.loads(seen)["result"]["tools"]] == ["ok"]
-    assert core.inbound(answer, out.key) == answer  # once: the key is forgotten
+    assert core.modern.inbound(answer, out.key) == answer  # once: the key is forgotten
 
 
 @spec("2026-07-28/basic/transports/streamable-http#backward-compatibility.2")
@@ -213,11 +213,11 @@ def test_a_400_with_a_modern_error_reaches_the_caller_whole() -> None:
     core = HttpClientCore(URL)
     out = core.outgoing(_modern_bytes(9, "server/discover"))
     error = {"code": -32022, "message": "Unsupported", "data": {"supported": ["2026-07-28"]}}
-    core.refused(out.key, encode({"jsonrpc": "2.0", "id": None, "error": error}))
-    reply = json.loads(core.failure(9, "HTTP 400: Unsupported", -32022))
+    core.modern.refused(out.key, encode({"jsonrpc": "2.0", "id": None, "error": error}))
+    reply = json.loads(core.failure(9, "HTTP 400: Unsupported"))
     assert reply == {"jsonrpc": "2.0", "id": 9, "error": error}
     # any other error body: -32603, as before (the probe then falls back)
-    core.refused(
+    core.modern.refused(
         out.key, encode({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "x"}})
     )
-    assert json.loads(core.failure(9, "HTTP 400: x", -32600))["error"]["code"] == -32603
+    assert json.loads(core.failure(9, "HTTP 400: x"))["error"]["code"] == -32603

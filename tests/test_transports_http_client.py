@@ -581,4 +581,4 @@ async def test_a_modern_client_needs_no_session_against_the_real_server() -> Non
             assert client.session.connection.era == "modern"
             channel: Any = client.session._channel
             assert channel.core.session_id is None  # no initialize, no session
-            assert channel.core.modern_version == "2026-07-28"
+            assert channel.core.modern.version == "2026-07-28"

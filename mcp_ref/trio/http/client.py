@@ -209,10 +209,10 @@ class HttpClientChannel(ClientConnections):
             except trio.WouldBlock:
                 await self._in_send.send(data)
 
-    async def _feed_error(self, rid: RequestId, message: str, code: int = 0) -> None:
+    async def _feed_error(self, rid: RequestId, message: str) -> None:
         """Answer our own request with an error: the server cannot answer it any more."""
         log.warning("request %r failed on the HTTP transport: %s", rid, message)
-        await self._feed(self.core.failure(rid, message, code))
+        await self._feed(self.core.failure(rid, message))
 
     # -- requests and messages -----------------------------------------------------------
 
@@ -275,7 +275,7 @@ class HttpClientChannel(ClientConnections):
                 done = await self._run(flow, step, ex)
                 log.debug("an HTTP flow ended: %s", done.error)
                 if done.error is not None and flow.id is not None:
-                    await self._feed_error(flow.id, done.error, done.code)
+                    await self._feed_error(flow.id, done.error)
         finally:
             if self._readers.get(flow.key) is scope:
                 del self._readers[flow.key]
