@@ -347,13 +347,19 @@ class ModernHttp:
         if isinstance(error, dict) and error.get("code") in MODERN_ERROR_CODES:
             self._refusals[key] = error
 
+    def take_error(self, key: Any) -> dict[str, Any] | None:
+        """The modern error kept for the request awaited under ``key`` (forgotten
+        now), or None."""
+        error: dict[str, Any] | None = self._refusals.pop(key, None)
+        return error
+
     def failure(self, rid: RequestId) -> bytes | None:
         """The error response to our request ``rid`` made of the modern error its HTTP
         refusal carried (code, message and data), or None.
 
         Source: 2026-07-28/basic/transports/streamable-http#backward-compatibility.
         """
-        error = self._refusals.pop(request_key(rid), None)
+        error = self.take_error(request_key(rid))
         if error is None:
             return None
         return rpc.encode({"jsonrpc": "2.0", "id": rid, "error": error})

@@ -188,3 +188,55 @@ def test_asyncio_subscribe_uses_listen_in_the_modern_era() -> None:
     assert [n.params.uri for n in notes if n.method == "notifications/resources/updated"] == [
         "file:///a"
     ]
+
+
+@spec("2026-07-28/basic/transports/streamable-http#backward-compatibility.1")
+def test_asyncio_http_client_in_each_era_against_the_real_server() -> None:
+    """Modern: no session; auto: the probe (our server has no server/discover yet, or
+    answers it) then either era; legacy: initialize.  The server runs on trio in a
+    thread of its own."""
+    import threading
+
+    import trio
+
+    from mcp_ref.asyncio import open_http_client
+
+    from .test_transports_http import serve
+
+    ready: list[str] = []
+    stop = threading.Event()
+    started = threading.Event()
+
+    def run_server() -> None:
+        async def main() -> None:
+            async with serve() as (info, _):
+                ready.append(info.url)
+                started.set()
+                await trio.to_thread.run_sync(stop.wait)
+
+        trio.run(main)
+
+    thread = threading.Thread(target=run_server)
+    thread.start()
+    try:
+        assert started.wait(30)
+
+        async def main() -> list[tuple[str, str | None, str]]:
+            out = []
+            for era in ("modern", "auto", "legacy"):
+                async with open_http_client(ready[0], era=era) as client:
+                    result = await client.call_tool("echo", {"text": era})
+                    block = result.content[0]
+                    assert isinstance(block, t.TextContent)
+                    out.append((era, client.era, block.text))
+                    if era == "modern":
+                        assert client.session_id is None
+            return out
+
+        got = run(main)
+    finally:
+        stop.set()
+        thread.join(30)
+    assert got[0] == ("modern", "modern", "modern")
+    assert got[1][0] == "auto" and got[1][1] in ("modern", "legacy") and got[1][2] == "auto"
+    assert got[2] == ("legacy", "legacy", "legacy")

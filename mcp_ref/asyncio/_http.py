@@ -235,7 +235,13 @@ class HttpClient(ClientSession):
             reason = "the server ended the session (HTTP 404), and the new one too"
             raise self._close(reason)
         if done.error is not None and done.http_status is not None:
-            raise _Refused(done.code, done.error, {"http_status": done.http_status})
+            # a modern error (-32022...) keeps its data: the era probe and a retry read it
+            error = http.modern.take_error(out.key)
+            more = (error or {}).get("data")
+            status = {"http_status": done.http_status}
+            raise _Refused(
+                done.code, done.error, {**status, **more} if isinstance(more, dict) else status
+            )
         if done.error is not None:
             raise McpError(done.code, done.error)
 
