@@ -11,11 +11,17 @@ here, once, with no I/O and no clock (time is an argument, as in the
    ``protocol_version``, the handlers for the server's requests, ``roots``, the rate
    limits, and :data:`DEFAULT_TIMEOUT`.  Each capability follows from what is given: a
    ``sampling_handler`` declares ``sampling``, and so on.
-2. **The handshake**: :meth:`ClientCore.initialize_params` is the ``initialize``
-   request's params, with a version we speak (checked when the core is made);
-   :meth:`ClientCore.initialized` takes the server's answer and returns the
-   ``notifications/initialized`` to send.  (The Connection itself refuses an answer
-   with a version we do not speak, and closes: version-negotiation.6.)
+2. **The opening, in its era** (:data:`EraArg`; :meth:`ClientCore.opening`, one
+   generator every loop runs): the handshake -- :meth:`ClientCore.initialize_params`
+   is the ``initialize`` request's params, with a version we speak (checked when the
+   core is made); :meth:`ClientCore.initialized` takes the server's answer and
+   returns the ``notifications/initialized`` to send (the Connection itself refuses
+   an answer with a version we do not speak, and closes: version-negotiation.6) --
+   or the modern era of 2026-07-28 (:func:`choose_era` puts the connection in it: no
+   handshake, ``_meta`` on every request), or the ``server/discover`` probe that
+   picks one of the two (:func:`probe_era`).  In the modern era an
+   ``input_required`` result is answered through the handlers of step 5 and the
+   request retried (:class:`InputRounds`, bounded by :data:`MAX_INPUT_ROUNDS`).
 3. **Requests**: :func:`typed_params` turns wire-form dicts into the method's class;
    :func:`with_progress_token` adds a progress token with ONE rule: a token the caller
    put in ``_meta`` is kept, otherwise the fresh one (the request id) is used;

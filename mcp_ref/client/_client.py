@@ -3,10 +3,20 @@
 Theory of operation
 -------------------
 :func:`open_client` opens a session in the client role over any
-:class:`~mcp_ref.trio.MessageChannel`, performs initialization (``initialize``, then
-``notifications/initialized``) and yields a :class:`Client`.  :func:`open_stdio_client`
-does the same over a child process started with
-:func:`~mcp_ref.trio.open_stdio_process`.
+:class:`~mcp_ref.trio.MessageChannel`, opens it in its era and yields a
+:class:`Client`.  :func:`open_stdio_client` does the same over a child process started
+with :func:`~mcp_ref.trio.open_stdio_process`.
+
+The era (``era=``, :data:`mcp_ref._client.EraArg`): ``"legacy"`` (the default)
+performs initialization (``initialize``, then ``notifications/initialized``) as every
+revision up to 2025-11-25 asks; ``"modern"`` speaks 2026-07-28 at once, with no
+handshake and the version, ``clientInfo`` and capabilities in every request's
+``_meta``; ``"auto"`` probes with ``server/discover`` and falls back to the handshake
+when the server does not answer it as a modern server would.  The steps are the
+core's (:meth:`mcp_ref._client.ClientCore.opening`).  In the modern era a request may
+be answered ``input_required``: :meth:`Client.request` answers its input requests
+through the same handlers as the server's requests of the handshake era and sends
+the request again, and ``subscribe`` keeps a ``subscriptions/listen`` open.
 
 This module is a loop around two things it does not decide: the trio session (which
 owns the :class:`~mcp_ref.Connection`: reading, writing, timeouts, cancellation) and
@@ -228,7 +238,7 @@ class Client(TypedMethods):
         ``initialize`` (auto)."""
         steps = self.core.opening(self.session.connection)
         answer: Any = None
-        for _ in range(8):  # (at most four steps)
+        while True:
             try:
                 step = steps.send(answer)
             except StopIteration:
@@ -319,16 +329,17 @@ class Client(TypedMethods):
             OutputSchemaError: a tool's structured result does not match its schema.
             TooManyInputRounds: (modern era) the server kept answering
                 ``input_required`` past :data:`mcp_ref._client.MAX_INPUT_ROUNDS`.
+            SessionClosed, LocalProtocolError: as
+                :meth:`~mcp_ref.trio.Session.send_request`.
 
         In the modern era a ``tools/call``, ``prompts/get`` or ``resources/read`` may
         be answered ``input_required``: each of its ``inputRequests`` goes to the
         handler this client was given (``elicitation_handler``, ``sampling_handler``,
         ``roots``), and the request is sent again, with a new id, carrying the answers
         in ``inputResponses`` and the server's ``requestState`` unchanged.
-            SessionClosed, LocalProtocolError: as
-                :meth:`~mcp_ref.trio.Session.send_request`.
 
-        Source: 2025-06-18/basic/lifecycle#timeouts.2, #timeouts.3.
+        Source: 2025-06-18/basic/lifecycle#timeouts.2, #timeouts.3;
+        2026-07-28/basic/patterns/mrtr#client-requirements-basic-workflow.
         """
         params = typed_params(method, params)
         session_timeout: Any = SESSION_DEFAULT  # the timeout open_client was given
