@@ -74,7 +74,7 @@ from ._errors import (
 )
 from ._inflight import RequestTimeout
 from ._methods import METHODS
-from ._modern import MODERN_VERSIONS, SERVER_INFO_KEY, era_of_reply
+from ._modern import LOG_LEVEL_KEY, MODERN_VERSIONS, SERVER_INFO_KEY, era_of_reply
 from ._modern_connection import opening
 from ._output_schema import OutputSchemas
 from ._pagination import PageWalker
@@ -120,6 +120,7 @@ __all__ = [
     "page_params",
     "probe_era",
     "result_of",
+    "set_log_level",
     "typed_params",
     "with_progress_token",
 ]
@@ -282,6 +283,25 @@ def choose_era(
     else:
         conn.protocol_version = None
         conn.capabilities[connection.our_role] = None
+
+
+def set_log_level(connection: Connection, level: t.LoggingLevel) -> None:
+    """Modern era: name ``level`` in the ``_meta`` of every request ``connection``
+    sends from now (``io.modelcontextprotocol/logLevel``), so the server may send log
+    messages at or above it while it answers them.
+
+    Raises:
+        LocalProtocolError: the connection is not in the modern era.
+
+    Source: 2026-07-28/server/utilities/logging#per-request-log-level.
+    """
+    if connection.era != "modern":
+        raise LocalProtocolError("the per-request log level is the modern era's")
+    # Spec: 2026-07-28/server/utilities/logging#per-request-log-level.1
+    # "The server MUST NOT emit `notifications/message` for a request that does not
+    # include this field."
+    meta: dict[str, Any] = connection._modern._meta  # (the modern era's own)
+    meta[LOG_LEVEL_KEY] = level
 
 
 def probe_era(outcome: Any) -> Literal["modern", "legacy"]:

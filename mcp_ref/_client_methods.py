@@ -255,10 +255,20 @@ class TypedMethods:
         )
         return result
 
+    def _log_level(self, level: t.LoggingLevel) -> None:
+        """Modern era: put ``level`` in every request's ``_meta`` (each client's own)."""
+        raise LocalProtocolError("this client has no per-request log level")
+
     async def set_logging_level(self, level: t.LoggingLevel, *, timeout: Timeout = DEFAULT) -> None:
         """Ask the server to send log messages of ``level`` and above (``"debug"`` ...
-        ``"emergency"``); they arrive at ``on_log``.
-        Source: 2025-06-18/server/utilities/logging#setting-log-level."""
+        ``"emergency"``); they arrive at ``on_log``.  Handshake era: ``logging/setLevel``;
+        modern era: every request from now names the level in its ``_meta`` (the
+        server sends log messages only while it answers such a request).
+        Source: 2025-06-18/server/utilities/logging#setting-log-level;
+        2026-07-28/server/utilities/logging#per-request-log-level."""
+        if getattr(self, "era", None) == "modern":
+            self._log_level(level)
+            return
         await self.request(
             "logging/setLevel", t.SetLevelRequestParams(level=level), timeout=timeout
         )

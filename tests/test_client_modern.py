@@ -83,6 +83,10 @@ class Scripted:
                 capabilities=t.ServerCapabilities(tools=t.ServerCapabilitiesTools()),
                 server_info=INFO,
             )
+        if ctx.method == "tools/call" and ctx.params.name == "log":
+            note = t.LoggingMessageNotificationParams(level="info", data="hello")
+            await ctx.session.send_notification("notifications/message", note)
+            return t.CallToolResult(content=[])
         if ctx.method == "tools/call":
             p = ctx.params
             done = sum(1 for m, _, _ in self.got if m == "tools/call") - 1
@@ -287,3 +291,17 @@ async def test_subscribe_keeps_one_listen_open_in_the_modern_era() -> None:
     assert listens[0].tools_list_changed is True
     updated = [n.params.uri for n in notes if n.method == "notifications/resources/updated"]
     assert updated == ["file:///a", "file:///a", "file:///b", "file:///b"]
+
+
+@spec("2026-07-28/server/utilities/logging#per-request-log-level.1")
+async def test_set_logging_level_names_the_level_in_each_request_in_the_modern_era() -> None:
+    """The server may log only for a request that asked (its connection refuses
+    otherwise); after set_logging_level the client's requests ask."""
+    logs: list[Any] = []
+    server = Scripted(rounds=0)
+    with trio.fail_after(5):
+        async with _pair(server, era="modern", on_log=logs.append) as client:
+            await client.set_logging_level("info")
+            await client.call_tool("log", {})
+    assert [p.data for p in logs] == ["hello"]
+    assert [m for m, _, _ in server.got] == ["tools/call"]  # no logging/setLevel

@@ -64,6 +64,7 @@ from .._client import (
     SessionClosed,
     Timeout,
     result_of,
+    set_log_level,
     typed_params,
 )
 from .._client_methods import TypedMethods
@@ -289,6 +290,9 @@ class ClientSession(TypedMethods):
                 answer = await self.request(*step)
             except McpError as exc:
                 answer = exc
+
+    def _log_level(self, level: t.LoggingLevel) -> None:
+        set_log_level(self.connection, level)
 
     async def _listen(self, uris: list[str]) -> None:
         """Modern era: cancel the session's ``subscriptions/listen`` (which sends

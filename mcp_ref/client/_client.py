@@ -73,6 +73,7 @@ from .._client import (
     SessionClosed,
     Timeout,
     as_timeout,
+    set_log_level,
     typed_params,
 )
 from .._client_methods import TypedMethods
@@ -251,6 +252,9 @@ class Client(TypedMethods):
                 answer = await self.request(*step, timeout=timeout)
             except McpError as exc:
                 answer = exc
+
+    def _log_level(self, level: t.LoggingLevel) -> None:
+        set_log_level(self.session.connection, level)
 
     async def _listen(self, uris: list[str]) -> None:
         """Modern era: close the client's ``subscriptions/listen`` (cancelled: the
