@@ -240,3 +240,32 @@ def test_asyncio_http_client_in_each_era_against_the_real_server() -> None:
     assert got[0] == ("modern", "modern", "modern")
     assert got[1][0] == "auto" and got[1][1] in ("modern", "legacy") and got[1][2] == "auto"
     assert got[2] == ("legacy", "legacy", "legacy")
+
+
+def _our_server_asks() -> bool:
+    """Whether the reference server has the 2026-07-28 input-round tools (the
+    high-level server's modern era)."""
+    import importlib.util
+
+    spec_ = importlib.util.find_spec("mcp_ref.examples.everything")
+    if spec_ is None or spec_.origin is None:
+        return False
+    with open(spec_.origin, encoding="utf-8") as f:
+        return "test_input_required_result_multi_round" in f.read()
+
+
+@pytest.mark.skipif(not _our_server_asks(), reason="the server's input rounds are not built")
+@spec("2026-07-28/basic/patterns/mrtr#client-requirements-basic-workflow.1")
+def test_blocking_client_completes_input_rounds_against_our_server() -> None:
+    """Against ``mcp-ref serve`` (the everything server) on stdio: the probe finds the
+    modern era, and a tool that asks twice (two input_required rounds) completes."""
+
+    def elicit(params: Any) -> t.ElicitResult:
+        return t.ElicitResult(action="accept", content={"name": "Ada", "color": "blue"})
+
+    command = [sys.executable, "-m", "mcp_ref", "serve"]
+    with connect_stdio(command, era="auto", elicitation_handler=elicit) as client:
+        assert client.era == "modern"
+        result = client.call_tool("test_input_required_result_multi_round", {})
+    block = result.content[0]
+    assert isinstance(block, t.TextContent) and block.text == "Ada likes blue."
