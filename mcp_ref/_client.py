@@ -63,6 +63,7 @@ from . import types as t
 from ._connection import NEED_DATA, Connection
 from ._convert import ConversionError, structure
 from ._errors import (
+    HEADER_MISMATCH,
     INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
@@ -348,6 +349,7 @@ class InputRounds:
         self.max_rounds = max_rounds
         self.rounds = 0
         self._state: str | None = None
+        self._relisted = False
 
     def asked(self, result: t.InputRequiredResult) -> list[tuple[str, tuple[str, Any]]]:
         """The input requests of ``result`` as ``(key, (method, params))`` pairs, for
@@ -364,6 +366,23 @@ class InputRounds:
             (key, (request.method, getattr(request, "params", None)))
             for key, request in (result.input_requests or {}).items()
         ]
+
+    def relist(self, error: McpError) -> bool:
+        """Whether to list the tools again and retry after ``error``: once, for a
+        ``tools/call`` refused with -32020 (HeaderMismatch: the tool's ``x-mcp-header``
+        annotations may have changed since it was listed).
+
+        Source: 2026-07-28/basic/transports/streamable-http#client-behavior.2.
+        """
+        # Spec: 2026-07-28/basic/transports/streamable-http#client-behavior.2
+        # "If the server rejects a request with a `HeaderMismatch` error because required
+        # `Mcp-Param-*` headers are missing or do not match the body, the client SHOULD
+        # call `tools/list` to check for changes to the tool's `inputSchema`, then retry
+        # the original request with the appropriate headers."
+        if error.code != HEADER_MISMATCH or self.method != "tools/call" or self._relisted:
+            return False
+        self._relisted = True
+        return True
 
     def retry(self, answers: dict[str, Any]) -> Any:
         """The params of the retry: the original ones with ``inputResponses``

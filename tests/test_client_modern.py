@@ -67,6 +67,7 @@ class Scripted:
         self.rounds = rounds
         self.discover_error = discover_error
         self.got: list[tuple[str, Any, Any]] = []  # (method, params, request id)
+        self.lists_needed = 1
         self.ended, self.endings = trio.open_memory_channel[None](16)
 
     async def handle_request(self, ctx: RequestContext) -> Any:
@@ -83,6 +84,16 @@ class Scripted:
                 capabilities=t.ServerCapabilities(tools=t.ServerCapabilitiesTools()),
                 server_info=INFO,
             )
+        if ctx.method == "tools/list":
+            return t.ListToolsResult(
+                tools=[t.Tool(name="echo", input_schema={"type": "object"})],
+                ttl_ms=0,
+                cache_scope="private",
+            )
+        if ctx.method == "tools/call" and ctx.params.name == "mismatch":
+            if sum(1 for m, _, _ in self.got if m == "tools/list") < self.lists_needed:
+                raise McpError(-32020, "Header mismatch: missing Mcp-Param-Region header")
+            return t.CallToolResult(content=[t.TextContent(text="ok")])
         if ctx.method == "tools/call" and ctx.params.name == "log":
             note = t.LoggingMessageNotificationParams(level="info", data="hello")
             await ctx.session.send_notification("notifications/message", note)
@@ -305,3 +316,24 @@ async def test_set_logging_level_names_the_level_in_each_request_in_the_modern_e
             await client.call_tool("log", {})
     assert [p.data for p in logs] == ["hello"]
     assert [m for m, _, _ in server.got] == ["tools/call"]  # no logging/setLevel
+
+
+@spec("2026-07-28/basic/transports/streamable-http#client-behavior.2")
+async def test_a_header_mismatch_relists_the_tools_and_retries_once() -> None:
+    server = Scripted(rounds=0)
+    with trio.fail_after(5):
+        async with _pair(server, era="modern") as client:
+            result = await client.call_tool("mismatch", {})
+            assert result.content == [t.TextContent(text="ok")]
+            server.lists_needed = 99  # refused again after the relisting: the error stays
+            with pytest.raises(McpError, match="Header mismatch"):
+                await client.call_tool("mismatch", {})
+    methods = [m for m, _, _ in server.got]
+    assert methods == [
+        "tools/call",
+        "tools/list",
+        "tools/call",
+        "tools/call",
+        "tools/list",
+        "tools/call",
+    ]

@@ -218,7 +218,13 @@ class ClientSession(TypedMethods):
         rounds = InputRounds(method, typed_params(method, params))
         params = rounds.params
         while True:  # (more than once only for input_required, in the modern era)
-            result = await self._request(method, params, timeout, on_progress)
+            try:
+                result = await self._request(method, params, timeout, on_progress)
+            except McpError as exc:  # -32020 to a tools/call: list the tools, once more
+                if not rounds.relist(exc):
+                    raise
+                await self.list_tools()
+                continue
             if not isinstance(result, t.InputRequiredResult):
                 return self.wire.check_result(method, rounds.params, result)
             answers = {}

@@ -351,9 +351,15 @@ class Client(TypedMethods):
             session_timeout = as_timeout(timeout)
         rounds = InputRounds(method, params)
         while True:
-            result = await self.session.send_request(
-                method, params, timeout=session_timeout, on_progress=on_progress
-            )
+            try:
+                result = await self.session.send_request(
+                    method, params, timeout=session_timeout, on_progress=on_progress
+                )
+            except McpError as exc:  # -32020 to a tools/call: list the tools, once more
+                if not rounds.relist(exc):
+                    raise
+                await self.list_tools()
+                continue
             if not isinstance(result, t.InputRequiredResult):
                 return self.core.check_result(method, rounds.params, result)
             answers = {}
