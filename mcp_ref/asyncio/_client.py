@@ -112,7 +112,8 @@ class ClientSession(TypedMethods):
             Notification the server sends; None ignores them.  An exception it raises
             ends the session.
         **options: the client core's (:class:`mcp_ref._client.ClientCore`):
-            ``client_info``, ``protocol_version``, ``sampling_handler``,
+            ``client_info``, ``era`` (``"legacy"``, ``"modern"`` or ``"auto"``:
+            :data:`mcp_ref._client.EraArg`), ``protocol_version``, ``sampling_handler``,
             ``elicitation_handler``, ``roots``, the rate limits.  Each handler declares
             its capability.
 

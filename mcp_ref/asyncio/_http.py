@@ -464,7 +464,8 @@ async def open_http_client(
             :class:`~mcp_ref.client.OAuthClientOptions` (None: such an answer fails
             the call with its HTTP status).
         **options: the client core's (:class:`mcp_ref._client.ClientCore`):
-            ``client_info``, ``protocol_version`` (the server may answer another
+            ``client_info``, ``era`` (``"legacy"``, ``"modern"`` or ``"auto"``:
+            :data:`mcp_ref._client.EraArg`), ``protocol_version`` (the server may answer another
             supported one, which later POSTs carry in ``MCP-Protocol-Version``),
             ``sampling_handler``, ``elicitation_handler``, ``roots``, the rate limits.
 
