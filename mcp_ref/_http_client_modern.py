@@ -295,6 +295,7 @@ def request_headers(
 
 _MODERN_MARK: Final = b'"' + PROTOCOL_VERSION_KEY.encode() + b'"'
 """In a request's bytes: it is modern (its ``_meta`` names a version)."""
+_CANCELLED: Final = b'"notifications/cancelled"'
 
 
 class ModernHttp:
@@ -335,6 +336,20 @@ class ModernHttp:
             if name == MCP_PROTOCOL_VERSION:
                 self.version = value.decode("ascii")
         return out
+
+    def unsent(self, data: bytes, *, initialized: bool) -> bool:
+        """Whether a one-way message of a modern session is not POSTed at all: its
+        ``notifications/cancelled`` (closing the request's stream, which the driver
+        does, is the cancellation on Streamable HTTP: "No `notifications/cancelled`
+        message is required or expected", 2026-07-28/basic/patterns/cancellation
+        #transport-specific-cancellation)."""
+        if initialized or self.version is None or _CANCELLED not in data:
+            return False
+        try:
+            message = rpc.decode(data)
+        except RemoteProtocolError:
+            return False
+        return isinstance(message, dict) and message.get("method") == "notifications/cancelled"
 
     def refused(self, key: Any, body: bytes) -> None:
         """Keep the modern JSON-RPC error (-32020..-32022) in an HTTP error's ``body``

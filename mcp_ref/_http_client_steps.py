@@ -221,7 +221,7 @@ class Flow:
         """The body read whole so far (not an SSE stream's), and its size in bytes."""
         self._cursor: StreamCursor | None = None
 
-    def start(self) -> HttpRequest:
+    def start(self) -> Step:
         """The first step."""
         raise NotImplementedError
 

@@ -221,3 +221,21 @@ def test_a_400_with_a_modern_error_reaches_the_caller_whole() -> None:
         out.key, encode({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "x"}})
     )
     assert json.loads(core.failure(9, "HTTP 400: x"))["error"]["code"] == -32603
+
+
+def test_a_modern_cancellation_is_not_posted() -> None:
+    """2026-07-28/basic/patterns/cancellation (transport-specific): on Streamable HTTP
+    closing the request's stream cancels it; no notifications/cancelled is expected.
+    A handshake session still POSTs it (2025-06-18)."""
+    from mcp_ref._http_client_flows import MessageFlow
+    from mcp_ref._http_client_steps import Done, HttpRequest
+
+    cancel = encode(
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+    )
+    core = HttpClientCore(URL)
+    assert isinstance(MessageFlow(core, cancel).start(), HttpRequest)  # no modern request yet
+    core.headers(b"POST", body=_modern_bytes(1, "tools/list"))
+    assert isinstance(MessageFlow(core, cancel).start(), Done)
+    other = encode({"jsonrpc": "2.0", "method": "notifications/progress", "params": {}})
+    assert isinstance(MessageFlow(core, other).start(), HttpRequest)
