@@ -11,11 +11,17 @@ here, once, with no I/O and no clock (time is an argument, as in the
    ``protocol_version``, the handlers for the server's requests, ``roots``, the rate
    limits, and :data:`DEFAULT_TIMEOUT`.  Each capability follows from what is given: a
    ``sampling_handler`` declares ``sampling``, and so on.
-2. **The handshake**: :meth:`ClientCore.initialize_params` is the ``initialize``
-   request's params, with a version we speak (checked when the core is made);
-   :meth:`ClientCore.initialized` takes the server's answer and returns the
-   ``notifications/initialized`` to send.  (The Connection itself refuses an answer
-   with a version we do not speak, and closes: version-negotiation.6.)
+2. **The opening, in its era** (:data:`EraArg`; :meth:`ClientCore.opening`, one
+   generator every loop runs): the handshake -- :meth:`ClientCore.initialize_params`
+   is the ``initialize`` request's params, with a version we speak (checked when the
+   core is made); :meth:`ClientCore.initialized` takes the server's answer and
+   returns the ``notifications/initialized`` to send (the Connection itself refuses
+   an answer with a version we do not speak, and closes: version-negotiation.6) --
+   or the modern era of 2026-07-28 (:func:`choose_era` puts the connection in it: no
+   handshake, ``_meta`` on every request), or the ``server/discover`` probe that
+   picks one of the two (:func:`probe_era`).  In the modern era an
+   ``input_required`` result is answered through the handlers of step 5 and the
+   request retried (:class:`InputRounds`, bounded by :data:`MAX_INPUT_ROUNDS`).
 3. **Requests**: :func:`typed_params` turns wire-form dicts into the method's class;
    :func:`with_progress_token` adds a progress token with ONE rule: a token the caller
    put in ``_meta`` is kept, otherwise the fresh one (the request id) is used;
@@ -48,18 +54,29 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from typing import Any, Final, Literal
 
 import attrs
 
 from . import types as t
+from ._client_modern import (
+    DEFAULT_ERA,
+    MAX_INPUT_ROUNDS,
+    EraArg,
+    InputRounds,
+    TooManyInputRounds,
+    choose_era,
+    probe_era,
+    set_log_level,
+)
 from ._connection import NEED_DATA, Connection
 from ._convert import ConversionError, structure
 from ._errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
+    UNSUPPORTED_PROTOCOL_VERSION,
     LocalProtocolError,
     McpError,
     NoAnswerError,
@@ -67,6 +84,7 @@ from ._errors import (
 )
 from ._inflight import RequestTimeout
 from ._methods import METHODS
+from ._modern import MODERN_VERSIONS, SERVER_INFO_KEY
 from ._output_schema import OutputSchemas
 from ._pagination import PageWalker
 from ._ratelimit import RateLimit, TokenBucket, take_or_refuse
@@ -89,21 +107,29 @@ __all__ = [
     "DEFAULT",
     "DEFAULT_CLIENT_INFO",
     "DEFAULT_ELICITATION_RATE_LIMIT",
+    "DEFAULT_ERA",
     "DEFAULT_SAMPLING_RATE_LIMIT",
     "DEFAULT_SHUTDOWN_GRACE",
     "DEFAULT_TIMEOUT",
+    "MAX_INPUT_ROUNDS",
     "ClientCore",
     "ClientWire",
     "ElicitationHandler",
+    "EraArg",
+    "InputRounds",
     "ListWalk",
     "Outcome",
     "RootsArg",
     "SamplingHandler",
     "SessionClosed",
     "Timeout",
+    "TooManyInputRounds",
     "as_timeout",
+    "choose_era",
     "page_params",
+    "probe_era",
     "result_of",
+    "set_log_level",
     "typed_params",
     "with_progress_token",
 ]
@@ -329,8 +355,12 @@ class ClientCore:
 
     Args:
         client_info: our ``clientInfo``.
-        protocol_version: the revision we ask for (default the latest we speak); the
-            server may answer another supported one.
+        era: ``"legacy"``, ``"modern"`` or ``"auto"`` (:data:`EraArg`; default
+            :data:`DEFAULT_ERA`).
+        protocol_version: the revision we ask for (default the latest we speak in the
+            era); in the handshake era the server may answer another supported one.  A
+            modern version (2026-07-28) pins the modern era, a handshake one the legacy
+            era, unless ``era`` says otherwise (then ValueError).
         sampling_handler: answers ``sampling/createMessage``; declares ``sampling``.
         elicitation_handler: answers ``elicitation/create``; declares ``elicitation``.
         roots: our roots (a list, or a callable returning one); declares ``roots`` with
@@ -340,8 +370,8 @@ class ClientCore:
             -32603 with ``data.retryAfter`` (seconds) and never reaches the handler.
 
     Raises:
-        ValueError: ``protocol_version`` is not one mcp-ref speaks, or a root is not an
-            absolute ``file://`` URI.
+        ValueError: ``protocol_version`` is not one mcp-ref speaks (or not of ``era``),
+            ``era`` is none of the three, or a root is not an absolute ``file://`` URI.
 
     Source: 2025-06-18/basic/lifecycle#initialization; 2025-06-18/client.
     """
@@ -350,7 +380,8 @@ class ClientCore:
         self,
         *,
         client_info: t.Implementation = DEFAULT_CLIENT_INFO,
-        protocol_version: str = LATEST_PROTOCOL_VERSION,
+        protocol_version: str | None = None,
+        era: EraArg | None = None,
         sampling_handler: SamplingHandler | None = None,
         elicitation_handler: ElicitationHandler | None = None,
         roots: RootsArg = None,
@@ -358,9 +389,28 @@ class ClientCore:
         elicitation_rate_limit: RateLimit | None = DEFAULT_ELICITATION_RATE_LIMIT,
     ) -> None:
         self.client_info = client_info
+        modern = protocol_version in MODERN_VERSIONS
+        if era is None:
+            era = "modern" if modern else "legacy" if protocol_version else DEFAULT_ERA
+        elif era == "auto" and protocol_version is not None:
+            era = "modern" if modern else "legacy"  # a pinned version pins its era
+        if era not in ("auto", "modern", "legacy"):
+            raise ValueError(f"era must be 'auto', 'modern' or 'legacy', not {era!r}")
+        if protocol_version is not None and modern != (era == "modern"):
+            raise ValueError(f"protocol version {protocol_version!r} is not of the {era} era")
+        self.era: EraArg = era
+        """The era asked for; :attr:`spoken` is the one the server turned out to speak."""
+        self.spoken: Literal["modern", "legacy"] | None = None
+        """The era the session speaks once it is open (None before)."""
+        self.modern_version: str = (
+            protocol_version if protocol_version in MODERN_VERSIONS else MODERN_VERSIONS[0]
+        )
+        """The version every modern request names in its ``_meta``."""
         # Spec: 2025-06-18/basic/lifecycle#version-negotiation.1
         # "In the `initialize` request, the client MUST send a protocol version it supports."
-        self.protocol_version = check_version(protocol_version)
+        self.protocol_version = check_version(
+            LATEST_PROTOCOL_VERSION if modern or protocol_version is None else protocol_version
+        )
         self._handlers: dict[str, tuple[Callable[[Any], Any], RateLimit | None]] = {}
         if sampling_handler is not None:
             self._handlers["sampling/createMessage"] = (sampling_handler, sampling_rate_limit)
@@ -371,6 +421,156 @@ class ClientCore:
         self._output_schemas = OutputSchemas()
         self.initialize_result: t.InitializeResult | None = None
         """The server's answer to ``initialize`` (None before it)."""
+        self.discover_result: t.DiscoverResult | None = None
+        """The server's answer to ``server/discover`` (modern era; None before it)."""
+
+    # -- the era -----------------------------------------------------------------------
+
+    def opens_modern(self) -> bool:
+        """Whether the session's first request is modern (``era`` modern or auto)."""
+        return self.era != "legacy"
+
+    def modern_options(self) -> dict[str, Any]:
+        """The keywords of :func:`choose_era` (or of a new ``Connection(CLIENT, ...)``
+        with ``era="modern"``): our version, ``clientInfo`` and capabilities."""
+        return {
+            "protocol_version": self.modern_version,
+            "client_info": self.client_info,
+            "capabilities": self.capabilities,
+        }
+
+    def opening(self, connection: Connection) -> Generator[Any, Any, None]:
+        """The opening of a session on ``connection`` (which has sent nothing), in the
+        era asked for, for any loop to run::
+
+            steps = core.opening(connection)
+            answer = None
+            while (step := next_step(steps, answer)) is not None:   # StopIteration: open
+                if isinstance(step, Notification): send it; answer = None
+                else: method, params = step; answer = the result, or the McpError raised
+
+        Legacy: ``initialize``, then ``notifications/initialized``.  Modern: nothing
+        (the connection is put in the modern era).  Auto: ``server/discover``; its
+        result opens the modern era, a -32022 listing a version we speak is retried
+        once with it, another modern error is raised, and any other error (or no
+        answer) falls back to the handshake.
+
+        The generator raises what ends the opening: the McpError of ``initialize`` (or
+        of a modern server's refusal), LocalProtocolError when the server does not list
+        our version.
+
+        Source: 2025-06-18/basic/lifecycle#initialization;
+        2026-07-28/basic/transports/stdio#backward-compatibility.
+        """
+        if self.opens_modern():
+            choose_era(connection, "modern", **self.modern_options())
+            if self.era == "modern":
+                self.spoken = "modern"
+                return
+            outcome = yield ("server/discover", None)
+            if isinstance(outcome, McpError) and self.other_version(outcome) is not None:
+                choose_era(connection, "modern", **self.modern_options())
+                outcome = yield ("server/discover", None)
+            if not isinstance(outcome, McpError):
+                self.discovered(outcome)
+                return
+            if probe_era(outcome) == "modern":
+                raise outcome
+            log.info("server/discover failed (%s): falling back to initialize", outcome)
+            choose_era(connection, "legacy")
+        result = yield ("initialize", self.initialize_params())
+        if isinstance(result, McpError):
+            raise result
+        yield self.initialized(result)
+
+    def listen_params(self, uris: Sequence[str]) -> t.SubscriptionsListenRequestParams:
+        """The params of the ``subscriptions/listen`` a modern client keeps open for
+        :meth:`~mcp_ref._client_methods.TypedMethods.subscribe`: updates of ``uris``,
+        and the three list changes (which the handshake era delivers unasked).
+
+        Source: 2026-07-28/basic/patterns/subscriptions#notification-filter.
+        """
+        return t.SubscriptionsListenRequestParams(
+            notifications=t.SubscriptionFilter(
+                resource_subscriptions=list(uris),
+                tools_list_changed=True,
+                prompts_list_changed=True,
+                resources_list_changed=True,
+            ),
+            meta={},
+        )
+
+    def other_version(self, error: McpError) -> str | None:
+        """The modern version to retry with after ``error``: for -32022
+        (UnsupportedProtocolVersionError), the first version of its ``data.supported``
+        we speak (made :attr:`modern_version`); None for any other error, or when the
+        server lists none of ours (the caller gives up).
+
+        Source: 2026-07-28/basic/versioning#protocol-version-negotiation.
+        """
+        if error.code != UNSUPPORTED_PROTOCOL_VERSION or not isinstance(error.data, dict):
+            return None
+        supported = error.data.get("supported")
+        listed = supported if isinstance(supported, list) else []
+        for version in MODERN_VERSIONS:
+            if version in listed:
+                self.modern_version = version
+                return version
+        return None
+
+    def discovered(self, result: t.DiscoverResult) -> None:
+        """Take the server's ``server/discover`` result: the session is modern.
+
+        Raises:
+            LocalProtocolError: the server does not list our version (we do not go on
+                with a server that says it does not speak it).
+
+        Source: 2026-07-28/server/discover; 2026-07-28/basic/versioning.
+        """
+        if self.modern_version not in result.supported_versions:
+            raise LocalProtocolError(
+                f"the server speaks {', '.join(result.supported_versions)}, "
+                f"not {self.modern_version}"
+            )
+        self.discover_result = result
+        self.spoken = "modern"
+
+    @property
+    def server_info(self) -> t.Implementation | None:
+        """The server's ``serverInfo`` (``initialize``) or ``_meta`` serverInfo
+        (``server/discover``); None when neither came."""
+        if self.initialize_result is not None:
+            return self.initialize_result.server_info
+        if self.discover_result is not None:
+            info = (self.discover_result.meta or {}).get(SERVER_INFO_KEY)
+            try:
+                read: t.Implementation = structure(info, t.Implementation, "2026-07-28")
+            except ConversionError:  # absent or malformed: it is for display only
+                return None
+            return read
+        return None
+
+    @property
+    def server_capabilities(self) -> t.ServerCapabilities | None:
+        """The server's capabilities, from ``initialize`` or ``server/discover``."""
+        if self.initialize_result is not None:
+            return self.initialize_result.capabilities
+        if self.discover_result is not None:
+            return self.discover_result.capabilities
+        return None
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's instructions, from ``initialize`` or ``server/discover``."""
+        done = self.initialize_result or self.discover_result
+        return done.instructions if done is not None else None
+
+    @property
+    def negotiated_version(self) -> str | None:
+        """The version the session speaks: ``initialize``'s answer, or our modern one."""
+        if self.initialize_result is not None:
+            return self.initialize_result.protocol_version
+        return self.modern_version if self.spoken == "modern" else None
 
     # -- the handshake ---------------------------------------------------------------
 
@@ -419,6 +619,7 @@ class ClientCore:
         Source: 2025-06-18/basic/lifecycle#initialization.4.
         """
         self.initialize_result = result
+        self.spoken = "legacy"
         # Spec: 2025-06-18/basic/lifecycle#initialization.4
         # "After successful initialization, the client MUST send an `initialized` notification to
         # indicate it is ready to begin normal operations:"

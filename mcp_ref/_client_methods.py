@@ -23,6 +23,7 @@ from typing import Any
 
 from . import types as t
 from ._client import DEFAULT, ListWalk, Timeout, page_params
+from ._errors import LocalProtocolError
 from .events import Progress
 
 __all__ = ["TypedMethods"]
@@ -146,16 +147,45 @@ class TypedMethods:
         )
         return result
 
+    era: Any
+    """Each client's era (``"legacy"``, ``"modern"``, None before it is open)."""
+    _subscribed: list[str]
+    """Modern era: the URIs :meth:`subscribe` asked for."""
+
+    async def _listen(self, uris: list[str]) -> None:
+        """Modern era: (re)open the client's one ``subscriptions/listen`` for ``uris``
+        (and the list changes), or close it when ``uris`` is empty; each client's own."""
+        raise LocalProtocolError("this client does not keep subscriptions/listen open")
+
     async def subscribe(self, uri: str, *, timeout: Timeout = DEFAULT) -> None:
         """Subscribe to a resource's ``notifications/resources/updated`` (they arrive at
-        ``on_notification``).  Needs the server's ``resources.subscribe`` capability.
-        Source: 2025-06-18/server/resources#subscriptions."""
+        ``on_notification``).
+
+        Handshake era: ``resources/subscribe`` (needs the server's
+        ``resources.subscribe`` capability).  Modern era: the client keeps one
+        ``subscriptions/listen`` open, for every URI subscribed and the list changes,
+        and re-opens it with the new filter; this returns once the server acknowledged
+        it.
+
+        Source: 2025-06-18/server/resources#subscriptions;
+        2026-07-28/basic/patterns/subscriptions.
+        """
+        if getattr(self, "era", None) == "modern":
+            uris = getattr(self, "_subscribed", [])
+            self._subscribed = [*uris, uri] if uri not in uris else uris
+            await self._listen(self._subscribed)
+            return
         await self.request(
             "resources/subscribe", t.SubscribeRequestParams(uri=uri), timeout=timeout
         )
 
     async def unsubscribe(self, uri: str, *, timeout: Timeout = DEFAULT) -> None:
-        """Cancel a subscription.  Source: 2025-06-18/server/resources#subscriptions."""
+        """Cancel a subscription (modern era: re-open the listen without ``uri``).
+        Source: 2025-06-18/server/resources#subscriptions."""
+        if getattr(self, "era", None) == "modern":
+            self._subscribed = [u for u in getattr(self, "_subscribed", []) if u != uri]
+            await self._listen(self._subscribed)
+            return
         await self.request(
             "resources/unsubscribe", t.UnsubscribeRequestParams(uri=uri), timeout=timeout
         )
@@ -225,10 +255,20 @@ class TypedMethods:
         )
         return result
 
+    def _log_level(self, level: t.LoggingLevel) -> None:
+        """Modern era: put ``level`` in every request's ``_meta`` (each client's own)."""
+        raise LocalProtocolError("this client has no per-request log level")
+
     async def set_logging_level(self, level: t.LoggingLevel, *, timeout: Timeout = DEFAULT) -> None:
         """Ask the server to send log messages of ``level`` and above (``"debug"`` ...
-        ``"emergency"``); they arrive at ``on_log``.
-        Source: 2025-06-18/server/utilities/logging#setting-log-level."""
+        ``"emergency"``); they arrive at ``on_log``.  Handshake era: ``logging/setLevel``;
+        modern era: every request from now names the level in its ``_meta`` (the
+        server sends log messages only while it answers such a request).
+        Source: 2025-06-18/server/utilities/logging#setting-log-level;
+        2026-07-28/server/utilities/logging#per-request-log-level."""
+        if getattr(self, "era", None) == "modern":
+            self._log_level(level)
+            return
         await self.request(
             "logging/setLevel", t.SetLevelRequestParams(level=level), timeout=timeout
         )

@@ -13,28 +13,25 @@ each step of an exchange, what to do next, and does it.
    (:class:`Send`).  The core keeps the bytes of ``initialize`` and
    ``notifications/initialized``: a new session after a 404 replays them.
 2. **The request's headers** come from :meth:`~HttpClientCore.headers`: ``Host``, the
-   MCP headers of :func:`~mcp_ref._http.client_request_headers` (``Accept``,
-   ``Content-Type``, ``Mcp-Session-Id``, ``MCP-Protocol-Version``, ``Last-Event-ID``),
-   ``Content-Length`` and the caller's own.
+   MCP headers of :func:`~mcp_ref._http.client_request_headers`, ``Content-Length``,
+   a modern request's (:mod:`mcp_ref._http_client_modern`) and the caller's own.
 3. **A response head** to a request's POST becomes an :class:`Answer`
    (:meth:`~HttpClientCore.answer`): accepted, a JSON body, an SSE stream, a session
    gone, the 2024-11-05 fallback, or a refusal.  The head of the ``initialize`` answer
    gives the session id.
-4. **Each message received** goes through :meth:`~HttpClientCore.received`, which says
-   whether it answers the request awaited, and notes the negotiated version from the
-   ``initialize`` result.  A request that can no longer be answered gets an error
-   response made here (:func:`failure`), so its caller is never left waiting.
+4. **Each message received** goes through :meth:`~HttpClientCore.received`: does it
+   answer the request awaited (the ``initialize`` result's version is noted)?  A
+   request that can no longer be answered gets an error response made here
+   (:meth:`~HttpClientCore.failure`), so its caller is never left waiting.
 5. **A 404 to our session id** (#session-management.7): under the driver's lock,
    :meth:`~HttpClientCore.begin_new_session` says whether to replay the handshake;
    :meth:`~HttpClientCore.replayed` checks the ``initialize`` answer of the replay and
    :meth:`~HttpClientCore.end_new_session` counts the new session.  ``generation``
    counts sessions, so a task that saw the 404 late learns another one did it.
 
-SSE streams, their replay cursors and the GET stream's policy are
-:mod:`mcp_ref._http_client_streams`; the jobs that string these decisions together (a
-request and its answer, a message, the GET stream, the replay, 2024-11-05) are the
-flows of :mod:`mcp_ref._http_client_flows`, which the drivers run.  No clock, no
-sockets, no JSON read here except through the connection's reader.
+SSE streams and the GET stream's policy are :mod:`mcp_ref._http_client_streams`; the
+jobs that string these decisions together are the flows of
+:mod:`mcp_ref._http_client_flows`.  No clock, no sockets, no JSON read here.
 """
 
 from __future__ import annotations
@@ -57,7 +54,8 @@ from ._http import (
     HttpLimits,
     MessageKind,
 )
-from ._http_messages import error_of, message_info, negotiated_version
+from ._http_client_modern import ModernHttp
+from ._http_messages import message_info, negotiated_version
 from ._http_streams import request_key
 from ._oauth_http import TokenMisdirected
 from ._sse import SSEEvent
@@ -74,7 +72,6 @@ __all__ = [
     "Send",
     "failure",
     "media_type",
-    "refusal_message",
 ]
 
 MAX_ERROR_BODY: Final = 65536
@@ -140,19 +137,6 @@ def media_type(headers: Headers) -> bytes:
         if name == CONTENT_TYPE:
             return bytes(value).split(b";")[0].strip().lower()
     return b""
-
-
-def refusal_message(status: int, body: bytes) -> str:
-    """Why an HTTP error refused a message: ``"HTTP <status>: <message>"``, the message
-    being the JSON-RPC error's in the body, else the body's first 200 bytes.
-
-    Source: 2025-06-18/basic/transports#sending-messages-to-the-server.7.
-    """
-    # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.7
-    # "The HTTP response body MAY comprise a JSON-RPC error response that has no `id`."
-    error = error_of(body)
-    text = error[1] if error is not None else body[:200].decode(errors="replace")
-    return f"HTTP {status}: {text or '(no body)'}"
 
 
 def failure(rid: RequestId, message: str) -> bytes:
@@ -234,6 +218,7 @@ class HttpClientCore:
         self.init_key: Any = None
         self.initialized_body: bytes | None = None
         self._old_version: str | None = None
+        self.modern = ModernHttp()  # the modern era's headers, tools and 400 errors
 
     # -- requests ------------------------------------------------------------------------
 
@@ -247,8 +232,10 @@ class HttpClientCore:
             return Outgoing(send=Send.LEGACY, id=rid, key=request_key(rid))
         if info is not None and info.kind is MessageKind.REQUEST:
             if method == "initialize":
+                self.modern.version = None  # (the fallback after a modern probe)
                 self.init_body, self.init_key = data, request_key(rid)
                 return Outgoing(send=Send.INITIALIZE, id=rid, key=self.init_key)
+            self.modern.outgoing(method, data, request_key(rid))
             return Outgoing(send=Send.REQUEST, id=rid, key=request_key(rid))
         cancels = None
         if info is not None and info.cancels is not None:
@@ -299,6 +286,9 @@ class HttpClientCore:
         )
         if method == b"POST":
             out.append((b"content-length", b"%d" % len(body)))
+            out += self.modern.headers(
+                body, initialized=legacy or self.protocol_version is not None
+            )
         if self.auth is not None:
             # Spec: 2025-06-18/basic/authorization#token-requirements.3
             # "authorization MUST be included in every HTTP request from client to
@@ -313,6 +303,10 @@ class HttpClientCore:
             if bearer is not None:
                 out.append(bearer)
         return out + self.extra
+
+    def failure(self, rid: RequestId, message: str) -> bytes:
+        """:func:`failure`, or the modern error of a 400 (:meth:`ModernHttp.failure`)."""
+        return self.modern.failure(rid) or failure(rid, message)
 
     # -- answers -------------------------------------------------------------------------
 

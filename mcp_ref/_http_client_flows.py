@@ -169,7 +169,9 @@ class MessageFlow(Flow):
         super().__init__(core)
         self.data = data
 
-    def start(self) -> HttpRequest:
+    def start(self) -> Step:
+        if self.core.modern.unsent(self.data, initialized=self.core.protocol_version is not None):
+            return Done()  # a modern cancellation: the request's stream was closed
         return self._post(self.data)
 
     def head(self, status: int, headers: Headers) -> Step:

@@ -41,7 +41,7 @@ from typing import Any, Final
 import attrs
 
 from ._http import HTTP_SERVER_ERROR, Headers
-from ._http_client import MAX_ERROR_BODY, HttpClientCore, refusal_message
+from ._http_client import MAX_ERROR_BODY, HttpClientCore
 from ._http_client_streams import ANSWERED_GRACE, StreamCursor
 from ._http_messages import error_of
 from ._http_streams import request_key
@@ -60,9 +60,23 @@ __all__ = [
     "Step",
     "Wait",
     "delete_request",
+    "refusal_message",
 ]
 
 SESSION_NOT_RESTARTED: Final = "the session expired and a new one could not be started"
+
+
+def refusal_message(status: int, body: bytes) -> str:
+    """Why an HTTP error refused a message: ``"HTTP <status>: <message>"``, the message
+    being the JSON-RPC error's in the body, else the body's first 200 bytes.
+
+    Source: 2025-06-18/basic/transports#sending-messages-to-the-server.7.
+    """
+    # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.7
+    # "The HTTP response body MAY comprise a JSON-RPC error response that has no `id`."
+    error = error_of(body)
+    text = error[1] if error is not None else body[:200].decode(errors="replace")
+    return f"HTTP {status}: {text or '(no body)'}"
 
 
 # -- steps ----------------------------------------------------------------------------------
@@ -207,7 +221,7 @@ class Flow:
         """The body read whole so far (not an SSE stream's), and its size in bytes."""
         self._cursor: StreamCursor | None = None
 
-    def start(self) -> HttpRequest:
+    def start(self) -> Step:
         """The first step."""
         raise NotImplementedError
 
@@ -300,6 +314,7 @@ class Flow:
 
     def _take(self, messages: list[bytes]) -> list[bytes]:
         """Messages received: note whether the response awaited came."""
+        messages = [self.core.modern.inbound(data, self.key) for data in messages]
         for data in messages:
             self.answered = self.core.received(data, self.key) or self.answered
         return messages
@@ -320,6 +335,8 @@ class Flow:
         """The error body read whole: the caller's error (the body's JSON-RPC code)."""
         body = b"".join(self._parts)[:MAX_ERROR_BODY]
         error = error_of(body)
+        if error is not None and self.key != request_key(None):  # (a request's)
+            self.core.modern.refused(self.key, body)
         return Done(
             error=prefix + refusal_message(self.status, body),
             code=error[0] if error is not None else HTTP_SERVER_ERROR,

@@ -589,6 +589,7 @@ def test_call_shows_progress_and_log_messages_on_stderr() -> None:
         "[progress] 0/100 Started",
         "[progress] 50/100 Half way",
         "[progress] 100/100 Done",
+        "[era] legacy era (initialize), protocol 2025-11-25",
     ]
     logs = run("call", "--", *SERVE, "test_tool_with_logging")
     assert logs.returncode == 0, logs.stderr
@@ -596,6 +597,7 @@ def test_call_shows_progress_and_log_messages_on_stderr() -> None:
         "[info] test_tool_with_logging: Tool execution started",
         "[info] test_tool_with_logging: Tool processing data",
         "[info] test_tool_with_logging: Tool execution completed",
+        "[era] legacy era (initialize), protocol 2025-11-25",
     ]
 
 

@@ -23,8 +23,8 @@ from mcp_ref._http_client import (
     Send,
     failure,
     media_type,
-    refusal_message,
 )
+from mcp_ref._http_client_steps import refusal_message
 from mcp_ref._http_client_streams import (
     ANSWERED_GRACE,
     MAX_DELAY,

@@ -563,3 +563,22 @@ async def test_the_core_options_reach_the_channel_through_open_http_client() -> 
                 await client.call_tool("x")
     assert all(r.headers["x-extra"] == "1" for r in fake.requests)
     assert "GET" not in [r.method for r in fake.requests]  # no GET stream
+
+
+# -- the modern era (2026-07-28) against the real server -------------------------------------
+
+
+@pytest.mark.spec("2026-07-28/basic/transports/streamable-http#protocol-version-header.1")
+async def test_a_modern_client_needs_no_session_against_the_real_server() -> None:
+    with trio.fail_after(TIMEOUT):
+        async with (
+            serve() as (info, _),
+            open_http_client(info.url, era="modern") as client,
+        ):
+            assert client.era == "modern" and client.protocol_version == "2026-07-28"
+            result = await client.call_tool("echo", {"text": "hi"})
+            assert result.content[0].text == "hi"  # type: ignore[union-attr]
+            assert client.session.connection.era == "modern"
+            channel: Any = client.session._channel
+            assert channel.core.session_id is None  # no initialize, no session
+            assert channel.core.modern.version == "2026-07-28"

@@ -57,16 +57,19 @@ from .._client import (
     DEFAULT_CLIENT_INFO,
     ClientWire,
     ElicitationHandler,
+    InputRounds,
     Outcome,
     RootsArg,
     SamplingHandler,
     SessionClosed,
     Timeout,
     result_of,
+    set_log_level,
     typed_params,
 )
 from .._client_methods import TypedMethods
 from .._connection import Connection
+from .._errors import McpError
 from ..events import (
     ConnectionClosed,
     Event,
@@ -109,7 +112,8 @@ class ClientSession(TypedMethods):
             Notification the server sends; None ignores them.  An exception it raises
             ends the session.
         **options: the client core's (:class:`mcp_ref._client.ClientCore`):
-            ``client_info``, ``protocol_version``, ``sampling_handler``,
+            ``client_info``, ``era`` (``"legacy"``, ``"modern"`` or ``"auto"``:
+            :data:`mcp_ref._client.EraArg`), ``protocol_version``, ``sampling_handler``,
             ``elicitation_handler``, ``roots``, the rate limits.  Each handler declares
             its capability.
 
@@ -138,6 +142,10 @@ class ClientSession(TypedMethods):
         self._serving: dict[RequestId, asyncio.Task[None]] = {}
         """Server requests being handled (bounded by the core's incoming table)."""
         self._wake = asyncio.Event()
+        self._subscribed: list[str] = []
+        self._listening: asyncio.Task[None] | None = None
+        """Modern era: the task of the one ``subscriptions/listen`` (``subscribe``)."""
+        self._acknowledged = asyncio.Event()
 
     @property
     def initialize_result(self) -> t.InitializeResult | None:
@@ -193,15 +201,45 @@ class ClientSession(TypedMethods):
                 that the server did not send).
             McpError: the server answered with an error.
             OutputSchemaError: a tool's structured result does not match its schema.
+            TooManyInputRounds: (modern era) ``input_required`` past the bound.
             SessionClosed: the session ended first.
             LocalProtocolError: the request breaks the protocol (nothing was sent).
             asyncio.CancelledError: the caller was cancelled; the server was sent
                 ``notifications/cancelled``.
 
+        In the modern era an ``input_required`` answer is answered through this
+        client's handlers and the request sent again (a new id) with
+        ``inputResponses`` and the ``requestState`` unchanged.
+
         Source: 2025-06-18/basic/lifecycle#timeouts;
         2025-06-18/basic/utilities/cancellation#cancellation-flow;
-        2025-06-18/basic/utilities/progress#progress-flow.
+        2025-06-18/basic/utilities/progress#progress-flow;
+        2026-07-28/basic/patterns/mrtr#client-requirements-basic-workflow.
         """
+        rounds = InputRounds(method, typed_params(method, params))
+        params = rounds.params
+        while True:  # (more than once only for input_required, in the modern era)
+            try:
+                result = await self._request(method, params, timeout, on_progress)
+            except McpError as exc:  # -32020 to a tools/call: list the tools, once more
+                if not rounds.relist(exc):
+                    raise
+                await self.list_tools()
+                continue
+            if not isinstance(result, t.InputRequiredResult):
+                return self.wire.check_result(method, rounds.params, result)
+            answers = {}
+            for key, (asked, asked_params) in rounds.asked(result):
+                value = self.wire.handle(asked, asked_params, asyncio.get_running_loop().time())
+                if inspect.isawaitable(value):
+                    value = await value
+                answers[key] = self.wire.finish(asked, value)
+            params = rounds.retry(answers)
+
+    async def _request(
+        self, method: str, params: Any, timeout: Timeout, on_progress: ProgressCallback | None
+    ) -> Any:
+        """One request on the wire: its result (an InputRequiredResult too), unchecked."""
         loop = asyncio.get_running_loop()
         rid, params, data = self.wire.send_request(
             method, params, now=loop.time(), timeout=timeout, on_progress=on_progress
@@ -227,7 +265,7 @@ class ClientSession(TypedMethods):
             raise
         finally:
             del self._pending[rid]
-        return self.wire.check_result(method, params, result_of(reply))
+        return result_of(reply)
 
     async def notify(self, method: str, params: Any = None) -> None:
         """Send a notification (typed params, a wire-form dict, or None).
@@ -237,6 +275,71 @@ class ClientSession(TypedMethods):
             SessionClosed: the session has ended.
         """
         await self._transmit(self.wire.send_notification(method, params))
+
+    async def open(self) -> None:
+        """Open the session in the era asked for (``era=``; the ``open_*`` functions
+        do): ``initialize`` then ``notifications/initialized`` (legacy), nothing
+        (modern), or the ``server/discover`` probe and its fallback (auto); see
+        :meth:`mcp_ref._client.ClientCore.opening`.  Raises as :meth:`request`.
+        """
+        steps = self.wire.opening(self.connection)
+        answer: Any = None
+        while True:
+            try:
+                step = steps.send(answer)
+            except StopIteration:
+                return
+            if isinstance(step, Notification):
+                await self.notify(step.method, step.params)
+                answer = None
+                continue
+            try:
+                answer = await self.request(*step)
+            except McpError as exc:
+                answer = exc
+
+    def _log_level(self, level: t.LoggingLevel) -> None:
+        set_log_level(self.connection, level)
+
+    async def _listen(self, uris: list[str]) -> None:
+        """Modern era: cancel the session's ``subscriptions/listen`` (which sends
+        ``notifications/cancelled``) and, for a non-empty ``uris``, open a new one and
+        wait for its acknowledgment (or its end).
+
+        Source: 2026-07-28/basic/patterns/subscriptions#cancellation.
+        """
+        if self._listening is not None:
+            self._listening.cancel()
+            await asyncio.gather(self._listening, return_exceptions=True)
+            self._listening = None
+        if not uris:
+            return
+        self._acknowledged = acknowledged = asyncio.Event()
+        params = self.wire.listen_params(uris)
+
+        async def listen() -> None:
+            try:
+                await self.request("subscriptions/listen", params, timeout=None)
+            except (McpError, SessionClosed) as exc:
+                log.warning("subscriptions/listen failed: %s", exc)
+            finally:
+                acknowledged.set()
+
+        self._listening = asyncio.create_task(listen())
+        await acknowledged.wait()
+
+    @property
+    def era(self) -> str | None:
+        """The era the session speaks (``"legacy"`` or ``"modern"``; None before it
+        is open)."""
+        return self.wire.spoken
+
+    async def discover(self) -> t.DiscoverResult:
+        """``server/discover`` (modern era): the server's versions, capabilities and
+        identity.  Source: 2026-07-28/server/discover."""
+        result: t.DiscoverResult = await self.request("server/discover")
+        self.wire.discovered(result)
+        return result
 
     async def initialize(self) -> t.InitializeResult:
         """Run the initialization phase: ``initialize``, then ``notifications/initialized``
@@ -285,6 +388,9 @@ class ClientSession(TypedMethods):
                 serving.cancel()
         elif isinstance(event, ConnectionClosed):
             self._close(self.wire.closed or "the server closed the connection")
+        elif isinstance(event, Notification):
+            if event.method == "notifications/subscriptions/acknowledged":
+                self._acknowledged.set()
         # Progress and Notification: the wire gave them to their callbacks.
 
     def _answer_server(self, request: Request) -> None:
@@ -311,8 +417,11 @@ class ClientSession(TypedMethods):
             del self._serving[rid]
 
     async def _stop_handlers(self) -> None:
-        """Cancel the server requests still being handled and wait for them."""
+        """Cancel the server requests still being handled (and the modern era's
+        ``subscriptions/listen``) and wait for them."""
         tasks = list(self._serving.values())
+        if self._listening is not None:
+            tasks.append(self._listening)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -358,6 +467,8 @@ class ClientSession(TypedMethods):
                 answer.set_exception(SessionClosed(reason))
         for task in self._serving.values():
             task.cancel()  # nobody to answer any more
+        if self._listening is not None:
+            self._listening.cancel()
         return SessionClosed(reason)
 
     def _check_open(self) -> None:

@@ -235,7 +235,13 @@ class HttpClient(ClientSession):
             reason = "the server ended the session (HTTP 404), and the new one too"
             raise self._close(reason)
         if done.error is not None and done.http_status is not None:
-            raise _Refused(done.code, done.error, {"http_status": done.http_status})
+            # a modern error (-32022...) keeps its data: the era probe and a retry read it
+            error = http.modern.take_error(out.key)
+            more = (error or {}).get("data")
+            status = {"http_status": done.http_status}
+            raise _Refused(
+                done.code, done.error, {**status, **more} if isinstance(more, dict) else status
+            )
         if done.error is not None:
             raise McpError(done.code, done.error)
 
@@ -458,7 +464,8 @@ async def open_http_client(
             :class:`~mcp_ref.client.OAuthClientOptions` (None: such an answer fails
             the call with its HTTP status).
         **options: the client core's (:class:`mcp_ref._client.ClientCore`):
-            ``client_info``, ``protocol_version`` (the server may answer another
+            ``client_info``, ``era`` (``"legacy"``, ``"modern"`` or ``"auto"``:
+            :data:`mcp_ref._client.EraArg`), ``protocol_version`` (the server may answer another
             supported one, which later POSTs carry in ``MCP-Protocol-Version``),
             ``sampling_handler``, ``elicitation_handler``, ``roots``, the rate limits.
 
@@ -485,7 +492,7 @@ async def open_http_client(
     )
     clock = asyncio.create_task(client._clock())
     try:
-        await client.initialize()
+        await client.open()
         yield client
     finally:
         clock.cancel()

@@ -318,7 +318,8 @@ async def open_stdio_client(
         on_notification: see :class:`~mcp_ref.asyncio.ClientSession`.
         shutdown_grace: seconds to wait at each step of the shutdown (default 2).
         **options: the client core's (:class:`mcp_ref._client.ClientCore`):
-            ``client_info``, ``protocol_version`` (the server may answer another
+            ``client_info``, ``era`` (``"legacy"``, ``"modern"`` or ``"auto"``:
+            :data:`mcp_ref._client.EraArg`), ``protocol_version`` (the server may answer another
             supported one: ``client.initialize_result``), ``sampling_handler``,
             ``elicitation_handler``, ``roots``, the rate limits.
 

@@ -124,7 +124,7 @@ async def run_client(client: C, shutdown: Callable[[], Awaitable[None]]) -> Asyn
     """
     tasks = [asyncio.create_task(client._read()), asyncio.create_task(client._clock())]
     try:
-        await client.initialize()
+        await client.open()
         yield client
     finally:
         client._close("the client was closed")

@@ -55,14 +55,17 @@ from .._client import (
     DEFAULT_SHUTDOWN_GRACE,
     DEFAULT_TIMEOUT,
     ClientWire,
+    InputRounds,
     ListWalk,
     Outcome,
     SessionClosed,
     Timeout,
     as_timeout,
     result_of,
+    typed_params,
 )
 from .._connection import Connection
+from .._errors import McpError
 from .._inflight import RequestTimeout
 from .._state import CLIENT
 from ..events import ConnectionClosed, Event, Notification, Progress, Request, RequestId
@@ -147,14 +150,47 @@ class Client:
             NoAnswerError: no answer within the timeout (an McpError, code -32001).
             McpError: the server answered with an error response.
             OutputSchemaError: a tool's structured result does not match its schema.
+            TooManyInputRounds: (modern era) ``input_required`` past the bound.
             SessionClosed: the session ended first.
             LocalProtocolError: the request breaks the protocol (nothing was sent).
             RuntimeError: called while another request waits (from on_notification).
 
+        In the modern era an ``input_required`` answer is answered through this
+        client's (sync) handlers and the request sent again (a new id) with
+        ``inputResponses`` and the ``requestState`` unchanged.
+
         Source: 2025-06-18/basic/lifecycle#timeouts;
         2025-06-18/basic/utilities/cancellation#cancellation-flow;
-        2025-06-18/basic/utilities/progress#progress-flow.
+        2025-06-18/basic/utilities/progress#progress-flow;
+        2026-07-28/basic/patterns/mrtr#client-requirements-basic-workflow.
         """
+        rounds = InputRounds(method, typed_params(method, params))
+        params = rounds.params
+        while True:  # (more than once only for input_required, in the modern era)
+            result = self._request(method, params, timeout, on_progress)
+            if not isinstance(result, t.InputRequiredResult):
+                return self.wire.check_result(method, rounds.params, result)
+            answers = {
+                key: self._answer_input(asked, asked_params)
+                for key, (asked, asked_params) in rounds.asked(result)
+            }
+            params = rounds.retry(answers)
+
+    def _answer_input(self, method: str, params: Any) -> Any:
+        """The answer to one input request of an ``input_required`` result."""
+        value = self.wire.handle(method, params, time.monotonic())
+        if inspect.isawaitable(value):
+            raise TypeError("the blocking client takes sync handlers only")
+        return self.wire.finish(method, value)
+
+    def _request(
+        self,
+        method: str,
+        params: Any,
+        timeout: Timeout,
+        on_progress: Callable[[Progress], object] | None,
+    ) -> Any:
+        """One request on the wire: its result (an InputRequiredResult too), unchecked."""
         self.wire.check_open()
         if self._waiting is not None:
             raise RuntimeError("the blocking client makes one request at a time")
@@ -176,7 +212,7 @@ class Client:
         if isinstance(answer, Exception):
             raise answer
         assert answer is not None
-        return self.wire.check_result(method, params, result_of(answer))
+        return result_of(answer)
 
     def notify(self, method: str, params: Any = None) -> None:
         """Send a notification (typed params, a wire-form dict, or None).
@@ -185,6 +221,40 @@ class Client:
             LocalProtocolError: it breaks the protocol; SessionClosed: the session ended.
         """
         self._write(self.wire.send_notification(method, params))
+
+    def open(self) -> None:
+        """Open the session in the era asked for (``era=``; done by
+        :func:`connect_stdio`): ``initialize`` then ``notifications/initialized``
+        (legacy), nothing (modern), or the ``server/discover`` probe and its fallback
+        (auto); see :meth:`mcp_ref._client.ClientCore.opening`.  Raises as
+        :meth:`request`.
+        """
+        steps = self.wire.opening(self.connection)
+        answer: Any = None
+        while True:
+            try:
+                step = steps.send(answer)
+            except StopIteration:
+                return
+            if isinstance(step, Notification):
+                self.notify(step.method, step.params)
+                answer = None
+                continue
+            try:
+                answer = self.request(*step)
+            except McpError as exc:
+                answer = exc
+
+    @property
+    def era(self) -> str | None:
+        """The era the session speaks (``"legacy"`` or ``"modern"``)."""
+        return self.wire.spoken
+
+    def discover(self) -> t.DiscoverResult:
+        """``server/discover`` (modern era).  Source: 2026-07-28/server/discover."""
+        result: t.DiscoverResult = self.request("server/discover")
+        self.wire.discovered(result)
+        return result
 
     def initialize(self) -> t.InitializeResult:
         """``initialize``, then ``notifications/initialized`` (done by
@@ -363,9 +433,11 @@ def connect_stdio(
         on_notification: called with each Notification the server sends.
         shutdown_grace: seconds to wait at each step of the shutdown (default 2).
         **options: the client core's (:class:`mcp_ref._client.ClientCore`):
-            ``client_info``, ``protocol_version`` (the server may answer another
-            supported one: ``client.initialize_result``), ``sampling_handler``,
-            ``elicitation_handler`` (sync functions), ``roots``, the rate limits.
+            ``client_info``, ``era`` (``"legacy"``, ``"modern"``, ``"auto"``: see
+            :data:`mcp_ref._client.EraArg`), ``protocol_version`` (the server may
+            answer another supported one: ``client.initialize_result``),
+            ``sampling_handler``, ``elicitation_handler`` (sync functions; they answer
+            the modern era's ``input_required`` too), ``roots``, the rate limits.
 
     Raises:
         ValueError: ``protocol_version`` is not supported, or a root is not an
@@ -395,7 +467,7 @@ def connect_stdio(
     try:
         client = Client(process, wire, write_timeout=None if default is None else default.seconds)
         try:
-            client.initialize()
+            client.open()
             yield client
         finally:
             client.close()

@@ -213,6 +213,12 @@ def _add_client_options(parser: argparse.ArgumentParser, rest: str) -> None:
         help="wait at most this long for each answer, initialize's included "
         f"(default: {INITIALIZE_TIMEOUT:g} s for initialize, 60 s for {rest})",
     )
+    parser.add_argument(
+        "--era",
+        choices=("legacy", "modern", "auto"),
+        help="legacy: initialize (up to 2025-11-25); modern: 2026-07-28, _meta on every "
+        "request; auto: probe with server/discover, then either (default: legacy)",
+    )
 
 
 _CLIENT_COMMANDS: dict[str, tuple[Callable[..., Any], str, dict[str, Any]]] = {
@@ -233,6 +239,7 @@ def _client_options(args: argparse.Namespace, out: TextIO) -> ClientOptions:
         url=args.url,
         timeout=args.timeout,
         initialize_wait=INITIALIZE_TIMEOUT,
+        era=args.era,
     )
 
 

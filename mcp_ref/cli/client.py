@@ -242,11 +242,30 @@ def _first_line(text: str | None) -> str:
     return (text or "").strip().splitlines()[0] if (text or "").strip() else ""
 
 
+def era_of(client: Any) -> str:
+    """Which era the session spoke, for people: ``"legacy era (initialize)"`` or
+    ``"modern era (per-request _meta)"``."""
+    if client.era == "modern":
+        return "modern era (per-request _meta)"
+    return "legacy era (initialize)"
+
+
+async def server_capabilities(client: Any) -> t.ServerCapabilities:
+    """The server's capabilities: ``initialize``'s, or (modern era) ``server/discover``'s,
+    asked for once."""
+    if client.era == "modern" and client.core.discover_result is None:
+        await client.discover()
+    caps: t.ServerCapabilities = client.server_capabilities
+    return caps
+
+
 def _print_listing(client: Any, out: TextIO, listing: dict[str, Any]) -> None:
     info = client.server_info
     title = f' "{info.title}"' if info.title else ""
     print(
-        f"server: {info.name} {info.version}{title}, protocol {client.protocol_version}", file=out
+        f"server: {info.name} {info.version}{title}, protocol {client.protocol_version}, "
+        f"{era_of(client)}",
+        file=out,
     )
     caps = client.server_capabilities
     declared = [
@@ -409,6 +428,9 @@ class ClientOptions:
     """``--timeout``: seconds per answer, or None for the defaults (:func:`_timeouts`)."""
     initialize_wait: float = INITIALIZE_TIMEOUT
     """Seconds to wait for ``initialize``'s answer when ``timeout`` is None."""
+    era: str | None = None
+    """``--era``: ``legacy``, ``modern`` or ``auto`` (:data:`mcp_ref._client.EraArg`);
+    None for the client's default."""
 
     def connect(
         self, command: Sequence[str] | None, **client_options: Any
@@ -419,6 +441,8 @@ class ClientOptions:
         Raises:
             CliError: as :func:`connect`.
         """
+        if self.era is not None:
+            client_options.setdefault("era", self.era)
         return connect(command, self.url, self.timeout, self.initialize_wait, **client_options)
 
 
@@ -453,7 +477,7 @@ async def inspect_command(command: list[str] | None, options: ClientOptions) -> 
         CliError: as :func:`connect`; McpError and the client's errors as they come.
     """
     async with options.connect(command) as client:
-        caps = client.server_capabilities
+        caps = await server_capabilities(client)
         listing: dict[str, Any] = {}
         if caps.tools is not None:
             listing["tools"] = await client.list_tools()
@@ -468,6 +492,7 @@ async def inspect_command(command: list[str] | None, options: ClientOptions) -> 
         data = {k: unstructure(v) for k, v in listing.items()}
         data["serverInfo"] = unstructure(client.server_info)
         data["protocolVersion"] = client.protocol_version
+        data["era"] = client.era
         print(json.dumps(data, indent=2, ensure_ascii=False), file=options.out)
     else:
         _print_listing(client, options.out, listing)
@@ -507,11 +532,12 @@ async def call_command(words: Sequence[str], options: ClientOptions) -> int:
     command, tool, raw = split_words(words, CALL_USAGE, with_command=options.url is None)
     async with options.connect(command or None, on_log=_show_log) as client:
         schema = None
-        if client.server_capabilities.tools is not None:
+        if (await server_capabilities(client)).tools is not None:
             listed = {listed.name: listed for listed in await client.list_tools()}
             schema = listed[tool].input_schema if tool in listed else None
         arguments = coerce_arguments(raw, schema)
         result = await client.call_tool(tool, arguments, on_progress=_show_progress)
+    print(f"[era] {era_of(client)}, protocol {client.protocol_version}", file=sys.stderr)
     if options.as_json:
         _print_json(result, options.out)
     else:

@@ -1,7 +1,8 @@
 """The high-level MCP client (trio).
 
 ``async with open_stdio_client([sys.executable, "server.py"]) as client:`` starts a
-server, initializes, and gives a :class:`Client` with typed methods (``list_tools``,
+server, initializes (or, with ``era="modern"`` or ``"auto"``, speaks 2026-07-28), and
+gives a :class:`Client` with typed methods (``list_tools``,
 ``call_tool``, ``read_resource``, ``get_prompt``, ...).  :func:`open_client` does the same
 over any :class:`~mcp_ref.trio.MessageChannel`, and :func:`open_http_client` and
 :func:`open_websocket_client` over Streamable HTTP and WebSocket.  What the client
@@ -17,9 +18,11 @@ from .._client import (
     DEFAULT_SAMPLING_RATE_LIMIT,
     DEFAULT_TIMEOUT,
     ElicitationHandler,
+    EraArg,
     RootsArg,
     SamplingHandler,
     SessionClosed,
+    TooManyInputRounds,
 )
 from .._errors import NoAnswerError
 from .._http_client_auth import OAuthClientOptions
@@ -40,6 +43,7 @@ __all__ = [
     "JSONSCHEMA_AVAILABLE",
     "Client",
     "ElicitationHandler",
+    "EraArg",
     "InMemoryTokenStore",
     "NoAnswerError",
     "OAuthClientOptions",
@@ -49,6 +53,7 @@ __all__ = [
     "SamplingHandler",
     "SessionClosed",
     "TokenStore",
+    "TooManyInputRounds",
     "check_roots",
     "connect_in_memory",
     "open_client",

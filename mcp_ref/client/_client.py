@@ -3,10 +3,20 @@
 Theory of operation
 -------------------
 :func:`open_client` opens a session in the client role over any
-:class:`~mcp_ref.trio.MessageChannel`, performs initialization (``initialize``, then
-``notifications/initialized``) and yields a :class:`Client`.  :func:`open_stdio_client`
-does the same over a child process started with
-:func:`~mcp_ref.trio.open_stdio_process`.
+:class:`~mcp_ref.trio.MessageChannel`, opens it in its era and yields a
+:class:`Client`.  :func:`open_stdio_client` does the same over a child process started
+with :func:`~mcp_ref.trio.open_stdio_process`.
+
+The era (``era=``, :data:`mcp_ref._client.EraArg`): ``"legacy"`` (the default)
+performs initialization (``initialize``, then ``notifications/initialized``) as every
+revision up to 2025-11-25 asks; ``"modern"`` speaks 2026-07-28 at once, with no
+handshake and the version, ``clientInfo`` and capabilities in every request's
+``_meta``; ``"auto"`` probes with ``server/discover`` and falls back to the handshake
+when the server does not answer it as a modern server would.  The steps are the
+core's (:meth:`mcp_ref._client.ClientCore.opening`).  In the modern era a request may
+be answered ``input_required``: :meth:`Client.request` answers its input requests
+through the same handlers as the server's requests of the handshake era and sends
+the request again, and ``subscribe`` keeps a ``subscriptions/listen`` open.
 
 This module is a loop around two things it does not decide: the trio session (which
 owns the :class:`~mcp_ref.Connection`: reading, writing, timeouts, cancellation) and
@@ -57,14 +67,17 @@ from .._client import (
     DEFAULT_TIMEOUT,
     ClientCore,
     ElicitationHandler,
+    InputRounds,
     RootsArg,
     SamplingHandler,
+    SessionClosed,
     Timeout,
     as_timeout,
+    set_log_level,
     typed_params,
 )
 from .._client_methods import TypedMethods
-from .._errors import NoAnswerError
+from .._errors import McpError, NoAnswerError
 from .._inflight import RequestTimeout
 from .._state import CLIENT
 from ..events import Notification, Progress
@@ -77,6 +90,7 @@ from ..trio import (
     open_session,
     open_stdio_process,
 )
+from ..trio._session import open_owned_nursery
 
 __all__ = [
     "DEFAULT_CLIENT_INFO",
@@ -122,6 +136,8 @@ class _ClientHandler:
     async def handle_notification(self, session: Session, notification: Notification) -> None:
         c = self._client
         c.core.notified(notification)
+        if notification.method == "notifications/subscriptions/acknowledged":
+            c._acknowledged.set()
         if notification.method == "notifications/message" and c.on_log is not None:
             await _maybe_await(c.on_log(notification.params))
         if c.on_notification is not None:
@@ -164,6 +180,10 @@ class Client(TypedMethods):
         self.on_notification = on_notification
         self._session: Session | None = None
         self.process: trio.Process | None = None
+        self._subscribed: list[str] = []
+        self._own: trio.Nursery | None = None  # open_client's, for the one listen below
+        self._listening: trio.CancelScope | None = None
+        self._acknowledged = trio.Event()
 
     @property
     def session(self) -> Session:
@@ -178,34 +198,111 @@ class Client(TypedMethods):
         return self.core.capabilities
 
     @property
+    def era(self) -> str | None:
+        """The era the session speaks: ``"legacy"`` (the handshake) or ``"modern"``
+        (2026-07-28, per-request ``_meta``); None before it is open."""
+        return self.core.spoken
+
+    @property
     def server_info(self) -> t.Implementation:
-        """The server's ``serverInfo``."""
-        return self._initialized.server_info
+        """The server's ``serverInfo`` (modern era: from :meth:`discover`; RuntimeError
+        before it, or when the server sent none)."""
+        return self._known(self.core.server_info, "serverInfo")
 
     @property
     def server_capabilities(self) -> t.ServerCapabilities:
-        """The server's declared capabilities."""
-        return self._initialized.capabilities
+        """The server's declared capabilities (modern era: from :meth:`discover`)."""
+        return self._known(self.core.server_capabilities, "capabilities")
 
     @property
     def protocol_version(self) -> str:
-        """The negotiated protocol version."""
-        return self._initialized.protocol_version
+        """The negotiated protocol version (modern era: the one every request names)."""
+        return self._known(self.core.negotiated_version, "protocol version")
 
     @property
     def instructions(self) -> str | None:
         """The server's ``instructions``, if it gave any."""
-        return self._initialized.instructions
+        self._known(self.core.negotiated_version, "instructions")
+        return self.core.instructions
 
-    @property
-    def _initialized(self) -> t.InitializeResult:
-        if self.core.initialize_result is None:
+    def _known(self, value: T | None, what: str) -> T:
+        if value is None:
+            if self.core.spoken == "modern":
+                raise RuntimeError(f"the server's {what}: call discover() first")
             raise RuntimeError("the client is not initialized")
-        return self.core.initialize_result
+        return value
 
-    async def _initialize(self, timeout: TimeoutArg) -> None:
-        result = await self.request("initialize", self.core.initialize_params(), timeout=timeout)
-        await self._notify(self.core.initialized(result))
+    async def _open(self, timeout: TimeoutArg) -> None:
+        """Open the session in the era asked for (:meth:`ClientCore.opening
+        <mcp_ref._client.ClientCore.opening>`): ``initialize`` (legacy), nothing
+        (modern), or the ``server/discover`` probe and, when it says legacy,
+        ``initialize`` (auto)."""
+        steps = self.core.opening(self.session.connection)
+        answer: Any = None
+        while True:
+            try:
+                step = steps.send(answer)
+            except StopIteration:
+                return
+            if isinstance(step, Notification):
+                await self._notify(step)
+                answer = None
+                continue
+            try:
+                answer = await self.request(*step, timeout=timeout)
+            except McpError as exc:
+                answer = exc
+
+    def _log_level(self, level: t.LoggingLevel) -> None:
+        set_log_level(self.session.connection, level)
+
+    async def _listen(self, uris: list[str]) -> None:
+        """Modern era: close the client's ``subscriptions/listen`` (cancelled: the
+        session sends ``notifications/cancelled``) and, when ``uris`` is not empty,
+        open a new one for them and wait for its acknowledgment.
+
+        Source: 2026-07-28/basic/patterns/subscriptions#cancellation.
+        """
+        if self._listening is not None:
+            self._listening.cancel()
+            self._listening = None
+        if not uris:
+            return
+        assert self._own is not None
+        self._acknowledged = trio.Event()
+        params = self.core.listen_params(uris)
+        self._listening = await self._own.start(self._listen_until_cancelled, params)
+        await self._acknowledged.wait()
+
+    async def _listen_until_cancelled(
+        self,
+        params: t.SubscriptionsListenRequestParams,
+        task_status: trio.TaskStatus[trio.CancelScope] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        acknowledged = self._acknowledged
+        with trio.CancelScope() as scope:
+            task_status.started(scope)
+            try:
+                await self.request("subscriptions/listen", params, timeout=None)
+                log.info("the server ended the subscription")
+            except (McpError, SessionClosed) as exc:
+                log.warning("subscriptions/listen failed: %s", exc)
+            finally:
+                acknowledged.set()  # (a listen that ended is waited for no more)
+
+    async def discover(self, *, timeout: TimeoutArg = DEFAULT) -> t.DiscoverResult:
+        """Ask a modern server for its versions, capabilities and identity
+        (``server/discover``); the properties (``server_info``...) read it after.
+
+        Raises:
+            LocalProtocolError: the session is in the handshake era (``initialize``
+                told all of this), or the server does not list our version.
+
+        Source: 2026-07-28/server/discover.
+        """
+        result: t.DiscoverResult = await self.request("server/discover", timeout=timeout)
+        self.core.discovered(result)
+        return result
 
     async def _notify(self, note: Notification) -> None:
         await self.session.send_notification(note.method, note.params)
@@ -234,19 +331,42 @@ class Client(TypedMethods):
                 for ``initialize``, sent ``notifications/cancelled``).
             McpError: the server answered with an error response.
             OutputSchemaError: a tool's structured result does not match its schema.
+            TooManyInputRounds: (modern era) the server kept answering
+                ``input_required`` past :data:`mcp_ref._client.MAX_INPUT_ROUNDS`.
             SessionClosed, LocalProtocolError: as
                 :meth:`~mcp_ref.trio.Session.send_request`.
 
-        Source: 2025-06-18/basic/lifecycle#timeouts.2, #timeouts.3.
+        In the modern era a ``tools/call``, ``prompts/get`` or ``resources/read`` may
+        be answered ``input_required``: each of its ``inputRequests`` goes to the
+        handler this client was given (``elicitation_handler``, ``sampling_handler``,
+        ``roots``), and the request is sent again, with a new id, carrying the answers
+        in ``inputResponses`` and the server's ``requestState`` unchanged.
+
+        Source: 2025-06-18/basic/lifecycle#timeouts.2, #timeouts.3;
+        2026-07-28/basic/patterns/mrtr#client-requirements-basic-workflow.
         """
         params = typed_params(method, params)
         session_timeout: Any = SESSION_DEFAULT  # the timeout open_client was given
         if timeout is not DEFAULT and not isinstance(timeout, type(SESSION_DEFAULT)):
             session_timeout = as_timeout(timeout)
-        result = await self.session.send_request(
-            method, params, timeout=session_timeout, on_progress=on_progress
-        )
-        return self.core.check_result(method, params, result)
+        rounds = InputRounds(method, params)
+        while True:
+            try:
+                result = await self.session.send_request(
+                    method, params, timeout=session_timeout, on_progress=on_progress
+                )
+            except McpError as exc:  # -32020 to a tools/call: list the tools, once more
+                if not rounds.relist(exc):
+                    raise
+                await self.list_tools()
+                continue
+            if not isinstance(result, t.InputRequiredResult):
+                return self.core.check_result(method, rounds.params, result)
+            answers = {}
+            for key, (asked, asked_params) in rounds.asked(result):
+                value = self.core.handle(asked, asked_params, trio.current_time())
+                answers[key] = self.core.finish(asked, await _maybe_await(value))
+            params = rounds.retry(answers)
 
     # ------------------------------------------------------------------------ roots
 
@@ -277,7 +397,8 @@ async def open_client(
     initialize_timeout: TimeoutArg = DEFAULT,
     **options: Any,
 ) -> AsyncIterator[Client]:
-    """Connect over ``channel``, initialize, and yield a :class:`Client`.
+    """Connect over ``channel``, open the session in its era (``initialize``, or
+    nothing, or the ``server/discover`` probe: ``era``), and yield a :class:`Client`.
 
     Args:
         channel: the transport (:class:`~mcp_ref.trio.MessageChannel`).
@@ -290,8 +411,11 @@ async def open_client(
             ``timeout``, or ``DEFAULT``: ``timeout``).  A program that is not an MCP
             server never answers; a short wait here says so sooner.
         **options: the client core's (:class:`mcp_ref._client.ClientCore`):
-            ``client_info``, ``protocol_version`` (the server may answer another
-            supported one: ``client.protocol_version``), ``sampling_handler``,
+            ``client_info``, ``era`` (``"legacy"``: ``initialize`` as before;
+            ``"modern"``: 2026-07-28, no handshake, ``_meta`` on every request;
+            ``"auto"``: the ``server/discover`` probe, then modern or the handshake),
+            ``protocol_version`` (pins its era; in the handshake the server may answer
+            another supported one: ``client.protocol_version``), ``sampling_handler``,
             ``elicitation_handler``, ``roots``, ``sampling_rate_limit``,
             ``elicitation_rate_limit``; any other keyword goes to
             :func:`~mcp_ref.trio.open_session` (``send_timeout``,
@@ -314,8 +438,10 @@ async def open_client(
         channel, CLIENT, handler, default_timeout=as_timeout(timeout), **options
     ) as session:
         client._session = session
-        await client._initialize(initialize_timeout)
-        yield client
+        await client._open(initialize_timeout)
+        async with open_owned_nursery() as own:  # the modern era's subscriptions/listen
+            client._own = own
+            yield client
 
 
 _CORE_OPTIONS = tuple(inspect.signature(ClientCore).parameters)

@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 import trio
 
 from mcp_ref import types as t
+from mcp_ref._modern import MODERN_VERSIONS
 from mcp_ref.client import OAuthClientOptions, open_http_client
 
 TIMEOUT_SECONDS = 25.0
@@ -114,11 +115,62 @@ def accept_with_defaults(params: Any) -> t.ElicitResult:
     return t.ElicitResult(action="accept", content=content)
 
 
+MODERN_SCENARIOS = (
+    "request-metadata",
+    "sep-2322-client-request-state",
+    "http-standard-headers",
+    "http-custom-headers",
+    "http-invalid-tool-headers",
+    "json-schema-ref-no-deref",
+)
+"""The 2026-07-28 client scenarios run by :func:`run_modern` (``tools_call`` is the
+handshake era's too)."""
+
+_SAMPLE: dict[str, Any] = {"string": "value", "integer": 1, "number": 1.5, "boolean": True}
+
+
+def sample_arguments(schema: Any) -> dict[str, Any]:
+    """Arguments for a tool: a sample value for each required primitive property."""
+    props = schema.get("properties") or {} if isinstance(schema, dict) else {}
+    required = schema.get("required") or [] if isinstance(schema, dict) else []
+    return {
+        name: _SAMPLE[props[name].get("type")]
+        for name in required
+        if isinstance(props.get(name), dict) and props[name].get("type") in _SAMPLE
+    }
+
+
+async def run_modern(scenario: str, client: Any) -> None:
+    """A 2026-07-28 scenario: list the tools and call each one (with the context's
+    ``toolCalls`` when the suite gives them); for ``http-standard-headers`` also list
+    and read every resource and get every prompt."""
+    tools = await client.list_tools()
+    if scenario == "json-schema-ref-no-deref":
+        return  # listing is the test: the $ref is never fetched
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    calls = context.get("toolCalls")
+    if calls is None:
+        calls = [
+            {"name": tool.name, "arguments": sample_arguments(tool.input_schema)} for tool in tools
+        ]
+    for call in calls:
+        result = await client.call_tool(call["name"], call.get("arguments"))
+        print(call["name"], result.content, file=sys.stderr)
+    if scenario == "http-standard-headers":
+        for resource in await client.list_resources():
+            await client.read_resource(resource.uri)
+        for prompt in await client.list_prompts():
+            await client.get_prompt(prompt.name, {})
+
+
 async def run(scenario: str, url: str) -> None:
     kw: dict[str, Any] = {
         "client_info": t.Implementation(name="mcp-ref-conformance-client", version="1.0.0")
     }
-    if scenario.startswith("elicitation"):
+    version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION", "")
+    if version in MODERN_VERSIONS:
+        kw["era"] = "auto"  # the server/discover probe, then the modern era
+    if scenario.startswith("elicitation") or scenario in MODERN_SCENARIOS:
         kw["elicitation_handler"] = accept_with_defaults
     if scenario.startswith("auth/"):
         options = auth_options(scenario)
@@ -130,6 +182,8 @@ async def run(scenario: str, url: str) -> None:
         async with open_http_client(url, **kw) as client:
             if scenario == "initialize":
                 return
+            if scenario in MODERN_SCENARIOS:
+                return await run_modern(scenario, client)
             tools = {tool.name: tool for tool in await client.list_tools()}
             if scenario.startswith("auth/"):
                 # Signed in (tools/list needed the token); a tool call may ask for more

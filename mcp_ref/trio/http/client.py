@@ -49,7 +49,7 @@ from typing import Any, Literal
 
 import trio
 
-from ..._http_client import Send, failure
+from ..._http_client import Send
 from ..._http_client_flows import GetStreamFlow, LegacyFlow, MessageFlow, ReplayFlow, RequestFlow
 from ..._http_client_steps import (
     READ,
@@ -212,7 +212,7 @@ class HttpClientChannel(ClientConnections):
     async def _feed_error(self, rid: RequestId, message: str) -> None:
         """Answer our own request with an error: the server cannot answer it any more."""
         log.warning("request %r failed on the HTTP transport: %s", rid, message)
-        await self._feed(failure(rid, message))
+        await self._feed(self.core.failure(rid, message))
 
     # -- requests and messages -----------------------------------------------------------
 
