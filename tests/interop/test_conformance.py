@@ -1,11 +1,12 @@
 """The official MCP conformance suite (@modelcontextprotocol/conformance) against mcp-ref.
 
 Both pinned versions run (tests/interop/peers.py): 0.1.16 with ``--suite all``, and
-0.2.0-alpha.12 with ``--requirements 2025-11-25`` (exactly the scenarios the 2025-11-25
-revision requires, plus those it runs and reports without scoring: extensions,
-scenarios added after its release, and pending ones).  The alpha's ``2026-07-28``
-requirement set is not run: that revision (stateless, per-request ``_meta``) is not
-built yet and is a later issue.  Each test id starts with the suite's version.
+0.2.0-alpha.12 twice: with ``--requirements 2025-11-25`` (exactly the scenarios the
+2025-11-25 revision requires, plus those it runs and reports without scoring:
+extensions, scenarios added after its release, and pending ones), and with
+``--requirements 2026-07-28`` (the stateless era, run at the 2026-07-28 wire; its tasks
+extension scenarios belong to another issue and are only checked to be listed).  Each
+test id starts with the suite's version (``0.2.0-alpha.12@2026-07-28`` for the second).
 
 Server mode: the reference server (``mcp_ref.examples.everything``) is served over
 Streamable HTTP by :func:`mcp_ref.trio.serve_http` in a child process, and
@@ -167,6 +168,105 @@ NEXT_AUTH_SCENARIOS = [
     "auth/wif-jwt-bearer",
 ]
 
+# The scenarios of conformance 0.2.0-alpha.12 run with --requirements 2026-07-28 (the
+# stateless era, run "at the 2026-07-28 wire"): its 37 scored server scenarios and the
+# three pending ones it runs unscored (all must pass); the tasks extension's ten belong
+# to another issue (listed, not scored).
+MODERN_SERVER_SCENARIOS = [
+    "server-stateless",
+    "completion-complete",
+    "tools-list",
+    "tools-call-simple-text",
+    "tools-call-image",
+    "tools-call-audio",
+    "tools-call-embedded-resource",
+    "tools-call-mixed-content",
+    "tools-call-error",
+    "tools-call-with-progress",
+    "server-sse-multiple-streams",
+    "resources-list",
+    "resources-read-text",
+    "resources-read-binary",
+    "resources-templates-read",
+    "sep-2164-resource-not-found",
+    "prompts-list",
+    "prompts-get-simple",
+    "prompts-get-with-args",
+    "prompts-get-embedded-resource",
+    "prompts-get-with-image",
+    "dns-rebinding-protection",
+    "caching",
+    "input-required-result-basic-elicitation",
+    "input-required-result-basic-sampling",
+    "input-required-result-basic-list-roots",
+    "input-required-result-request-state",
+    "input-required-result-multiple-input-requests",
+    "input-required-result-multi-round",
+    "input-required-result-missing-input-response",
+    "input-required-result-non-tool-request",
+    "input-required-result-result-type",
+    "input-required-result-unsupported-methods",
+    "input-required-result-tampered-state",
+    "input-required-result-capability-check",
+    "input-required-result-ignore-extra-params",
+    "input-required-result-validate-input",
+    "json-schema-2020-12",
+    "http-header-validation",
+    "http-custom-header-server-validation",
+]
+MODERN_TASKS_SCENARIOS = (
+    "tasks-lifecycle",
+    "tasks-capability-negotiation",
+    "tasks-wire-fields",
+    "tasks-request-state-removal",
+    "tasks-mrtr-input",
+    "tasks-request-headers",
+    "tasks-dispatch-and-envelope",
+    "tasks-status-notifications",
+    "tasks-required-task-error",
+    "tasks-mrtr-composition",
+)
+# Its client scenarios that are not authorization, and the checks each exists for.
+MODERN_CLIENT_SCENARIOS: dict[str, list[str]] = {
+    "tools_call": ["tool-add-numbers"],
+    "request-metadata": [
+        "sep-2575-http-client-sends-version-header",
+        "sep-2575-client-populates-meta",
+        "sep-2575-http-version-header-matches-meta",
+        "sep-2575-client-retry-supported-version",
+    ],
+    "sep-2322-client-request-state": [
+        "sep-2322-client-request-state-echoed",
+        "sep-2322-client-jsonrpc-id-different",
+        "sep-2322-client-no-state-omitted",
+        "sep-2322-client-parallel-isolation",
+    ],
+    "http-standard-headers": ["sep-2243-client-includes-standard-headers"],
+    "http-custom-headers": ["sep-2243-client-supports-custom-headers"],
+    "http-invalid-tool-headers": ["sep-2243-client-reject-invalid-tool"],
+    "json-schema-ref-no-deref": [],
+    "json-schema-2020-12-preservation": NEXT_CLIENT_SCENARIOS["json-schema-2020-12-preservation"],
+}
+# Its 25 scored auth scenarios (0.1.16's, less the two 2025-03-26 fallbacks, then what
+# 2026-07-28 adds: authorization-server migration and the RFC 9207 iss checks), and the
+# same six extensions as the 2025-11-25 run.
+MODERN_AUTH_SCENARIOS = [
+    *(
+        s
+        for s in AUTH_SCENARIOS[: AUTH_SCENARIOS.index("auth/client-credentials-jwt")]
+        if "2025-03-26" not in s
+    ),
+    "auth/authorization-server-migration",
+    "auth/iss-supported",
+    "auth/iss-not-advertised",
+    "auth/iss-supported-missing",
+    "auth/iss-wrong-issuer",
+    "auth/iss-unexpected",
+    "auth/iss-normalized",
+    "auth/metadata-issuer-mismatch",
+    *NEXT_AUTH_SCENARIOS[NEXT_AUTH_SCENARIOS.index("auth/client-credentials-jwt") :],
+]
+
 AUTH_REASON = (
     "this scenario's mechanism (private_key_jwt, enterprise-managed authorization, DPoP, "
     "workload identity) is not built: the client connects without signing in"
@@ -201,11 +301,21 @@ class Suite:
     # Client scenarios run once more, on their own, after the parallel batch (whose
     # ~25 Python clients starting at once starve a timed one); that run's result counts.
     alone: tuple[str, ...] = ()
+    # Scenarios the suite lists and runs but that belong to another issue (the tasks
+    # extension): checked against the suite's list, never scored here.
+    elsewhere: tuple[str, ...] = ()
+    # Told apart in test ids when one version runs twice (two requirement sets).
+    tag: str = ""
 
     @property
     def version(self) -> str:
         (name,) = peers.GROUPS[self.group]
         return peers.PINS[name]
+
+    @property
+    def label(self) -> str:
+        """The version, and the requirement set when it is not the first run's."""
+        return f"{self.version}@{self.tag}" if self.tag else self.version
 
 
 SUITES = [
@@ -219,13 +329,21 @@ SUITES = [
         AUTH_SCENARIOS,
         alone=("sse-retry",),
     ),
-    # Not "--requirements 2026-07-28": that revision is a later issue (see above).
     Suite(
         "conformance-next",
         ("--requirements", "2025-11-25"),
         NEXT_SERVER_SCENARIOS,
         NEXT_CLIENT_SCENARIOS,
         NEXT_AUTH_SCENARIOS,
+    ),
+    Suite(
+        "conformance-next",
+        ("--requirements", "2026-07-28"),
+        MODERN_SERVER_SCENARIOS,
+        MODERN_CLIENT_SCENARIOS,
+        MODERN_AUTH_SCENARIOS,
+        elsewhere=MODERN_TASKS_SCENARIOS,
+        tag="2026-07-28",
     ),
 ]
 
@@ -323,13 +441,13 @@ def server_results(tmp_path_factory: pytest.TempPathFactory, server_url: str) ->
     done: dict[str, dict[str, Any]] = {}
 
     def results(suite: Suite) -> dict[str, Any]:
-        if suite.group not in done:
+        if suite.label not in done:
             cmd = _conformance(suite)
-            out_dir = tmp_path_factory.mktemp(f"{suite.group}-server")
+            out_dir = tmp_path_factory.mktemp(f"{suite.group}{suite.tag}-server")
             argv = [*cmd, "server", "--url", server_url, *suite.selection, "-o", str(out_dir)]
             tail = _run(argv, out_dir)
-            done[suite.group] = {**_results(out_dir, "server-"), "_tail": tail}
-        return done[suite.group]
+            done[suite.label] = {**_results(out_dir, "server-"), "_tail": tail}
+        return done[suite.label]
 
     return results
 
@@ -340,9 +458,9 @@ def client_results(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     done: dict[str, dict[str, Any]] = {}
 
     def results(suite: Suite) -> dict[str, Any]:
-        if suite.group not in done:
+        if suite.label not in done:
             cmd = _conformance(suite)
-            out_dir = tmp_path_factory.mktemp(f"{suite.group}-client")
+            out_dir = tmp_path_factory.mktemp(f"{suite.group}{suite.tag}-client")
             script = peers.repo_root() / "tests" / "interop" / "conformance_client.py"
             # The suite splits the command on spaces: the paths must have none.
             if " " in sys.executable or " " in str(script):
@@ -357,8 +475,8 @@ def client_results(tmp_path_factory: pytest.TempPathFactory) -> Runs:
                 _run([*argv, "-o", str(alone_dir)], alone_dir)
                 found.pop(name, None)  # only the run on its own counts
                 found.update(_results(alone_dir, ""))
-            done[suite.group] = {**found, "_tail": tail}
-        return done[suite.group]
+            done[suite.label] = {**found, "_tail": tail}
+        return done[suite.label]
 
     return results
 
@@ -382,11 +500,11 @@ def _params(kind: str) -> list[Any]:
                 marks.append(
                     pytest.mark.xfail(reason=AUTH_REASON, strict=True, raises=AssertionError)
                 )
-            params.append(pytest.param(suite, name, id=f"{suite.version}-{name}", marks=marks))
+            params.append(pytest.param(suite, name, id=f"{suite.label}-{name}", marks=marks))
     return params
 
 
-@pytest.mark.parametrize("suite", SUITES, ids=lambda suite: suite.version)
+@pytest.mark.parametrize("suite", SUITES, ids=lambda suite: suite.label)
 def test_the_scenario_lists_match_the_installed_suite(suite: Suite) -> None:
     cmd = _conformance(suite)
     version = subprocess.run(
@@ -399,7 +517,7 @@ def test_the_scenario_lists_match_the_installed_suite(suite: Suite) -> None:
         [*cmd, "list", *selection], capture_output=True, text=True, timeout=60, check=True
     ).stdout
     names = set(re.findall(r"^\s*- (\S+)", out, re.MULTILINE))
-    assert names == set(suite.server) | set(suite.client) | set(suite.auth)
+    assert names == set(suite.server) | set(suite.client) | set(suite.auth) | set(suite.elsewhere)
 
 
 @pytest.mark.parametrize(("suite", "scenario"), _params("server"))
@@ -420,9 +538,10 @@ def test_client_scenario(client_results: Runs, suite: Suite, scenario: str) -> N
     assert got is not None, f"{scenario} did not run; suite output: {results['_tail']}"
     checks = got["checks"]
     assert not _bad(checks), (_bad(checks), got["stderr"][-2000:])
-    status = {c.get("id"): c.get("status") for c in checks}
+    # One id may repeat (a check per method, some SKIPPED): each must have succeeded once.
+    succeeded = {c.get("id") for c in checks if c.get("status") == "SUCCESS"}
     for check_id in suite.client[scenario]:
-        assert status.get(check_id) == "SUCCESS", (check_id, status, got["stderr"][-2000:])
+        assert check_id in succeeded, (check_id, checks, got["stderr"][-2000:])
     assert "conformance client failed" not in got["stderr"], got["stderr"][-2000:]
 
 
