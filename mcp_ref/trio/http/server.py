@@ -34,12 +34,14 @@ import h11
 import trio
 
 from ..._http import HttpLimits, Refused
+from ..._http_auth import MetadataConnection, ResourceAuth
 from ..._http_connection import NEED_DATA, Refusal, RequestReady, ServerConnection
 from ..._http_peers import http_url
 from ..._http_server import ServerConfig, server_config
 from ...stores import Sharing, Stores
 from .._listen import close_listeners, peer_of, serve_until_stopped
 from .._session import DEFAULT_GRACE_SECONDS, Handler
+from .auth import admit
 from .common import H11Stream
 from .endpoint import ENDPOINTS
 from .sessions import PEER, SessionTable, close_sse_stream
@@ -99,6 +101,7 @@ async def serve_http(
     stores: Stores | None = None,
     stop: trio.Event | None = None,
     grace_seconds: float = DEFAULT_GRACE_SECONDS,
+    auth: ResourceAuth | None = None,
     task_status: trio.TaskStatus[HttpServerInfo] = trio.TASK_STATUS_IGNORED,
     **session_kw: Any,
 ) -> None:
@@ -141,6 +144,7 @@ async def serve_http(
             this instead stops everything at once.
         grace_seconds: seconds the requests in progress get after ``stop`` (default
             5.0).
+        auth: serve as an OAuth 2.1 protected resource (:mod:`mcp_ref._http_auth`).
         task_status: ``started`` with an :class:`HttpServerInfo` once listening.
         **session_kw: passed to the handler's ``serve`` or to
             :func:`~mcp_ref.trio.open_session` (``default_timeout``, ...).
@@ -171,7 +175,7 @@ async def serve_http(
         cors_origins=cors_origins,
         access_log=access_log,
     )
-    server = HttpServer(handler, cfg, session_kw)
+    server = HttpServer(handler, cfg, session_kw, auth)
     if stores is not None:
         server.table.shared = Sharing(stores, cfg.limits.session_idle_seconds)
     listeners = await trio.open_tcp_listeners(port, host=host)
@@ -212,8 +216,9 @@ class HttpServer:
         handler: Handler | Callable[[], Handler],
         cfg: ServerConfig,
         session_kw: dict[str, Any],
+        auth: ResourceAuth | None = None,
     ) -> None:
-        self.cfg = cfg
+        self.cfg, self.auth = cfg, auth
         self.table = SessionTable(handler, limits=cfg.limits, session_kw=session_kw)
         # Header-rule outcomes per (target, header set); see RequestHeaders.  Bounded.
         self._memos: dict[tuple[Any, ...], dict[Any, Any]] = {}
@@ -228,6 +233,8 @@ class HttpServer:
         (:data:`~.sessions.PEER` holds it while this runs)."""
         peer_token = PEER.set(peer := peer_of(stream))
         conn = ServerConnection(self.cfg, self._memos, peer, trio.current_time)
+        if self.auth is not None:
+            conn = MetadataConnection(self.cfg, self._memos, self.auth.config)
         h = H11Stream(stream, h11.SERVER, conn=conn.h11)
         try:
             while True:
@@ -251,9 +258,10 @@ class HttpServer:
                 if not isinstance(event, RequestReady):
                     return  # CLOSED
                 try:
-                    if self.table.shared is not None:  # (mcp_ref.stores)
-                        await self.table.shared.before(self.table, event)
-                    await ENDPOINTS[event.endpoint](self.cfg, self.table, h, event)
+                    if await admit(self.auth, h, event):
+                        if self.table.shared is not None:  # (mcp_ref.stores)
+                            await self.table.shared.before(self.table, event)
+                        await ENDPOINTS[event.endpoint](self.cfg, self.table, h, event)
                 except Refused as refused:  # its answer, unless a response has begun
                     data = conn.refuse(refused.error, event.last)
                     if data:

@@ -1,0 +1,97 @@
+"""The resource-server check of one HTTP request, on trio (the decisions are
+:mod:`mcp_ref._http_auth`'s): run the check, make the verifier's HTTP exchanges, write
+the refusal or set who is calling.  Shared by :mod:`.server` and :mod:`mcp_ref.asgi`.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+import time
+from typing import Any
+
+import h11
+import trio
+
+from ..._http_auth import (
+    CALLER,
+    ResourceAuth,
+    answer_events,
+    caller_of,
+    check_http_request,
+)
+from ..._http_connection import RequestReady
+from ..._oauth_http import HttpRequest, HttpResponse, read_answer
+from ..._oauth_resource import challenge
+from ..._oauth_resource_guard import Allowed
+from ..._oauth_verify import NeedFetch
+from .common import H11Stream
+
+__all__ = ["admit", "fetch"]
+
+log = logging.getLogger("mcp_ref.trio.http")
+
+
+async def admit(auth: ResourceAuth | None, stream: Any, req: RequestReady) -> bool:
+    """Check ``req`` (``auth`` None: no check) and set :data:`~mcp_ref._http_auth.
+    CALLER` for this task; False when refused, the answer written to ``stream`` (an
+    :class:`~.common.H11Stream` or its ASGI stand-in)."""
+    if auth is None:
+        CALLER.set(caller_of(None, req, None))
+        return True
+    # Spec: 2025-11-25/basic/authorization#access-token-privilege-restriction.1
+    # "MCP servers MUST validate access tokens before processing the request"
+    try:
+        outcome = check_http_request(auth, req, now=time.time())
+        while isinstance(outcome, NeedFetch):
+            outcome = outcome.resume(await fetch(outcome.request, auth), now=time.time())
+    except Exception:  # a verifier's bug: this request is refused, the server goes on
+        log.exception("the token verifier failed")
+        outcome = challenge(auth.config, "unavailable", description="the token verifier failed")
+    if isinstance(outcome, Allowed):
+        CALLER.set(caller_of(auth, req, outcome.identity))
+        return True
+    CALLER.set(None)
+    await stream.send(*answer_events(outcome, last=req.last))
+    return False
+
+
+async def fetch(request: HttpRequest, auth: ResourceAuth) -> HttpResponse | None:
+    """One HTTP exchange of the verifier, on a connection of its own, within
+    ``auth.fetch_timeout`` seconds (redirects not followed, the body cut past
+    ``request.max_body_bytes``); None when it failed.  It carries only what the
+    verifier put in it."""
+    wire = request.on_the_wire()
+    try:
+        with trio.fail_after(auth.fetch_timeout):
+            raw: trio.abc.Stream
+            if wire.tls:
+                context = auth.ssl_context or ssl.create_default_context()
+                raw = await trio.open_ssl_over_tcp_stream(wire.host, wire.port, ssl_context=context)
+            else:
+                raw = await trio.open_tcp_stream(wire.host, wire.port)
+            conn = H11Stream(raw, h11.CLIENT)
+            try:
+                head = h11.Request(method=request.method, target=wire.target, headers=wire.headers)
+                body = (h11.Data(data=request.body),) if request.body else ()
+                await conn.send(head, *body, h11.EndOfMessage())
+                status, got, parts, size = 0, [], [], 0
+                while True:
+                    event = await conn.next_event()
+                    if isinstance(event, h11.Response):
+                        status, got = event.status_code, list(event.headers)
+                    elif isinstance(event, h11.Data):
+                        parts.append(bytes(event.data))
+                        size += len(event.data)
+                        if size > request.max_body_bytes:
+                            break
+                    elif isinstance(event, h11.EndOfMessage):
+                        break
+                    elif not isinstance(event, h11.InformationalResponse):
+                        return None
+            finally:
+                await conn.aclose()
+    except (OSError, trio.BrokenResourceError, trio.TooSlowError, h11.ProtocolError) as exc:
+        log.warning("the token verifier could not fetch %s: %r", request.url, exc)
+        return None
+    return read_answer(status, got, parts, request.max_body_bytes)
