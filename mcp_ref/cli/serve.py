@@ -17,6 +17,7 @@ from typing import Any, Final
 
 import trio
 
+from ._serve_secure import http_options
 from .errors import CliError
 
 __all__ = ["DEFAULT_SERVER", "load_server", "serve_command"]
@@ -241,6 +242,8 @@ def serve_command(args: argparse.Namespace) -> int:
         raise CliError("--stateless and --json-response need --http HOST:PORT")
     if args.grace < 0:
         raise CliError("--grace must not be negative")
+    if not args.http and (args.tls_cert or args.tls_key or args.auth):
+        raise CliError("--tls-cert, --tls-key and --auth need --http HOST:PORT")
     session_kw: dict[str, Any] = {}
     if args.keepalive is not None:
         if args.http:
@@ -262,6 +265,10 @@ def serve_command(args: argparse.Namespace) -> int:
 
         start: Callable[..., Any]
         if args.http:
+            try:
+                secure = http_options(args)  # --tls-cert/--tls-key, --auth...
+            except ValueError as exc:
+                raise CliError(str(exc)) from None
             start = partial(
                 serve_http,
                 server,
@@ -270,6 +277,7 @@ def serve_command(args: argparse.Namespace) -> int:
                 stateless=args.stateless,
                 json_response=args.json_response,
                 **_http_extras(args),
+                **secure,
             )
         else:
             start = partial(serve_websocket, server, host, port, **session_kw)

@@ -23,6 +23,7 @@ supervisor), :mod:`.sessions`, :mod:`.endpoint`, this one.
 from __future__ import annotations
 
 import logging
+import ssl
 import weakref
 from collections.abc import AsyncIterator, Callable, Collection
 from contextlib import asynccontextmanager
@@ -102,6 +103,7 @@ async def serve_http(
     stop: trio.Event | None = None,
     grace_seconds: float = DEFAULT_GRACE_SECONDS,
     auth: ResourceAuth | None = None,
+    ssl_context: ssl.SSLContext | None = None,
     task_status: trio.TaskStatus[HttpServerInfo] = trio.TASK_STATUS_IGNORED,
     **session_kw: Any,
 ) -> None:
@@ -145,6 +147,8 @@ async def serve_http(
         grace_seconds: seconds the requests in progress get after ``stop`` (default
             5.0).
         auth: serve as an OAuth 2.1 protected resource (:mod:`mcp_ref._http_auth`).
+        ssl_context: serve HTTPS: each connection a ``trio.SSLStream`` (TLS in Python
+            over ``ssl.MemoryBIO``; ``docs/tls.md`` gives its cost), the URLs ``https``.
         task_status: ``started`` with an :class:`HttpServerInfo` once listening.
         **session_kw: passed to the handler's ``serve`` or to
             :func:`~mcp_ref.trio.open_session` (``default_timeout``, ...).
@@ -178,14 +182,18 @@ async def serve_http(
     server = HttpServer(handler, cfg, session_kw, auth)
     if stores is not None:
         server.table.shared = Sharing(stores, cfg.limits.session_idle_seconds)
-    listeners = await trio.open_tcp_listeners(port, host=host)
+    listeners: Any = await trio.open_tcp_listeners(port, host=host)
     try:
         bound, port = listeners[0].socket.getsockname()[:2]
+        origin = http_url(bound, port, "")
+        if ssl_context is not None:
+            listeners = [trio.SSLListener(x, ssl_context, https_compatible=True) for x in listeners]
+            origin = "https" + origin[4:]
         info = HttpServerInfo(
             host=bound,
             port=port,
-            url=http_url(bound, port, path),
-            legacy_sse_url=http_url(bound, port, legacy_sse_path) if cfg.legacy_sse else None,
+            url=origin + path,
+            legacy_sse_url=origin + legacy_sse_path if cfg.legacy_sse else None,
             stop=trio.Event() if stop is None else stop,
         )
         async with trio.open_nursery() as nursery:
