@@ -1,0 +1,103 @@
+"""``mcp-ref serve --http ... --auth``: the flags (one-line errors for the bad ones), and
+the reference server run as a protected resource in a child process, its JWKS served
+in-test, checked with the raw h11 client."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from functools import partial
+from typing import Any
+
+import pytest
+import trio
+
+from mcp_ref.cli import main
+
+from ._http_raw import RawConnection, init_body, notification_body, request_body
+from .test_cli import assert_one_line_error
+
+pytest.importorskip("joserfc")
+from .test_http_auth import ISSUER, KEY, RESOURCE, challenge_params, mint, serve_json
+
+AUTH = ["--auth", "--audience", RESOURCE, "--issuer", ISSUER]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--auth"], "need --http"),
+        (["--http", "127.0.0.1:0", "--tls-cert", "c.pem"], "go together"),
+        (["--http", "127.0.0.1:0", "--tls-cert", "no.pem", "--tls-key", "no.pem"], "--tls-cert"),
+        (["--http", "127.0.0.1:0", "--auth"], "--audience URI and --issuer"),
+        (["--http", "127.0.0.1:0", *AUTH], "one of --jwks-url or --introspection-url"),
+        (["--http", "127.0.0.1:0", "--jwks-url", "https://a.example/j"], "need --auth"),
+        (
+            ["--http", "127.0.0.1:0", *AUTH, "--introspection-url", "https://a.example/i"],
+            "--client-id and a client secret",
+        ),
+        (["--http", "127.0.0.1:0", *AUTH, "--jwks-url", "http://a.example/j"], "--auth:"),
+        (
+            ["--http", "127.0.0.1:0", *AUTH, "--jwks-url", "https://a.example/j", "--scope", "x="],
+            "OP=SCOPE",
+        ),
+    ],
+)
+def test_bad_auth_and_tls_flags_are_one_line_errors(
+    extra: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["serve", *extra]) == 1
+    assert_one_line_error(capsys.readouterr().err, message)
+
+
+async def test_mcp_ref_serve_auth_protects_the_reference_server() -> None:
+    hits: list[Any] = []
+    public = {"keys": [KEY.as_dict(private=False)]}
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            jwks_port = await nursery.start(serve_json, public, hits)
+            argv = [sys.executable, "-m", "mcp_ref", "serve", "--http", "127.0.0.1:0", *AUTH]
+            argv += ["--jwks-url", f"http://127.0.0.1:{jwks_port}/jwks.json"]
+            argv += ["--scope", "mcp", "--scope", "tools/call:echo=admin"]
+            run = partial(trio.run_process, argv, stderr=subprocess.PIPE, check=False)
+            proc = await nursery.start(run)
+            buf = b""
+            while b"\n" not in buf:
+                chunk = await proc.stderr.receive_some()
+                assert chunk, f"the server exited: {buf!r}"
+                buf += chunk
+            match = re.search(rb"http://127\.0\.0\.1:(\d+)/mcp", buf)
+            assert match, buf
+            conn = await RawConnection.open(int(match.group(1)))
+            ans = await conn.request("GET", "/.well-known/oauth-protected-resource/mcp")
+            doc = await ans.json()
+            assert doc["resource"] == RESOURCE and doc["authorization_servers"] == [ISSUER]
+            assert set(doc["scopes_supported"]) == {"mcp", "admin"}
+            ans = await conn.request("POST", body=init_body())
+            assert ans.status == 401
+            await ans.body()
+            token = {"authorization": f"Bearer {mint()}"}  # scope "mcp"
+            ans = await conn.request("POST", body=init_body(), headers=token)
+            assert ans.status == 200
+            await ans.body()
+            kw: dict[str, Any] = {"session_id": ans.session_id, "version": "2025-11-25"}
+            body = notification_body("notifications/initialized")
+            ans = await conn.request("POST", body=body, headers=token, **kw)
+            assert ans.status == 202
+            await ans.body()
+            call = request_body(2, "tools/call", {"name": "echo", "arguments": {"text": "x"}})
+            ans = await conn.request("POST", body=call, headers=token, **kw)
+            assert ans.status == 403
+            assert (
+                challenge_params(ans.headers["www-authenticate"])["error"] == "insufficient_scope"
+            )
+            await ans.body()
+            admin = {"authorization": f"Bearer {mint(scope='mcp admin')}"}
+            ans = await conn.request("POST", body=call, headers=admin, **kw)
+            assert ans.status == 200
+            await ans.body()
+            await conn.aclose()
+            proc.terminate()
+            nursery.cancel_scope.cancel()
+    assert hits == ["/jwks.json"]
