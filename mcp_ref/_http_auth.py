@@ -23,6 +23,10 @@ A server given ``auth=`` (a :class:`ResourceAuth`: the server's
    introspected token, sent to the authorization server that issued it), then either
    writes the refusal (:func:`answer_events`) or lets the request through with a
    :class:`Caller`.
+3. A session belongs to whoever opened it (:func:`owner_key`: the token's issuer and
+   subject, or client id when it names no subject): a request for it with another
+   caller's valid token gets 404, as for an unknown session (:func:`session_refusal`),
+   so a session id that leaked or was guessed lets nobody else in.
 
 Who is calling reaches the handlers through :data:`CALLER`, a context variable the
 driver sets in the task that hands the body to the session: the session's tasks for the
@@ -47,9 +51,10 @@ import h11
 
 from . import _jsonrpc as rpc
 from ._errors import RemoteProtocolError
+from ._http import HttpError
 from ._http_connection import CONNECTION_CLOSE, Refusal, RequestReady, ServerConnection
 from ._http_errors import http_error
-from ._http_server import ServerConfig
+from ._http_server import Endpoint, ServerConfig, gone, legacy_session, session_named
 from ._oauth_resource import HttpAnswer, ResourceConfig, serve_metadata
 from ._oauth_resource_guard import Outcome, check_request, operation_names
 from ._oauth_verify import Identity, TokenVerifier
@@ -67,6 +72,8 @@ __all__ = [
     "caller_of",
     "check_http_request",
     "operations_of",
+    "owner_key",
+    "session_refusal",
 ]
 
 _CREDENTIALS: Final = frozenset({"authorization"})
@@ -264,3 +271,33 @@ class MetadataConnection(ServerConnection):
         data = b"".join(self.h11.send(event) or b"" for event in events)
         detail = "protected resource metadata"
         return Refusal(error=http_error(answer.status, detail, clause=None), data=data, close=last)
+
+
+def owner_key(identity: Identity | None) -> tuple[str, str] | None:
+    """Who owns a session opened by ``identity``: ``(issuer, subject)``, the client id
+    standing in for a subject a token does not name; None without an identity."""
+    if identity is None:
+        return None
+    return (identity.issuer or "", identity.subject or f"client:{identity.client_id}")
+
+
+def session_refusal(
+    req: RequestReady, sessions: Mapping[str, Any], identity: Identity | None
+) -> HttpError | None:
+    """404 when ``req`` names a live session (by ``Mcp-Session-Id``, or the
+    2024-11-05 ``session_id``) whose ``owner`` is not :func:`owner_key` of
+    ``identity``; else None (also for a request naming no live session: its endpoint
+    refuses that itself)."""
+    if req.endpoint is Endpoint.LEGACY_POST:
+        sess: Any = legacy_session(req.query, sessions)
+    elif req.endpoint in (Endpoint.POST, Endpoint.GET, Endpoint.DELETE):
+        sess = session_named(req.headers, sessions)
+    else:
+        return None
+    if isinstance(sess, HttpError):
+        return None
+    # Spec: 2025-06-18/basic/security_best_practices#mitigation-2.5
+    # "MCP servers SHOULD bind session IDs to user-specific information."
+    if getattr(sess, "owner", None) != owner_key(identity):
+        return gone()
+    return None

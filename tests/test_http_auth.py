@@ -66,6 +66,7 @@ def identity(*scopes: str, sub: str = "alice", aud: str = RESOURCE, exp: float |
 TOKENS = {
     "good": identity("mcp"),
     "admin": identity("mcp", "admin", sub="root"),
+    "stepped-up": identity("mcp", "admin"),  # alice again, with more scopes
     "expired": identity("mcp", exp=1000.0),
     "elsewhere": identity("mcp", aud="https://other.example.com/mcp"),
 }
@@ -259,7 +260,7 @@ async def test_a_tool_that_needs_a_scope_the_token_lacks_gets_403_then_passes_af
             assert ans.status == 200
             await ans.body()
             # the same session, a token with more scopes: each request is checked afresh
-            ans = await conn.request("POST", body=call, headers=bearer("admin"), **kw)
+            ans = await conn.request("POST", body=call, headers=bearer("stepped-up"), **kw)
             assert ans.status == 200
             assert (await ans.json())["result"]["content"][0]["text"] == "wiped"
             await conn.aclose()
@@ -282,6 +283,24 @@ async def test_get_delete_and_the_2024_endpoints_are_checked_too() -> None:
             await ans.body()
             ans = await conn.request("DELETE", headers=bearer("good"), **kw)
             assert ans.status == 200
+            await conn.aclose()
+
+
+@spec("2025-06-18/basic/security_best_practices#mitigation-2.5")
+async def test_a_session_answers_only_the_caller_who_opened_it() -> None:
+    bob = {**TOKENS, "bob": identity("mcp", "admin", sub="bob")}
+    with trio.fail_after(TIMEOUT):
+        async with serving(TableVerifier(bob)) as port:
+            conn, sid = await start(port, "good")  # alice's
+            kw: dict[str, Any] = {"session_id": sid, "version": "2025-11-25"}
+            call = request_body(2, "tools/call", {"name": "whoami", "arguments": {}})
+            for method, body in (("POST", call), ("GET", b""), ("DELETE", b"")):
+                ans = await conn.request(method, body=body, headers=bearer("bob"), **kw)
+                assert ans.status == 404, method  # as for a session that does not exist
+                await ans.body()
+            ans = await conn.request("POST", body=call, headers=bearer("good"), **kw)
+            assert ans.status == 200
+            assert (await ans.json())["result"]["content"][0]["text"] == "alice mcp"
             await conn.aclose()
 
 
@@ -335,19 +354,19 @@ async def test_the_handler_sees_the_identity_and_the_headers_but_not_the_token()
         headers["x-trace"] = "changed"  # type: ignore[index]
 
 
-async def test_two_callers_on_one_session_each_see_their_own_identity() -> None:
+async def test_each_request_of_a_session_is_seen_with_its_own_token() -> None:
     seen: list[Any] = []
     with trio.fail_after(TIMEOUT):
         async with serving(TableVerifier(TOKENS), seen) as port:
             conn, sid = await start(port, "good")
             kw: dict[str, Any] = {"session_id": sid, "version": "2025-11-25"}
-            for rid, token in ((2, "admin"), (3, "good"), (4, "admin")):
+            for rid, token in ((2, "stepped-up"), (3, "good"), (4, "stepped-up")):
                 call = request_body(rid, "tools/call", {"name": "whoami", "arguments": {}})
                 ans = await conn.request("POST", body=call, headers=bearer(token), **kw)
                 assert ans.status == 200
                 await ans.body()
             await conn.aclose()
-    assert [who.subject for who, _ in seen] == ["root", "alice", "root"]
+    assert [len(who.scopes) for who, _ in seen] == [2, 1, 2]
 
 
 async def test_without_auth_the_handler_sees_the_headers_and_no_identity() -> None:

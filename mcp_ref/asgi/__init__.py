@@ -362,7 +362,7 @@ async def _answer(
     token = PEER.set(peer)
     stream = AsgiStream(send, gone)
     try:
-        if await admit(auth, stream, req):
+        if await admit(auth, stream, req, table.sessions):
             if table.shared is not None:  # (mcp_ref.stores)
                 await table.shared.before(table, req)
             await ENDPOINTS[req.endpoint](cfg, table, stream, req)  # type: ignore[arg-type]

@@ -8,17 +8,20 @@ from __future__ import annotations
 import logging
 import ssl
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import h11
 import trio
 
+from ..._http import Refused
 from ..._http_auth import (
     CALLER,
     ResourceAuth,
     answer_events,
     caller_of,
     check_http_request,
+    session_refusal,
 )
 from ..._http_connection import RequestReady
 from ..._oauth_http import HttpRequest, HttpResponse, read_answer
@@ -32,10 +35,17 @@ __all__ = ["admit", "fetch"]
 log = logging.getLogger("mcp_ref.trio.http")
 
 
-async def admit(auth: ResourceAuth | None, stream: Any, req: RequestReady) -> bool:
+async def admit(
+    auth: ResourceAuth | None, stream: Any, req: RequestReady, sessions: Mapping[str, Any]
+) -> bool:
     """Check ``req`` (``auth`` None: no check) and set :data:`~mcp_ref._http_auth.
     CALLER` for this task; False when refused, the answer written to ``stream`` (an
-    :class:`~.common.H11Stream` or its ASGI stand-in)."""
+    :class:`~.common.H11Stream` or its ASGI stand-in).
+
+    Raises:
+        Refused: 404, ``req`` names a session another caller opened (``sessions``:
+            the live ones, by id).
+    """
     if auth is None:
         CALLER.set(caller_of(None, req, None))
         return True
@@ -50,6 +60,9 @@ async def admit(auth: ResourceAuth | None, stream: Any, req: RequestReady) -> bo
         outcome = challenge(auth.config, "unavailable", description="the token verifier failed")
     if isinstance(outcome, Allowed):
         CALLER.set(caller_of(auth, req, outcome.identity))
+        refusal = session_refusal(req, sessions, outcome.identity)
+        if refusal is not None:
+            raise Refused(refusal)
         return True
     CALLER.set(None)
     await stream.send(*answer_events(outcome, last=req.last))

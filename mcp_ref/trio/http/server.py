@@ -266,7 +266,7 @@ class HttpServer:
                 if not isinstance(event, RequestReady):
                     return  # CLOSED
                 try:
-                    if await admit(self.auth, h, event):
+                    if await admit(self.auth, h, event, self.table.sessions):
                         if self.table.shared is not None:  # (mcp_ref.stores)
                             await self.table.shared.before(self.table, event)
                         await ENDPOINTS[event.endpoint](self.cfg, self.table, h, event)

@@ -40,7 +40,7 @@ import trio
 from ... import _http as rules
 from ..._http import HttpLimits, Refused, checked, http_error
 from ..._http_answers import ResponseHeads
-from ..._http_auth import CALLER, Caller
+from ..._http_auth import CALLER, Caller, owner_key
 from ..._http_messages import MessageInfo
 from ..._http_sessions import SessionBook
 from ..._http_streams import LogicalStream, SessionKind, SessionStreams
@@ -143,6 +143,8 @@ class HttpSession:
         """The heads of its answers, each built once."""
         self.flush: Callable[[], Awaitable[None]] | None = None  # shared (mcp_ref.stores)
         self._on_end = on_end
+        caller = CALLER.get()  # who opens it owns it (the request's task: _http_auth)
+        self.owner = owner_key(caller.identity if caller is not None else None)
 
     def wake(self, stream: LogicalStream) -> None:
         """Tell the responses writing ``stream`` that it changed (call their wakers)."""
