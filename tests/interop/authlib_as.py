@@ -252,7 +252,9 @@ class AuthServer(AuthorizationServer):  # type: ignore[misc]
             "jwks_uri": f"{base}/jwks.json",
             "scopes_supported": ["mcp", "admin"],
             "response_types_supported": ["code"],
-            "grant_types_supported": ["authorization_code"],
+            # refresh_token too: mcp-ref's client registers for it (tokens here come
+            # without one, so it is never used)
+            "grant_types_supported": ["authorization_code", "refresh_token"],
             "token_endpoint_auth_methods_supported": [
                 "none",
                 "client_secret_basic",
