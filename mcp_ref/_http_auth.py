@@ -217,6 +217,8 @@ def check_http_request(auth: ResourceAuth, req: RequestReady, *, now: float) -> 
 def caller_of(auth: ResourceAuth | None, req: RequestReady, identity: Identity | None) -> Caller:
     """The :class:`Caller` of a request let through (``Authorization`` hidden when the
     server verifies tokens)."""
+    # Spec: 2025-06-18/basic/authorization#access-token-privilege-restriction.4
+    # "The MCP server MUST NOT pass through the token it received from the MCP client."
     # Spec: 2025-11-25/basic/authorization#access-token-privilege-restriction.4
     # "The MCP server MUST NOT pass through the token it received from the MCP client."
     # (its handlers never see it)
@@ -253,6 +255,11 @@ class MetadataConnection(ServerConnection):
         self.resource = config
 
     def _head(self, req: h11.Request) -> RequestReady | Refusal | None:
+        # Spec: 2025-06-18/basic/authorization#overview.3
+        # "MCP servers MUST implement OAuth 2.0 Protected Resource Metadata (RFC9728)."
+        # Spec: 2025-06-18/basic/authorization#authorization-server-location.1
+        # "MCP servers MUST implement the OAuth 2.0 Protected Resource Metadata (RFC9728)
+        # specification to indicate the locations of authorization servers."
         # Spec: 2025-11-25/basic/authorization#authorization-server-location.1
         # "MCP servers MUST implement the OAuth 2.0 Protected Resource Metadata (RFC9728)
         # specification to indicate the locations of authorization servers."

@@ -34,6 +34,7 @@ from ._http_raw import RawConnection, init_body, notification_body, request_body
 spec = pytest.mark.spec
 TIMEOUT = 10
 A = "2025-11-25/basic/authorization#"
+A6 = "2025-06-18/basic/authorization#"
 RESOURCE = "https://mcp.example.com/mcp"
 ISSUER = "https://auth.example.com"
 METADATA_URL = "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
@@ -147,7 +148,12 @@ def challenge_params(value: str) -> dict[str, str]:
 # -- the metadata ------------------------------------------------------------------------
 
 
-@spec(A + "authorization-server-location.1")
+@spec(
+    A + "authorization-server-location.1",
+    A6 + "overview.3",
+    A6 + "authorization-server-location.1",
+    A6 + "authorization-server-location.2",
+)
 async def test_the_metadata_is_served_at_both_well_known_paths_without_a_token() -> None:
     with trio.fail_after(TIMEOUT):
         async with serving(TableVerifier(TOKENS)) as port:
@@ -185,7 +191,8 @@ async def test_without_auth_there_is_no_metadata() -> None:
 
 
 @spec(
-    "2025-06-18/basic/authorization#authorization-server-location.3",
+    A6 + "authorization-server-location.3",
+    A6 + "access-token-privilege-restriction.1",
     A + "protected-resource-metadata-discovery-requirements.1",
 )
 async def test_a_request_without_a_token_gets_401_and_never_reaches_a_session() -> None:
@@ -211,7 +218,19 @@ async def test_a_request_without_a_token_gets_401_and_never_reaches_a_session() 
     assert verifier.calls == 0
 
 
-@spec(A + "token-handling.4", A + "token-handling.6")
+@spec(
+    A + "token-handling.4",
+    A + "token-handling.6",
+    A6 + "token-handling.1",
+    A6 + "token-handling.2",
+    A6 + "token-handling.3",
+    A6 + "token-handling.4",
+    A6 + "token-handling.6",
+    A6 + "token-handling.7",
+    A6 + "token-audience-binding-and-validation.2",
+    A6 + "access-token-privilege-restriction.3",
+    A6 + "error-handling.1",
+)
 async def test_unknown_expired_and_foreign_tokens_get_401_invalid_token() -> None:
     with trio.fail_after(TIMEOUT):
         async with serving(TableVerifier(TOKENS)) as port:
@@ -226,7 +245,7 @@ async def test_unknown_expired_and_foreign_tokens_get_401_invalid_token() -> Non
             await conn.aclose()
 
 
-@spec(A + "token-requirements.4")
+@spec(A + "token-requirements.4", A6 + "token-requirements.4")
 async def test_a_token_in_the_query_string_is_refused_even_with_a_good_header() -> None:
     with trio.fail_after(TIMEOUT):
         async with serving(TableVerifier(TOKENS)) as port:
@@ -266,7 +285,10 @@ async def test_a_tool_that_needs_a_scope_the_token_lacks_gets_403_then_passes_af
             await conn.aclose()
 
 
-@spec("2025-06-18/basic/security_best_practices#mitigation-2.1")
+@spec(
+    "2025-06-18/basic/security_best_practices#mitigation-2.1",
+    "2025-06-18/basic/transports#security-warning.3",
+)
 async def test_get_delete_and_the_2024_endpoints_are_checked_too() -> None:
     with trio.fail_after(TIMEOUT):
         async with serving(TableVerifier(TOKENS)) as port:
@@ -328,6 +350,7 @@ async def test_an_unreachable_verifier_gives_503() -> None:
 # -- who is calling ----------------------------------------------------------------------
 
 
+@spec(A + "access-token-privilege-restriction.4", A6 + "access-token-privilege-restriction.4")
 async def test_the_handler_sees_the_identity_and_the_headers_but_not_the_token() -> None:
     seen: list[Any] = []
     with trio.fail_after(TIMEOUT):

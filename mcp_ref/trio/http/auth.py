@@ -49,6 +49,8 @@ async def admit(
     if auth is None:
         CALLER.set(caller_of(None, req, None))
         return True
+    # Spec: 2025-06-18/basic/transports#security-warning.3
+    # "Servers SHOULD implement proper authentication for all connections"
     # Spec: 2025-11-25/basic/authorization#access-token-privilege-restriction.1
     # "MCP servers MUST validate access tokens before processing the request"
     try:
