@@ -7,8 +7,8 @@ A server given ``auth=`` (a :class:`ResourceAuth`: the server's
 :class:`~mcp_ref._oauth_verify.TokenVerifier`) does two things more per request:
 
 1. Its connection answers the protected resource metadata (RFC 9728) itself, before
-   routing (:class:`MetadataConnection`, the :class:`~mcp_ref._http_connection.
-   ServerConnection` of such a server): a GET or HEAD of a well-known path
+   routing (:class:`MetadataConnection`, the
+   :class:`~mcp_ref._http_connection.ServerConnection` of such a server): a GET or HEAD of a well-known path
    (:func:`~mcp_ref._oauth_resource.metadata_paths`) gets the document and the
    connection serves the next request.  No token is asked for, and the ``Origin`` and
    ``Host`` rules do not apply: the document is public (``Access-Control-Allow-Origin:

@@ -38,8 +38,8 @@ log = logging.getLogger("mcp_ref.trio.http")
 async def admit(
     auth: ResourceAuth | None, stream: Any, req: RequestReady, sessions: Mapping[str, Any]
 ) -> bool:
-    """Check ``req`` (``auth`` None: no check) and set :data:`~mcp_ref._http_auth.
-    CALLER` for this task; False when refused, the answer written to ``stream`` (an
+    """Check ``req`` (``auth`` None: no check) and set
+    :data:`~mcp_ref._http_auth.CALLER` for this task; False when refused, the answer written to ``stream`` (an
     :class:`~.common.H11Stream` or its ASGI stand-in).
 
     Raises:
