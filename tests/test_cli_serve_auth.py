@@ -101,3 +101,19 @@ async def test_mcp_ref_serve_auth_protects_the_reference_server() -> None:
             proc.terminate()
             nursery.cancel_scope.cancel()
     assert hits == ["/jwks.json"]
+
+
+async def test_auth_without_tls_off_loopback_warns_that_tokens_travel_in_clear() -> None:
+    argv = [sys.executable, "-m", "mcp_ref", "serve", "--http", "0.0.0.0:0", *AUTH]
+    argv += ["--jwks-url", "https://auth.example.com/jwks.json"]
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            run = partial(trio.run_process, argv, stderr=subprocess.PIPE, check=False)
+            proc = await nursery.start(run)
+            buf = b""
+            while b"serving" not in buf:
+                chunk = await proc.stderr.receive_some()
+                assert chunk, f"the server exited: {buf!r}"
+                buf += chunk
+            proc.terminate()
+    assert b"warning: --auth without --tls-cert" in buf

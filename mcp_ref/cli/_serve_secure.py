@@ -20,10 +20,16 @@ from typing import Any
 
 from .._oauth_http import OAuthLocalError
 
-__all__ = ["add_arguments", "http_options"]
+__all__ = ["TOKENS_IN_CLEAR", "add_arguments", "http_options"]
 
 SECRET_VARIABLE = "MCP_REF_CLIENT_SECRET"
 """The environment variable read for the introspection secret."""
+
+TOKENS_IN_CLEAR = (
+    "mcp-ref: warning: --auth without --tls-cert on a non-loopback address: bearer tokens "
+    "travel in clear unless a TLS proxy is in front"
+)
+"""What ``serve`` prints on stderr then (OAuth 2.1 section 1.5: TLS for every token)."""
 
 
 def add_arguments(serve: argparse.ArgumentParser) -> None:

@@ -17,7 +17,8 @@ from typing import Any, Final
 
 import trio
 
-from ._serve_secure import http_options
+from .._http_peers import is_loopback
+from ._serve_secure import TOKENS_IN_CLEAR, http_options
 from .errors import CliError
 
 __all__ = ["DEFAULT_SERVER", "load_server", "serve_command"]
@@ -269,6 +270,8 @@ def serve_command(args: argparse.Namespace) -> int:
                 secure = http_options(args)  # --tls-cert/--tls-key, --auth...
             except ValueError as exc:
                 raise CliError(str(exc)) from None
+            if "auth" in secure and "ssl_context" not in secure and not is_loopback(host):
+                print(TOKENS_IN_CLEAR, file=sys.stderr)
             start = partial(
                 serve_http,
                 server,
