@@ -28,6 +28,7 @@ from ..._oauth_http import HttpRequest, HttpResponse, read_answer
 from ..._oauth_resource import challenge
 from ..._oauth_resource_guard import Allowed
 from ..._oauth_verify import NeedFetch
+from .client_connections import _Exchange
 from .common import H11Stream
 
 __all__ = ["admit", "fetch"]
@@ -73,9 +74,9 @@ async def admit(
 
 async def fetch(request: HttpRequest, auth: ResourceAuth) -> HttpResponse | None:
     """One HTTP exchange of the verifier, on a connection of its own, within
-    ``auth.fetch_timeout`` seconds (redirects not followed, the body cut past
-    ``request.max_body_bytes``); None when it failed.  It carries only what the
-    verifier put in it."""
+    ``auth.fetch_timeout`` seconds, as the client's sign-in exchanges go (redirects not
+    followed, the body cut past ``request.max_body_bytes``); None when it failed.  It
+    carries only what the verifier put in it."""
     wire = request.on_the_wire()
     try:
         with trio.fail_after(auth.fetch_timeout):
@@ -85,28 +86,18 @@ async def fetch(request: HttpRequest, auth: ResourceAuth) -> HttpResponse | None
                 raw = await trio.open_ssl_over_tcp_stream(wire.host, wire.port, ssl_context=context)
             else:
                 raw = await trio.open_tcp_stream(wire.host, wire.port)
-            conn = H11Stream(raw, h11.CLIENT)
+            ex = _Exchange(H11Stream(raw, h11.CLIENT), None, reused=False)
             try:
-                head = h11.Request(method=request.method, target=wire.target, headers=wire.headers)
-                body = (h11.Data(data=request.body),) if request.body else ()
-                await conn.send(head, *body, h11.EndOfMessage())
-                status, got, parts, size = 0, [], [], 0
-                while True:
-                    event = await conn.next_event()
-                    if isinstance(event, h11.Response):
-                        status, got = event.status_code, list(event.headers)
-                    elif isinstance(event, h11.Data):
-                        parts.append(bytes(event.data))
-                        size += len(event.data)
-                        if size > request.max_body_bytes:
-                            break
-                    elif isinstance(event, h11.EndOfMessage):
-                        break
-                    elif not isinstance(event, h11.InformationalResponse):
-                        return None
+                await ex.write(request.method, wire.target, wire.headers, request.body)
+                await ex.read_head()
+                parts: list[bytes] = []
+                size = 0
+                while size <= request.max_body_bytes and (chunk := await ex.next_chunk()):
+                    parts.append(chunk)
+                    size += len(chunk)
             finally:
-                await conn.aclose()
+                await ex.conn.aclose()
     except (OSError, trio.BrokenResourceError, trio.TooSlowError, h11.ProtocolError) as exc:
         log.warning("the token verifier could not fetch %s: %r", request.url, exc)
         return None
-    return read_answer(status, got, parts, request.max_body_bytes)
+    return read_answer(ex.status, ex.headers, parts, request.max_body_bytes)
