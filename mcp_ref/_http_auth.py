@@ -73,6 +73,7 @@ __all__ = [
     "check_http_request",
     "operations_of",
     "owner_key",
+    "server_connection",
     "session_refusal",
 ]
 
@@ -308,3 +309,13 @@ def session_refusal(
     if getattr(sess, "owner", None) != owner_key(identity):
         return gone()
     return None
+
+
+def server_connection(
+    cfg: ServerConfig, memos: dict[Any, dict[Any, Any]], auth: ResourceAuth | None
+) -> ServerConnection:
+    """The connection a server's driver serves: a :class:`MetadataConnection` for a
+    protected server, else a plain :class:`ServerConnection`."""
+    if auth is None:
+        return ServerConnection(cfg, memos)
+    return MetadataConnection(cfg, memos, auth.config)

@@ -35,8 +35,8 @@ import h11
 import trio
 
 from ..._http import HttpLimits, Refused
-from ..._http_auth import MetadataConnection, ResourceAuth
-from ..._http_connection import NEED_DATA, Refusal, RequestReady, ServerConnection
+from ..._http_auth import ResourceAuth, server_connection
+from ..._http_connection import NEED_DATA, Refusal, RequestReady
 from ..._http_peers import http_url
 from ..._http_server import ServerConfig, server_config
 from ...stores import Sharing, Stores
@@ -239,10 +239,8 @@ class HttpServer:
         """Serve the requests of one connection until it closes, errs or idles (module
         docstring).  The sessions it creates count against its client's address
         (:data:`~.sessions.PEER` holds it while this runs)."""
-        peer_token = PEER.set(peer := peer_of(stream))
-        conn = ServerConnection(self.cfg, self._memos, peer, trio.current_time)
-        if self.auth is not None:
-            conn = MetadataConnection(self.cfg, self._memos, self.auth.config)
+        peer_token = PEER.set(peer_of(stream))
+        conn = server_connection(self.cfg, self._memos, self.auth)
         h = H11Stream(stream, h11.SERVER, conn=conn.h11)
         try:
             while True:
