@@ -100,7 +100,8 @@ async def test_mcp_ref_serve_auth_protects_the_reference_server() -> None:
             await conn.aclose()
             proc.terminate()
             nursery.cancel_scope.cancel()
-    assert hits == ["/jwks.json"]
+    # the keys only (fetched at start-up; a first request racing it may fetch them too)
+    assert hits and set(hits) == {"/jwks.json"}
 
 
 async def test_auth_without_tls_off_loopback_warns_that_tokens_travel_in_clear() -> None:

@@ -492,6 +492,20 @@ async def serve_json(
     await trio.serve_listeners(one, listeners)
 
 
+class WatchedJwtVerifier(JwtVerifier):
+    """A JwtVerifier that says when it took keys."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.got_keys = trio.Event()
+
+    def receive_jwks(self, response: Any, *, now: float) -> bool:
+        took = super().receive_jwks(response, now=now)
+        if took:
+            self.got_keys.set()
+        return took
+
+
 @pytest.mark.filterwarnings("ignore::joserfc.errors.SecurityWarning")
 @spec(A + "token-handling.2", A + "token-handling.4")
 async def test_jwt_tokens_checked_against_a_jwks_fetched_from_the_authorization_server() -> None:
@@ -510,13 +524,14 @@ async def test_jwt_tokens_checked_against_a_jwks_fetched_from_the_authorization_
     with trio.fail_after(TIMEOUT):
         async with trio.open_nursery() as nursery:
             jwks_port = await nursery.start(serve_json, public, hits)
-            verifier = JwtVerifier(
+            verifier = WatchedJwtVerifier(
                 resource=RESOURCE,
                 issuer=ISSUER,
                 jwks_url=f"http://127.0.0.1:{jwks_port}/jwks.json",
                 refetch_seconds=3600,
             )
             async with serving(verifier) as port:
+                await verifier.got_keys.wait()  # fetched at start-up, before any request
                 conn = await RawConnection.open(port)
                 for name, make, status in cases:
                     token = make() if callable(make) else make
@@ -528,7 +543,8 @@ async def test_jwt_tokens_checked_against_a_jwks_fetched_from_the_authorization_
                     await ans.body()
                 await conn.aclose()
             nursery.cancel_scope.cancel()
-    # fetched once, by the verifier itself: the caller's token never leaves the server
+    # fetched once, at start-up, by the verifier itself: no request fetched them again,
+    # and the callers' tokens never left the server
     assert hits == ["/jwks.json"]
 
 

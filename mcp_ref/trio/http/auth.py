@@ -31,7 +31,7 @@ from ..._oauth_verify import NeedFetch
 from .client_connections import _Exchange
 from .common import H11Stream
 
-__all__ = ["admit", "fetch"]
+__all__ = ["admit", "fetch", "prefetch"]
 
 log = logging.getLogger("mcp_ref.trio.http")
 
@@ -70,6 +70,16 @@ async def admit(
     CALLER.set(None)
     await stream.send(*answer_events(outcome, last=req.last))
     return False
+
+
+async def prefetch(auth: ResourceAuth | None) -> None:
+    """Fetch a JWT verifier's keys once at start-up
+    (:meth:`~mcp_ref._oauth_verify_jwt.JwtVerifier.receive_jwks`), so that the
+    requests arriving first do not each fetch them; a failure changes nothing."""
+    verifier: Any = auth.verifier if auth is not None else None
+    if getattr(verifier, "jwks_url", None) is not None and hasattr(verifier, "receive_jwks"):
+        assert auth is not None
+        verifier.receive_jwks(await fetch(verifier.jwks_request(), auth), now=time.time())
 
 
 async def fetch(request: HttpRequest, auth: ResourceAuth) -> HttpResponse | None:

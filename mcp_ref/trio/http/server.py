@@ -42,7 +42,7 @@ from ..._http_server import ServerConfig, server_config
 from ...stores import Sharing, Stores
 from .._listen import close_listeners, peer_of, serve_until_stopped
 from .._session import DEFAULT_GRACE_SECONDS, Handler
-from .auth import admit
+from .auth import admit, prefetch
 from .common import H11Stream
 from .endpoint import ENDPOINTS
 from .sessions import PEER, SessionTable, close_sse_stream
@@ -199,6 +199,7 @@ async def serve_http(
         async with trio.open_nursery() as nursery:
             await nursery.start(server.table.supervisor.run)
             nursery.start_soon(server.table.reaper)
+            nursery.start_soon(prefetch, auth)  # a JWT verifier's keys, once
             log.info("serving MCP on %s", info.url)
             task_status.started(info)
             await serve_until_stopped(
