@@ -4,6 +4,8 @@ in-test, checked with the raw h11 client."""
 
 from __future__ import annotations
 
+import base64
+import os
 import re
 import subprocess
 import sys
@@ -118,3 +120,51 @@ async def test_auth_without_tls_off_loopback_warns_that_tokens_travel_in_clear()
                 buf += chunk
             proc.terminate()
     assert b"warning: --auth without --tls-cert" in buf
+
+
+async def test_mcp_ref_serve_over_https_with_introspection(tmp_path: Any) -> None:
+    """--tls-cert/--tls-key and --auth --introspection-url together, the secret from the
+    environment: our client, trusting the test CA and carrying an opaque token, calls
+    the reference server; the server introspected the token as itself."""
+    trustme = pytest.importorskip("trustme")
+    import ssl
+
+    from mcp_ref.client import open_http_client
+
+    ca = trustme.CA()
+    leaf = ca.issue_cert("127.0.0.1")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    leaf.cert_chain_pems[0].write_to_path(str(cert))
+    leaf.private_key_pem.write_to_path(str(key))
+    trusting = ssl.create_default_context()
+    ca.configure_trust(trusting)
+    hits: list[Any] = []
+    active = {"active": True, "aud": RESOURCE, "sub": "erin", "scope": "mcp", "iss": ISSUER}
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            as_port = await nursery.start(serve_json, active, hits)
+            argv = [sys.executable, "-m", "mcp_ref", "serve", "--http", "127.0.0.1:0", *AUTH]
+            argv += ["--tls-cert", str(cert), "--tls-key", str(key)]
+            argv += ["--introspection-url", f"http://127.0.0.1:{as_port}/introspect"]
+            argv += ["--client-id", "mcp-server", "--scope", "mcp"]
+            env = {**os.environ, "MCP_REF_CLIENT_SECRET": "from-env"}
+            run = partial(trio.run_process, argv, stderr=subprocess.PIPE, check=False, env=env)
+            proc = await nursery.start(run)
+            buf = b""
+            while b"\n" not in buf:
+                chunk = await proc.stderr.receive_some()
+                assert chunk, f"the server exited: {buf!r}"
+                buf += chunk
+            match = re.search(rb"(https://127\.0\.0\.1:\d+/mcp)", buf)
+            assert match, buf
+            headers = [("authorization", "Bearer opaque-1")]
+            async with open_http_client(
+                match.group(1).decode(), ssl_context=trusting, headers=headers
+            ) as client:
+                result = await client.call_tool("echo", {"text": "secure"})
+            assert result.content[0].text == "secure"  # type: ignore[union-attr]
+            proc.terminate()
+            nursery.cancel_scope.cancel()
+    target, head, body = hits[0]
+    assert target == "/introspect" and b"token=opaque-1" in body
+    assert head["authorization"] == "Basic " + base64.b64encode(b"mcp-server:from-env").decode()
