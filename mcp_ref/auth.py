@@ -9,16 +9,24 @@ the theory is in :mod:`mcp_ref._http_auth` and :mod:`mcp_ref._oauth_resource_gua
 
 Verifiers: :class:`JwtVerifier` (JWT access tokens against the authorization server's
 JWKS; needs the extra ``mcp-ref[auth]``, imported only when one is built),
-:class:`IntrospectionVerifier` (RFC 7662), or any object with a ``verify(token, *,
+:class:`IntrospectionVerifier` (RFC 7662; wrap it in a :class:`CachingVerifier` not
+to ask on every request), or any object with a ``verify(token, *,
 now)`` method (:class:`TokenVerifier`).
 """
 
 from ._http_auth import HttpHeaders, ResourceAuth
 from ._oauth_resource import ResourceConfig, ScopePolicy
-from ._oauth_verify import Identity, IntrospectionVerifier, TokenRejected, TokenVerifier
+from ._oauth_verify import (
+    CachingVerifier,
+    Identity,
+    IntrospectionVerifier,
+    TokenRejected,
+    TokenVerifier,
+)
 from ._oauth_verify_jwt import JwtVerifier
 
 __all__ = [
+    "CachingVerifier",
     "HttpHeaders",
     "Identity",
     "IntrospectionVerifier",

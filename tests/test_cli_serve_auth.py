@@ -41,6 +41,18 @@ AUTH = ["--auth", "--audience", RESOURCE, "--issuer", ISSUER]
         ),
         (["--http", "127.0.0.1:0", *AUTH, "--jwks-url", "http://a.example/j"], "--auth:"),
         (
+            [
+                "--http",
+                "127.0.0.1:0",
+                *AUTH,
+                "--jwks-url",
+                "https://a.example/j",
+                "--token-cache",
+                "5",
+            ],
+            "--token-cache goes with --introspection-url",
+        ),
+        (
             ["--http", "127.0.0.1:0", *AUTH, "--jwks-url", "https://a.example/j", "--scope", "x="],
             "OP=SCOPE",
         ),
@@ -146,7 +158,7 @@ async def test_mcp_ref_serve_over_https_with_introspection(tmp_path: Any) -> Non
             argv = [sys.executable, "-m", "mcp_ref", "serve", "--http", "127.0.0.1:0", *AUTH]
             argv += ["--tls-cert", str(cert), "--tls-key", str(key)]
             argv += ["--introspection-url", f"http://127.0.0.1:{as_port}/introspect"]
-            argv += ["--client-id", "mcp-server", "--scope", "mcp"]
+            argv += ["--client-id", "mcp-server", "--scope", "mcp", "--token-cache", "60"]
             env = {**os.environ, "MCP_REF_CLIENT_SECRET": "from-env"}
             run = partial(trio.run_process, argv, stderr=subprocess.PIPE, check=False, env=env)
             proc = await nursery.start(run)
@@ -165,6 +177,8 @@ async def test_mcp_ref_serve_over_https_with_introspection(tmp_path: Any) -> Non
             assert result.content[0].text == "secure"  # type: ignore[union-attr]
             proc.terminate()
             nursery.cancel_scope.cancel()
+    # every request carried the token; the cache asked about it once
+    assert len(hits) == 1
     target, head, body = hits[0]
     assert target == "/introspect" and b"token=opaque-1" in body
     assert head["authorization"] == "Basic " + base64.b64encode(b"mcp-server:from-env").decode()

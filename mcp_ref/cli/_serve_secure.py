@@ -7,8 +7,10 @@ protected resource (:mod:`mcp_ref._http_auth`): ``--audience`` is its canonical 
 server; tokens are JWTs checked against ``--jwks-url``, or are introspected at
 ``--introspection-url`` as ``--client-id`` (the secret from ``--client-secret`` or,
 kept out of the process list, the ``MCP_REF_CLIENT_SECRET`` environment variable);
-``--scope S`` (repeatable) requires S of every request, ``--scope OP=S`` of the
-requests for one operation (``tools/call``, ``tools/call:NAME``, ``prompts/get:NAME``).
+``--token-cache SECONDS`` reuses an introspection's answer
+(:class:`~mcp_ref._oauth_verify.CachingVerifier`); ``--scope S`` (repeatable) requires
+S of every request, ``--scope OP=S`` of the requests for one operation
+(``tools/call``, ``tools/call:NAME``, ``prompts/get:NAME``).
 """
 
 from __future__ import annotations
@@ -56,6 +58,13 @@ def add_arguments(serve: argparse.ArgumentParser) -> None:
         help=f"with --introspection-url (or ${SECRET_VARIABLE})",
     )
     auth.add_argument(
+        "--token-cache",
+        type=float,
+        metavar="SECONDS",
+        help="with --introspection-url: reuse an answer this long (a revoked token is "
+        "accepted as long)",
+    )
+    auth.add_argument(
         "--scope",
         action="append",
         default=[],
@@ -91,12 +100,14 @@ def http_options(args: argparse.Namespace) -> dict[str, Any]:
 def _resource_auth(args: argparse.Namespace) -> Any:
     from .._http_auth import ResourceAuth
     from .._oauth_resource import ResourceConfig, ScopePolicy
-    from .._oauth_verify import IntrospectionVerifier
+    from .._oauth_verify import CachingVerifier, IntrospectionVerifier
 
     if not (args.audience and args.issuer):
         raise ValueError("--auth needs --audience URI and --issuer URL")
     if bool(args.jwks_url) == bool(args.introspection_url):
         raise ValueError("--auth needs one of --jwks-url or --introspection-url")
+    if args.token_cache is not None and not args.introspection_url:
+        raise ValueError("--token-cache goes with --introspection-url")
     always: set[str] = set()
     per: dict[str, set[str]] = {}
     for item in args.scope:
@@ -133,6 +144,8 @@ def _resource_auth(args: argparse.Namespace) -> Any:
                 client_secret=secret,
                 issuer=args.issuer,
             )
+            if args.token_cache is not None:
+                verifier = CachingVerifier(verifier, ttl=args.token_cache)
     except OAuthLocalError as exc:
         raise ValueError(f"--auth: {exc}") from None
     return ResourceAuth(config=config, verifier=verifier)
