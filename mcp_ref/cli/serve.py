@@ -277,10 +277,10 @@ def serve_command(args: argparse.Namespace) -> int:
                 server,
                 host,
                 port,
+                **secure,
                 stateless=args.stateless,
                 json_response=args.json_response,
                 **_http_extras(args),
-                **secure,
             )
         else:
             start = partial(serve_websocket, server, host, port, **session_kw)
