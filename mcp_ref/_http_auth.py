@@ -245,15 +245,20 @@ class MetadataConnection(ServerConnection):
     the protected resource metadata itself (module docstring, 1.).
 
     Args:
-        cfg, memos: as for :class:`ServerConnection`.
-        config: the server's resource description.
+        cfg, memos, *args, **kw: as for :class:`ServerConnection`.
+        resource: the server's resource description.
     """
 
     def __init__(
-        self, cfg: ServerConfig, memos: dict[Any, dict[Any, Any]], config: ResourceConfig
+        self,
+        cfg: ServerConfig,
+        memos: dict[Any, dict[Any, Any]],
+        *args: Any,
+        resource: ResourceConfig,
+        **kw: Any,
     ) -> None:
-        super().__init__(cfg, memos)
-        self.resource = config
+        super().__init__(cfg, memos, *args, **kw)
+        self.resource = resource
 
     def _head(self, req: h11.Request) -> RequestReady | Refusal | None:
         # Spec: 2025-06-18/basic/authorization#overview.3
@@ -312,10 +317,11 @@ def session_refusal(
 
 
 def server_connection(
-    cfg: ServerConfig, memos: dict[Any, dict[Any, Any]], auth: ResourceAuth | None
+    cfg: ServerConfig, memos: dict[Any, dict[Any, Any]], *args: Any, auth: ResourceAuth | None
 ) -> ServerConnection:
-    """The connection a server's driver serves: a :class:`MetadataConnection` for a
-    protected server, else a plain :class:`ServerConnection`."""
+    """The connection a server's driver serves (the arguments are
+    :class:`ServerConnection`'s): a :class:`MetadataConnection` for a protected server,
+    else a plain :class:`ServerConnection`."""
     if auth is None:
-        return ServerConnection(cfg, memos)
-    return MetadataConnection(cfg, memos, auth.config)
+        return ServerConnection(cfg, memos, *args)
+    return MetadataConnection(cfg, memos, *args, resource=auth.config)

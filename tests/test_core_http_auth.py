@@ -54,7 +54,7 @@ def who(sub: str | None = "alice", client: str = "app", scopes: tuple[str, ...] 
 
 
 def metadata_conn(**limits: Any) -> MetadataConnection:
-    return MetadataConnection(attrs.evolve(CFG, limits=HttpLimits(**limits)), {}, CONFIG)
+    return MetadataConnection(attrs.evolve(CFG, limits=HttpLimits(**limits)), {}, resource=CONFIG)
 
 
 def written(data: bytes) -> tuple[h11.Response, bytes]:
@@ -113,9 +113,9 @@ def test_other_paths_are_routed_as_before() -> None:
     conn.receive_data(b"GET /elsewhere HTTP/1.1\r\n" + HOST + b"\r\n")
     event = conn.next_event()
     assert isinstance(event, Refusal) and b" 404 " in event.data.split(b"\r\n")[0]
-    assert type(server_connection(CFG, {}, None)) is ServerConnection
+    assert type(server_connection(CFG, {}, auth=None)) is ServerConnection
     auth = ResourceAuth(config=CONFIG, verifier=lambda: None)  # type: ignore[arg-type]
-    assert isinstance(server_connection(CFG, {}, auth), MetadataConnection)
+    assert isinstance(server_connection(CFG, {}, auth=auth), MetadataConnection)
 
 
 def test_operations_are_read_from_one_message_or_a_batch_and_never_raise() -> None:

@@ -241,7 +241,7 @@ class HttpServer:
         docstring).  The sessions it creates count against its client's address
         (:data:`~.sessions.PEER` holds it while this runs)."""
         peer_token = PEER.set(peer_of(stream))
-        conn = server_connection(self.cfg, self._memos, self.auth)
+        conn = server_connection(self.cfg, self._memos, auth=self.auth)
         h = H11Stream(stream, h11.SERVER, conn=conn.h11)
         try:
             while True:
