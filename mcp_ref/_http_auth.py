@@ -52,9 +52,17 @@ import h11
 from . import _jsonrpc as rpc
 from ._errors import RemoteProtocolError
 from ._http import HttpError
+from ._http_access import ObservedConnection
 from ._http_connection import CONNECTION_CLOSE, Refusal, RequestReady, ServerConnection
 from ._http_errors import http_error
-from ._http_server import Endpoint, ServerConfig, gone, legacy_session, session_named
+from ._http_server import (
+    Endpoint,
+    ServerConfig,
+    gone,
+    legacy_session,
+    request_headers,
+    session_named,
+)
 from ._oauth_resource import HttpAnswer, ResourceConfig, serve_metadata
 from ._oauth_resource_guard import Outcome, check_request, operation_names
 from ._oauth_verify import Identity, TokenVerifier
@@ -275,6 +283,8 @@ class MetadataConnection(ServerConnection):
         if answer is None:
             return super()._head(req)
         self.served += 1
+        if isinstance(self.h11, ObservedConnection):  # the access log, CORS
+            self.h11.begin(req.method, req.target, request_headers(req, self._memos))
         # A bodiless request's end comes at once; one with a body is not read: close.
         end = self.h11.next_event()
         last = self.served >= self.cfg.limits.max_requests_per_connection or not isinstance(

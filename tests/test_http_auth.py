@@ -607,3 +607,21 @@ async def test_a_body_queued_for_the_sessions_reader_carries_its_caller() -> Non
         async with trio.open_nursery() as nursery:
             nursery.start_soon(reader)
     assert got == [(b"{}", caller)]
+
+
+async def test_the_access_log_names_metadata_answers_and_refusals(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level("INFO", logger="mcp_ref.access")
+    with trio.fail_after(TIMEOUT):
+        async with serving(TableVerifier(TOKENS), access_log=True) as port:
+            conn = await RawConnection.open(port)
+            ans = await conn.request("GET", "/.well-known/oauth-protected-resource/mcp")
+            await ans.body()
+            ans = await conn.request("POST", body=init_body())
+            assert ans.status == 401
+            await ans.body()
+            await conn.aclose()
+    lines = [r.getMessage() for r in caplog.records if r.name == "mcp_ref.access"]
+    assert any('"GET /.well-known/oauth-protected-resource/mcp" 200' in line for line in lines)
+    assert any('"POST /mcp" 401' in line for line in lines), lines

@@ -240,8 +240,8 @@ class HttpServer:
         """Serve the requests of one connection until it closes, errs or idles (module
         docstring).  The sessions it creates count against its client's address
         (:data:`~.sessions.PEER` holds it while this runs)."""
-        peer_token = PEER.set(peer_of(stream))
-        conn = server_connection(self.cfg, self._memos, auth=self.auth)
+        peer_token = PEER.set(peer := peer_of(stream))
+        conn = server_connection(self.cfg, self._memos, peer, trio.current_time, auth=self.auth)
         h = H11Stream(stream, h11.SERVER, conn=conn.h11)
         try:
             while True:
