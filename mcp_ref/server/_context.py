@@ -32,13 +32,12 @@ import trio
 from .. import types as t
 from .._convert import ConversionError, structure, unstructure
 from .._errors import INTERNAL_ERROR, McpError
-from .._http_auth import CALLER, HttpHeaders
 from .._methods import capability_present
+from ..auth import HttpHeaders, Identity
 from ._elicitation import elicited_content_problem
 from ._logging import LogPolicy, send_log
 
 if TYPE_CHECKING:
-    from .._oauth_verify import Identity
     from ..trio import RequestContext, Session
 
 __all__ = ["Context", "current_context"]
@@ -106,6 +105,8 @@ class Context:
         None when the server verifies no tokens, and over stdio.  Never the token: a
         protected server does not pass it on (2025-11-25/basic/authorization
         #access-token-privilege-restriction)."""
+        from .._http_auth import CALLER
+
         caller = CALLER.get()
         return None if caller is None else caller.identity
 
@@ -114,6 +115,8 @@ class Context:
         """The HTTP headers of the request that carried this message, read-only (a
         protected server leaves ``Authorization`` out); None over stdio and
         WebSocket."""
+        from .._http_auth import CALLER
+
         caller = CALLER.get()
         return None if caller is None else caller.headers
 
