@@ -278,6 +278,8 @@ def challenge(
             503, {"error": "temporarily_unavailable", "error_description": description}
         )
     status = {"missing": 401, "invalid_token": 401, "insufficient_scope": 403}.get(kind, 400)
+    # Spec: 2025-06-18/basic/authorization#error-handling.1
+    # "Servers MUST return appropriate HTTP status codes for authorization errors:"
     # Spec: 2025-11-25/basic/authorization#protected-resource-metadata-discovery-requirements.1
     # "MCP servers MUST implement one of the following discovery mechanisms to provide
     # authorization server location information to MCP clients:"

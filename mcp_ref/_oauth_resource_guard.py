@@ -176,6 +176,8 @@ def check_request(
     if isinstance(authorization, str | bytes):  # one value passed bare
         authorization = [authorization]
     needed = config.policy.required(operations)
+    # Spec: 2025-06-18/basic/authorization#token-requirements.4
+    # "Access tokens MUST NOT be included in the URI query string"
     # Spec: 2025-11-25/basic/authorization#token-requirements.4
     # "Access tokens MUST NOT be included in the URI query string"
     if _token_in_query(query):
@@ -194,6 +196,11 @@ def check_request(
         # "MCP servers MUST use the HTTP header `WWW-Authenticate` when returning a 401
         # Unauthorized to indicate the location of the resource server metadata URL"
         return challenge(config, "missing", scopes=needed)
+    # Spec: 2025-06-18/basic/authorization#token-handling.1
+    # "MCP servers, acting in their role as an OAuth 2.1 resource server, MUST validate
+    # access tokens as described in OAuth 2.1 Section 5.2."
+    # Spec: 2025-06-18/basic/authorization#access-token-privilege-restriction.1
+    # "MCP servers MUST validate access tokens before processing the request"
     # Spec: 2025-06-18/basic/security_best_practices#mitigation-2.1
     # "MCP servers that implement authorization MUST verify all inbound requests."
     # Spec: 2025-06-18/basic/security_best_practices#mitigation-2.2
@@ -211,11 +218,30 @@ def _decide(
     """The answer for a verifier's final verdict (anything but an Identity or a
     TokenRejected counts as an unavailable verifier)."""
     if isinstance(verdict, TokenRejected):
+        # Spec: 2025-06-18/basic/authorization#token-handling.4
+        # "Invalid or expired tokens MUST receive a HTTP 401 response."
+        # Spec: 2025-06-18/basic/authorization#token-handling.3
+        # "If validation fails, servers MUST respond according to OAuth 2.1 Section 5.3
+        # error handling requirements."
         # Spec: 2025-11-25/basic/authorization#token-handling.4
         # "Invalid or expired tokens MUST receive a HTTP 401 response."
         return challenge(config, verdict.kind, scopes=needed, description=verdict.reason)
     if not isinstance(verdict, Identity):
         return challenge(config, "unavailable", description="the token verifier failed")
+    # Spec: 2025-06-18/basic/authorization#token-handling.2
+    # "MCP servers MUST validate that access tokens were issued specifically for them as the
+    # intended audience, according to RFC 8707 Section 2."
+    # Spec: 2025-06-18/basic/authorization#token-handling.6
+    # "Authorization servers MUST only accept tokens that are valid for use with their own
+    # resources."
+    # Spec: 2025-06-18/basic/authorization#token-handling.7
+    # "MCP servers MUST NOT accept or transit any other tokens."
+    # Spec: 2025-06-18/basic/authorization#token-audience-binding-and-validation.2
+    # "MCP servers MUST validate that tokens presented to them were specifically issued for
+    # their use"
+    # Spec: 2025-06-18/basic/authorization#access-token-privilege-restriction.3
+    # "MCP servers MUST only accept tokens specifically intended for themselves and MUST
+    # reject tokens that do not include them in the audience claim"
     # Spec: 2025-11-25/basic/authorization#token-handling.6
     # "MCP servers MUST only accept tokens that are valid for use with their own
     # resources."

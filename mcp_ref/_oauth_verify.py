@@ -38,7 +38,9 @@ The JWT verifier (:mod:`mcp_ref._oauth_verify_jwt`) needs JOSE, an optional extr
 from __future__ import annotations
 
 import base64
+import hashlib
 import math
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, Literal, Protocol, TypeVar
@@ -57,6 +59,7 @@ from ._oauth_http import (
 
 __all__ = [
     "DEFAULT_LEEWAY",
+    "CachingVerifier",
     "Identity",
     "IntrospectionVerifier",
     "NeedFetch",
@@ -163,6 +166,63 @@ class TokenVerifier(Protocol):
         the guard's bound, syntax already checked); ``now`` is seconds since the epoch.
         Must not raise for any token: every refusal is a :class:`TokenRejected`."""
         ...
+
+
+class CachingVerifier:
+    """A :class:`TokenVerifier` that remembers the identities another one established,
+    so a token is not introspected again on every request (RFC 7662 section 4 lets a
+    resource server cache the answer).
+
+    A verdict is kept for ``ttl`` seconds at most, never past the identity's expiry;
+    only identities are kept (a refused token is asked about again), by a SHA-256 of
+    the token (the token itself is not kept), at most ``max_entries`` of them (the
+    least recently used go first).  A revoked token stays accepted until its entry
+    expires: ``ttl`` is that delay.
+
+    Args:
+        inner: the verifier asked on a miss.
+        ttl: seconds a verdict is reused (> 0).
+        max_entries: the most tokens remembered (> 0).
+
+    Raises:
+        OAuthLocalError: ``ttl`` or ``max_entries`` not positive.
+    """
+
+    def __init__(self, inner: TokenVerifier, *, ttl: float = 60.0, max_entries: int = 4096) -> None:
+        if not ttl > 0 or max_entries < 1:
+            raise OAuthLocalError("a verdict cache needs ttl > 0 and max_entries >= 1")
+        self.inner: Final = inner
+        self.ttl: Final = ttl
+        self.max_entries: Final = max_entries
+        self._kept: OrderedDict[bytes, tuple[float, Identity]] = OrderedDict()
+
+    def verify(self, token: str, *, now: float) -> Verdict:
+        """The remembered identity of ``token`` while fresh, else the inner verifier's
+        verdict (remembered when it is an identity).  Never raises."""
+        key = hashlib.sha256(token.encode()).digest()
+        kept = self._kept.get(key)
+        if kept is not None:
+            if now < kept[0]:
+                self._kept.move_to_end(key)
+                return kept[1]
+            del self._kept[key]
+        verdict = self.inner.verify(token, now=now)
+        if isinstance(verdict, NeedFetch):
+            return verdict.map(lambda v: self._keep(key, v, now))
+        return self._keep(key, verdict, now)
+
+    def _keep(
+        self, key: bytes, verdict: Identity | TokenRejected, now: float
+    ) -> Identity | TokenRejected:
+        if isinstance(verdict, Identity):
+            until = now + self.ttl
+            if verdict.expires_at is not None:
+                until = min(until, verdict.expires_at)
+            self._kept[key] = (until, verdict)
+            self._kept.move_to_end(key)
+            while len(self._kept) > self.max_entries:
+                self._kept.popitem(last=False)
+        return verdict
 
 
 # --- claim checks shared by the verifiers --------------------------------------------

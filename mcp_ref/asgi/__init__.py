@@ -67,11 +67,14 @@ import trio
 
 from .._http import HttpError, HttpLimits, Refused, http_error
 from .._http_access import AsgiExchange
+from .._http_auth import ResourceAuth
 from .._http_connection import RequestReady
 from .._http_peers import peer_address
 from .._http_server import ServerConfig, server_config
+from .._oauth_resource import serve_metadata
 from ..stores import Sharing, Stores
 from ..trio._session import DEFAULT_GRACE_SECONDS, Handler
+from ..trio.http.auth import admit
 from ..trio.http.endpoint import ENDPOINTS
 from ..trio.http.sessions import PEER, SessionTable
 from ._bridge import AsyncioHost, Host, Runtime, TrioHost
@@ -101,6 +104,7 @@ def asgi_app(
     access_log: bool = False,
     stores: Stores | None = None,
     grace_seconds: float = DEFAULT_GRACE_SECONDS,
+    auth: ResourceAuth | None = None,
     **session_kw: Any,
 ) -> McpAsgiApp:
     """An ASGI 3 application serving MCP over Streamable HTTP (and 2024-11-05 HTTP+SSE),
@@ -130,6 +134,10 @@ def asgi_app(
             with :class:`~mcp_ref.stores.redis.RedisStores`).
         grace_seconds: at the lifespan shutdown, seconds the requests in progress get
             before they are cancelled (each then answered with an error, -32603).
+        auth: serve as an OAuth 2.1 protected resource, as for
+            :func:`mcp_ref.trio.serve_http` (the metadata is served at the well-known
+            paths of ``auth.config``, matched on the full path: mount the application
+            at the root of its origin, or serve the metadata there yourself).
         **session_kw: passed to the handler's ``serve`` or to
             :func:`~mcp_ref.trio.open_session` (``default_timeout``, ...).
 
@@ -159,7 +167,7 @@ def asgi_app(
         access_log=access_log,
     )
     return McpAsgiApp(
-        handler, cfg, grace_seconds=grace_seconds, session_kw=session_kw, stores=stores
+        handler, cfg, grace_seconds=grace_seconds, session_kw=session_kw, stores=stores, auth=auth
     )
 
 
@@ -175,6 +183,7 @@ class McpAsgiApp:
         grace_seconds: see :func:`asgi_app`.
         session_kw: see :func:`asgi_app`.
         stores: see :func:`asgi_app`.
+        auth: see :func:`asgi_app`.
     """
 
     def __init__(
@@ -185,8 +194,9 @@ class McpAsgiApp:
         grace_seconds: float = DEFAULT_GRACE_SECONDS,
         session_kw: dict[str, Any] | None = None,
         stores: Stores | None = None,
+        auth: ResourceAuth | None = None,
     ) -> None:
-        self.cfg = cfg
+        self.cfg, self.auth = cfg, auth
         self._stores = stores
         self._handler = handler
         self._grace = grace_seconds
@@ -282,6 +292,8 @@ class McpAsgiApp:
         host = self._the_host()
         trio_native = isinstance(host, TrioHost)
         within = _receive_trio if trio_native else _receive_asyncio
+        if self.auth is not None and await _metadata(self.auth, scope, send):
+            return
         got = await read_request(self.cfg, scope, receive, self._memos, receive_within=within)
         if got is None:
             return  # the client left mid-body
@@ -299,7 +311,7 @@ class McpAsgiApp:
         client = scope.get("client")
         peer = peer_address(tuple(client)) if client else None
         gone = trio.Event()
-        answer = partial(_answer, cfg, host.runtime.table, got, peer, gone)
+        answer = partial(_answer, cfg, host.runtime.table, got, peer, gone, self.auth)
         if trio_native:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_watch_trio, receive, gone)
@@ -342,15 +354,18 @@ async def _answer(
     req: RequestReady,
     peer: str | None,
     gone: trio.Event,
+    auth: ResourceAuth | None,
     send: Send,
 ) -> None:
-    """On trio: answer ``req`` with the trio server's endpoint, writing to ``send``."""
+    """On trio: answer ``req`` with the trio server's endpoint, writing to ``send``
+    (once :func:`~mcp_ref.trio.http.auth.admit` let it through)."""
     token = PEER.set(peer)
     stream = AsgiStream(send, gone)
     try:
-        if table.shared is not None:  # (mcp_ref.stores)
-            await table.shared.before(table, req)
-        await ENDPOINTS[req.endpoint](cfg, table, stream, req)  # type: ignore[arg-type]
+        if await admit(auth, stream, req, table.sessions):
+            if table.shared is not None:  # (mcp_ref.stores)
+                await table.shared.before(table, req)
+            await ENDPOINTS[req.endpoint](cfg, table, stream, req)  # type: ignore[arg-type]
     except Refused as refused:
         if not stream.started:
             try:
@@ -364,6 +379,20 @@ async def _answer(
         PEER.reset(token)
         with trio.CancelScope(shield=True), trio.move_on_after(1):
             await stream.finish()
+
+
+async def _metadata(auth: ResourceAuth, scope: Message, send: Send) -> bool:
+    """Answer a request for the protected resource metadata; False when it is not one."""
+    query = scope.get("query_string", b"").decode("latin-1")
+    target = scope["path"] + (f"?{query}" if query else "")
+    answer = serve_metadata(auth.config, scope["method"], target)
+    if answer is None:
+        return False
+    headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in answer.headers]
+    await send({"type": "http.response.start", "status": answer.status, "headers": headers})
+    body = b"" if scope["method"] == "HEAD" else answer.body
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+    return True
 
 
 async def _receive_trio(receive: Receive, seconds: float) -> Message:

@@ -54,6 +54,7 @@ from typing import Any, TextIO
 
 import trio
 
+from ._serve_secure import add_arguments as add_secure_arguments
 from .client import (
     CALL_USAGE,
     INITIALIZE_TIMEOUT,
@@ -174,6 +175,7 @@ def _parser() -> argparse.ArgumentParser:
         "in progress may still take before they are cancelled and answered with an "
         "error (default 5)",
     )
+    add_secure_arguments(serve)
 
     demo = sub.add_parser("demo", help="print an annotated transcript against the reference server")
     demo.add_argument("--full", action="store_true", help="print whole messages")

@@ -17,6 +17,8 @@ from typing import Any, Final
 
 import trio
 
+from .._http_peers import is_loopback
+from ._serve_secure import TOKENS_IN_CLEAR, http_options
 from .errors import CliError
 
 __all__ = ["DEFAULT_SERVER", "load_server", "serve_command"]
@@ -241,6 +243,8 @@ def serve_command(args: argparse.Namespace) -> int:
         raise CliError("--stateless and --json-response need --http HOST:PORT")
     if args.grace < 0:
         raise CliError("--grace must not be negative")
+    if not args.http and (args.tls_cert or args.tls_key or args.auth):
+        raise CliError("--tls-cert, --tls-key and --auth need --http HOST:PORT")
     session_kw: dict[str, Any] = {}
     if args.keepalive is not None:
         if args.http:
@@ -262,11 +266,18 @@ def serve_command(args: argparse.Namespace) -> int:
 
         start: Callable[..., Any]
         if args.http:
+            try:
+                secure = http_options(args)  # --tls-cert/--tls-key, --auth...
+            except ValueError as exc:
+                raise CliError(str(exc)) from None
+            if "auth" in secure and "ssl_context" not in secure and not is_loopback(host):
+                print(TOKENS_IN_CLEAR, file=sys.stderr)
             start = partial(
                 serve_http,
                 server,
                 host,
                 port,
+                **secure,
                 stateless=args.stateless,
                 json_response=args.json_response,
                 **_http_extras(args),

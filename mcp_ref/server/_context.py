@@ -33,6 +33,7 @@ from .. import types as t
 from .._convert import unstructure
 from .._errors import INTERNAL_ERROR, LocalProtocolError, McpError
 from .._methods import capability_present
+from ..auth import HttpHeaders, Identity
 from ._elicitation import elicited_content_problem
 from ._logging import LogPolicy, send_log
 from ._modern import Rounds, elicitation, roots, sampling
@@ -123,6 +124,28 @@ class Context:
             return self.modern.client_capabilities
         caps = self.request.session.peer_capabilities
         return caps if isinstance(caps, t.ClientCapabilities) else None
+
+    @property
+    def auth(self) -> Identity | None:
+        """Who the request's access token says is calling (subject, client id, scopes,
+        expiry, audience, claims), verified by the server (``serve_http(auth=...)``);
+        None when the server verifies no tokens, and over stdio.  Never the token: a
+        protected server does not pass it on (2025-11-25/basic/authorization
+        #access-token-privilege-restriction)."""
+        from .._http_auth import CALLER
+
+        caller = CALLER.get()
+        return None if caller is None else caller.identity
+
+    @property
+    def http_headers(self) -> HttpHeaders | None:
+        """The HTTP headers of the request that carried this message, read-only (a
+        protected server leaves ``Authorization`` out); None over stdio and
+        WebSocket."""
+        from .._http_auth import CALLER
+
+        caller = CALLER.get()
+        return None if caller is None else caller.headers
 
     def client_supports(self, *path: str) -> bool:
         """Whether the client declared a capability, e.g. ``("sampling",)``,

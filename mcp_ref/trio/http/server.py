@@ -23,6 +23,7 @@ supervisor), :mod:`.sessions`, :mod:`.endpoint`, this one.
 from __future__ import annotations
 
 import logging
+import ssl
 import weakref
 from collections.abc import AsyncIterator, Callable, Collection
 from contextlib import asynccontextmanager
@@ -34,12 +35,14 @@ import h11
 import trio
 
 from ..._http import HttpLimits, Refused
-from ..._http_connection import NEED_DATA, Refusal, RequestReady, ServerConnection
+from ..._http_auth import ResourceAuth, server_connection
+from ..._http_connection import NEED_DATA, Refusal, RequestReady
 from ..._http_peers import http_url
 from ..._http_server import ServerConfig, server_config
 from ...stores import Sharing, Stores
 from .._listen import close_listeners, peer_of, serve_until_stopped
 from .._session import DEFAULT_GRACE_SECONDS, Handler
+from .auth import admit, prefetch
 from .common import H11Stream
 from .endpoint import ENDPOINTS
 from .sessions import PEER, SessionTable, close_sse_stream
@@ -99,6 +102,8 @@ async def serve_http(
     stores: Stores | None = None,
     stop: trio.Event | None = None,
     grace_seconds: float = DEFAULT_GRACE_SECONDS,
+    auth: ResourceAuth | None = None,
+    ssl_context: ssl.SSLContext | None = None,
     task_status: trio.TaskStatus[HttpServerInfo] = trio.TASK_STATUS_IGNORED,
     **session_kw: Any,
 ) -> None:
@@ -141,6 +146,9 @@ async def serve_http(
             this instead stops everything at once.
         grace_seconds: seconds the requests in progress get after ``stop`` (default
             5.0).
+        auth: serve as an OAuth 2.1 protected resource (:mod:`mcp_ref._http_auth`).
+        ssl_context: serve HTTPS: each connection a ``trio.SSLStream`` (TLS in Python
+            over ``ssl.MemoryBIO``; ``docs/tls.md`` gives its cost), the URLs ``https``.
         task_status: ``started`` with an :class:`HttpServerInfo` once listening.
         **session_kw: passed to the handler's ``serve`` or to
             :func:`~mcp_ref.trio.open_session` (``default_timeout``, ...).
@@ -171,22 +179,27 @@ async def serve_http(
         cors_origins=cors_origins,
         access_log=access_log,
     )
-    server = HttpServer(handler, cfg, session_kw)
+    server = HttpServer(handler, cfg, session_kw, auth)
     if stores is not None:
         server.table.shared = Sharing(stores, cfg.limits.session_idle_seconds)
-    listeners = await trio.open_tcp_listeners(port, host=host)
+    listeners: Any = await trio.open_tcp_listeners(port, host=host)
     try:
         bound, port = listeners[0].socket.getsockname()[:2]
+        origin = http_url(bound, port, "")
+        if ssl_context is not None:
+            listeners = [trio.SSLListener(x, ssl_context, https_compatible=True) for x in listeners]
+            origin = "https" + origin[4:]
         info = HttpServerInfo(
             host=bound,
             port=port,
-            url=http_url(bound, port, path),
-            legacy_sse_url=http_url(bound, port, legacy_sse_path) if cfg.legacy_sse else None,
+            url=origin + path,
+            legacy_sse_url=origin + legacy_sse_path if cfg.legacy_sse else None,
             stop=trio.Event() if stop is None else stop,
         )
         async with trio.open_nursery() as nursery:
             await nursery.start(server.table.supervisor.run)
             nursery.start_soon(server.table.reaper)
+            nursery.start_soon(prefetch, auth)  # a JWT verifier's keys, once
             log.info("serving MCP on %s", info.url)
             task_status.started(info)
             await serve_until_stopped(
@@ -212,8 +225,9 @@ class HttpServer:
         handler: Handler | Callable[[], Handler],
         cfg: ServerConfig,
         session_kw: dict[str, Any],
+        auth: ResourceAuth | None = None,
     ) -> None:
-        self.cfg = cfg
+        self.cfg, self.auth = cfg, auth
         self.table = SessionTable(handler, limits=cfg.limits, session_kw=session_kw)
         # Header-rule outcomes per (target, header set); see RequestHeaders.  Bounded.
         self._memos: dict[tuple[Any, ...], dict[Any, Any]] = {}
@@ -227,7 +241,7 @@ class HttpServer:
         docstring).  The sessions it creates count against its client's address
         (:data:`~.sessions.PEER` holds it while this runs)."""
         peer_token = PEER.set(peer := peer_of(stream))
-        conn = ServerConnection(self.cfg, self._memos, peer, trio.current_time)
+        conn = server_connection(self.cfg, self._memos, peer, trio.current_time, auth=self.auth)
         h = H11Stream(stream, h11.SERVER, conn=conn.h11)
         try:
             while True:
@@ -251,9 +265,10 @@ class HttpServer:
                 if not isinstance(event, RequestReady):
                     return  # CLOSED
                 try:
-                    if self.table.shared is not None:  # (mcp_ref.stores)
-                        await self.table.shared.before(self.table, event)
-                    await ENDPOINTS[event.endpoint](self.cfg, self.table, h, event)
+                    if await admit(self.auth, h, event, self.table.sessions):
+                        if self.table.shared is not None:  # (mcp_ref.stores)
+                            await self.table.shared.before(self.table, event)
+                        await ENDPOINTS[event.endpoint](self.cfg, self.table, h, event)
                 except Refused as refused:  # its answer, unless a response has begun
                     data = conn.refuse(refused.error, event.last)
                     if data:

@@ -40,6 +40,7 @@ import trio
 from ... import _http as rules
 from ..._http import HttpLimits, Refused, checked, http_error
 from ..._http_answers import ResponseHeads
+from ..._http_auth import CALLER, Caller, owner_key
 from ..._http_messages import MessageInfo
 from ..._http_sessions import SessionBook
 from ..._http_streams import LogicalStream, SessionKind, SessionStreams
@@ -125,7 +126,10 @@ class HttpSession:
         self.id = session_id
         self.kind = kind
         self.state = SessionStreams(kind, limits)
-        self.input_send, self.input_receive = trio.open_memory_channel[bytes](_INPUT_QUEUE)
+        # Each body queued with who sent it (the reader's handlers see it: _http_auth).
+        self.input_send, self.input_receive = trio.open_memory_channel[tuple[bytes, Caller | None]](
+            _INPUT_QUEUE
+        )
         self.queued = 0  # bodies in the input queue (an evictable session has none)
         self.session: Session | None = None  # the MCP session, once it runs
         self.last_used = trio.current_time()
@@ -139,6 +143,8 @@ class HttpSession:
         """The heads of its answers, each built once."""
         self.flush: Callable[[], Awaitable[None]] | None = None  # shared (mcp_ref.stores)
         self._on_end = on_end
+        caller = CALLER.get()  # who opens it owns it (the request's task: _http_auth)
+        self.owner = owner_key(caller.identity if caller is not None else None)
 
     def wake(self, stream: LogicalStream) -> None:
         """Tell the responses writing ``stream`` that it changed (call their wakers)."""
@@ -185,7 +191,7 @@ class HttpSession:
             return True
         self.queued += 1
         try:
-            await self.input_send.send(body)
+            await self.input_send.send((body, CALLER.get()))
         except (trio.ClosedResourceError, trio.BrokenResourceError):
             self.queued -= 1
             return False
@@ -210,10 +216,11 @@ class HttpSession:
     async def receive(self) -> bytes:
         """The next queued POST body; ``b""`` once the session was ended."""
         try:
-            data = await self.input_receive.receive()
+            data, caller = await self.input_receive.receive()
         except (trio.EndOfChannel, trio.ClosedResourceError):
             return b""
         self.queued -= 1
+        CALLER.set(caller)
         return data
 
     def attach_session(self, session: Session) -> None:

@@ -1,0 +1,113 @@
+"""The resource-server check of one HTTP request, on trio (the decisions are
+:mod:`mcp_ref._http_auth`'s): run the check, make the verifier's HTTP exchanges, write
+the refusal or set who is calling.  Shared by :mod:`.server` and :mod:`mcp_ref.asgi`.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import h11
+import trio
+
+from ..._http import Refused
+from ..._http_auth import (
+    CALLER,
+    ResourceAuth,
+    answer_events,
+    caller_of,
+    check_http_request,
+    session_refusal,
+)
+from ..._http_connection import RequestReady
+from ..._oauth_http import HttpRequest, HttpResponse, read_answer
+from ..._oauth_resource import challenge
+from ..._oauth_resource_guard import Allowed
+from ..._oauth_verify import NeedFetch
+from .client_connections import _Exchange
+from .common import H11Stream
+
+__all__ = ["admit", "fetch", "prefetch"]
+
+log = logging.getLogger("mcp_ref.trio.http")
+
+
+async def admit(
+    auth: ResourceAuth | None, stream: Any, req: RequestReady, sessions: Mapping[str, Any]
+) -> bool:
+    """Check ``req`` (``auth`` None: no check) and set
+    :data:`~mcp_ref._http_auth.CALLER` for this task; False when refused, the answer written to ``stream`` (an
+    :class:`~.common.H11Stream` or its ASGI stand-in).
+
+    Raises:
+        Refused: 404, ``req`` names a session another caller opened (``sessions``:
+            the live ones, by id).
+    """
+    if auth is None:
+        CALLER.set(caller_of(None, req, None))
+        return True
+    # Spec: 2025-06-18/basic/transports#security-warning.3
+    # "Servers SHOULD implement proper authentication for all connections"
+    # Spec: 2025-11-25/basic/authorization#access-token-privilege-restriction.1
+    # "MCP servers MUST validate access tokens before processing the request"
+    try:
+        outcome = check_http_request(auth, req, now=time.time())
+        while isinstance(outcome, NeedFetch):
+            outcome = outcome.resume(await fetch(outcome.request, auth), now=time.time())
+    except Exception:  # a verifier's bug: this request is refused, the server goes on
+        log.exception("the token verifier failed")
+        outcome = challenge(auth.config, "unavailable", description="the token verifier failed")
+    if isinstance(outcome, Allowed):
+        CALLER.set(caller_of(auth, req, outcome.identity))
+        refusal = session_refusal(req, sessions, outcome.identity)
+        if refusal is not None:
+            raise Refused(refusal)
+        return True
+    CALLER.set(None)
+    await stream.send(*answer_events(outcome, last=req.last))
+    return False
+
+
+async def prefetch(auth: ResourceAuth | None) -> None:
+    """Fetch a JWT verifier's keys once at start-up
+    (:meth:`~mcp_ref._oauth_verify_jwt.JwtVerifier.receive_jwks`), so that the
+    requests arriving first do not each fetch them; a failure changes nothing."""
+    verifier: Any = auth.verifier if auth is not None else None
+    if getattr(verifier, "jwks_url", None) is not None and hasattr(verifier, "receive_jwks"):
+        assert auth is not None
+        verifier.receive_jwks(await fetch(verifier.jwks_request(), auth), now=time.time())
+
+
+async def fetch(request: HttpRequest, auth: ResourceAuth) -> HttpResponse | None:
+    """One HTTP exchange of the verifier, on a connection of its own, within
+    ``auth.fetch_timeout`` seconds, as the client's sign-in exchanges go (redirects not
+    followed, the body cut past ``request.max_body_bytes``); None when it failed.  It
+    carries only what the verifier put in it."""
+    wire = request.on_the_wire()
+    try:
+        with trio.fail_after(auth.fetch_timeout):
+            raw: trio.abc.Stream
+            if wire.tls:
+                context = auth.ssl_context or ssl.create_default_context()
+                raw = await trio.open_ssl_over_tcp_stream(wire.host, wire.port, ssl_context=context)
+            else:
+                raw = await trio.open_tcp_stream(wire.host, wire.port)
+            ex = _Exchange(H11Stream(raw, h11.CLIENT), None, reused=False)
+            try:
+                await ex.write(request.method, wire.target, wire.headers, request.body)
+                await ex.read_head()
+                parts: list[bytes] = []
+                size = 0
+                while size <= request.max_body_bytes and (chunk := await ex.next_chunk()):
+                    parts.append(chunk)
+                    size += len(chunk)
+            finally:
+                await ex.conn.aclose()
+    except (OSError, trio.BrokenResourceError, trio.TooSlowError, h11.ProtocolError) as exc:
+        log.warning("the token verifier could not fetch %s: %r", request.url, exc)
+        return None
+    return read_answer(ex.status, ex.headers, parts, request.max_body_bytes)
