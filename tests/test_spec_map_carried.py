@@ -37,22 +37,22 @@ from spec_map.side import PAGE_MAP, SIDE_BY_SIDE, format_pairs, pairs
 OLD, NEW = "2099-01-01", "2099-02-02"
 PAGES = {
     OLD: {
-        "basic/rules": "# Rules\n\n## Ids\n\nRequest ids **MUST** be strings or integers.\n"
+        "basic/lifecycle": "# Rules\n\n## Ids\n\nRequest ids **MUST** be strings or integers.\n"
         "The client **MUST** send `initialize` first.\n"
         "Progress **MUST** increase.\n",
     },
     NEW: {
         # Same sentences (one with other markup and line breaks), one changed.
-        "basic/rules": "# Rules\n\n## Ids\n\nRequest ids **MUST** be *strings*\n or integers.\n"
+        "basic/lifecycle": "# Rules\n\n## Ids\n\nRequest ids **MUST** be *strings*\n or integers.\n"
         "The client **MUST** send `initialize` first.\n"
         "Progress **MUST** increase strictly.\n",
     },
 }
 TABLE = (
-    Revision(OLD, REQUIRED, ("basic/rules",), "synthetic"),
-    Revision(NEW, CITABLE, ("basic/rules",), "synthetic"),
+    Revision(OLD, REQUIRED, ("basic/lifecycle",), "synthetic"),
+    Revision(NEW, CITABLE, ("basic/lifecycle",), "synthetic"),
 )
-IDS, INIT, PROGRESS = (f"basic/rules#ids.{n}" for n in (1, 2, 3))
+IDS, INIT, PROGRESS = (f"basic/lifecycle#ids.{n}" for n in (1, 2, 3))
 
 
 def _tree(tmp_path: Path, carried: str, *, source_passes: bool = True) -> Analysis:
@@ -142,7 +142,7 @@ def test_a_waived_source_carries_nothing(tmp_path: Path) -> None:
         (_entry(PROGRESS), "its text differs"),
         # A source of the same or a later revision.
         (_entry(IDS, via=f"{NEW}/{IDS}"), "not of an earlier revision"),
-        (_entry(IDS, via=f"{OLD}/basic/rules#ids.9"), "unknown clause id"),
+        (_entry(IDS, via=f"{OLD}/basic/lifecycle#ids.9"), "unknown clause id"),
         (_entry(IDS) + _entry(IDS), "listed twice"),
     ],
 )
@@ -284,7 +284,35 @@ def test_the_open_list_is_grouped_by_page_and_counts_what_is_settled(tmp_path: P
     text = render_open(analysis, NEW)
     assert text.startswith(f"# Open clauses of {NEW}\n")
     assert "0 done, 1 carried" in text and "**2 open**" in text
-    assert "| [basic/rules](#basicrules) | 2 |" in text
-    body = text.split("## basic/rules\n", 1)[1]
+    assert "| [basic/lifecycle](#basiclifecycle) | 2 |" in text
+    body = text.split("## basic/lifecycle\n", 1)[1]
     assert f"`{NEW}/{INIT}`" in body and f"`{NEW}/{PROGRESS}`" in body
     assert f"`{NEW}/{IDS}`" not in body  # carried: settled
+
+
+def test_the_commands_read_the_table_given_and_none_with_another_catalog(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _tree(tmp_path, _entry(IDS))
+    args = ["--root", str(tmp_path), "--catalog", str(tmp_path / "clauses")]
+    args += ["--waivers", str(tmp_path / "waivers.toml")]
+    args += ["--results", str(tmp_path / "results.json")]
+    out = tmp_path / "open.md"
+    # Another catalog than the committed one: no carried table unless one is named.
+    assert cli.main(["open", *args, "--revision", NEW, "--out", str(out)]) == 0
+    assert "0 carried" in out.read_text(encoding="utf-8")
+    given = [*args, "--carried", str(tmp_path / "carried.toml")]
+    assert cli.main(["open", *given, "--revision", NEW, "--out", str(out)]) == 0
+    assert "1 carried" in out.read_text(encoding="utf-8")
+    capsys.readouterr()
+    # The generator proposes only what the table does not decide yet.
+    assert cli.main(["carried", *given, "--revision", NEW]) == 0
+    proposed = capsys.readouterr().out
+    assert f'id = "{NEW}/{INIT}"' in proposed and f'id = "{NEW}/{IDS}"' not in proposed
+    # Appended: the forbidden one comes as [[not_carried]], its reason filled in.
+    assert cli.main(["carried", *given, "--revision", NEW, "--append"]) == 0
+    (refused,) = load_carried(tmp_path / "carried.toml").not_carried
+    assert refused.id == f"{NEW}/{INIT}" and "initiali" in refused.note
+    capsys.readouterr()
+    assert cli.main(["carried", *given, "--revision", NEW]) == 0
+    assert capsys.readouterr().out.strip() == f"no new candidates in {NEW}"
