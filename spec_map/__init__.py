@@ -9,13 +9,17 @@ spec pages, for every revision the project speaks or is about to speak (2024-11-
 ``2025-06-18/basic/lifecycle#version-negotiation.2`` (see :mod:`spec_map.extract`).
 Code cites clauses with ``# Spec: <id>`` comments (each followed by a quote of the
 clause, :mod:`spec_map.quotes`), tests with ``@pytest.mark.spec("<id>")``;
-``waivers.toml`` lists clauses deliberately left out.  Any catalogued clause may be
+``waivers.toml`` lists clauses deliberately left out, and ``carried.toml`` the clauses of
+a later revision done *through* the identical, done clause of an earlier one on code
+both eras share (:mod:`spec_map.carried`; shown apart, "done via <source>").  Any catalogued clause may be
 cited; an unknown id is an error.  ``python -m spec_map check`` tells, revision by
 revision, which library-binding MUST clauses are neither implemented and tested nor
 waived, and fails when such a clause is open in a revision whose setting is
 ``required`` (:mod:`spec_map.revisions`, the one table of settings: today 2025-06-18);
-``report`` draws it as a static HTML page; ``modules`` lists the clauses each
-``mcp_ref`` module cites.  The pytest plugin (:mod:`spec_map.pytest_plugin`) records
+``report`` draws it as a static HTML page (both print 2025-11-25 and 2026-07-28 side by
+side per page, :mod:`spec_map.side`); ``open`` writes ``open-<revision>.md``, what is
+left (:mod:`spec_map.openlist`); ``carried`` proposes ``carried.toml`` entries to review;
+``modules`` lists the clauses each ``mcp_ref`` module cites.  The pytest plugin (:mod:`spec_map.pytest_plugin`) records
 which cited clauses passing tests prove.
 
 Standard library only.

@@ -14,8 +14,11 @@ A clause is *required* when all of these hold:
 A required clause is *satisfied* when it is **waived** in ``waivers.toml``, or when it is
 both **implemented** (cited by a ``# Spec:`` comment under ``mcp_ref/``) **and tested**
 (cited by the ``spec`` marker of a test that passed in the last recorded run,
-``spec_map/results.json``).  With ``--no-results`` (or no results file), a test marker
-citing it is enough for "tested".  The project implements both roles, so a clause
+``spec_map/results.json``), or when it is **carried**: listed in ``carried.toml`` as the
+same sentence as a done clause of an earlier revision whose code both eras share (the
+rule is in :mod:`spec_map.carried`; shown apart as "done via <source>", never as done).
+With ``--no-results`` (or no results file), a test marker citing it is enough for
+"tested".  The project implements both roles, so a clause
 binding only one side still counts; one we choose not to do needs a waiver.
 
 SHOULD-level clauses follow the same rule but are only counted, never failing.
@@ -44,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from .binds import LIBRARY_BINDS
+from .carried import Carried, CarriedError, apply, load_carried
 from .catalog import ID_PATTERN, Catalog, page_of
 from .cites import Citation, scan
 from .quotes import problems as quote_problems
@@ -78,8 +82,12 @@ RULE = textwrap.dedent(
     spec_map/revisions.py; other pages only for clauses that are cited) is satisfied
     when it is waived in waivers.toml, or when it is BOTH cited by a '# Spec: <id>'
     comment under mcp_ref/ AND cited by @pytest.mark.spec on a test that passed in the
-    last run (spec_map/results.json, written by the pytest plugin).  With --no-results a
-    test marker alone counts as tested.  Clauses binding only one side still count
+    last run (spec_map/results.json, written by the pytest plugin), or when it is
+    carried: listed in carried.toml as the same sentence as a done clause of an earlier
+    revision whose code both eras share (shown as 'done via <source>'; initialize,
+    sessions, the handshake, capabilities, logging/setLevel and resources/subscribe are
+    never carried).  With --no-results a test marker alone counts as tested.  Clauses
+    binding only one side still count
     (mcp_ref implements both); one we do not do needs a waiver.  Host-bound clauses (UI,
     user consent) are counted apart.  SHOULD clauses are counted, never failing.  Every
     revision is catalogued and citable, and counted on its own; only a revision whose
@@ -114,6 +122,10 @@ class ClauseStatus:
     """Node ids of tests that cite it and were skipped (or xfailed)."""
     waiver: str | None = None
     """The waiver reason, or None."""
+    carried: Carried | None = None
+    """Its ``carried.toml`` entry (checked by :func:`spec_map.carried.apply`), or None."""
+    source: ClauseStatus | None = None
+    """With :attr:`carried`, the status of the clause it is carried from."""
     scope: bool = False
     """True if the clause's page is implemented or the clause is cited."""
     enforced: bool = True
@@ -156,9 +168,22 @@ class ClauseStatus:
         return self.scope and self.library and self.level in ("MUST", "SHOULD")
 
     @property
+    def done_via(self) -> str | None:
+        """The id of the done clause this one is carried from, or None: listed in
+        ``carried.toml``, not done itself, and its source done (not carried, not
+        waived)."""
+        if self.source is None or (self.implemented and self.tested):
+            return None
+        return self.source.id if self.source.status == "done" else None
+
+    @property
     def satisfied(self) -> bool:
-        """Waived, or implemented and tested."""
-        return self.waiver is not None or (self.implemented and self.tested)
+        """Waived, implemented and tested, or carried from a done clause."""
+        return (
+            self.waiver is not None
+            or (self.implemented and self.tested)
+            or self.done_via is not None
+        )
 
     @property
     def required(self) -> bool:
@@ -169,7 +194,8 @@ class ClauseStatus:
     def status(self) -> str:
         """One word for reports.
 
-        ``waived``, ``done`` (implemented and tested), ``untested`` (implemented only),
+        ``waived``, ``done`` (implemented and tested), ``carried`` (done through an
+        earlier revision's clause, :attr:`done_via`), ``untested`` (implemented only),
         ``unimplemented`` (tested only), ``open`` (neither), ``host`` (binds the host and
         is not cited), ``unchecked`` (a page outside the project, not cited).
         """
@@ -177,6 +203,8 @@ class ClauseStatus:
             return "waived"
         if self.implemented and self.tested:
             return "done"
+        if self.done_via is not None:
+            return "carried"
         if self.implemented:
             return "untested"
         if self.tested:
@@ -200,6 +228,8 @@ class PageSummary:
     must: int = 0
     implemented: int = 0
     tested: int = 0
+    carried: int = 0
+    """MUSTs done through an earlier revision's clause (``carried.toml``)."""
     waived: int = 0
     open: int = 0
     should: int = 0
@@ -225,6 +255,8 @@ class RevisionSummary:
     """Required clauses: library-binding MUSTs on implemented pages, or cited."""
     done: int = 0
     """Required clauses implemented and tested (not waived)."""
+    carried: int = 0
+    """Required clauses done through an earlier revision's clause (``carried.toml``)."""
     waived: int = 0
     open: int = 0
     """Required clauses neither waived nor implemented and tested."""
@@ -294,6 +326,8 @@ class Analysis:
                 row.required += 1
                 if status.waiver is not None:
                     row.waived += 1
+                elif status.done_via is not None:
+                    row.carried += 1
                 elif status.satisfied:
                     row.done += 1
                 else:
@@ -328,6 +362,7 @@ class Analysis:
                 row.implemented += status.implemented
                 row.tested += status.tested
                 row.waived += status.waiver is not None
+                row.carried += status.status == "carried"
                 row.open += not status.satisfied
             else:
                 row.should += 1
@@ -398,6 +433,7 @@ def analyze(
     package: str = "mcp_ref",
     tests: str = "tests",
     revisions: Iterable[Revision] = REVISIONS,
+    carried_path: Path | None = None,
 ) -> Analysis:
     """Scan ``root`` and combine citations, waivers and test results with the catalog.
 
@@ -410,6 +446,7 @@ def analyze(
         revisions: the settings table (default :data:`spec_map.revisions.REVISIONS`);
             a catalog revision missing from it is ``required``
             (:func:`spec_map.revisions.policy`).
+        carried_path: ``carried.toml`` (:mod:`spec_map.carried`), or None for none.
 
     Returns:
         The :class:`Analysis`; problems are in its ``errors`` and ``warnings``, never
@@ -450,6 +487,14 @@ def analyze(
     errors.extend(waiver_errors)
     for cid, reason in reasons.items():
         statuses[cid].waiver = reason
+    try:
+        listed = load_carried(carried_path) if carried_path is not None else None
+        carried, carried_errors = apply(listed, catalog) if listed is not None else ({}, [])
+    except CarriedError as exc:
+        carried, carried_errors = {}, [str(exc)]
+    errors.extend(carried_errors)
+    for cid, entry in carried.items():
+        statuses[cid].carried, statuses[cid].source = entry, statuses[entry.via]
     results = load_results(results_path) if results_path is not None else None
     use_results = results_path is not None
     if results_path is not None and results is None:
@@ -469,6 +514,8 @@ def analyze(
         status.scope = rev.in_scope(status.clause["page"]) or bool(status.code or status.tests)
         if status.waiver is not None and status.implemented:
             warnings.append(f"{status.id} is waived but cited in code ({status.code[0].path})")
+        if status.carried is not None and status.implemented and status.tested:
+            warnings.append(f"{status.id} is done itself: its carried.toml row is redundant")
     return Analysis(
         catalog=catalog,
         statuses=statuses,
@@ -483,11 +530,23 @@ def analyze(
 
 def format_table(rows: Iterable[PageSummary]) -> str:
     """The per-page table, as aligned text, with a total row."""
-    head = ("page", "clauses", "MUST", "impl", "tested", "waived", "open", "SHOULD", "ok", "host")
+    head = (
+        "page",
+        "clauses",
+        "MUST",
+        "impl",
+        "tested",
+        "carried",
+        "waived",
+        "open",
+        "SHOULD",
+        "ok",
+        "host",
+    )
     lines: list[tuple[str, ...]] = [head]
     total = PageSummary(page="TOTAL", scope=True)
     for row in rows:
-        for name in ("clauses", "must", "implemented", "tested", "waived", "open"):
+        for name in ("clauses", "must", "implemented", "tested", "carried", "waived", "open"):
             setattr(total, name, getattr(total, name) + getattr(row, name))
         for name in ("should", "should_ok", "host"):
             setattr(total, name, getattr(total, name) + getattr(row, name))
@@ -513,13 +572,14 @@ def aligned(lines: list[tuple[str, ...]]) -> str:
 
 def _row(row: PageSummary) -> tuple[str, ...]:
     if not row.scope:
-        return (row.page + " (not implemented)", str(row.clauses), *("-",) * 7, str(row.host))
+        return (row.page + " (not implemented)", str(row.clauses), *("-",) * 8, str(row.host))
     return (
         row.page,
         str(row.clauses),
         str(row.must),
         str(row.implemented),
         str(row.tested),
+        str(row.carried),
         str(row.waived),
         str(row.open),
         str(row.should),
@@ -539,6 +599,7 @@ def format_revisions(rows: Iterable[RevisionSummary]) -> str:
         "MAY",
         "required",
         "done",
+        "carried",
         "waived",
         "open",
         "cited",
@@ -550,7 +611,7 @@ def format_revisions(rows: Iterable[RevisionSummary]) -> str:
                 r.revision,
                 r.setting,
                 *(str(n) for n in (r.clauses, r.must, r.should, r.may, r.required)),
-                *(str(n) for n in (r.done, r.waived, r.open, r.cited)),
+                *(str(n) for n in (r.done, r.carried, r.waived, r.open, r.cited)),
             )
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
@@ -575,6 +636,8 @@ def format_open(statuses: Iterable[ClauseStatus]) -> str:
             got.append("test markers at " + ", ".join(f"{c.path}:{c.line}" for c in s.tests))
         if s.failed:
             got.append("failing: " + ", ".join(s.failed))
+        if s.source is not None:
+            got.append(f"carried from {s.source.id}, which is {s.source.status}")
         state = "; ".join(got) if got else "not cited"
         text = s.clause["text"]
         if s.clause["detail"]:

@@ -2,7 +2,8 @@
 
 Commands: ``extract`` (regenerate ``clauses/<revision>.json`` for every revision),
 ``check`` (coverage of the MUST clauses, per revision; fails on the ``required``
-revisions' open ones), ``report`` (static HTML page), ``modules`` (clauses cited per
+revisions' open ones), ``carried`` (propose ``carried.toml`` entries), ``open`` (write
+``open-<revision>.md``, what is left), ``report`` (static HTML page), ``modules`` (clauses cited per
 module), ``diagram`` (regenerate the committed lifecycle diagram), ``quotes`` (the
 quote under every tag), ``prove`` (mutation proof).
 """
@@ -28,6 +29,7 @@ from .revisions import REQUIRED
 __all__ = ["build_parser", "main"]
 
 WAIVERS_PATH = PACKAGE_DIR / "waivers.toml"
+CARRIED_PATH = PACKAGE_DIR / "carried.toml"
 RESULTS_PATH = PACKAGE_DIR / "results.json"
 
 
@@ -55,7 +57,16 @@ def _analysis(args: argparse.Namespace) -> check_mod.Analysis:
         catalog=catalog,
         waivers_path=Path(args.waivers),
         results_path=results,
+        carried_path=_carried_path(args),
     )
+
+
+def _carried_path(args: argparse.Namespace) -> Path | None:
+    """``--carried``; by default ``spec_map/carried.toml`` with the committed catalog,
+    none with another (its ids name the committed catalog's clauses)."""
+    if args.carried:
+        return Path(args.carried)
+    return CARRIED_PATH if Path(args.catalog).resolve() == CATALOG_DIR.resolve() else None
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -74,6 +85,13 @@ def _cmd_check(args: argparse.Namespace) -> int:
     print("\nEvery revision (only a 'required' one's open clauses fail; settings in")
     print("spec_map/revisions.py; --revision REV shows a revision's pages):")
     print(check_mod.format_revisions(analysis.revision_summaries()))
+    from .side import SIDE_BY_SIDE, format_pairs, pairs
+
+    old, new = SIDE_BY_SIDE
+    if old in analysis.policies and new in analysis.policies:
+        print(f"\n{old} and {new} side by side (library-binding MUSTs per page; carried =")
+        print("done through an earlier revision's clause, spec_map/carried.toml):")
+        print(format_pairs(pairs(analysis, old, new), old, new))
     from .proof import check_text
 
     print(check_text(analysis))
@@ -96,6 +114,54 @@ def _cmd_check(args: argparse.Namespace) -> int:
         + ("" if args.list_open or not open_count else "; --list-open shows them")
     )
     return 0 if analysis.ok else 1
+
+
+def _cmd_carried(args: argparse.Namespace) -> int:
+    from .carried import CarriedError, CarriedTable, candidates, format_candidates, load_carried
+
+    try:
+        analysis = _analysis(args)
+        path = _carried_path(args)
+        table = load_carried(path) if path is not None else CarriedTable()
+    except (OSError, ValueError, CarriedError) as exc:
+        print(f"spec_map: {exc}", file=sys.stderr)
+        return 2
+    done = [s.id for s in analysis.statuses.values() if s.status == "done"]
+    levels = ("MUST", "SHOULD") if args.include_should else ("MUST",)
+    found = candidates(analysis.catalog, done, args.revision, table, levels)
+    where = {
+        s.id: ", ".join(f"{c.path}:{c.line}" for c in s.code)
+        for s in analysis.statuses.values()
+        if s.code
+    }
+    text = format_candidates(found, where)
+    if args.append and found:
+        path = path or CARRIED_PATH
+        with path.open("a", encoding="utf-8") as out:
+            out.write("\n# --- proposed by `python -m spec_map carried`: review each ---\n\n")
+            out.write(text)
+        print(f"appended {len(found)} entr(ies) to {path}; review them")
+    else:
+        print(text or f"no new candidates in {args.revision}")
+    return 0
+
+
+def _cmd_open(args: argparse.Namespace) -> int:
+    from .openlist import render_open
+
+    try:
+        analysis = _analysis(args)
+    except (OSError, ValueError) as exc:
+        print(f"spec_map: cannot load the catalog: {exc}", file=sys.stderr)
+        return 2
+    text = render_open(analysis, args.revision)
+    if args.out == "-":
+        print(text, end="")
+        return 0
+    out = Path(args.out or PACKAGE_DIR / f"open-{args.revision}.md")
+    out.write_text(text, encoding="utf-8")
+    print(f"wrote {out}")
+    return 0
 
 
 def _shown(analysis: check_mod.Analysis, asked: list[str] | None) -> list[str]:
@@ -164,6 +230,11 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="catalog to use: a folder of <revision>.json files, or one such file",
     )
     p.add_argument("--waivers", default=str(WAIVERS_PATH), help="waivers.toml to use")
+    p.add_argument(
+        "--carried",
+        help="carried.toml to use (default: spec_map/carried.toml with the committed "
+        "catalog, none with another)",
+    )
     p.add_argument("--results", default=str(RESULTS_PATH), help="results.json to use")
     p.add_argument(
         "--no-results",
@@ -202,6 +273,31 @@ def build_parser() -> argparse.ArgumentParser:
         "clauses); 'all' for every one; repeatable",
     )
     p.set_defaults(func=_cmd_check)
+
+    p = sub.add_parser(
+        "carried",
+        help="propose carried.toml entries: clauses repeating a done clause of an earlier "
+        "revision word for word (to review by hand)",
+    )
+    _common(p)
+    p.add_argument("--revision", default="2026-07-28", help="the later revision")
+    p.add_argument("--include-should", action="store_true", help="propose SHOULDs too")
+    p.add_argument(
+        "--append",
+        action="store_true",
+        help="append the proposals to carried.toml (an empty 'shared' fails check until "
+        "a reviewer fills it in or moves the entry to [[not_carried]])",
+    )
+    p.set_defaults(func=_cmd_carried)
+
+    p = sub.add_parser(
+        "open",
+        help="write open-<revision>.md: the revision's open required clauses, by page",
+    )
+    _common(p)
+    p.add_argument("--revision", default="2026-07-28", help="the revision to list")
+    p.add_argument("--out", help="output file (default spec_map/open-<revision>.md; - for stdout)")
+    p.set_defaults(func=_cmd_open)
 
     p = sub.add_parser(
         "report",

@@ -3,12 +3,15 @@
 One self-contained page, ``<out>/index.html``: inline CSS, no scripts, nothing fetched
 from the network.  It holds the rule, a table of every catalogued revision (its setting
 from :mod:`spec_map.revisions`, its clauses by level, its required clauses done, waived
-and open), the mutation proof, the lifecycle diagram (inline SVG drawn from
+and open), 2025-11-25 and 2026-07-28 side by side page by page (:mod:`spec_map.side`),
+the mutation proof, the lifecycle diagram (inline SVG drawn from
 ``mcp_ref/_state.py``), then each revision in turn: its per-page summary table and its
 spec page by page: every clause with its id, keyword, whom it binds, its text, and
 coloured by status, with relative links (``file#Lnn``) to the code lines and tests that
 cite it and the waiver reason.  An open required clause is red in a ``required``
-revision, pale red in a ``citable`` one (it does not fail the check).
+revision, pale red in a ``citable`` one (it does not fail the check).  A clause carried
+from an earlier revision's (``carried.toml``, :mod:`spec_map.carried`) has its own colour
+and says "done via <source>", linking to the source, whose code and tests it lists.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ table.summary td.n { text-align: right; } table.summary tr.out { color: #888; }
 .kw { font-weight: bold; padding: 0 4px; border-radius: 3px; background: #e8e8e8; }
 .badge { font-weight: bold; padding: 0 5px; border-radius: 3px; color: #fff; }
 .done { border-left-color: #2e8b3d; } .done .badge { background: #2e8b3d; }
+.carried { border-left-color: #2a7f9e; } .carried .badge { background: #2a7f9e; }
 .waived { border-left-color: #7a7a7a; } .waived .badge { background: #7a7a7a; }
 .untested, .unimplemented { border-left-color: #d29a00; }
 .untested .badge, .unimplemented .badge { background: #d29a00; }
@@ -60,6 +64,7 @@ table.summary td.n { text-align: right; } table.summary tr.out { color: #888; }
 
 _STATUS_TEXT = {
     "done": "implemented and tested",
+    "carried": "done via an earlier revision's clause",
     "waived": "waived",
     "untested": "implemented, not tested",
     "unimplemented": "tested, not cited in code",
@@ -85,10 +90,13 @@ def _clause_html(status: ClauseStatus, root: Path, out: Path) -> str:
     classes = ["clause", word]
     if word == "open" and not (status.required and status.enforced):
         classes.append("soft")
+    badge = _STATUS_TEXT[word]
+    if word == "carried":
+        badge = f"done via {status.done_via}"
     head = (
         f'<span class="id">{escape(status.id)}</span> '
         f'<span class="kw">{escape(c["keyword"])}</span> binds <b>{escape(c["binds"])}</b> '
-        f'<span class="badge">{escape(_STATUS_TEXT[word])}</span>'
+        f'<span class="badge">{escape(badge)}</span>'
     )
     if status.required:
         head += (
@@ -118,6 +126,23 @@ def _clause_html(status: ClauseStatus, root: Path, out: Path) -> str:
             )
     if status.waiver is not None:
         refs.append(f"waiver: {escape(status.waiver)}")
+    source = status.source
+    if source is not None and status.carried is not None:
+        link = f'<a href="#{_anchor(source.id)}"><code>{escape(source.id)}</code></a>'
+        if status.done_via is not None:
+            refs.append(f"carried from {link}: {escape(status.carried.note)}")
+            refs.append(
+                "its code: " + ", ".join(_link(root, out, x.path, x.line) for x in source.code)
+            )
+            refs.append(
+                '<span class="passed">its passing tests:</span> '
+                + ", ".join(f"<code>{escape(n)}</code>" for n in source.passed)
+            )
+        else:
+            refs.append(
+                f"listed as carried from {link}, which is {escape(source.status)}: "
+                "it counts as open until its source is done"
+            )
     from .proof import load_proof, proof_clause_html
 
     refs.extend(proof_clause_html(load_proof(), status.id))
@@ -152,16 +177,37 @@ def _diagram() -> str:
 def _page_table(rows: list[PageSummary]) -> list[str]:
     """One revision's per-page summary table."""
     html = ['<table class="summary"><tr>']
-    heads = ("page", "clauses", "MUST", "impl", "tested", "waived", "open", "SHOULD", "ok", "host")
+    heads = (
+        "page",
+        "clauses",
+        "MUST",
+        "impl",
+        "tested",
+        "carried",
+        "waived",
+        "open",
+        "SHOULD",
+        "ok",
+        "host",
+    )
     html.append("".join(f"<th>{h}</th>" for h in heads) + "</tr>")
     for row in rows:
         cls = "" if row.scope else ' class="out"'
         anchor = _anchor(f"{row.revision}/{row.page}")
         name = f'<a href="#{anchor}">{escape(row.page)}</a>'
         nums = (
-            (row.must, row.implemented, row.tested, row.waived, row.open, row.should, row.should_ok)
+            (
+                row.must,
+                row.implemented,
+                row.tested,
+                row.carried,
+                row.waived,
+                row.open,
+                row.should,
+                row.should_ok,
+            )
             if row.scope
-            else ("-",) * 7
+            else ("-",) * 8
         )
         cells = [str(row.clauses), *map(str, nums), str(row.host)]
         html.append(
@@ -184,6 +230,7 @@ def _revision_table(analysis: Analysis) -> list[str]:
         "MAY",
         "required",
         "done",
+        "carried",
         "waived",
         "open",
         "cited",
@@ -196,12 +243,26 @@ def _revision_table(analysis: Analysis) -> list[str]:
         "and shown here, never failing (settings: <code>spec_map/revisions.py</code>). "
         "MUST/SHOULD/MAY count clauses by their strongest keyword; <i>required</i> are the "
         "library-binding MUSTs on pages the project implements in that revision, or "
-        "cited; <i>cited</i> counts clauses of any level cited by a tag or a test.</p>",
+        "cited; <i>done</i> are implemented and tested; <i>carried</i> are done through the "
+        "same sentence of an earlier revision whose code both eras share "
+        "(<code>spec_map/carried.toml</code>), never counted as done; <i>cited</i> counts "
+        "clauses of any level cited by a tag or a test.</p>",
         '<table class="summary"><tr>' + "".join(f"<th>{h}</th>" for h in heads) + "</tr>",
     ]
     for r in analysis.revision_summaries():
         name = f'<a href="#{_anchor("rev-" + r.revision)}">{escape(r.revision)}</a>'
-        cells = (r.clauses, r.must, r.should, r.may, r.required, r.done, r.waived, r.open, r.cited)
+        cells = (
+            r.clauses,
+            r.must,
+            r.should,
+            r.may,
+            r.required,
+            r.done,
+            r.carried,
+            r.waived,
+            r.open,
+            r.cited,
+        )
         html.append(
             f"<tr><td>{name}</td><td>{escape(r.setting)}</td>"
             + "".join(f'<td class="n">{c}</td>' for c in cells)
@@ -209,6 +270,23 @@ def _revision_table(analysis: Analysis) -> list[str]:
         )
     html.append("</table>")
     return html
+
+
+def _side_by_side(analysis: Analysis) -> list[str]:
+    """2025-11-25 and 2026-07-28 page by page (:mod:`spec_map.side`)."""
+    from .side import SIDE_BY_SIDE, pairs, pairs_html
+
+    old, new = SIDE_BY_SIDE
+    if old not in analysis.policies or new not in analysis.policies:
+        return []
+    return [
+        f'<h2 id="side-by-side">{escape(old)} and {escape(new)} side by side</h2>',
+        f"<p>Library-binding MUSTs per page. {escape(new)} moved and split pages "
+        "(the note says how); a split page of "
+        f'{escape(old)} is counted once, <code>"</code> on the rows after. '
+        "<i>carried</i>: done via an earlier revision's clause.</p>",
+        *pairs_html(pairs(analysis, old, new), old, new),
+    ]
 
 
 def render_report(analysis: Analysis, *, root: Path, out: Path) -> str:
@@ -242,6 +320,7 @@ def render_report(analysis: Analysis, *, root: Path, out: Path) -> str:
         html += [f"<li><code>{escape(e)}</code></li>" for e in analysis.errors]
         html.append("</ul>")
     html += _revision_table(analysis)
+    html += _side_by_side(analysis)
     from .proof import report_html
 
     html.append(report_html(analysis))
