@@ -127,6 +127,9 @@ def e2e_rows(size: dict[str, Any], log: Callable[[str], None] = _log) -> list[Ro
         ("HTTP JSON", "http-json", False),
         ("HTTP SSE", "http-sse", False),
         ("WebSocket", "websocket", False),
+        # The 2026-07-28 era: no initialize, _meta on every request, no HTTP session.
+        ("stdio, 2026-07-28", "stdio-modern", False),
+        ("HTTP JSON, 2026-07-28", "http-json-modern", False),
     ]
     levels = (1, 100)
     for name, key, in_process in transports:

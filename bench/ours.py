@@ -178,19 +178,23 @@ def _child_env() -> dict[str, str]:
 
 
 @contextlib.asynccontextmanager
-async def open_stdio() -> AsyncIterator[Target]:
-    """Our client driving our echo server as a subprocess over stdio."""
+async def open_stdio(era: str = "legacy") -> AsyncIterator[Target]:
+    """Our client driving our echo server as a subprocess over stdio, in ``era``
+    (``"legacy"``: the initialize handshake; ``"modern"``: 2026-07-28, ``_meta`` on
+    every request)."""
     open_stdio_client = need("mcp_ref.client", "open_stdio_client")
     make_echo_server()  # fail early (NotBuilt) when the server API is missing
     env = _child_env()
-    async with open_stdio_client(ECHO_SERVER, env=env, cwd=str(ROOT), stderr="discard") as client:
+    async with open_stdio_client(
+        ECHO_SERVER, env=env, cwd=str(ROOT), stderr="discard", era=era
+    ) as client:
         call_tool = client.call_tool
         pid = _pid_of(client)
 
         async def call(text: str) -> str:
             return _text_of(await call_tool("echo", {"text": text}))
 
-        yield Target(call, pid, "mcp-ref client -> mcp-ref server (stdio)")
+        yield Target(call, pid, f"mcp-ref client -> mcp-ref server (stdio, {era})")
 
 
 def _pid_of(client: Any) -> int | None:
@@ -204,8 +208,11 @@ def _pid_of(client: Any) -> int | None:
 
 
 @contextlib.asynccontextmanager
-async def _open_network(layer: list[str], scheme: str, label: str) -> AsyncIterator[Target]:
-    """Our client driving our echo server in a subprocess over the network (loopback).
+async def _open_network(
+    layer: list[str], scheme: str, label: str, era: str = "legacy"
+) -> AsyncIterator[Target]:
+    """Our client driving our echo server in a subprocess over the network (loopback),
+    in ``era`` (a modern HTTP request opens no session: each POST stands alone).
 
     The server (``python -m bench.echo_server <layer> 0 ...``) prints its bound port on
     its first line; the opener connects there.
@@ -233,7 +240,9 @@ async def _open_network(layer: list[str], scheme: str, label: str) -> AsyncItera
         url = f"{scheme}://127.0.0.1:{int(line)}/mcp"
         # 100 requests in flight: above the HTTP client's default bound on concurrent
         # POSTs (64), as the echo server raises its stream bounds.
-        kw = {"max_concurrent_posts": 256} if scheme == "http" else {}
+        kw: dict[str, Any] = {"era": era}
+        if scheme == "http":
+            kw["max_concurrent_posts"] = 256
         async with opener(url, **kw) as client:
             call_tool = client.call_tool
 
@@ -252,6 +261,19 @@ def open_http_json() -> Any:
     return _open_network(["http", "0", "json"], "http", "mcp-ref client -> server (HTTP JSON)")
 
 
+def open_stdio_modern() -> Any:
+    """stdio, the 2026-07-28 era: our trio client -> our server (subprocess)."""
+    return open_stdio("modern")
+
+
+def open_http_json_modern() -> Any:
+    """Streamable HTTP, JSON answers, the 2026-07-28 era (no session): our trio client
+    -> our server (subprocess)."""
+    return _open_network(
+        ["http", "0", "json"], "http", "mcp-ref client -> server (HTTP JSON, modern)", "modern"
+    )
+
+
 def open_http_sse() -> Any:
     """Streamable HTTP, SSE answers: our trio client -> our server (subprocess)."""
     return _open_network(["http", "0", "sse"], "http", "mcp-ref client -> server (HTTP SSE)")
@@ -268,6 +290,8 @@ OPENERS: dict[str, Any] = {
     "stdio": open_stdio,
     "http-json": open_http_json,
     "http-sse": open_http_sse,
+    "stdio-modern": open_stdio_modern,
+    "http-json-modern": open_http_json_modern,
     "websocket": open_websocket,
 }
 """Row name -> opener, for :func:`main`."""
