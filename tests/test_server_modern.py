@@ -1077,3 +1077,38 @@ async def test_answers_too_large_to_carry_end_the_rounds() -> None:
             caps=ALL_CAPS,
         )
     assert error["code"] == -32603 and "cannot ask for more input" in error["message"]
+
+
+@spec("2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.9")
+async def test_a_state_is_bound_to_the_verified_token_holder() -> None:
+    from mcp_ref._http_auth import CALLER, Caller
+    from mcp_ref._oauth_verify import Identity
+
+    def caller(subject: str) -> Caller:
+        who = Identity(
+            subject=subject,
+            client_id="app",
+            scopes=frozenset(),
+            expires_at=None,
+            audience=(),
+            issuer="https://as.example",
+        )
+        return Caller(who, [])
+
+    server = greeter()
+    answer = {"user_name": {"action": "accept", "content": {"name": "Ada"}}}
+    retry = {"name": "greet", "arguments": {}, "inputResponses": answer}
+    token = CALLER.set(caller("alice"))
+    try:
+        async with modern(server) as alice:
+            state = (await _round_one(alice))["requestState"]
+            CALLER.set(caller("bob"))
+            async with modern(server) as bob:
+                stolen = await bob.error(
+                    "tools/call", {**retry, "requestState": state}, caps=ALL_CAPS
+                )
+            own = await alice.result("tools/call", {**retry, "requestState": state}, caps=ALL_CAPS)
+    finally:
+        CALLER.reset(token)
+    assert stolen["code"] == -32602 and stolen["data"]["reason"] == "other principal"
+    assert own["content"][0]["text"] == "Hello, Ada!"

@@ -66,6 +66,7 @@ from .._errors import (
     LocalProtocolError,
     McpError,
 )
+from .._http_auth import CALLER, owner_key
 from .._methods import capability_present
 from .._modern import MODERN_VERSIONS, SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY
 from .._modern import RequestContext as ModernContext
@@ -737,13 +738,17 @@ class Server:
 
     def principal_of(self, ctx: RequestContext) -> str | None:
         """Who is calling, as a string bound into every ``requestState`` this server
-        signs (a state issued to one caller is refused from another); None by default:
-        the server knows no caller.  Override it where requests carry a verified
-        identity (the access token's issuer and subject, for instance).
+        signs (a state issued to one caller is refused from another) and keying the
+        modern era's rate limits: the verified access token's issuer and subject (its
+        client id when it names no subject) on a server that checks tokens
+        (``serve_http(auth=...)``); None otherwise.  Override it to name callers some
+        other way.
 
         Source: 2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.9.
         """
-        return None
+        caller = CALLER.get()
+        owner = owner_key(caller.identity) if caller is not None else None
+        return None if owner is None else "\n".join(owner)
 
     def tool_input_schema(self, name: str) -> dict[str, Any] | None:
         """The ``inputSchema`` (JSON) of the tool ``name``, or None when there is none.
