@@ -245,8 +245,8 @@ def test_a_server_that_crashes_is_one_line_naming_its_error() -> None:
     assert crash.stderr.endswith("... RuntimeError: boom\n")
 
 
-def test_demo_prints_an_annotated_transcript() -> None:
-    done = run("demo")
+def test_demo_legacy_prints_the_handshake_eras_annotated_transcript() -> None:
+    done = run("demo", "--era", "legacy")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     messages = [line for line in lines if line[:4] in ("C→S ", "S→C ")]
@@ -268,6 +268,31 @@ def test_demo_prints_an_annotated_transcript() -> None:
         "(code -32002)",
     ):
         assert expected in text, expected
+    assert lines[-1] == f"{len(messages)} messages."
+
+
+def test_demo_speaks_the_2026_07_28_era_by_default() -> None:
+    done = run("demo")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    messages = [line for line in lines if line[:4] in ("C→S ", "S→C ")]
+    assert len(messages) >= 40
+    for line in messages:  # every section is the modern revision's
+        assert line.rsplit(" ", 1)[-1].startswith("2026-07-28/"), line
+    text = done.stdout
+    assert not [line for line in messages if "initialize" in line]
+    for expected in (
+        "C→S  request #1 server/discover",
+        '"io.modelcontextprotocol/protocolVersion":"2026-07-28"',
+        "(input_required)         2026-07-28/basic/patterns/mrtr",
+        '"inputResponses":{"sampling-1"',
+        '"inputResponses":{"elicitation-1"',
+        "S→C  notification notifications/subscriptions/acknowledged",
+        "S→C  notification notifications/resources/updated",
+        "(code -32602)",
+    ):
+        assert expected in text, expected
+    assert "(code -32002)" not in text  # an unknown resource is -32602 in 2026-07-28
     assert lines[-1] == f"{len(messages)} messages."
 
 

@@ -179,6 +179,12 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="print an annotated transcript against the reference server")
     demo.add_argument("--full", action="store_true", help="print whole messages")
+    demo.add_argument(
+        "--era",
+        choices=("modern", "legacy"),
+        default="modern",
+        help="modern: 2026-07-28, no initialize (default); legacy: the initialize handshake",
+    )
     demo.add_argument("server_command", nargs=argparse.REMAINDER, metavar="-- CMD")
 
     inspect = sub.add_parser("inspect", help="list a server's tools, resources, prompts")
@@ -254,7 +260,7 @@ def _run(args: argparse.Namespace, out: TextIO) -> int:
         if words and words[0] == "--":
             words = words[1:]
         command = words or [sys.executable, "-m", "mcp_ref", "serve"]
-        runner = partial(demo_command, command, args.full, out)
+        runner = partial(demo_command, command, args.full, out, args.era)
     elif args.command == "inspect":
         if args.url and args.words:
             raise CliError("give --url or -- CMD..., not both")

@@ -11,7 +11,7 @@ from .. import types as t
 from .._errors import McpError
 from .._methods import METHODS
 
-__all__ = ["Transcript", "demo_command"]
+__all__ = ["MRTR_SECTION", "Transcript", "demo_command", "modern_section"]
 
 _WIDTH: Final = 160  # characters of JSON shown per message in the transcript
 
@@ -25,10 +25,20 @@ class Transcript:
         out: where to print.
         full: print whole messages instead of the first ``_WIDTH`` characters.
         local: the name of our side ("C" for a client).
+        era: ``"legacy"`` (sections of 2025-06-18) or ``"modern"`` (of 2026-07-28).
     """
 
-    def __init__(self, inner: Any, out: TextIO, *, full: bool = False, local: str = "C") -> None:
+    def __init__(
+        self,
+        inner: Any,
+        out: TextIO,
+        *,
+        full: bool = False,
+        local: str = "C",
+        era: str = "legacy",
+    ) -> None:
         self.inner = inner
+        self.era = era
         self.framing = inner.framing
         self.out = out
         self.full = full
@@ -76,6 +86,11 @@ class Transcript:
             print(f"{arrow}  (not JSON) {raw[:_WIDTH]!r}", file=self.out)
             return
         label, section = self._annotate(message, sender)
+        if self.era == "modern":
+            section = modern_section(section)
+            if isinstance(message.get("result"), dict):
+                if message["result"].get("resultType") == "input_required":
+                    label, section = label + " (input_required)", MRTR_SECTION
         text = raw.decode("utf-8", "replace")
         if not self.full and len(text) > _WIDTH:
             text = text[: _WIDTH - 3] + "..."
@@ -107,19 +122,44 @@ class Transcript:
         return f"result #{rid} of {what}", section
 
 
+MRTR_SECTION: Final = "2026-07-28/basic/patterns/mrtr"
+"""The page of a result that asks the client for input (``resultType: input_required``)."""
+
+# 2025-06-18 pages that 2026-07-28 moved (the rest keep their path, e.g. server/tools).
+_MOVED_PAGES: Final = {
+    "basic/utilities/progress": "basic/patterns/progress",
+    "basic/utilities/cancellation": "basic/patterns/cancellation",
+    "basic": "basic/index",
+}
+
+
+def modern_section(section: str) -> str:
+    """The 2026-07-28 section of a 2025-06-18 one (``2025-06-18/server/tools#x`` ->
+    ``2026-07-28/server/tools#x``; moved pages mapped, see
+    ``2026-07-28/changelog``); other strings unchanged."""
+    revision, _, rest = section.partition("/")
+    if revision != "2025-06-18":
+        return section
+    page, hash_, anchor = rest.partition("#")
+    return f"2026-07-28/{_MOVED_PAGES.get(page, page)}{hash_}{anchor}"
+
+
 def _step(out: TextIO, title: str) -> None:
     print(f"\n── {title} " + "─" * max(0, 70 - len(title)), file=out)
 
 
-async def demo_command(command: list[str], full: bool, out: TextIO) -> int:
+async def demo_command(command: list[str], full: bool, out: TextIO, era: str = "modern") -> int:
     """``mcp-ref demo``: run a client against the server started by ``command`` (the
     reference server by default) through every kind of message, printing each one with
     its spec section (:class:`Transcript`; ``full``: whole messages).  Returns 0.
 
+    ``era``: ``"modern"`` (2026-07-28: no initialize, ``_meta`` on every request, the
+    server asks for sampling and elicitation by answering ``input_required``) or
+    ``"legacy"`` (the initialize handshake of 2025-06-18 and the revisions before).
+
     Raises:
         McpError, SessionClosed: the server failed a step the demo expects to succeed.
     """
-    from ..client import open_client
     from ..trio import open_stdio_process
 
     def sample(params: t.CreateMessageRequestParams) -> t.CreateMessageResult:
@@ -142,60 +182,122 @@ async def demo_command(command: list[str], full: bool, out: TextIO) -> int:
     print(f"mcp-ref demo: client → {' '.join(command)}", file=out)
     print("Each message: direction (C client, S server), what it is, the spec section.", file=out)
     async with open_stdio_process(command) as (channel, _process):
-        transcript = Transcript(channel, out, full=full)
-        _step(out, "initialize (lifecycle), then notifications/initialized")
-        async with open_client(
-            transcript,
-            sampling_handler=sample,
-            elicitation_handler=elicit,
-            roots=[t.Root(uri="file:///tmp", name="tmp")],
-            on_notification=on_notification,
-        ) as client:
-            _step(out, "ping")
-            await client.ping()
-            _step(out, "list the tools (paginated)")
-            await client.list_tools()
-            _step(out, "call echo: unstructured text")
-            await client.call_tool("echo", {"text": "hello from the demo"})
-            _step(out, "call add: structured output (outputSchema + structuredContent)")
-            await client.call_tool("add", {"a": 2, "b": 3})
-            _step(out, "invalid arguments: a tool execution error (isError)")
-            await client.call_tool("add", {"a": "two", "b": 3})
-            _step(out, "an unknown tool: a protocol error (-32602)")
-            try:
-                await client.call_tool("no_such_tool", {})
-            except McpError:
-                pass
-            _step(out, "logging: set the level, then a tool that logs")
-            await client.set_logging_level("debug")
-            await client.call_tool("test_tool_with_logging", {})
-            _step(out, "progress: a progress token, then notifications/progress")
-            await client.call_tool("test_tool_with_progress", {}, on_progress=lambda p: None)
-            _step(out, "sampling: the server asks the client's LLM")
-            await client.call_tool("test_sampling", {"prompt": "Say hello"})
-            _step(out, "resources: list, read text, read a template")
-            await client.list_resources()
-            await client.read_resource("test://static-text")
-            await client.read_resource("test://template/42/data")
-            _step(out, "an unknown resource: -32002")
-            try:
-                await client.read_resource("test://no-such-resource")
-            except McpError:
-                pass
-            _step(out, "subscriptions: subscribe, change it, notifications/resources/updated")
-            await client.subscribe("test://watched-resource")
-            await client.call_tool("update_watched_resource", {"text": "changed by the demo"})
-            with trio.move_on_after(5):
-                await updated.wait()
-            await client.unsubscribe("test://watched-resource")
-            _step(out, "prompts and completion")
-            await client.list_prompts()
-            await client.get_prompt(
-                "test_prompt_with_arguments", {"arg1": "first", "arg2": "second"}
-            )
-            await client.complete(
-                t.PromptReference(name="test_prompt_with_arguments"), "arg1", "te"
-            )
-            _step(out, "close: the client ends the session (stdin closed)")
+        transcript = Transcript(channel, out, full=full, era=era)
+        handlers: dict[str, Any] = {
+            "sampling_handler": sample,
+            "elicitation_handler": elicit,
+            "roots": [t.Root(uri="file:///tmp", name="tmp")],
+            "on_notification": on_notification,
+        }
+        if era == "modern":
+            await _modern_steps(transcript, handlers, out, updated)
+        else:
+            await _legacy_steps(transcript, handlers, out, updated)
     print(f"\n{transcript.count} messages.", file=out)
     return 0
+
+
+async def _legacy_steps(
+    transcript: Transcript, handlers: dict[str, Any], out: TextIO, updated: trio.Event
+) -> None:
+    """The handshake era's steps (``mcp-ref demo --era legacy``)."""
+    from ..client import open_client
+
+    _step(out, "initialize (lifecycle), then notifications/initialized")
+    async with open_client(transcript, era="legacy", **handlers) as client:
+        _step(out, "ping")
+        await client.ping()
+        _step(out, "list the tools (paginated)")
+        await client.list_tools()
+        _step(out, "call echo: unstructured text")
+        await client.call_tool("echo", {"text": "hello from the demo"})
+        _step(out, "call add: structured output (outputSchema + structuredContent)")
+        await client.call_tool("add", {"a": 2, "b": 3})
+        _step(out, "invalid arguments: a tool execution error (isError)")
+        await client.call_tool("add", {"a": "two", "b": 3})
+        _step(out, "an unknown tool: a protocol error (-32602)")
+        try:
+            await client.call_tool("no_such_tool", {})
+        except McpError:
+            pass
+        _step(out, "logging: set the level, then a tool that logs")
+        await client.set_logging_level("debug")
+        await client.call_tool("test_tool_with_logging", {})
+        _step(out, "progress: a progress token, then notifications/progress")
+        await client.call_tool("test_tool_with_progress", {}, on_progress=lambda p: None)
+        _step(out, "sampling: the server asks the client's LLM")
+        await client.call_tool("test_sampling", {"prompt": "Say hello"})
+        _step(out, "resources: list, read text, read a template")
+        await client.list_resources()
+        await client.read_resource("test://static-text")
+        await client.read_resource("test://template/42/data")
+        _step(out, "an unknown resource: -32002")
+        try:
+            await client.read_resource("test://no-such-resource")
+        except McpError:
+            pass
+        _step(out, "subscriptions: subscribe, change it, notifications/resources/updated")
+        await client.subscribe("test://watched-resource")
+        await client.call_tool("update_watched_resource", {"text": "changed by the demo"})
+        with trio.move_on_after(5):
+            await updated.wait()
+        await client.unsubscribe("test://watched-resource")
+        _step(out, "prompts and completion")
+        await client.list_prompts()
+        await client.get_prompt("test_prompt_with_arguments", {"arg1": "first", "arg2": "second"})
+        await client.complete(t.PromptReference(name="test_prompt_with_arguments"), "arg1", "te")
+        _step(out, "close: the client ends the session (stdin closed)")
+
+
+async def _modern_steps(
+    transcript: Transcript, handlers: dict[str, Any], out: TextIO, updated: trio.Event
+) -> None:
+    """The 2026-07-28 era's steps (``mcp-ref demo``, the default)."""
+    from ..client import open_client
+
+    _step(out, "no initialize: every request names its version, client and capabilities")
+    async with open_client(transcript, era="modern", **handlers) as client:
+        _step(out, "server/discover: the server's versions, capabilities and info")
+        await client.discover()
+        _step(out, "list the tools (paginated; ttlMs and cacheScope say how long to cache)")
+        await client.list_tools()
+        _step(out, "call echo: unstructured text")
+        await client.call_tool("echo", {"text": "hello from the demo"})
+        _step(out, "call add: structured output (outputSchema + structuredContent)")
+        await client.call_tool("add", {"a": 2, "b": 3})
+        _step(out, "invalid arguments: a tool execution error (isError)")
+        await client.call_tool("add", {"a": "two", "b": 3})
+        _step(out, "an unknown tool: a protocol error (-32602)")
+        try:
+            await client.call_tool("no_such_tool", {})
+        except McpError:
+            pass
+        _step(out, "logging: the log level travels in each request's _meta")
+        await client.set_logging_level("debug")
+        await client.call_tool("test_tool_with_logging", {})
+        _step(out, "progress: a progress token, then notifications/progress")
+        await client.call_tool("test_tool_with_progress", {}, on_progress=lambda p: None)
+        _step(out, "sampling: input_required, then the call again with inputResponses")
+        await client.call_tool("test_sampling", {"prompt": "Say hello"})
+        _step(out, "elicitation: input_required, then the call again with inputResponses")
+        await client.call_tool("test_elicitation", {"message": "Your name?"})
+        _step(out, "resources: list, read text, read a template")
+        await client.list_resources()
+        await client.read_resource("test://static-text")
+        await client.read_resource("test://template/42/data")
+        _step(out, "an unknown resource: -32602 in this revision")
+        try:
+            await client.read_resource("test://no-such-resource")
+        except McpError:
+            pass
+        _step(out, "subscriptions/listen: acknowledged, then notifications/resources/updated")
+        await client.subscribe("test://watched-resource")
+        await client.call_tool("update_watched_resource", {"text": "changed by the demo"})
+        with trio.move_on_after(5):
+            await updated.wait()
+        await client.unsubscribe("test://watched-resource")
+        _step(out, "prompts and completion")
+        await client.list_prompts()
+        await client.get_prompt("test_prompt_with_arguments", {"arg1": "first", "arg2": "second"})
+        await client.complete(t.PromptReference(name="test_prompt_with_arguments"), "arg1", "te")
+        _step(out, "close: the client closes stdin (no session to end)")
