@@ -48,7 +48,7 @@ from mcp_ref._websocket import (
     CLOSE_UNSUPPORTED_DATA,
 )
 from mcp_ref.client import open_websocket_client
-from mcp_ref.server import Server
+from mcp_ref.server import Context, Server
 from mcp_ref.trio import SessionClosed
 from mcp_ref.trio._listen import serve_until_stopped
 from mcp_ref.trio.websocket import (
@@ -687,3 +687,34 @@ async def test_a_message_sent_after_the_close_raises_rather_than_vanish(
                 await channel.send(b'{"jsonrpc":"2.0","id":1,"method":"ping"}')
             await peer.read_to_eof()
             assert list(peer.ws.events()) == []
+
+
+# ----------------------------------------------------------- the 2026-07-28 era
+
+
+@spec("2026-07-28/basic/transports/index#custom-transports.2")
+@pytest.mark.parametrize("era", ["modern", "auto"])
+async def test_the_2026_07_28_era_over_websocket(era: str) -> None:
+    """No initialize, ``_meta`` on every request, and an elicitation as an
+    ``input_required`` round: the message patterns and per-request metadata carry over
+    to this custom transport unchanged (docs/websocket.md, "The 2026-07-28 era")."""
+    server = make_server()
+    asked: list[str] = []
+
+    @server.tool()
+    async def greet(ctx: Context) -> str:
+        """Ask the user's name, then greet them."""
+        answer = await ctx.elicit("Your name?", {"type": "object", "properties": {}})
+        return f"hello {answer.content}"
+
+    def elicit(params: Any) -> t.ElicitResult:
+        asked.append(params.message)
+        return t.ElicitResult(action="accept", content={})
+
+    with trio.fail_after(LIMIT):
+        async with running_server(server) as url:
+            async with open_websocket_client(url, era=era, elicitation_handler=elicit) as client:
+                assert (client.era, client.protocol_version) == ("modern", "2026-07-28")
+                result = await client.call_tool("greet", {})
+                assert result.content[0].text == "hello {}"  # type: ignore[union-attr]
+                assert asked == ["Your name?"]
