@@ -11,10 +11,10 @@ reader finds them in one place and a test needs no loop:
   :class:`~mcp_ref.McpError` is sent as it is, an invalid cursor as -32602, anything else
   as -32603 naming only the method (the exception is logged, never sent); and an answer
   the core refuses (a result of the wrong type) becomes -32603 too (:func:`answer_bytes`).
-* **The answer past the limit** (:func:`busy_reply`): -32603 at once, without running a
-  handler.
-* **Giving up on our own request** (:func:`cancel_notification`): the
-  ``notifications/cancelled`` naming it.
+* **The answers made without a handler** (:func:`reply_at_once`): ``ping``'s empty
+  result, and -32603 "busy" past the limit (:func:`busy_reply`).
+* **Giving up on our own request** (:func:`cancel_bytes`): the
+  ``notifications/cancelled`` naming it, unless the core refuses it.
 * **Request ids as keys** (:func:`key_of`): ``"7"`` and ``7`` are different ids.
 * **The progress token** a request carries (:func:`progress_token_of`).
 * **Keepalive** (:class:`Keepalive`): how often to ping a silent peer, how long to wait
@@ -34,16 +34,17 @@ from ._connection import Connection
 from ._errors import INTERNAL_ERROR, LocalProtocolError, McpError
 from ._pagination import InvalidCursor
 from ._state import SERVER, Role
-from .events import ErrorResponse, Notification, RequestId, Response
+from .events import ErrorResponse, Notification, Request, RequestId, Response
 
 __all__ = [
     "Keepalive",
     "answer_bytes",
     "busy_reply",
-    "cancel_notification",
+    "cancel_bytes",
     "error_reply",
     "key_of",
     "progress_token_of",
+    "reply_at_once",
 ]
 
 log = logging.getLogger("mcp_ref")
@@ -124,14 +125,37 @@ def busy_reply(request_id: RequestId, our_role: Role, running: int) -> ErrorResp
     return ErrorResponse(id=request_id, code=INTERNAL_ERROR, message=message)
 
 
-def cancel_notification(request_id: RequestId, reason: str) -> Notification:
-    """The ``notifications/cancelled`` for our request ``request_id``, whose caller
-    stopped waiting (the core refuses it for ``initialize``).
+def reply_at_once(
+    request: Request, our_role: Role, running: int, accepting: bool
+) -> Response | ErrorResponse | None:
+    """The answer to the peer's ``request`` made without running a handler, or None
+    (run one): ``ping``'s empty result; -32603 "busy" when not ``accepting`` (the
+    limit reached, ``running`` handled now, or the session ending: :func:`busy_reply`).
+    """
+    if request.method == "ping":
+        # Spec: 2025-06-18/basic/utilities/ping#behavior-requirements.1
+        # "The receiver MUST respond promptly with an empty response:"
+        return Response(id=request.id, result=t.Result())
+    return None if accepting else busy_reply(request.id, our_role, running)
+
+
+def cancel_bytes(conn: Connection, request_id: RequestId, reason: str) -> bytes:
+    """The bytes of ``notifications/cancelled`` for our request ``request_id``, whose
+    caller stopped waiting; ``b""`` when the core refuses it (``initialize``, or the
+    request is no longer open), which is logged.
 
     Source: 2025-06-18/basic/utilities/cancellation#cancellation-flow.
     """
     params = t.CancelledNotificationParams(request_id=request_id, reason=reason)
-    return Notification(method="notifications/cancelled", params=params)
+    try:
+        # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.1
+        # "Cancellation notifications MUST only reference requests that:"
+        return conn.send(Notification(method="notifications/cancelled", params=params))
+    except LocalProtocolError as exc:
+        # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.2
+        # "The `initialize` request MUST NOT be cancelled by clients"
+        log.debug("could not cancel request %r: %s", request_id, exc)
+        return b""
 
 
 def _positive(instance: object, attribute: attrs.Attribute[float], value: float) -> None:

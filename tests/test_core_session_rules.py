@@ -13,12 +13,15 @@ from mcp_ref._session_rules import (
     Keepalive,
     answer_bytes,
     busy_reply,
-    cancel_notification,
+    cancel_bytes,
     error_reply,
     key_of,
     progress_token_of,
+    reply_at_once,
 )
-from mcp_ref.events import Response
+from mcp_ref.events import ErrorResponse, Request, Response
+
+from ._pair import init_request, initialized_pair
 
 spec = pytest.mark.spec
 
@@ -41,13 +44,37 @@ def test_an_invalid_cursor_is_invalid_params() -> None:
     assert error_reply(InvalidCursor("invalid cursor: 'x'"), 1, "tools/list").code == -32602
 
 
-def test_busy_and_cancel_and_keys() -> None:
+def test_busy_and_keys() -> None:
     busy = busy_reply(3, SERVER, 256)
     assert busy.code == INTERNAL_ERROR and busy.message.startswith("server busy: 256")
     assert busy_reply(3, CLIENT, 1).message.startswith("client busy")
-    note = cancel_notification(9, "cancelled by the caller")
-    assert note.method == "notifications/cancelled" and note.params.request_id == 9
+    call = Request(id=4, method="tools/call", params=t.CallToolRequestParams(name="x"))
+    assert reply_at_once(call, SERVER, 0, accepting=True) is None
+    refused = reply_at_once(call, SERVER, 256, accepting=False)
+    assert isinstance(refused, ErrorResponse) and refused.message.startswith("server busy")
     assert key_of("7") != key_of(7)
+
+
+@spec("2025-06-18/basic/utilities/ping#behavior-requirements.1")
+def test_a_ping_is_answered_at_once_even_when_busy() -> None:
+    pong = reply_at_once(Request(id=5, method="ping"), SERVER, 256, accepting=False)
+    assert isinstance(pong, Response) and pong.id == 5 and pong.result == t.Result()
+
+
+@spec(
+    "2025-06-18/basic/utilities/cancellation#behavior-requirements.1",
+    "2025-06-18/basic/utilities/cancellation#behavior-requirements.2",
+)
+def test_the_cancellation_of_our_request_unless_the_core_refuses_it() -> None:
+    client, _server = initialized_pair()
+    rid = client.next_request_id()
+    client.send(Request(id=rid, method="tools/list"), now=0.0)
+    data = cancel_bytes(client, rid, "cancelled by the caller")
+    assert b'"notifications/cancelled"' in data and f'"requestId":{rid}'.encode() in data
+    assert cancel_bytes(client, 12345, "never sent") == b""  # not a request in flight
+    fresh = Connection(CLIENT)
+    fresh.send(init_request(), now=0.0)
+    assert cancel_bytes(fresh, 0, "too late") == b""  # initialize is never cancelled
 
 
 @spec("2025-06-18/basic/utilities/progress#progress-flow.1")

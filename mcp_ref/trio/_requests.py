@@ -3,17 +3,15 @@ the peer's, running in their cancel scopes (:class:`Running`).
 
 Theory of operation
 -------------------
-``Session.send_request`` registers a :class:`Waiter` under the request's id, sends the
-request and awaits :meth:`Waiter.outcome`; the session's dispatch hands each event
-about it to :meth:`Waiters.deliver`.  The answer (or the core's timeout) ends the wait;
-a ``Progress`` is queued for the caller's ``on_progress``, run in the caller's task.
+``Session.send_request`` registers a :class:`Waiter`, sends the request and awaits
+:meth:`Waiter.outcome`; dispatch hands it the answer or the core's timeout (which end
+the wait) and progress (run in the caller's task) through :meth:`Waiters.deliver`.
 
-Each of the peer's requests runs in a task of its own, inside a ``trio.CancelScope``
-that :class:`Running` keeps by request id (and counts, against the limit).  The peer's
-``notifications/cancelled`` and the session's end cancel it, with no answer; a graceful
-stop (:meth:`Running.settle`) gives a grace period, then cancels the rest and marks
-each *abandoned*, to be answered with -32603 (the peer still waits).  A leaf module: it
-knows neither the session nor the channel.
+Each of the peer's requests runs in a ``trio.CancelScope`` that :class:`Running` keeps
+(and counts, against the limit).  The peer's ``notifications/cancelled`` and the
+session's end cancel it, with no answer; a graceful stop (:meth:`Running.settle`)
+cancels those past the grace and marks each to be answered with -32603 (the peer still
+waits).  A leaf module: it knows neither the session nor the channel.
 """
 
 from __future__ import annotations
@@ -153,7 +151,7 @@ class Running:
 
     def stopped_by_us(self, request_id: RequestId) -> str | None:
         """Why a graceful stop cancelled this request (its error answer's message), or
-        None when it did not (cancelled by the peer or the session's end: no answer)."""
+        None (cancelled by the peer or the session's end: no answer)."""
         return self._abandoned.get(key_of(request_id))
 
     def cancel(self, request_id: RequestId) -> None:

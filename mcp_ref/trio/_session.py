@@ -3,27 +3,22 @@
 Theory of operation
 -------------------
 :func:`open_session` makes a :class:`~._session_api.Session` (what its users call, and
-the one write path) and runs its tasks in a nursery it owns:
+the one write path) and runs its tasks in a nursery it owns, none outliving the
+``async with`` block: the reader (await ``channel.receive()``, dispatch, repeat; a
+channel whose input arrives in other tasks may :meth:`Session.push` it instead), the
+timer (sleep until ``Connection.next_deadline()`` on ``trio.current_time()``, so
+``MockClock`` drives it, then write what ``handle_timeout(now)`` returns), the
+notification task (``handle_notification``, in order), and with ``keepalive=`` the
+pinger (:mod:`._keepalive`), with ``stop=`` a task that ends the input when it is set.
 
-* **the reader** (:meth:`_Tasks.read`): await ``channel.receive()``, dispatch, repeat.
-  A channel whose input arrives in other tasks may instead :meth:`Session.push` it;
-* **the timer** (:meth:`_Tasks.expire`): sleep until ``Connection.next_deadline()`` (on
-  ``trio.current_time()``, so ``MockClock`` drives it), then write the
-  ``notifications/cancelled`` that ``handle_timeout(now)`` returns;
-* **the notification task** (:meth:`_Tasks.notify`): ``handle_notification``, in order;
-* with ``keepalive=``, the pinger (:mod:`._keepalive`); with ``stop=``, a task that
-  ends the input when ``stop`` is set, as if the peer had closed its side.
-
-**One dispatch route** (:meth:`_Tasks.dispatch`, one lock for the reader, the timer and
-``push``) feeds the core, then acts on each event until ``NEED_DATA``: a request runs
-in a task of its own, in its own cancel scope (``ping`` is answered here,
-``initialize`` before the next event), which ``RequestCancelled`` cancels; answers,
+**One dispatch route** (:meth:`_Tasks.dispatch`, one lock) feeds the core, then acts on
+each event until ``NEED_DATA``: a request runs in a task and cancel scope of its own
+(``initialize`` before the next event), which ``RequestCancelled`` cancels; answers,
 timeouts and progress go to their callers (:mod:`._requests`); a notification joins a
-bounded queue (full, it stops the reading); a ``RemoteProtocolError``'s ready reply
-(e.g. -32700) is sent.  At end of input our callers fail, the requests we accepted get
-``drain_timeout`` to finish, then the session closes.  What a failure, a refused answer
-or one request too many becomes is the core's decision (:mod:`mcp_ref._session_rules`).
-No task outlives the ``async with`` block.
+bounded queue (full, it stops the reading); a ``RemoteProtocolError``'s ready reply is
+sent.  At end of input our callers fail, the requests we accepted get ``drain_timeout``
+to finish, then the session closes.  The answers the session makes of its own accord
+are the core's (:mod:`mcp_ref._session_rules`).
 """
 
 from __future__ import annotations
@@ -31,19 +26,19 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from functools import partial
 from typing import Any, Final
 
+import attrs
 import trio
 
 from .. import events as ev
-from .. import types as t
 from .._connection import NEED_DATA, Connection
 from .._errors import INTERNAL_ERROR, RemoteProtocolError
 from .._framing import DEFAULT_MAX_MESSAGE_BYTES
 from .._inflight import RequestTimeout
-from .._session_rules import Keepalive, answer_bytes, busy_reply, error_reply
+from .._session_rules import Keepalive, answer_bytes, error_reply, reply_at_once
 from .._state import SERVER, Role, State
 from ._channel import MessageChannel
 from ._handler import Handler, RequestContext
@@ -96,22 +91,16 @@ async def open_owned_nursery() -> AsyncIterator[trio.Nursery]:
         raise body_error
 
 
+@attrs.define
 class _Tasks:
     """The tasks of one session and its dispatch route (see the module docstring)."""
 
-    def __init__(
-        self,
-        session: Session,
-        handler: Handler,
-        nursery: trio.Nursery,
-        drain_timeout: float,
-    ) -> None:
-        self.session = session
-        self.handler = handler
-        self.nursery = nursery
-        self.drain_timeout = drain_timeout
-        self.dispatch_lock = trio.Lock()
-        self.stopped: str | None = None  # why a graceful stop ended the input
+    session: Session
+    handler: Handler
+    nursery: trio.Nursery
+    drain_timeout: float
+    dispatch_lock: trio.Lock = attrs.field(factory=trio.Lock)
+    stopped: str | None = None  # why a graceful stop ended the input
 
     async def read(self) -> None:
         """The one reader: the channel's bytes into the core, then dispatch, until the
@@ -168,10 +157,8 @@ class _Tasks:
         if type(event) is ev.Request:
             await self.start_request(event)
         elif type(event) is ev.Notification:
-            try:
+            with suppress(trio.ClosedResourceError, trio.BrokenResourceError):
                 await shielded(session._notes_in.send(event))  # bounded: waits while full
-            except (trio.ClosedResourceError, trio.BrokenResourceError):
-                pass
         elif type(event) is ev.RequestCancelled:
             # Spec: 2025-06-18/basic/utilities/cancellation#implementation-notes.1
             # "Both parties SHOULD log cancellation reasons for debugging"
@@ -197,18 +184,14 @@ class _Tasks:
             session._close(f"protocol error: {exc.message}")
 
     async def start_request(self, request: ev.Request) -> None:
-        session = self.session
-        if request.method == "ping":
-            # Spec: 2025-06-18/basic/utilities/ping#behavior-requirements.1
-            # "The receiver MUST respond promptly with an empty response:"
-            pong = ev.Response(id=request.id, result=t.Result())
-            await shielded(session._send(pong, quiet=True))
-        elif session._running.full or session.closed:
-            busy = busy_reply(request.id, session.role, len(session._running))
-            await shielded(session._send(busy, quiet=True))
+        session, running = self.session, self.session._running
+        accepting = not (running.full or session.closed)
+        answer = reply_at_once(request, session.role, len(running), accepting)
+        if answer is not None:
+            await shielded(session._send(answer, quiet=True))
         else:
             ctx = RequestContext(session, request.id, request.method, request.params)
-            session._running.add(request.id, ctx.cancel_scope)
+            running.add(request.id, ctx.cancel_scope)
             if request.method == "initialize":
                 await shielded(self.run_request(ctx))  # answered before the next event
             else:
@@ -263,9 +246,7 @@ class _Tasks:
                 continue
             session._timer_at = -math.inf
             # Spec: 2025-06-18/basic/lifecycle#timeouts.2
-            # "When the request has not received a success or error response within the timeout
-            # period, the sender SHOULD issue a cancellation notification for that request and stop
-            # waiting for a response."
+            # "the sender SHOULD issue a cancellation notification for that request"
             for data in conn.handle_timeout(trio.current_time()):
                 await session._write(lambda: data, None, quiet=True)  # noqa: B023 (called at once)
             await self.dispatch(lambda: None)

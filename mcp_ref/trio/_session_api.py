@@ -3,20 +3,19 @@
 Theory of operation
 -------------------
 :func:`~mcp_ref.trio.open_session` (:mod:`._session`) makes a :class:`Session` and runs
-its tasks; this module is the half its users call, and the ends (every end goes through
+its tasks; this module is the half its users call, and the ends (all through
 :meth:`Session._close`).
 
 **The one write path** (:meth:`Session._write`) is one locked send: a sender waits for
-the write under way, if any, then asks the core for the bytes (``Connection.send``
-checks the message and moves the state) and writes them, so the wire keeps the core's
-order and a sender cancelled while it waits has sent nothing.  The channel's optional
-``send_nowait`` is tried first: what it takes at once is written without yielding, so
-nothing can come between, and the lock is not even taken (``acquire_nowait`` and
-``release`` cost more than the rest of a small write).  Anything else goes through
-``channel.send`` under the lock, shielded (half a message would break the stream) and
-bounded by ``send_timeout``; a failed write calls ``Connection.send_failed()`` and ends
-the session.  Once closed, the session refuses new messages; a write under way has
-:data:`CLOSE_GRACE` seconds more (none after :meth:`Session.abort`).
+the write under way, then asks the core for the bytes (``Connection.send`` checks the
+message and moves the state) and writes them, so the wire keeps the core's order and a
+sender cancelled while it waits has sent nothing.  The channel's optional
+``send_nowait`` is tried first, without the lock (nothing yields in between); anything
+else goes through ``channel.send`` under the lock, shielded (half a message would break
+the stream) and bounded by ``send_timeout``; a failed write calls
+``Connection.send_failed()`` and ends the session.  Once closed, the session refuses new
+messages; a write under way has :data:`CLOSE_GRACE` seconds more (none after
+:meth:`Session.abort`).
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any, Final, Literal, NoReturn
 
 import trio
@@ -33,7 +33,7 @@ from .._client import DEFAULT, DEFAULT_TIMEOUT, SessionClosed, _Default, with_pr
 from .._connection import Connection
 from .._errors import LocalProtocolError
 from .._inflight import RequestTimeout
-from .._session_rules import cancel_notification
+from .._session_rules import cancel_bytes
 from .._state import Role
 from ..events import Event, Notification, Progress, Request, RequestId
 from ._channel import MessageChannel
@@ -195,17 +195,10 @@ class Session:
             await self._write(produce, related_request_id)
             return await waiter.outcome()
         except BaseException:
-            if sent and waiter.answer is None and not self.closed:
-                note = cancel_notification(rid, "cancelled by the caller")
+            if sent and waiter.answer is None:
+                cancel = partial(cancel_bytes, conn, rid, "cancelled by the caller")
                 with trio.CancelScope(shield=True), trio.move_on_after(self._send_timeout):
-                    try:
-                        # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.1
-                        # "Cancellation notifications MUST only reference requests that:"
-                        await self._send(note, related_request_id)
-                    except (SessionClosed, LocalProtocolError) as exc:
-                        # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.2
-                        # "The `initialize` request MUST NOT be cancelled by clients"
-                        log.debug("could not cancel request %r: %s", rid, exc)
+                    await self._write(cancel, related_request_id, quiet=True)
             raise
         finally:
             self._waiters.forget(rid)
@@ -241,8 +234,8 @@ class Session:
         quiet: bool = False,
     ) -> None:
         """The one write path (module docstring): write what ``produce`` (the core's
-        ``send``) returns.  ``quiet``: a refusal is logged, not raised (for what the
-        session sends of its own accord, while it may be ending).
+        ``send``) returns.  ``quiet``: a refusal is logged, not raised (what the session
+        sends of its own accord, while it may be ending).
 
         Raises:
             LocalProtocolError (or ValueError, TypeError): from ``produce``; nothing sent.
@@ -315,12 +308,10 @@ class Session:
     async def push(self, data: bytes) -> None:
         """Give the session one whole message from the caller's task instead of through
         ``channel.receive()`` (a ``"messages"`` channel whose input arrives in other
-        tasks); its events are dispatched, as the reader would, before this returns (a
-        request starts its task; nothing waits for its answer).
-
-        Waits its turn while another task dispatches, and while the notification queue
-        is full; cancelled meanwhile, it gives nothing.  A message the channel holds for
-        ``receive()`` must reach the session before any pushed.
+        tasks); its events are dispatched, as the reader's are, before this returns (a
+        request starts its task; nothing waits for its answer).  Waits its turn, and
+        while the notification queue is full; cancelled meanwhile, it gives nothing.  A
+        message the channel holds for ``receive()`` must reach the session first.
 
         Raises:
             SessionClosed: the session is closed, or its input ended (message not taken).
@@ -343,13 +334,10 @@ class Session:
         """Stop gracefully: let the peer's requests in progress run for ``grace`` seconds
         at most, then cancel each one still running and answer it with -32603 ``reason``
         (the session stays open; :meth:`Running.settle <._requests.Running.settle>`).
+        Returns how many were cancelled (0 when all finished within the grace).
 
-        Returns:
-            How many requests were cancelled (0 when all finished within the grace).
-
-        Source: 2025-06-18/basic#responses.4 (an error answer, not
-        ``notifications/cancelled``, which only goes the request's own direction:
-        2025-06-18/basic/utilities/cancellation#behavior-requirements.1).
+        Source: 2025-06-18/basic#responses.4 (an error answer: ``notifications/cancelled``
+        only goes the request's own direction, cancellation#behavior-requirements.1).
         """
         return await self._running.settle(grace, reason)
 
