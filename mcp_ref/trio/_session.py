@@ -234,17 +234,16 @@ class _Tasks:
                     log.exception("the handler of %s failed", note.method)
 
     async def expire(self) -> None:
-        """The timer task: expire our requests at ``Connection.next_deadline()``."""
-        session = self.session
-        conn = session.connection
+        """The timer task: expire our requests at ``Connection.next_deadline()``
+        (``send_request`` brings the deadline of ``session._timer`` nearer)."""
+        session, conn = self.session, self.session.connection
         while not session.closed:
             deadline = conn.next_deadline()
-            session._timer_at = math.inf if deadline is None else deadline
-            wakeup = session._timer_wakeup = trio.Event()
-            with trio.move_on_at(session._timer_at):
-                await wakeup.wait()  # an earlier deadline came (or the close)
-                continue
-            session._timer_at = -math.inf
+            with trio.move_on_at(math.inf if deadline is None else deadline) as timer:
+                session._timer = timer
+                await trio.sleep_forever()
+            if session.closed:  # the close cancelled it
+                return
             # Spec: 2025-06-18/basic/lifecycle#timeouts.2
             # "the sender SHOULD issue a cancellation notification for that request"
             for data in conn.handle_timeout(trio.current_time()):

@@ -96,8 +96,7 @@ class Session:
         self._notes_in, self._notes_out = trio.open_memory_channel[Notification](
             max_queued_notifications
         )
-        self._timer_at = -math.inf  # the deadline the timer task sleeps until
-        self._timer_wakeup = trio.Event()
+        self._timer = trio.CancelScope()  # the timer task sleeps in it, until its deadline
         self._input_ended: str | None = None  # why the peer will send nothing more
         self._closed_event = trio.Event()
         # The dispatch route, set by open_session (_session._Tasks.dispatch).
@@ -148,10 +147,9 @@ class Session:
             params: its typed params (e.g. ``t.CallToolRequestParams``), or None.
             timeout: a :class:`RequestTimeout`, None for none, or the session default.
             on_progress: called (sync or async) with each :class:`~mcp_ref.Progress`, in
-                the caller's task; giving it adds a progress token (the request id) to
-                ``params._meta`` unless the caller put one there.  At most 64 progress
-                events wait for a slow callback (older ones are dropped).  An exception
-                from it cancels the request and propagates.
+                the caller's task (:func:`mcp_ref._client.with_progress_token` puts the
+                token in ``params``); at most 64 wait for a slow callback (older ones
+                are dropped); what it raises cancels the request and propagates.
             related_request_id: the incoming request this one is made for (HTTP routing).
 
         Returns:
@@ -187,8 +185,8 @@ class Session:
             data = conn.send(request, now=trio.current_time(), timeout=resolved)
             sent = True
             deadline = conn.next_deadline()
-            if deadline is not None and deadline < self._timer_at:
-                self._timer_wakeup.set()  # the timer sleeps past this request's deadline
+            if deadline is not None:  # this request's may be the nearest
+                self._timer.deadline = min(self._timer.deadline, deadline)
             return data
 
         try:
@@ -277,19 +275,18 @@ class Session:
     async def _send_waiting(self, data: bytes, related_request_id: RequestId | None) -> None:
         """``channel.send``, shielded, within ``send_timeout`` and the close's grace."""
         deadline = min(trio.current_time() + self._send_timeout, self._write_until)
-        failure: str | None = None
         with trio.CancelScope(shield=True, deadline=deadline) as scope:
             self._write_scope = scope  # the close may bring its deadline nearer
             try:
                 await self._channel.send(data, related_request_id=related_request_id)
             except Exception as exc:
-                failure = f"sending to the peer failed: {exc!r}"
+                self._write_failed(f"sending to the peer failed: {exc!r}")
             finally:
                 self._write_scope = None
-        if failure is None and scope.cancelled_caught:
-            failure = self.close_reason or f"sending took longer than {self._send_timeout} s"
-        if failure is not None:
-            self._write_failed(failure)
+        if scope.cancelled_caught:
+            self._write_failed(
+                self.close_reason or f"sending took longer than {self._send_timeout} s"
+            )
 
     def _write_failed(self, failure: str) -> NoReturn:
         """A write failed or timed out: end the session, raise :class:`SessionClosed`."""
@@ -366,5 +363,5 @@ class Session:
         self._waiters.fail_all(reason)
         self._running.cancel_all()
         self._notes_in.close()
-        self._timer_wakeup.set()
+        self._timer.cancel()
         self._closed_event.set()
