@@ -351,29 +351,30 @@ async def open_session(
     )
     try:
         async with open_owned_nursery() as nursery:
-            tasks = _Tasks(session, handler, nursery, drain_timeout)
-            session._dispatch = tasks.dispatch
-            attach = getattr(channel, "attach_session", None)
-            if attach is not None:
-                attach(session)
-            nursery.start_soon(tasks.read)
-            nursery.start_soon(tasks.expire)
-            nursery.start_soon(tasks.notify)
-            if keepalive is not None:
-                nursery.start_soon(run_keepalive, session, keepalive)
-            if stop is not None:
-                nursery.start_soon(tasks.stop_on, stop)
-            opened = getattr(handler, "session_opened", None)
-            if opened is not None:
-                opened(session)
             try:
+                tasks = _Tasks(session, handler, nursery, drain_timeout)
+                session._dispatch = tasks.dispatch
+                attach = getattr(channel, "attach_session", None)
+                if attach is not None:
+                    attach(session)
+                nursery.start_soon(tasks.read)
+                nursery.start_soon(tasks.expire)
+                nursery.start_soon(tasks.notify)
+                if keepalive is not None:
+                    nursery.start_soon(run_keepalive, session, keepalive)
+                if stop is not None:
+                    nursery.start_soon(tasks.stop_on, stop)
+                opened = getattr(handler, "session_opened", None)
+                if opened is not None:
+                    opened(session)
                 yield session
-            finally:
+            finally:  # before the nursery's cancel: the tasks see a closed session
                 session._close("the session was closed by its owner")
     finally:
-        session._close("the session was closed by its owner")
-        with trio.CancelScope(shield=True):
-            await session._wait_written()  # a write under way (within the close's grace)
+        # A write under way finishes within the close's grace; then the channel closes.
+        with trio.CancelScope(shield=True), trio.move_on_at(session._write_until):
+            async with session._send_lock:
+                pass
         with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_GRACE):
             try:
                 await channel.aclose()

@@ -44,7 +44,8 @@ __all__ = ["CLOSE_GRACE", "DEFAULT_TIMEOUT", "SESSION_DEFAULT", "Session", "Sess
 log = logging.getLogger("mcp_ref.trio")
 
 SESSION_DEFAULT: Final = DEFAULT
-"""Sentinel for ``timeout=``: use the session's ``default_timeout``."""
+"""Sentinel for ``timeout=``: use the connection's ``default_timeout`` (the one
+:func:`~mcp_ref.trio.open_session` was given)."""
 
 TimeoutArg = RequestTimeout | None | Literal[_Default.TOKEN]
 """What ``timeout=`` takes: a :class:`RequestTimeout`, None (no timeout) or
@@ -66,7 +67,6 @@ class Session:
         closed: True once the session has ended; ``close_reason`` says why.
         last_input_at: when input last came from the peer (``trio.current_time()``
             seconds); keepalive pings wait on it.
-        default_timeout: the :class:`RequestTimeout` of ``send_request`` when none is given.
     """
 
     def __init__(
@@ -83,7 +83,6 @@ class Session:
         self.app_state: dict[str, Any] = {}
         self.closed = False
         self.close_reason: str | None = None
-        self.default_timeout: RequestTimeout | None = connection.default_timeout
         self.last_input_at = trio.current_time()
         self._channel = channel
         self._send_timeout = math.inf if send_timeout is None else send_timeout
@@ -176,13 +175,13 @@ class Session:
         if on_progress is not None:
             params = with_progress_token(method, params, rid)
         waiter = self._waiters.expect(rid, on_progress)
-        resolved = self.default_timeout if timeout is SESSION_DEFAULT else timeout
+        timeout_kw: dict[str, Any] = {} if timeout is SESSION_DEFAULT else {"timeout": timeout}
         sent = False
 
         def produce() -> bytes:
             nonlocal sent
             request = Request(id=rid, method=method, params=params)
-            data = conn.send(request, now=trio.current_time(), timeout=resolved)
+            data = conn.send(request, now=trio.current_time(), **timeout_kw)
             sent = True
             deadline = conn.next_deadline()
             if deadline is not None:  # this request's may be the nearest
@@ -294,13 +293,6 @@ class Session:
         eof = getattr(self._channel, "eof_reason", None)
         self._close(f"{failure}; {eof}" if eof and eof not in failure else failure)
         raise SessionClosed(self.close_reason or failure)
-
-    async def _wait_written(self) -> None:
-        """Let a write under way finish, within the close's grace (at the end, before
-        the channel closes)."""
-        with trio.move_on_at(self._write_until):
-            async with self._send_lock:
-                pass
 
     async def push(self, data: bytes) -> None:
         """Give the session one whole message from the caller's task instead of through
