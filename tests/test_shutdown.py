@@ -212,7 +212,7 @@ class StderrLines:
 
 async def _start_http(grace: float) -> tuple[trio.Process, StderrLines, int]:
     proc = await trio.lowlevel.open_process(
-        _serve_command("--http", "127.0.0.1:0", "--grace", str(grace)),
+        _serve_command("--http", "127.0.0.1:0", "--grace", str(grace), "--no-access-log"),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
