@@ -13,19 +13,17 @@ from typing import Any
 import h11
 import trio
 
-from ..._http import Refused
+from ..._http import HttpError, Refused
 from ..._http_auth import (
     CALLER,
     ResourceAuth,
+    admission,
     answer_events,
     caller_of,
     check_http_request,
-    session_refusal,
 )
 from ..._http_connection import RequestReady
 from ..._oauth_http import HttpRequest, HttpResponse
-from ..._oauth_resource import challenge
-from ..._oauth_resource_guard import Allowed
 from ..._oauth_verify import NeedFetch
 from .client_connections import oauth_exchange
 
@@ -58,16 +56,15 @@ async def admit(
             outcome = outcome.resume(await fetch(outcome.request, auth), now=time.time())
     except Exception:  # a verifier's bug: this request is refused, the server goes on
         log.exception("the token verifier failed")
-        outcome = challenge(auth.config, "unavailable", description="the token verifier failed")
-    if isinstance(outcome, Allowed):
-        CALLER.set(caller_of(auth, req, outcome.identity))
-        refusal = session_refusal(req, sessions, outcome.identity)
-        if refusal is not None:
-            raise Refused(refusal)
-        return True
-    CALLER.set(None)
-    await stream.send(*answer_events(outcome, last=req.last))
-    return False
+        outcome = None
+    caller, refusal = admission(auth, req, outcome, sessions)
+    CALLER.set(caller)
+    if isinstance(refusal, HttpError):
+        raise Refused(refusal)
+    if refusal is not None:
+        await stream.send(*answer_events(refusal, last=req.last))
+        return False
+    return True
 
 
 async def prefetch(auth: ResourceAuth | None) -> None:
