@@ -215,10 +215,9 @@ class HttpClientChannel(ClientConnections):
             await ex.conn.aclose()
             log.info("POST initialize got %s: trying the 2024-11-05 HTTP+SSE transport", ex.status)
             await self._fall_back(flow.data)
-        elif flow.fatal:  # authorization, and no auth= to sign in: the channel cannot go on
-            done = await self._run(flow, then, ex)
-            raise HttpTransportError(done.error)
-        elif flow.signing_in:  # sign in now: a failed sign-in fails initialize here
+        elif flow.fatal or flow.signing_in:
+            # Authorization: sign in now (a failed sign-in fails initialize here), or,
+            # without auth= to sign in, the channel cannot go on (the flow's error).
             done = await self._run(flow, then, ex)
             if done.error is not None:
                 raise HttpTransportError(done.error)

@@ -102,7 +102,7 @@ async def _deliver(sess: HttpSession, stream: LogicalStream | None, bodies: list
     """Give ``bodies`` to the session in order.
 
     Raises:
-        Refused: 404, the session ended first (``stream``, the POST's, is forgotten).
+        Refused: 404, the session ended first (the POST's ``stream`` is then closed).
     """
     for data in bodies:
         if not await sess.deliver(data):

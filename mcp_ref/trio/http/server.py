@@ -249,9 +249,8 @@ class HttpServer:
                 await h.aclose()
 
     async def stop_gracefully(self, grace: float) -> None:
-        """The graceful stop of :func:`serve_http` once its listeners are closed: no
-        connection serves a further request (those waiting for one close now); then
-        the sessions' graceful stop (:meth:`~.sessions.SessionTable.finish`)."""
+        """The graceful stop of :func:`serve_http` (its ``stop``) once its listeners
+        are closed; the sessions' is :meth:`~.sessions.SessionTable.finish`."""
         self.draining = True
         for scope in list(self.waiting):
             scope.cancel()
