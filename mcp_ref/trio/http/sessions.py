@@ -124,7 +124,6 @@ class HttpSession:
         self.input_send, self.input_receive = trio.open_memory_channel[tuple[bytes, Caller | None]](
             _INPUT_QUEUE
         )
-        self.queued = 0  # bodies in the input queue (an evictable session has none)
         self.session: Session | None = None  # the MCP session, once it runs
         self.last_used = trio.current_time()
         self.ended = False
@@ -185,16 +184,18 @@ class HttpSession:
             finally:
                 CURRENT.reset(token)
             return True
-        self.queued += 1
         try:
             await self.input_send.send((body, CALLER.get()))
         except (trio.ClosedResourceError, trio.BrokenResourceError):
-            self.queued -= 1
             return False
-        except BaseException:
-            self.queued -= 1  # cancelled while waiting for room: not queued
-            raise
         return True
+
+    @property
+    def queued(self) -> int:
+        """Bodies in the input queue or waiting for room in it (an evictable session has
+        none)."""
+        stats = self.input_send.statistics()
+        return stats.current_buffer_used + stats.tasks_waiting_send
 
     def end(self, reason: str) -> None:
         """End the session (idempotent): no more input, every stream wakes and ends."""
@@ -215,7 +216,6 @@ class HttpSession:
             data, caller = await self.input_receive.receive()
         except (trio.EndOfChannel, trio.ClosedResourceError):
             return b""
-        self.queued -= 1
         CALLER.set(caller)
         return data
 
