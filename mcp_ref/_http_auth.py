@@ -63,8 +63,8 @@ from ._http_server import (
     request_headers,
     session_named,
 )
-from ._oauth_resource import HttpAnswer, ResourceConfig, serve_metadata
-from ._oauth_resource_guard import Outcome, check_request, operation_names
+from ._oauth_resource import HttpAnswer, ResourceConfig, challenge, serve_metadata
+from ._oauth_resource_guard import Allowed, Outcome, check_request, operation_names
 from ._oauth_verify import Identity, TokenVerifier
 
 if TYPE_CHECKING:
@@ -76,6 +76,7 @@ __all__ = [
     "HttpHeaders",
     "MetadataConnection",
     "ResourceAuth",
+    "admission",
     "answer_events",
     "caller_of",
     "check_http_request",
@@ -232,6 +233,23 @@ def caller_of(auth: ResourceAuth | None, req: RequestReady, identity: Identity |
     # "The MCP server MUST NOT pass through the token it received from the MCP client."
     # (its handlers never see it)
     return Caller(identity, req.headers, _CREDENTIALS if auth is not None else frozenset())
+
+
+def admission(
+    auth: ResourceAuth,
+    req: RequestReady,
+    outcome: Allowed | HttpAnswer | None,
+    sessions: Mapping[str, Any],
+) -> tuple[Caller | None, HttpAnswer | HttpError | None]:
+    """What follows the check of ``req`` (:func:`check_http_request`, its fetches done;
+    None when the verifier failed: refused as ``unavailable``): the caller its handlers
+    see, and its refusal: an answer to write as it is, the 404 of a session another
+    caller opened (:func:`session_refusal`), or None to let it through."""
+    if outcome is None:
+        outcome = challenge(auth.config, "unavailable", description="the token verifier failed")
+    if not isinstance(outcome, Allowed):
+        return None, outcome
+    return caller_of(auth, req, outcome.identity), session_refusal(req, sessions, outcome.identity)
 
 
 def answer_events(answer: HttpAnswer, *, last: bool, head: bool = False) -> list[Any]:

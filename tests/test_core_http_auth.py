@@ -17,6 +17,7 @@ from mcp_ref._http_auth import (
     HttpHeaders,
     MetadataConnection,
     ResourceAuth,
+    admission,
     answer_events,
     check_http_request,
     operations_of,
@@ -26,7 +27,7 @@ from mcp_ref._http_auth import (
 )
 from mcp_ref._http_connection import NEED_DATA, Refusal, RequestReady, ServerConnection
 from mcp_ref._http_server import Endpoint, RequestHeaders
-from mcp_ref._oauth_resource import ResourceConfig, ScopePolicy
+from mcp_ref._oauth_resource import ResourceConfig, ScopePolicy, challenge
 from mcp_ref._oauth_resource_guard import Allowed
 from mcp_ref._oauth_verify import Identity, TokenRejected
 
@@ -169,8 +170,6 @@ def test_headers_are_read_only_case_insensitive_and_hide_the_token() -> None:
 
 
 def test_answer_events_frame_the_body() -> None:
-    from mcp_ref._oauth_resource import challenge
-
     events = answer_events(challenge(CONFIG, "missing"), last=True)
     head = events[0]
     assert head.status_code == 401 and (b"connection", b"close") in head.headers
@@ -193,3 +192,26 @@ def test_a_session_belongs_to_its_owner() -> None:
     refused = session_refusal(req, live, who(sub="bob"))
     assert refused is not None and refused.status == 404
     assert session_refusal(request(mcp_session_id="nope"), live, who(sub="bob")) is None
+
+
+def test_admission_sets_the_caller_or_gives_the_refusal() -> None:
+    auth = ResourceAuth(config=CONFIG, verifier=Table())
+
+    class Sess:
+        kind = "streamable"
+        owner = owner_key(who(sub="bob"))
+
+    req = request(authorization="Bearer t")
+    caller, refusal = admission(auth, req, Allowed(identity=who()), {})
+    assert caller is not None and caller.identity == who() and refusal is None
+    assert "authorization" not in caller.headers  # the token is never passed on
+    # Another caller's session: 404, the caller still known.
+    caller, refusal = admission(
+        auth, request(mcp_session_id="s1"), Allowed(identity=who()), {"s1": Sess()}
+    )
+    assert caller is not None and getattr(refusal, "status", None) == 404
+    # A refusal of the check is written as it is; a verifier that failed is refused too.
+    missing = challenge(CONFIG, "missing")
+    assert admission(auth, req, missing, {}) == (None, missing)
+    caller, refusal = admission(auth, req, None, {})
+    assert caller is None and refusal is not None and refusal.status >= 400

@@ -603,10 +603,11 @@ async def test_a_body_queued_for_the_sessions_reader_carries_its_caller() -> Non
     with trio.fail_after(TIMEOUT):
         CALLER.set(caller)
         assert await sess.deliver(b"{}")  # no session runs yet: the body is queued
+        assert sess.queued == 1  # (so the book never evicts it)
         CALLER.set(None)
         async with trio.open_nursery() as nursery:
             nursery.start_soon(reader)
-    assert got == [(b"{}", caller)]
+    assert got == [(b"{}", caller)] and sess.queued == 0
 
 
 async def test_the_access_log_names_metadata_answers_and_refusals(

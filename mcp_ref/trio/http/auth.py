@@ -6,7 +6,6 @@ the refusal or set who is calling.  Shared by :mod:`.server` and :mod:`mcp_ref.a
 from __future__ import annotations
 
 import logging
-import ssl
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -14,22 +13,19 @@ from typing import Any
 import h11
 import trio
 
-from ..._http import Refused
+from ..._http import HttpError, Refused
 from ..._http_auth import (
     CALLER,
     ResourceAuth,
+    admission,
     answer_events,
     caller_of,
     check_http_request,
-    session_refusal,
 )
 from ..._http_connection import RequestReady
-from ..._oauth_http import HttpRequest, HttpResponse, read_answer
-from ..._oauth_resource import challenge
-from ..._oauth_resource_guard import Allowed
+from ..._oauth_http import HttpRequest, HttpResponse
 from ..._oauth_verify import NeedFetch
-from .client_connections import _Exchange
-from .common import H11Stream
+from .client_connections import oauth_exchange
 
 __all__ = ["admit", "fetch", "prefetch"]
 
@@ -60,16 +56,15 @@ async def admit(
             outcome = outcome.resume(await fetch(outcome.request, auth), now=time.time())
     except Exception:  # a verifier's bug: this request is refused, the server goes on
         log.exception("the token verifier failed")
-        outcome = challenge(auth.config, "unavailable", description="the token verifier failed")
-    if isinstance(outcome, Allowed):
-        CALLER.set(caller_of(auth, req, outcome.identity))
-        refusal = session_refusal(req, sessions, outcome.identity)
-        if refusal is not None:
-            raise Refused(refusal)
-        return True
-    CALLER.set(None)
-    await stream.send(*answer_events(outcome, last=req.last))
-    return False
+        outcome = None
+    caller, refusal = admission(auth, req, outcome, sessions)
+    CALLER.set(caller)
+    if isinstance(refusal, HttpError):
+        raise Refused(refusal)
+    if refusal is not None:
+        await stream.send(*answer_events(refusal, last=req.last))
+        return False
+    return True
 
 
 async def prefetch(auth: ResourceAuth | None) -> None:
@@ -83,31 +78,11 @@ async def prefetch(auth: ResourceAuth | None) -> None:
 
 
 async def fetch(request: HttpRequest, auth: ResourceAuth) -> HttpResponse | None:
-    """One HTTP exchange of the verifier, on a connection of its own, within
-    ``auth.fetch_timeout`` seconds, as the client's sign-in exchanges go (redirects not
-    followed, the body cut past ``request.max_body_bytes``); None when it failed.  It
-    carries only what the verifier put in it."""
-    wire = request.on_the_wire()
+    """One HTTP exchange of the verifier, as the client's sign-in exchanges go
+    (:func:`~.client_connections.oauth_exchange`), within ``auth.fetch_timeout``
+    seconds; None when it failed.  It carries only what the verifier put in it."""
     try:
-        with trio.fail_after(auth.fetch_timeout):
-            raw: trio.abc.Stream
-            if wire.tls:
-                context = auth.ssl_context or ssl.create_default_context()
-                raw = await trio.open_ssl_over_tcp_stream(wire.host, wire.port, ssl_context=context)
-            else:
-                raw = await trio.open_tcp_stream(wire.host, wire.port)
-            ex = _Exchange(H11Stream(raw, h11.CLIENT), None, reused=False)
-            try:
-                await ex.write(request.method, wire.target, wire.headers, request.body)
-                await ex.read_head()
-                parts: list[bytes] = []
-                size = 0
-                while size <= request.max_body_bytes and (chunk := await ex.next_chunk()):
-                    parts.append(chunk)
-                    size += len(chunk)
-            finally:
-                await ex.conn.aclose()
+        return await oauth_exchange(request, auth.fetch_timeout, auth.ssl_context)
     except (OSError, trio.BrokenResourceError, trio.TooSlowError, h11.ProtocolError) as exc:
         log.warning("the token verifier could not fetch %s: %r", request.url, exc)
         return None
-    return read_answer(ex.status, ex.headers, parts, request.max_body_bytes)

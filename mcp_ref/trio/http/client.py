@@ -5,35 +5,23 @@ Theory of operation
 :class:`HttpClientChannel` is a ``"messages"`` :class:`~mcp_ref.trio.MessageChannel`:
 the session hands it one message at a time, and it turns each into one HTTP POST
 (2025-06-18/basic/transports#sending-messages-to-the-server.1).  Everything the server
-sends -- JSON answers, events of POST streams, events of the GET stream -- goes into one
-bounded queue that ``receive`` reads.  The session never learns HTTP exists.
+sends goes into one bounded queue that ``receive`` reads.  The session never learns
+HTTP exists.
 
 The channel reads no message and decides nothing.  The sans-IO core
 (:class:`~mcp_ref._http_client.HttpClientCore`, in ``self.core``) reads each outgoing
 message and says how to POST it; each job is a flow of
-:mod:`mcp_ref._http_client_flows`, run by ``_run``, the one loop of this module: send
-what the flow says, give it the head and the body, pass on the messages it gives, wait
-when it says so (read :mod:`mcp_ref._http_client_steps` for the steps).
+:mod:`mcp_ref._http_client_flows` (its docstring lists them), run by ``_run``, the one
+loop of this module: send what the flow says, give it the head and the body, pass on
+the messages it gives, wait when it says so (:mod:`mcp_ref._http_client_steps`).
 
 ``send`` returns quickly so the session's send lock is never held across a long
-exchange:
-
-* a *request* is written and ``send`` returns; a background task runs its
-  :class:`~mcp_ref._http_client_flows.RequestFlow` (a JSON body, or an SSE stream
-  resumed after a break; a new session after a 404).  A request the flow gives up on
-  gets the core's error response (:func:`~mcp_ref._http_client.failure`), so the
-  caller is not left waiting for its timeout; an outgoing ``notifications/cancelled``
-  stops the reading of the request it names;
-* a *notification* or *response* is POSTed and its ``202`` awaited before ``send``
-  returns, so they reach the server in order;
-* after ``notifications/initialized`` a background task keeps the GET stream open
-  (:class:`~mcp_ref._http_client_flows.GetStreamFlow`);
-* after a 404 to our session id a new session replays the handshake sent first, once
-  per expired session, under a lock (:class:`~mcp_ref._http_client_flows.ReplayFlow`);
-  the session layer never learns of it.  Closing sends DELETE (#session-management.8);
-* when the POST of ``initialize`` gets a 4xx, the channel falls back to 2024-11-05
-  (:class:`~mcp_ref._http_client_flows.LegacyFlow`): every answer comes on one GET
-  stream, every message is POSTed to the endpoint it names (#backwards-compatibility).
+exchange: a request's flow runs in a background task (one the flow gives up on gets the
+core's error response, :func:`~mcp_ref._http_client.failure`; an outgoing
+``notifications/cancelled`` stops it); a notification or response is POSTed and its
+``202`` awaited, so they reach the server in order.  The GET stream, a new session
+after a 404 (under a lock, once per expired session) and the 2024-11-05 fallback are
+flows too.  Closing sends DELETE (#session-management.8).
 
 Connections (:mod:`.client_connections`): a small pool of keep-alive connections for
 POSTs; SSE streams use their own connections.  ``https`` URLs use TLS with the default
@@ -63,6 +51,7 @@ from ..._http_client_steps import (
     delete_request,
 )
 from ...events import RequestId
+from .._session import open_owned_nursery
 from .client_connections import _IO_FAILURES, ClientConnections, HttpTransportError, _Exchange
 from .common import Supervisor
 
@@ -226,10 +215,9 @@ class HttpClientChannel(ClientConnections):
             await ex.conn.aclose()
             log.info("POST initialize got %s: trying the 2024-11-05 HTTP+SSE transport", ex.status)
             await self._fall_back(flow.data)
-        elif flow.fatal:  # authorization, and no auth= to sign in: the channel cannot go on
-            done = await self._run(flow, then, ex)
-            raise HttpTransportError(done.error)
-        elif flow.signing_in:  # sign in now: a failed sign-in fails initialize here
+        elif flow.fatal or flow.signing_in:
+            # Authorization: sign in now (a failed sign-in fails initialize here), or,
+            # without auth= to sign in, the channel cannot go on (the flow's error).
             done = await self._run(flow, then, ex)
             if done.error is not None:
                 raise HttpTransportError(done.error)
@@ -379,18 +367,10 @@ async def open_http_channel(url: str, **channel_kw: Any) -> AsyncIterator[HttpCl
     """
     supervisor = Supervisor()
     channel = HttpClientChannel(url, supervisor, **channel_kw)
-    body_error: BaseException | None = None
-    async with trio.open_nursery() as nursery:
+    async with open_owned_nursery() as nursery:
         await nursery.start(supervisor.run)
         try:
             yield channel
-        except BaseException as exc:
-            if isinstance(exc, GeneratorExit):
-                raise
-            body_error = exc  # re-raised below, not wrapped in an exception group
         finally:
             with trio.CancelScope(shield=True):
                 await channel.aclose()
-            nursery.cancel_scope.cancel()
-    if body_error is not None:
-        raise body_error

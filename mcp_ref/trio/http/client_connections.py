@@ -13,7 +13,7 @@ request that meets a pooled connection the server had closed is sent again on a 
 one, only when nothing was received.  ``_finish`` pools a connection when both sides
 finished their messages (at most ``_POOL_SIZE``, none idle over ``pool_idle_seconds``),
 else closes it.  Signing in is :class:`~mcp_ref._http_client_auth.SignInRunner`'s; its
-requests go through ``_oauth_exchange``, each on a connection of its own.
+requests go through :func:`oauth_exchange`, each on a connection of its own.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from __future__ import annotations
 import ssl
 import time
 from collections.abc import Sequence
+from functools import partial
 from typing import Any, Final, Literal
 
 import h11
@@ -171,16 +172,10 @@ class ClientConnections:
 
     # -- connections ---------------------------------------------------------------------
 
-    async def _open_stream(self, tls: bool, host: str, port: int) -> trio.abc.Stream:
-        if tls:
-            context = self._ssl_context or ssl.create_default_context()
-            return await trio.open_ssl_over_tcp_stream(host, port, ssl_context=context)
-        return await trio.open_tcp_stream(host, port)
-
     async def _connect(self) -> H11Stream:
         core = self.core
         with trio.fail_after(self._connect_timeout):
-            stream = await self._open_stream(core.tls, core.host, core.port)
+            stream = await open_stream(core.tls, core.host, core.port, self._ssl_context)
         return H11Stream(stream, h11.CLIENT, max_incomplete_event_size=core.limits.max_header_bytes)
 
     def _take_pooled(self) -> H11Stream | None:
@@ -235,31 +230,6 @@ class ClientConnections:
     async def _request(self, request: HttpRequest) -> _Exchange:
         return await self._head(await self._start(request))
 
-    async def _oauth_exchange(self, request: OAuthRequest) -> OAuthResponse:
-        """Send one request of the sign-in flow on a connection of its own, as it is
-        (redirects are the flow's to follow), and read the answer, its body cut after
-        ``request.max_body_bytes`` (the flow refuses a longer one; ``read_answer``).
-
-        Raises:
-            OSError, trio.BrokenResourceError, h11.ProtocolError: the exchange failed.
-            trio.TooSlowError: it took longer than ``io_timeout`` seconds.
-        """
-        wire = request.on_the_wire()
-        with trio.fail_after(self._io_timeout):
-            stream = await self._open_stream(wire.tls, wire.host, wire.port)
-            ex = _Exchange(H11Stream(stream, h11.CLIENT), None, reused=False)
-            try:
-                await ex.write(request.method, wire.target, wire.headers, request.body)
-                await ex.read_head()
-                parts: list[bytes] = []
-                size = 0
-                while size <= request.max_body_bytes and (chunk := await ex.next_chunk()):
-                    parts.append(chunk)
-                    size += len(chunk)
-            finally:
-                await ex.conn.aclose()
-        return read_answer(ex.status, ex.headers, parts, request.max_body_bytes)
-
     # -- signing in ---------------------------------------------------------------------
 
     def _tokens(self) -> SignInRunner | None:
@@ -267,9 +237,8 @@ class ClientConnections:
         auth = self.core.auth
         if auth is None:
             return None
-        return SignInRunner(
-            auth, self._auth_lock, self._oauth_exchange, self.clock, _SIGN_IN_FAILURES
-        )
+        exchange = partial(oauth_exchange, timeout=self._io_timeout, context=self._ssl_context)
+        return SignInRunner(auth, self._auth_lock, exchange, self.clock, _SIGN_IN_FAILURES)
 
     async def _keep_token_fresh(self) -> None:
         """Before a message: refresh an expired token (wall clock) that can be."""
@@ -282,3 +251,40 @@ class ClientConnections:
         tokens = self._tokens()
         assert tokens is not None
         return await tokens.after_refusal(step.status, step.www_authenticate, step.generation)
+
+
+async def open_stream(
+    tls: bool, host: str, port: int, context: ssl.SSLContext | None
+) -> trio.abc.Stream:
+    """A connection to ``host``:``port``; TLS (``context``, else the defaults) when ``tls``."""
+    if tls:
+        context = context or ssl.create_default_context()
+        return await trio.open_ssl_over_tcp_stream(host, port, ssl_context=context)
+    return await trio.open_tcp_stream(host, port)
+
+
+async def oauth_exchange(
+    request: OAuthRequest, timeout: float, context: ssl.SSLContext | None
+) -> OAuthResponse:
+    """Send one OAuth request (a sign-in step, a token verifier's fetch) as it is, on a
+    connection of its own, and read the answer, its body cut past ``request.max_body_bytes``.
+
+    Raises:
+        OSError, trio.BrokenResourceError, h11.ProtocolError: the exchange failed.
+        trio.TooSlowError: it took longer than ``timeout`` seconds.
+    """
+    wire = request.on_the_wire()
+    with trio.fail_after(timeout):
+        stream = await open_stream(wire.tls, wire.host, wire.port, context)
+        ex = _Exchange(H11Stream(stream, h11.CLIENT), None, reused=False)
+        try:
+            await ex.write(request.method, wire.target, wire.headers, request.body)
+            await ex.read_head()
+            parts: list[bytes] = []
+            size = 0
+            while size <= request.max_body_bytes and (chunk := await ex.next_chunk()):
+                parts.append(chunk)
+                size += len(chunk)
+        finally:
+            await ex.conn.aclose()
+    return read_answer(ex.status, ex.headers, parts, request.max_body_bytes)

@@ -13,12 +13,11 @@ answers its requests, if any); the body goes to the session
 :meth:`~mcp_ref._http_streams.SessionStreams.resume` names.
 
 :func:`answer_sse` is the loop around the sans-IO
-:class:`~mcp_ref._http_answers.SseAnswer` (what to write, when to wait, when to end).
-Between writes it waits in :func:`wait_change`, reading the client's side of the
-connection (so a client that left is noticed, and what it did not receive stays stored
-for a resumption) until the session wakes it (:meth:`~.sessions.HttpSession.wake`
-cancels the read) or the wait the answer asked for passes.  A JSON answer reads nothing
-while it waits: it waits on an event (a third of the cost of a cancelled wait).
+:class:`~mcp_ref._http_answers.SseAnswer` (that module's docstring shows it).  Between
+writes it waits in :func:`wait_change`, reading the client's side of the connection (a
+client that left is noticed) until the session wakes it
+(:meth:`~.sessions.HttpSession.wake`) or the wait passes.  A JSON answer waits on an
+event instead (a third of the cost of a cancelled wait).
 """
 
 from __future__ import annotations
@@ -103,7 +102,7 @@ async def _deliver(sess: HttpSession, stream: LogicalStream | None, bodies: list
     """Give ``bodies`` to the session in order.
 
     Raises:
-        Refused: 404, the session ended first (``stream``, the POST's, is forgotten).
+        Refused: 404, the session ended first (the POST's ``stream`` is then closed).
     """
     for data in bodies:
         if not await sess.deliver(data):
@@ -303,9 +302,9 @@ async def _read_until_closed(h: H11Stream) -> None:
             return
 
 
-ENDPOINTS: Final[
-    dict[Endpoint, Callable[[ServerConfig, SessionTable, H11Stream, RequestReady], Awaitable[None]]]
-] = {
+_Answer = Callable[[ServerConfig, SessionTable, H11Stream, RequestReady], Awaitable[None]]
+
+ENDPOINTS: Final[dict[Endpoint, _Answer]] = {
     Endpoint.POST: post,
     Endpoint.GET: get,
     Endpoint.DELETE: delete,

@@ -6,24 +6,18 @@ Theory of operation
 An :class:`HttpSession` is the :class:`~mcp_ref.trio.MessageChannel` its
 :class:`~mcp_ref.trio.Session` talks to, joined to the sans-IO
 :class:`~mcp_ref._http_streams.SessionStreams` (which logical stream carries each
-message) and to the HTTP responses writing those streams.
-
-Messages in: :meth:`HttpSession.deliver` hands a POST body to the running session from
-the POST's own task when no body is queued (:meth:`Session.push
-<mcp_ref.trio.Session.push>`: no task switch), else queues it (bounded: the POST waits
-while the session is slow) for :meth:`HttpSession.receive`; either way the bodies reach
-the core in order.  Messages out: ``send`` never blocks: the core appends the message
-to one stream, and :meth:`HttpSession.wake` wakes the responses writing that stream
-(the wakers :func:`~.endpoint.wait_change` registers in ``waiters``).
+message) and to the HTTP responses writing those streams.  Messages in:
+:meth:`HttpSession.deliver` gives each POST body to the session, in order.  Messages
+out: ``send`` never blocks: the core appends the message to one stream, and
+:meth:`HttpSession.wake` wakes the responses writing that stream (the wakers
+:func:`~.endpoint.wait_change` registers in ``waiters``).
 
 :class:`SessionTable` opens sessions; requests find them by id
 (:func:`~mcp_ref._http_server.session_request`).  Each runs in an *owner task* of the
 table's :class:`~.common.Supervisor`, so it outlives the request that created it but
-never the server (:func:`~mcp_ref.trio.serve_channel`, as on every transport).  Which
-session to evict to make room, and which expire, is the sans-IO
-:class:`~mcp_ref._http_sessions.SessionBook`'s decision; the table ends those (one that
-does not stop by itself is cancelled after a grace time) and sleeps until the book's
-next deadline (:meth:`SessionTable.reaper`).
+never the server.  Which session to evict to make room, and which expire, is the
+sans-IO :class:`~mcp_ref._http_sessions.SessionBook`'s decision; the table ends those
+(:meth:`SessionTable.reaper`).
 """
 
 from __future__ import annotations
@@ -130,7 +124,6 @@ class HttpSession:
         self.input_send, self.input_receive = trio.open_memory_channel[tuple[bytes, Caller | None]](
             _INPUT_QUEUE
         )
-        self.queued = 0  # bodies in the input queue (an evictable session has none)
         self.session: Session | None = None  # the MCP session, once it runs
         self.last_used = trio.current_time()
         self.ended = False
@@ -174,8 +167,10 @@ class HttpSession:
             self.wake(stream)
 
     async def deliver(self, body: bytes) -> bool:
-        """Give one POST body to the session (module docstring); False when the session
-        has ended."""
+        """Give one POST body to the session: from the POST's own task when none is
+        queued (:meth:`Session.push <mcp_ref.trio.Session.push>`: no task switch), else
+        through the bounded queue :meth:`receive` reads (the POST waits while the session
+        is slow).  False when the session has ended."""
         if self.ended:
             return False
         if self.session is not None and self.queued == 0:
@@ -189,16 +184,18 @@ class HttpSession:
             finally:
                 CURRENT.reset(token)
             return True
-        self.queued += 1
         try:
             await self.input_send.send((body, CALLER.get()))
         except (trio.ClosedResourceError, trio.BrokenResourceError):
-            self.queued -= 1
             return False
-        except BaseException:
-            self.queued -= 1  # cancelled while waiting for room: not queued
-            raise
         return True
+
+    @property
+    def queued(self) -> int:
+        """Bodies in the input queue or waiting for room in it (an evictable session has
+        none)."""
+        stats = self.input_send.statistics()
+        return stats.current_buffer_used + stats.tasks_waiting_send
 
     def end(self, reason: str) -> None:
         """End the session (idempotent): no more input, every stream wakes and ends."""
@@ -219,7 +216,6 @@ class HttpSession:
             data, caller = await self.input_receive.receive()
         except (trio.EndOfChannel, trio.ClosedResourceError):
             return b""
-        self.queued -= 1
         CALLER.set(caller)
         return data
 
@@ -228,25 +224,23 @@ class HttpSession:
         self.session = session
 
     async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
-        """:meth:`send_nowait`, awaited; a shared session's event log is written before
-        the responses wake (:mod:`mcp_ref.stores`)."""
-        if self.flush is None:
-            return self.send_nowait(data, related_request_id=related_request_id)
+        """Put one message on the logical stream the core chooses (none: dropped, its POST
+        gone) and wake the responses writing it; a shared session's event log is written
+        first (:mod:`mcp_ref.stores`)."""
         stream = self.state.route(data, related_request_id)
-        await self.flush()
+        if self.flush is not None:
+            await self.flush()
         if stream is not None:
             self.wake(stream)
 
     def send_nowait(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
-        """Put one message on the logical stream the core chooses and wake the responses
-        writing it.  Never blocks, never raises (but WouldBlock when shared: use send)."""
+        """:meth:`send` without waiting: never blocks, never raises (but
+        ``trio.WouldBlock`` when shared: use :meth:`send`)."""
         if self.flush is not None:
             raise trio.WouldBlock
         stream = self.state.route(data, related_request_id)
-        if stream is None:
-            log.debug("message dropped: no stream for it (its POST is gone, or stateless)")
-            return
-        self.wake(stream)
+        if stream is not None:
+            self.wake(stream)
 
     async def aclose(self) -> None:
         """End the session's HTTP side."""
