@@ -69,13 +69,12 @@ def allowed_for(
     return origins, hosts
 
 
-def http_url(host: str, port: int, path: str, *, tls: bool = False) -> str:
+def http_url(host: str, port: int, path: str) -> str:
     """The URL of ``path`` on a server bound to ``host`` (an IP address) and ``port``:
     ``http://127.0.0.1:8000/mcp``, an IPv6 address in brackets (``http://[::1]:8000/mcp``,
-    RFC 3986 section 3.2.2); ``https`` when ``tls``."""
+    RFC 3986 section 3.2.2)."""
     name = f"[{host}]" if ":" in host else host
-    scheme = "https" if tls else "http"
-    return f"{scheme}://{name}:{port}{path}"
+    return f"http://{name}:{port}{path}"
 
 
 def peer_address(name: object) -> str | None:

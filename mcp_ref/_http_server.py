@@ -24,8 +24,7 @@ One request goes through these steps, each a function here:
    (:func:`request_version`), for every request but ``initialize``;
    :func:`legacy_session` for a POST to the 2024-11-05 message endpoint.
 
-:func:`server_config` gives a server's settings from the address it binds
-(:func:`server_options`: from a driver's keywords).  The logical
+:func:`server_config` gives a server's settings from the address it binds.  The logical
 streams a session's messages go to are :mod:`mcp_ref._http_streams`.
 """
 
@@ -61,7 +60,6 @@ __all__ = [
     "request_version",
     "route_request",
     "server_config",
-    "server_options",
     "session_named",
     "session_request",
 ]
@@ -79,9 +77,8 @@ def _endpoint_path(_inst: object, attr: attrs.Attribute[str], value: str) -> Non
 
 @attrs.frozen(kw_only=True)
 class ServerConfig:
-    """One server's fixed settings: the keywords of :func:`mcp_ref.trio.serve_http` and
-    :func:`mcp_ref.asgi.asgi_app` that are its attributes (:func:`server_options`), with
-    the defaults that depend on the address bound (:func:`server_config`).
+    """One server's fixed settings (see :func:`mcp_ref.trio.serve_http` for each, and
+    :func:`server_config` for the defaults that depend on the address bound).
 
     Raises:
         ValueError: a path that does not start with ``/``.
@@ -92,17 +89,15 @@ class ServerConfig:
     json_response: bool = False
     """Answer requests with one JSON body instead of an SSE stream."""
     stateless: bool = False
-    """No session ids, no GET stream, no DELETE: each POST gets a session of its own."""
+    """No sessions: each POST gets a session of its own."""
     enable_get_stream: bool = True
     """Offer the standalone GET stream (else GET gets 405)."""
     allowed_origins: Collection[str] = rules.LOCALHOST_ORIGINS
-    """``Origin`` patterns (:func:`mcp_ref._http.check_origin`); by default, for a
-    loopback address the loopback names, else none (403 for a request with one)."""
+    """``Origin`` patterns (:func:`mcp_ref._http.check_origin`)."""
     allowed_hosts: Collection[str] = rules.LOCALHOST_HOSTS
-    """``Host`` patterns (:func:`mcp_ref._http.check_host`); by default, for a loopback
-    address the loopback names, else any."""
+    """``Host`` patterns (:func:`mcp_ref._http.check_host`)."""
     limits: HttpLimits = attrs.Factory(HttpLimits)
-    """The bounds (each listed in ``docs/http-limits.md``)."""
+    """The bounds."""
     legacy_sse: bool = True
     """Host the 2024-11-05 endpoints too."""
     legacy_sse_path: str = attrs.field(default="/sse", validator=_endpoint_path)
@@ -112,10 +107,9 @@ class ServerConfig:
     retry_ms: int = 1000
     """The ``retry`` field of priming events, in milliseconds."""
     cors_origins: Collection[str] = ()
-    """CORS origins (:mod:`mcp_ref._http_cors`; each is an allowed origin too;
-    ``docs/http-deployment.md``)."""
+    """CORS origins (:mod:`mcp_ref._http_cors`; each is an allowed origin too)."""
     access_log: bool = False
-    """Log a line per request (:mod:`mcp_ref._http_access`; ``docs/http-deployment.md``)."""
+    """Log a line per request (:mod:`mcp_ref._http_access`)."""
 
 
 def server_config(
@@ -144,20 +138,6 @@ def server_config(
     if cfg.stateless:
         cfg = attrs.evolve(cfg, enable_get_stream=False, legacy_sse=False)
     return cfg
-
-
-def server_options(host: str, options: Mapping[str, Any]) -> tuple[ServerConfig, dict[str, Any]]:
-    """Split a driver's keywords: those naming a :class:`ServerConfig` attribute make the
-    settings of a server bound to ``host`` (:func:`server_config`); the others are
-    returned for the sessions (the handler's ``serve`` or ``open_session``).
-
-    Raises:
-        ValueError: a path that does not start with ``/``.
-    """
-    names = attrs.fields_dict(ServerConfig)
-    settings = {name: value for name, value in options.items() if name in names}
-    rest = {name: value for name, value in options.items() if name not in names}
-    return server_config(host, **settings), rest
 
 
 class RequestHeaders(list[tuple[bytes, bytes]]):

@@ -592,19 +592,19 @@ async def test_lifespan_shutdown_answers_a_request_still_running_with_an_error()
             assert "shutting down" in answer["error"]["message"]
 
 
-def test_asgi_app_splits_its_keywords_as_serve_http_does() -> None:
-    """Both give theirs to ``server_options``: the settings (with ``host``'s defaults)
-    make the ServerConfig, the other keywords go to the sessions."""
+def test_asgi_app_and_serve_http_take_the_same_settings_with_the_same_defaults() -> None:
+    """Both read their :class:`ServerConfig` with ``driver_config`` from their own
+    parameters, so the two signatures must agree on every setting's name and default."""
     import inspect
 
-    from mcp_ref._http_server import server_config
+    import attrs
+
+    from mcp_ref._http_server import ServerConfig
     from mcp_ref.trio import serve_http
 
-    app = asgi_app(make_server(), host="0.0.0.0", json_response=True, default_timeout=3.0)
-    assert app.cfg.json_response
-    assert app.cfg.allowed_hosts == server_config("0.0.0.0").allowed_hosts
-    assert app._session_kw == {"default_timeout": 3.0}
     asgi = inspect.signature(asgi_app).parameters
     trio_ = inspect.signature(serve_http).parameters
+    for field in attrs.fields(ServerConfig):
+        assert asgi[field.name].default == trio_[field.name].default, field.name
     assert asgi["host"].default == trio_["host"].default
     assert asgi["grace_seconds"].default == trio_["grace_seconds"].default

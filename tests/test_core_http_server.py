@@ -40,7 +40,6 @@ from mcp_ref._http_server import (
     request_version,
     route_request,
     server_config,
-    server_options,
     session_named,
 )
 from mcp_ref._http_sessions import SessionBook
@@ -262,12 +261,6 @@ def test_a_stateless_server_offers_no_get_stream_and_no_2024_11_05_endpoints() -
         server_config("127.0.0.1", path="mcp")
     with pytest.raises(TypeError):
         server_config("127.0.0.1", nonsense=True)
-
-
-def test_a_drivers_keywords_split_into_the_settings_and_the_sessions_ones() -> None:
-    cfg, rest = server_options("0.0.0.0", {"path": "/x", "retry_ms": 5, "default_timeout": 3})
-    assert (cfg.path, cfg.retry_ms, tuple(cfg.allowed_hosts)) == ("/x", 5, ("*",))
-    assert rest == {"default_timeout": 3}
 
 
 def test_the_client_address_is_the_ip_without_port_or_zone() -> None:

@@ -56,7 +56,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any
@@ -65,12 +65,12 @@ import attrs
 import sniffio
 import trio
 
-from .._http import HttpError, Refused, http_error
+from .._http import HttpError, HttpLimits, Refused, http_error
 from .._http_access import AsgiExchange
 from .._http_auth import ResourceAuth
 from .._http_connection import RequestReady
 from .._http_peers import peer_address
-from .._http_server import ServerConfig, server_options
+from .._http_server import ServerConfig, server_config
 from .._oauth_resource import serve_metadata
 from ..stores import Sharing, Stores
 from ..trio._session import DEFAULT_GRACE_SECONDS, Handler
@@ -88,11 +88,24 @@ log = logging.getLogger("mcp_ref.asgi")
 def asgi_app(
     handler: Handler | Callable[[], Handler],
     *,
+    path: str = "/mcp",
     host: str = "127.0.0.1",
+    json_response: bool = False,
+    stateless: bool = False,
+    enable_get_stream: bool = True,
+    allowed_origins: Collection[str] | None = None,
+    allowed_hosts: Collection[str] | None = None,
+    limits: HttpLimits | None = None,
+    legacy_sse: bool = True,
+    legacy_sse_path: str = "/sse",
+    legacy_messages_path: str = "/messages",
+    retry_ms: int = 1000,
+    cors_origins: Collection[str] = (),
+    access_log: bool = False,
     stores: Stores | None = None,
     grace_seconds: float = DEFAULT_GRACE_SECONDS,
     auth: ResourceAuth | None = None,
-    **options: Any,
+    **session_kw: Any,
 ) -> McpAsgiApp:
     """An ASGI 3 application serving MCP over Streamable HTTP (and 2024-11-05 HTTP+SSE),
     the same server :func:`mcp_ref.trio.serve_http` runs (module docstring).
@@ -101,10 +114,22 @@ def asgi_app(
         handler: answers every session: an :class:`mcp_ref.server.Server` (or any
             :class:`~mcp_ref.trio.Handler`), or a zero-argument factory called once per
             session.
+        path: the MCP endpoint's path (below the mount point, if mounted).
         host: the address the ASGI server binds; it sets the defaults of
             ``allowed_origins`` and ``allowed_hosts`` as in ``serve_http``: the loopback
             names for a loopback address (the default), else no ``Origin`` and any
             ``Host``.  Bound elsewhere (``--host 0.0.0.0``), say so, or pass both.
+        json_response, stateless, enable_get_stream: as for
+            :func:`mcp_ref.trio.serve_http`.
+        allowed_origins, allowed_hosts: as for :func:`mcp_ref.trio.serve_http`, with
+            the defaults that ``host`` gives them.
+        limits: as for :func:`mcp_ref.trio.serve_http` (``limits.max_body_bytes``
+            bounds a body read; ``limits.idle_timeout_seconds`` each wait for a body
+            chunk).
+        legacy_sse, legacy_sse_path, legacy_messages_path, retry_ms: as for
+            :func:`mcp_ref.trio.serve_http`.
+        cors_origins, access_log: as for :func:`mcp_ref.trio.serve_http` (the ASGI
+            server may log requests too; an answer never ended is not logged here).
         stores: as for :func:`mcp_ref.trio.serve_http` (e.g. ``uvicorn --workers 2``
             with :class:`~mcp_ref.stores.redis.RedisStores`).
         grace_seconds: at the lifespan shutdown, seconds the requests in progress get
@@ -113,12 +138,8 @@ def asgi_app(
             :func:`mcp_ref.trio.serve_http` (the metadata is served at the well-known
             paths of ``auth.config``, matched on the full path: mount the application
             at the root of its origin, or serve the metadata there yourself).
-        **options: as for :func:`mcp_ref.trio.serve_http`: the server's settings
-            (:class:`~mcp_ref._http_server.ServerConfig`; ``path`` is below the mount
-            point, if mounted; ``limits.max_body_bytes`` bounds a body read,
-            ``limits.idle_timeout_seconds`` each wait for a body chunk; the ASGI server
-            may log requests too, and an answer never ended is not in ``access_log``),
-            any other keyword for the sessions (``default_timeout``, ...).
+        **session_kw: passed to the handler's ``serve`` or to
+            :func:`~mcp_ref.trio.open_session` (``default_timeout``, ...).
 
     Raises:
         ValueError: a path that does not start with ``/``, or a negative
@@ -129,7 +150,22 @@ def asgi_app(
     """
     if grace_seconds < 0:
         raise ValueError("grace_seconds must not be negative")
-    cfg, session_kw = server_options(host, options)
+    cfg = server_config(
+        host,
+        path=path,
+        json_response=json_response,
+        stateless=stateless,
+        enable_get_stream=enable_get_stream,
+        allowed_origins=allowed_origins,
+        allowed_hosts=allowed_hosts,
+        limits=limits,
+        legacy_sse=legacy_sse,
+        legacy_sse_path=legacy_sse_path,
+        legacy_messages_path=legacy_messages_path,
+        retry_ms=retry_ms,
+        cors_origins=cors_origins,
+        access_log=access_log,
+    )
     return McpAsgiApp(
         handler, cfg, grace_seconds=grace_seconds, session_kw=session_kw, stores=stores, auth=auth
     )

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import ssl
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any, Final
@@ -34,11 +34,11 @@ import attrs
 import h11
 import trio
 
-from ..._http import Refused
+from ..._http import HttpLimits, Refused
 from ..._http_auth import ResourceAuth, server_connection
 from ..._http_connection import NEED_DATA, Refusal, RequestReady
 from ..._http_peers import http_url
-from ..._http_server import ServerConfig, server_options
+from ..._http_server import ServerConfig, server_config
 from ...stores import Sharing, Stores
 from .._listen import close_listeners, peer_of, serve_until_stopped
 from .._session import DEFAULT_GRACE_SECONDS, Handler
@@ -86,13 +86,26 @@ async def serve_http(
     host: str = "127.0.0.1",
     port: int = 0,
     *,
+    path: str = "/mcp",
+    json_response: bool = False,
+    stateless: bool = False,
+    enable_get_stream: bool = True,
+    allowed_origins: Collection[str] | None = None,
+    allowed_hosts: Collection[str] | None = None,
+    limits: HttpLimits | None = None,
+    legacy_sse: bool = True,
+    legacy_sse_path: str = "/sse",
+    legacy_messages_path: str = "/messages",
+    retry_ms: int = 1000,
+    cors_origins: Collection[str] = (),
+    access_log: bool = False,
     stores: Stores | None = None,
     stop: trio.Event | None = None,
     grace_seconds: float = DEFAULT_GRACE_SECONDS,
     auth: ResourceAuth | None = None,
     ssl_context: ssl.SSLContext | None = None,
     task_status: trio.TaskStatus[HttpServerInfo] = trio.TASK_STATUS_IGNORED,
-    **options: Any,
+    **session_kw: Any,
 ) -> None:
     """Serve MCP over Streamable HTTP (and 2024-11-05 HTTP+SSE) until cancelled, or
     until ``stop`` is set and the graceful stop is over.
@@ -105,8 +118,23 @@ async def serve_http(
         host: the address to bind (default loopback: 2025-06-18/basic/transports
             #security-warning.2).
         port: the TCP port; 0 picks a free one (see ``task_status``).
-        stores: a store shared by processes (:mod:`mcp_ref.stores`,
-            ``docs/http-deployment.md``).
+        path: the MCP endpoint's path.
+        json_response: answer requests with one JSON body instead of an SSE stream.
+        stateless: no session ids, no GET stream, no DELETE: each POST gets a session of
+            its own (:mod:`.endpoint`).
+        enable_get_stream: offer the standalone GET stream (else GET gets 405).
+        allowed_origins, allowed_hosts: ``Origin`` and ``Host`` patterns
+            (:func:`mcp_ref._http.check_origin`, :func:`~mcp_ref._http.check_host`);
+            default for a loopback ``host`` the loopback names, else no ``Origin`` (403
+            for a request with one) and any ``Host``.
+        limits: the bounds (:class:`~mcp_ref._http.HttpLimits`, each listed in
+            ``docs/http-limits.md``).
+        legacy_sse: also host the 2024-11-05 endpoints at ``legacy_sse_path`` (GET) and
+            ``legacy_messages_path`` (POST).
+        retry_ms: the ``retry`` field of priming events, in milliseconds.
+        cors_origins, access_log, stores: CORS origins (:mod:`mcp_ref._http_cors`); a log
+            line per request (:mod:`mcp_ref._http_access`); a store shared by processes
+            (:mod:`mcp_ref.stores`).  ``docs/http-deployment.md`` has all three.
         stop: set it to stop gracefully (default: a new event, ``HttpServerInfo.stop``).
             Then: no new connection is accepted (the listeners close); no connection
             serves a further request, and those waiting for one close; the requests in
@@ -122,13 +150,7 @@ async def serve_http(
         ssl_context: serve HTTPS: each connection a ``trio.SSLStream`` (TLS in Python
             over ``ssl.MemoryBIO``; ``docs/tls.md`` gives its cost), the URLs ``https``.
         task_status: ``started`` with an :class:`HttpServerInfo` once listening.
-        **options: the server's settings, each an attribute of
-            :class:`~mcp_ref._http_server.ServerConfig` (documented there): ``path``
-            (``"/mcp"``), ``json_response``, ``stateless``, ``enable_get_stream``,
-            ``allowed_origins`` and ``allowed_hosts`` (their defaults depend on
-            ``host``), ``limits``, ``legacy_sse``, ``legacy_sse_path``,
-            ``legacy_messages_path``, ``retry_ms``, ``cors_origins``, ``access_log``;
-            any other keyword goes to the handler's ``serve`` or to
+        **session_kw: passed to the handler's ``serve`` or to
             :func:`~mcp_ref.trio.open_session` (``default_timeout``, ...).
 
     Raises:
@@ -141,21 +163,37 @@ async def serve_http(
     """
     if grace_seconds < 0:
         raise ValueError("grace_seconds must not be negative")
-    cfg, session_kw = server_options(host, options)
+    cfg = server_config(
+        host,
+        path=path,
+        json_response=json_response,
+        stateless=stateless,
+        enable_get_stream=enable_get_stream,
+        allowed_origins=allowed_origins,
+        allowed_hosts=allowed_hosts,
+        limits=limits,
+        legacy_sse=legacy_sse,
+        legacy_sse_path=legacy_sse_path,
+        legacy_messages_path=legacy_messages_path,
+        retry_ms=retry_ms,
+        cors_origins=cors_origins,
+        access_log=access_log,
+    )
     server = HttpServer(handler, cfg, session_kw, auth)
     if stores is not None:
         server.table.shared = Sharing(stores, cfg.limits.session_idle_seconds)
     listeners: Any = await trio.open_tcp_listeners(port, host=host)
     try:
         bound, port = listeners[0].socket.getsockname()[:2]
+        origin = http_url(bound, port, "")
         if ssl_context is not None:
             listeners = [trio.SSLListener(x, ssl_context, https_compatible=True) for x in listeners]
-        origin = http_url(bound, port, "", tls=ssl_context is not None)
+            origin = "https" + origin[4:]
         info = HttpServerInfo(
             host=bound,
             port=port,
-            url=origin + cfg.path,
-            legacy_sse_url=origin + cfg.legacy_sse_path if cfg.legacy_sse else None,
+            url=origin + path,
+            legacy_sse_url=origin + legacy_sse_path if cfg.legacy_sse else None,
             stop=trio.Event() if stop is None else stop,
         )
         async with trio.open_nursery() as nursery:
