@@ -90,7 +90,7 @@ def _command(kind: str, script: Path, grace: float) -> list[str]:
         return [sys.executable, str(script), "http", "0", str(grace)]
     return [
         *(sys.executable, "-m", "mcp_ref", "serve", str(script)),
-        *("--http", "127.0.0.1:0", "--grace", str(grace)),
+        *("--http", "127.0.0.1:0", "--grace", str(grace), "--no-access-log"),
     ]
 
 
