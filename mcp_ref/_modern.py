@@ -37,9 +37,7 @@ The error codes live beside the others in ``mcp_ref/_errors.py``; they are impor
 here, so ``_modern.UNSUPPORTED_PROTOCOL_VERSION`` still names them.
 
 Spec clauses are cited as ``2026-07-28/<page>#<section>.<n>``, numbered as spec_map's
-extractor numbers them; the committed catalog (``spec_map/catalog.json``) holds only
-2025-06-18, so these are ``# Spec (2026-07-28):`` comments, not ``# Spec:`` tags, until
-the catalog gains the revision.
+extractor numbers them (``spec_map/clauses/2026-07-28.json``).
 
 Source: 2026-07-28/basic/index (``_meta``, error codes), 2026-07-28/basic/versioning,
 2026-07-28/basic/transports/streamable-http (request headers, server validation),
@@ -166,7 +164,9 @@ def read_request_meta(
     Other ``_meta`` keys (``progressToken``, trace context, extensions') are not
     looked at.
     """
-    # Spec (2026-07-28): 2026-07-28/basic/index#_meta.3
+    # Spec: 2026-07-28/basic/patterns/mrtr#multi-round-trip-requests.2
+    # "Every request MUST include the required `_meta` fields"
+    # Spec: 2026-07-28/basic/index#_meta.3
     # "A request missing any required field is malformed; the server MUST reject it with
     # JSON-RPC error code `-32602` (Invalid params)."
     if not isinstance(params, dict):
@@ -178,7 +178,7 @@ def read_request_meta(
     if not isinstance(version, str):
         what = "missing" if version is None else "not a string:"
         return _invalid(request_id, f"_meta: {what} {PROTOCOL_VERSION_KEY}")
-    # Spec (2026-07-28): 2026-07-28/basic/versioning#protocol-version-negotiation.1
+    # Spec: 2026-07-28/basic/versioning#protocol-version-negotiation.1
     # "If the server does not implement the requested version ... it MUST respond with an
     # UnsupportedProtocolVersionError listing the versions it does support"
     if version not in supported:
@@ -267,7 +267,9 @@ def require_capabilities(
     Source: 2026-07-28/basic/index#_meta.7; the schema's
     ``MissingRequiredClientCapabilityError``.
     """
-    # Spec (2026-07-28): 2026-07-28/basic/index#_meta.7
+    # Spec: 2026-07-28/basic/index#_meta.6
+    # "A server MUST NOT rely on capabilities the client has not declared."
+    # Spec: 2026-07-28/basic/index#_meta.7
     # "If processing a request requires a capability the client did not include in
     # `io.modelcontextprotocol/clientCapabilities`, the server MUST return a
     # MissingRequiredClientCapabilityError (`-32021`) whose `data.requiredCapabilities`
@@ -298,11 +300,16 @@ def decode_header_value(value: str) -> str | None:
     Source: 2026-07-28/basic/transports/streamable-http#value-encoding.
     """
     head, tail = _SENTINEL
+    # Spec: 2026-07-28/basic/transports/streamable-http#value-encoding.4
+    # "These markers are case-sensitive and MUST appear exactly as shown (lowercase)."
     if not (value.startswith(head) and value.endswith(tail)):
         return value
     if len(value) < len(head) + len(tail):  # "=?base64?=": the two markers overlap
         return value
-    # Spec (2026-07-28): 2026-07-28/basic/transports/streamable-http#value-encoding.6
+    # Spec: 2026-07-28/basic/transports/streamable-http#value-encoding.5
+    # "Servers and intermediaries that need to inspect these values MUST decode them
+    # accordingly."
+    # Spec: 2026-07-28/basic/transports/streamable-http#value-encoding.6
     # "servers MUST decode an encoded `Mcp-Name` or `Mcp-Param-{Name}` value before
     # comparing it to the corresponding request body value"
     try:
@@ -333,7 +340,7 @@ def check_headers(headers: Mapping[str, str], message: Any) -> ErrorResponse | N
     Source: 2026-07-28/basic/transports/streamable-http (protocol version header,
     standard request headers, server validation).
     """
-    # Spec (2026-07-28): 2026-07-28/basic/transports/streamable-http#case-sensitivity.1
+    # Spec: 2026-07-28/basic/transports/streamable-http#case-sensitivity.1
     # "Clients and servers MUST use case-insensitive comparisons for header names."
     lower = {k.lower(): v for k, v in headers.items()}
     body = message if isinstance(message, dict) else {}
@@ -343,7 +350,7 @@ def check_headers(headers: Mapping[str, str], message: Any) -> ErrorResponse | N
     params = _object(body.get("params"))
     meta = _object(params.get("_meta"))
     method = body.get("method")
-    # Spec (2026-07-28): 2026-07-28/basic/transports/streamable-http#server-validation.1
+    # Spec: 2026-07-28/basic/transports/streamable-http#server-validation.1
     # "Servers that process the request body MUST reject requests where the values
     # specified in the headers do not match the corresponding values in the request body."
     wanted = [("mcp-protocol-version", "MCP-Protocol-Version", meta.get(PROTOCOL_VERSION_KEY))]
@@ -353,6 +360,9 @@ def check_headers(headers: Mapping[str, str], message: Any) -> ErrorResponse | N
     for key, shown, body_value in wanted:
         if key not in lower:
             return _mismatch(request_id, f"missing {shown} header")
+        # Spec: 2026-07-28/basic/transports/streamable-http#server-validation.4
+        # "servers MUST decode encoded values (see Value Encoding) before comparing them
+        # to the body value."
         value = lower[key] if key != "mcp-name" else decode_header_value(lower[key])
         if value is None:
             return _mismatch(request_id, f"{shown} header is not valid Base64 of UTF-8")
@@ -402,7 +412,7 @@ def era_of_reply(reply: Any) -> Era:
         return "legacy"
     if isinstance(reply.get("result"), dict):
         return "modern"
-    # Spec (2026-07-28): 2026-07-28/basic/transports/stdio#backward-compatibility.2
+    # Spec: 2026-07-28/basic/transports/stdio#backward-compatibility.2
     # "The fallback MUST NOT be keyed to one specific error code"
     error = reply.get("error")
     code = error.get("code") if isinstance(error, dict) else None
@@ -432,7 +442,7 @@ class PeerEra:
         Raises:
             ValueError: the other era was decided before.
         """
-        # Spec (2026-07-28): 2026-07-28/basic/versioning#backward-compatibility-with-initialization-based-versions.2
+        # Spec: 2026-07-28/basic/versioning#backward-compatibility-with-initialization-based-versions.2
         # "Clients SHOULD cache the result for the lifetime of the server process (stdio)
         # or origin (HTTP)"
         if self.era is None:

@@ -5,8 +5,7 @@ schema (tests/vendor/examples/2026-07-28, see tests/vendor/README.md); every err
 module produces is written as a JSON-RPC error response and validated against its
 definition in the vendored 2026-07-28 schema.json.  Pages: 2026-07-28/basic/index
 (``_meta``, error codes), 2026-07-28/basic/versioning, 2026-07-28/basic/transports/stdio
-and streamable-http.  The clause ids are not in spec_map's catalog yet (it holds
-2025-06-18 only), so the tests name them in their docstrings instead of spec markers.
+and streamable-http.  Each test cites the clauses it proves with spec markers.
 """
 
 from __future__ import annotations
@@ -113,6 +112,10 @@ def test_every_example_request_reads_as_its_context(type_name: str, file_name: s
     assert set(caps) <= {"elicitation", "sampling", "roots", "experimental", "extensions"}
 
 
+@pytest.mark.spec(
+    "2026-07-28/basic/index#_meta.3",
+    "2026-07-28/basic/patterns/mrtr#multi-round-trip-requests.2",
+)
 @pytest.mark.parametrize(
     ("params", "names"),
     [
@@ -147,6 +150,7 @@ def test_optional_fields_are_read_when_present() -> None:
     assert ctx.log_level == "warning" and ctx.client_info is None
 
 
+@pytest.mark.spec("2026-07-28/basic/versioning#protocol-version-negotiation.1")
 def test_an_unsupported_version_is_answered_as_the_official_example() -> None:
     """2026-07-28/basic/versioning#protocol-version-negotiation.1: -32022 listing the
     versions served; the same bytes as the schema's example, and valid against it."""
@@ -201,6 +205,7 @@ def _context(capabilities: dict[str, Any]) -> RequestContext:
     return ctx
 
 
+@pytest.mark.spec("2026-07-28/basic/index#_meta.7")
 def test_a_missing_capability_is_answered_as_the_official_example() -> None:
     """2026-07-28/basic/index#_meta.7: -32021 whose ``data.requiredCapabilities`` lists
     the missing capabilities; the example's code and data, valid against the schema."""
@@ -218,6 +223,7 @@ def test_a_missing_capability_is_answered_as_the_official_example() -> None:
     assert not _valid("MissingRequiredClientCapabilityError", wire)
 
 
+@pytest.mark.spec("2026-07-28/basic/index#_meta.6", "2026-07-28/basic/index#_meta.7")
 @pytest.mark.parametrize(
     ("declared", "required", "missing"),
     [
@@ -262,6 +268,7 @@ def _headers(**overrides: str | None) -> dict[str, str]:
     return headers
 
 
+@pytest.mark.spec("2026-07-28/basic/transports/streamable-http#case-sensitivity.1")
 def test_headers_that_mirror_the_body_pass() -> None:
     """2026-07-28/basic/transports/streamable-http#standard-request-headers: the three
     headers of the page's example, in any letter case (#case-sensitivity.1)."""
@@ -272,6 +279,7 @@ def test_headers_that_mirror_the_body_pass() -> None:
     assert check_headers(upper, CALL) is None
 
 
+@pytest.mark.spec("2026-07-28/basic/transports/streamable-http#server-validation.1")
 @pytest.mark.parametrize(
     ("overrides", "words"),
     [
@@ -318,6 +326,12 @@ def test_mcp_name_is_the_uri_for_resources_read_and_absent_for_other_methods() -
     assert check_headers(headers, discover) is None
 
 
+@pytest.mark.spec(
+    "2026-07-28/basic/transports/streamable-http#value-encoding.4",
+    "2026-07-28/basic/transports/streamable-http#value-encoding.5",
+    "2026-07-28/basic/transports/streamable-http#value-encoding.6",
+    "2026-07-28/basic/transports/streamable-http#server-validation.4",
+)
 def test_an_encoded_name_is_decoded_before_comparing() -> None:
     """#value-encoding.6: "servers MUST decode an encoded `Mcp-Name` ... before
     comparing it"; the page's own encoding examples."""
@@ -368,6 +382,7 @@ def test_a_result_or_a_modern_error_identifies_a_modern_server() -> None:
         assert era_of_reply(_example(type_name, file_name)) == "modern", type_name
 
 
+@pytest.mark.spec("2026-07-28/basic/transports/stdio#backward-compatibility.2")
 @pytest.mark.parametrize(
     "reply",
     [
@@ -391,6 +406,9 @@ def test_anything_else_identifies_a_legacy_server(reply: Any) -> None:
     assert era_of_reply(reply) == "legacy"
 
 
+@pytest.mark.spec(
+    "2026-07-28/basic/versioning#backward-compatibility-with-initialization-based-versions.2",
+)
 def test_the_era_is_decided_once_per_peer() -> None:
     """2026-07-28/basic/versioning#backward-compatibility-with-initialization-based-versions.2:
     the result is cached for the peer; a contrary decision is a bug; forget re-probes."""

@@ -581,6 +581,7 @@ async def _listen(client: Modern, notifications: dict[str, Any]) -> int:
     "2026-07-28/basic/patterns/subscriptions#acknowledgment.1",
     "2026-07-28/basic/patterns/subscriptions#opening-a-stream.1",
     "2026-07-28/server/tools#list-changed-notification.1",
+    "2026-07-28/basic/index#_meta.11",
 )
 async def test_listen_acknowledges_then_sends_what_the_filter_asks() -> None:
     server = Server("subs", "1")
@@ -816,6 +817,22 @@ async def test_an_input_id_is_asked_once_per_request() -> None:
         )
     assert done["isError"] is True
     assert "asked for twice" in done["content"][0]["text"]
+
+
+@spec("2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.4")
+async def test_only_the_three_input_requests_can_be_asked() -> None:
+    server = Server("ping", "1")
+
+    @server.tool()
+    async def pinger(ctx: Context) -> str:
+        await ctx.ask({"p": {"method": "ping"}})
+        return "no"
+
+    async with modern(server) as client:
+        done = await client.result("tools/call", {"name": "pinger", "arguments": {}}, caps=ALL_CAPS)
+    assert done.get("resultType") != "input_required" and "inputRequests" not in done
+    assert done["isError"] is True
+    assert "not an input request (dict)" in done["content"][0]["text"]
 
 
 @spec("2026-07-28/basic/patterns/subscriptions#graceful-closure.1")

@@ -96,6 +96,7 @@ _RESULT_OF: Final[dict[str, Any]] = {
     "sampling/createMessage": t.CreateMessageResult,
     "roots/list": t.ListRootsResult,
 }
+_INPUT_TYPES: Final = (t.ElicitRequest, t.CreateMessageRequest, t.ListRootsRequest)
 _NEEDS: Final = {
     "elicitation/create": "elicitation",
     "sampling/createMessage": "sampling",
@@ -273,7 +274,9 @@ class Rounds:
             McpError: -32021 when the request's client capabilities lack what one of
                 them needs; -32602 when an answer is not the result its request expects.
             InputRequired: some answers are missing.
-            ValueError: an id asked for before in this run of the handler.
+            ValueError: an id asked for before in this run of the handler, or a value
+                that is not an ``ElicitRequest``, ``CreateMessageRequest`` or
+                ``ListRootsRequest``.
         """
         # Spec: 2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.3
         # "`inputRequests` keys are server assigned identifiers and MUST be unique within the
@@ -285,9 +288,21 @@ class Rounds:
                 "give each ask its own key"
             )
         self._asked.update(requests)
+        # Spec: 2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.4
+        # "`inputRequests` values are request objects that MUST be one of
+        # `ElicitRequest`, `CreateMessageRequest`, or `ListRootsRequest`"
+        for key, request in requests.items():
+            if not isinstance(request, _INPUT_TYPES):
+                raise ValueError(
+                    f"input {key!r} is not an input request ({type(request).__name__}); "
+                    "ask with elicitation(), sampling() or roots()"
+                )
         # Spec: 2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.12
         # "Servers MUST NOT send an `inputRequests` that the client has not declared
         # support for in its capabilities."
+        # Spec: 2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.13
+        # "if a client does not declare support for `elicitation`, the server MUST NOT
+        # include any `elicitation/create` requests in the `inputRequests` field."
         needed: dict[str, Any] = {_NEEDS[r.method]: {} for r in requests.values()}
         refusal = require_capabilities(self.context, needed, request_id=self.request_id)
         if refusal is not None:

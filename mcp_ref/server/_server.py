@@ -990,6 +990,10 @@ class Server:
             resources_list_changed=lists["resources"] or None,
             resource_subscriptions=uris or None,
         )
+        # Spec: 2026-07-28/basic/index#_meta.11
+        # "On notifications delivered via a [`subscriptions/listen`][subscriptions-listen]
+        # stream, the server MUST include `io.modelcontextprotocol/subscriptionId` in
+        # `_meta`"
         tag = {SUBSCRIPTION_ID_KEY: ctx.request_id}
         listener = _Listener(uris=frozenset(uris))
         seen = dict(self._generation)
