@@ -204,6 +204,9 @@ def open_state(
     if len(parts) != 3 or parts[0] != _VERSION:
         raise InvalidRequestState("malformed", "requestState is not one this server issued")
     signed = f"{parts[0]}.{parts[1]}"
+    # Spec: 2026-07-28/basic/patterns/mrtr#security-considerations.1
+    # "Servers MUST validate request state as described in the server requirements
+    # above."
     # Spec: 2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.7
     # "If `requestState` influences authorization, resource access, or business logic,
     # servers MUST protect its integrity (e.g. HMAC or AEAD) and MUST reject state that

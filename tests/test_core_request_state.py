@@ -65,7 +65,10 @@ def test_a_changed_character_fails_the_integrity_check(where: int) -> None:
     assert _reason(tampered) in ("signature", "malformed")
 
 
-@spec("2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.7")
+@spec(
+    "2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.7",
+    "2026-07-28/basic/patterns/mrtr#security-considerations.1",
+)
 def test_a_rewritten_payload_fails_even_when_well_formed() -> None:
     version, payload, mac = _seal().split(".")
     body = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
@@ -82,7 +85,10 @@ def test_garbage_is_refused(state: str) -> None:
     assert _reason(state) == "malformed"
 
 
-@spec("2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.7")
+@spec(
+    "2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.7",
+    "2026-07-28/basic/patterns/mrtr#security-considerations.1",
+)
 def test_another_key_is_a_forgery() -> None:
     other = seal_state(
         b"o" * 32, method="tools/call", params=PARAMS, answers={}, rounds=1, now=NOW, ttl=60

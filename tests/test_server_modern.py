@@ -194,6 +194,7 @@ async def _round_one(client: Modern, name: str = "greet", **kw: Any) -> dict[str
 @spec(
     "2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.1",
     "2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.11",
+    "2026-07-28/basic/patterns/mrtr#multi-round-trip-requests.1",
 )
 async def test_elicit_answers_input_required_then_completes_on_retry() -> None:
     async with modern(greeter()) as client:
@@ -479,6 +480,23 @@ async def test_input_the_client_cannot_give_is_missing_capability() -> None:
         )
     assert error["code"] == -32021
     assert error["data"]["requiredCapabilities"] == {"elicitation": {}}
+
+
+@spec("2026-07-28/basic/index#statelessness.1", "2026-07-28/basic/index#_meta.6")
+async def test_each_request_is_judged_by_its_own_capabilities() -> None:
+    async with modern(greeter()) as client:
+        first = await _round_one(client)
+        assert first["resultType"] == "input_required"
+        # The same connection, a request declaring less: nothing carries over.
+        error = await client.error(
+            "tools/call", {"name": "greet", "arguments": {}}, caps={"sampling": {}}
+        )
+        assert (error["code"], error["data"]) == (
+            -32021,
+            {"requiredCapabilities": {"elicitation": {}}},
+        )
+        again = await _round_one(client)
+    assert again["resultType"] == "input_required"
 
 
 @spec("2026-07-28/server/utilities/caching#cache-key.2")
@@ -1008,7 +1026,10 @@ async def test_a_sync_tool_in_a_worker_thread_asks_too() -> None:
     assert done["content"][0]["text"] == "Hi Ed"
 
 
-@spec("2026-07-28/server/utilities/caching#interaction-with-pagination.5")
+@spec(
+    "2026-07-28/server/utilities/caching#interaction-with-pagination.5",
+    "2026-07-28/server/utilities/caching#interaction-with-pagination.6",
+)
 async def test_every_page_of_a_list_has_the_same_scope() -> None:
     server = Server("pages", "1", page_size=1, cache_hints={"tools/list": CacheHint(9, "private")})
     server.add_tool(lambda: "a", name="a")

@@ -121,6 +121,9 @@ class Context:
         """What the client declared: in ``initialize``, or in this request's ``_meta``
         (modern era)."""
         if self.modern is not None:
+            # Spec: 2026-07-28/basic/index#statelessness.1
+            # "Servers MUST NOT rely on prior requests over the same connection to
+            # establish context (e.g., capabilities, protocol version, client identity)."
             return self.modern.client_capabilities
         caps = self.request.session.peer_capabilities
         return caps if isinstance(caps, t.ClientCapabilities) else None
@@ -262,6 +265,9 @@ class Context:
         client/roots, client/elicitation.
         """
         if self.modern is not None:
+            # Spec: 2026-07-28/basic/patterns/mrtr#multi-round-trip-requests.1
+            # "Servers MUST send server-to-client requests (such as `roots/list`,
+            # `sampling/createMessage`, or `elicitation/create`) using the MRTR pattern."
             if self.rounds is None:
                 raise LocalProtocolError(
                     f"{self.request.method} cannot ask the client for input in 2026-07-28 "

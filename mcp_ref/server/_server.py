@@ -779,6 +779,9 @@ class Server:
         # Spec: 2026-07-28/server/utilities/caching#interaction-with-pagination.5
         # "Servers MUST apply the same `cacheScope` to all response pages for a given list
         # request."
+        # Spec: 2026-07-28/server/utilities/caching#interaction-with-pagination.6
+        # "if the first page of a `tools/list` response has `cacheScope: "private"`, all
+        # subsequent pages for that request MUST also be `"private"`."
         return self.cache_hints.get(method, self.cache)
 
     def _open_rounds(self, ctx: RequestContext, modern: ModernContext) -> Rounds:
