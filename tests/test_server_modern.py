@@ -555,8 +555,8 @@ async def test_the_same_handler_sends_requests_in_the_handshake_era() -> None:
 # -------------------------------------------------------------------------- logging
 
 
-def chatty() -> Server:
-    server = Server("chatty", "1")
+def chatty(**kw: Any) -> Server:
+    server = Server("chatty", "1", **kw)
 
     @server.tool()
     async def talk(ctx: Context) -> str:
@@ -571,6 +571,19 @@ def chatty() -> Server:
 async def test_no_log_messages_without_a_log_level() -> None:
     async with modern(chatty()) as client:
         response, notes = await client.request("tools/call", {"name": "talk", "arguments": {}})
+    assert response["result"]["content"][0]["text"] == "done"
+    assert [n for n in notes if n.get("method") == "notifications/message"] == []
+
+
+@spec("2026-07-28/server/utilities/logging#capabilities.1")
+async def test_a_server_without_the_logging_capability_sends_no_log_messages() -> None:
+    level = {"io.modelcontextprotocol/logLevel": "debug"}
+    async with modern(chatty(logging=False)) as client:
+        discovered = await client.result("server/discover")
+        response, notes = await client.request(
+            "tools/call", {"name": "talk", "arguments": {}, "_meta": level}
+        )
+    assert "logging" not in discovered["capabilities"]
     assert response["result"]["content"][0]["text"] == "done"
     assert [n for n in notes if n.get("method") == "notifications/message"] == []
 

@@ -157,6 +157,8 @@ async def send_log(
         # Spec: 2026-07-28/server/utilities/logging#per-request-log-level.1
         # "The server MUST NOT emit `notifications/message` for a request that does not
         # include this field."
+        # Spec: 2026-07-28/server/utilities/logging#capabilities.1
+        # "Servers that emit log message notifications MUST declare the `logging` capability:"
         if request_level is None or not declared:
             return False
         threshold = request_level
