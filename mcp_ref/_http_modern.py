@@ -85,11 +85,17 @@ __all__ = [
 _KEY: Final = PROTOCOL_VERSION_KEY.encode()
 _PAGE: Final = "2026-07-28/basic/transports/streamable-http#"
 
+# Spec: 2026-07-28/basic/index#_meta.8
+# "On HTTP, the response status MUST be `400 Bad Request`."
+# Spec: 2026-07-28/basic/transports/streamable-http#protocol-version-header.4
+# "If the server does not implement the requested protocol version ... it MUST respond
+# with `400 Bad Request` and an [`UnsupportedProtocolVersionError`][unsupported-version]
+# listing its supported versions."
 ERROR_STATUS: Final[dict[int, int]] = {
     INVALID_PARAMS: 400,
     HEADER_MISMATCH: 400,
-    MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
-    UNSUPPORTED_PROTOCOL_VERSION: 400,
+    MISSING_REQUIRED_CLIENT_CAPABILITY: 400,  # _meta.8
+    UNSUPPORTED_PROTOCOL_VERSION: 400,  # protocol-version-header.4
     METHOD_NOT_FOUND: 404,
 }
 """The HTTP status of a modern POST answered by one of these JSON-RPC errors (any other
@@ -180,6 +186,9 @@ def check_modern(
         # "On HTTP, the response status MUST be `400 Bad Request`."
         return _refuse(400, reply, "2026-07-28/basic/index#_meta.4")
     named = {k.decode("latin-1"): v.decode("latin-1") for k, v in headers}
+    # Spec: 2026-07-28/basic/transports/streamable-http#protocol-version-header.3
+    # "If the values do not match, the server MUST reject the request with `400 Bad
+    # Request` and a `HeaderMismatch` JSON-RPC error (see Server Validation)."
     mismatch = check_headers(named, msg)
     if mismatch is not None:
         # Spec: 2026-07-28/basic/transports/streamable-http#server-validation.3

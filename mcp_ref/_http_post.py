@@ -116,6 +116,10 @@ class Post:
         # [`notifications/progress`][notifications-progress] or
         # [`notifications/message`][notifications-message] — before the final response."
         # A JSON answer holds the response only; a listen's answer is its notifications.
+        # Spec: 2026-07-28/basic/transports/streamable-http#sending-messages.10
+        # "If the body is a JSON-RPC request, the server MUST return either `Content-Type:
+        # application/json` (a single JSON object) or `Content-Type: text/event-stream` (an
+        # SSE response stream)."
         return json_response and not (self.modern and is_listen(self.requests))
 
     @property

@@ -59,6 +59,7 @@ async def answer_of(ans: Any) -> Any:
     return got[1]
 
 
+@pytest.mark.spec("2026-07-28/basic/transports/streamable-http#sending-messages.10")
 @pytest.mark.parametrize("json_response", [False, True])
 @pytest.mark.parametrize("stateless", [False, True])
 async def test_a_modern_request_needs_no_session(json_response: bool, stateless: bool) -> None:
