@@ -166,6 +166,16 @@ def read_request_meta(
     """
     # Spec: 2026-07-28/basic/patterns/mrtr#multi-round-trip-requests.2
     # "Every request MUST include the required `_meta` fields"
+    # Spec: 2026-07-28/server/tools#tools.1
+    # "Every request MUST include the required `_meta` fields"
+    # Spec: 2026-07-28/server/prompts#prompts.1
+    # "Every request MUST include the required `_meta` fields"
+    # Spec: 2026-07-28/server/resources#resources.1
+    # "Every request MUST include the required `_meta` fields"
+    # Spec: 2026-07-28/server/utilities/completion#completion.1
+    # "Every request MUST include the required `_meta` fields"
+    # Spec: 2026-07-28/server/utilities/pagination#pagination.1
+    # "Every request MUST include the required `_meta` fields"
     # Spec: 2026-07-28/basic/index#_meta.3
     # "A request missing any required field is malformed; the server MUST reject it with
     # JSON-RPC error code `-32602` (Invalid params)."

@@ -115,6 +115,11 @@ def test_every_example_request_reads_as_its_context(type_name: str, file_name: s
 @pytest.mark.spec(
     "2026-07-28/basic/index#_meta.3",
     "2026-07-28/basic/patterns/mrtr#multi-round-trip-requests.2",
+    "2026-07-28/server/tools#tools.1",
+    "2026-07-28/server/prompts#prompts.1",
+    "2026-07-28/server/resources#resources.1",
+    "2026-07-28/server/utilities/completion#completion.1",
+    "2026-07-28/server/utilities/pagination#pagination.1",
 )
 @pytest.mark.parametrize(
     ("params", "names"),

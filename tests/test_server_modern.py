@@ -111,7 +111,11 @@ def greeter() -> Server:
 # ------------------------------------------------------------------------- discover
 
 
-@spec("2026-07-28/server/discover#discovery.1", "2026-07-28/server/discover#discoverresult.1")
+@spec(
+    "2026-07-28/server/discover#discovery.1",
+    "2026-07-28/server/discover#discoverresult.1",
+    "2026-07-28/basic/versioning#protocol-version-negotiation.3",
+)
 async def test_discover_names_versions_capabilities_and_server() -> None:
     async with modern(greeter()) as client:
         result = await client.result("server/discover")
@@ -138,6 +142,48 @@ async def test_capabilities_match_handlers() -> None:
         server.add_prompt(lambda: "hi", name="p")
         assert "prompts" in (await client.result("server/discover"))["capabilities"]
         assert (await client.result("prompts/list"))["prompts"][0]["name"] == "p"
+
+
+@spec(
+    "2026-07-28/server/tools#capabilities.1",
+    "2026-07-28/server/resources#capabilities.1",
+    "2026-07-28/server/utilities/completion#capabilities.1",
+    "2026-07-28/server/resources#capabilities.2",
+    "2026-07-28/server/prompts#capabilities.2",
+)
+async def test_what_is_registered_is_declared_and_listed() -> None:
+    server = Server("full", "1")
+    server.add_tool(lambda: "x", name="x")
+    server.add_resource("test://r", "v")
+    server.add_prompt(lambda: "p", name="p")
+    server.add_completion(prompt="p", argument="a", values=["one"])
+    async with modern(server) as client:
+        caps = (await client.result("server/discover"))["capabilities"]
+        assert {"tools", "resources", "prompts", "completions"} <= set(caps)
+        assert [r["uri"] for r in (await client.result("resources/list"))["resources"]] == [
+            "test://r"
+        ]
+        server.add_prompt(lambda: "q", name="q")
+        assert [p["name"] for p in (await client.result("prompts/list"))["prompts"]] == [
+            "p",
+            "q",
+        ]
+        server.add_resource("test://s", "w")
+        listed = (await client.result("resources/list"))["resources"]
+    assert [r["uri"] for r in listed] == ["test://r", "test://s"]
+
+
+@spec(
+    "2026-07-28/server/resources#error-handling.1",
+    "2026-07-28/server/resources#error-handling.4",
+)
+async def test_reading_a_missing_resource_is_invalid_params() -> None:
+    server = Server("res", "1")
+    server.add_resource("test://r", "v")
+    async with modern(server) as client:
+        response, _ = await client.request("resources/read", {"uri": "test://none"})
+    assert "result" not in response
+    assert response["error"]["code"] == -32602
 
 
 # -------------------------------------------------------------------------- caching

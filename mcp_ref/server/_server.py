@@ -651,12 +651,16 @@ class Server:
         declare = self._declare
         # Spec: 2025-06-18/server/tools#capabilities.1
         # "Servers that support tools MUST declare the `tools` capability:"
+        # Spec: 2026-07-28/server/tools#capabilities.1
+        # "Servers that support tools MUST declare the `tools` capability:"
         tools = (
             t.ServerCapabilitiesTools(list_changed=True)
             if self._tools or "tools" in declare
             else None
         )
         # Spec: 2025-06-18/server/resources#capabilities.1
+        # "Servers that support resources MUST declare the `resources` capability:"
+        # Spec: 2026-07-28/server/resources#capabilities.1
         # "Servers that support resources MUST declare the `resources` capability:"
         resources = (
             t.ServerCapabilitiesResources(subscribe=True, list_changed=True)
@@ -672,6 +676,8 @@ class Server:
             else None
         )
         # Spec: 2025-06-18/server/utilities/completion#capabilities.1
+        # "Servers that support completions MUST declare the `completions` capability:"
+        # Spec: 2026-07-28/server/utilities/completion#capabilities.1
         # "Servers that support completions MUST declare the `completions` capability:"
         completions: dict[str, Any] | None = (
             {} if self._completions or "completions" in declare else None
@@ -726,6 +732,9 @@ class Server:
                 # Spec: 2026-07-28/server/resources#error-handling.1
                 # "If the requested resource does not exist, servers MUST return a JSON-RPC
                 # error with code `-32602` (Invalid Params)."
+                # Spec: 2026-07-28/server/resources#error-handling.4
+                # "Servers MUST NOT return an empty `contents` array for a non-existent
+                # resource."
                 raise McpError(INVALID_PARAMS, exc.message, exc.data) from None
             if modern is not None and ctx.method in CACHEABLE:
                 retried = rounds is not None and bool(rounds.rounds or rounds.responses)
@@ -926,6 +935,8 @@ class Server:
     async def _discover(self, ctx: RequestContext) -> t.DiscoverResult:
         # Spec: 2026-07-28/server/discover#discovery.1
         # "Servers MUST implement it."
+        # Spec: 2026-07-28/basic/versioning#protocol-version-negotiation.3
+        # "Servers MUST implement `server/discover`."
         # Spec: 2026-07-28/server/discover#discoverresult.1 (serverInfo in _meta)
         # "Servers SHOULD include this field."
         hint = self.cache_hints.get("server/discover", self.cache)
@@ -1064,6 +1075,9 @@ class Server:
         return result if content is result.content else attrs.evolve(result, content=content)
 
     async def _list_resources(self, ctx: RequestContext) -> t.ListResourcesResult:
+        # Spec: 2026-07-28/server/resources#capabilities.2
+        # "Servers that declare the `resources` capability MUST respond to `resources/list`
+        # requests with the set of resources currently available to the requesting client."
         items = [d.resource for d in self._resources.values()]
         page, cursor = self._page(items, ctx.params, "resources")
         return t.ListResourcesResult(resources=page, next_cursor=cursor)
@@ -1126,6 +1140,9 @@ class Server:
         return t.Result()
 
     async def _list_prompts(self, ctx: RequestContext) -> t.ListPromptsResult:
+        # Spec: 2026-07-28/server/prompts#capabilities.2
+        # "Servers that declare the `prompts` capability MUST respond to `prompts/list`
+        # requests with the set of prompts currently available to the requesting client."
         items = [d.prompt for d in self._prompts.values()]
         page, cursor = self._page(items, ctx.params, "prompts")
         return t.ListPromptsResult(prompts=page, next_cursor=cursor)
