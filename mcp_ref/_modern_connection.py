@@ -41,7 +41,7 @@ Nothing here does I/O or keeps a clock.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from . import _jsonrpc as rpc
@@ -102,6 +102,34 @@ _NEEDS: Final = {
     "roots/list": "roots",
 }
 """The client capability each kind of input request needs."""
+
+
+def input_capabilities(requests: Iterable[Any]) -> dict[str, Any]:
+    """The client capabilities (a ``ClientCapabilities``-shaped JSON object, as
+    :func:`~mcp_ref._modern.require_capabilities` takes) that typed input requests
+    need: ``elicitation`` (``elicitation.url`` for a URL-mode one), ``sampling``
+    (``sampling.tools`` for one offering tools), ``roots``.
+
+    Raises:
+        KeyError: a request that is not an input request.
+
+    Source: 2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.12;
+    2026-07-28/client/elicitation#capabilities.3; client/sampling#tools-in-sampling.2.
+    """
+    needed: dict[str, Any] = {}
+    for request in requests:
+        need = needed.setdefault(_NEEDS[request.method], {})
+        # Spec: 2026-07-28/client/elicitation#capabilities.3
+        # "Servers MUST NOT send elicitation requests with modes that are not supported by
+        # the client."
+        if isinstance(request.params, t.ElicitRequestURLParams):
+            need["url"] = {}
+        # Spec: 2026-07-28/client/sampling#tools-in-sampling.2
+        # "Servers MUST NOT send tool-enabled sampling requests to Clients that have not
+        # declared support for tool use via the `sampling.tools` capability."
+        if isinstance(request.params, t.CreateMessageRequestParams) and request.params.tools:
+            need["tools"] = {}
+    return needed
 
 
 def is_modern_request(method: str, params: Any) -> bool:
@@ -280,9 +308,7 @@ class ModernEra:
         # Spec: 2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.12
         # "Servers MUST NOT send an `inputRequests` that the client has not declared support
         # for in its capabilities."
-        needed: dict[str, Any] = {
-            _NEEDS[r.method]: {} for r in (result.input_requests or {}).values()
-        }
+        needed = input_capabilities((result.input_requests or {}).values())
         refusal = require_capabilities(context, needed, request_id=rid)
         if refusal is not None:
             raise LocalProtocolError(

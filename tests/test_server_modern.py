@@ -528,6 +528,47 @@ async def test_input_the_client_cannot_give_is_missing_capability() -> None:
     assert error["data"]["requiredCapabilities"] == {"elicitation": {}}
 
 
+@spec(
+    "2026-07-28/client/elicitation#capabilities.3",
+    "2026-07-28/client/sampling#tools-in-sampling.2",
+    "2026-07-28/basic/index#_meta.7",
+)
+async def test_url_elicitation_and_sampling_with_tools_need_their_sub_capabilities() -> None:
+    server = Server("modes", "1")
+
+    @server.tool()
+    async def visit(ctx: Context) -> str:
+        url = t.ElicitRequestURLParams(message="Sign in", url="https://example.com/x")
+        await ctx.ask({"u": t.ElicitRequest(params=url)})
+        return "no"
+
+    @server.tool()
+    async def plan(ctx: Context) -> str:
+        tool = t.Tool(name="search", input_schema={"type": "object"})
+        await ctx.ask({"s": sampling("Plan", tools=[tool])})
+        return "no"
+
+    async with modern(server) as client:
+        form_only = {"elicitation": {"form": {}}}
+        error = await client.error("tools/call", {"name": "visit", "arguments": {}}, caps=form_only)
+        assert (error["code"], error["data"]) == (
+            -32021,
+            {"requiredCapabilities": {"elicitation": {"url": {}}}},
+        )
+        url_ok = {"elicitation": {"url": {}}}
+        asked = await _round_one(client, "visit", caps=url_ok)
+        assert asked["inputRequests"]["u"]["params"]["mode"] == "url"
+        error = await client.error(
+            "tools/call", {"name": "plan", "arguments": {}}, caps={"sampling": {}}
+        )
+        assert (error["code"], error["data"]) == (
+            -32021,
+            {"requiredCapabilities": {"sampling": {"tools": {}}}},
+        )
+        asked = await _round_one(client, "plan", caps={"sampling": {"tools": {}}})
+    assert asked["inputRequests"]["s"]["params"]["tools"][0]["name"] == "search"
+
+
 @spec("2026-07-28/basic/index#statelessness.1", "2026-07-28/basic/index#_meta.6")
 async def test_each_request_is_judged_by_its_own_capabilities() -> None:
     async with modern(greeter()) as client:

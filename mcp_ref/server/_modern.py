@@ -47,7 +47,7 @@ from .._convert import ConversionError, structure_fn, unstructure, unstructure_f
 from .._errors import INVALID_PARAMS, McpError
 from .._modern import RequestContext as ModernContext
 from .._modern import read_request_meta, require_capabilities
-from .._modern_connection import INPUT_REQUIRED_METHODS, MODERN
+from .._modern_connection import INPUT_REQUIRED_METHODS, MODERN, input_capabilities
 
 if TYPE_CHECKING:
     from ..trio import RequestContext
@@ -97,11 +97,6 @@ _RESULT_OF: Final[dict[str, Any]] = {
     "roots/list": t.ListRootsResult,
 }
 _INPUT_TYPES: Final = (t.ElicitRequest, t.CreateMessageRequest, t.ListRootsRequest)
-_NEEDS: Final = {
-    "elicitation/create": "elicitation",
-    "sampling/createMessage": "sampling",
-    "roots/list": "roots",
-}
 
 
 def modern_context(ctx: RequestContext) -> ModernContext | None:
@@ -303,7 +298,7 @@ class Rounds:
         # Spec: 2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.13
         # "if a client does not declare support for `elicitation`, the server MUST NOT
         # include any `elicitation/create` requests in the `inputRequests` field."
-        needed: dict[str, Any] = {_NEEDS[r.method]: {} for r in requests.values()}
+        needed = input_capabilities(requests.values())
         refusal = require_capabilities(self.context, needed, request_id=self.request_id)
         if refusal is not None:
             raise McpError(refusal.code, refusal.message, refusal.data)
