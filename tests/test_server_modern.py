@@ -1127,6 +1127,45 @@ async def test_a_sync_tool_in_a_worker_thread_asks_too() -> None:
 
 
 @spec(
+    "2026-07-28/server/tools#x-mcp-header.1",
+    "2026-07-28/server/tools#x-mcp-header.2",
+    "2026-07-28/server/tools#x-mcp-header.3",
+    "2026-07-28/server/tools#x-mcp-header.4",
+    "2026-07-28/server/tools#x-mcp-header.5",
+    "2026-07-28/server/tools#x-mcp-header.7",
+)
+@pytest.mark.parametrize(
+    ("properties", "words"),
+    [
+        ({"a": {"type": "string", "x-mcp-header": ""}}, "not an HTTP token"),
+        ({"a": {"type": "string", "x-mcp-header": "Two Words"}}, "not an HTTP token"),
+        ({"a": {"type": "string", "x-mcp-header": "Line\r\nBreak"}}, "not an HTTP token"),
+        (
+            {
+                "a": {"type": "string", "x-mcp-header": "Region"},
+                "b": {"type": "string", "x-mcp-header": "REGION"},
+            },
+            "appears twice",
+        ),
+        ({"a": {"type": "object", "x-mcp-header": "Blob"}}, "of type 'object'"),
+        (
+            {"a": {"type": "array", "items": {"type": "string", "x-mcp-header": "Item"}}},
+            "outside a chain of properties",
+        ),
+    ],
+)
+def test_a_tool_with_a_bad_header_annotation_is_refused(
+    properties: dict[str, Any], words: str
+) -> None:
+    server = Server("headers", "1")
+    schema = {"type": "object", "properties": properties}
+    with pytest.raises(ValueError, match=words):
+        server.add_tool(lambda **kw: "x", name="bad", input_schema=schema)
+    good = {"type": "object", "properties": {"a": {"type": "integer", "x-mcp-header": "A"}}}
+    server.add_tool(lambda **kw: "x", name="good", input_schema=good)
+
+
+@spec(
     "2026-07-28/server/utilities/caching#interaction-with-pagination.5",
     "2026-07-28/server/utilities/caching#interaction-with-pagination.6",
 )

@@ -67,6 +67,7 @@ from .._errors import (
     McpError,
 )
 from .._http_auth import CALLER, owner_key
+from .._http_client_modern import header_annotations
 from .._methods import capability_present
 from .._modern import MODERN_VERSIONS, SERVER_INFO_KEY, SUBSCRIPTION_ID_KEY
 from .._modern import RequestContext as ModernContext
@@ -372,8 +373,32 @@ class Server:
         return decorate
 
     def add_tool(self, fn: Callable[..., Any], *, replace: bool = False, **options: Any) -> ToolDef:
-        """Register ``fn`` as a tool (see :meth:`tool`); returns its :class:`ToolDef`."""
+        """Register ``fn`` as a tool (see :meth:`tool`); returns its :class:`ToolDef`.
+
+        Raises:
+            ValueError: as :meth:`tool`; also an ``inputSchema`` whose ``x-mcp-header``
+                annotations break the rules of 2026-07-28/server/tools#x-mcp-header (a
+                Streamable HTTP client would drop the tool from ``tools/list``).
+        """
         tool = make_tool(fn, **options)
+        # Spec: 2026-07-28/server/tools#x-mcp-header.1
+        # "MUST NOT be empty"
+        # Spec: 2026-07-28/server/tools#x-mcp-header.2
+        # "MUST match HTTP field-name token syntax (`1*tchar`, RFC 9110 Section 5.1)"
+        # Spec: 2026-07-28/server/tools#x-mcp-header.3
+        # "MUST NOT contain control characters"
+        # Spec: 2026-07-28/server/tools#x-mcp-header.4
+        # "MUST be case-insensitively unique among all `x-mcp-header` values in the
+        # `inputSchema`"
+        # Spec: 2026-07-28/server/tools#x-mcp-header.5
+        # "MUST only be applied to parameters with primitive types (integer, string,
+        # boolean)."
+        # Spec: 2026-07-28/server/tools#x-mcp-header.7
+        # "MUST only be applied to properties that are statically reachable from the
+        # schema root"
+        invalid = header_annotations(unstructure(tool.tool.input_schema))
+        if isinstance(invalid, str):
+            raise ValueError(f"tool {tool.name!r}: {invalid}")
         self._put(self._tools, tool.name, tool, replace, "tool")
         self._changed("tools")
         return tool
