@@ -102,6 +102,8 @@ class Post:
         # Spec: 2026-07-28/basic/transports/streamable-http#cancellation.1
         # "Closing the SSE response stream MUST be treated by the server as cancellation of
         # that request."
+        # Spec: 2026-07-28/basic/patterns/cancellation#transport-specific-cancellation.1
+        # "The server MUST treat a client disconnect as cancellation of that request."
         # Spec: 2026-07-28/basic/transports/streamable-http#cancellation.2
         # "The server SHOULD stop work on the cancelled request as soon as practical and MUST
         # NOT send any further messages for it."
@@ -157,6 +159,10 @@ def read_post(
     modern = read_modern(headers, body)
     if modern is not None:
         # No session: the POST gets one of its own, and its connection the modern era.
+        # Spec: 2026-07-28/basic/transports/streamable-http#receiving-messages.2
+        # "These notifications MUST relate to the originating client request."
+        # (the POST's stream carries only what its own session, serving that one
+        # request, sends)
         post = Post(
             messages=infos,
             requests=[m for m in infos if m.kind is MessageKind.REQUEST],

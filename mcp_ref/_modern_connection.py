@@ -330,6 +330,8 @@ class ModernEra:
             # Spec: 2026-07-28/basic/patterns/cancellation#behavior-requirements.2
             # "Server-sent cancellation notifications MUST reference a `subscriptions/listen`
             # request, to terminate that subscription stream"
+            # Spec: 2026-07-28/basic/patterns/cancellation#cancellation.3
+            # "Servers MUST NOT send `notifications/cancelled` for any other purpose."
             req = incoming.get(params.request_id)
             if req is None or req.method != "subscriptions/listen":
                 raise LocalProtocolError(

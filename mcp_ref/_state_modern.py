@@ -86,6 +86,10 @@ MODERN_SERVER_ROWS: list[tuple[State, Direction, Kind, State]] = [
     (OPERATING, RECEIVE, NOTIFICATION, OPERATING),
     # Spec: 2026-07-28/basic/transports/stdio#receiving-messages.2
     # "The server MUST NOT write JSON-RPC requests to `stdout`."
+    # Spec: 2026-07-28/basic/patterns/index#overview.1
+    # "Servers MUST NOT initiate JSON-RPC requests"
+    # Spec: 2026-07-28/basic/transports/streamable-http#receiving-messages.3
+    # "The server MUST NOT send independent JSON-RPC requests on this stream."
     # (no SEND REQUEST row, on any transport: 2026-07-28/basic/patterns/index)
     (OPERATING, SEND, RESPONSE, OPERATING),
     # (progress and log messages scoped to a request; subscription notifications)

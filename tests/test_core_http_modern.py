@@ -264,7 +264,11 @@ def test_a_listen_is_answered_with_sse_whatever_json_response_says() -> None:
     assert isinstance(other, Post) and other.json_mode(True) and not other.json_mode(False)
 
 
-@pytest.mark.spec("2026-07-28/basic/transports/streamable-http#cancellation.1")
+@pytest.mark.spec(
+    "2026-07-28/basic/transports/streamable-http#cancellation.1",
+    "2026-07-28/basic/transports/streamable-http#cancellation.2",
+    "2026-07-28/basic/patterns/cancellation#transport-specific-cancellation.1",
+)
 def test_a_modern_posts_session_is_cancelled_once_it_is_done() -> None:
     got = read_post(CFG, headers(**mirrored()), body())
     assert isinstance(got, Post) and got.cancel_when_done

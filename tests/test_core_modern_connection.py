@@ -368,6 +368,8 @@ def test_complete_results_get_result_type_and_what_2026_requires() -> None:
 
 @spec(
     "2026-07-28/basic/transports/stdio#receiving-messages.2",
+    "2026-07-28/basic/patterns/index#overview.1",
+    "2026-07-28/basic/transports/streamable-http#receiving-messages.3",
     "2026-07-28/basic/index#error-codes.3",
     "2026-07-28/basic/index#error-codes.4",
 )
@@ -403,7 +405,10 @@ def test_log_messages_only_for_a_request_that_asked() -> None:
     assert server.send(log("warning")) and server.send(log("error"))
 
 
-@spec("2026-07-28/basic/patterns/cancellation#behavior-requirements.2")
+@spec(
+    "2026-07-28/basic/patterns/cancellation#behavior-requirements.2",
+    "2026-07-28/basic/patterns/cancellation#cancellation.3",
+)
 def test_server_cancellation_ends_only_a_subscription() -> None:
     """2026-07-28/basic/patterns/cancellation#behavior-requirements.2; the client hears
     it as a notification (its subscription ended)."""

@@ -12,7 +12,7 @@ import trio
 from mcp_ref import types as t
 from mcp_ref._modern import SUBSCRIPTION_ID_KEY
 from mcp_ref.asgi import asgi_app
-from mcp_ref.server import Server
+from mcp_ref.server import Context, Server
 from mcp_ref.trio import RequestContext
 from mcp_ref.trio.http.server import open_http_server
 
@@ -240,6 +240,7 @@ LISTEN = {"notifications": {"toolsListChanged": True}}
 @pytest.mark.spec(
     "2026-07-28/basic/transports/streamable-http#receiving-messages.2",
     "2026-07-28/basic/transports/streamable-http#cancellation.1",
+    "2026-07-28/basic/patterns/cancellation#transport-specific-cancellation.1",
 )
 @pytest.mark.parametrize("json_response", [False, True])
 async def test_a_listen_is_a_stream_of_its_notifications_until_the_client_closes_it(
@@ -294,6 +295,52 @@ async def test_a_notification_related_to_a_request_travels_on_its_stream() -> No
                 assert await ans.message() is None
             finally:
                 await conn.aclose()
+
+
+@pytest.mark.spec(
+    "2026-07-28/server/utilities/logging#per-request-log-level.3",
+    "2026-07-28/basic/transports/streamable-http#receiving-messages.2",
+)
+async def test_a_log_message_goes_on_its_requests_stream_never_on_a_listen() -> None:
+    server = Server("logs", version="1")
+
+    @server.tool()
+    async def talk(ctx: Context) -> str:
+        """Log once."""
+        await ctx.log("warning", "careful")
+        return "done"
+
+    with trio.fail_after(TIMEOUT):
+        async with open_http_server(server) as info:
+            listen = await RawConnection.open(info.port)
+            conn = await RawConnection.open(info.port)
+            try:
+                ans = await listen.request(
+                    "POST",
+                    body=modern_body(1, "subscriptions/listen", LISTEN),
+                    headers=modern_headers("subscriptions/listen"),
+                )
+                got = await ans.message()
+                assert got is not None
+                assert got[1]["method"] == "notifications/subscriptions/acknowledged"
+                meta = {**META, "io.modelcontextprotocol/logLevel": "debug"}
+                data = request_body(2, "tools/call", {"name": "talk", "_meta": meta})
+                call = await conn.request(
+                    "POST", body=data, headers=modern_headers("tools/call", "talk")
+                )
+                log = await call.message()
+                assert log is not None and log[1]["method"] == "notifications/message"
+                assert log[1]["params"]["data"] == "careful"
+                done = await call.message()
+                assert done is not None and done[1]["id"] == 2
+                # The listen's next message is the change that follows, not the log.
+                server.add_tool(lambda: "y", name="y")
+                got = await ans.message()
+                assert got is not None
+                assert got[1]["method"] == "notifications/tools/list_changed"
+            finally:
+                await conn.aclose()
+                await listen.aclose()
 
 
 # -- the same over ASGI (mcp_ref.asgi drives the same core) ---------------------------

@@ -185,6 +185,10 @@ class Context:
             level,
             data,
             logger=logger,
+            # Spec: 2026-07-28/server/utilities/logging#per-request-log-level.3
+            # "`notifications/message` is request-scoped: the server MUST NOT deliver it on a
+            # `subscriptions/listen` stream or on any stream other than the one carrying the
+            # response to the request that set the log level."
             related_request_id=self.request.request_id,
             per_request=modern is not None,
             request_level=None if modern is None else modern.log_level,
