@@ -236,6 +236,10 @@ def mirrored_params(input_schema: Any) -> list[tuple[tuple[str, ...], str]]:
     out: list[tuple[tuple[str, ...], str]] = []
 
     def walk(schema: Any, path: tuple[str, ...]) -> None:
+        # Spec: 2026-07-28/basic/transports/streamable-http#schema-extension.8
+        # "The chain MUST NOT pass through `items` (or any other array keyword),
+        # composition keywords (`oneOf`, `anyOf`, `allOf`, `not`), conditional keywords
+        # (`if`/`then`/`else`), or `$ref`."
         props = schema.get("properties") if isinstance(schema, dict) else None
         if not isinstance(props, dict):
             return

@@ -294,6 +294,7 @@ SCHEMA = {
 }
 
 
+@pytest.mark.spec(H + "schema-extension.8")
 def test_mirrored_params_follow_chains_of_properties_only() -> None:
     assert mirrored_params(SCHEMA) == [
         (("region",), "Region"),
@@ -302,6 +303,14 @@ def test_mirrored_params_follow_chains_of_properties_only() -> None:
         (("where", "zone"), "Zone"),
     ]
     assert mirrored_params({"items": {"properties": {"a": {"x-mcp-header": "A"}}}}) == []
+    inner = {"properties": {"b": {"type": "string", "x-mcp-header": "B"}}}
+    for keyword in ("oneOf", "anyOf", "allOf"):
+        assert mirrored_params({"properties": {"a": {keyword: [inner]}}}) == []
+    for keyword in ("not", "if", "then", "else", "items"):
+        assert mirrored_params({"properties": {"a": {keyword: inner}}}) == []
+    assert (
+        mirrored_params({"properties": {"a": {"$ref": "#/$defs/x"}}, "$defs": {"x": inner}}) == []
+    )
 
 
 def call(**arguments: Any) -> dict[str, Any]:

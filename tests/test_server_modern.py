@@ -174,6 +174,33 @@ async def test_what_is_registered_is_declared_and_listed() -> None:
 
 
 @spec(
+    "2026-07-28/server/tools#capabilities.3",
+    "2026-07-28/server/prompts#capabilities.3",
+    "2026-07-28/server/resources#capabilities.3",
+)
+async def test_every_connection_lists_the_same_sets() -> None:
+    server = make_server()
+    lists = ("tools/list", "prompts/list", "resources/list")
+
+    async def names(client: Modern) -> list[Any]:
+        out = []
+        for method in lists:
+            key = method.split("/")[0]
+            out.append([x.get("name") for x in (await client.result(method))[key]])
+        return out
+
+    async with modern(server) as one, modern(server) as two:
+        first = await names(one)
+        await one.result("tools/call", {"name": "echo", "arguments": {"text": "e"}})
+        asked = await one.result(
+            "prompts/get", {"name": "test_input_required_result_prompt"}, caps=ALL_CAPS
+        )
+        assert asked["resultType"] == "input_required"
+        assert await names(two) == first
+        assert await names(one) == first
+
+
+@spec(
     "2026-07-28/server/resources#error-handling.1",
     "2026-07-28/server/resources#error-handling.4",
 )
@@ -1133,6 +1160,12 @@ async def test_a_sync_tool_in_a_worker_thread_asks_too() -> None:
     "2026-07-28/server/tools#x-mcp-header.4",
     "2026-07-28/server/tools#x-mcp-header.5",
     "2026-07-28/server/tools#x-mcp-header.7",
+    "2026-07-28/basic/transports/streamable-http#schema-extension.1",
+    "2026-07-28/basic/transports/streamable-http#schema-extension.2",
+    "2026-07-28/basic/transports/streamable-http#schema-extension.3",
+    "2026-07-28/basic/transports/streamable-http#schema-extension.4",
+    "2026-07-28/basic/transports/streamable-http#schema-extension.5",
+    "2026-07-28/basic/transports/streamable-http#schema-extension.7",
 )
 @pytest.mark.parametrize(
     ("properties", "words"),

@@ -1086,6 +1086,9 @@ class Server:
         return t.SubscriptionsListenResult(result_type="complete", meta=tag)
 
     async def _list_tools(self, ctx: RequestContext) -> t.ListToolsResult:
+        # Spec: 2026-07-28/server/tools#capabilities.3
+        # "MUST NOT vary per-connection or as a side effect of other requests on the
+        # connection." (one registry for the whole server, whoever asks)
         page, cursor = self._page([d.tool for d in self._tools.values()], ctx.params, "tools")
         return t.ListToolsResult(tools=page, next_cursor=cursor)
 
@@ -1100,6 +1103,9 @@ class Server:
         return result if content is result.content else attrs.evolve(result, content=content)
 
     async def _list_resources(self, ctx: RequestContext) -> t.ListResourcesResult:
+        # Spec: 2026-07-28/server/resources#capabilities.3
+        # "MUST NOT vary per-connection or as a side effect of other requests on the
+        # connection." (one registry for the whole server, whoever asks)
         # Spec: 2026-07-28/server/resources#capabilities.2
         # "Servers that declare the `resources` capability MUST respond to `resources/list`
         # requests with the set of resources currently available to the requesting client."
@@ -1165,6 +1171,9 @@ class Server:
         return t.Result()
 
     async def _list_prompts(self, ctx: RequestContext) -> t.ListPromptsResult:
+        # Spec: 2026-07-28/server/prompts#capabilities.3
+        # "MUST NOT vary per-connection or as a side effect of other requests on the
+        # connection." (one registry for the whole server, whoever asks)
         # Spec: 2026-07-28/server/prompts#capabilities.2
         # "Servers that declare the `prompts` capability MUST respond to `prompts/list`
         # requests with the set of prompts currently available to the requesting client."
