@@ -174,6 +174,35 @@ async def test_what_is_registered_is_declared_and_listed() -> None:
 
 
 @spec(
+    "2026-07-28/server/tools#tool.1",
+    "2026-07-28/basic/index#schema-validation.1",
+    "2026-07-28/basic/index#implementation-requirements.1",
+)
+async def test_a_hand_written_input_schema_is_a_valid_2020_12_object_schema() -> None:
+    server = Server("schemas", "1")
+    bad: Any
+    for bad in ([], "object", {"type": "string"}, {"properties": {}}):
+        with pytest.raises(ValueError, match="JSON Schema object"):
+            server.add_tool(lambda **kw: "x", name="bad", input_schema=bad)
+    with pytest.raises(ValueError, match="invalid input_schema"):
+        server.add_tool(
+            lambda **kw: "x",
+            name="bad",
+            input_schema={"type": "object", "properties": {"a": {"type": "nonsense"}}},
+        )
+    # No $schema: 2020-12, where prefixItems constrains the first item (draft-07 ignores it).
+    pair = {"type": "array", "prefixItems": [{"type": "integer"}]}
+    server.add_tool(
+        lambda **kw: "ok", name="pair", input_schema={"type": "object", "properties": {"p": pair}}
+    )
+    async with modern(server) as client:
+        good = await client.result("tools/call", {"name": "pair", "arguments": {"p": [1]}})
+        bad = await client.result("tools/call", {"name": "pair", "arguments": {"p": ["x"]}})
+    assert good.get("isError") is not True
+    assert bad["isError"] is True
+
+
+@spec(
     "2026-07-28/server/tools#capabilities.3",
     "2026-07-28/server/prompts#capabilities.3",
     "2026-07-28/server/resources#capabilities.3",
@@ -460,6 +489,7 @@ async def test_a_tampered_or_forged_state_is_refused() -> None:
             assert error["code"] == -32602
 
 
+@spec("2026-07-28/basic/index#statelessness.5")
 async def test_instances_sharing_a_key_accept_each_others_states() -> None:
     key = b"a shared key of 32 bytes........"
     first, second = greeter(), greeter()

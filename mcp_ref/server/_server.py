@@ -868,6 +868,11 @@ class Server:
                 INVALID_PARAMS,
                 f"{ctx.method} still needs input after {self.max_input_rounds} rounds",
             )
+        # Spec: 2026-07-28/basic/index#statelessness.5
+        # "State that needs to span multiple requests (e.g., long-running tasks,
+        # application-level handles) MUST be referenced by an explicit identifier the
+        # client passes on each request." (the answers so far travel in the requestState
+        # the client echoes; the server keeps nothing between rounds)
         try:
             state = seal_state(
                 self._state_key,

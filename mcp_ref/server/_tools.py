@@ -299,6 +299,13 @@ def _block_type(tp: Any) -> bool:
 def _validator(schema: dict[str, Any], what: str) -> Any:
     if _jsonschema is None:
         return None
+    # With the jsonschema extra only (without it, hand-written schemas are published
+    # unchecked and arguments are not validated against them):
+    # Spec: 2026-07-28/basic/index#implementation-requirements.1
+    # "Clients and servers MUST support JSON Schema 2020-12 for schemas without an
+    # explicit `$schema` field"
+    # Spec: 2026-07-28/basic/index#schema-validation.1
+    # "Schemas MUST be valid according to their declared or default dialect"
     cls = _jsonschema.validators.validator_for(schema, default=_jsonschema.Draft202012Validator)
     try:
         cls.check_schema(schema)
@@ -366,6 +373,8 @@ def make_tool(
     if input_schema is None:
         input_schema = _input_schema(info)
     else:
+        # Spec: 2026-07-28/server/tools#tool.1
+        # "MUST be a valid JSON Schema object (not `null`)"
         input_schema = _object_schema(input_schema, "input_schema")
         input_validator = _validator(input_schema, "input_schema")
     returns = info.returns
