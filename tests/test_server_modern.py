@@ -203,6 +203,29 @@ async def test_a_hand_written_input_schema_is_a_valid_2020_12_object_schema() ->
 
 
 @spec(
+    "2026-07-28/basic/index#implementation-requirements.2",
+    "2026-07-28/basic/index#implementation-requirements.3",
+)
+async def test_a_declared_dialect_is_used_and_an_unknown_one_refused() -> None:
+    server = Server("dialects", "1")
+    with pytest.raises(ValueError, match="unsupported JSON Schema dialect"):
+        server.add_tool(
+            lambda **kw: "x",
+            name="mine",
+            input_schema={"$schema": "https://example.com/my-dialect", "type": "object"},
+        )
+    draft7 = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "properties": {"p": {"type": "array", "prefixItems": [{"type": "integer"}]}},
+    }
+    server.add_tool(lambda **kw: "ok", name="old", input_schema=draft7)
+    async with modern(server) as client:
+        done = await client.result("tools/call", {"name": "old", "arguments": {"p": ["x"]}})
+    assert done.get("isError") is not True  # draft-07 has no prefixItems
+
+
+@spec(
     "2026-07-28/server/tools#capabilities.3",
     "2026-07-28/server/prompts#capabilities.3",
     "2026-07-28/server/resources#capabilities.3",

@@ -306,7 +306,19 @@ def _validator(schema: dict[str, Any], what: str) -> Any:
     # explicit `$schema` field"
     # Spec: 2026-07-28/basic/index#schema-validation.1
     # "Schemas MUST be valid according to their declared or default dialect"
-    cls = _jsonschema.validators.validator_for(schema, default=_jsonschema.Draft202012Validator)
+    # Spec: 2026-07-28/basic/index#implementation-requirements.2
+    # "Clients and servers MUST validate schemas according to their declared or default
+    # dialect."
+    declared = schema.get("$schema")
+    if declared is None:
+        cls = _jsonschema.Draft202012Validator
+    else:
+        cls = _jsonschema.validators.validator_for(schema, default=None)
+        # Spec: 2026-07-28/basic/index#implementation-requirements.3
+        # "They MUST handle unsupported dialects gracefully by returning an appropriate
+        # error indicating the dialect is not supported."
+        if cls is None:
+            raise ValueError(f"{what}: unsupported JSON Schema dialect {declared!r}")
     try:
         cls.check_schema(schema)
     except _jsonschema.SchemaError as exc:
