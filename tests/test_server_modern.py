@@ -202,6 +202,30 @@ async def test_a_hand_written_input_schema_is_a_valid_2020_12_object_schema() ->
     assert bad["isError"] is True
 
 
+@spec("2026-07-28/basic/index#ref-resolution.1")
+async def test_a_network_ref_is_never_fetched(monkeypatch: pytest.MonkeyPatch) -> None:
+    import urllib.request
+
+    fetched: list[Any] = []
+    monkeypatch.setattr(urllib.request, "urlopen", lambda *a, **kw: fetched.append(a))
+    server = Server("refs", "1")
+    remote = {"type": "object", "properties": {"a": {"$ref": "http://127.0.0.1:9/a.json"}}}
+    server.add_tool(lambda **kw: "ok", name="remote", input_schema=remote)
+    local = {
+        "type": "object",
+        "properties": {"a": {"$ref": "#/$defs/n"}},
+        "$defs": {"n": {"type": "integer"}},
+    }
+    server.add_tool(lambda **kw: "ok", name="local", input_schema=local)
+    async with modern(server) as client:
+        response, _ = await client.request("tools/call", {"name": "remote", "arguments": {"a": 1}})
+        good = await client.result("tools/call", {"name": "local", "arguments": {"a": 1}})
+        bad = await client.result("tools/call", {"name": "local", "arguments": {"a": "x"}})
+    assert fetched == []
+    assert "error" in response or response["result"]["isError"] is True
+    assert good.get("isError") is not True and bad["isError"] is True
+
+
 @spec(
     "2026-07-28/basic/index#implementation-requirements.2",
     "2026-07-28/basic/index#implementation-requirements.3",

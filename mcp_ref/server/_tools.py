@@ -296,6 +296,18 @@ def _block_type(tp: Any) -> bool:
     )
 
 
+def _registry() -> Any:
+    """A ``referencing`` registry that resolves no URI outside the schema itself: a
+    ``$ref`` to anything else is unresolvable, never fetched."""
+    referencing = importlib.import_module("referencing")
+    exceptions = importlib.import_module("referencing.exceptions")
+
+    def retrieve(uri: str) -> Any:
+        raise exceptions.NoSuchResource(ref=uri)
+
+    return referencing.Registry(retrieve=retrieve)
+
+
 def _validator(schema: dict[str, Any], what: str) -> Any:
     if _jsonschema is None:
         return None
@@ -323,7 +335,11 @@ def _validator(schema: dict[str, Any], what: str) -> Any:
         cls.check_schema(schema)
     except _jsonschema.SchemaError as exc:
         raise ValueError(f"invalid {what}: {exc.message}") from None
-    return cls(schema)
+    # Spec: 2026-07-28/basic/index#ref-resolution.1
+    # "Implementations MUST NOT automatically dereference `$ref` values that resolve to a
+    # network URI."
+    # (jsonschema alone would fetch them: a registry that retrieves nothing)
+    return cls(schema, registry=_registry())
 
 
 def _object_schema(schema: Any, what: str) -> dict[str, Any]:
