@@ -39,6 +39,23 @@ def _jsonschema() -> Any:
     return importlib.import_module("jsonschema") if JSONSCHEMA_AVAILABLE else None
 
 
+def no_fetch_registry() -> Any:
+    """A ``referencing`` registry (for a ``jsonschema`` validator's ``registry=``) that
+    resolves no URI outside the schema itself: a ``$ref`` to anything else is
+    unresolvable, never fetched (jsonschema alone would fetch it).  Needs the
+    ``jsonschema`` extra.
+
+    Source: 2026-07-28/basic/index#ref-resolution.1.
+    """
+    referencing = importlib.import_module("referencing")
+    exceptions = importlib.import_module("referencing.exceptions")
+
+    def retrieve(uri: str) -> Any:
+        raise exceptions.NoSuchResource(ref=uri)
+
+    return referencing.Registry(retrieve=retrieve)
+
+
 class OutputSchemaError(McpError):
     """A tool's ``structuredContent`` does not match the ``outputSchema`` it declared
     (or that schema is not a valid JSON Schema).
@@ -125,7 +142,10 @@ class OutputSchemas:
                 raise OutputSchemaError(
                     name, f"invalid outputSchema: {exc.message}", result
                 ) from None
-            validator = self._validators[name] = cls(schema)
+            # Spec: 2026-07-28/basic/index#ref-resolution.1
+            # "Implementations MUST NOT automatically dereference `$ref` values that
+            # resolve to a network URI."
+            validator = self._validators[name] = cls(schema, registry=no_fetch_registry())
         try:
             error = jsonschema.exceptions.best_match(
                 validator.iter_errors(result.structured_content)

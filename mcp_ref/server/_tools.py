@@ -55,6 +55,7 @@ from .. import types as t
 from .._convert import ConversionError
 from .._convert import structure as structure_wire
 from .._errors import McpError
+from .._output_schema import no_fetch_registry
 from ._arguments import ArgumentError, structure, unstructure
 from ._content import CONTENT_TYPES, to_content
 from ._context import Context
@@ -296,18 +297,6 @@ def _block_type(tp: Any) -> bool:
     )
 
 
-def _registry() -> Any:
-    """A ``referencing`` registry that resolves no URI outside the schema itself: a
-    ``$ref`` to anything else is unresolvable, never fetched."""
-    referencing = importlib.import_module("referencing")
-    exceptions = importlib.import_module("referencing.exceptions")
-
-    def retrieve(uri: str) -> Any:
-        raise exceptions.NoSuchResource(ref=uri)
-
-    return referencing.Registry(retrieve=retrieve)
-
-
 def _validator(schema: dict[str, Any], what: str) -> Any:
     if _jsonschema is None:
         return None
@@ -339,7 +328,7 @@ def _validator(schema: dict[str, Any], what: str) -> Any:
     # "Implementations MUST NOT automatically dereference `$ref` values that resolve to a
     # network URI."
     # (jsonschema alone would fetch them: a registry that retrieves nothing)
-    return cls(schema, registry=_registry())
+    return cls(schema, registry=no_fetch_registry())
 
 
 def _object_schema(schema: Any, what: str) -> dict[str, Any]:
