@@ -1015,6 +1015,55 @@ async def test_a_state_is_bound_to_its_caller() -> None:
     assert error["code"] == -32602 and error["data"]["reason"] == "other principal"
 
 
+@spec("2026-07-28/client/elicitation#statefulness.3")
+async def test_a_state_is_bound_to_the_verified_token_subject() -> None:
+    from mcp_ref._http_auth import CALLER, Caller
+    from mcp_ref._oauth_verify import Identity
+
+    def user(subject: str) -> Caller:
+        identity = Identity(
+            subject=subject,
+            client_id="same-client",
+            scopes=frozenset(),
+            expires_at=None,
+            audience=(),
+            issuer="https://as.example",
+        )
+        return Caller(identity, [])
+
+    server = greeter()
+    answer = {"user_name": {"action": "accept", "content": {"name": "Ada"}}}
+
+    async def retry(subject: str, state: str) -> dict[str, Any]:
+        token = CALLER.set(user(subject))
+        try:
+            async with modern(server) as client:
+                response, _ = await client.request(
+                    "tools/call",
+                    {
+                        "name": "greet",
+                        "arguments": {},
+                        "inputResponses": answer,
+                        "requestState": state,
+                    },
+                    caps=ALL_CAPS,
+                )
+        finally:
+            CALLER.reset(token)
+        return response
+
+    token = CALLER.set(user("alice"))
+    try:
+        async with modern(server) as client:
+            state = (await _round_one(client))["requestState"]
+    finally:
+        CALLER.reset(token)
+    refused = await retry("bob", state)  # the same client, another user
+    assert refused["error"]["data"]["reason"] == "other principal"
+    done = await retry("alice", state)
+    assert done["result"]["content"][0]["text"] == "Hello, Ada!"
+
+
 @spec("2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.3")
 async def test_an_input_id_is_asked_once_per_request() -> None:
     server = Server("twice", "1")

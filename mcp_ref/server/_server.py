@@ -780,6 +780,9 @@ class Server:
 
         Source: 2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.9.
         """
+        # Spec: 2026-07-28/client/elicitation#statefulness.3
+        # "For remote MCP servers, user identification MUST be derived from credentials
+        # acquired via MCP authorization when possible (e.g. `sub` claim)"
         caller = CALLER.get()
         owner = owner_key(caller.identity) if caller is not None else None
         return None if owner is None else "\n".join(owner)
