@@ -1015,6 +1015,28 @@ async def test_a_state_is_bound_to_its_caller() -> None:
     assert error["code"] == -32602 and error["data"]["reason"] == "other principal"
 
 
+@spec("2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.14")
+async def test_an_ask_left_unanswered_leaves_nothing_waiting() -> None:
+    server = Server("w", "1")
+    ended: list[str] = []
+
+    @server.tool()
+    async def ask(ctx: Context) -> str:
+        try:
+            await ctx.elicit("?", NAME_SCHEMA, key="k")
+            return "x"
+        finally:
+            ended.append("unwound")
+
+    async with modern(server) as client:
+        first = await _round_one(client, "ask")
+        assert first["resultType"] == "input_required"
+        # The handler has already returned: no task waits for an answer or a retry.
+        assert ended == ["unwound"]
+        assert (await client.result("tools/list"))["tools"][0]["name"] == "ask"
+    assert ended == ["unwound"]
+
+
 @spec("2026-07-28/client/elicitation#statefulness.3")
 async def test_a_state_is_bound_to_the_verified_token_subject() -> None:
     from mcp_ref._http_auth import CALLER, Caller

@@ -744,6 +744,9 @@ class Server:
         try:
             try:
                 result = await handler(ctx)
+            # Spec: 2026-07-28/basic/patterns/mrtr#server-requirements-basic-workflow.14
+            # "Servers MUST NOT assume that clients will fulfill the `inputRequests` or
+            # retry the original request." (the handler has unwound; nothing waits)
             except InputRequired as need:
                 return self._input_required(ctx, rounds, need)
             except BaseExceptionGroup as group:  # asked inside a nursery of the handler's
