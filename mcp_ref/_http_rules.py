@@ -285,6 +285,12 @@ def check_origin(headers: Headers, allowed_origins: Collection[str]) -> HttpErro
     # Spec: 2025-06-18/basic/transports#security-warning.1
     # "Servers MUST validate the `Origin` header on all incoming connections to prevent DNS
     # rebinding attacks"
+    # Spec: 2026-07-28/basic/transports/streamable-http#security--endpoint.1
+    # "Servers MUST validate the `Origin` header on all incoming connections to prevent DNS
+    # rebinding attacks."
+    # Spec: 2026-07-28/basic/transports/streamable-http#security--endpoint.2
+    # "If the `Origin` header is present and invalid, servers MUST respond with HTTP 403
+    # Forbidden."
     for pattern in allowed_origins:
         if pattern in ("*", origin) or (origin != "null" and _origin_matches(origin, pattern)):
             return None
