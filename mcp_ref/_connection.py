@@ -637,6 +637,9 @@ class Connection:
         if k is Kind.INITIALIZE and (why := ask_refusal(event.params.protocol_version)):
             raise LocalProtocolError(why)
         data = self._encode(rpc.request(rid, method, params))
+        # Spec: 2026-07-28/basic/index#requests.3
+        # "The request ID MUST NOT match the ID of any other request the sender has issued
+        # and not yet received a response for."
         self._inflight.add_outgoing(out)  # checks (id reuse, bounds) before adding
         if k is Kind.INITIALIZE:
             self.requested_version = event.params.protocol_version

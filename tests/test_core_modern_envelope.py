@@ -49,3 +49,14 @@ def test_an_error_carries_the_requests_id_a_code_and_a_message(rid: Any) -> None
     wire = json.loads(server.send(ErrorResponse(id=rid, code=-32603, message="broke")))
     assert wire["id"] == rid and "result" not in wire
     assert wire["error"] == {"code": -32603, "message": "broke"}
+
+
+@pytest.mark.spec("2026-07-28/basic/index#requests.3")
+def test_a_modern_client_never_reuses_the_id_of_a_request_in_flight() -> None:
+    from mcp_ref import CLIENT, LocalProtocolError, Request
+
+    client = Connection(CLIENT, era="modern", client_info=t.Implementation(name="c", version="1"))
+    assert client.send(Request(id=5, method="tools/list"))
+    with pytest.raises(LocalProtocolError):
+        client.send(Request(id=5, method="prompts/list"))
+    assert client.send(Request(id=6, method="prompts/list"))
