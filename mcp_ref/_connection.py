@@ -718,6 +718,9 @@ class Connection:
         # (a refused message may have reused the id of a request in flight)
         refused = rid in self._refusals
         req = None if refused else self._inflight.incoming.get(rid)
+        # Spec: 2026-07-28/basic/transports/stdio#cancellation.2
+        # "Servers SHOULD stop work on a cancelled request as soon as practical and MUST NOT
+        # send any further messages for it."
         if req is None and not refused and self._was_cancelled(rid):
             return b""
         is_init = req is not None and req.method == "initialize"

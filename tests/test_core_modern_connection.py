@@ -476,6 +476,7 @@ def test_a_modern_client_sends_no_handshake() -> None:
     assert events(client) == []
 
 
+@spec("2026-07-28/basic/transports/stdio#cancellation.2")
 def test_progress_and_cancellation_work_as_before_in_the_modern_era() -> None:
     """2026-07-28/basic/patterns/progress and cancellation: the token travels in the
     ``_meta`` beside the era's keys; a client's cancellation stops the request."""
@@ -493,3 +494,7 @@ def test_progress_and_cancellation_work_as_before_in_the_modern_era() -> None:
     (ev,) = deliver(wire, server)
     assert ev == RequestCancelled(id=5, reason="enough")
     assert server.send(Response(id=5, result=t.CallToolResult(content=[]))) == b""
+    # Nor any other message for it: its progress token belongs to no request now.
+    late = t.ProgressNotificationParams(progress_token="tok", progress=2.0)
+    with pytest.raises(LocalProtocolError, match="no active request"):
+        server.send(Notification(method="notifications/progress", params=late))
