@@ -454,6 +454,9 @@ class Connection:
         # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.4
         # "Receivers MAY ignore cancellation notifications if:"
         req = self._inflight.pop_incoming(rid, "cancelled")
+        # Spec: 2026-07-28/basic/patterns/cancellation#timing-considerations.1
+        # "Both parties MUST handle these race conditions gracefully:"
+        # (a cancellation of a request already answered, or unknown: ignored)
         if req is None:
             return None
         if self._batches is not None:
@@ -474,6 +477,8 @@ class Connection:
                 # "The sender of the cancellation notification SHOULD ignore any response to the
                 # request that arrives afterward"
                 # Spec: 2025-06-18/basic/utilities/cancellation#timing-considerations.1
+                # "Both parties MUST handle these race conditions gracefully:"
+                # Spec: 2026-07-28/basic/patterns/cancellation#timing-considerations.1
                 # "Both parties MUST handle these race conditions gracefully:"
                 return None  # a late answer to a request we gave up on: dropped
             return UnexpectedResponse(id=rid, message=obj)
@@ -657,6 +662,9 @@ class Connection:
         if self.era is MODERN and self.our_role is SERVER:  # (subscriptions, logs)
             self._modern.check_server_notification(method, event.params, self._inflight.incoming)
         elif method == _CANCELLED:  # both checks raise before they change anything
+            # Spec: 2026-07-28/basic/patterns/cancellation#behavior-requirements.1
+            # "Cancellation notifications MUST only reference requests that:"
+            # (we issued, still in flight: otherwise nothing is sent)
             if not self._inflight.cancel_outgoing(event.params.request_id):
                 return b""  # already answered (or given up on): nothing to cancel
         if method == _PROGRESS:
