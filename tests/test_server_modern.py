@@ -1037,15 +1037,18 @@ async def test_an_ask_left_unanswered_leaves_nothing_waiting() -> None:
     assert ended == ["unwound"]
 
 
-@spec("2026-07-28/client/elicitation#statefulness.3")
+@spec(
+    "2026-07-28/client/elicitation#statefulness.3",
+    "2026-07-28/client/elicitation#security-considerations.1",
+)
 async def test_a_state_is_bound_to_the_verified_token_subject() -> None:
     from mcp_ref._http_auth import CALLER, Caller
     from mcp_ref._oauth_verify import Identity
 
-    def user(subject: str) -> Caller:
+    def user(subject: str, client_id: str = "same-client") -> Caller:
         identity = Identity(
             subject=subject,
-            client_id="same-client",
+            client_id=client_id,
             scopes=frozenset(),
             expires_at=None,
             audience=(),
@@ -1056,8 +1059,8 @@ async def test_a_state_is_bound_to_the_verified_token_subject() -> None:
     server = greeter()
     answer = {"user_name": {"action": "accept", "content": {"name": "Ada"}}}
 
-    async def retry(subject: str, state: str) -> dict[str, Any]:
-        token = CALLER.set(user(subject))
+    async def retry(subject: str, state: str, client_id: str = "same-client") -> dict[str, Any]:
+        token = CALLER.set(user(subject, client_id))
         try:
             async with modern(server) as client:
                 response, _ = await client.request(
@@ -1081,6 +1084,8 @@ async def test_a_state_is_bound_to_the_verified_token_subject() -> None:
     finally:
         CALLER.reset(token)
     refused = await retry("bob", state)  # the same client, another user
+    assert refused["error"]["data"]["reason"] == "other principal"
+    refused = await retry("alice", state, "other-client")  # the same user, another client
     assert refused["error"]["data"]["reason"] == "other principal"
     done = await retry("alice", state)
     assert done["result"]["content"][0]["text"] == "Hello, Ada!"

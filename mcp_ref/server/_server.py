@@ -790,6 +790,19 @@ class Server:
         owner = owner_key(caller.identity) if caller is not None else None
         return None if owner is None else "\n".join(owner)
 
+    def _state_principal(self, ctx: RequestContext) -> str | None:
+        """The principal bound into a ``requestState``: :meth:`principal_of`, plus the
+        verified token's client id when it names one, so a state is redeemed only by the
+        user and the client it was issued to."""
+        principal = self.principal_of(ctx)
+        caller = CALLER.get()
+        client = caller.identity.client_id if caller and caller.identity else None
+        # Spec: 2026-07-28/client/elicitation#security-considerations.1
+        # "Servers MUST bind elicitation requests to the client and user identity"
+        if principal is None or client is None:
+            return principal
+        return f"{principal}\nclient:{client}"
+
     def tool_input_schema(self, name: str) -> dict[str, Any] | None:
         """The ``inputSchema`` (JSON) of the tool ``name``, or None when there is none.
         The Streamable HTTP transport reads it to check a modern ``tools/call``'s
@@ -843,7 +856,7 @@ class Server:
                     method=ctx.method,
                     params=unstructure(params, REVISION),
                     now=self.clock(),
-                    principal=self.principal_of(ctx),
+                    principal=self._state_principal(ctx),
                 )
             except InvalidRequestState as exc:
                 # Spec: 2026-07-28/basic/patterns/mrtr#error-handling.2
@@ -888,7 +901,7 @@ class Server:
                 rounds=done,
                 now=self.clock(),
                 ttl=self.state_ttl,
-                principal=self.principal_of(ctx),
+                principal=self._state_principal(ctx),
             )
         except ValueError as exc:  # the answers so far are too large to carry
             raise McpError(
