@@ -134,8 +134,8 @@ _MOVED_PAGES: Final = {
 
 
 def modern_section(section: str) -> str:
-    """The 2026-07-28 section of a 2025-06-18 one (``2025-06-18/server/tools#x`` ->
-    ``2026-07-28/server/tools#x``; moved pages mapped, see
+    """The 2026-07-28 section of a 2025-06-18 one (``2025-06-18/server/tools#calling-tools``
+    -> ``2026-07-28/server/tools#calling-tools``; moved pages mapped, see
     ``2026-07-28/changelog``); other strings unchanged."""
     revision, _, rest = section.partition("/")
     if revision != "2025-06-18":
