@@ -189,25 +189,64 @@ async def demo_command(command: list[str], full: bool, out: TextIO, era: str = "
             "roots": [t.Root(uri="file:///tmp", name="tmp")],
             "on_notification": on_notification,
         }
-        if era == "modern":
-            await _modern_steps(transcript, handlers, out, updated)
-        else:
-            await _legacy_steps(transcript, handlers, out, updated)
+        await _steps(transcript, handlers, out, updated, era)
     print(f"\n{transcript.count} messages.", file=out)
     return 0
 
 
-async def _legacy_steps(
-    transcript: Transcript, handlers: dict[str, Any], out: TextIO, updated: trio.Event
+# The titles of the steps that differ between the eras: (handshake era, 2026-07-28).
+_TITLES: Final = {
+    "open": (
+        "initialize (lifecycle), then notifications/initialized",
+        "no initialize: every request names its version, client and capabilities",
+    ),
+    "logging": (
+        "logging: set the level, then a tool that logs",
+        "logging: the log level travels in each request's _meta",
+    ),
+    "sampling": (
+        "sampling: the server asks the client's LLM",
+        "sampling: input_required, then the call again with inputResponses",
+    ),
+    "elicitation": (
+        "elicitation: the server asks the user (declined)",
+        "elicitation: input_required, then the call again with inputResponses",
+    ),
+    "unknown resource": (
+        "an unknown resource: -32002",
+        "an unknown resource: -32602 in this revision",
+    ),
+    "subscriptions": (
+        "subscriptions: subscribe, change it, notifications/resources/updated",
+        "subscriptions/listen: acknowledged, then notifications/resources/updated",
+    ),
+    "close": (
+        "close: the client ends the session (stdin closed)",
+        "close: the client closes stdin (no session to end)",
+    ),
+}
+
+
+async def _steps(
+    transcript: Transcript, handlers: dict[str, Any], out: TextIO, updated: trio.Event, era: str
 ) -> None:
-    """The handshake era's steps (``mcp-ref demo --era legacy``)."""
+    """Every step of the demo, in ``era`` (``"modern"`` or ``"legacy"``)."""
     from ..client import open_client
 
-    _step(out, "initialize (lifecycle), then notifications/initialized")
-    async with open_client(transcript, era="legacy", **handlers) as client:
-        _step(out, "ping")
-        await client.ping()
-        _step(out, "list the tools (paginated)")
+    modern = era == "modern"
+
+    def step(key: str) -> None:
+        _step(out, _TITLES[key][modern])
+
+    step("open")
+    async with open_client(transcript, era=era, **handlers) as client:
+        if modern:
+            _step(out, "server/discover: the server's versions, capabilities and info")
+            await client.discover()
+        else:
+            _step(out, "ping")
+            await client.ping()
+        _step(out, "list the tools (paginated; the 2026-07-28 era adds caching hints)")
         await client.list_tools()
         _step(out, "call echo: unstructured text")
         await client.call_tool("echo", {"text": "hello from the demo"})
@@ -220,77 +259,25 @@ async def _legacy_steps(
             await client.call_tool("no_such_tool", {})
         except McpError:
             pass
-        _step(out, "logging: set the level, then a tool that logs")
+        step("logging")
         await client.set_logging_level("debug")
         await client.call_tool("test_tool_with_logging", {})
         _step(out, "progress: a progress token, then notifications/progress")
         await client.call_tool("test_tool_with_progress", {}, on_progress=lambda p: None)
-        _step(out, "sampling: the server asks the client's LLM")
+        step("sampling")
         await client.call_tool("test_sampling", {"prompt": "Say hello"})
-        _step(out, "resources: list, read text, read a template")
-        await client.list_resources()
-        await client.read_resource("test://static-text")
-        await client.read_resource("test://template/42/data")
-        _step(out, "an unknown resource: -32002")
-        try:
-            await client.read_resource("test://no-such-resource")
-        except McpError:
-            pass
-        _step(out, "subscriptions: subscribe, change it, notifications/resources/updated")
-        await client.subscribe("test://watched-resource")
-        await client.call_tool("update_watched_resource", {"text": "changed by the demo"})
-        with trio.move_on_after(5):
-            await updated.wait()
-        await client.unsubscribe("test://watched-resource")
-        _step(out, "prompts and completion")
-        await client.list_prompts()
-        await client.get_prompt("test_prompt_with_arguments", {"arg1": "first", "arg2": "second"})
-        await client.complete(t.PromptReference(name="test_prompt_with_arguments"), "arg1", "te")
-        _step(out, "close: the client ends the session (stdin closed)")
-
-
-async def _modern_steps(
-    transcript: Transcript, handlers: dict[str, Any], out: TextIO, updated: trio.Event
-) -> None:
-    """The 2026-07-28 era's steps (``mcp-ref demo``, the default)."""
-    from ..client import open_client
-
-    _step(out, "no initialize: every request names its version, client and capabilities")
-    async with open_client(transcript, era="modern", **handlers) as client:
-        _step(out, "server/discover: the server's versions, capabilities and info")
-        await client.discover()
-        _step(out, "list the tools (paginated; ttlMs and cacheScope say how long to cache)")
-        await client.list_tools()
-        _step(out, "call echo: unstructured text")
-        await client.call_tool("echo", {"text": "hello from the demo"})
-        _step(out, "call add: structured output (outputSchema + structuredContent)")
-        await client.call_tool("add", {"a": 2, "b": 3})
-        _step(out, "invalid arguments: a tool execution error (isError)")
-        await client.call_tool("add", {"a": "two", "b": 3})
-        _step(out, "an unknown tool: a protocol error (-32602)")
-        try:
-            await client.call_tool("no_such_tool", {})
-        except McpError:
-            pass
-        _step(out, "logging: the log level travels in each request's _meta")
-        await client.set_logging_level("debug")
-        await client.call_tool("test_tool_with_logging", {})
-        _step(out, "progress: a progress token, then notifications/progress")
-        await client.call_tool("test_tool_with_progress", {}, on_progress=lambda p: None)
-        _step(out, "sampling: input_required, then the call again with inputResponses")
-        await client.call_tool("test_sampling", {"prompt": "Say hello"})
-        _step(out, "elicitation: input_required, then the call again with inputResponses")
+        step("elicitation")
         await client.call_tool("test_elicitation", {"message": "Your name?"})
         _step(out, "resources: list, read text, read a template")
         await client.list_resources()
         await client.read_resource("test://static-text")
         await client.read_resource("test://template/42/data")
-        _step(out, "an unknown resource: -32602 in this revision")
+        step("unknown resource")
         try:
             await client.read_resource("test://no-such-resource")
         except McpError:
             pass
-        _step(out, "subscriptions/listen: acknowledged, then notifications/resources/updated")
+        step("subscriptions")
         await client.subscribe("test://watched-resource")
         await client.call_tool("update_watched_resource", {"text": "changed by the demo"})
         with trio.move_on_after(5):
@@ -300,4 +287,4 @@ async def _modern_steps(
         await client.list_prompts()
         await client.get_prompt("test_prompt_with_arguments", {"arg1": "first", "arg2": "second"})
         await client.complete(t.PromptReference(name="test_prompt_with_arguments"), "arg1", "te")
-        _step(out, "close: the client closes stdin (no session to end)")
+        step("close")

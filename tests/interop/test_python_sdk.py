@@ -74,17 +74,18 @@ def our_server_cmd() -> list[str]:
     return [sys.executable, "-m", "mcp_ref.examples.everything"]
 
 
-async def run_sdk_client(server_cmd: list[str]) -> dict[str, Any]:
-    """Run sdk_client.py against ``server_cmd``; return its JSON summary."""
+async def run_sdk_client(server_cmd: list[str], script: str = "sdk_client.py") -> dict[str, Any]:
+    """Run ``script`` (sdk_scripts/) with the arguments ``server_cmd``; return its JSON
+    summary."""
     proc = await trio.run_process(
-        [sdk_python(), str(SCRIPTS / "sdk_client.py"), *server_cmd],
+        [sdk_python(), str(SCRIPTS / script), *server_cmd],
         cwd=REPO,
         capture_stdout=True,
         capture_stderr=True,
         check=False,
     )
     stderr = proc.stderr.decode(errors="replace")[-3000:]
-    assert proc.returncode == 0, f"sdk_client.py exited with {proc.returncode}:\n{stderr}"
+    assert proc.returncode == 0, f"{script} exited with {proc.returncode}:\n{stderr}"
     summary = json.loads(proc.stdout)
     assert isinstance(summary, dict), proc.stdout[:500]
     return summary

@@ -11,7 +11,6 @@ against servers written with the SDK, is in test_python_sdk.py.
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
@@ -19,7 +18,7 @@ import pytest
 import trio
 
 from . import peers
-from .test_python_sdk import LIMIT, REPO, SCRIPTS, our_server_cmd, sdk_python, texts
+from .test_python_sdk import LIMIT, our_server_cmd, run_sdk_client, texts
 
 pytestmark = [
     pytest.mark.interop,
@@ -36,17 +35,7 @@ def _need_python_sdk() -> None:
 
 async def run_modern_client(mode: str, target: list[str]) -> dict[str, Any]:
     """Run sdk_client_modern.py in ``mode`` against ``target``; return its summary."""
-    proc = await trio.run_process(
-        [sdk_python(), str(SCRIPTS / "sdk_client_modern.py"), mode, *target],
-        cwd=REPO,
-        capture_stdout=True,
-        capture_stderr=True,
-        check=False,
-    )
-    stderr = proc.stderr.decode(errors="replace")[-3000:]
-    assert proc.returncode == 0, f"sdk_client_modern.py exited {proc.returncode}:\n{stderr}"
-    summary: dict[str, Any] = json.loads(proc.stdout)
-    return summary
+    return await run_sdk_client([mode, *target], script="sdk_client_modern.py")
 
 
 def check_modern(summary: dict[str, Any]) -> None:

@@ -35,6 +35,7 @@ import anyio
 from mcp import StdioServerParameters
 from mcp import types as mt
 from mcp.client.client import Client
+from sdk_client import _dump  # the sibling script (its folder is on sys.path)
 
 STEP_TIMEOUT = 10.0
 """Seconds allowed for one request (every round of it)."""
@@ -42,15 +43,6 @@ TOTAL_TIMEOUT = 40.0
 """Seconds allowed for the whole run."""
 
 warnings.simplefilter("ignore")  # the SDK's deprecation notes on stderr
-
-
-def _dump(value: Any) -> Any:
-    """A pydantic model (or list of them) in wire format; other values unchanged."""
-    if isinstance(value, list):
-        return [_dump(v) for v in value]
-    if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return value
 
 
 async def run(mode: str, argv: list[str]) -> dict[str, Any]:
