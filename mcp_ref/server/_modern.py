@@ -100,12 +100,14 @@ _INPUT_TYPES: Final = (t.ElicitRequest, t.CreateMessageRequest, t.ListRootsReque
 
 
 def modern_context(ctx: RequestContext) -> ModernContext | None:
-    """The per-request context of a modern request (read from its ``params._meta``,
-    which the connection already validated); None in the handshake era."""
+    """The per-request context of a modern request (the connection read it from
+    ``params._meta`` when it judged the request); None in the handshake era."""
     if getattr(ctx.session.connection, "era", None) != MODERN:
         return None
-    meta = getattr(ctx.params, "meta", None)
-    read = read_request_meta({"_meta": meta}, request_id=ctx.request_id)
+    read = getattr(ctx, "meta_context", None)
+    if read is None:  # a handler context built by hand (tests, other drivers)
+        meta = getattr(ctx.params, "meta", None)
+        read = read_request_meta({"_meta": meta}, request_id=ctx.request_id)
     return read if isinstance(read, ModernContext) else None
 
 

@@ -43,18 +43,36 @@ class Handler(Protocol):
 class RequestContext:
     """One incoming request being handled, what ``Handler.handle_request`` receives:
     its ``session``, ``request_id`` (exactly as sent), ``method``, typed ``params`` (or
-    None), ``progress_token`` (``_meta.progressToken`` or None) and ``cancel_scope``,
-    the handler's, cancelled by the peer's ``notifications/cancelled`` or the session's
-    end.  What is sent through it carries the request's id (HTTP routes on it).
+    None), ``progress_token`` (``_meta.progressToken`` or None), ``meta_context`` (a
+    2026-07-28 request's :class:`mcp_ref._modern.RequestContext`, as the connection read
+    it from ``_meta``; None in the handshake era) and ``cancel_scope``, the handler's,
+    cancelled by the peer's ``notifications/cancelled`` or the session's end.  What is
+    sent through it carries the request's id (HTTP routes on it).
 
     Source: 2025-06-18/basic/utilities/cancellation#behavior-requirements.3,
     2025-06-18/basic/utilities/progress#progress-flow.
     """
 
-    __slots__ = ("cancel_scope", "method", "params", "progress_token", "request_id", "session")
+    __slots__ = (
+        "cancel_scope",
+        "meta_context",
+        "method",
+        "params",
+        "progress_token",
+        "request_id",
+        "session",
+    )
 
-    def __init__(self, session: Session, request_id: RequestId, method: str, params: Any) -> None:
+    def __init__(
+        self,
+        session: Session,
+        request_id: RequestId,
+        method: str,
+        params: Any,
+        meta_context: Any = None,
+    ) -> None:
         self.session = session
+        self.meta_context = meta_context
         self.request_id = request_id
         self.method = method
         self.params = params

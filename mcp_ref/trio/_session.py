@@ -190,7 +190,9 @@ class _Tasks:
         if answer is not None:
             await shielded(session._send(answer, quiet=True))
         else:
-            ctx = RequestContext(session, request.id, request.method, request.params)
+            ctx = RequestContext(
+                session, request.id, request.method, request.params, request.context
+            )
             running.add(request.id, ctx.cancel_scope)
             if request.method == "initialize":
                 await shielded(self.run_request(ctx))  # answered before the next event
