@@ -241,6 +241,9 @@ class HttpLimits:
     """Largest SSE event a client decoder accepts, in bytes (``SSEDecoder``)."""
     keepalive_seconds: float = attrs.field(default=15.0, validator=_positive)
     """Seconds of silence on an SSE stream before the server sends a comment."""
+    max_parked_sessions: int = attrs.field(default=32, validator=_positive)
+    """Answered 2026-07-28 sessions kept for the next POST of the same client address
+    and caller (:meth:`SessionBook.park`), the oldest ending first past it."""
     stored_events_per_stream: int = attrs.field(default=256, validator=_positive)
     """``EventStore(max_events_per_stream=...)``."""
     stored_streams: int = attrs.field(default=64, validator=_positive)
@@ -293,6 +296,9 @@ class SessionBook(Generic[T]):
         self.seats: dict[T, Seat] = {}
         """Live sessions (of every kind, stateless ones included)."""
         self._per_peer: dict[str | None, int] = {}
+        self.parked: dict[T, Hashable] = {}
+        """Answered 2026-07-28 sessions waiting for a POST, oldest first, each with its
+        key (:meth:`park`)."""
 
     def peer_count(self, peer: str | None) -> int:
         """Live sessions opened from the client address ``peer``."""
@@ -303,8 +309,35 @@ class SessionBook(Generic[T]):
         self.seats[tenant] = Seat(peer=peer, opened_at=now)
         self._per_peer[peer] = self._per_peer.get(peer, 0) + 1
 
+    def park(self, tenant: T, key: Hashable) -> T | None:
+        """Keep ``tenant``, the answered session of a 2026-07-28 POST, for the next POST
+        of ``key`` (the client address and caller, as the driver tells them apart)
+        instead of a session per POST: such a session holds nothing between requests,
+        each carrying its version, client and capabilities in ``_meta``.  Returns the
+        oldest parked session when more than ``limits.max_parked_sessions`` are: the
+        driver ends it.
+
+        Source: 2026-07-28/basic/index#statelessness.1 (no state between requests).
+        """
+        self.parked[tenant] = key
+        if len(self.parked) <= self.limits.max_parked_sessions:
+            return None
+        oldest = next(iter(self.parked))
+        del self.parked[oldest]
+        return oldest
+
+    def take(self, key: Hashable) -> T | None:
+        """The newest session parked for ``key`` (:meth:`park`), now no longer parked;
+        None if there is none."""
+        for tenant in reversed(self.parked):
+            if self.parked[tenant] == key:
+                del self.parked[tenant]
+                return tenant
+        return None
+
     def remove(self, tenant: T) -> None:
         """A session is gone (its task ended); its seat is free."""
+        self.parked.pop(tenant, None)
         seat = self.seats.pop(tenant, None)
         if seat is None:
             return

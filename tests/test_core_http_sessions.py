@@ -181,3 +181,37 @@ def test_an_address_that_is_no_ip_tells_its_clients_apart() -> None:
     b.add(Tenant(is_busy=True), "client.example", 0.0)
     got = b.room_for("client.example", [], now=0.0)
     assert isinstance(got, HttpError) and got.status == 429
+
+
+# -- parked 2026-07-28 sessions ------------------------------------------------------
+
+
+def test_a_parked_session_goes_to_the_next_post_of_its_key_only() -> None:
+    b = book()
+    mine, theirs = Tenant(), Tenant()
+    assert b.park(mine, ("10.0.0.1", "alice")) is None
+    assert b.park(theirs, ("10.0.0.1", "bob")) is None
+    assert b.take(("10.0.0.2", "alice")) is None  # another address
+    assert b.take(("10.0.0.1", "alice")) is mine
+    assert b.take(("10.0.0.1", "alice")) is None  # taken: parked no more
+    assert b.take(("10.0.0.1", "bob")) is theirs
+
+
+def test_the_newest_parked_is_taken_first_and_past_the_bound_the_oldest_ends() -> None:
+    b = book(max_parked_sessions=2)
+    first, second, third = Tenant(), Tenant(), Tenant()
+    assert b.park(first, "k") is None
+    assert b.park(second, "k") is None
+    assert b.park(third, "k") is first  # the driver ends it
+    assert b.take("k") is third
+    assert b.take("k") is second
+    assert b.take("k") is None
+
+
+def test_a_removed_session_is_parked_no_more() -> None:
+    b = book()
+    gone = Tenant()
+    b.add(gone, None, 0.0)
+    b.park(gone, "k")
+    b.remove(gone)
+    assert b.take("k") is None and not b.parked

@@ -4,6 +4,7 @@ alone, beside handshake-era clients on the same endpoint."""
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 import pytest
@@ -417,3 +418,64 @@ async def test_a_modern_notification_is_202_without_a_session() -> None:
             ).encode()
             status, got = await post_modern(info.port, note, {"mcp-protocol-version": MODERN})
             assert (status, got) == (202, b"")
+
+
+class WhichSession:
+    """A low-level handler: ``tools/call`` of ``which`` answers with the id of the
+    session it runs in; of ``hang``, waits until cancelled (``started``, ``cancelled``)."""
+
+    def __init__(self) -> None:
+        self.started = trio.Event()
+        self.cancelled = trio.Event()
+
+    async def handle_request(self, ctx: RequestContext) -> Any:
+        assert ctx.method == "tools/call" and isinstance(ctx.params, t.CallToolRequestParams)
+        if ctx.params.name == "hang":
+            self.started.set()
+            try:
+                await trio.sleep_forever()
+            finally:
+                self.cancelled.set()
+        return t.CallToolResult(content=[t.TextContent(text=str(id(ctx.session)))])
+
+    async def handle_notification(self, session: Any, notification: Any) -> None:
+        pass
+
+
+def _call(rid: int, name: str) -> dict[str, Any]:
+    return {
+        "body": modern_body(rid, "tools/call", {"name": name, "arguments": {}}),
+        "headers": modern_headers("tools/call", name),
+    }
+
+
+async def _session_of(conn: RawConnection, rid: int) -> str:
+    ans = await conn.request("POST", **_call(rid, "which"))
+    assert ans.status == 200
+    return str((await answer_of(ans))["result"]["content"][0]["text"])
+
+
+async def test_an_answered_modern_session_serves_the_next_post_of_its_client() -> None:
+    # Opening a session per POST costs a modern request more than a handshake-era one
+    # (bench/README.md); an answered one is kept for the next POST of the same client
+    # (address and caller: mcp_ref._http_sessions.SessionBook.park).  One whose client
+    # left before the answer is cancelled and never serves again.
+    handler = WhichSession()
+    with trio.fail_after(TIMEOUT):
+        async with open_http_server(handler) as info:  # SSE: a client leaving is seen
+            conn = await RawConnection.open(info.port)
+            leaving = await RawConnection.open(info.port)
+            try:
+                first = await _session_of(conn, 1)
+                assert await _session_of(conn, 2) == first  # kept, taken again
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(partial(leaving.request, "POST", **_call(3, "hang")))
+                    await handler.started.wait()  # the hang holds the parked session
+                    second = await _session_of(conn, 4)
+                    assert second != first
+                    nursery.cancel_scope.cancel()
+                await leaving.aclose()  # the client leaves: its request is cancelled
+                await handler.cancelled.wait()
+                assert await _session_of(conn, 5) == second  # first was not kept
+            finally:
+                await conn.aclose()

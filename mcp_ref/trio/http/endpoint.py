@@ -64,8 +64,12 @@ async def post(cfg: ServerConfig, table: SessionTable, h: H11Stream, req: Reques
     if post.accepted_alone:
         return await h.send(*empty_answer(202, req.last))
     try:
+        modern_alone = post.modern and not cfg.stateless  # (a modern POST opens its own)
+        parked = table.take_parked() if modern_alone else None
         if not post.new_session:
             sess = checked(session_request(req.headers, table.sessions))
+        elif parked is not None:  # (SessionTable.park)
+            sess = parked
         else:
             sess = await table.open("stateless" if cfg.stateless or post.modern else "streamable")
         try:
@@ -88,9 +92,11 @@ async def post(cfg: ServerConfig, table: SessionTable, h: H11Stream, req: Reques
                 await answer_sse(cfg, h, sess, stream, sess.id, last=req.last, post=post)
         finally:
             sess.touch()
-            if cfg.stateless or post.modern:
+            # An answered 2026-07-28 session waits for the next POST (SessionTable.park).
+            kept = modern_alone and table.park(sess)
+            if (cfg.stateless or post.modern) and not kept:
                 sess.end("stateless request answered")
-            if post.cancel_when_done:  # answered, or its client left
+            if post.cancel_when_done and not kept:  # answered, or its client left
                 sess.cancel_scope.cancel()
             elif post.initialize and sess.state.init_failed:
                 sess.end("initialize failed")

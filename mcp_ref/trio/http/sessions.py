@@ -297,11 +297,32 @@ class SessionTable:
         await sess.started.wait()
         return sess
 
+    def park(self, sess: HttpSession) -> bool:
+        """Keep an answered 2026-07-28 session for the next POST of the same client
+        address and caller (:meth:`SessionBook.park
+        <mcp_ref._http_sessions.SessionBook.park>`); False, kept not, for one still
+        running a request (its client left: the caller cancels it)."""
+        if sess.ended or sess.busy() or sess.queued:
+            return False
+        oldest = self.book.park(sess, (PEER.get(), sess.owner))
+        if oldest is not None:
+            oldest.end("parked the longest")
+        return True
+
+    def take_parked(self) -> HttpSession | None:
+        """A session :meth:`park` kept for this task's client address and caller."""
+        caller = CALLER.get()
+        key = (PEER.get(), owner_key(caller.identity if caller is not None else None))
+        while (sess := self.book.take(key)) is not None and sess.ended:
+            pass  # ended since (the server stops): its task is leaving the book
+        return sess
+
     async def _make_room(self, peer: str | None) -> None:
         """Evict sessions until a new one from ``peer`` fits in both bounds, or raise
         :class:`Refused` (503 or 429 with ``Retry-After``)."""
         while True:
-            room = self.book.room_for(peer, self.sessions.values(), trio.current_time())
+            candidates = [*self.sessions.values(), *self.book.parked]
+            room = self.book.room_for(peer, candidates, trio.current_time())
             if room is None:
                 return
             victim = checked(room)
