@@ -274,6 +274,12 @@ class SignIn:
             raise AuthorizationDenied("403 Forbidden without insufficient_scope: not a scope")
         if self.state is FlowState.AUTHORIZED:
             self._retries += 1
+            # Spec: 2025-11-25/basic/authorization#step-up-authorization-flow.4
+            # "Clients SHOULD implement retry limits and SHOULD track scope upgrade attempts to
+            # avoid repeated failures for the same resource and operation combination."
+            # Spec: 2026-07-28/basic/authorization/index#step-up-authorization-flow.5
+            # "Clients SHOULD implement retry limits and SHOULD track scope upgrade attempts to
+            # avoid repeated failures for the same resource and operation combination."
             if self._retries > self.config.max_retries:
                 raise StepUpLimit(f"still refused after {self.config.max_retries} sign-ins")
             if status == 403:

@@ -348,6 +348,15 @@ def check_scopes(
     needed = frozenset(needed)
     granted = config.policy.expand(identity.scopes)
     if not needed <= granted:
+        # Spec: 2025-11-25/basic/authorization#runtime-insufficient-scope-errors.1
+        # "When a client makes a request with an access token with insufficient scope during runtime
+        # operations, the server SHOULD respond with:"
+        # Spec: 2026-07-28/basic/authorization/index#runtime-insufficient-scope-errors.1
+        # "When a client makes a request with an access token with insufficient scope during runtime
+        # operations, the server SHOULD respond with:"
+        # Spec: 2026-07-28/basic/authorization/index#runtime-insufficient-scope-errors.3
+        # "Whatever scope-inclusion strategy a server adopts, servers SHOULD include all scopes
+        # required for the current operation in a single challenge."
         # Spec: 2025-11-25/basic/authorization#runtime-insufficient-scope-errors.2
         # "Server Scope Management: When responding with insufficient scope errors,
         # servers SHOULD include the scopes needed to satisfy the current request in the

@@ -47,7 +47,10 @@ def test_a_kept_client_of_another_authorization_server_is_registered_again() -> 
     assert choose_client(config(), same, metadata()) is same
 
 
-@spec(R + "authorization-server-binding.2")
+@spec(
+    R + "authorization-server-binding.2",
+    "2026-07-28/basic/authorization/client-registration#authorization-server-binding.3",
+)
 def test_a_pre_registered_client_of_another_authorization_server_is_refused() -> None:
     other = ClientInfo(client_id="pre-1", client_secret="s3cret", issuer=OLD)
     with pytest.raises(RegistrationUnavailable):

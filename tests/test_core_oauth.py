@@ -619,6 +619,7 @@ def test_client_credentials_need_no_pkce() -> None:
 # -- client registration ------------------------------------------------------------------
 
 
+@spec("2025-11-25/basic/authorization#client-registration-approaches.1")
 def test_a_pre_registered_client_comes_first() -> None:
     world = World()
     world.metadata["client_id_metadata_document_supported"] = True
@@ -628,7 +629,10 @@ def test_a_pre_registered_client_comes_first() -> None:
     assert f"{ISSUER}/register" not in urls(world)
 
 
-@spec("2026-07-28/basic/authorization/index#client-registration.1")
+@spec(
+    "2026-07-28/basic/authorization/index#client-registration.1",
+    "2025-11-25/basic/authorization#client-registration-approaches.1",
+)
 def test_a_client_id_metadata_document_comes_before_dynamic_registration() -> None:
     world = World()
     world.metadata["client_id_metadata_document_supported"] = True
@@ -648,6 +652,7 @@ def test_a_client_id_metadata_document_comes_before_dynamic_registration() -> No
     "2026-07-28/basic/authorization/client-registration#application-type-and-redirect-uri-constraints.1",
     "2026-07-28/basic/authorization/client-registration#authorization-server-binding.1",
     "2026-07-28/basic/authorization/index#client-registration.1",
+    "2025-11-25/basic/authorization#client-registration-approaches.1",
 )
 def test_without_metadata_document_support_dynamic_registration_is_used() -> None:
     world = World()
@@ -702,6 +707,7 @@ def test_a_refused_registration_quotes_the_server() -> None:
 @spec(
     "2026-07-28/basic/authorization/authorization-server-discovery#authorization-server-location.3",
     "2026-07-28/basic/authorization/client-registration#authorization-server-binding.2",
+    "2026-07-28/basic/authorization/client-registration#authorization-server-binding.3",
 )
 def test_a_pre_registered_client_of_another_issuer_is_not_used() -> None:
     world = World()
@@ -729,12 +735,18 @@ def authorization_query(world: World, challenge: str | None, **kw: Any) -> dict[
     "2025-11-25/basic/authorization#protected-resource-metadata-discovery-requirements.6",
     "2026-07-28/basic/authorization/index#scope-selection-strategy.3",
     "2026-07-28/basic/authorization/index#scope-selection-strategy.4",
+    "2025-11-25/basic/authorization#scope-selection-strategy.2",
+    "2026-07-28/basic/authorization/index#scope-selection-strategy.8",
 )
 def test_the_challenge_s_scope_comes_first() -> None:
     q = authorization_query(World(), CHALLENGE, offline_access=False)
     assert q["scope"] == ["files:read"]
 
 
+@spec(
+    "2025-11-25/basic/authorization#scope-selection-strategy.2",
+    "2026-07-28/basic/authorization/index#scope-selection-strategy.8",
+)
 def test_without_a_challenged_scope_all_scopes_supported_are_asked() -> None:
     world = World()
     world.prm["scopes_supported"] = ["a", "b"]
@@ -742,6 +754,10 @@ def test_without_a_challenged_scope_all_scopes_supported_are_asked() -> None:
     assert q["scope"] == ["a b"]
 
 
+@spec(
+    "2025-11-25/basic/authorization#scope-selection-strategy.2",
+    "2026-07-28/basic/authorization/index#scope-selection-strategy.8",
+)
 def test_without_either_no_scope_parameter_is_sent() -> None:
     world = World()
     world.prm.pop("scopes_supported")
@@ -969,6 +985,10 @@ def test_the_token_s_scope_and_expiry_come_from_the_answer() -> None:
 STEP_UP = 'Bearer error="insufficient_scope", scope="files:write", resource_metadata="https://mcp.example.com/prm"'
 
 
+@spec(
+    "2025-11-25/basic/authorization#step-up-authorization-flow.1",
+    "2026-07-28/basic/authorization/index#step-up-authorization-flow.1",
+)
 def test_insufficient_scope_re_authorizes_with_the_union_of_scopes() -> None:
     world = World()
     flow, event = sign_in(world, client=PUBLIC, offline_access=False)
@@ -984,6 +1004,10 @@ def test_insufficient_scope_re_authorizes_with_the_union_of_scopes() -> None:
     assert urls(world)[asked:] == [f"{ISSUER}/token"]  # no new discovery
 
 
+@spec(
+    "2025-11-25/basic/authorization#step-up-authorization-flow.4",
+    "2026-07-28/basic/authorization/index#step-up-authorization-flow.5",
+)
 def test_a_step_up_asking_for_nothing_new_is_a_permanent_failure() -> None:
     world = World()
     flow, _ = sign_in(world, client=PUBLIC)
@@ -993,6 +1017,10 @@ def test_a_step_up_asking_for_nothing_new_is_a_permanent_failure() -> None:
     refused(flow.next_event(), StepUpLimit)
 
 
+@spec(
+    "2025-11-25/basic/authorization#step-up-authorization-flow.4",
+    "2026-07-28/basic/authorization/index#step-up-authorization-flow.5",
+)
 def test_challenges_after_sign_in_stop_at_the_retry_limit() -> None:
     world = World()
     flow, _ = sign_in(world, client=PUBLIC, max_retries=2)
