@@ -172,6 +172,8 @@ def choose_client(
     # three registration mechanisms: Client ID Metadata Documents, pre-registration, or Dynamic
     # Client Registration, following the requirements and selection priority defined in Client
     # Registration."
+    # Spec: 2026-07-28/basic/authorization/client-registration#client-registration.1
+    # "Clients supporting all options SHOULD use the following priority order:"
     # Spec: 2025-11-25/basic/authorization#client-registration-approaches.1
     # "Use pre-registered client information for the server if the client has it
     # available ... Use Client ID Metadata Documents if the Authorization Server
@@ -191,6 +193,12 @@ def choose_client(
     # re-register with the new authorization server."
     if kept is not None and kept.issuer in (None, metadata.issuer):
         return kept  # signed in before with this server: keep the client
+    # Spec: 2025-11-25/basic/authorization#preregistration.1
+    # "MCP clients SHOULD support an option for static client credentials such as those supplied by
+    # a preregistration flow."
+    # Spec: 2026-07-28/basic/authorization/client-registration#pre-registration.1
+    # "MCP clients SHOULD support an option for static client credentials such as those supplied by
+    # a pre-registration flow."
     if config.client is not None:
         # Spec: 2026-07-28/basic/authorization/client-registration#authorization-server-binding.3
         # "If the authorization server indicated by protected resource metadata no longer
@@ -202,6 +210,12 @@ def choose_client(
                 f"and this server's issuer is {metadata.issuer!r}"
             )
         return config.client
+    # Spec: 2025-11-25/basic/authorization#discovery.1
+    # "MCP clients SHOULD check for this capability and MAY fall back to Dynamic Client Registration
+    # or pre-registration if unavailable."
+    # Spec: 2026-07-28/basic/authorization/client-registration#advertising-cimd-support.1
+    # "MCP clients SHOULD check for this capability and MAY fall back to Dynamic Client Registration
+    # or pre-registration if unavailable."
     if config.client_metadata_url and metadata.client_id_metadata_document_supported:
         return ClientInfo(client_id=config.client_metadata_url, auth_method="none")
     if metadata.registration_endpoint is not None:

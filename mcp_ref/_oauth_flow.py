@@ -292,6 +292,16 @@ class SignIn:
                 # token with an increased set of scopes via a step-up authorization
                 # flow"; its scopes are the union of those asked before and the
                 # challenge's (the flow's step 2, which holds no keyword of its own).
+                # Spec: 2026-07-28/basic/authorization/index#scope-selection-strategy.5
+                # "When re-authorizing, clients SHOULD include these scopes alongside any previously
+                # granted scopes to avoid losing permissions needed for other operations (see
+                # Step-Up Authorization Flow)."
+                # Spec: 2025-11-25/basic/authorization#step-up-authorization-flow.2
+                # "Clients acting on behalf of a user SHOULD attempt the step-up authorization
+                # flow."
+                # Spec: 2026-07-28/basic/authorization/index#step-up-authorization-flow.2
+                # "Clients acting on behalf of a user SHOULD attempt the step-up authorization
+                # flow."
                 union = tuple(dict.fromkeys([*(self._scope or ()), *(scope or ())]))
                 if frozenset(union) in self._scopes_asked:
                     raise StepUpLimit(f"the server asks again for scopes already granted: {union}")
@@ -477,4 +487,13 @@ class SignIn:
         # "MUST use the canonical URI of the MCP server as defined in RFC 8707 Section 2."
         # Spec: 2025-06-18/basic/authorization#resource-parameter-implementation.4
         # "MUST use the canonical URI of the MCP server as defined in RFC 8707 Section 2."
+        # Spec: 2025-06-18/basic/authorization#canonical-server-uri.1
+        # "MCP clients SHOULD provide the most specific URI that they can for the MCP server they
+        # intend to access, following the guidance in RFC 8707."
+        # Spec: 2025-11-25/basic/authorization#canonical-server-uri.1
+        # "MCP clients SHOULD provide the most specific URI that they can for the MCP server they
+        # intend to access, following the guidance in RFC 8707."
+        # Spec: 2026-07-28/basic/authorization/index#canonical-server-uri.1
+        # "MCP clients SHOULD provide the most specific URI that they can for the MCP server they
+        # intend to access, following the guidance in RFC 8707."
         return canonical_resource(self._prm.resource) if self._prm else self._resource

@@ -116,6 +116,15 @@ def select_scope(
     # response, if provided ... If `scope` is not available, use all scopes defined in
     # `scopes_supported` from the Protected Resource Metadata document, omitting the
     # `scope` parameter if `scopes_supported` is undefined."
+    # Spec: 2025-11-25/basic/authorization#scope-selection-strategy.1
+    # "When implementing authorization flows, MCP clients SHOULD follow the principle of least
+    # privilege by requesting only the scopes necessary for their intended operations."
+    # Spec: 2026-07-28/basic/authorization/index#scope-selection-strategy.7
+    # "When implementing authorization flows, MCP clients SHOULD follow the principle of least
+    # privilege by requesting only the scopes necessary for their intended operations."
+    # Spec: 2025-11-25/basic/authorization#protected-resource-metadata-discovery-requirements.9
+    # "If the `scope` parameter is absent, clients SHOULD apply the fallback behavior defined in the
+    # Scope Selection Strategy section."
     if challenged:
         return challenged
     return scopes_supported or None

@@ -457,6 +457,8 @@ def registration_request(
     if redirect_uri is None:
         doc["grant_types"] = ["client_credentials"]
     else:
+        # Spec: 2026-07-28/basic/authorization/index#refresh-tokens.2
+        # "SHOULD include `refresh_token` in their `grant_types` client metadata"
         doc["grant_types"] = ["authorization_code", "refresh_token"]
         # Spec: 2025-11-25/basic/authorization#open-redirection.1
         # "MCP clients MUST have redirect URIs registered with the authorization server."

@@ -357,6 +357,10 @@ def check_scopes(
         # Spec: 2026-07-28/basic/authorization/index#runtime-insufficient-scope-errors.3
         # "Whatever scope-inclusion strategy a server adopts, servers SHOULD include all scopes
         # required for the current operation in a single challenge."
+        # Spec: 2026-07-28/basic/authorization/index#runtime-insufficient-scope-errors.2
+        # "Server Scope Management: When responding with insufficient scope errors, servers SHOULD
+        # include the scopes needed to satisfy the current operation in the `scope` parameter,
+        # consistent with RFC 6750 Section 3.1."
         # Spec: 2025-11-25/basic/authorization#runtime-insufficient-scope-errors.2
         # "Server Scope Management: When responding with insufficient scope errors,
         # servers SHOULD include the scopes needed to satisfy the current request in the

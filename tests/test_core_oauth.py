@@ -619,7 +619,12 @@ def test_client_credentials_need_no_pkce() -> None:
 # -- client registration ------------------------------------------------------------------
 
 
-@spec("2025-11-25/basic/authorization#client-registration-approaches.1")
+@spec(
+    "2025-11-25/basic/authorization#client-registration-approaches.1",
+    "2025-11-25/basic/authorization#preregistration.1",
+    "2026-07-28/basic/authorization/client-registration#pre-registration.1",
+    "2026-07-28/basic/authorization/client-registration#client-registration.1",
+)
 def test_a_pre_registered_client_comes_first() -> None:
     world = World()
     world.metadata["client_id_metadata_document_supported"] = True
@@ -632,6 +637,9 @@ def test_a_pre_registered_client_comes_first() -> None:
 @spec(
     "2026-07-28/basic/authorization/index#client-registration.1",
     "2025-11-25/basic/authorization#client-registration-approaches.1",
+    "2025-11-25/basic/authorization#discovery.1",
+    "2026-07-28/basic/authorization/client-registration#advertising-cimd-support.1",
+    "2026-07-28/basic/authorization/client-registration#client-registration.1",
 )
 def test_a_client_id_metadata_document_comes_before_dynamic_registration() -> None:
     world = World()
@@ -653,6 +661,10 @@ def test_a_client_id_metadata_document_comes_before_dynamic_registration() -> No
     "2026-07-28/basic/authorization/client-registration#authorization-server-binding.1",
     "2026-07-28/basic/authorization/index#client-registration.1",
     "2025-11-25/basic/authorization#client-registration-approaches.1",
+    "2026-07-28/basic/authorization/index#refresh-tokens.2",
+    "2025-11-25/basic/authorization#discovery.1",
+    "2026-07-28/basic/authorization/client-registration#advertising-cimd-support.1",
+    "2026-07-28/basic/authorization/client-registration#client-registration.1",
 )
 def test_without_metadata_document_support_dynamic_registration_is_used() -> None:
     world = World()
@@ -737,6 +749,8 @@ def authorization_query(world: World, challenge: str | None, **kw: Any) -> dict[
     "2026-07-28/basic/authorization/index#scope-selection-strategy.4",
     "2025-11-25/basic/authorization#scope-selection-strategy.2",
     "2026-07-28/basic/authorization/index#scope-selection-strategy.8",
+    "2025-11-25/basic/authorization#scope-selection-strategy.1",
+    "2026-07-28/basic/authorization/index#scope-selection-strategy.7",
 )
 def test_the_challenge_s_scope_comes_first() -> None:
     q = authorization_query(World(), CHALLENGE, offline_access=False)
@@ -746,6 +760,7 @@ def test_the_challenge_s_scope_comes_first() -> None:
 @spec(
     "2025-11-25/basic/authorization#scope-selection-strategy.2",
     "2026-07-28/basic/authorization/index#scope-selection-strategy.8",
+    "2025-11-25/basic/authorization#protected-resource-metadata-discovery-requirements.9",
 )
 def test_without_a_challenged_scope_all_scopes_supported_are_asked() -> None:
     world = World()
@@ -791,6 +806,9 @@ def test_offline_access_is_added_only_when_the_server_lists_it() -> None:
     "2025-06-18/basic/authorization#access-token-privilege-restriction.5",
     "2025-11-25/basic/authorization#access-token-privilege-restriction.5",
     "2026-07-28/basic/authorization/security-considerations#access-token-privilege-restriction.5",
+    "2025-06-18/basic/authorization#canonical-server-uri.1",
+    "2025-11-25/basic/authorization#canonical-server-uri.1",
+    "2026-07-28/basic/authorization/index#canonical-server-uri.1",
 )
 def test_the_resource_parameter_is_in_the_authorization_and_token_requests() -> None:
     world = World()
@@ -988,6 +1006,9 @@ STEP_UP = 'Bearer error="insufficient_scope", scope="files:write", resource_meta
 @spec(
     "2025-11-25/basic/authorization#step-up-authorization-flow.1",
     "2026-07-28/basic/authorization/index#step-up-authorization-flow.1",
+    "2026-07-28/basic/authorization/index#scope-selection-strategy.5",
+    "2025-11-25/basic/authorization#step-up-authorization-flow.2",
+    "2026-07-28/basic/authorization/index#step-up-authorization-flow.2",
 )
 def test_insufficient_scope_re_authorizes_with_the_union_of_scopes() -> None:
     world = World()

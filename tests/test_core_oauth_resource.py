@@ -337,6 +337,7 @@ def test_a_verifier_answering_nonsense_is_a_503() -> None:
     "2026-07-28/basic/authorization/index#runtime-insufficient-scope-errors.1",
     "2025-11-25/basic/authorization#runtime-insufficient-scope-errors.2",
     "2026-07-28/basic/authorization/index#runtime-insufficient-scope-errors.3",
+    "2026-07-28/basic/authorization/index#runtime-insufficient-scope-errors.2",
 )
 def test_too_few_scopes_is_a_403_naming_every_scope_the_request_needs() -> None:
     answer, _ = check(["Bearer good"], ("tools/call", "tools/call:rm"))
