@@ -227,6 +227,8 @@ def check_http_request(auth: ResourceAuth, req: RequestReady, *, now: float) -> 
 def caller_of(auth: ResourceAuth | None, req: RequestReady, identity: Identity | None) -> Caller:
     """The :class:`Caller` of a request let through (``Authorization`` hidden when the
     server verifies tokens)."""
+    # Spec: 2026-07-28/basic/authorization/security-considerations#access-token-privilege-restriction.4
+    # "The MCP server MUST NOT pass through the token it received from the MCP client."
     # Spec: 2025-06-18/basic/authorization#access-token-privilege-restriction.4
     # "The MCP server MUST NOT pass through the token it received from the MCP client."
     # Spec: 2025-11-25/basic/authorization#access-token-privilege-restriction.4
@@ -287,8 +289,15 @@ class MetadataConnection(ServerConnection):
         self.resource = resource
 
     def _head(self, req: h11.Request) -> RequestReady | Refusal | None:
+        # Spec: 2025-11-25/basic/authorization#overview.4
+        # "MCP servers MUST implement OAuth 2.0 Protected Resource Metadata (RFC9728)."
+        # Spec: 2026-07-28/basic/authorization/index#overview.4
+        # "MCP servers MUST implement OAuth 2.0 Protected Resource Metadata (RFC9728)."
         # Spec: 2025-06-18/basic/authorization#overview.3
         # "MCP servers MUST implement OAuth 2.0 Protected Resource Metadata (RFC9728)."
+        # Spec: 2026-07-28/basic/authorization/authorization-server-discovery#authorization-server-location.1
+        # "MCP servers MUST implement the OAuth 2.0 Protected Resource Metadata (RFC9728)
+        # specification to indicate the locations of authorization servers."
         # Spec: 2025-06-18/basic/authorization#authorization-server-location.1
         # "MCP servers MUST implement the OAuth 2.0 Protected Resource Metadata (RFC9728)
         # specification to indicate the locations of authorization servers."

@@ -290,9 +290,14 @@ class HttpClientCore:
                 body, initialized=legacy or self.protocol_version is not None
             )
         if self.auth is not None:
+            # Spec: 2025-03-26/basic/authorization#token-requirements.3
+            # "authorization MUST be included in every HTTP request from client to server"
             # Spec: 2025-06-18/basic/authorization#token-requirements.3
-            # "authorization MUST be included in every HTTP request from client to
-            # server, even if they are part of the same logical session."
+            # "authorization MUST be included in every HTTP request from client to server"
+            # Spec: 2025-11-25/basic/authorization#token-requirements.3
+            # "authorization MUST be included in every HTTP request from client to server"
+            # Spec: 2026-07-28/basic/authorization/index#token-requirements.3
+            # "authorization MUST be included in every HTTP request from client to server"
             target = self.post_target if method == b"POST" else self.target
             try:
                 bearer = self.auth.header(self.origin + target)

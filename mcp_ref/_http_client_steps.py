@@ -271,6 +271,9 @@ class Flow:
         after :data:`MAX_SIGN_INS` sign-ins already."""
         assert self._challenge is not None
         step, self._challenge = self._challenge, None
+        # Spec: 2026-07-28/basic/authorization/index#step-up-authorization-flow.5
+        # "Clients SHOULD implement retry limits and SHOULD track scope upgrade attempts to avoid
+        # repeated failures for the same resource and operation combination."
         # Spec: 2025-11-25/basic/authorization#step-up-authorization-flow.4
         # "Clients SHOULD implement retry limits and SHOULD track scope upgrade attempts
         # to avoid repeated failures for the same resource and operation combination."

@@ -83,6 +83,8 @@ def new_session_id(random_bytes: bytes) -> str:
     """
     if not isinstance(random_bytes, bytes | bytearray):
         raise LocalProtocolError("new_session_id needs bytes")
+    # Spec: 2025-06-18/basic/security_best_practices#mitigation-2.3
+    # "MCP servers MUST use secure, non-deterministic session IDs."
     if not MIN_SESSION_ID_ENTROPY_BYTES <= len(random_bytes) <= MAX_SESSION_ID_LENGTH // 2:
         raise LocalProtocolError(
             f"a session id needs {MIN_SESSION_ID_ENTROPY_BYTES}..{MAX_SESSION_ID_LENGTH // 2}"

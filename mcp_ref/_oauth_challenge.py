@@ -190,6 +190,12 @@ def bearer_challenge(values: Iterable[str]) -> BearerChallenge | None:
     Raises:
         MalformedChallenge: a field value is malformed (see :func:`parse_challenges`).
     """
+    # Spec: 2025-11-25/basic/authorization#protected-resource-metadata-discovery-requirements.8
+    # "MCP clients MUST be able to parse `WWW-Authenticate` headers and respond appropriately to
+    # `HTTP 401 Unauthorized` responses from the MCP server."
+    # Spec: 2026-07-28/basic/authorization/authorization-server-discovery#protected-resource-metadata-discovery-requirements.3
+    # "MCP clients MUST be able to parse `WWW-Authenticate` headers and respond appropriately to
+    # `HTTP 401 Unauthorized` responses from the MCP server."
     # Spec: 2025-06-18/basic/authorization#authorization-server-location.4
     # "MCP clients MUST be able to parse `WWW-Authenticate` headers and respond
     # appropriately to `HTTP 401 Unauthorized` responses from the MCP server."

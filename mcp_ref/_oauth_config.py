@@ -137,6 +137,9 @@ class SignInConfig:
             if self.client_metadata_url is not None:
                 require_secure(self.client_metadata_url, "the client metadata URL")
                 url = self.client_metadata_url
+                # Spec: 2026-07-28/basic/authorization/client-registration#implementation-requirements.3
+                # "The `client_id` URL MUST use the 'https' scheme and contain a path component,
+                # e.g. `https://example.com/client.json`"
                 # Spec: 2025-11-25/basic/authorization#implementation-requirements.3
                 # "The `client_id` URL MUST use the 'https' scheme and contain a path
                 # component"
@@ -164,13 +167,38 @@ def choose_client(
         RegistrationUnavailable: the pre-registered client belongs to another issuer,
             or there is no way to get a client id.
     """
+    # Spec: 2026-07-28/basic/authorization/index#client-registration.1
+    # "Before initiating the authorization flow, MCP clients MUST obtain a client ID through one of
+    # three registration mechanisms: Client ID Metadata Documents, pre-registration, or Dynamic
+    # Client Registration, following the requirements and selection priority defined in Client
+    # Registration."
+    # Spec: 2026-07-28/basic/authorization/client-registration#client-registration.1
+    # "Clients supporting all options SHOULD use the following priority order:"
     # Spec: 2025-11-25/basic/authorization#client-registration-approaches.1
     # "Use pre-registered client information for the server if the client has it
     # available ... Use Client ID Metadata Documents if the Authorization Server
     # indicates if the server supports it ... Use Dynamic Client Registration as a
     # fallback"
+    # Spec: 2026-07-28/basic/authorization/authorization-server-discovery#authorization-server-location.3
+    # "Clients MUST maintain separate registration state (client credentials, tokens) per
+    # authorization server and MUST NOT assume that credentials valid for one authorization server
+    # will be accepted by another."
+    # Spec: 2026-07-28/basic/authorization/client-registration#authorization-server-binding.1
+    # "Clients that use pre-registered credentials, or persist client credentials obtained via
+    # Dynamic Client Registration, MUST associate those credentials with the specific authorization
+    # server that issued them, keyed by the authorization server's `issuer` identifier."
+    # Spec: 2026-07-28/basic/authorization/client-registration#authorization-server-binding.2
+    # "When the authorization server changes (detected via updated protected resource metadata),
+    # clients MUST NOT reuse client credentials from a different authorization server and MUST
+    # re-register with the new authorization server."
     if kept is not None and kept.issuer in (None, metadata.issuer):
         return kept  # signed in before with this server: keep the client
+    # Spec: 2025-11-25/basic/authorization#preregistration.1
+    # "MCP clients SHOULD support an option for static client credentials such as those supplied by
+    # a preregistration flow."
+    # Spec: 2026-07-28/basic/authorization/client-registration#pre-registration.1
+    # "MCP clients SHOULD support an option for static client credentials such as those supplied by
+    # a pre-registration flow."
     if config.client is not None:
         # Spec: 2026-07-28/basic/authorization/client-registration#authorization-server-binding.3
         # "If the authorization server indicated by protected resource metadata no longer
@@ -182,6 +210,12 @@ def choose_client(
                 f"and this server's issuer is {metadata.issuer!r}"
             )
         return config.client
+    # Spec: 2025-11-25/basic/authorization#discovery.1
+    # "MCP clients SHOULD check for this capability and MAY fall back to Dynamic Client Registration
+    # or pre-registration if unavailable."
+    # Spec: 2026-07-28/basic/authorization/client-registration#advertising-cimd-support.1
+    # "MCP clients SHOULD check for this capability and MAY fall back to Dynamic Client Registration
+    # or pre-registration if unavailable."
     if config.client_metadata_url and metadata.client_id_metadata_document_supported:
         return ClientInfo(client_id=config.client_metadata_url, auth_method="none")
     if metadata.registration_endpoint is not None:

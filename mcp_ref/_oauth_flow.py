@@ -228,12 +228,21 @@ class SignIn:
                 url,
                 redirect_uri=self.config.redirect_uri,
                 state=self._state_value,
+                # Spec: 2026-07-28/basic/authorization/index#authorization-response-validation.1
+                # "Before redirecting the user-agent, the client MUST record the `issuer` value from
+                # the selected authorization server's validated metadata document (see Authorization
+                # Server Metadata Discovery) and associate it with the same per-request record used
+                # to store the PKCE code verifier (and the `state` value, if used)."
                 issuer=self._metadata.issuer,
                 iss_supported=self._metadata.iss_parameter_supported,
             )
         except OAuthRefused as exc:
             self._fail(exc)
             return
+        # Spec: 2025-11-25/basic/authorization#resource-parameter-implementation.2
+        # "MUST be included in both authorization requests and token requests."
+        # Spec: 2026-07-28/basic/authorization/index#resource-parameter-implementation.2
+        # "MUST be included in both authorization requests and token requests."
         # Spec: 2025-06-18/basic/authorization#resource-parameter-implementation.2
         # "MUST be included in both authorization requests and token requests."
         resource = ("resource", self._resource_param())
@@ -265,20 +274,44 @@ class SignIn:
             raise AuthorizationDenied("403 Forbidden without insufficient_scope: not a scope")
         if self.state is FlowState.AUTHORIZED:
             self._retries += 1
+            # Spec: 2025-11-25/basic/authorization#step-up-authorization-flow.4
+            # "Clients SHOULD implement retry limits and SHOULD track scope upgrade attempts to
+            # avoid repeated failures for the same resource and operation combination."
+            # Spec: 2026-07-28/basic/authorization/index#step-up-authorization-flow.5
+            # "Clients SHOULD implement retry limits and SHOULD track scope upgrade attempts to
+            # avoid repeated failures for the same resource and operation combination."
             if self._retries > self.config.max_retries:
                 raise StepUpLimit(f"still refused after {self.config.max_retries} sign-ins")
             if status == 403:
+                # Spec: 2025-11-25/basic/authorization#step-up-authorization-flow.1
+                # "Clients SHOULD respond to these errors by requesting a new access token with an
+                # increased set of scopes via a step-up authorization flow or handle the errors in
+                # other, appropriate ways."
                 # Spec: 2026-07-28/basic/authorization/index#step-up-authorization-flow.1
                 # "Clients SHOULD respond to these errors by requesting a new access
                 # token with an increased set of scopes via a step-up authorization
                 # flow"; its scopes are the union of those asked before and the
                 # challenge's (the flow's step 2, which holds no keyword of its own).
+                # Spec: 2026-07-28/basic/authorization/index#scope-selection-strategy.5
+                # "When re-authorizing, clients SHOULD include these scopes alongside any previously
+                # granted scopes to avoid losing permissions needed for other operations (see
+                # Step-Up Authorization Flow)."
+                # Spec: 2025-11-25/basic/authorization#step-up-authorization-flow.2
+                # "Clients acting on behalf of a user SHOULD attempt the step-up authorization
+                # flow."
+                # Spec: 2026-07-28/basic/authorization/index#step-up-authorization-flow.2
+                # "Clients acting on behalf of a user SHOULD attempt the step-up authorization
+                # flow."
                 union = tuple(dict.fromkeys([*(self._scope or ()), *(scope or ())]))
                 if frozenset(union) in self._scopes_asked:
                     raise StepUpLimit(f"the server asks again for scopes already granted: {union}")
                 self._scope = union
                 self._authorize()
                 return
+        # Spec: 2026-07-28/basic/authorization/authorization-server-discovery#protected-resource-metadata-discovery-requirements.2
+        # "MCP clients MUST support both discovery mechanisms and use the resource metadata URL from
+        # the parsed `WWW-Authenticate` headers when present; otherwise, they MUST fall back to
+        # constructing and requesting the well-known URIs in the order listed above."
         # Spec: 2025-11-25/basic/authorization#protected-resource-metadata-discovery-requirements.2
         # "use the resource metadata URL from the parsed `WWW-Authenticate` headers when
         # present; otherwise, they MUST fall back to constructing and requesting the
@@ -305,6 +338,9 @@ class SignIn:
             self._candidates = [url]
             self._next_candidate()
             return
+        # Spec: 2025-03-26/basic/authorization#fallbacks-for-servers-without-metadata-discovery.2
+        # "Clients MUST first attempt to discover endpoints via the metadata document before falling
+        # back to default paths."
         if self.state is FlowState.SERVER_METADATA and self._legacy:
             self._with_metadata(legacy_endpoints(self.server_url))
             return
@@ -316,6 +352,12 @@ class SignIn:
             if response.status != 200:
                 self._next_candidate()
             elif state is FlowState.RESOURCE_METADATA:
+                # Spec: 2025-11-25/basic/authorization#overview.5
+                # "MCP clients MUST use OAuth 2.0 Protected Resource Metadata for authorization
+                # server discovery."
+                # Spec: 2026-07-28/basic/authorization/index#overview.5
+                # "MCP clients MUST use OAuth 2.0 Protected Resource Metadata for authorization
+                # server discovery."
                 # Spec: 2025-06-18/basic/authorization#overview.4
                 # "MCP clients MUST use OAuth 2.0 Protected Resource Metadata for
                 # authorization server discovery."
@@ -326,6 +368,11 @@ class SignIn:
                 self._next_candidate()
             else:
                 assert self._issuer is not None
+                # Spec: 2025-03-26/basic/authorization#overview.3
+                # "MCP servers SHOULD and MCP clients MUST implement OAuth 2.0 Authorization Server
+                # Metadata (RFC8414)."
+                # Spec: 2025-06-18/basic/authorization#overview.6
+                # "MCP clients MUST use the OAuth 2.0 Authorization Server Metadata."
                 # Spec: 2025-06-18/basic/authorization#server-metadata-discovery.1
                 # "MCP clients MUST follow the OAuth 2.0 Authorization Server Metadata
                 # RFC8414 specification"
@@ -434,6 +481,19 @@ class SignIn:
     def _resource_param(self) -> str:
         """The ``resource`` parameter: the metadata's resource (checked to cover this
         server), else this server's canonical URI."""
+        # Spec: 2025-11-25/basic/authorization#resource-parameter-implementation.4
+        # "MUST use the canonical URI of the MCP server as defined in RFC 8707 Section 2."
+        # Spec: 2026-07-28/basic/authorization/index#resource-parameter-implementation.4
+        # "MUST use the canonical URI of the MCP server as defined in RFC 8707 Section 2."
         # Spec: 2025-06-18/basic/authorization#resource-parameter-implementation.4
         # "MUST use the canonical URI of the MCP server as defined in RFC 8707 Section 2."
+        # Spec: 2025-06-18/basic/authorization#canonical-server-uri.1
+        # "MCP clients SHOULD provide the most specific URI that they can for the MCP server they
+        # intend to access, following the guidance in RFC 8707."
+        # Spec: 2025-11-25/basic/authorization#canonical-server-uri.1
+        # "MCP clients SHOULD provide the most specific URI that they can for the MCP server they
+        # intend to access, following the guidance in RFC 8707."
+        # Spec: 2026-07-28/basic/authorization/index#canonical-server-uri.1
+        # "MCP clients SHOULD provide the most specific URI that they can for the MCP server they
+        # intend to access, following the guidance in RFC 8707."
         return canonical_resource(self._prm.resource) if self._prm else self._resource

@@ -96,11 +96,35 @@ def select_scope(
 ) -> tuple[str, ...] | None:
     """The scopes to ask for first: the 401 challenge's ``scope`` if given, else every
     scope the protected resource metadata lists, else None (no ``scope`` parameter)."""
+    # Spec: 2026-07-28/basic/authorization/index#scope-selection-strategy.8
+    # "During the initial authorization handshake, MCP clients SHOULD follow this priority order for
+    # scope selection:"
+    # Spec: 2025-11-25/basic/authorization#protected-resource-metadata-discovery-requirements.5
+    # "Clients MUST NOT assume any particular set relationship between the challenged scope set and
+    # `scopes_supported`."
+    # Spec: 2025-11-25/basic/authorization#protected-resource-metadata-discovery-requirements.6
+    # "Clients MUST treat the scopes provided in the challenge as authoritative for satisfying the
+    # current request."
+    # Spec: 2026-07-28/basic/authorization/index#scope-selection-strategy.3
+    # "Clients MUST NOT assume any particular set relationship between the challenged scope set and
+    # `scopes_supported`."
+    # Spec: 2026-07-28/basic/authorization/index#scope-selection-strategy.4
+    # "Clients MUST treat the scopes provided in the challenge as authoritative for the current
+    # operation."
     # Spec: 2025-11-25/basic/authorization#scope-selection-strategy.2
     # "Use `scope` parameter from the initial `WWW-Authenticate` header in the 401
     # response, if provided ... If `scope` is not available, use all scopes defined in
     # `scopes_supported` from the Protected Resource Metadata document, omitting the
     # `scope` parameter if `scopes_supported` is undefined."
+    # Spec: 2025-11-25/basic/authorization#scope-selection-strategy.1
+    # "When implementing authorization flows, MCP clients SHOULD follow the principle of least
+    # privilege by requesting only the scopes necessary for their intended operations."
+    # Spec: 2026-07-28/basic/authorization/index#scope-selection-strategy.7
+    # "When implementing authorization flows, MCP clients SHOULD follow the principle of least
+    # privilege by requesting only the scopes necessary for their intended operations."
+    # Spec: 2025-11-25/basic/authorization#protected-resource-metadata-discovery-requirements.9
+    # "If the `scope` parameter is absent, clients SHOULD apply the fallback behavior defined in the
+    # Scope Selection Strategy section."
     if challenged:
         return challenged
     return scopes_supported or None
@@ -173,14 +197,62 @@ def authorization_url(
         ("client_id", client_id),
         ("redirect_uri", redirect_uri),
         ("code_challenge", code_challenge),
+        # Spec: 2026-07-28/basic/authorization/security-considerations#authorization-code-protection.2
+        # "MCP clients MUST use the `S256` code challenge method when technically capable, as
+        # required by OAuth 2.1 Section 4.1.1."
         # Spec: 2025-11-25/basic/authorization#authorization-code-protection.2
         # "MCP clients MUST use the `S256` code challenge method when technically
         # capable"
         ("code_challenge_method", "S256"),
+        # Spec: 2025-11-25/basic/authorization#open-redirection.3
+        # "MCP clients SHOULD use and verify state parameters in the authorization code flow and
+        # discard any results that do not include or have a mismatch with the original state."
+        # Spec: 2026-07-28/basic/authorization/security-considerations#open-redirection.3
+        # "MCP clients SHOULD use and verify state parameters in the authorization code flow and
+        # discard any results that do not include or have a mismatch with the original state."
         # Spec: 2025-06-18/basic/authorization#open-redirection.3
         # "MCP clients SHOULD use and verify state parameters in the authorization code
         # flow"
         ("state", state),
+        # Spec: 2025-11-25/basic/authorization#resource-parameter-implementation.1
+        # "MCP clients MUST implement Resource Indicators for OAuth 2.0 as defined in RFC 8707 to
+        # explicitly specify the target resource for which the token is being requested."
+        # Spec: 2026-07-28/basic/authorization/index#resource-parameter-implementation.1
+        # "MCP clients MUST implement Resource Indicators for OAuth 2.0 as defined in RFC 8707 to
+        # explicitly specify the target resource for which the token is being requested."
+        # Spec: 2025-06-18/basic/authorization#resource-parameter-implementation.1
+        # "MCP clients MUST implement Resource Indicators for OAuth 2.0 as defined in RFC 8707 to
+        # explicitly specify the target resource for which the token is being requested."
+        # Spec: 2025-11-25/basic/authorization#canonical-server-uri.4
+        # "MCP clients MUST send this parameter regardless of whether authorization servers support
+        # it."
+        # Spec: 2026-07-28/basic/authorization/index#canonical-server-uri.4
+        # "MCP clients MUST send this parameter regardless of whether authorization servers support
+        # it."
+        # Spec: 2025-06-18/basic/authorization#canonical-server-uri.4
+        # "MCP clients MUST send this parameter regardless of whether authorization servers support
+        # it."
+        # Spec: 2025-11-25/basic/authorization#token-audience-binding-and-validation.1
+        # "MCP clients MUST include the `resource` parameter in authorization and token requests as
+        # specified in the Resource Parameter Implementation section"
+        # Spec: 2026-07-28/basic/authorization/security-considerations#token-audience-binding-and-validation.1
+        # "MCP clients MUST include the `resource` parameter in authorization and token requests as
+        # specified in the Resource Parameter Implementation section"
+        # Spec: 2025-06-18/basic/authorization#token-audience-binding-and-validation.1
+        # "MCP clients MUST include the `resource` parameter in authorization and token requests as
+        # specified in the Resource Parameter Implementation section"
+        # Spec: 2025-11-25/basic/authorization#access-token-privilege-restriction.5
+        # "MCP clients MUST implement and use the `resource` parameter as defined in RFC 8707 -
+        # Resource Indicators for OAuth 2.0 to explicitly specify the target resource for which the
+        # token is being requested."
+        # Spec: 2026-07-28/basic/authorization/security-considerations#access-token-privilege-restriction.5
+        # "MCP clients MUST implement and use the `resource` parameter as defined in RFC 8707 -
+        # Resource Indicators for OAuth 2.0 to explicitly specify the target resource for which the
+        # token is being requested."
+        # Spec: 2025-06-18/basic/authorization#access-token-privilege-restriction.5
+        # "MCP clients MUST implement and use the `resource` parameter as defined in RFC 8707 -
+        # Resource Indicators for OAuth 2.0 to explicitly specify the target resource for which the
+        # token is being requested."
         # Spec: 2025-06-18/basic/authorization#resource-parameter-implementation.2
         # "MUST be included in both authorization requests and token requests."
         ("resource", resource),
@@ -238,6 +310,11 @@ def read_redirect(
     # Spec: 2026-07-28/basic/authorization/index#authorization-response-validation.7
     # "on mismatch the client MUST NOT act on or display `error`, `error_description`,
     # or `error_uri`."
+    # Spec: 2026-07-28/basic/authorization/index#authorization-response-validation.6
+    # "After decoding the `iss` value from the `application/x-www-form-urlencoded` response per RFC
+    # 9207 Section 2.4, clients MUST NOT apply scheme or host case folding, default-port elision,
+    # trailing-slash, or percent-encoding normalization (RFC 3986 Sections 6.2.2-6.2.3) before
+    # comparison."
     if iss is not None and iss != issuer:
         raise IssuerMismatch(f"the authorization response's iss {iss!r} is not {issuer!r}")
     if iss is None and iss_supported:
@@ -349,6 +426,8 @@ def read_token_response(
     expires_in = doc.get("expires_in")
     if isinstance(expires_in, bool) or not isinstance(expires_in, int | float | None):
         raise BadMetadata(f"expires_in is not a number: {expires_in!r}")
+    # Spec: 2026-07-28/basic/authorization/index#refresh-tokens.4
+    # "MUST NOT assume refresh tokens will be issued; the AS retains discretion"
     refresh = doc.get("refresh_token")
     scope = doc.get("scope")
     return replace(
@@ -383,8 +462,22 @@ def bearer_header(grant: Grant, url: str) -> tuple[str, str]:
         TokenMisdirected: ``url`` is not the grant's resource or below it: the token is
             never sent anywhere else.
     """
+    # Spec: 2025-03-26/basic/authorization#token-requirements.2
+    # "MCP client MUST use the Authorization request header field Section 5.1.1:"
+    # Spec: 2025-11-25/basic/authorization#token-requirements.2
+    # "MCP client MUST use the Authorization request header field defined in OAuth 2.1 Section
+    # 5.1.1:"
+    # Spec: 2026-07-28/basic/authorization/index#token-requirements.2
+    # "MCP client MUST use the Authorization request header field defined in OAuth 2.1 Section
+    # 5.1.1:"
     # Spec: 2025-06-18/basic/authorization#token-requirements.2
     # "MCP client MUST use the Authorization request header field"
+    # Spec: 2025-11-25/basic/authorization#token-handling.5
+    # "MCP clients MUST NOT send tokens to the MCP server other than ones issued by the MCP server's
+    # authorization server."
+    # Spec: 2026-07-28/basic/authorization/index#token-handling.5
+    # "MCP clients MUST NOT send tokens to the MCP server other than ones issued by the MCP server's
+    # authorization server."
     # Spec: 2025-06-18/basic/authorization#token-handling.5
     # "MCP clients MUST NOT send tokens to the MCP server other than ones issued by the
     # MCP server's authorization server."

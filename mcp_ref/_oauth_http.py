@@ -360,10 +360,28 @@ def canonical_resource(url: str) -> str:
     if parts.fragment or url.endswith("#"):
         raise BadMetadata(f"a resource URI has no fragment: {url!r}")
     path = parts.path
+    # Spec: 2025-11-25/basic/authorization#canonical-server-uri.3
+    # "Note: While both `https://mcp.example.com/` (with trailing slash) and
+    # `https://mcp.example.com` (without trailing slash) are technically valid absolute URIs
+    # according to RFC 3986, implementations SHOULD consistently use the form without the trailing
+    # slash for better interoperability unless the trailing slash is semantically significant for
+    # the specific resource."
+    # Spec: 2026-07-28/basic/authorization/index#canonical-server-uri.3
+    # "Note: While both `https://mcp.example.com/` (with trailing slash) and
+    # `https://mcp.example.com` (without trailing slash) are technically valid absolute URIs
+    # according to RFC 3986, implementations SHOULD consistently use the form without the trailing
+    # slash for better interoperability unless the trailing slash is semantically significant for
+    # the specific resource."
     # Spec: 2025-06-18/basic/authorization#canonical-server-uri.3
     # "implementations SHOULD consistently use the form without the trailing slash"
     if path == "/":
         path = ""
+    # Spec: 2025-11-25/basic/authorization#canonical-server-uri.2
+    # "While the canonical form uses lowercase scheme and host components, implementations SHOULD
+    # accept uppercase scheme and host components for robustness and interoperability."
+    # Spec: 2026-07-28/basic/authorization/index#canonical-server-uri.2
+    # "While the canonical form uses lowercase scheme and host components, implementations SHOULD
+    # accept uppercase scheme and host components for robustness and interoperability."
     # Spec: 2025-06-18/basic/authorization#canonical-server-uri.2
     # "While the canonical form uses lowercase scheme and host components,
     # implementations SHOULD accept uppercase scheme and host components"
@@ -406,8 +424,20 @@ def require_secure(url: str, what: str) -> str:
         InsecureEndpoint: plain HTTP to a host that is not loopback.
     """
     parts = _split(url, what)
+    # Spec: 2025-03-26/basic/authorization#security-considerations.4
+    # "All authorization endpoints MUST be served over HTTPS"
+    # Spec: 2025-11-25/basic/authorization#communication-security.2
+    # "All authorization server endpoints MUST be served over HTTPS."
+    # Spec: 2026-07-28/basic/authorization/security-considerations#communication-security.2
+    # "All authorization server endpoints MUST be served over HTTPS."
     # Spec: 2025-06-18/basic/authorization#communication-security.2
     # "All authorization server endpoints MUST be served over HTTPS."
+    # Spec: 2025-03-26/basic/authorization#security-considerations.6
+    # "Redirect URIs MUST be either localhost URLs or HTTPS URLs"
+    # Spec: 2025-11-25/basic/authorization#communication-security.3
+    # "All redirect URIs MUST be either `localhost` or use HTTPS."
+    # Spec: 2026-07-28/basic/authorization/security-considerations#communication-security.3
+    # "All redirect URIs MUST be either `localhost` or use HTTPS."
     # Spec: 2025-06-18/basic/authorization#communication-security.3
     # "All redirect URIs MUST be either `localhost` or use HTTPS."
     if parts.scheme.lower() != "https" and not is_loopback_url(url):

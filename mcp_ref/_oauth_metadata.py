@@ -134,11 +134,18 @@ def read_protected_resource(
     resource = _string(doc, "resource", what, required=True)
     assert resource is not None
     servers = _strings(doc, "authorization_servers", what)
+    # Spec: 2026-07-28/basic/authorization/authorization-server-discovery#authorization-server-location.2
+    # "The Protected Resource Metadata document returned by the MCP server MUST include the
+    # `authorization_servers` field containing at least one authorization server."
     # Spec: 2025-06-18/basic/authorization#authorization-server-location.2
     # "The Protected Resource Metadata document returned by the MCP server MUST include
     # the `authorization_servers` field containing at least one authorization server."
     if not servers:
         raise BadMetadata(f"{what} lists no authorization_servers")
+    # Spec: 2025-11-25/basic/authorization#resource-parameter-implementation.3
+    # "MUST identify the MCP server that the client intends to use the token with."
+    # Spec: 2026-07-28/basic/authorization/index#resource-parameter-implementation.3
+    # "MUST identify the MCP server that the client intends to use the token with."
     # Spec: 2025-06-18/basic/authorization#resource-parameter-implementation.3
     # "MUST identify the MCP server that the client intends to use the token with."
     if not resource_covers(resource, server_url):
@@ -166,10 +173,33 @@ def authorization_server_urls(issuer: str) -> list[str]:
         BadMetadata: ``issuer`` is not an absolute http(s) URL.
         InsecureEndpoint: ``issuer`` is plain HTTP off loopback.
     """
+    # Spec: 2025-11-25/basic/authorization#overview.7
+    # "MCP clients MUST support both discovery mechanisms to obtain the information required to
+    # interact with the authorization server."
+    # Spec: 2025-11-25/basic/authorization#authorization-server-metadata-discovery.1
+    # "To handle different issuer URL formats and ensure interoperability with both OAuth 2.0
+    # Authorization Server Metadata and OpenID Connect Discovery 1.0 specifications, MCP clients
+    # MUST attempt multiple well-known endpoints when discovering authorization server metadata."
+    # Spec: 2025-11-25/basic/authorization#authorization-server-metadata-discovery.3
+    # "For issuer URLs without path components (e.g., `https://auth.example.com`), clients MUST
+    # try:"
+    # Spec: 2026-07-28/basic/authorization/index#overview.7
+    # "MCP clients MUST support both discovery mechanisms to obtain the information required to
+    # interact with the authorization server."
+    # Spec: 2026-07-28/basic/authorization/authorization-server-discovery#authorization-server-metadata-discovery.1
+    # "To handle different issuer URL formats and ensure interoperability with both OAuth 2.0
+    # Authorization Server Metadata and OpenID Connect Discovery 1.0 specifications, MCP clients
+    # MUST attempt multiple well-known endpoints when discovering authorization server metadata."
+    # Spec: 2026-07-28/basic/authorization/authorization-server-discovery#authorization-server-metadata-discovery.3
+    # "For issuer URLs without path components (e.g., `https://auth.example.com`), clients MUST
+    # try:"
     require_secure(issuer, "the issuer")
     parts = urlsplit(issuer)
     base = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
     path = parts.path.rstrip("/")
+    # Spec: 2026-07-28/basic/authorization/authorization-server-discovery#authorization-server-metadata-discovery.2
+    # "For issuer URLs with path components (e.g., `https://auth.example.com/tenant1`), clients MUST
+    # try endpoints in the following priority order:"
     # Spec: 2025-11-25/basic/authorization#authorization-server-metadata-discovery.2
     # "For issuer URLs with path components (e.g., `https://auth.example.com/tenant1`),
     # clients MUST try endpoints in the following priority order"
@@ -193,6 +223,9 @@ def legacy_metadata_url(server_url: str) -> tuple[str, str]:
         BadMetadata: ``server_url`` is not an absolute http(s) URL.
     """
     base = origin_of(server_url)
+    # Spec: 2025-03-26/basic/authorization#authorization-base-url.2
+    # "The metadata endpoint MUST be at
+    # `https://api.example.com/.well-known/oauth-authorization-server`"
     # Spec: 2025-03-26/basic/authorization#authorization-base-url.1
     # "The authorization base URL MUST be determined from the MCP server URL by
     # discarding any existing `path` component."
@@ -285,6 +318,10 @@ def read_server_metadata(
     # used to construct the well-known URL."
     # Spec: 2026-07-28/basic/authorization/authorization-server-discovery#authorization-server-metadata-discovery.5
     # "If they differ, the client MUST NOT use the metadata."
+    # Spec: 2026-07-28/basic/authorization/authorization-server-discovery#authorization-server-metadata-discovery.6
+    # "For example, a document fetched from
+    # `https://attacker.example/.well-known/oauth-authorization-server` that contains `'issuer':
+    # 'https://honest.example'` MUST be rejected."
     named = doc.get("issuer")
     if legacy and isinstance(named, str) and named != issuer:
         # 2025-03-26/basic/authorization#authorization-base-url.1: that revision finds
@@ -337,9 +374,36 @@ def require_pkce(metadata: ServerMetadata) -> None:
         PkceUnsupported: ``code_challenge_methods_supported`` is absent or lacks S256.
         BadMetadata: there is no ``authorization_endpoint``.
     """
+    # Spec: 2026-07-28/basic/authorization/security-considerations#authorization-code-protection.4
+    # "OAuth 2.0 Authorization Server Metadata: If `code_challenge_methods_supported` is absent, the
+    # authorization server does not support PKCE and MCP clients MUST refuse to proceed."
     # Spec: 2025-11-25/basic/authorization#authorization-code-protection.4
     # "If `code_challenge_methods_supported` is absent, the authorization server does
     # not support PKCE and MCP clients MUST refuse to proceed."
+    # Spec: 2025-11-25/basic/authorization#authorization-code-protection.1
+    # "To mitigate this, MCP clients MUST implement PKCE according to OAuth 2.1 Section 7.5.2 and
+    # MUST verify PKCE support before proceeding with authorization."
+    # Spec: 2025-11-25/basic/authorization#authorization-code-protection.3
+    # "Since OAuth 2.1 and PKCE specifications do not define a mechanism for clients to discover
+    # PKCE support, MCP clients MUST rely on authorization server metadata to verify this
+    # capability:"
+    # Spec: 2025-11-25/basic/authorization#authorization-code-protection.5
+    # "MCP clients MUST verify the presence of `code_challenge_methods_supported` in the provider
+    # metadata response."
+    # Spec: 2025-11-25/basic/authorization#authorization-code-protection.6
+    # "If the field is absent, MCP clients MUST refuse to proceed."
+    # Spec: 2026-07-28/basic/authorization/security-considerations#authorization-code-protection.1
+    # "To mitigate this, MCP clients MUST implement PKCE according to OAuth 2.1 Section 7.5.2 and
+    # MUST verify PKCE support before proceeding with authorization."
+    # Spec: 2026-07-28/basic/authorization/security-considerations#authorization-code-protection.3
+    # "Since OAuth 2.1 and PKCE specifications do not define a mechanism for clients to discover
+    # PKCE support, MCP clients MUST rely on authorization server metadata to verify this
+    # capability:"
+    # Spec: 2026-07-28/basic/authorization/security-considerations#authorization-code-protection.5
+    # "MCP clients MUST verify the presence of `code_challenge_methods_supported` in the provider
+    # metadata response."
+    # Spec: 2026-07-28/basic/authorization/security-considerations#authorization-code-protection.6
+    # "If the field is absent, MCP clients MUST refuse to proceed."
     methods = metadata.code_challenge_methods_supported
     if "S256" not in (methods or ()):
         raise PkceUnsupported(
@@ -393,7 +457,15 @@ def registration_request(
     if redirect_uri is None:
         doc["grant_types"] = ["client_credentials"]
     else:
+        # Spec: 2026-07-28/basic/authorization/index#refresh-tokens.2
+        # "SHOULD include `refresh_token` in their `grant_types` client metadata"
         doc["grant_types"] = ["authorization_code", "refresh_token"]
+        # Spec: 2025-11-25/basic/authorization#open-redirection.1
+        # "MCP clients MUST have redirect URIs registered with the authorization server."
+        # Spec: 2026-07-28/basic/authorization/security-considerations#open-redirection.1
+        # "MCP clients MUST have redirect URIs registered with the authorization server."
+        # Spec: 2025-06-18/basic/authorization#open-redirection.1
+        # "MCP clients MUST have redirect URIs registered with the authorization server."
         doc["redirect_uris"] = [redirect_uri]
         doc["response_types"] = ["code"]
         # Spec: 2026-07-28/basic/authorization/client-registration#application-type-and-redirect-uri-constraints.1
@@ -421,6 +493,9 @@ def read_registration(
     """
     what = "registration response"
     if not 200 <= response.status < 300:
+        # Spec: 2026-07-28/basic/authorization/client-registration#application-type-and-redirect-uri-constraints.4
+        # "MCP clients MUST be prepared to handle registration failures due to redirect URI
+        # constraints when authorization servers implement OIDC."
         raise RegistrationRefused(f"registration refused: {error_text(response, max_body_bytes)}")
     doc = read_json_object(response, max_body_bytes, what)
     client_id = _string(doc, "client_id", what, required=True)

@@ -278,13 +278,25 @@ def challenge(
             503, {"error": "temporarily_unavailable", "error_description": description}
         )
     status = {"missing": 401, "invalid_token": 401, "insufficient_scope": 403}.get(kind, 400)
+    # Spec: 2025-03-26/basic/authorization#error-handling.1
+    # "Servers MUST return appropriate HTTP status codes for authorization errors:"
+    # Spec: 2025-11-25/basic/authorization#error-handling.1
+    # "Servers MUST return appropriate HTTP status codes for authorization errors:"
+    # Spec: 2026-07-28/basic/authorization/index#error-handling.1
+    # "Servers MUST return appropriate HTTP status codes for authorization errors:"
     # Spec: 2025-06-18/basic/authorization#error-handling.1
     # "Servers MUST return appropriate HTTP status codes for authorization errors:"
+    # Spec: 2026-07-28/basic/authorization/authorization-server-discovery#protected-resource-metadata-discovery-requirements.1
+    # "MCP servers MUST implement one of the following discovery mechanisms to provide authorization
+    # server location information to MCP clients:"
     # Spec: 2025-11-25/basic/authorization#protected-resource-metadata-discovery-requirements.1
     # "MCP servers MUST implement one of the following discovery mechanisms to provide
     # authorization server location information to MCP clients:"
     params = [f"resource_metadata={_quoted(config.metadata_url)}"]
     scope = " ".join(sorted(set(scopes)))
+    # Spec: 2026-07-28/basic/authorization/index#scope-selection-strategy.1
+    # "MCP servers SHOULD include a `scope` parameter in the `WWW-Authenticate` header as defined in
+    # RFC 6750 Section 3 to indicate the scopes required for accessing the resource."
     # Spec: 2025-11-25/basic/authorization#protected-resource-metadata-discovery-requirements.3
     # "MCP servers SHOULD include a `scope` parameter in the `WWW-Authenticate` header as
     # defined in RFC 6750 Section 3 to indicate the scopes required for accessing the

@@ -176,6 +176,10 @@ def check_request(
     if isinstance(authorization, str | bytes):  # one value passed bare
         authorization = [authorization]
     needed = config.policy.required(operations)
+    # Spec: 2025-03-26/basic/authorization#token-requirements.4
+    # "Access tokens MUST NOT be included in the URI query string"
+    # Spec: 2026-07-28/basic/authorization/index#token-requirements.4
+    # "Access tokens MUST NOT be included in the URI query string"
     # Spec: 2025-06-18/basic/authorization#token-requirements.4
     # "Access tokens MUST NOT be included in the URI query string"
     # Spec: 2025-11-25/basic/authorization#token-requirements.4
@@ -188,10 +192,25 @@ def check_request(
             description="access tokens are accepted in the Authorization header only",
         )
     try:
+        # Spec: 2025-03-26/basic/authorization#token-requirements.1
+        # "Access token handling MUST conform to OAuth 2.1 Section 5 requirements for resource
+        # requests."
+        # Spec: 2025-11-25/basic/authorization#token-requirements.1
+        # "Access token handling when making requests to MCP servers MUST conform to the
+        # requirements defined in OAuth 2.1 Section 5 'Resource Requests'."
+        # Spec: 2026-07-28/basic/authorization/index#token-requirements.1
+        # "Access token handling when making requests to MCP servers MUST conform to the
+        # requirements defined in OAuth 2.1 Section 5 'Resource Requests'."
+        # Spec: 2025-06-18/basic/authorization#token-requirements.1
+        # "Access token handling when making requests to MCP servers MUST conform to the
+        # requirements defined in OAuth 2.1 Section 5 'Resource Requests'."
         token = bearer_token(authorization, config.max_token_bytes)
     except BadAuthorization as exc:
         return challenge(config, exc.kind, scopes=needed, description=exc.reason)
     if token is None:
+        # Spec: 2025-03-26/basic/authorization#example-authorization-code-grant.1
+        # "When authorization is required and not yet proven by the client, servers MUST respond
+        # with HTTP 401 Unauthorized."
         # Spec: 2025-06-18/basic/authorization#authorization-server-location.3
         # "MCP servers MUST use the HTTP header `WWW-Authenticate` when returning a 401
         # Unauthorized to indicate the location of the resource server metadata URL"
@@ -199,6 +218,24 @@ def check_request(
     # Spec: 2025-06-18/basic/authorization#token-handling.1
     # "MCP servers, acting in their role as an OAuth 2.1 resource server, MUST validate
     # access tokens as described in OAuth 2.1 Section 5.2."
+    # Spec: 2025-03-26/basic/authorization#token-handling.1
+    # "Resource servers MUST validate access tokens as described in Section 5.2."
+    # Spec: 2025-11-25/basic/authorization#access-token-privilege-restriction.2
+    # "A MCP server MUST follow the guidelines in OAuth 2.1 - Section 5.2 to validate inbound
+    # tokens."
+    # Spec: 2026-07-28/basic/authorization/index#token-handling.1
+    # "MCP servers, acting in their role as an OAuth 2.1 resource server, MUST validate access
+    # tokens as described in OAuth 2.1 Section 5.2."
+    # Spec: 2026-07-28/basic/authorization/security-considerations#access-token-privilege-restriction.2
+    # "A MCP server MUST follow the guidelines in OAuth 2.1 - Section 5.2 to validate inbound
+    # tokens."
+    # Spec: 2025-06-18/basic/authorization#access-token-privilege-restriction.2
+    # "A MCP server MUST follow the guidelines in OAuth 2.1 - Section 5.2 to validate inbound
+    # tokens."
+    # Spec: 2026-07-28/basic/authorization/security-considerations#access-token-privilege-restriction.1
+    # "MCP servers MUST validate access tokens before processing the request, ensuring the access
+    # token is issued specifically for the MCP server, and take all necessary steps to ensure no
+    # data is returned to unauthorized parties."
     # Spec: 2025-06-18/basic/authorization#access-token-privilege-restriction.1
     # "MCP servers MUST validate access tokens before processing the request"
     # Spec: 2025-06-18/basic/security_best_practices#mitigation-2.1
@@ -218,8 +255,21 @@ def _decide(
     """The answer for a verifier's final verdict (anything but an Identity or a
     TokenRejected counts as an unavailable verifier)."""
     if isinstance(verdict, TokenRejected):
+        # Spec: 2025-03-26/basic/authorization#token-handling.3
+        # "Invalid or expired tokens MUST receive a HTTP 401 response."
+        # Spec: 2026-07-28/basic/authorization/index#token-handling.4
+        # "Invalid or expired tokens MUST receive a HTTP 401 response."
         # Spec: 2025-06-18/basic/authorization#token-handling.4
         # "Invalid or expired tokens MUST receive a HTTP 401 response."
+        # Spec: 2025-03-26/basic/authorization#token-handling.2
+        # "If validation fails, servers MUST respond according to Section 5.3 error handling
+        # requirements."
+        # Spec: 2025-11-25/basic/authorization#token-handling.3
+        # "If validation fails, servers MUST respond according to OAuth 2.1 Section 5.3 error
+        # handling requirements."
+        # Spec: 2026-07-28/basic/authorization/index#token-handling.3
+        # "If validation fails, servers MUST respond according to OAuth 2.1 Section 5.3 error
+        # handling requirements."
         # Spec: 2025-06-18/basic/authorization#token-handling.3
         # "If validation fails, servers MUST respond according to OAuth 2.1 Section 5.3
         # error handling requirements."
@@ -228,20 +278,43 @@ def _decide(
         return challenge(config, verdict.kind, scopes=needed, description=verdict.reason)
     if not isinstance(verdict, Identity):
         return challenge(config, "unavailable", description="the token verifier failed")
+    # Spec: 2026-07-28/basic/authorization/index#token-handling.2
+    # "MCP servers MUST validate that access tokens were issued specifically for them as the
+    # intended audience, according to RFC 8707 Section 2."
     # Spec: 2025-06-18/basic/authorization#token-handling.2
     # "MCP servers MUST validate that access tokens were issued specifically for them as the
     # intended audience, according to RFC 8707 Section 2."
     # Spec: 2025-06-18/basic/authorization#token-handling.6
     # "Authorization servers MUST only accept tokens that are valid for use with their own
     # resources."
+    # Spec: 2025-11-25/basic/authorization#token-handling.7
+    # "MCP servers MUST NOT accept or transit any other tokens."
+    # Spec: 2026-07-28/basic/authorization/index#token-handling.7
+    # "MCP servers MUST NOT accept or transit any other tokens."
     # Spec: 2025-06-18/basic/authorization#token-handling.7
     # "MCP servers MUST NOT accept or transit any other tokens."
+    # Spec: 2025-11-25/basic/authorization#token-audience-binding-and-validation.2
+    # "MCP servers MUST validate that tokens presented to them were specifically issued for their
+    # use"
+    # Spec: 2026-07-28/basic/authorization/security-considerations#token-audience-binding-and-validation.2
+    # "MCP servers MUST validate that tokens presented to them were specifically issued for their
+    # use"
     # Spec: 2025-06-18/basic/authorization#token-audience-binding-and-validation.2
     # "MCP servers MUST validate that tokens presented to them were specifically issued for
     # their use"
+    # Spec: 2025-11-25/basic/authorization#access-token-privilege-restriction.3
+    # "MCP servers MUST only accept tokens specifically intended for themselves and MUST reject
+    # tokens that do not include them in the audience claim or otherwise verify that they are the
+    # intended recipient of the token."
+    # Spec: 2026-07-28/basic/authorization/security-considerations#access-token-privilege-restriction.3
+    # "MCP servers MUST only accept tokens specifically intended for themselves and MUST reject
+    # tokens that do not include them in the audience claim or otherwise verify that they are the
+    # intended recipient of the token."
     # Spec: 2025-06-18/basic/authorization#access-token-privilege-restriction.3
     # "MCP servers MUST only accept tokens specifically intended for themselves and MUST
     # reject tokens that do not include them in the audience claim"
+    # Spec: 2026-07-28/basic/authorization/index#token-handling.6
+    # "MCP servers MUST only accept tokens that are valid for use with their own resources."
     # Spec: 2025-11-25/basic/authorization#token-handling.6
     # "MCP servers MUST only accept tokens that are valid for use with their own
     # resources."
@@ -275,6 +348,19 @@ def check_scopes(
     needed = frozenset(needed)
     granted = config.policy.expand(identity.scopes)
     if not needed <= granted:
+        # Spec: 2025-11-25/basic/authorization#runtime-insufficient-scope-errors.1
+        # "When a client makes a request with an access token with insufficient scope during runtime
+        # operations, the server SHOULD respond with:"
+        # Spec: 2026-07-28/basic/authorization/index#runtime-insufficient-scope-errors.1
+        # "When a client makes a request with an access token with insufficient scope during runtime
+        # operations, the server SHOULD respond with:"
+        # Spec: 2026-07-28/basic/authorization/index#runtime-insufficient-scope-errors.3
+        # "Whatever scope-inclusion strategy a server adopts, servers SHOULD include all scopes
+        # required for the current operation in a single challenge."
+        # Spec: 2026-07-28/basic/authorization/index#runtime-insufficient-scope-errors.2
+        # "Server Scope Management: When responding with insufficient scope errors, servers SHOULD
+        # include the scopes needed to satisfy the current operation in the `scope` parameter,
+        # consistent with RFC 6750 Section 3.1."
         # Spec: 2025-11-25/basic/authorization#runtime-insufficient-scope-errors.2
         # "Server Scope Management: When responding with insufficient scope errors,
         # servers SHOULD include the scopes needed to satisfy the current request in the

@@ -176,6 +176,18 @@ class ServerHandshake:
         if self.path is not None and where != self.path:
             return _error(404, f"no MCP endpoint at {where!r}")
         headers = list(request.headers)
+        # Spec: 2025-03-26/basic/authorization#protocol-requirements.4
+        # "Implementations using alternative transports MUST follow established security best
+        # practices for their protocol."
+        # Spec: 2025-06-18/basic/authorization#protocol-requirements.4
+        # "Implementations using alternative transports MUST follow established security best
+        # practices for their protocol."
+        # Spec: 2025-11-25/basic/authorization#protocol-requirements.4
+        # "Implementations using alternative transports MUST follow established security best
+        # practices for their protocol."
+        # Spec: 2026-07-28/basic/authorization/index#protocol-requirements.4
+        # "Implementations using alternative transports MUST follow established security best
+        # practices for their protocol."
         # Spec: 2025-06-18/basic/transports#security-warning.1
         # "Servers MUST validate the `Origin` header on all incoming connections to prevent DNS
         # rebinding attacks"

@@ -119,7 +119,15 @@ class World:
         return query["redirect_uri"] + "?" + urlencode({"code": code, "state": query["state"]})
 
 
-@pytest.mark.spec(A + "token-requirements.2", A + "token-requirements.3")
+@pytest.mark.spec(
+    A + "token-requirements.2",
+    "2025-03-26/basic/authorization#token-requirements.2",
+    "2025-11-25/basic/authorization#token-requirements.2",
+    "2026-07-28/basic/authorization/index#token-requirements.2",
+    A + "token-requirements.3",
+    "2025-03-26/basic/authorization#token-requirements.3",
+    "2026-07-28/basic/authorization/index#token-requirements.3",
+)
 async def test_a_401_signs_in_and_every_request_carries_the_token() -> None:
     world = World()
     with trio.fail_after(TIMEOUT):

@@ -305,7 +305,11 @@ def _signed_in_core(token: str | None = "t1") -> HttpClientCore:
 CHALLENGE = (b"www-authenticate", b'Bearer resource_metadata="https://example.com/prm"')
 
 
-@spec("2025-06-18/basic/authorization#token-requirements.3")
+@spec(
+    "2025-06-18/basic/authorization#token-requirements.3",
+    "2025-03-26/basic/authorization#token-requirements.3",
+    "2026-07-28/basic/authorization/index#token-requirements.3",
+)
 def test_a_401_asks_for_a_sign_in_then_posts_again_with_the_token() -> None:
     core = _signed_in_core(None)
     flow = _request_flow(core)

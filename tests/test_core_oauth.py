@@ -258,9 +258,16 @@ def urls(world: World) -> list[str]:
 
 @spec(
     "2025-06-18/basic/authorization#authorization-server-location.4",
+    "2025-11-25/basic/authorization#protected-resource-metadata-discovery-requirements.8",
+    "2026-07-28/basic/authorization/authorization-server-discovery#protected-resource-metadata-discovery-requirements.3",
     "2025-06-18/basic/authorization#overview.4",
+    "2025-11-25/basic/authorization#overview.5",
+    "2026-07-28/basic/authorization/index#overview.5",
     "2025-06-18/basic/authorization#server-metadata-discovery.1",
     "2025-06-18/basic/authorization#authorization-code-protection.1",
+    "2025-03-26/basic/authorization#implementation-requirements.2",
+    "2025-06-18/basic/authorization#overview.6",
+    "2025-03-26/basic/authorization#overview.3",
 )
 def test_a_401_leads_to_tokens_by_the_spec_s_steps() -> None:
     world = World()
@@ -300,6 +307,10 @@ def test_next_event_repeats_until_answered_and_failure_is_sticky() -> None:
             misuse()
 
 
+@spec(
+    "2025-11-25/basic/authorization#implementation-requirements.3",
+    "2026-07-28/basic/authorization/client-registration#implementation-requirements.3",
+)
 def test_bad_configuration_is_refused_when_built() -> None:
     with pytest.raises(OAuthLocalError):
         SignInConfig()  # the authorization code grant needs a redirect URI
@@ -319,6 +330,10 @@ def test_bad_configuration_is_refused_when_built() -> None:
 # -- protected resource metadata discovery --------------------------------------------------
 
 
+@spec(
+    "2025-11-25/basic/authorization#protected-resource-metadata-discovery-requirements.2",
+    "2026-07-28/basic/authorization/authorization-server-discovery#protected-resource-metadata-discovery-requirements.2",
+)
 def test_without_a_header_url_the_path_aware_well_known_comes_first() -> None:
     world = World()
     world.routes[PRM_PATH] = lambda r: HttpResponse(status=404)
@@ -345,7 +360,11 @@ def test_a_failing_header_url_falls_back_to_the_well_known_urls() -> None:
     assert urls(world)[:2] == ["https://mcp.example.com/prm", PRM_PATH]
 
 
-@spec("2025-06-18/basic/authorization#resource-parameter-implementation.3")
+@spec(
+    "2025-06-18/basic/authorization#resource-parameter-implementation.3",
+    "2025-11-25/basic/authorization#resource-parameter-implementation.3",
+    "2026-07-28/basic/authorization/index#resource-parameter-implementation.3",
+)
 @pytest.mark.parametrize(
     "resource",
     [
@@ -399,6 +418,12 @@ def test_a_malformed_challenge_is_a_refusal_not_a_crash() -> None:
 # -- authorization server metadata discovery ------------------------------------------------
 
 
+@spec(
+    "2025-11-25/basic/authorization#authorization-server-metadata-discovery.1",
+    "2025-11-25/basic/authorization#authorization-server-metadata-discovery.2",
+    "2026-07-28/basic/authorization/authorization-server-discovery#authorization-server-metadata-discovery.1",
+    "2026-07-28/basic/authorization/authorization-server-discovery#authorization-server-metadata-discovery.2",
+)
 def test_an_issuer_with_a_path_is_tried_in_the_listed_order() -> None:
     world = World()
     world.prm["authorization_servers"] = ["https://auth.example.com/tenant1"]
@@ -410,6 +435,14 @@ def test_an_issuer_with_a_path_is_tried_in_the_listed_order() -> None:
     ]
 
 
+@spec(
+    "2025-11-25/basic/authorization#overview.7",
+    "2025-11-25/basic/authorization#authorization-server-metadata-discovery.1",
+    "2025-11-25/basic/authorization#authorization-server-metadata-discovery.3",
+    "2026-07-28/basic/authorization/index#overview.7",
+    "2026-07-28/basic/authorization/authorization-server-discovery#authorization-server-metadata-discovery.1",
+    "2026-07-28/basic/authorization/authorization-server-discovery#authorization-server-metadata-discovery.3",
+)
 def test_an_issuer_without_a_path_tries_oauth_then_openid() -> None:
     world = World()
     world.routes[ASM] = lambda r: HttpResponse(status=404)
@@ -420,6 +453,9 @@ def test_an_issuer_without_a_path_tries_oauth_then_openid() -> None:
     assert urls(world)[1:3] == [ASM, oidc]
 
 
+@spec(
+    "2025-11-25/basic/authorization#overview.7", "2026-07-28/basic/authorization/index#overview.7"
+)
 def test_the_openid_path_appending_variant_is_used_when_it_is_the_one_served() -> None:
     world = World()
     tenant = "https://auth.example.com/tenant1"
@@ -430,6 +466,11 @@ def test_the_openid_path_appending_variant_is_used_when_it_is_the_one_served() -
     assert isinstance(event, Authorized)
 
 
+@spec(
+    "2026-07-28/basic/authorization/authorization-server-discovery#authorization-server-metadata-discovery.4",
+    "2026-07-28/basic/authorization/authorization-server-discovery#authorization-server-metadata-discovery.5",
+    "2026-07-28/basic/authorization/authorization-server-discovery#authorization-server-metadata-discovery.6",
+)
 def test_metadata_with_another_issuer_is_not_used() -> None:
     world = World()
     world.metadata["issuer"] = "https://honest.example"
@@ -437,7 +478,12 @@ def test_metadata_with_another_issuer_is_not_used() -> None:
     assert f"{ISSUER}/token" not in urls(world)
 
 
-@spec("2025-06-18/basic/authorization#communication-security.2")
+@spec(
+    "2025-06-18/basic/authorization#communication-security.2",
+    "2025-03-26/basic/authorization#security-considerations.4",
+    "2025-11-25/basic/authorization#communication-security.2",
+    "2026-07-28/basic/authorization/security-considerations#communication-security.2",
+)
 @pytest.mark.parametrize(
     "key", ["authorization_endpoint", "token_endpoint", "registration_endpoint"]
 )
@@ -479,6 +525,13 @@ def test_a_trusted_origin_may_hold_the_token_endpoint() -> None:
     assert isinstance(event, Authorized)
 
 
+@spec(
+    "2025-03-26/basic/authorization#authorization-base-url.1",
+    "2025-03-26/basic/authorization#authorization-base-url.2",
+    "2025-03-26/basic/authorization#fallbacks-for-servers-without-metadata-discovery.1",
+    "2025-03-26/basic/authorization#fallbacks-for-servers-without-metadata-discovery.2",
+    "2025-03-26/basic/authorization#implementation-requirements.2",
+)
 def test_the_2025_03_26_fallbacks_metadata_at_the_root_then_default_endpoints() -> None:
     world = World()
     world.routes.pop(PRM_PATH)
@@ -500,6 +553,10 @@ def test_the_2025_03_26_fallbacks_metadata_at_the_root_then_default_endpoints() 
     ]
 
 
+@spec(
+    "2025-03-26/basic/authorization#overview.3",
+    "2025-03-26/basic/authorization#authorization-base-url.2",
+)
 def test_2025_03_26_metadata_at_the_base_url_is_used_when_served() -> None:
     world = World()
     world.routes.pop(PRM_PATH)
@@ -526,6 +583,18 @@ def test_without_the_legacy_fallback_no_metadata_is_a_discovery_failure() -> Non
 # -- PKCE -------------------------------------------------------------------------------------
 
 
+@spec(
+    "2025-11-25/basic/authorization#authorization-code-protection.1",
+    "2025-11-25/basic/authorization#authorization-code-protection.3",
+    "2025-11-25/basic/authorization#authorization-code-protection.4",
+    "2025-11-25/basic/authorization#authorization-code-protection.5",
+    "2025-11-25/basic/authorization#authorization-code-protection.6",
+    "2026-07-28/basic/authorization/security-considerations#authorization-code-protection.1",
+    "2026-07-28/basic/authorization/security-considerations#authorization-code-protection.3",
+    "2026-07-28/basic/authorization/security-considerations#authorization-code-protection.4",
+    "2026-07-28/basic/authorization/security-considerations#authorization-code-protection.5",
+    "2026-07-28/basic/authorization/security-considerations#authorization-code-protection.6",
+)
 @pytest.mark.parametrize("methods", [None, ["plain"], []])
 def test_a_server_without_s256_is_refused_before_the_browser(methods: Any) -> None:
     world = World()
@@ -550,6 +619,12 @@ def test_client_credentials_need_no_pkce() -> None:
 # -- client registration ------------------------------------------------------------------
 
 
+@spec(
+    "2025-11-25/basic/authorization#client-registration-approaches.1",
+    "2025-11-25/basic/authorization#preregistration.1",
+    "2026-07-28/basic/authorization/client-registration#pre-registration.1",
+    "2026-07-28/basic/authorization/client-registration#client-registration.1",
+)
 def test_a_pre_registered_client_comes_first() -> None:
     world = World()
     world.metadata["client_id_metadata_document_supported"] = True
@@ -559,6 +634,13 @@ def test_a_pre_registered_client_comes_first() -> None:
     assert f"{ISSUER}/register" not in urls(world)
 
 
+@spec(
+    "2026-07-28/basic/authorization/index#client-registration.1",
+    "2025-11-25/basic/authorization#client-registration-approaches.1",
+    "2025-11-25/basic/authorization#discovery.1",
+    "2026-07-28/basic/authorization/client-registration#advertising-cimd-support.1",
+    "2026-07-28/basic/authorization/client-registration#client-registration.1",
+)
 def test_a_client_id_metadata_document_comes_before_dynamic_registration() -> None:
     world = World()
     world.metadata["client_id_metadata_document_supported"] = True
@@ -571,6 +653,19 @@ def test_a_client_id_metadata_document_comes_before_dynamic_registration() -> No
     assert f"{ISSUER}/register" not in urls(world)
 
 
+@spec(
+    "2025-06-18/basic/authorization#open-redirection.1",
+    "2025-11-25/basic/authorization#open-redirection.1",
+    "2026-07-28/basic/authorization/security-considerations#open-redirection.1",
+    "2026-07-28/basic/authorization/client-registration#application-type-and-redirect-uri-constraints.1",
+    "2026-07-28/basic/authorization/client-registration#authorization-server-binding.1",
+    "2026-07-28/basic/authorization/index#client-registration.1",
+    "2025-11-25/basic/authorization#client-registration-approaches.1",
+    "2026-07-28/basic/authorization/index#refresh-tokens.2",
+    "2025-11-25/basic/authorization#discovery.1",
+    "2026-07-28/basic/authorization/client-registration#advertising-cimd-support.1",
+    "2026-07-28/basic/authorization/client-registration#client-registration.1",
+)
 def test_without_metadata_document_support_dynamic_registration_is_used() -> None:
     world = World()
     cimd = "https://app.example.com/client.json"
@@ -585,6 +680,9 @@ def test_without_metadata_document_support_dynamic_registration_is_used() -> Non
     assert event.grant.client.issuer == ISSUER
 
 
+@spec(
+    "2026-07-28/basic/authorization/client-registration#application-type-and-redirect-uri-constraints.1"
+)
 def test_a_web_redirect_uri_registers_a_web_application() -> None:
     world = World()
     _, event = sign_in(world, redirect_uri="https://app.example.com/cb")
@@ -606,6 +704,9 @@ def test_no_way_to_get_a_client_id_is_a_clear_refusal() -> None:
     refused(sign_in(world)[1], RegistrationUnavailable)
 
 
+@spec(
+    "2026-07-28/basic/authorization/client-registration#application-type-and-redirect-uri-constraints.4"
+)
 def test_a_refused_registration_quotes_the_server() -> None:
     world = World()
     world.routes[f"{ISSUER}/register"] = lambda r: js(
@@ -615,6 +716,11 @@ def test_a_refused_registration_quotes_the_server() -> None:
     assert "invalid_redirect_uri" in error.reason and "native only" in error.reason
 
 
+@spec(
+    "2026-07-28/basic/authorization/authorization-server-discovery#authorization-server-location.3",
+    "2026-07-28/basic/authorization/client-registration#authorization-server-binding.2",
+    "2026-07-28/basic/authorization/client-registration#authorization-server-binding.3",
+)
 def test_a_pre_registered_client_of_another_issuer_is_not_used() -> None:
     world = World()
     other = ClientInfo(client_id="pre-1", client_secret="s3cret", issuer="https://old.example")
@@ -636,11 +742,26 @@ def authorization_query(world: World, challenge: str | None, **kw: Any) -> dict[
     return parse_qs(urlsplit(seen[0]).query)
 
 
+@spec(
+    "2025-11-25/basic/authorization#protected-resource-metadata-discovery-requirements.5",
+    "2025-11-25/basic/authorization#protected-resource-metadata-discovery-requirements.6",
+    "2026-07-28/basic/authorization/index#scope-selection-strategy.3",
+    "2026-07-28/basic/authorization/index#scope-selection-strategy.4",
+    "2025-11-25/basic/authorization#scope-selection-strategy.2",
+    "2026-07-28/basic/authorization/index#scope-selection-strategy.8",
+    "2025-11-25/basic/authorization#scope-selection-strategy.1",
+    "2026-07-28/basic/authorization/index#scope-selection-strategy.7",
+)
 def test_the_challenge_s_scope_comes_first() -> None:
     q = authorization_query(World(), CHALLENGE, offline_access=False)
     assert q["scope"] == ["files:read"]
 
 
+@spec(
+    "2025-11-25/basic/authorization#scope-selection-strategy.2",
+    "2026-07-28/basic/authorization/index#scope-selection-strategy.8",
+    "2025-11-25/basic/authorization#protected-resource-metadata-discovery-requirements.9",
+)
 def test_without_a_challenged_scope_all_scopes_supported_are_asked() -> None:
     world = World()
     world.prm["scopes_supported"] = ["a", "b"]
@@ -648,6 +769,10 @@ def test_without_a_challenged_scope_all_scopes_supported_are_asked() -> None:
     assert q["scope"] == ["a b"]
 
 
+@spec(
+    "2025-11-25/basic/authorization#scope-selection-strategy.2",
+    "2026-07-28/basic/authorization/index#scope-selection-strategy.8",
+)
 def test_without_either_no_scope_parameter_is_sent() -> None:
     world = World()
     world.prm.pop("scopes_supported")
@@ -664,11 +789,26 @@ def test_offline_access_is_added_only_when_the_server_lists_it() -> None:
 
 @spec(
     "2025-06-18/basic/authorization#resource-parameter-implementation.1",
+    "2025-11-25/basic/authorization#resource-parameter-implementation.1",
+    "2026-07-28/basic/authorization/index#resource-parameter-implementation.1",
     "2025-06-18/basic/authorization#resource-parameter-implementation.2",
+    "2025-11-25/basic/authorization#resource-parameter-implementation.2",
+    "2026-07-28/basic/authorization/index#resource-parameter-implementation.2",
     "2025-06-18/basic/authorization#resource-parameter-implementation.4",
+    "2025-11-25/basic/authorization#resource-parameter-implementation.4",
+    "2026-07-28/basic/authorization/index#resource-parameter-implementation.4",
     "2025-06-18/basic/authorization#canonical-server-uri.4",
+    "2025-11-25/basic/authorization#canonical-server-uri.4",
+    "2026-07-28/basic/authorization/index#canonical-server-uri.4",
     "2025-06-18/basic/authorization#token-audience-binding-and-validation.1",
+    "2025-11-25/basic/authorization#token-audience-binding-and-validation.1",
+    "2026-07-28/basic/authorization/security-considerations#token-audience-binding-and-validation.1",
     "2025-06-18/basic/authorization#access-token-privilege-restriction.5",
+    "2025-11-25/basic/authorization#access-token-privilege-restriction.5",
+    "2026-07-28/basic/authorization/security-considerations#access-token-privilege-restriction.5",
+    "2025-06-18/basic/authorization#canonical-server-uri.1",
+    "2025-11-25/basic/authorization#canonical-server-uri.1",
+    "2026-07-28/basic/authorization/index#canonical-server-uri.1",
 )
 def test_the_resource_parameter_is_in_the_authorization_and_token_requests() -> None:
     world = World()
@@ -679,6 +819,10 @@ def test_the_resource_parameter_is_in_the_authorization_and_token_requests() -> 
     assert dict(parse_qsl(token.body.decode()))["resource"] == SERVER
 
 
+@spec(
+    "2025-11-25/basic/authorization#authorization-code-protection.2",
+    "2026-07-28/basic/authorization/security-considerations#authorization-code-protection.2",
+)
 def test_the_authorization_url_carries_pkce_s256_state_and_the_client() -> None:
     world = World()
     q = authorization_query(world, CHALLENGE)
@@ -705,7 +849,11 @@ def browser_with(world: World, **changes: str | None) -> Callable[[str], str]:
     return browser
 
 
-@spec("2025-06-18/basic/authorization#open-redirection.3")
+@spec(
+    "2025-06-18/basic/authorization#open-redirection.3",
+    "2025-11-25/basic/authorization#open-redirection.3",
+    "2026-07-28/basic/authorization/security-considerations#open-redirection.3",
+)
 @pytest.mark.parametrize("state", ["forged", None])
 def test_a_missing_or_wrong_state_is_discarded(state: str | None) -> None:
     world = World()
@@ -714,6 +862,11 @@ def test_a_missing_or_wrong_state_is_discarded(state: str | None) -> None:
     assert f"{ISSUER}/token" not in urls(world)
 
 
+@spec(
+    "2026-07-28/basic/authorization/index#authorization-response-validation.1",
+    "2026-07-28/basic/authorization/index#authorization-response-validation.4",
+    "2026-07-28/basic/authorization/index#authorization-response-validation.6",
+)
 @pytest.mark.parametrize(
     ("supported", "iss", "ok"),
     [
@@ -737,6 +890,7 @@ def test_iss_is_checked_before_the_code_is_sent(supported: bool, iss: str | None
         assert f"{ISSUER}/token" not in urls(world)
 
 
+@spec("2026-07-28/basic/authorization/index#authorization-response-validation.7")
 def test_an_error_answer_with_a_wrong_iss_is_not_acted_upon() -> None:
     world = World()
     browser = browser_with(world, iss="https://evil.example", error="access_denied", code=None)
@@ -832,6 +986,7 @@ def test_a_bad_token_answer_is_refused(answer: HttpResponse, kind: type[OAuthErr
     refused(sign_in(world, client=PUBLIC)[1], kind)
 
 
+@spec("2026-07-28/basic/authorization/index#refresh-tokens.4")
 def test_the_token_s_scope_and_expiry_come_from_the_answer() -> None:
     world = World()
     world.routes[f"{ISSUER}/token"] = lambda r: js(
@@ -848,6 +1003,13 @@ def test_the_token_s_scope_and_expiry_come_from_the_answer() -> None:
 STEP_UP = 'Bearer error="insufficient_scope", scope="files:write", resource_metadata="https://mcp.example.com/prm"'
 
 
+@spec(
+    "2025-11-25/basic/authorization#step-up-authorization-flow.1",
+    "2026-07-28/basic/authorization/index#step-up-authorization-flow.1",
+    "2026-07-28/basic/authorization/index#scope-selection-strategy.5",
+    "2025-11-25/basic/authorization#step-up-authorization-flow.2",
+    "2026-07-28/basic/authorization/index#step-up-authorization-flow.2",
+)
 def test_insufficient_scope_re_authorizes_with_the_union_of_scopes() -> None:
     world = World()
     flow, event = sign_in(world, client=PUBLIC, offline_access=False)
@@ -863,6 +1025,10 @@ def test_insufficient_scope_re_authorizes_with_the_union_of_scopes() -> None:
     assert urls(world)[asked:] == [f"{ISSUER}/token"]  # no new discovery
 
 
+@spec(
+    "2025-11-25/basic/authorization#step-up-authorization-flow.4",
+    "2026-07-28/basic/authorization/index#step-up-authorization-flow.5",
+)
 def test_a_step_up_asking_for_nothing_new_is_a_permanent_failure() -> None:
     world = World()
     flow, _ = sign_in(world, client=PUBLIC)
@@ -872,6 +1038,10 @@ def test_a_step_up_asking_for_nothing_new_is_a_permanent_failure() -> None:
     refused(flow.next_event(), StepUpLimit)
 
 
+@spec(
+    "2025-11-25/basic/authorization#step-up-authorization-flow.4",
+    "2026-07-28/basic/authorization/index#step-up-authorization-flow.5",
+)
 def test_challenges_after_sign_in_stop_at_the_retry_limit() -> None:
     world = World()
     flow, _ = sign_in(world, client=PUBLIC, max_retries=2)

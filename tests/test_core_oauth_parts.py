@@ -58,7 +58,11 @@ spec = pytest.mark.spec
 # -- WWW-Authenticate ------------------------------------------------------------------------
 
 
-@spec("2025-06-18/basic/authorization#authorization-server-location.4")
+@spec(
+    "2025-06-18/basic/authorization#authorization-server-location.4",
+    "2025-11-25/basic/authorization#protected-resource-metadata-discovery-requirements.8",
+    "2026-07-28/basic/authorization/authorization-server-discovery#protected-resource-metadata-discovery-requirements.3",
+)
 def test_the_spec_s_examples_read_as_meant() -> None:
     got = bearer_challenge(
         [
@@ -176,7 +180,10 @@ def test_generated_challenges_read_back_as_written(
 
 @spec(
     "2025-06-18/basic/authorization#canonical-server-uri.2",
+    "2026-07-28/basic/authorization/index#canonical-server-uri.2",
     "2025-06-18/basic/authorization#canonical-server-uri.3",
+    "2025-11-25/basic/authorization#canonical-server-uri.3",
+    "2026-07-28/basic/authorization/index#canonical-server-uri.3",
 )
 def test_the_canonical_resource_uri() -> None:
     assert canonical_resource("HTTPS://MCP.Example.com:443/Mcp") == "https://mcp.example.com/Mcp"
@@ -203,7 +210,13 @@ def test_what_a_resource_covers() -> None:
 
 @spec(
     "2025-06-18/basic/authorization#communication-security.2",
+    "2025-03-26/basic/authorization#security-considerations.4",
+    "2025-11-25/basic/authorization#communication-security.2",
+    "2026-07-28/basic/authorization/security-considerations#communication-security.2",
     "2025-06-18/basic/authorization#communication-security.3",
+    "2025-03-26/basic/authorization#security-considerations.6",
+    "2025-11-25/basic/authorization#communication-security.3",
+    "2026-07-28/basic/authorization/security-considerations#communication-security.3",
 )
 def test_https_except_on_loopback() -> None:
     for ok in (
@@ -219,6 +232,10 @@ def test_https_except_on_loopback() -> None:
     assert not is_loopback_url("http://[bad/")
 
 
+@spec(
+    "2025-11-25/basic/authorization#protected-resource-metadata-discovery-requirements.2",
+    "2026-07-28/basic/authorization/authorization-server-discovery#protected-resource-metadata-discovery-requirements.2",
+)
 def test_well_known_urls_in_the_spec_s_order() -> None:
     assert protected_resource_urls("https://example.com/public/mcp") == [
         "https://example.com/.well-known/oauth-protected-resource/public/mcp",
@@ -233,6 +250,10 @@ def test_well_known_urls_in_the_spec_s_order() -> None:
         authorization_server_urls("http://auth.example.com")
 
 
+@spec(
+    "2025-03-26/basic/authorization#authorization-base-url.1",
+    "2025-03-26/basic/authorization#fallbacks-for-servers-without-metadata-discovery.1",
+)
 def test_the_2025_03_26_default_endpoints_drop_the_path() -> None:
     m = legacy_endpoints("https://api.example.com/v1/mcp")
     assert (m.authorization_endpoint, m.token_endpoint, m.registration_endpoint) == (
@@ -309,7 +330,12 @@ def test_expiry_is_seconds_from_now_with_a_leeway() -> None:
 
 @spec(
     "2025-06-18/basic/authorization#token-requirements.2",
+    "2025-03-26/basic/authorization#token-requirements.2",
+    "2025-11-25/basic/authorization#token-requirements.2",
+    "2026-07-28/basic/authorization/index#token-requirements.2",
     "2025-06-18/basic/authorization#token-handling.5",
+    "2025-11-25/basic/authorization#token-handling.5",
+    "2026-07-28/basic/authorization/index#token-handling.5",
 )
 def test_the_token_goes_only_to_its_resource_in_the_authorization_header() -> None:
     assert bearer_header(GRANT, SERVER) == ("Authorization", "Bearer at")

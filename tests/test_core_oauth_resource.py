@@ -140,7 +140,10 @@ def test_the_metadata_document_names_this_server_and_its_authorization_servers()
     }
 
 
-@spec("2025-11-25/basic/authorization#protected-resource-metadata-discovery-requirements.1")
+@spec(
+    "2025-11-25/basic/authorization#protected-resource-metadata-discovery-requirements.1",
+    "2026-07-28/basic/authorization/authorization-server-discovery#protected-resource-metadata-discovery-requirements.1",
+)
 def test_the_metadata_is_served_at_the_path_aware_and_the_root_well_known_paths() -> None:
     assert CONFIG.metadata_url == PRM
     assert metadata_paths(CONFIG) == (
@@ -197,7 +200,9 @@ def test_a_loopback_authorization_server_may_use_plain_http() -> None:
 
 @spec(
     "2025-06-18/basic/authorization#authorization-server-location.3",
+    "2025-03-26/basic/authorization#example-authorization-code-grant.1",
     "2025-11-25/basic/authorization#protected-resource-metadata-discovery-requirements.3",
+    "2026-07-28/basic/authorization/index#scope-selection-strategy.1",
 )
 def test_no_token_is_a_401_whose_challenge_points_at_the_metadata_and_the_scopes() -> None:
     for auth in ([], ["Basic YWxhZGRpbjpvcGVuc2VzYW1l"], [b"Digest x=1"]):
@@ -227,6 +232,12 @@ def test_an_unknown_or_expired_token_is_a_401_invalid_token() -> None:
     assert isinstance(check(["Bearer skew"], table=within)[0], Allowed)
 
 
+@spec(
+    "2025-06-18/basic/authorization#token-requirements.1",
+    "2025-03-26/basic/authorization#token-requirements.1",
+    "2025-11-25/basic/authorization#token-requirements.1",
+    "2026-07-28/basic/authorization/index#token-requirements.1",
+)
 def test_a_valid_token_is_allowed_with_its_identity() -> None:
     answer, _ = check(["bearer   good"], ("tools/call", "tools/call:echo"))
     assert isinstance(answer, Allowed) and answer.identity == TABLE["good"]
@@ -244,7 +255,13 @@ def test_a_valid_token_is_allowed_with_its_identity() -> None:
         ['Bearer "good"'],
     ],
 )
-@spec("2025-11-25/basic/authorization#error-handling.1")
+@spec(
+    "2025-11-25/basic/authorization#error-handling.1",
+    "2025-06-18/basic/authorization#token-requirements.1",
+    "2025-03-26/basic/authorization#token-requirements.1",
+    "2025-11-25/basic/authorization#token-requirements.1",
+    "2026-07-28/basic/authorization/index#token-requirements.1",
+)
 def test_a_malformed_authorization_header_is_a_400_invalid_request(auth: list[str]) -> None:
     answer, verifier = check(auth)
     assert www(refused(answer, 400)).error == "invalid_request"
@@ -254,6 +271,8 @@ def test_a_malformed_authorization_header_is_a_400_invalid_request(auth: list[st
 @spec(
     "2025-11-25/basic/authorization#token-requirements.4",
     "2025-06-18/basic/authorization#token-requirements.4",
+    "2025-03-26/basic/authorization#token-requirements.4",
+    "2026-07-28/basic/authorization/index#token-requirements.4",
 )
 def test_a_token_in_the_query_string_is_never_read() -> None:
     for query in ("access_token=good", "a=1&access_token=", "access_token"):
@@ -290,6 +309,7 @@ def test_every_request_is_verified_again() -> None:
 
 @spec(
     "2025-11-25/basic/authorization#token-handling.6",
+    "2026-07-28/basic/authorization/index#token-handling.6",
     "2025-11-25/basic/authorization#token-handling.7",
     "2025-11-25/basic/authorization#access-token-privilege-restriction.3",
     "2025-06-18/basic/security_best_practices#mitigation-1.1",
@@ -314,8 +334,10 @@ def test_a_verifier_answering_nonsense_is_a_503() -> None:
 
 @spec(
     "2025-11-25/basic/authorization#runtime-insufficient-scope-errors.1",
+    "2026-07-28/basic/authorization/index#runtime-insufficient-scope-errors.1",
     "2025-11-25/basic/authorization#runtime-insufficient-scope-errors.2",
     "2026-07-28/basic/authorization/index#runtime-insufficient-scope-errors.3",
+    "2026-07-28/basic/authorization/index#runtime-insufficient-scope-errors.2",
 )
 def test_too_few_scopes_is_a_403_naming_every_scope_the_request_needs() -> None:
     answer, _ = check(["Bearer good"], ("tools/call", "tools/call:rm"))

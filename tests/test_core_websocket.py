@@ -352,7 +352,13 @@ def answer(outcome: Accepted | Refused | object) -> tuple[int, dict[bytes, bytes
     return head.status_code, dict(head.headers), body
 
 
-@spec("2025-06-18/basic/transports#security-warning.1")
+@spec(
+    "2025-06-18/basic/transports#security-warning.1",
+    "2025-03-26/basic/authorization#protocol-requirements.4",
+    "2025-06-18/basic/authorization#protocol-requirements.4",
+    "2025-11-25/basic/authorization#protocol-requirements.4",
+    "2026-07-28/basic/authorization/index#protocol-requirements.4",
+)
 @pytest.mark.parametrize(
     ("request_bytes", "status", "words"),
     [

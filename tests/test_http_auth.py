@@ -151,8 +151,11 @@ def challenge_params(value: str) -> dict[str, str]:
 @spec(
     A + "authorization-server-location.1",
     A6 + "overview.3",
+    "2026-07-28/basic/authorization/index#overview.4",
     A6 + "authorization-server-location.1",
+    "2026-07-28/basic/authorization/authorization-server-discovery#authorization-server-location.1",
     A6 + "authorization-server-location.2",
+    "2026-07-28/basic/authorization/authorization-server-discovery#authorization-server-location.2",
 )
 async def test_the_metadata_is_served_at_both_well_known_paths_without_a_token() -> None:
     with trio.fail_after(TIMEOUT):
@@ -192,8 +195,11 @@ async def test_without_auth_there_is_no_metadata() -> None:
 
 @spec(
     A6 + "authorization-server-location.3",
+    "2025-03-26/basic/authorization#example-authorization-code-grant.1",
     A6 + "access-token-privilege-restriction.1",
+    "2026-07-28/basic/authorization/security-considerations#access-token-privilege-restriction.1",
     A + "protected-resource-metadata-discovery-requirements.1",
+    "2026-07-28/basic/authorization/authorization-server-discovery#protected-resource-metadata-discovery-requirements.1",
 )
 async def test_a_request_without_a_token_gets_401_and_never_reaches_a_session() -> None:
     verifier = TableVerifier(TOKENS)
@@ -221,15 +227,31 @@ async def test_a_request_without_a_token_gets_401_and_never_reaches_a_session() 
 @spec(
     A + "token-handling.4",
     A + "token-handling.6",
+    "2026-07-28/basic/authorization/index#token-handling.6",
     A6 + "token-handling.1",
+    "2025-06-18/basic/authorization#access-token-privilege-restriction.2",
+    "2025-03-26/basic/authorization#token-handling.1",
+    "2025-11-25/basic/authorization#access-token-privilege-restriction.2",
+    "2026-07-28/basic/authorization/index#token-handling.1",
+    "2026-07-28/basic/authorization/security-considerations#access-token-privilege-restriction.2",
     A6 + "token-handling.2",
+    "2026-07-28/basic/authorization/index#token-handling.2",
     A6 + "token-handling.3",
+    "2025-03-26/basic/authorization#token-handling.2",
+    "2026-07-28/basic/authorization/index#token-handling.3",
     A6 + "token-handling.4",
+    "2025-03-26/basic/authorization#token-handling.3",
+    "2026-07-28/basic/authorization/index#token-handling.4",
     A6 + "token-handling.6",
     A6 + "token-handling.7",
+    "2026-07-28/basic/authorization/index#token-handling.7",
     A6 + "token-audience-binding-and-validation.2",
+    "2026-07-28/basic/authorization/security-considerations#token-audience-binding-and-validation.2",
     A6 + "access-token-privilege-restriction.3",
+    "2026-07-28/basic/authorization/security-considerations#access-token-privilege-restriction.3",
     A6 + "error-handling.1",
+    "2025-03-26/basic/authorization#error-handling.1",
+    "2026-07-28/basic/authorization/index#error-handling.1",
 )
 async def test_unknown_expired_and_foreign_tokens_get_401_invalid_token() -> None:
     with trio.fail_after(TIMEOUT):
@@ -245,7 +267,12 @@ async def test_unknown_expired_and_foreign_tokens_get_401_invalid_token() -> Non
             await conn.aclose()
 
 
-@spec(A + "token-requirements.4", A6 + "token-requirements.4")
+@spec(
+    A + "token-requirements.4",
+    A6 + "token-requirements.4",
+    "2025-03-26/basic/authorization#token-requirements.4",
+    "2026-07-28/basic/authorization/index#token-requirements.4",
+)
 async def test_a_token_in_the_query_string_is_refused_even_with_a_good_header() -> None:
     with trio.fail_after(TIMEOUT):
         async with serving(TableVerifier(TOKENS)) as port:
@@ -350,7 +377,11 @@ async def test_an_unreachable_verifier_gives_503() -> None:
 # -- who is calling ----------------------------------------------------------------------
 
 
-@spec(A + "access-token-privilege-restriction.4", A6 + "access-token-privilege-restriction.4")
+@spec(
+    A + "access-token-privilege-restriction.4",
+    A6 + "access-token-privilege-restriction.4",
+    "2026-07-28/basic/authorization/security-considerations#access-token-privilege-restriction.4",
+)
 async def test_the_handler_sees_the_identity_and_the_headers_but_not_the_token() -> None:
     seen: list[Any] = []
     with trio.fail_after(TIMEOUT):

@@ -70,7 +70,11 @@ async def test_the_server_speaks_https_to_a_client_that_trusts_its_ca(
                 assert result.content[0].text == "over TLS"  # type: ignore[union-attr]
 
 
-@spec("2025-11-25/basic/authorization#communication-security.1")
+@spec(
+    "2025-11-25/basic/authorization#communication-security.1",
+    "2025-06-18/basic/authorization#communication-security.1",
+    "2026-07-28/basic/authorization/security-considerations#communication-security.1",
+)
 async def test_the_trio_client_refuses_a_certificate_it_cannot_verify(
     server_context: ssl.SSLContext,
 ) -> None:

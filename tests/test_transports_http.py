@@ -105,7 +105,11 @@ def clock() -> trio.testing.MockClock:
 # -- POST answers -----------------------------------------------------------------------
 
 
-@pytest.mark.spec(T + "sending-messages-to-the-server.8", T + "session-management.1")
+@pytest.mark.spec(
+    T + "sending-messages-to-the-server.8",
+    T + "session-management.1",
+    "2025-06-18/basic/security_best_practices#mitigation-2.3",
+)
 @pytest.mark.spec(T + "session-management.2", T + "session-management.3")
 async def test_initialize_gets_an_sse_stream_and_a_fresh_session_id() -> None:
     with trio.fail_after(TIMEOUT):

@@ -430,6 +430,7 @@ def test_new_session_ids_are_visible_ascii(random: bytes) -> None:
     assert bytes.fromhex(sid) == random  # every random bit is kept (lowercase hex)
 
 
+@pytest.mark.spec("2025-06-18/basic/security_best_practices#mitigation-2.3")
 def test_new_session_id_wants_enough_randomness() -> None:
     assert new_session_id(bytes(range(16))) == bytes(range(16)).hex()
     for bad in (b"", b"x" * 15, b"x" * 513):

@@ -258,6 +258,12 @@ async def open_stream(
 ) -> trio.abc.Stream:
     """A connection to ``host``:``port``; TLS (``context``, else the defaults) when ``tls``."""
     if tls:
+        # Spec: 2025-06-18/basic/authorization#communication-security.1
+        # "Implementations MUST follow OAuth 2.1 Section 1.5 'Communication Security'."
+        # Spec: 2025-11-25/basic/authorization#communication-security.1
+        # "Implementations MUST follow OAuth 2.1 Section 1.5 'Communication Security'."
+        # Spec: 2026-07-28/basic/authorization/security-considerations#communication-security.1
+        # "Implementations MUST follow OAuth 2.1 Section 1.5 'Communication Security'."
         context = context or ssl.create_default_context()
         return await trio.open_ssl_over_tcp_stream(host, port, ssl_context=context)
     return await trio.open_tcp_stream(host, port)

@@ -284,6 +284,8 @@ class SessionTable:
             # Spec: 2025-06-18/basic/transports#session-management.2
             # "The session ID SHOULD be globally unique and cryptographically secure (e.g., a
             # securely generated UUID, a JWT, or a cryptographic hash)."
+            # Spec: 2025-06-18/basic/security_best_practices#mitigation-2.3
+            # "MCP servers MUST use secure, non-deterministic session IDs."
             session_id = rules.new_session_id(secrets.token_bytes(16))
         sess = HttpSession(session_id, kind=kind, limits=self.limits, on_end=self.forget)
         if self.shared is not None and kind == "streamable":
