@@ -18,12 +18,21 @@ LocalProtocolError when the server did not declare the capability the method nee
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from . import types as t
-from ._client import DEFAULT, ListWalk, Timeout, page_params
-from ._errors import LocalProtocolError
+from ._client import (
+    DEFAULT,
+    ClientCore,
+    InputRounds,
+    ListWalk,
+    Timeout,
+    page_params,
+    typed_params,
+)
+from ._errors import LocalProtocolError, McpError
 from .events import Progress
 
 __all__ = ["TypedMethods"]
@@ -38,6 +47,39 @@ class TypedMethods:
     request: Callable[..., Awaitable[Any]]
     """Each client's own ``request(method, params=None, *, timeout=DEFAULT,
     on_progress=None)``: send one request, return its typed result."""
+
+    async def _rounds(
+        self,
+        core: ClientCore,
+        method: str,
+        params: Any,
+        send: Callable[[Any], Awaitable[Any]],
+        now: Callable[[], float],
+    ) -> Any:
+        """Both clients' ``request``: ``send(params)`` puts one request on the wire and
+        returns its result unchecked; ``core`` checks the last one.  An
+        ``input_required`` result is answered through ``core``'s handlers (on the clock
+        ``now``, seconds) and the request sent again (:class:`InputRounds`); a -32020
+        to a ``tools/call`` lists the tools and sends it once more."""
+        rounds = InputRounds(method, typed_params(method, params))
+        params = rounds.params
+        while True:  # (more than once only for input_required, or the -32020 relist)
+            try:
+                result = await send(params)
+            except McpError as exc:
+                if not rounds.relist(exc):
+                    raise
+                await self.list_tools()
+                continue
+            if not isinstance(result, t.InputRequiredResult):
+                return core.check_result(method, rounds.params, result)
+            answers = {}
+            for key, (asked, asked_params) in rounds.asked(result):
+                value = core.handle(asked, asked_params, now())
+                if inspect.isawaitable(value):
+                    value = await value
+                answers[key] = core.finish(asked, value)
+            params = rounds.retry(answers)
 
     async def _page(self, method: str, cursor: str | None, timeout: Timeout) -> Any:
         return await self.request(method, page_params(cursor), timeout=timeout)
