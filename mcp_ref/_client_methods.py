@@ -19,7 +19,7 @@ LocalProtocolError when the server did not declare the capability the method nee
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from typing import Any
 
 from . import types as t
@@ -33,7 +33,7 @@ from ._client import (
     typed_params,
 )
 from ._errors import LocalProtocolError, McpError
-from .events import Progress
+from .events import Notification, Progress
 
 __all__ = ["TypedMethods"]
 
@@ -80,6 +80,31 @@ class TypedMethods:
                     value = await value
                 answers[key] = core.finish(asked, value)
             params = rounds.retry(answers)
+
+    async def _run_opening(
+        self,
+        steps: Generator[Any, Any, None],
+        notify: Callable[[str, Any], Awaitable[None]],
+        timeout: Timeout = DEFAULT,
+    ) -> None:
+        """Both clients' opening: run the client core's ``opening`` steps
+        (:meth:`mcp_ref._client.ClientCore.opening`), each Notification sent with
+        ``notify(method, params)``, each request with ``request`` (an McpError is its
+        answer too)."""
+        answer: Any = None
+        while True:
+            try:
+                step = steps.send(answer)
+            except StopIteration:
+                return
+            if isinstance(step, Notification):
+                await notify(step.method, step.params)
+                answer = None
+                continue
+            try:
+                answer = await self.request(*step, timeout=timeout)
+            except McpError as exc:
+                answer = exc
 
     async def _page(self, method: str, cursor: str | None, timeout: Timeout) -> Any:
         return await self.request(method, page_params(cursor), timeout=timeout)

@@ -242,21 +242,7 @@ class ClientSession(TypedMethods):
         (modern), or the ``server/discover`` probe and its fallback (auto); see
         :meth:`mcp_ref._client.ClientCore.opening`.  Raises as :meth:`request`.
         """
-        steps = self.wire.opening(self.connection)
-        answer: Any = None
-        while True:
-            try:
-                step = steps.send(answer)
-            except StopIteration:
-                return
-            if isinstance(step, Notification):
-                await self.notify(step.method, step.params)
-                answer = None
-                continue
-            try:
-                answer = await self.request(*step)
-            except McpError as exc:
-                answer = exc
+        await self._run_opening(self.wire.opening(self.connection), self.notify)
 
     def _log_level(self, level: t.LoggingLevel) -> None:
         set_log_level(self.connection, level)

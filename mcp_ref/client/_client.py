@@ -237,20 +237,7 @@ class Client(TypedMethods):
         (modern), or the ``server/discover`` probe and, when it says legacy,
         ``initialize`` (auto)."""
         steps = self.core.opening(self.session.connection)
-        answer: Any = None
-        while True:
-            try:
-                step = steps.send(answer)
-            except StopIteration:
-                return
-            if isinstance(step, Notification):
-                await self._notify(step)
-                answer = None
-                continue
-            try:
-                answer = await self.request(*step, timeout=timeout)
-            except McpError as exc:
-                answer = exc
+        await self._run_opening(steps, self.session.send_notification, timeout)
 
     def _log_level(self, level: t.LoggingLevel) -> None:
         set_log_level(self.session.connection, level)
