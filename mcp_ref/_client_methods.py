@@ -18,13 +18,22 @@ LocalProtocolError when the server did not declare the capability the method nee
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+import inspect
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from typing import Any
 
 from . import types as t
-from ._client import DEFAULT, ListWalk, Timeout, page_params
-from ._errors import LocalProtocolError
-from .events import Progress
+from ._client import (
+    DEFAULT,
+    ClientCore,
+    InputRounds,
+    ListWalk,
+    Timeout,
+    page_params,
+    typed_params,
+)
+from ._errors import LocalProtocolError, McpError
+from .events import Notification, Progress
 
 __all__ = ["TypedMethods"]
 
@@ -38,6 +47,64 @@ class TypedMethods:
     request: Callable[..., Awaitable[Any]]
     """Each client's own ``request(method, params=None, *, timeout=DEFAULT,
     on_progress=None)``: send one request, return its typed result."""
+
+    async def _rounds(
+        self,
+        core: ClientCore,
+        method: str,
+        params: Any,
+        send: Callable[[Any], Awaitable[Any]],
+        now: Callable[[], float],
+    ) -> Any:
+        """Both clients' ``request``: ``send(params)`` puts one request on the wire and
+        returns its result unchecked; ``core`` checks the last one.  An
+        ``input_required`` result is answered through ``core``'s handlers (on the clock
+        ``now``, seconds) and the request sent again (:class:`InputRounds`); a -32020
+        to a ``tools/call`` lists the tools and sends it once more."""
+        rounds = InputRounds(method, typed_params(method, params))
+        params = rounds.params
+        while True:  # (more than once only for input_required, or the -32020 relist)
+            try:
+                result = await send(params)
+            except McpError as exc:
+                if not rounds.relist(exc):
+                    raise
+                await self.list_tools()
+                continue
+            if not isinstance(result, t.InputRequiredResult):
+                return core.check_result(method, rounds.params, result)
+            answers = {}
+            for key, (asked, asked_params) in rounds.asked(result):
+                value = core.handle(asked, asked_params, now())
+                if inspect.isawaitable(value):
+                    value = await value
+                answers[key] = core.finish(asked, value)
+            params = rounds.retry(answers)
+
+    async def _run_opening(
+        self,
+        steps: Generator[Any, Any, None],
+        notify: Callable[[str, Any], Awaitable[None]],
+        timeout: Timeout = DEFAULT,
+    ) -> None:
+        """Both clients' opening: run the client core's ``opening`` steps
+        (:meth:`mcp_ref._client.ClientCore.opening`), each Notification sent with
+        ``notify(method, params)``, each request with ``request`` (an McpError is its
+        answer too)."""
+        answer: Any = None
+        while True:
+            try:
+                step = steps.send(answer)
+            except StopIteration:
+                return
+            if isinstance(step, Notification):
+                await notify(step.method, step.params)
+                answer = None
+                continue
+            try:
+                answer = await self.request(*step, timeout=timeout)
+            except McpError as exc:
+                answer = exc
 
     async def _page(self, method: str, cursor: str | None, timeout: Timeout) -> Any:
         return await self.request(method, page_params(cursor), timeout=timeout)

@@ -37,9 +37,7 @@ the handshake table until ``initialize`` or a request naming its version in ``_m
 a modern request's ``_meta``, methods, params and results are ``_modern_connection``'s.
 
 Sending runs the same checks the other way round and changes nothing until the
-message is known to be good.  A refusal's reply (``event_hint``) may carry the id of
-a request in flight (the peer reused it): ``_refusals`` (``_inflight.Refusals``) counts
-the replies owed to refusals, and sending one answers no request.
+message is known to be good; a refusal's reply answers no request (``_inflight.Refusals``).
 """
 
 from __future__ import annotations
@@ -78,7 +76,7 @@ from ._state import (
     kind_of,
 )
 from ._state_modern import describe_modern_refusal
-from ._versions import SUPPORTED_VERSIONS, answer_refusal, ask_refusal, negotiate_version
+from ._versions import accept_refusal, answer_refusal, ask_refusal, negotiate_version
 from .events import (
     ConnectionClosed,
     ErrorResponse,
@@ -506,20 +504,15 @@ class Connection:
                 method=method,
             )
         if answers_init:
-            version = result.protocol_version
-            if version not in SUPPORTED_VERSIONS:
+            if why := accept_refusal(result.protocol_version):
                 # Spec: 2025-06-18/basic/lifecycle#version-negotiation.6
                 # "If the client does not support the version in the server's response, it SHOULD
                 # disconnect."
                 # Spec: 2025-06-18/basic/lifecycle#error-handling.1 (version mismatch)
                 # "Implementations SHOULD be prepared to handle these error cases:"
                 self.state = self._step(RECEIVE, Kind.UNSUPPORTED_VERSION) or self.state
-                raise RemoteProtocolError(
-                    f"server answered protocol version {version!r}, which mcp-ref does not "
-                    f"support ({', '.join(SUPPORTED_VERSIONS)}); disconnect",
-                    code=INVALID_PARAMS,
-                )
-            self.protocol_version = version
+                raise RemoteProtocolError(why, code=INVALID_PARAMS)
+            self.protocol_version = result.protocol_version
             self.capabilities[SERVER] = result.capabilities
             self.peer_info = result.server_info
             self.instructions = result.instructions
@@ -593,12 +586,10 @@ class Connection:
         )
         if spec is None:
             what = "request" if is_request else "notification"
-            version = self.protocol_version
-            raise LocalProtocolError(
-                f"{self.our_role.value} cannot send {what} {method!r}"
-                + (f" in protocol version {version}" if version else ""),
-                code=METHOD_NOT_FOUND,
-            )
+            why = f"{self.our_role.value} cannot send {what} {method!r}"
+            if self.protocol_version:
+                why += f" in protocol version {self.protocol_version}"
+            raise LocalProtocolError(why, code=METHOD_NOT_FOUND)
         k = kind_of(method, is_request=is_request)
         self._check_step(k)  # a lifecycle refusal names the state first
         missing = spec.missing_capability(self.protocol_version, self.capabilities)

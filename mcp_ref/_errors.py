@@ -43,27 +43,18 @@ __all__ = [
 ]
 
 # JSON-RPC 2.0 section 5.1: the pre-defined error codes.
-PARSE_ERROR = -32700
-"""Invalid JSON was received."""
-INVALID_REQUEST = -32600
-"""The JSON sent is not a valid request object."""
-METHOD_NOT_FOUND = -32601
-"""The method does not exist or is not available (also: capability not negotiated)."""
-INVALID_PARAMS = -32602
-"""Invalid method parameters (also: bad cursor, unknown tool, unsupported version)."""
-INTERNAL_ERROR = -32603
-"""Internal JSON-RPC error."""
+PARSE_ERROR = -32700  #: Invalid JSON was received.
+INVALID_REQUEST = -32600  #: The JSON sent is not a valid request object.
+METHOD_NOT_FOUND = -32601  #: No such method, or not available (also: capability not negotiated).
+INVALID_PARAMS = -32602  #: Bad params (also: bad cursor, unknown tool, unsupported version).
+INTERNAL_ERROR = -32603  #: Internal JSON-RPC error.
 
 # MCP's own codes (implementation-defined range -32000..-32099).
 # Source: 2025-06-18/server/resources#error-handling
-RESOURCE_NOT_FOUND = -32002
-"""A resources/read named a resource that does not exist."""
-URL_ELICITATION_REQUIRED = -32042
-"""2025-11-25: the request needs a URL-mode elicitation to complete first."""
-REQUEST_TIMEOUT = -32001
-"""Used by mcp-ref in the timeout event when a request we sent expired."""
-REQUEST_CANCELLED = -32800
-"""Used by mcp-ref in events for requests cancelled before they were answered."""
+RESOURCE_NOT_FOUND = -32002  #: A resources/read named a resource that does not exist.
+URL_ELICITATION_REQUIRED = -32042  #: 2025-11-25: a URL-mode elicitation must complete first.
+REQUEST_TIMEOUT = -32001  #: mcp-ref's, in the event of a request of ours that expired.
+REQUEST_CANCELLED = -32800  #: mcp-ref's, in events of requests cancelled before an answer.
 
 # The codes 2026-07-28 defines, in the range it reserves (2026-07-28/basic/index#error-codes).
 HEADER_MISMATCH = -32020

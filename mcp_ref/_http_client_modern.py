@@ -41,7 +41,7 @@ from typing import Any, Final
 from . import _jsonrpc as rpc
 from ._errors import MODERN_ERROR_CODES, RemoteProtocolError
 from ._http_streams import request_key
-from ._modern import PROTOCOL_VERSION_KEY
+from ._modern import PROTOCOL_VERSION_KEY, header_chains, is_token
 from .events import RequestId
 
 __all__ = [
@@ -68,7 +68,6 @@ _NAMED: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": 
 
 _SENTINEL: Final = ("=?base64?", "?=")
 _PLAIN: Final = re.compile(r"[\x20-\x7e]*")
-_TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _SAFE_INTEGER: Final = 2**53 - 1
 _PRIMITIVE: Final = ("string", "integer", "boolean")
 
@@ -134,28 +133,13 @@ def _annotated(schema: Any, inside_properties: bool = False) -> int:
     return count
 
 
-def _reachable(schema: Any, path: Path, out: list[tuple[Path, Any, Any]]) -> None:
-    """The annotations on the ``properties`` chains of ``schema``: (path, name, the
-    property's schema)."""
-    props = schema.get("properties") if isinstance(schema, dict) else None
-    if not isinstance(props, dict):
-        return
-    for key, prop in props.items():
-        if not isinstance(prop, dict):
-            continue
-        if "x-mcp-header" in prop:
-            out.append(((*path, key), prop["x-mcp-header"], prop))
-        _reachable(prop, (*path, key), out)
-
-
 def header_annotations(input_schema: Any) -> list[tuple[Path, str]] | str:
     """The ``x-mcp-header`` annotations of a tool's ``inputSchema``, as ``(path to the
     argument, header name)`` pairs, or why the tool definition is invalid.
 
     Source: 2026-07-28/basic/transports/streamable-http#schema-extension.
     """
-    found: list[tuple[Path, Any, Any]] = []
-    _reachable(input_schema, (), found)
+    found = list(header_chains(input_schema))
     # Spec: 2026-07-28/basic/transports/streamable-http#schema-extension.7
     # "MUST only be applied to properties that are statically reachable from the schema
     # root: reachable via a chain consisting solely of `properties` keys."
@@ -171,7 +155,7 @@ def header_annotations(input_schema: Any) -> list[tuple[Path, str]] | str:
         # "MUST match HTTP field-name token syntax"
         # Spec: 2026-07-28/basic/transports/streamable-http#schema-extension.3
         # "MUST NOT contain control characters"
-        if not isinstance(name, str) or _TOKEN.fullmatch(name) is None:
+        if not is_token(name):
             return f"x-mcp-header of {where} is not an HTTP token: {name!r}"
         # Spec: 2026-07-28/basic/transports/streamable-http#schema-extension.4
         # "MUST be case-insensitively unique among all `x-mcp-header` values in the

@@ -65,6 +65,8 @@ from ._modern import (
     PROTOCOL_VERSION_KEY,
     check_headers,
     decode_header_value,
+    header_chains,
+    is_token,
     read_request_meta,
 )
 from ._state import CLIENT
@@ -220,10 +222,6 @@ ToolSchema = Callable[[str], Any]
 JSON object), or None (no such tool).  A handler offering this method has the
 ``Mcp-Param-*`` headers of its tools' calls checked (:func:`check_param_headers`)."""
 
-_TCHAR: Final = frozenset(
-    b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-)
-
 
 def mirrored_params(input_schema: Any) -> list[tuple[tuple[str, ...], str]]:
     """The ``x-mcp-header`` annotations of a tool's ``inputSchema``: ``(property path,
@@ -233,26 +231,7 @@ def mirrored_params(input_schema: Any) -> list[tuple[tuple[str, ...], str]]:
 
     Source: 2026-07-28/basic/transports/streamable-http#schema-extension.
     """
-    out: list[tuple[tuple[str, ...], str]] = []
-
-    def walk(schema: Any, path: tuple[str, ...]) -> None:
-        # Spec: 2026-07-28/basic/transports/streamable-http#schema-extension.8
-        # "The chain MUST NOT pass through `items` (or any other array keyword),
-        # composition keywords (`oneOf`, `anyOf`, `allOf`, `not`), conditional keywords
-        # (`if`/`then`/`else`), or `$ref`."
-        props = schema.get("properties") if isinstance(schema, dict) else None
-        if not isinstance(props, dict):
-            return
-        for key, prop in props.items():
-            if not isinstance(prop, dict):
-                continue
-            name = prop.get("x-mcp-header")
-            if isinstance(name, str) and name and set(name.encode()) <= _TCHAR:
-                out.append(((*path, key), name))
-            walk(prop, (*path, key))
-
-    walk(input_schema, ())
-    return out
+    return [(path, name) for path, name, _ in header_chains(input_schema) if is_token(name)]
 
 
 def _value_at(arguments: Any, path: tuple[str, ...]) -> Any:

@@ -15,9 +15,7 @@ An MCP connection carries requests in both directions at once.  :class:`InFlight
 * a heap of deadlines, so ``next_deadline()`` is O(1) and expiry O(log n).
 
 Every table has a bound; the connection refuses new requests past it.  Beside them,
-:class:`Refusals` counts the replies owed to messages the connection refused: such a
-reply may carry the id of a request in flight (the peer reused it), and sending it must
-answer no request.
+:class:`Refusals` counts the replies owed to messages the connection refused.
 
 Timeouts (2025-06-18/basic/lifecycle#timeouts): a :class:`RequestTimeout` gives the
 seconds a request may wait, whether a progress notification restarts that clock, and
@@ -336,9 +334,9 @@ class InFlight:
 
 
 class Refusals:
-    """The replies owed to refused messages, by id (see the module header); past
-    ``maximum`` owed, the oldest id is forgotten.  Source: 2025-06-18/basic#requests.3
-    (a reply to a refused message that reused an id answers no request)."""
+    """The replies owed to refused messages, by id; past ``maximum`` owed, the oldest id
+    is forgotten.  Such a reply may carry the id of a request in flight (the peer reused
+    it), and sending it must answer no request (2025-06-18/basic#requests.3)."""
 
     def __init__(self, maximum: int) -> None:
         self.maximum = maximum

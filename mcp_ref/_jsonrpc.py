@@ -150,14 +150,12 @@ def decode(line: bytes) -> Any:
         raise refuse(f"parse error: invalid UTF-8 at byte {exc.start}", PARSE_ERROR) from None
     try:
         # The C scanner directly (json.loads adds two Python-level layers); anything
-        # but one clean value (leading or trailing whitespace, errors) goes the long way.
+        # but one clean value (surrounding whitespace, any error) goes the long way.
         obj, end = _scan_once(text, 0)
         if end == len(text):
             return obj
-    except (StopIteration, ValueError):
+    except (StopIteration, ValueError, RecursionError):
         pass
-    except RecursionError:
-        raise refuse("parse error: JSON nested too deeply", PARSE_ERROR) from None
     try:
         return _loads(text)
     except ValueError as exc:
@@ -196,25 +194,23 @@ def classify(obj: Any) -> tuple[int, Any, Any, Any]:
         if type(method) is not str:
             raise refuse('invalid request: "method" must be a string', INVALID_REQUEST, rid)
         params = obj.get("params")
-        if "id" in obj:
-            # Spec: 2025-06-18/basic#requests.1
-            # "Requests MUST include a string or integer ID."
-            # Spec: 2025-06-18/basic#requests.2
-            # "Unlike base JSON-RPC, the ID MUST NOT be `null`."
-            if not valid_id(rid):
-                raise refuse(
-                    "invalid request: id must be a string or an integer, not "
-                    + ("null" if rid is None else type(rid).__name__),
-                    INVALID_REQUEST,
-                )
-            if params is not None and type(params) is not dict:
-                raise refuse('invalid params: "params" must be an object', INVALID_PARAMS, rid)
-            return REQUEST, rid, method, params
+        is_request = "id" in obj
+        # Spec: 2025-06-18/basic#requests.1
+        # "Requests MUST include a string or integer ID."
+        # Spec: 2025-06-18/basic#requests.2
+        # "Unlike base JSON-RPC, the ID MUST NOT be `null`."
+        if is_request and not valid_id(rid):
+            raise refuse(
+                "invalid request: id must be a string or an integer, not "
+                + ("null" if rid is None else type(rid).__name__),
+                INVALID_REQUEST,
+            )
         # Spec: 2025-06-18/basic#notifications.1
         # "The receiver MUST NOT send a response."
         if params is not None and type(params) is not dict:
-            raise refuse('invalid params: "params" must be an object', INVALID_PARAMS, reply=False)
-        return NOTIFICATION, None, method, params
+            why = 'invalid params: "params" must be an object'
+            raise refuse(why, INVALID_PARAMS, rid, reply=is_request)
+        return (REQUEST if is_request else NOTIFICATION), rid, method, params  # (rid: None)
     # A response: never answered, so every failure below carries no reply.
     has_result = "result" in obj
     has_error = "error" in obj

@@ -109,8 +109,7 @@ class MethodSpec:
                 f"not {type(params).__name__}",
                 code=INVALID_PARAMS,
             )
-        cls: Any = type(params)
-        data: dict[str, Any] = unstructurer(cls)(params)
+        data: dict[str, Any] = unstructurer(type(params))(params)
         return data
 
     def available_in(self, version: str | None) -> bool:

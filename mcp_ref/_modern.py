@@ -22,7 +22,8 @@ A server reading a request calls, in order:
    -32021 (:data:`MISSING_REQUIRED_CLIENT_CAPABILITY`) response listing what is missing;
 4. on Streamable HTTP, :func:`check_headers`: None, or the -32020
    (:data:`HEADER_MISMATCH`) response when ``MCP-Protocol-Version``, ``Mcp-Method`` or
-   ``Mcp-Name`` is missing or disagrees with the body.
+   ``Mcp-Name`` is missing or disagrees with the body; the ``Mcp-Param-*`` headers of a
+   ``tools/call`` follow the ``x-mcp-header`` annotations :func:`header_chains` finds.
 
 On Streamable HTTP every one of these errors is sent with status ``400 Bad Request``
 (2026-07-28/basic/index#_meta.4 and #_meta.8; the schema's descriptions of the three
@@ -49,7 +50,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final, Literal
 
 import attrs
@@ -84,6 +86,8 @@ __all__ = [
     "decode_header_value",
     "era_of_reply",
     "era_of_request",
+    "header_chains",
+    "is_token",
     "read_request_meta",
     "request_meta",
     "require_capabilities",
@@ -464,3 +468,38 @@ class PeerEra:
     def forget(self) -> None:
         """Drop the decision, so the next probe decides again."""
         self.era = None
+
+
+_TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+
+
+def is_token(value: Any) -> bool:
+    """Whether ``value`` is a str in HTTP field-name token syntax (RFC 9110 section 5.6.2)."""
+    return isinstance(value, str) and _TOKEN.fullmatch(value) is not None
+
+
+_Path = tuple[str, ...]
+
+
+def header_chains(schema: Any, path: _Path = ()) -> Iterator[tuple[_Path, Any, dict[str, Any]]]:
+    """The ``x-mcp-header`` annotations on the ``properties`` chains of ``schema`` (a
+    tool's ``inputSchema``): ``(path to the property, the annotation as written, the
+    property's schema)``, whatever the annotation's value.  The client's check
+    (``_http_client_modern.header_annotations``) and the server's
+    (``_http_modern.mirrored_params``) both walk the schema with it.
+
+    Source: 2026-07-28/basic/transports/streamable-http#schema-extension.
+    """
+    # Spec: 2026-07-28/basic/transports/streamable-http#schema-extension.8
+    # "The chain MUST NOT pass through `items` (or any other array keyword),
+    # composition keywords (`oneOf`, `anyOf`, `allOf`, `not`), conditional keywords
+    # (`if`/`then`/`else`), or `$ref`."
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(props, dict):
+        return
+    for key, prop in props.items():
+        if not isinstance(prop, dict):
+            continue
+        if "x-mcp-header" in prop:
+            yield (*path, key), prop["x-mcp-header"], prop
+        yield from header_chains(prop, (*path, key))

@@ -12,8 +12,7 @@ A key that is missing means "not allowed here": on SEND the core raises
 :class:`LocalProtocolError`, on RECEIVE :class:`RemoteProtocolError` (with a ready
 -32600 error response when the message was a request).  Both name role, state,
 direction and kind.  The tables are literal rows, self-loops written out, and the
-connection changes state only through :func:`next_state`, so the rows are the whole
-truth.
+connection changes state only through them, so the rows are the whole truth.
 
 Client (ours = CLIENT)::
 
@@ -61,7 +60,6 @@ __all__ = [
     "State",
     "describe_refusal",
     "kind_of",
-    "next_state",
 ]
 
 
@@ -146,19 +144,9 @@ _T = dict[tuple[State, Direction, Kind], State]
 # Bare names, so each row reads as a sentence: "in PRE_INIT, SEND INITIALIZE leads to
 # INITIALIZING".
 PRE_INIT, INITIALIZING, INITIALIZED, OPERATING, CLOSING, CLOSED = State
-INITIALIZE, INITIALIZE_RESULT, INITIALIZE_ERROR, UNSUPPORTED_VERSION = (
-    Kind.INITIALIZE,
-    Kind.INITIALIZE_RESULT,
-    Kind.INITIALIZE_ERROR,
-    Kind.UNSUPPORTED_VERSION,
-)
-PING, REQUEST, NOTIFICATION, RESPONSE, CLOSE = (
-    Kind.PING,
-    Kind.REQUEST,
-    Kind.NOTIFICATION,
-    Kind.RESPONSE,
-    Kind.CLOSE,
-)
+# (Kind.INITIALIZED, whose bare name is the state's, is written out in full.)
+(INITIALIZE, INITIALIZE_RESULT, INITIALIZE_ERROR, UNSUPPORTED_VERSION, _, PING, REQUEST,
+ NOTIFICATION, RESPONSE, CLOSE) = Kind  # fmt: skip
 
 # Source: 2025-06-18/basic/lifecycle#lifecycle-phases (initialization, operation, shutdown).
 # The rows are in three parts: the handshake, which differs by role (CLIENT_ROWS,
@@ -301,11 +289,6 @@ def kind_of(
     if method == "notifications/initialized":
         return Kind.INITIALIZED
     return NOTIFICATION
-
-
-def next_state(role: Role, state: State, direction: Direction, kind: Kind) -> State | None:
-    """The table's next state, or None when the message is not allowed here."""
-    return TRANSITIONS[role].get((state, direction, kind))
 
 
 def describe_refusal(role: Role, state: State, direction: Direction, kind: Kind) -> str:

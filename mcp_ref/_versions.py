@@ -17,6 +17,7 @@ from typing import Final
 __all__ = [
     "LATEST_PROTOCOL_VERSION",
     "SUPPORTED_VERSIONS",
+    "accept_refusal",
     "answer_refusal",
     "ask_refusal",
     "check_version",
@@ -63,6 +64,18 @@ def answer_refusal(requested: str | None, version: str) -> str | None:
     # "Otherwise, the server MUST respond with another protocol version it supports."
     if version not in SUPPORTED_VERSIONS:
         return f"cannot answer with unsupported version {version!r}"
+    return None
+
+
+def accept_refusal(version: str) -> str | None:
+    """Why a client may not accept an ``initialize`` result naming ``version`` (it then
+    disconnects); None when it may.
+    Source: 2025-06-18/basic/lifecycle#version-negotiation.6."""
+    if version not in SUPPORTED_VERSIONS:
+        return (
+            f"server answered protocol version {version!r}, which mcp-ref does not "
+            f"support ({', '.join(SUPPORTED_VERSIONS)}); disconnect"
+        )
     return None
 
 

@@ -24,7 +24,6 @@ from mcp_ref._state import (
     State,
     describe_refusal,
     kind_of,
-    next_state,
 )
 
 OPEN = (State.PRE_INIT, State.INITIALIZING, State.INITIALIZED, State.OPERATING)
@@ -73,11 +72,11 @@ def test_a_refusal_names_role_direction_kind_and_state() -> None:
     )
 
 
-def test_next_state_is_the_table_and_none_where_it_has_no_row() -> None:
-    assert next_state(CLIENT, State.OPERATING, SEND, Kind.REQUEST) is State.OPERATING
-    assert next_state(CLIENT, State.PRE_INIT, SEND, Kind.REQUEST) is None
-    assert next_state(SERVER, State.PRE_INIT, RECEIVE, Kind.INITIALIZE) is State.INITIALIZING
-    assert next_state(SERVER, State.PRE_INIT, SEND, Kind.INITIALIZE) is None
+def test_the_table_has_a_next_state_or_no_row() -> None:
+    assert TRANSITIONS[CLIENT].get((State.OPERATING, SEND, Kind.REQUEST)) is State.OPERATING
+    assert TRANSITIONS[CLIENT].get((State.PRE_INIT, SEND, Kind.REQUEST)) is None
+    assert TRANSITIONS[SERVER].get((State.PRE_INIT, RECEIVE, Kind.INITIALIZE)) is State.INITIALIZING
+    assert TRANSITIONS[SERVER].get((State.PRE_INIT, SEND, Kind.INITIALIZE)) is None
 
 
 def test_only_a_client_turns_an_unsupported_version_into_closed() -> None:

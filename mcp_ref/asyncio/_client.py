@@ -57,7 +57,6 @@ from .._client import (
     DEFAULT_CLIENT_INFO,
     ClientWire,
     ElicitationHandler,
-    InputRounds,
     Outcome,
     RootsArg,
     SamplingHandler,
@@ -182,62 +181,23 @@ class ClientSession(TypedMethods):
         timeout: Timeout = DEFAULT,
         on_progress: ProgressCallback | None = None,
     ) -> Any:
-        """Send a request and return its typed result.
+        """Send a request and return its typed result: the arguments, errors and
+        ``input_required`` rounds of :meth:`mcp_ref.client.Client.request`, on asyncio.
 
-        Args:
-            method: e.g. ``"tools/list"``.
-            params: the typed params (``mcp_ref.types``), a dict in wire form, or None.
-            timeout: seconds (or a RequestTimeout) before the core gives up and sends
-                ``notifications/cancelled``; None for no timeout; default: the
-                session's.  A RequestTimeout with ``reset_on_progress`` restarts on
-                each progress notification.
-            on_progress: called with each :class:`~mcp_ref.events.Progress` the server
-                reports for this request (the request carries a progress token: the
-                caller's own in ``_meta``, else its id); an exception it raises ends
-                the session.
-
-        Raises:
-            NoAnswerError: no answer within the timeout (an McpError, code -32001,
-                that the server did not send).
-            McpError: the server answered with an error.
-            OutputSchemaError: a tool's structured result does not match its schema.
-            TooManyInputRounds: (modern era) ``input_required`` past the bound.
-            SessionClosed: the session ended first.
-            LocalProtocolError: the request breaks the protocol (nothing was sent).
-            asyncio.CancelledError: the caller was cancelled; the server was sent
-                ``notifications/cancelled``.
-
-        In the modern era an ``input_required`` answer is answered through this
-        client's handlers and the request sent again (a new id) with
-        ``inputResponses`` and the ``requestState`` unchanged.
+        ``timeout`` defaults to the session's.  ``on_progress`` is called synchronously
+        (from the reading task); an exception it raises ends the session.  A caller
+        cancelled (asyncio.CancelledError) has ``notifications/cancelled`` sent.
 
         Source: 2025-06-18/basic/lifecycle#timeouts;
         2025-06-18/basic/utilities/cancellation#cancellation-flow;
         2025-06-18/basic/utilities/progress#progress-flow;
         2026-07-28/basic/patterns/mrtr#client-requirements-basic-workflow.
         """
-        rounds = InputRounds(method, typed_params(method, params))
-        params = rounds.params
-        while True:  # (more than once only for input_required, in the modern era)
-            try:
-                result = await self._request(method, params, timeout, on_progress)
-            except McpError as exc:  # -32020 to a tools/call: list the tools, once more
-                if not rounds.relist(exc):
-                    raise
-                await self.list_tools()
-                continue
-            if not isinstance(result, t.InputRequiredResult):
-                return self.wire.check_result(method, rounds.params, result)
-            answers = {}
-            for key, (asked, asked_params) in rounds.asked(result):
-                value = self.wire.handle(asked, asked_params, asyncio.get_running_loop().time())
-                if inspect.isawaitable(value):
-                    value = await value
-                answers[key] = self.wire.finish(asked, value)
-            params = rounds.retry(answers)
+        send = partial(self._request, method, timeout=timeout, on_progress=on_progress)
+        return await self._rounds(self.wire, method, params, send, asyncio.get_running_loop().time)
 
     async def _request(
-        self, method: str, params: Any, timeout: Timeout, on_progress: ProgressCallback | None
+        self, method: str, params: Any, *, timeout: Timeout, on_progress: ProgressCallback | None
     ) -> Any:
         """One request on the wire: its result (an InputRequiredResult too), unchecked."""
         loop = asyncio.get_running_loop()
@@ -282,21 +242,7 @@ class ClientSession(TypedMethods):
         (modern), or the ``server/discover`` probe and its fallback (auto); see
         :meth:`mcp_ref._client.ClientCore.opening`.  Raises as :meth:`request`.
         """
-        steps = self.wire.opening(self.connection)
-        answer: Any = None
-        while True:
-            try:
-                step = steps.send(answer)
-            except StopIteration:
-                return
-            if isinstance(step, Notification):
-                await self.notify(step.method, step.params)
-                answer = None
-                continue
-            try:
-                answer = await self.request(*step)
-            except McpError as exc:
-                answer = exc
+        await self._run_opening(self.wire.opening(self.connection), self.notify)
 
     def _log_level(self, level: t.LoggingLevel) -> None:
         set_log_level(self.connection, level)

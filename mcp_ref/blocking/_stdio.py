@@ -133,31 +133,16 @@ class Client:
         timeout: Timeout = DEFAULT,
         on_progress: Callable[[Progress], object] | None = None,
     ) -> Any:
-        """Send a request, wait for the answer, return its typed result.
+        """Send a request, wait for the answer, return its typed result: the arguments,
+        errors and ``input_required`` rounds of :meth:`mcp_ref.client.Client.request`,
+        answered by this client's sync handlers.
 
-        Args:
-            method: e.g. ``"tools/call"``.
-            params: typed params (``mcp_ref.types``), a dict in wire form, or None.
-            timeout: seconds (or a RequestTimeout); None for none; default: the
-                client's.
-            on_progress: called, on this thread while the call waits, with each
-                :class:`~mcp_ref.events.Progress` the server reports for this request
-                (the request carries a progress token: the caller's own in ``_meta``,
-                else its id).  Like ``on_notification``, it must not make requests;
-                an exception it raises cancels the request and propagates.
+        ``timeout`` defaults to the client's.  ``on_progress`` is called on this thread
+        while the call waits; like ``on_notification`` it must not make requests, and
+        an exception it raises cancels the request and propagates.
 
         Raises:
-            NoAnswerError: no answer within the timeout (an McpError, code -32001).
-            McpError: the server answered with an error response.
-            OutputSchemaError: a tool's structured result does not match its schema.
-            TooManyInputRounds: (modern era) ``input_required`` past the bound.
-            SessionClosed: the session ended first.
-            LocalProtocolError: the request breaks the protocol (nothing was sent).
             RuntimeError: called while another request waits (from on_notification).
-
-        In the modern era an ``input_required`` answer is answered through this
-        client's (sync) handlers and the request sent again (a new id) with
-        ``inputResponses`` and the ``requestState`` unchanged.
 
         Source: 2025-06-18/basic/lifecycle#timeouts;
         2025-06-18/basic/utilities/cancellation#cancellation-flow;

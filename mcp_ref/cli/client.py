@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Final, TextIO
 import attrs
 
 from .. import types as t
+from .._convert import json_type_name
 from ..events import Progress
 from .errors import CliError
 
@@ -152,7 +153,7 @@ def _coerce(text: str, schema: Any) -> Any:
         value = json.loads(text)
     except ValueError:
         return text
-    kind = _kind_of(value)
+    kind = json_type_name(value)
     fits = kind in kinds or (kind == "integer" and "number" in kinds)
     return value if fits or "string" not in kinds else text
 
@@ -167,28 +168,14 @@ def _json_types(schema: Any) -> set[str]:
     if isinstance(kind, list):
         return {k for k in kind if isinstance(k, str)}
     if "const" in schema:
-        return {_kind_of(schema["const"])}
+        return {json_type_name(schema["const"])}
     if isinstance(schema.get("enum"), list):
-        return {_kind_of(v) for v in schema["enum"]}
+        return {json_type_name(v) for v in schema["enum"]}
     branches = schema.get("anyOf") or schema.get("oneOf")
     if isinstance(branches, list):
         found = [_json_types(branch) for branch in branches]
         return set().union(*found) if found and all(found) else set()
     return set()
-
-
-def _kind_of(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
 
 
 def server_command(words: Sequence[str]) -> list[str]:

@@ -53,6 +53,7 @@ import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any, TypeVar
 
 import trio
@@ -67,14 +68,12 @@ from .._client import (
     DEFAULT_TIMEOUT,
     ClientCore,
     ElicitationHandler,
-    InputRounds,
     RootsArg,
     SamplingHandler,
     SessionClosed,
     Timeout,
     as_timeout,
     set_log_level,
-    typed_params,
 )
 from .._client_methods import TypedMethods
 from .._errors import McpError, NoAnswerError
@@ -238,20 +237,7 @@ class Client(TypedMethods):
         (modern), or the ``server/discover`` probe and, when it says legacy,
         ``initialize`` (auto)."""
         steps = self.core.opening(self.session.connection)
-        answer: Any = None
-        while True:
-            try:
-                step = steps.send(answer)
-            except StopIteration:
-                return
-            if isinstance(step, Notification):
-                await self._notify(step)
-                answer = None
-                continue
-            try:
-                answer = await self.request(*step, timeout=timeout)
-            except McpError as exc:
-                answer = exc
+        await self._run_opening(steps, self.session.send_notification, timeout)
 
     def _log_level(self, level: t.LoggingLevel) -> None:
         set_log_level(self.session.connection, level)
@@ -333,8 +319,8 @@ class Client(TypedMethods):
             OutputSchemaError: a tool's structured result does not match its schema.
             TooManyInputRounds: (modern era) the server kept answering
                 ``input_required`` past :data:`mcp_ref._client.MAX_INPUT_ROUNDS`.
-            SessionClosed, LocalProtocolError: as
-                :meth:`~mcp_ref.trio.Session.send_request`.
+            SessionClosed: the session ended first.
+            LocalProtocolError: the request breaks the protocol (nothing was sent).
 
         In the modern era a ``tools/call``, ``prompts/get`` or ``resources/read`` may
         be answered ``input_required``: each of its ``inputRequests`` goes to the
@@ -345,28 +331,13 @@ class Client(TypedMethods):
         Source: 2025-06-18/basic/lifecycle#timeouts.2, #timeouts.3;
         2026-07-28/basic/patterns/mrtr#client-requirements-basic-workflow.
         """
-        params = typed_params(method, params)
         session_timeout: Any = SESSION_DEFAULT  # the timeout open_client was given
         if timeout is not DEFAULT and not isinstance(timeout, type(SESSION_DEFAULT)):
             session_timeout = as_timeout(timeout)
-        rounds = InputRounds(method, params)
-        while True:
-            try:
-                result = await self.session.send_request(
-                    method, params, timeout=session_timeout, on_progress=on_progress
-                )
-            except McpError as exc:  # -32020 to a tools/call: list the tools, once more
-                if not rounds.relist(exc):
-                    raise
-                await self.list_tools()
-                continue
-            if not isinstance(result, t.InputRequiredResult):
-                return self.core.check_result(method, rounds.params, result)
-            answers = {}
-            for key, (asked, asked_params) in rounds.asked(result):
-                value = self.core.handle(asked, asked_params, trio.current_time())
-                answers[key] = self.core.finish(asked, await _maybe_await(value))
-            params = rounds.retry(answers)
+        send = partial(
+            self.session.send_request, method, timeout=session_timeout, on_progress=on_progress
+        )
+        return await self._rounds(self.core, method, params, send, trio.current_time)
 
     # ------------------------------------------------------------------------ roots
 

@@ -47,6 +47,7 @@ import json
 import struct
 import wave
 import zlib
+from collections.abc import Callable
 from typing import Any, Literal
 
 import attrs
@@ -438,6 +439,20 @@ def _said(result: t.CreateMessageResult) -> str:
     return " ".join(c.text for c in content if isinstance(c, t.TextContent))
 
 
+def _toggle(server: Server, fn: Callable[..., Any], *, prompt: bool = False) -> str:
+    """Remove the tool (or ``prompt``) named after ``fn`` if the server offers it, else
+    add ``fn`` as one; say which.  The server announces the list change itself."""
+    name = fn.__name__
+    if name in (server.prompts if prompt else server.tools):
+        (server.remove_prompt if prompt else server.remove_tool)(name)
+        return f"{name} removed"
+    if prompt:
+        server.add_prompt(fn, blocking=False)
+    else:
+        server.add_tool(fn)
+    return f"{name} added"
+
+
 def _modern_tools(server: Server) -> None:
     """The diagnostic tools and prompt of the 2026-07-28 server scenarios
     (``server-stateless``, ``input-required-result-*``).  Each asks for input with
@@ -472,11 +487,7 @@ def _modern_tools(server: Server) -> None:
     @server.tool()
     async def test_trigger_tool_change() -> str:
         """Adds or removes test_dynamic_tool (listeners get tools/list_changed)."""
-        if "test_dynamic_tool" in server.tools:
-            server.remove_tool("test_dynamic_tool")
-            return "test_dynamic_tool removed"
-        server.add_tool(test_dynamic_tool)
-        return "test_dynamic_tool added"
+        return _toggle(server, test_dynamic_tool)
 
     def test_dynamic_prompt() -> str:
         """A prompt that comes and goes with test_trigger_prompt_change."""
@@ -485,11 +496,7 @@ def _modern_tools(server: Server) -> None:
     @server.tool()
     async def test_trigger_prompt_change() -> str:
         """Adds or removes test_dynamic_prompt (listeners get prompts/list_changed)."""
-        if "test_dynamic_prompt" in server.prompts:
-            server.remove_prompt("test_dynamic_prompt")
-            return "test_dynamic_prompt removed"
-        server.add_prompt(test_dynamic_prompt, blocking=False)
-        return "test_dynamic_prompt added"
+        return _toggle(server, test_dynamic_prompt, prompt=True)
 
     @server.tool()
     async def test_input_required_result_elicitation(ctx: Context) -> str:
@@ -640,11 +647,7 @@ def _realistic_tools(server: Server) -> None:
     @server.tool()
     async def toggle_extra_tool() -> str:
         """Adds or removes the tool extra_tool (clients get tools/list_changed)."""
-        if "extra_tool" in server.tools:
-            server.remove_tool("extra_tool")
-            return "extra_tool removed"
-        server.add_tool(extra_tool)
-        return "extra_tool added"
+        return _toggle(server, extra_tool)
 
     @server.tool()
     async def list_client_roots(ctx: Context) -> list[str]:

@@ -108,6 +108,19 @@ log = logging.getLogger("mcp_ref.server")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+
+def _decorator(register: Callable[[Any], object]) -> Callable[[F], F]:
+    """The decorator that hands the function it decorates to ``register`` and returns
+    it unchanged: what ``@server.tool(...)``, ``@server.resource(...)`` and the other
+    registering decorators return."""
+
+    def decorate(fn: F) -> F:
+        register(fn)
+        return fn
+
+    return decorate
+
+
 _LISTS: Final = ("tools", "resources", "prompts")
 DEFAULT_RATE_LIMITS: Final[Mapping[str, RateLimit]] = {
     "completion/complete": RateLimit(per_second=20, burst=50),
@@ -363,14 +376,8 @@ class Server:
             ValueError, TypeError: see ``make_tool``; ValueError for a duplicate name.
         """
         if callable(name):
-            self.add_tool(name, **options)
-            return name
-
-        def decorate(fn: F) -> F:
-            self.add_tool(fn, name=name, **options)
-            return fn
-
-        return decorate
+            return _decorator(partial(self.add_tool, **options))(name)
+        return _decorator(partial(self.add_tool, name=name, **options))
 
     def add_tool(self, fn: Callable[..., Any], *, replace: bool = False, **options: Any) -> ToolDef:
         """Register ``fn`` as a tool (see :meth:`tool`); returns its :class:`ToolDef`.
@@ -416,12 +423,7 @@ class Server:
         ``title``, ``description``, ``mime_type``, ``size``, ``annotations``, ``icons``,
         ``meta``, ``blocking``) and ``replace``.
         """
-
-        def decorate(fn: F) -> F:
-            self.add_resource(uri, fn, **options)
-            return fn
-
-        return decorate
+        return _decorator(partial(self.add_resource, uri, **options))
 
     def add_resource(
         self, uri: str, fn_or_value: Any, *, replace: bool = False, **options: Any
@@ -445,12 +447,7 @@ class Server:
         Options are those of :func:`~mcp_ref.server._resources.make_template` and
         ``replace``.
         """
-
-        def decorate(fn: F) -> F:
-            self.add_resource_template(uri_template, fn, **options)
-            return fn
-
-        return decorate
+        return _decorator(partial(self.add_resource_template, uri_template, **options))
 
     def add_resource_template(
         self, uri_template: str, fn: Callable[..., Any], *, replace: bool = False, **options: Any
@@ -480,14 +477,8 @@ class Server:
         ``description``, ``icons``, ``meta``, ``blocking``) and ``replace``.
         """
         if callable(name):
-            self.add_prompt(name, **options)
-            return name
-
-        def decorate(fn: F) -> F:
-            self.add_prompt(fn, name=name, **options)
-            return fn
-
-        return decorate
+            return _decorator(partial(self.add_prompt, **options))(name)
+        return _decorator(partial(self.add_prompt, name=name, **options))
 
     def add_prompt(
         self, fn: Callable[..., Any], *, replace: bool = False, **options: Any
@@ -518,14 +509,11 @@ class Server:
         The function takes ``value``, ``arguments``, ``argument`` and/or a ``Context``
         by name, and returns an iterable of str (see :mod:`._completion`).
         """
-
-        def decorate(fn: F) -> F:
-            self.add_completion(
+        return _decorator(
+            lambda fn: self.add_completion(
                 prompt=prompt, template=template, argument=argument, fn=fn, blocking=blocking
             )
-            return fn
-
-        return decorate
+        )
 
     def add_completion(
         self,
@@ -554,12 +542,7 @@ class Server:
         """Call the decorated function (sync or async) with ``(session, params)`` for
         each notification ``method`` from a client, e.g.
         ``"notifications/roots/list_changed"``."""
-
-        def decorate(fn: F) -> F:
-            self._notification_hooks.setdefault(method, []).append(fn)
-            return fn
-
-        return decorate
+        return _decorator(lambda fn: self._notification_hooks.setdefault(method, []).append(fn))
 
     def _put(self, table: dict[str, Any], key: str, value: Any, replace: bool, what: str) -> None:
         if key in table and not replace:
