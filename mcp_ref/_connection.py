@@ -112,9 +112,16 @@ _PROGRESS: Final = "notifications/progress"
 
 # The compiled (un)structure function of each class (a fixed set: the schema's).
 _structurer: Callable[[Any], Callable[[Any], Any]] = functools.cache(structure_fn)
-_TASK_AUGMENTABLE: Final = frozenset({"tools/call", "sampling/createMessage", "elicitation/create"})
-"""Requests whose params may carry ``task``: answered with a CreateTaskResult then."""
 _unstructurer: Callable[[Any], Callable[[Any], Any]] = functools.cache(unstructure_fn)
+_TASK_AUGMENTABLE: Final = frozenset({"tools/call", "sampling/createMessage", "elicitation/create"})
+"""Requests whose params may carry ``task`` (2025-11-25/basic/utilities/tasks)."""
+
+
+def _task_or(plain: Callable[[Any], Any], body: Any) -> Any:
+    """A task-augmented request's result: a CreateTaskResult, or the plain result of a
+    receiver that ignored ``task``."""
+    task = isinstance(body, dict) and "task" in body
+    return _structurer(CreateTaskResult)(body) if task else plain(body)
 
 
 class Connection:
@@ -638,8 +645,8 @@ class Connection:
         # basis."
         if timeout is _DEFAULT:
             timeout = self.default_timeout
-        if getattr(event.params, "task", None) is not None:  # answered at once with a task
-            structure_result = _structurer(CreateTaskResult)  # (2025-11-25 tasks)
+        if getattr(event.params, "task", None) is not None:  # a task, or a plain answer
+            structure_result = functools.partial(_task_or, structure_result)
         out = Outgoing(
             id=rid, method=method, progress_token=token, structure_result=structure_result
         )
