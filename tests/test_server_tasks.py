@@ -443,6 +443,24 @@ async def test_another_session_cannot_see_the_task() -> None:
             assert [x.task_id for x in (await mine.request("tasks/list")).tasks] == [task.task_id]
 
 
+@spec(P + "task-isolation-and-access-control.6")
+async def test_tasks_list_keeps_to_the_caller_whatever_the_store_returns() -> None:
+    """A store whose ``list_tasks`` returns every record: the server still lists only
+    the caller's."""
+
+    class Careless(MemoryStores):
+        async def list_tasks(self, owner: str) -> list[TaskRecord]:
+            records = [TaskRecord.from_bytes(data) for data in self.tasks.values()]
+            return [r for r in records if r is not None]
+
+    server = make_server()
+    server.tasks.store = Careless()
+    with trio.fail_after(5):
+        async with connect(server) as mine, connect(server) as theirs:
+            await create(mine, "doubled", n=1)
+            assert (await theirs.request("tasks/list")).tasks == []
+
+
 @spec(P + "task-isolation-and-access-control.1")
 async def test_tasks_are_bound_to_the_callers_authorization_context() -> None:
     """With a caller (``principal_of``), the task is the caller's: another session of
