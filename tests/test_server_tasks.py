@@ -20,7 +20,7 @@ import trio.testing
 from mcp_ref import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, McpError
 from mcp_ref import types as t
 from mcp_ref._stores import MemoryStores, TaskRecord
-from mcp_ref.server import Server
+from mcp_ref.server import Context, Server
 from mcp_ref.server._tasks import RELATED_TASK
 
 from ._server_harness import RecordingChannel, connect
@@ -291,6 +291,30 @@ async def test_a_tool_error_fails_the_task_with_its_result() -> None:
             assert payload.extra["isError"] is True
             got = await get(side, task.task_id)
             assert got.status == "failed" and "it broke" in (got.status_message or "")
+
+
+@spec(P + "associating-task-related-messages.1")
+async def test_what_a_task_sends_carries_its_task_id() -> None:
+    """A task's log messages carry the related-task ``_meta``; its progress reports
+    send nothing (the core ties a token to a request in flight) and do not fail it."""
+    server = Server("talk", "1")
+
+    @server.tool(task_support="optional")
+    async def talk(ctx: Context) -> str:
+        await ctx.log("info", "from the task")
+        await ctx.report_progress(1, 2)
+        return "done"
+
+    with trio.fail_after(5):
+        async with connect(server) as side:
+            params = attrs.evolve(call("talk"), meta={"progressToken": "p"})
+            task = (await side.request("tools/call", params)).task
+            payload = await result_of(side, task.task_id)
+            assert payload.extra["content"][0]["text"] == "done"
+            (note,) = side.notes("notifications/message")
+            assert note.data == "from the task"
+            assert note.meta == {RELATED_TASK: {"taskId": task.task_id}}
+            assert side.notes("notifications/progress") == []
 
 
 # -- cancelling ------------------------------------------------------------------------------

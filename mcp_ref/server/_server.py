@@ -1136,7 +1136,7 @@ class Server:
         if Tasks.as_task(params, tool, declared(ctx.session)):  # answered now, run later
             owner = owner_of(self.principal_of(ctx), ctx.session.app_state)
             nursery = ctx.session.app_state.get(NURSERY_KEY)
-            return await self.tasks.create(owner, params, nursery, partial(self._run, tool, ctx))
+            return await self.tasks.create(owner, params, nursery, partial(self._run, tool), ctx)
         return await self._run(tool, ctx)
 
     async def _task(self, ctx: RequestContext) -> Any:

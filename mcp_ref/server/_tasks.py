@@ -45,6 +45,7 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Final, TypeVar
 
 import attrs
@@ -151,6 +152,68 @@ def _outcome_error(code: int, message: str, data: Any = None) -> bytes:
 
 
 _CANCELLED: Final = _outcome_error(INTERNAL_ERROR, "the task was cancelled")
+
+
+class _TaskSession:
+    """The session as a task's tool sees it: what it sends carries the related-task
+    ``_meta`` and no longer belongs to the ``tools/call`` (answered already), so over
+    Streamable HTTP it goes on the GET stream.  Everything else is the session's."""
+
+    def __init__(self, session: Any, task_id: str) -> None:
+        self._session = session
+        self._meta = {RELATED_TASK: {"taskId": task_id}}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
+
+    def _tagged(self, params: Any) -> Any:
+        # Spec: 2025-11-25/basic/utilities/tasks#associating-task-related-messages.1
+        # "All requests, notifications, and responses related to a task MUST include the
+        # `io.modelcontextprotocol/related-task` key in their `_meta` field"
+        if params is None or not attrs.has(type(params)) or not hasattr(params, "meta"):
+            return params
+        return attrs.evolve(params, meta={**(params.meta or {}), **self._meta})
+
+    async def send_notification(self, method: str, params: Any = None, **kw: Any) -> None:
+        kw.pop("related_request_id", None)
+        await self._session.send_notification(method, self._tagged(params), **kw)
+
+    async def send_request(self, method: str, params: Any = None, **kw: Any) -> Any:
+        kw.pop("related_request_id", None)
+        return await self._session.send_request(method, self._tagged(params), **kw)
+
+
+class TaskRequest:
+    """What a task's tool gets as its request (through its
+    :class:`~mcp_ref.server.Context`): the ``tools/call``'s
+    :class:`~mcp_ref.trio.RequestContext` with the session of :class:`_TaskSession`,
+    the task's cancel scope (``tasks/cancel``), and no progress: the core ties a progress
+    token to a request in flight, and the ``tools/call`` was answered, so
+    :meth:`report_progress` sends nothing."""
+
+    def __init__(self, request: Any, task_id: str, scope: trio.CancelScope) -> None:
+        self._request = request
+        self.task_id = task_id
+        self.session = _TaskSession(request.session, task_id)
+        self.cancel_scope = scope
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._request, name)
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Nothing (class docstring)."""
+        log.debug("task %s: progress %s not sent", self.task_id, progress)
+
+    async def send_request(self, method: str, params: Any = None, **kw: Any) -> Any:
+        """:meth:`Session.send_request <mcp_ref.trio.Session.send_request>` for the task."""
+        return await self.session.send_request(method, params, **kw)
+
+    async def send_notification(self, method: str, params: Any = None) -> None:
+        """:meth:`Session.send_notification <mcp_ref.trio.Session.send_notification>`
+        for the task."""
+        await self.session.send_notification(method, params)
 
 
 @attrs.define(eq=False)
@@ -269,10 +332,13 @@ class Tasks:
         owner: str,
         params: t.CallToolRequestParams,
         nursery: trio.Nursery | None,
-        work: Callable[[], Awaitable[t.CallToolResult]],
+        work: Callable[[Any], Awaitable[t.CallToolResult]],
+        request: Any,
     ) -> t.CreateTaskResult:
         """Accept a task-augmented call: store the task, start ``work`` in ``nursery``
-        (the session's), answer with its ``CreateTaskResult``.
+        (the session's), answer with its ``CreateTaskResult``.  ``work`` is given a
+        :class:`TaskRequest` standing for ``request`` (the call's
+        :class:`~mcp_ref.trio.RequestContext`).
 
         Raises:
             McpError: -32603 when ``max_running`` tasks run already, or the session has
@@ -309,7 +375,9 @@ class Tasks:
         store = self.store_here()
         await store.put_task(record, ttl / 1000)
         run = self._running[task_id] = _Run()
-        nursery.start_soon(self._run, store, record, run, work)
+        nursery.start_soon(
+            self._run, store, record, run, partial(work, TaskRequest(request, task_id, run.scope))
+        )
         log.info("task %s created for %s", task_id, params.name)
         # Spec: 2025-11-25/basic/utilities/tasks#result-retrieval.1
         # "Receivers that accept a task-augmented request MUST return a `CreateTaskResult`
