@@ -370,12 +370,27 @@ async def test_a_task_cancelled_elsewhere_stays_cancelled_when_it_ends() -> None
         async with connect(a) as on_a, connect(b) as on_b:
             task = await create(on_a, "slow", text="x")
             assert (await cancel(on_b, task.task_id)).status == "cancelled"
-            gates.release.set()  # A's tool was not stopped: it completes
+            gates.release.set()  # A's tool completes before A reads the store again
             await trio.testing.wait_all_tasks_blocked()
             assert not gates.stopped
             assert (await get(on_a, task.task_id)).status == "cancelled"
             with pytest.raises(McpError):
                 await result_of(on_a, task.task_id)
+
+
+async def test_a_task_cancelled_elsewhere_is_stopped_where_it_runs(autojump_clock: Any) -> None:
+    """A's runner reads the shared store every ``pollInterval``: B's ``tasks/cancel``
+    stops A's tool within one."""
+    gates = Gates()
+    a, b, _ = shared_pair(gates)
+    with trio.fail_after(30):
+        async with connect(a) as on_a, connect(b) as on_b:
+            task = await create(on_a, "slow", text="x")
+            await gates.started.wait()
+            await cancel(on_b, task.task_id)
+            await trio.sleep(1.5)
+            assert gates.stopped and a.tasks.running == 0
+            assert (await get(on_a, task.task_id)).status == "cancelled"
 
 
 async def test_a_task_still_working_on_another_server_is_waited_for(

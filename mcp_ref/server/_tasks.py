@@ -23,7 +23,9 @@ reading the store again every ``pollInterval`` (at least :data:`MIN_POLL_SECONDS
 That wait is bounded by the task's TTL (at most ``max_ttl_ms``): once the record has
 expired the request is answered -32602 (the task is gone); the client may also cancel
 it.  A ``tasks/cancel`` reaching another process than the one running the task marks it
-cancelled in the store; the runner, when the tool returns, finds it so and keeps it.
+cancelled in the store; the runner reads a shared store every ``pollInterval`` while the
+tool runs and stops the tool once it finds the task ended (a tool that returns first
+finds it cancelled, and it stays so).
 
 Who may see a task: it is bound to the caller's authorization context when the server
 checks tokens (:meth:`Server.principal_of <mcp_ref.server.Server.principal_of>`), else to
@@ -397,7 +399,11 @@ class Tasks:
         outcome = _CANCELLED
         try:
             with run.scope:
-                status, message, outcome = await _outcome(work)
+                async with trio.open_nursery() as nursery:
+                    if store is not self.local:  # a tasks/cancel may reach another process
+                        nursery.start_soon(self._watch, store, record, run.scope)
+                    status, message, outcome = await _outcome(work)
+                    nursery.cancel_scope.cancel()
             if run.scope.cancelled_caught:
                 status, message, outcome = "cancelled", "the task was cancelled", _CANCELLED
         finally:
@@ -409,6 +415,19 @@ class Tasks:
                     log.exception("task %s: its outcome could not be stored", record.task_id)
             self._running.pop(record.task_id, None)
             run.done.set()
+
+    async def _watch(self, store: TaskStore, record: TaskRecord, scope: trio.CancelScope) -> None:
+        """Stop the task once the shared store says it ended (cancelled by a
+        ``tasks/cancel`` another process answered) or forgot it: read it every
+        ``pollInterval``."""
+        while True:
+            await trio.sleep(max((record.poll_ms or 0) / 1000, MIN_POLL_SECONDS))
+            now = await store.get_task(record.task_id)
+            if now is None or now.terminal:
+                # Spec: 2025-11-25/basic/utilities/tasks#task-cancellation.2
+                # "receivers SHOULD attempt to stop the task execution"
+                scope.cancel()
+                return
 
     async def _finish(
         self, store: TaskStore, record: TaskRecord, status: str, message: str | None, outcome: bytes
