@@ -186,8 +186,26 @@ async def test_without_the_capability_the_task_is_ignored() -> None:
             assert isinstance(result, t.CallToolResult) and result.content[0].text == "hello"
         async with connect(make_server(), version="2025-06-18") as side:
             assert side.init.protocol_version == "2025-06-18"
+            assert side.init.capabilities.tasks is None
             plain = await side.request("tools/call", call("doubled", ttl=None, n=1))
             assert plain.structured_content == {"result": 2}
+
+
+async def test_tasks_methods_need_the_capability() -> None:
+    server = Server("plain", "1")
+    server.tool("x")(lambda: "x")
+    with trio.fail_after(5):
+        async with connect(server) as side:
+            with pytest.raises(McpError) as err:
+                await get(side, "any")
+            assert err.value.code == METHOD_NOT_FOUND
+    late = Server("late", "1")  # a task tool added after the session began
+    late.tool("x")(lambda: "x")
+    with trio.fail_after(5):
+        async with connect(late) as side:
+            late.tool("y", task_support="optional")(lambda: "y")
+            assert late.capabilities().tasks is not None
+            assert (await side.request("tools/call", call("y"))).content[0].text == "y"
 
 
 # -- creating, polling, retrieving ----------------------------------------------------------

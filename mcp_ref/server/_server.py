@@ -721,7 +721,7 @@ class Server:
         # "Servers that emit log message notifications MUST declare the `logging` capability:"
         logging_cap: dict[str, Any] | None = {} if self.logging else None
         return t.ServerCapabilities(
-            tasks=Tasks.capability(self._tools.values()),
+            tasks=self.tasks.capability(self._tools.values(), self._generation["tools"]),
             tools=tools,
             resources=resources,
             prompts=prompts,
@@ -987,7 +987,7 @@ class Server:
         # "The server MUST respond with its own capabilities and information:"
         return t.InitializeResult(
             protocol_version=version,
-            capabilities=self.capabilities(),
+            capabilities=Tasks.for_version(self.capabilities(), version),
             server_info=self.info,
             instructions=self.instructions,
         )

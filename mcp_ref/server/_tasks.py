@@ -268,6 +268,14 @@ class Tasks:
         self.poll_ms = poll_ms
         self.page_size = page_size
         self._running: dict[str, _Run] = {}
+        self._capable: tuple[int, bool] | None = None
+
+    @staticmethod
+    def for_version(caps: t.ServerCapabilities, version: str) -> t.ServerCapabilities:
+        """``caps`` without ``tasks`` for a revision that does not define tasks."""
+        if caps.tasks is None or lookup("tasks/get", CLIENT, REQUEST, version) is not None:
+            return caps
+        return attrs.evolve(caps, tasks=None)
 
     def store_here(self) -> TaskStore:
         """The store of the request being handled: :attr:`store` if given, else the
@@ -285,10 +293,13 @@ class Tasks:
         return len(self._running)
 
     # ---------------------------------------------------------------- creation
-    @staticmethod
-    def capability(tools: Any) -> t.ServerCapabilitiesTasks | None:
-        """The ``tasks`` capability when one of ``tools`` (ToolDefs) may run as a task."""
-        if not any(support_of(tool) != "forbidden" for tool in tools):
+    def capability(self, tools: Any, generation: int) -> t.ServerCapabilitiesTasks | None:
+        """The ``tasks`` capability when one of ``tools`` (ToolDefs) may run as a task;
+        ``generation`` counts the tool registry's changes (the answer is kept until it
+        changes: modern requests ask on every call)."""
+        if self._capable is None or self._capable[0] != generation:
+            self._capable = (generation, any(support_of(x) != "forbidden" for x in tools))
+        if not self._capable[1]:
             return None
         # Spec: 2025-11-25/basic/utilities/tasks#capabilities.1
         # "Servers and clients that support task-augmented requests MUST declare a `tasks`
