@@ -14,9 +14,11 @@ Capabilities are declared from what is registered when a client initializes
 utilities/completion#capabilities.1, utilities/logging#capabilities.1): ``tools`` when
 there is a tool, ``resources`` (with ``subscribe``) when there is a resource or a
 template, ``prompts`` when there is a prompt, ``completions`` when there is a
-completion, ``logging`` unless disabled.  ``listChanged`` is always declared with them:
-the server does send those notifications.  ``declare=`` forces a capability on when
-its registry is still empty at initialization (tools added later).
+completion, ``logging`` unless disabled, ``tasks`` when a tool may be called as a task
+(``task_support=``; 2025-11-25 sessions only: :mod:`._tasks`).  ``listChanged`` is
+always declared with them: the server does send those notifications.  ``declare=``
+forces a capability on when its registry is still empty at initialization (tools added
+later).
 
 Every list is cut into pages of ``page_size`` with :func:`mcp_ref._pagination.paginate`
 (2025-06-18/server/utilities/pagination); a bad cursor is -32602.
