@@ -261,6 +261,19 @@ async def test_a_task_is_polled_on_the_other_server() -> None:
             await task_walk(a.port, b.port, polled)
 
 
+async def test_a_stateless_server_declares_no_tasks() -> None:
+    """A stateless session ends with its POST (its tasks would too): no ``tasks``
+    capability, and a call carrying ``task`` is answered as a plain call."""
+    with trio.fail_after(10):
+        async with open_http_server(make_server(), stateless=True) as a:
+            status, messages, _ = await post(a.port, init_body(1, V), None)
+            assert status == 200
+            assert "tasks" not in messages[-1][1]["result"]["capabilities"]
+            params = {"name": "echo", "arguments": {"text": "x"}, "task": {"ttl": 1000}}
+            status, messages, _ = await post(a.port, request_body(2, "tools/call", params), None)
+            assert messages[-1][1]["result"]["content"][0]["text"] == "x"
+
+
 async def test_a_modern_request_is_served_by_either() -> None:
     stores = MemoryStores()
     server = make_server()

@@ -9,7 +9,8 @@ the default, is the spec's) makes the server declare the ``tasks`` capability
 A ``tools/call`` whose params carry ``task`` is then answered at once with a
 ``CreateTaskResult``; the tool runs in the nursery of the :meth:`Server.serve
 <mcp_ref.server.Server.serve>` that runs the session (every transport serves through
-it), so a task ends at the latest with its session.  What the tool returned (or the
+it), so a task ends at the latest with its session (a stateless Streamable HTTP session
+ends with its POST: it is offered no tasks, :meth:`Tasks.for_version`).  What the tool returned (or the
 JSON-RPC error it raised) is written, as JSON bytes, into the task's
 :class:`~mcp_ref._stores.TaskRecord` once it ends.
 
@@ -272,10 +273,16 @@ class Tasks:
 
     @staticmethod
     def for_version(caps: t.ServerCapabilities, version: str) -> t.ServerCapabilities:
-        """``caps`` without ``tasks`` for a revision that does not define tasks."""
-        if caps.tasks is None or lookup("tasks/get", CLIENT, REQUEST, version) is not None:
-            return caps
-        return attrs.evolve(caps, tasks=None)
+        """``caps`` without ``tasks`` for a revision that does not define tasks, or a
+        stateless Streamable HTTP session (it ends with its POST, and its tasks with
+        it: calls carrying ``task`` are then answered as plain calls)."""
+        stateless = getattr(CURRENT.get(), "kind", None) == "stateless"
+        defined = lookup("tasks/get", CLIENT, REQUEST, version) is not None
+        return (
+            caps
+            if caps.tasks is None or (defined and not stateless)
+            else attrs.evolve(caps, tasks=None)
+        )
 
     def store_here(self) -> TaskStore:
         """The store of the request being handled: :attr:`store` if given, else the
