@@ -9,14 +9,15 @@ the default, is the spec's) makes the server declare the ``tasks`` capability
 A ``tools/call`` whose params carry ``task`` is then answered at once with a
 ``CreateTaskResult``; the tool runs in the nursery of the :meth:`Server.serve
 <mcp_ref.server.Server.serve>` that runs the session (every transport serves through
-it), so a task ends at the latest with its session (a stateless Streamable HTTP session
-ends with its POST: it is offered no tasks, :meth:`Tasks.for_version`).  What the tool returned (or the
-JSON-RPC error it raised) is written, as JSON bytes, into the task's
-:class:`~mcp_ref._stores.TaskRecord` once it ends.
+it), so a task ends at the latest with its session (a stateless Streamable HTTP
+session ends with its POST: it is offered no tasks, :meth:`Tasks.for_version`).  What
+the tool returned (or the JSON-RPC error it raised) is written, as JSON bytes, into the
+task's :class:`~mcp_ref._stores.TaskRecord` once it ends.
 
 Every task lives in a :class:`~mcp_ref._stores.TaskStore`: an in-memory one per server
 by default, or the store shared by several server processes (``serve_http(stores=...)``
-hands it to the server: :meth:`Tasks.share`).  ``tasks/get``, ``tasks/list`` and
+hangs it on each Streamable HTTP session, :meth:`mcp_ref.stores.Sharing.attach`, where
+:meth:`Tasks.store_here` finds it).  ``tasks/get``, ``tasks/list`` and
 ``tasks/cancel`` read and write the store only, so any process answers them.
 ``tasks/result`` waits for the end: for a task running in this process, on the event
 its runner sets when it has written the outcome; for a task running elsewhere, by
