@@ -88,6 +88,7 @@ from .events import (
     Response,
     UnexpectedResponse,
 )
+from .types import CreateTaskResult
 
 __all__ = ["NEED_DATA", "Connection"]
 
@@ -110,6 +111,15 @@ _PROGRESS: Final = "notifications/progress"
 # The compiled (un)structure function of each class (a fixed set: the schema's).
 _structurer: Callable[[Any], Callable[[Any], Any]] = functools.cache(structure_fn)
 _unstructurer: Callable[[Any], Callable[[Any], Any]] = functools.cache(unstructure_fn)
+_TASK_AUGMENTABLE: Final = frozenset({"tools/call", "sampling/createMessage", "elicitation/create"})
+"""Requests whose params may carry ``task`` (2025-11-25/basic/utilities/tasks)."""
+
+
+def _task_or(plain: Callable[[Any], Any], body: Any) -> Any:
+    """A task-augmented request's result: a CreateTaskResult, or the plain result of a
+    receiver that ignored ``task``."""
+    task = isinstance(body, dict) and "task" in body
+    return _structurer(CreateTaskResult)(body) if task else plain(body)
 
 
 class Connection:
@@ -626,6 +636,8 @@ class Connection:
         # basis."
         if timeout is _DEFAULT:
             timeout = self.default_timeout
+        if getattr(event.params, "task", None) is not None:  # a task, or a plain answer
+            structure_result = functools.partial(_task_or, structure_result)
         out = Outgoing(
             id=rid, method=method, progress_token=token, structure_result=structure_result
         )
@@ -683,7 +695,9 @@ class Connection:
         result = event.result
         if req.context is not None:  # a modern request: resultType and its rules
             body = self._modern.result_json(spec, result, req.context, rid)
-        elif not isinstance(result, spec.result_type):
+        elif not isinstance(result, spec.result_type) and not (
+            isinstance(result, CreateTaskResult) and req.method in _TASK_AUGMENTABLE
+        ):  # a task-augmented request's answer (2025-11-25/basic/utilities/tasks)
             raise LocalProtocolError(
                 f"the result of {req.method} must be {spec.result_type.__name__}, "
                 f"not {type(result).__name__}"

@@ -38,14 +38,20 @@ on it once half that time has passed; a session idle that long everywhere is the
 unknown to the others (they answer 404, and the client starts a new
 session, as the spec has it: 2025-06-18/basic/transports#session-management.7).
 
+A third interface, the :class:`TaskStore`, keeps the tasks of task-augmented
+``tools/call`` requests (2025-11-25/basic/utilities/tasks): one :class:`TaskRecord` per
+task (its status, its owner, and once it ended the JSON-RPC outcome as bytes), so that
+``tasks/get``, ``tasks/result``, ``tasks/list`` and ``tasks/cancel`` are answered by any
+process (:mod:`mcp_ref.server._tasks` says how the server uses it).
+
 What is not shared: the running handler's state (subscriptions, requests in progress:
-a request is answered by the process it reached), the standalone GET stream (each
-process has its own; a resumption of another process's is refused 409 and the client
-opens a fresh one), and tasks (mcp-ref has no tasks extension yet, so no task store).
+a request is answered by the process it reached; a task runs on the process that
+accepted it), the standalone GET stream (each process has its own; a resumption of
+another process's is refused 409 and the client opens a fresh one).
 
 The default is to share nothing (``stores=None``): behaviour unchanged.
-:class:`MemoryStores` implements both interfaces in memory, for servers sharing one
-process (tests); :mod:`mcp_ref.stores.redis` on Redis.
+:class:`MemoryStores` implements the three interfaces in memory, for servers sharing
+one process (tests); :mod:`mcp_ref.stores.redis` on Redis.
 """
 
 from __future__ import annotations
@@ -73,6 +79,8 @@ __all__ = [
     "SessionRecord",
     "SessionRegistry",
     "SharedEventStore",
+    "TaskRecord",
+    "TaskStore",
     "adoption_preamble",
     "adoption_start",
     "record_of",
@@ -134,6 +142,84 @@ class EventLog(Protocol):
     async def stream(self, session_id: str, stream_id: str) -> list[tuple[str, str]]:
         """The ``(event id, data)`` events held of one stream, oldest first (the oldest
         may have been dropped past the log's bound)."""
+
+
+TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
+"""The task statuses no task leaves (2025-11-25/basic/utilities/tasks#task-status-lifecycle)."""
+
+
+@attrs.frozen(kw_only=True)
+class TaskRecord:
+    """What the :class:`TaskStore` keeps of one task.  Times are seconds since the
+    epoch (the server's clock); ``ttl_ms`` and ``poll_ms`` are milliseconds, as on the
+    wire."""
+
+    task_id: str
+    """The ``taskId`` (random: :mod:`mcp_ref.server._tasks`)."""
+    owner: str
+    """Who may see it: the caller's authorization context, else the session."""
+    status: str
+    """``working``, ``input_required``, ``completed``, ``failed`` or ``cancelled``."""
+    created_at: float
+    """When the task was created."""
+    updated_at: float
+    """When its status last changed."""
+    ttl_ms: int
+    """How long it is kept after ``created_at`` (milliseconds)."""
+    poll_ms: int | None = None
+    """The ``pollInterval`` suggested to requestors (milliseconds)."""
+    status_message: str | None = None
+    """The ``statusMessage``."""
+    result: bytes | None = None
+    """Once terminal: the outcome as JSON, ``{"result": {...}}`` or ``{"error": {"code":
+    ..., "message": ..., "data": ...}}``."""
+
+    @property
+    def terminal(self) -> bool:
+        """Whether the status is final (completed, failed, cancelled)."""
+        return self.status in TERMINAL
+
+    def expired(self, now: float) -> bool:
+        """Whether its TTL has run out at ``now`` (seconds since the epoch)."""
+        return now >= self.created_at + self.ttl_ms / 1000
+
+    def to_bytes(self) -> bytes:
+        """The record as compact JSON (``result`` as a string)."""
+        fields = attrs.asdict(self)
+        if self.result is not None:
+            fields["result"] = self.result.decode("utf-8", "surrogatepass")
+        return json.dumps(fields, separators=(",", ":")).encode("utf-8", "surrogatepass")
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> TaskRecord | None:
+        """The record of :meth:`to_bytes`; None for anything else."""
+        try:
+            fields = json.loads(data)
+            if fields.get("result") is not None:
+                fields["result"] = fields["result"].encode("utf-8", "surrogatepass")
+            return cls(**fields)
+        except (ValueError, TypeError, AttributeError):
+            return None
+
+
+class TaskStore(Protocol):
+    """The tasks of task-augmented requests, across processes (module docstring).
+    A record is kept at least until :meth:`TaskRecord.expired` (the server treats an
+    expired record as gone) and may be dropped after; a store has a bound and may drop
+    its oldest records past it."""
+
+    async def put_task(self, record: TaskRecord, ttl_seconds: float) -> None:
+        """Write ``record`` (a new task, or a new status of one), to be dropped
+        ``ttl_seconds`` from now (what remains of its TTL)."""
+
+    async def get_task(self, task_id: str) -> TaskRecord | None:
+        """The record of ``task_id``, or None."""
+
+    async def list_tasks(self, owner: str) -> list[TaskRecord]:
+        """The records of ``owner``'s tasks, oldest first."""
+
+    async def forget_task(self, task_id: str) -> None:
+        """Drop the record of ``task_id`` (expired)."""
 
 
 def record_of(session_id: str, version: str, connection: Connection) -> SessionRecord:
@@ -252,14 +338,18 @@ class SharedEventStore(EventStore):
 
 
 class MemoryStores:
-    """Both interfaces in memory, for servers sharing one process (tests; one process
-    with several listeners).  Bounded: ``max_events_per_stream`` per stream; records
-    and events are forgotten on :meth:`forget` only (the TTL is not kept)."""
+    """The three interfaces in memory, for servers sharing one process (tests; one
+    process with several listeners).  Bounded: ``max_events_per_stream`` per stream,
+    ``max_tasks`` task records (the oldest written dropped first); records and events
+    are forgotten on :meth:`forget` only, tasks on :meth:`forget_task` (the TTL is not
+    kept: the server drops expired tasks it meets)."""
 
-    def __init__(self, max_events_per_stream: int = 256) -> None:
+    def __init__(self, max_events_per_stream: int = 256, max_tasks: int = 4096) -> None:
         self.records: dict[str, bytes] = {}
         self.events: dict[tuple[str, str], deque[tuple[str, str]]] = {}
+        self.tasks: dict[str, bytes] = {}
         self.max_events_per_stream = max_events_per_stream
+        self.max_tasks = max_tasks
 
     async def put(self, record: SessionRecord, ttl_seconds: float) -> None:
         """:meth:`SessionRegistry.put`."""
@@ -288,3 +378,26 @@ class MemoryStores:
     async def stream(self, session_id: str, stream_id: str) -> list[tuple[str, str]]:
         """:meth:`EventLog.stream`."""
         return list(self.events.get((session_id, stream_id), ()))
+
+    async def put_task(self, record: TaskRecord, ttl_seconds: float) -> None:
+        """:meth:`TaskStore.put_task` (the newest write last; the oldest dropped past
+        ``max_tasks``)."""
+        self.tasks.pop(record.task_id, None)
+        self.tasks[record.task_id] = record.to_bytes()
+        while len(self.tasks) > self.max_tasks:
+            del self.tasks[next(iter(self.tasks))]
+
+    async def get_task(self, task_id: str) -> TaskRecord | None:
+        """:meth:`TaskStore.get_task`."""
+        data = self.tasks.get(task_id)
+        return None if data is None else TaskRecord.from_bytes(data)
+
+    async def list_tasks(self, owner: str) -> list[TaskRecord]:
+        """:meth:`TaskStore.list_tasks`."""
+        records = [TaskRecord.from_bytes(data) for data in self.tasks.values()]
+        mine = [r for r in records if r is not None and r.owner == owner]
+        return sorted(mine, key=lambda r: (r.created_at, r.task_id))
+
+    async def forget_task(self, task_id: str) -> None:
+        """:meth:`TaskStore.forget_task`."""
+        self.tasks.pop(task_id, None)

@@ -22,7 +22,13 @@ from typing import Any
 import pytest
 import trio
 
-from mcp_ref._stores import MemoryStores, SessionRecord, SharedEventStore, adoption_start
+from mcp_ref._stores import (
+    MemoryStores,
+    SessionRecord,
+    SharedEventStore,
+    TaskRecord,
+    adoption_start,
+)
 from mcp_ref.server import Context, Server
 from mcp_ref.trio.http.server import close_sse_stream, open_http_server
 from tests._http_raw import RawConnection, init_body, notification_body, request_body
@@ -33,9 +39,21 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def make_server() -> Server:
-    """echo; poll (ends its SSE stream, waits for release, then answers); release."""
+    """echo; poll (ends its SSE stream, waits for release, then answers); release;
+    later (may run as a task: waits for finish, then answers); finish."""
     server = Server("scale-out-test", "1")
     released = trio.Event()
+    finished = trio.Event()
+
+    @server.tool(task_support="optional")
+    async def later(text: str) -> str:
+        await finished.wait()
+        return text.upper()
+
+    @server.tool()
+    async def finish() -> str:
+        finished.set()
+        return "finished"
 
     @server.tool()
     def echo(text: str) -> str:
@@ -134,6 +152,44 @@ async def switching_client(a: int, b: int, forgotten: Callable[[str], Any]) -> N
     await modern_requests(a, b)
 
 
+async def task_walk(a: int, b: int, polled: Callable[[], Any] | None = None) -> None:
+    """A task created on A, polled on B (``tasks/get``), its result waited for on B
+    while A still runs it (B reads the store: ``polled()`` returns once it has), then
+    read again on B once finished."""
+    sid = await initialize(a)
+    params = {"name": "later", "arguments": {"text": "hi"}, "task": {"ttl": 60_000}}
+    status, messages, _ = await post(a, request_body(2, "tools/call", params), sid)
+    assert status == 200, messages
+    task = messages[-1][1]["result"]["task"]
+    assert task["status"] == "working"
+    ask = {"taskId": task["taskId"]}
+    status, messages, _ = await post(b, request_body(3, "tasks/get", ask), sid)
+    assert status == 200, messages
+    assert messages[-1][1]["result"]["status"] == "working"
+    got: list[Any] = []
+
+    async def result_on_b() -> None:
+        got.append(await post(b, request_body(4, "tasks/result", ask), sid))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(result_on_b)
+        if polled is not None:
+            await polled()
+        status, _, _ = await post(a, call(5, "finish"), sid)
+        assert status == 200
+    status, messages, _ = got[0]
+    assert status == 200, messages
+    result = messages[-1][1]["result"]
+    assert result["content"][0]["text"] == "HI"
+    assert result["_meta"]["io.modelcontextprotocol/related-task"] == ask
+    status, messages, _ = await post(b, request_body(6, "tasks/get", ask), sid)
+    assert messages[-1][1]["result"]["status"] == "completed"
+    # Another session does not see it, on either server.
+    other = await initialize(b)
+    status, messages, _ = await post(a, request_body(7, "tasks/get", ask), other)
+    assert messages[-1][1]["error"]["code"] == -32602
+
+
 MODERN = {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "echo"}
 META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -170,6 +226,52 @@ async def test_two_servers_in_one_process_share_a_memory_store() -> None:
                 return await stores.get(sid) is None
 
             await switching_client(a.port, b.port, forgotten)
+
+
+@pytest.mark.spec("2025-11-25/basic/utilities/tasks#result-retrieval.4")
+async def test_a_task_is_polled_on_the_other_server() -> None:
+    """Two Server objects (as two processes would have), one MemoryStores; B's
+    ``tasks/result`` reads the store while the task still works on A."""
+
+    class Watched(MemoryStores):
+        working_reads = 0
+        read = trio.Event()
+
+        async def get_task(self, task_id: str) -> TaskRecord | None:
+            record = await super().get_task(task_id)
+            if record is not None and record.status == "working":
+                self.working_reads += 1
+                self.read.set()
+            return record
+
+    stores = Watched()
+
+    async def polled() -> None:
+        while stores.working_reads < 3:  # tasks/get, then tasks/result's first two reads
+            stores.read = trio.Event()
+            await stores.read.wait()
+
+    first, second = make_server(), make_server()
+    first.tasks.poll_ms = second.tasks.poll_ms = 100  # (B polls every 0.1 s)
+    with trio.fail_after(20):
+        async with (
+            open_http_server(first, stores=stores) as a,
+            open_http_server(second, stores=stores) as b,
+        ):
+            await task_walk(a.port, b.port, polled)
+
+
+async def test_a_stateless_server_declares_no_tasks() -> None:
+    """A stateless session ends with its POST (its tasks would too): no ``tasks``
+    capability, and a call carrying ``task`` is answered as a plain call."""
+    with trio.fail_after(10):
+        async with open_http_server(make_server(), stateless=True) as a:
+            status, messages, _ = await post(a.port, init_body(1, V), None)
+            assert status == 200
+            assert "tasks" not in messages[-1][1]["result"]["capabilities"]
+            params = {"name": "echo", "arguments": {"text": "x"}, "task": {"ttl": 1000}}
+            status, messages, _ = await post(a.port, request_body(2, "tools/call", params), None)
+            assert messages[-1][1]["result"]["content"][0]["text"] == "x"
 
 
 async def test_a_modern_request_is_served_by_either() -> None:
@@ -410,6 +512,8 @@ async def test_two_server_processes_share_a_redis_store() -> None:
                     return client.get(f"{prefix}session:{sid}") is None
 
                 await switching_client(a, b, forgotten)
+                await task_walk(a, b)
+                assert client.keys(f"{prefix}task:*")
 
 
 @pytest.mark.spec(T + "resumability-and-redelivery.4")
@@ -434,3 +538,4 @@ async def test_two_uvicorn_processes_share_a_redis_store() -> None:
                     return client.get(f"{prefix}session:{sid}") is None
 
                 await switching_client(a, b, forgotten)
+                await task_walk(a, b)

@@ -75,6 +75,7 @@ from ._prompts import PromptDef
 from ._resources import ResourceDef, TemplateDef
 from ._schema import schema_for
 from ._server import DEFAULT_RATE_LIMITS, MAX_COMPLETION_INPUT, ResourceNotFound, Server
+from ._tasks import Tasks
 from ._tools import ToolDef, ToolError, jsonschema_available
 from ._uritemplate import UriTemplate, UriTemplateError
 
@@ -94,6 +95,7 @@ __all__ = [
     "ResourceDef",
     "ResourceNotFound",
     "Server",
+    "Tasks",
     "TemplateDef",
     "ToolDef",
     "ToolError",

@@ -14,9 +14,11 @@ Capabilities are declared from what is registered when a client initializes
 utilities/completion#capabilities.1, utilities/logging#capabilities.1): ``tools`` when
 there is a tool, ``resources`` (with ``subscribe``) when there is a resource or a
 template, ``prompts`` when there is a prompt, ``completions`` when there is a
-completion, ``logging`` unless disabled.  ``listChanged`` is always declared with them:
-the server does send those notifications.  ``declare=`` forces a capability on when
-its registry is still empty at initialization (tools added later).
+completion, ``logging`` unless disabled, ``tasks`` when a tool may be called as a task
+(``task_support=``; 2025-11-25 sessions only: :mod:`._tasks`).  ``listChanged`` is
+always declared with them: the server does send those notifications.  ``declare=``
+forces a capability on when its registry is still empty at initialization (tools added
+later).
 
 Every list is cut into pages of ``page_size`` with :func:`mcp_ref._pagination.paginate`
 (2025-06-18/server/utilities/pagination); a bad cursor is -32602.
@@ -100,6 +102,7 @@ from ._modern import (
 from ._prompts import PromptDef, make_prompt
 from ._resources import ResourceDef, TemplateDef, check_uri, make_resource, make_template
 from ._session_state import state_of
+from ._tasks import NURSERY_KEY, Tasks, declared, owner_of, set_task_support
 from ._tools import ToolDef, make_tool
 
 __all__ = ["DEFAULT_RATE_LIMITS", "MAX_COMPLETION_INPUT", "ResourceNotFound", "Server"]
@@ -321,7 +324,12 @@ class Server:
             "completion/complete": self._complete,
             "server/discover": self._discover,
             "subscriptions/listen": self._listen,
+            **dict.fromkeys(
+                ("tasks/get", "tasks/result", "tasks/list", "tasks/cancel"), self._task
+            ),
         }
+        self.tasks = Tasks(lambda: self.clock())
+        """Task-augmented ``tools/call`` (:mod:`._tasks`): set its bounds or its ``store``."""
 
     def __repr__(self) -> str:
         return (
@@ -369,8 +377,10 @@ class Server:
 
         Options are those of :func:`~mcp_ref.server._tools.make_tool`: ``title``,
         ``description``, ``input_schema``, ``output_schema``, ``annotations``, ``icons``,
-        ``meta``, ``structured``, ``blocking``; and ``replace=True`` to replace a tool of
-        the same name.  The decorated function is returned unchanged.
+        ``meta``, ``structured``, ``blocking``; ``task_support`` (``"optional"`` or
+        ``"required"``: it may, or must, be called as a task; 2025-11-25/basic/utilities/
+        tasks); and ``replace=True`` to replace a tool of the same name.  The decorated
+        function is returned unchanged.
 
         Raises:
             ValueError, TypeError: see ``make_tool``; ValueError for a duplicate name.
@@ -387,7 +397,9 @@ class Server:
                 annotations break the rules of 2026-07-28/server/tools#x-mcp-header (a
                 Streamable HTTP client would drop the tool from ``tools/list``).
         """
+        support = options.pop("task_support", None)
         tool = make_tool(fn, **options)
+        set_task_support(tool, support)
         # Spec: 2026-07-28/server/tools#x-mcp-header.1
         # "MUST NOT be empty"
         # Spec: 2026-07-28/server/tools#x-mcp-header.2
@@ -694,6 +706,7 @@ class Server:
         # "Servers that emit log message notifications MUST declare the `logging` capability:"
         logging_cap: dict[str, Any] | None = {} if self.logging else None
         return t.ServerCapabilities(
+            tasks=self.tasks.capability(self._tools.values(), self._generation["tools"]),
             tools=tools,
             resources=resources,
             prompts=prompts,
@@ -959,7 +972,7 @@ class Server:
         # "The server MUST respond with its own capabilities and information:"
         return t.InitializeResult(
             protocol_version=version,
-            capabilities=self.capabilities(),
+            capabilities=Tasks.for_version(self.capabilities(), version),
             server_info=self.info,
             instructions=self.instructions,
         )
@@ -1099,12 +1112,27 @@ class Server:
         page, cursor = self._page([d.tool for d in self._tools.values()], ctx.params, "tools")
         return t.ListToolsResult(tools=page, next_cursor=cursor)
 
-    async def _call_tool(self, ctx: RequestContext) -> t.CallToolResult:
+    async def _call_tool(self, ctx: RequestContext) -> t.CallToolResult | t.CreateTaskResult:
         params: t.CallToolRequestParams = ctx.params
         tool = self._tools.get(params.name)
         if tool is None:
             # An unknown tool is a protocol error, -32602 (tools page, "Error Handling").
             raise McpError(INVALID_PARAMS, f"Unknown tool: {params.name}", {"name": params.name})
+        if Tasks.as_task(params, tool, declared(ctx.session)):  # answered now, run later
+            owner = owner_of(self.principal_of(ctx), ctx.session.app_state)
+            nursery = ctx.session.app_state.get(NURSERY_KEY)
+            return await self.tasks.create(owner, params, nursery, partial(self._run, tool), ctx)
+        return await self._run(tool, ctx)
+
+    async def _task(self, ctx: RequestContext) -> Any:
+        """``tasks/get``, ``/result``, ``/list``, ``/cancel`` (:mod:`._tasks`)."""
+        if not declared(ctx.session):
+            raise McpError(METHOD_NOT_FOUND, f"method not found: {ctx.method}")
+        answer = getattr(self.tasks, ctx.method.removeprefix("tasks/"))
+        return await answer(owner_of(self.principal_of(ctx), ctx.session.app_state), ctx.params)
+
+    async def _run(self, tool: ToolDef, ctx: RequestContext) -> t.CallToolResult:
+        params: t.CallToolRequestParams = ctx.params
         result = await tool.call(params.arguments, self._context(ctx), self._threads())
         content = for_version(result.content, ctx.session.protocol_version)
         return result if content is result.content else attrs.evolve(result, content=content)
@@ -1268,6 +1296,7 @@ class Server:
         async with open_session(channel, SERVER, self, **session_kw) as session:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._notifier, session)
+                session.app_state[NURSERY_KEY] = nursery  # where its tasks run (._tasks)
                 await session.wait_closed()
                 nursery.cancel_scope.cancel()
 

@@ -8,7 +8,9 @@ Example (two processes, one Redis; ``pip install 'mcp-ref[redis]'``)::
 
 A store is anything with both interfaces, :class:`~mcp_ref._stores.SessionRegistry`
 and :class:`~mcp_ref._stores.EventLog`: :class:`~mcp_ref._stores.MemoryStores` (one
-process), :class:`~mcp_ref.stores.redis.RedisStores`.
+process), :class:`~mcp_ref.stores.redis.RedisStores`.  Both are a
+:class:`~mcp_ref._stores.TaskStore` too: a :class:`~mcp_ref.server.Server`'s tasks are
+then kept there, and polled from any process.
 
 :class:`Sharing` is what the trio server does with one (a driver: it awaits the store):
 
@@ -74,9 +76,14 @@ class Sharing:
 
     def attach(self, sess: HttpSession, *, adopted: bool) -> None:
         """A session opens here: its events go to a :class:`SharedEventStore` (an
-        adopted one's stream ids and sequence numbers apart from the creator's)."""
+        adopted one's stream ids and sequence numbers apart from the creator's), and
+        a store that is a :class:`~mcp_ref._stores.TaskStore` too becomes the session's
+        ``task_store``, where the high-level server keeps its tasks
+        (:mod:`mcp_ref.server._tasks`)."""
         if sess.id is None:
             return  # stateless: nothing outlives the POST
+        if all(hasattr(self.stores, m) for m in ("put_task", "get_task", "list_tasks")):
+            sess.task_store = self.stores  # type: ignore[attr-defined]  # (the server's tasks)
         state = sess.state
         old = state.store
         first = 0

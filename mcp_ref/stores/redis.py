@@ -2,14 +2,19 @@
 
 Theory of operation
 -------------------
-Both interfaces of :mod:`mcp_ref._stores` on one Redis database, under a key prefix
-(default ``mcp-ref:``):
+The three interfaces of :mod:`mcp_ref._stores` on one Redis database, under a key
+prefix (default ``mcp-ref:``):
 
 * ``<prefix>session:<id>``: the session's :class:`~mcp_ref._stores.SessionRecord`
   (JSON), expiring ``ttl_seconds`` after the last put;
 * ``<prefix>events:<id>:<stream id>``: a list of the stream's events, each
   ``<event id>\\n<data>``, trimmed to the newest ``max_events_per_stream`` and expiring
-  with the session; ``<prefix>streams:<id>``, the set of those keys (for a DELETE).
+  with the session; ``<prefix>streams:<id>``, the set of those keys (for a DELETE);
+* ``<prefix>task:<task id>``: a task's :class:`~mcp_ref._stores.TaskRecord` (JSON, its
+  outcome inside once it ended), expiring when its TTL runs out;
+  ``<prefix>tasks:<owner>``, a sorted set of the owner's task ids by creation time
+  (``tasks/list``), trimmed to the newest ``max_tasks_per_owner`` and kept as long as
+  its longest-lived task (``EXPIRE ... NX`` then ``GT``: Redis 7 or later).
 
 The ``redis`` client's asyncio API runs on asyncio only, and mcp-ref's servers run on
 trio: the calls go through the client's blocking API in trio's worker threads
@@ -19,20 +24,21 @@ and a forget).  The base install never imports this module, nor ``redis``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
 import trio
 
-from .._stores import SessionRecord
+from .._stores import SessionRecord, TaskRecord
 
 __all__ = ["RedisStores"]
 
 
 class RedisStores:
-    """:class:`~mcp_ref._stores.SessionRegistry` and :class:`~mcp_ref._stores.EventLog`
-    on Redis (module docstring).
+    """:class:`~mcp_ref._stores.SessionRegistry`, :class:`~mcp_ref._stores.EventLog`
+    and :class:`~mcp_ref._stores.TaskStore` on Redis (module docstring).
 
     Args:
         client: a ``redis.Redis`` (blocking API; thread-safe with its pool).
@@ -40,6 +46,8 @@ class RedisStores:
         max_events_per_stream: events kept per stream (older ones are dropped; a
             resumption from before them is refused 409).
         ttl_seconds: how long the events of a session are kept after its last append.
+        max_tasks_per_owner: task ids kept in an owner's ``tasks/list`` index (older
+            ones drop out of the list; their records stay until their TTL).
     """
 
     def __init__(
@@ -49,11 +57,13 @@ class RedisStores:
         prefix: str = "mcp-ref:",
         max_events_per_stream: int = 256,
         ttl_seconds: float = 3600.0,
+        max_tasks_per_owner: int = 1024,
     ) -> None:
         self.client = client
         self.prefix = prefix
         self.max_events_per_stream = max_events_per_stream
         self.ttl = max(1, int(ttl_seconds))
+        self.max_tasks_per_owner = max_tasks_per_owner
 
     @classmethod
     def from_url(cls, url: str, **kw: Any) -> RedisStores:
@@ -121,3 +131,48 @@ class RedisStores:
             event_id, _, data = bytes(item).decode("utf-8", "surrogatepass").partition("\n")
             out.append((event_id, data))
         return out
+
+    async def put_task(self, record: TaskRecord, ttl_seconds: float) -> None:
+        """:meth:`~mcp_ref._stores.TaskStore.put_task`."""
+        ttl = max(1, math.ceil(ttl_seconds))
+
+        def put() -> None:
+            pipe = self.client.pipeline(transaction=False)
+            pipe.set(f"{self.prefix}task:{record.task_id}", record.to_bytes(), ex=ttl)
+            index = f"{self.prefix}tasks:{record.owner}"
+            pipe.zadd(index, {record.task_id: record.created_at})
+            pipe.zremrangebyrank(index, 0, -self.max_tasks_per_owner - 1)
+            pipe.expire(index, ttl, nx=True)
+            pipe.expire(index, ttl, gt=True)
+            pipe.execute()
+
+        await self._run(put)
+
+    async def get_task(self, task_id: str) -> TaskRecord | None:
+        """:meth:`~mcp_ref._stores.TaskStore.get_task`."""
+        data = await self._run(self.client.get, f"{self.prefix}task:{task_id}")
+        return None if data is None else TaskRecord.from_bytes(bytes(data))
+
+    async def list_tasks(self, owner: str) -> list[TaskRecord]:
+        """:meth:`~mcp_ref._stores.TaskStore.list_tasks` (ids whose record expired
+        are dropped from the index)."""
+
+        def list_() -> list[TaskRecord]:
+            index = f"{self.prefix}tasks:{owner}"
+            ids = [bytes(i).decode() for i in self.client.zrange(index, 0, -1)]
+            if not ids:
+                return []
+            datas = self.client.mget([f"{self.prefix}task:{i}" for i in ids])
+            gone = [i for i, d in zip(ids, datas, strict=True) if d is None]
+            if gone:
+                self.client.zrem(index, *gone)
+            records = (TaskRecord.from_bytes(bytes(d)) for d in datas if d is not None)
+            return [r for r in records if r is not None and r.owner == owner]
+
+        result: list[TaskRecord] = await self._run(list_)
+        return result
+
+    async def forget_task(self, task_id: str) -> None:
+        """:meth:`~mcp_ref._stores.TaskStore.forget_task` (its index entry goes when
+        the owner's list is next read)."""
+        await self._run(self.client.delete, f"{self.prefix}task:{task_id}")
