@@ -28,7 +28,7 @@ import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from functools import partial
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import attrs
 import trio
@@ -52,11 +52,14 @@ __all__ = [
     "Session",
     "SessionClosed",
     "open_owned_nursery",
+    "open_running",
     "open_session",
     "serve_channel",
 ]
 
 log = logging.getLogger("mcp_ref.trio")
+
+_C = TypeVar("_C", bound=MessageChannel)
 
 DEFAULT_GRACE_SECONDS: Final = 5.0
 """Seconds the requests in progress get to finish when a server stops gracefully (a
@@ -89,6 +92,20 @@ async def open_owned_nursery() -> AsyncIterator[trio.Nursery]:
             nursery.cancel_scope.cancel()
     if body_error is not None:
         raise body_error
+
+
+@asynccontextmanager
+async def open_running(channel: _C, run: Callable[..., Awaitable[None]]) -> AsyncIterator[_C]:
+    """Yield ``channel`` with ``run`` (its background tasks, started with
+    ``nursery.start``) running in a nursery of this block's own; on exit close the
+    channel (shielded: its ``aclose`` bounds its own wait), then cancel what is left."""
+    async with open_owned_nursery() as nursery:
+        await nursery.start(run)
+        try:
+            yield channel
+        finally:
+            with trio.CancelScope(shield=True):
+                await channel.aclose()
 
 
 @attrs.define

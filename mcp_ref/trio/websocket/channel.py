@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager, suppress
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from typing import Any, Final, Literal
 
 import trio
@@ -29,7 +29,7 @@ from ...events import RequestId
 from .._channel import receive_or_eof
 from .._session_api import Session, SessionClosed
 
-__all__ = ["WebSocketChannel", "running"]
+__all__ = ["WebSocketChannel"]
 
 log = logging.getLogger("mcp_ref.trio.websocket")
 
@@ -225,18 +225,3 @@ class WebSocketChannel:
         self.connection.connection_lost(reason)
         self._inbox_send.close()
         self._scope.cancel()
-
-
-@asynccontextmanager
-async def running(channel: WebSocketChannel) -> AsyncIterator[WebSocketChannel]:
-    """Run ``channel`` (its reader and keepalive) in a nursery of this block's own; on
-    exit, close it with 1000 and wait for the closing handshake (shielded, bounded by
-    ``close_timeout``).  Both roles' ``open_*``/``serve_*`` functions use it."""
-    async with trio.open_nursery() as nursery:
-        await nursery.start(channel.run)
-        try:
-            yield channel
-        finally:
-            with trio.CancelScope(shield=True):
-                await channel.aclose()
-            nursery.cancel_scope.cancel()

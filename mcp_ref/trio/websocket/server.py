@@ -17,8 +17,8 @@ from ..._http import LOCALHOST_HOSTS, LOCALHOST_ORIGINS
 from ..._http_peers import allowed_for
 from ..._websocket_handshake import Accepted, Refused, ServerHandshake
 from .._listen import Handle, close_listeners, serve_until_stopped
-from .._session import DEFAULT_GRACE_SECONDS, Handler, serve_channel
-from .channel import _BROKEN, RECEIVE_SIZE, WebSocketChannel, running
+from .._session import DEFAULT_GRACE_SECONDS, Handler, open_running, serve_channel
+from .channel import _BROKEN, RECEIVE_SIZE, WebSocketChannel
 
 __all__ = ["serve_websocket", "serve_websocket_stream", "websocket_server_handshake"]
 
@@ -89,7 +89,7 @@ async def serve_websocket_stream(
             channel = await websocket_server_handshake(stream, **handshake_kw)
         if channel is None or (stop is not None and stop.is_set()):
             return
-        async with running(channel):
+        async with open_running(channel, channel.run):
             await serve_channel(target, channel, stop, **options)
     except _BROKEN as exc:
         log.debug("WebSocket connection failed: %r", exc)
