@@ -15,7 +15,7 @@ import trio
 from ... import _websocket as core
 from ..._http import LOCALHOST_HOSTS, LOCALHOST_ORIGINS
 from ..._http_peers import allowed_for
-from ..._websocket_handshake import Accepted, Refused, ServerHandshake
+from ..._websocket_handshake import Accepted, Refused, ServerHandshake, split_server_options
 from .._listen import Handle, close_listeners, serve_until_stopped
 from .._session import DEFAULT_GRACE_SECONDS, Handler, open_running, serve_channel
 from .channel import _BROKEN, RECEIVE_SIZE, WebSocketChannel
@@ -25,10 +25,6 @@ __all__ = ["serve_websocket", "serve_websocket_stream", "websocket_server_handsh
 log = logging.getLogger("mcp_ref.trio.websocket")
 
 STOP_SLACK: Final = 2.0  # seconds past the grace a graceful stop waits for connections
-_OPTIONS: Final = frozenset(  # websocket_server_handshake's and the channel's
-    {"path", "allowed_origins", "allowed_hosts", "busy", "ping_interval", "ping_timeout"}
-    | {"close_timeout"}
-)
 
 
 async def websocket_server_handshake(
@@ -77,12 +73,10 @@ async def serve_websocket_stream(
     """Serve one MCP session (``target``, a :class:`~mcp_ref.trio.Handler`) on one
     accepted connection: the handshake (within ``handshake_timeout`` seconds), the
     session, the close; the stream is closed on return.  Never raises for a misbehaving
-    client.  ``stop``: see :func:`~mcp_ref.trio.serve_channel`.  ``**options``: those of
-    :func:`websocket_server_handshake` (``max_message_bytes`` goes to the session too),
-    the rest :func:`~mcp_ref.trio.open_session`'s."""
-    handshake_kw = {k: options.pop(k) for k in _OPTIONS & options.keys()}
-    if "max_message_bytes" in options:  # the channel's limit and the session's
-        handshake_kw["max_message_bytes"] = options["max_message_bytes"]
+    client.  ``stop``: see :func:`~mcp_ref.trio.serve_channel`.  ``**options``:
+    :func:`websocket_server_handshake`'s, the rest :func:`~mcp_ref.trio.open_session`'s
+    (:func:`~mcp_ref._websocket_handshake.split_server_options`)."""
+    handshake_kw, options = split_server_options(options)
     try:
         channel: WebSocketChannel | None = None
         with trio.move_on_after(handshake_timeout):
