@@ -72,7 +72,7 @@ from .._http_connection import RequestReady
 from .._http_peers import peer_address
 from .._http_server import ServerConfig, server_config
 from .._oauth_resource import serve_metadata
-from ..stores import Stores
+from ..stores import Sharing, Stores
 from ..trio._session import DEFAULT_GRACE_SECONDS, Handler
 from ..trio.http.auth import admit
 from ..trio.http.endpoint import ENDPOINTS
@@ -218,8 +218,9 @@ class McpAsgiApp:
         """
         if self._host is None:
             # Made on first use: only then is the loop known.
-            limits, kw, stores = self.cfg.limits, self._session_kw, self._stores
-            table = SessionTable(self._handler, limits=limits, session_kw=kw, stores=stores)
+            table = SessionTable(self._handler, limits=self.cfg.limits, session_kw=self._session_kw)
+            if self._stores is not None:
+                table.shared = Sharing(self._stores, self.cfg.limits.session_idle_seconds)
             runtime = Runtime(table, self._grace)
             library = sniffio.current_async_library()
             if library == "trio":

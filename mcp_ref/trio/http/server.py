@@ -39,7 +39,7 @@ from ..._http_auth import ResourceAuth, server_connection
 from ..._http_connection import NEED_DATA, Refusal, RequestReady
 from ..._http_peers import http_url
 from ..._http_server import ServerConfig, server_config
-from ...stores import Stores
+from ...stores import Sharing, Stores
 from .._listen import close_listeners, peer_of, serve_until_stopped
 from .._session import DEFAULT_GRACE_SECONDS, Handler
 from .auth import admit, prefetch
@@ -179,7 +179,9 @@ async def serve_http(
         cors_origins=cors_origins,
         access_log=access_log,
     )
-    server = HttpServer(handler, cfg, session_kw, auth, stores)
+    server = HttpServer(handler, cfg, session_kw, auth)
+    if stores is not None:
+        server.table.shared = Sharing(stores, cfg.limits.session_idle_seconds)
     listeners: Any = await trio.open_tcp_listeners(port, host=host)
     try:
         bound, port = listeners[0].socket.getsockname()[:2]
@@ -224,10 +226,9 @@ class HttpServer:
         cfg: ServerConfig,
         session_kw: dict[str, Any],
         auth: ResourceAuth | None = None,
-        stores: Stores | None = None,
     ) -> None:
         self.cfg, self.auth = cfg, auth
-        self.table = SessionTable(handler, limits=cfg.limits, session_kw=session_kw, stores=stores)
+        self.table = SessionTable(handler, limits=cfg.limits, session_kw=session_kw)
         # Header-rule outcomes per (target, header set); see RequestHeaders.  Bounded.
         self._memos: dict[tuple[Any, ...], dict[Any, Any]] = {}
         # A graceful stop (serve_http's stop): connections serve no further request, and

@@ -40,7 +40,6 @@ from ..._http_sessions import SessionBook
 from ..._http_streams import LogicalStream, SessionKind, SessionStreams
 from ..._state import State
 from ...events import RequestId
-from ...stores import Sharing, Stores
 from .._session import Handler, Session, SessionClosed, serve_channel
 from .common import Supervisor
 
@@ -249,9 +248,9 @@ class HttpSession:
 
 
 class SessionTable:
-    """The sessions of one server, and the tasks that run them (``handler``,
-    ``session_kw`` and ``stores``: see :func:`~mcp_ref.trio.serve_http`).  Start
-    :attr:`supervisor`'s ``run`` and :meth:`reaper` in the server's nursery."""
+    """The sessions of one server, and the tasks that run them (``handler`` and
+    ``session_kw``: see :func:`~mcp_ref.trio.serve_http`).  Start :attr:`supervisor`'s
+    ``run`` and :meth:`reaper` in the server's nursery."""
 
     def __init__(
         self,
@@ -259,7 +258,6 @@ class SessionTable:
         *,
         limits: HttpLimits,
         session_kw: dict[str, Any],
-        stores: Stores | None = None,
     ) -> None:
         self.handler = handler
         self.limits = limits
@@ -268,8 +266,7 @@ class SessionTable:
         self.book: SessionBook[HttpSession] = SessionBook(limits)  # every live one's seat
         self.supervisor = Supervisor()
         self.reaper_nudge = trio.Event()
-        # What other processes share (mcp_ref.stores), or None.
-        self.shared = None if stores is None else Sharing(stores, limits.session_idle_seconds)
+        self.shared: Any = None  # a mcp_ref.stores.Sharing: the store other processes share
 
     async def open(self, kind: SessionKind, session_id: str | None = None) -> HttpSession:
         """Start a new session's owner task and return the session once it runs.  It
