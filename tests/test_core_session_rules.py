@@ -10,6 +10,7 @@ from mcp_ref import CLIENT, INTERNAL_ERROR, SERVER, Connection, McpError
 from mcp_ref import types as t
 from mcp_ref._pagination import InvalidCursor
 from mcp_ref._session_rules import (
+    Handling,
     Keepalive,
     answer_bytes,
     busy_reply,
@@ -109,3 +110,28 @@ def test_keepalive_pings_once_per_interval_of_silence() -> None:
     ):
         with pytest.raises(ValueError):
             Keepalive(**bad)
+
+
+def test_the_requests_handled_are_counted_by_id_and_a_string_id_is_not_a_number() -> None:
+    handling: Handling[str] = Handling(limit=2)
+    handling.add(7, "seven")
+    assert not handling.full and handling.handle_of("7") is None
+    handling.add("7", "the string")
+    assert handling.full and len(handling) == 2 and handling.handle_of(7) == "seven"
+    handling.remove(7)
+    assert not handling.full and handling.handle_of(7) is None
+    assert handling.handle_of("7") == "the string"
+
+
+@spec("2025-06-18/basic#responses.4")
+def test_a_graceful_stop_gives_up_on_each_request_with_its_first_reason() -> None:
+    handling: Handling[str] = Handling(limit=4)
+    handling.add(1, "one")
+    assert handling.stopped_by_us(1) is None  # a cancel by the peer: no answer
+    assert handling.give_up("stopping") == ["one"]
+    handling.add(2, "two")
+    assert handling.give_up("later") == ["one", "two"]
+    assert (handling.stopped_by_us(1), handling.stopped_by_us(2)) == ("stopping", "later")
+    handling.remove(1)
+    assert handling.stopped_by_us(1) is None  # gone: its answer was sent
+    assert handling.close() == ["two"] and handling.closed

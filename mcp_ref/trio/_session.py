@@ -28,22 +28,23 @@ import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from functools import partial
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
 import attrs
 import trio
 
+from .. import _session_rules as rules
 from .. import events as ev
 from .._connection import NEED_DATA, Connection
 from .._errors import INTERNAL_ERROR, RemoteProtocolError
 from .._framing import DEFAULT_MAX_MESSAGE_BYTES
 from .._inflight import RequestTimeout
-from .._session_rules import Keepalive, answer_bytes, error_reply, reply_at_once
+from .._session_rules import DEFAULT_GRACE_SECONDS
 from .._state import SERVER, Role, State
 from ._channel import MessageChannel
 from ._handler import Handler, RequestContext
 from ._keepalive import run_keepalive
-from ._session_api import CLOSE_GRACE, DEFAULT_TIMEOUT, Session, SessionClosed
+from ._session_api import DEFAULT_TIMEOUT, Session, SessionClosed
 
 # What the other drivers import from here.
 __all__ = [
@@ -60,11 +61,6 @@ __all__ = [
 log = logging.getLogger("mcp_ref.trio")
 
 _C = TypeVar("_C", bound=MessageChannel)
-
-DEFAULT_GRACE_SECONDS: Final = 5.0
-"""Seconds the requests in progress get to finish when a server stops gracefully (a
-signal, or the end of its input under ``serve_stdio``), before each one still running
-is cancelled and answered with an error (:meth:`Session.finish_requests`)."""
 
 
 async def shielded(work: Awaitable[None]) -> None:
@@ -203,7 +199,7 @@ class _Tasks:
     async def start_request(self, request: ev.Request) -> None:
         session, running = self.session, self.session._running
         accepting = not (running.full or session.closed)
-        answer = reply_at_once(request, session.role, len(running), accepting)
+        answer = rules.reply_at_once(request, session.role, len(running), accepting)
         if answer is not None:
             await shielded(session._send(answer, quiet=True))
         else:
@@ -225,7 +221,7 @@ class _Tasks:
                 try:
                     reply = ev.Response(id=rid, result=await self.handler.handle_request(ctx))
                 except Exception as exc:
-                    reply = error_reply(exc, rid, ctx.method)
+                    reply = rules.error_reply(exc, rid, ctx.method)
                 await self.reply(ctx, reply)
                 return
             # Cancelled.  By the peer, or the session's end: no answer.  By a graceful
@@ -240,7 +236,7 @@ class _Tasks:
 
     async def reply(self, ctx: RequestContext, reply: ev.Response | ev.ErrorResponse) -> None:
         """Send the answer to ``ctx``'s request (or -32603 when the core refuses it)."""
-        produce = partial(answer_bytes, self.session.connection, reply, ctx.method)
+        produce = partial(rules.answer_bytes, self.session.connection, reply, ctx.method)
         await self.session._write(produce, ctx.request_id, quiet=True)
 
     async def notify(self) -> None:
@@ -311,7 +307,7 @@ async def open_session(
     send_timeout: float | None = 30.0,
     max_queued_notifications: int = 64,
     drain_timeout: float = 30.0,
-    keepalive: Keepalive | None = None,
+    keepalive: rules.Keepalive | None = None,
     stop: trio.Event | None = None,
 ) -> AsyncIterator[Session]:
     """Run an MCP session over ``channel`` for the duration of an ``async with`` block
@@ -394,7 +390,7 @@ async def open_session(
         with trio.CancelScope(shield=True), trio.move_on_at(session._write_until):
             async with session._send_lock:
                 pass
-        with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_GRACE):
+        with trio.CancelScope(shield=True), trio.move_on_after(rules.CLOSE_GRACE):
             try:
                 await channel.aclose()
             except Exception as exc:

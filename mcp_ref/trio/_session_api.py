@@ -33,7 +33,7 @@ from .._client import DEFAULT, DEFAULT_TIMEOUT, SessionClosed, _Default, with_pr
 from .._connection import Connection
 from .._errors import LocalProtocolError
 from .._inflight import RequestTimeout
-from .._session_rules import cancel_bytes
+from .._session_rules import CLOSE_GRACE, cancel_bytes
 from .._state import Role
 from ..events import Event, Notification, Progress, Request, RequestId
 from ._channel import MessageChannel
@@ -50,10 +50,6 @@ SESSION_DEFAULT: Final = DEFAULT
 TimeoutArg = RequestTimeout | None | Literal[_Default.TOKEN]
 """What ``timeout=`` takes: a :class:`RequestTimeout`, None (no timeout) or
 :data:`SESSION_DEFAULT`."""
-
-CLOSE_GRACE: Final = 5.0
-"""Seconds a write under way has to finish once the session closed; then closing the
-channel has as long again."""
 
 
 class Session:
