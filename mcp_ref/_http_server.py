@@ -46,6 +46,7 @@ from ._modern import MODERN_VERSIONS
 from ._versions import SUPPORTED_VERSIONS
 
 __all__ = [
+    "CLOSE_WAIT_SECONDS",
     "Endpoint",
     "Kinded",
     "RequestHeaders",
@@ -65,6 +66,10 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+
+CLOSE_WAIT_SECONDS: Final = 1.0
+"""After a graceful stop's grace, seconds the connections get to write what they hold
+(the error answers, the ends of the SSE responses) before they are cancelled."""
 
 _MAX_MEMOS: Final = 256
 """Header sets whose rule outcomes are remembered (then the memo starts afresh)."""

@@ -42,6 +42,7 @@ __all__ = [
     "ABANDON_WAIT",
     "CLOSE_GRACE",
     "DEFAULT_GRACE_SECONDS",
+    "MAX_QUEUED_PROGRESS",
     "Handling",
     "Keepalive",
     "answer_bytes",
@@ -61,6 +62,9 @@ DEFAULT_GRACE_SECONDS: Final = 5.0
 """Seconds the requests in progress get to finish when a server stops gracefully (a
 signal, or the end of its input under ``serve_stdio``), before each one still running
 is cancelled and answered with an error (:meth:`Handling.give_up`)."""
+
+MAX_QUEUED_PROGRESS: Final = 64
+"""Progress events kept for a caller whose ``on_progress`` lags; older ones are dropped."""
 
 ABANDON_WAIT: Final = 1.0
 """Seconds a graceful stop waits for the handlers it cancelled to end (and answer)."""

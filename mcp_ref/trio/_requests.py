@@ -20,20 +20,17 @@ import inspect
 import logging
 from collections import deque
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any
 
 import trio
 
 from .._client import Outcome, SessionClosed, result_of
-from .._session_rules import ABANDON_WAIT, Handling, key_of
+from .._session_rules import ABANDON_WAIT, MAX_QUEUED_PROGRESS, Handling, key_of
 from ..events import ErrorResponse, Progress, RequestId
 
 __all__ = ["ABANDON_WAIT", "MAX_QUEUED_PROGRESS", "Running", "Waiter", "Waiters"]
 
 log = logging.getLogger("mcp_ref.trio")
-
-MAX_QUEUED_PROGRESS: Final = 64
-"""Progress events kept for a caller whose ``on_progress`` lags; older ones are dropped."""
 
 
 class Waiter:

@@ -2,30 +2,19 @@
 
 Theory of operation
 -------------------
-:class:`HttpClientChannel` is a ``"messages"`` :class:`~mcp_ref.trio.MessageChannel`:
-the session hands it one message at a time, and it turns each into one HTTP POST
-(2025-06-18/basic/transports#sending-messages-to-the-server.1).  Everything the server
-sends goes into one bounded queue that ``receive`` reads.  The session never learns
-HTTP exists.
+:class:`HttpClientChannel` is a ``"messages"`` :class:`~mcp_ref.trio.MessageChannel`
+that turns each message the session hands it into one HTTP POST; everything the server
+sends goes into one bounded queue that ``receive`` reads.  It reads no message and
+decides nothing: the core (:class:`~mcp_ref._http_client.HttpClientCore`, in
+``self.core``) says how to POST each one, and each job is a flow of
+:mod:`mcp_ref._http_client_flows`, run by ``_run``, the one loop of this module
+(:mod:`mcp_ref._http_client_steps` shows it).
 
-The channel reads no message and decides nothing.  The sans-IO core
-(:class:`~mcp_ref._http_client.HttpClientCore`, in ``self.core``) reads each outgoing
-message and says how to POST it; each job is a flow of
-:mod:`mcp_ref._http_client_flows` (its docstring lists them), run by ``_run``, the one
-loop of this module: send what the flow says, give it the head and the body, pass on
-the messages it gives, wait when it says so (:mod:`mcp_ref._http_client_steps`).
-
-``send`` returns quickly so the session's send lock is never held across a long
-exchange: a request's flow runs in a background task (one the flow gives up on gets the
-core's error response, :func:`~mcp_ref._http_client.failure`; an outgoing
+``send`` returns quickly, so the session's send lock is never held across a long
+exchange: a request's flow runs in a background task (an outgoing
 ``notifications/cancelled`` stops it); a notification or response is POSTed and its
-``202`` awaited, so they reach the server in order.  The GET stream, a new session
-after a 404 (under a lock, once per expired session) and the 2024-11-05 fallback are
-flows too.  Closing sends DELETE (#session-management.8).
-
-Connections (:mod:`.client_connections`): a small pool of keep-alive connections for
-POSTs; SSE streams use their own connections.  ``https`` URLs use TLS with the default
-trust store.
+``202`` awaited, so they reach the server in order.  Connections:
+:mod:`.client_connections`.
 """
 
 from __future__ import annotations

@@ -2,18 +2,13 @@
 
 Theory of operation
 -------------------
-:class:`~.client.HttpClientChannel` is :class:`ClientConnections` (this module: its
-state and its connections) and the loop of :mod:`.client`.  Every decision is the
-sans-IO core's (``self.core``, and the flows of :mod:`mcp_ref._http_client_flows`).
-
-Every HTTP request is one :class:`_Exchange`: ``_start`` writes the core's
-:class:`~mcp_ref._http_client_steps.HttpRequest` on a pooled keep-alive connection
-unless ``fresh`` (SSE streams get their own), ``_head`` reads the response head.  A
-request that meets a pooled connection the server had closed is sent again on a new
-one, only when nothing was received.  ``_finish`` pools a connection when both sides
-finished their messages (at most ``_POOL_SIZE``, none idle over ``pool_idle_seconds``),
-else closes it.  Signing in is :class:`~mcp_ref._http_client_auth.SignInRunner`'s; its
-requests go through :func:`oauth_exchange`, each on a connection of its own.
+:class:`~.client.HttpClientChannel` is :class:`ClientConnections` (its state and its
+connections: this module) and the loop of :mod:`.client`.  Every HTTP request is one
+:class:`_Exchange`: ``_start`` writes it on a pooled keep-alive connection unless
+``fresh`` (an SSE stream gets its own), ``_head`` reads the response head (sent again on
+a new connection when a pooled one turns out closed and nothing was received),
+``_finish`` pools the connection or closes it.  Sign-in requests go through
+:func:`oauth_exchange`, each on a connection of its own.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ import trio
 
 from ... import _http as rules
 from ..._http import LAST_EVENT_ID, Refused, checked
-from ..._http_answers import SseAnswer, empty_answer
+from ..._http_answers import HEAD_WAIT_SECONDS, MAX_PIPELINED, SseAnswer, empty_answer
 from ..._http_connection import RequestReady
 from ..._http_post import Post, read_messages, read_post
 from ..._http_server import Endpoint, ServerConfig, gone, header, legacy_session, session_request
@@ -44,12 +44,6 @@ from .sessions import HttpSession, SessionTable
 __all__ = ["ENDPOINTS", "HEAD_WAIT_SECONDS", "answer_json", "answer_sse", "wait_change"]
 
 log = logging.getLogger("mcp_ref.trio.http")
-
-HEAD_WAIT_SECONDS: Final = 0.1
-"""Seconds the head of a POST's SSE answer waits for the first events, so that a quick
-answer is written at once, head and all."""
-
-_MAX_PIPELINED: Final = 64 * 1024
 
 
 async def post(cfg: ServerConfig, table: SessionTable, h: H11Stream, req: RequestReady) -> None:
@@ -266,7 +260,7 @@ async def wait_change(
 
     Returns ``"changed"``, ``"eof"`` (the client closed its side: nobody will read the
     rest) or ``"timeout"``.  Input the client pipelines meanwhile goes into h11 for the
-    next request (up to ``_MAX_PIPELINED`` bytes; past that the socket is not read).
+    next request (up to ``MAX_PIPELINED`` bytes; past that the socket is not read).
     :meth:`HttpSession.wake` cancels the read (a cancelled ``receive_some`` loses
     nothing); without ``h`` it sets an event.
     """
@@ -296,7 +290,7 @@ async def wait_change(
 async def _read_until_closed(h: H11Stream) -> None:
     """Read the client's side of the connection until the client closes it."""
     while h.conn.their_state is not h11.CLOSED:
-        if len(h.conn.trailing_data[0]) > _MAX_PIPELINED:
+        if len(h.conn.trailing_data[0]) > MAX_PIPELINED:
             await trio.sleep_forever()  # pipelined input piles up: stop reading
         if not await h.receive_some():
             return

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection
 from contextlib import suppress
-from typing import Any, Final
+from typing import Any
 
 import trio
 
@@ -23,8 +23,6 @@ from .channel import _BROKEN, RECEIVE_SIZE, WebSocketChannel
 __all__ = ["serve_websocket", "serve_websocket_stream", "websocket_server_handshake"]
 
 log = logging.getLogger("mcp_ref.trio.websocket")
-
-STOP_SLACK: Final = 2.0  # seconds past the grace a graceful stop waits for connections
 
 
 async def websocket_server_handshake(
@@ -111,7 +109,7 @@ async def serve_websocket(
     session per connection, at most ``max_connections`` at once (more get 503), until
     cancelled or the graceful stop is over: once ``stop`` is set the listeners close,
     each session ends as at end of input, its requests get ``grace_seconds`` (its
-    ``drain_timeout``) then -32603; connections open ``STOP_SLACK`` s later are
+    ``drain_timeout``) then -32603; connections open ``core.STOP_SLACK`` s later are
     cancelled.  ``path``, ``allowed_origins``, ``allowed_hosts`` and ``kw``: see
     :func:`serve_websocket_stream` (origin and host defaults:
     :func:`~mcp_ref._http_peers.allowed_for`).
@@ -138,7 +136,7 @@ async def serve_websocket(
             kw.setdefault("drain_timeout", grace_seconds)
         kw.update(path=path, allowed_origins=allowed_origins, allowed_hosts=allowed_hosts)
         handle = _connection_handler(target, max_connections, stop, **kw)
-        close_wait = kw.get("drain_timeout", grace_seconds) + STOP_SLACK
+        close_wait = kw.get("drain_timeout", grace_seconds) + core.STOP_SLACK
         await serve_until_stopped(listeners, handle, stop, close_wait=close_wait)
     finally:
         await close_listeners(listeners)
