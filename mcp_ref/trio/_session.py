@@ -116,8 +116,7 @@ class _Tasks:
     stopped: str | None = None  # why a graceful stop ended the input
 
     async def read(self) -> None:
-        """The one reader: the channel's bytes into the core, then dispatch, until the
-        end of input."""
+        """The one reader: the channel's bytes into the core, until the end of input."""
         session, channel = self.session, self.session._channel
         whole_messages = channel.framing == "messages"
         while not session.closed and self.stopped is None:
@@ -140,10 +139,8 @@ class _Tasks:
 
     async def dispatch(self, take: Callable[[], None]) -> None:
         """The one dispatch route: in turn, call ``take`` (which feeds the core), then
-        dispatch every event the core has ready.  Cancelled while waiting for the turn,
-        it took nothing; an event taken from the core is dispatched whole
-        (:func:`shielded`).  A free turn costs no schedule point (the reader just had one).
-        """
+        dispatch every event the core has ready; cancelled while waiting for the turn, it
+        took nothing.  A free turn costs no schedule point (the reader just had one)."""
         session, lock = self.session, self.dispatch_lock
         await trio.lowlevel.checkpoint_if_cancelled()
         try:
@@ -249,8 +246,7 @@ class _Tasks:
                     log.exception("the handler of %s failed", note.method)
 
     async def expire(self) -> None:
-        """The timer task: expire our requests at ``Connection.next_deadline()``
-        (``send_request`` brings the deadline of ``session._timer`` nearer)."""
+        """The timer task (``send_request`` brings ``session._timer``'s deadline nearer)."""
         session, conn = self.session, self.session.connection
         while not session.closed:
             deadline = conn.next_deadline()
@@ -266,9 +262,7 @@ class _Tasks:
             await self.dispatch(lambda: None)
 
     def end_of_input(self, reason: str) -> None:
-        """The peer will send nothing more: fail our requests to it, let the peer's
-        requests we accepted finish (``drain_timeout``; the core is CLOSING), then close.
-
+        """The peer will send nothing more (module docstring; the core is CLOSING).
         Source: 2025-06-18/basic/lifecycle#shutdown (the transport's end ends the session).
         """
         session = self.session
@@ -283,8 +277,8 @@ class _Tasks:
             self.nursery.start_soon(self.finish_then_close, reason)
 
     async def stop_on(self, stop: trio.Event) -> None:
-        """Once ``stop`` is set, end the input as the peer's end would (what the reader
-        receives after that is dropped).  Source: 2025-06-18/basic/lifecycle#stdio.2."""
+        """Once ``stop`` is set, end the input as the peer's end would (the reader's
+        input is dropped).  Source: 2025-06-18/basic/lifecycle#stdio.2."""
         await stop.wait()
         self.stopped = "the server is shutting down"
         await self.dispatch(lambda: self.session.connection.receive_data(b""))  # as at EOF

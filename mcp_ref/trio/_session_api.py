@@ -1,11 +1,8 @@
-"""The :class:`Session` object: what its users call, what it holds, and its one write path.
+"""The :class:`Session` object: what its users call, what it holds, and its one write path
+(:mod:`._session` runs its tasks; every end goes through :meth:`Session._close`).
 
 Theory of operation
 -------------------
-:func:`~mcp_ref.trio.open_session` (:mod:`._session`) makes a :class:`Session` and runs
-its tasks; this module is the half its users call, and the ends (all through
-:meth:`Session._close`).
-
 **The one write path** (:meth:`Session._write`) is one locked send: a sender waits for
 the write under way, then asks the core for the bytes (``Connection.send`` checks the
 message and moves the state) and writes them, so the wire keeps the core's order and a
@@ -13,9 +10,7 @@ sender cancelled while it waits has sent nothing.  The channel's optional
 ``send_nowait`` is tried first, without the lock (nothing yields in between); anything
 else goes through ``channel.send`` under the lock, shielded (half a message would break
 the stream) and bounded by ``send_timeout``; a failed write calls
-``Connection.send_failed()`` and ends the session.  Once closed, the session refuses new
-messages; a write under way has :data:`CLOSE_GRACE` seconds more (none after
-:meth:`Session.abort`).
+``Connection.send_failed()`` and ends the session.
 """
 
 from __future__ import annotations

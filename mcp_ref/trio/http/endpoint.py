@@ -13,11 +13,8 @@ answers its requests, if any); the body goes to the session
 :meth:`~mcp_ref._http_streams.SessionStreams.resume` names.
 
 :func:`answer_sse` is the loop around the sans-IO
-:class:`~mcp_ref._http_answers.SseAnswer` (that module's docstring shows it).  Between
-writes it waits in :func:`wait_change`, reading the client's side of the connection (a
-client that left is noticed) until the session wakes it
-(:meth:`~.sessions.HttpSession.wake`) or the wait passes.  A JSON answer waits on an
-event instead (a third of the cost of a cancelled wait).
+:class:`~mcp_ref._http_answers.SseAnswer` (that module's docstring shows it), waiting
+between writes in :func:`wait_change`.
 """
 
 from __future__ import annotations

@@ -13,8 +13,9 @@ import trio
 from ... import _websocket as core
 from ..._framing import DEFAULT_MAX_MESSAGE_BYTES
 from ..._websocket_handshake import ClientHandshake, HandshakeError, split_url
+from .._channel import RECEIVE_SIZE
 from .._session import open_running
-from .channel import RECEIVE_SIZE, WebSocketChannel
+from .channel import WebSocketChannel
 
 __all__ = ["HandshakeError", "open_websocket_channel", "websocket_client_handshake"]
 

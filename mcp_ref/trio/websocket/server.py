@@ -16,9 +16,10 @@ from ... import _websocket as core
 from ..._http import LOCALHOST_HOSTS, LOCALHOST_ORIGINS
 from ..._http_peers import allowed_for
 from ..._websocket_handshake import Accepted, Refused, ServerHandshake, split_server_options
+from .._channel import BROKEN, RECEIVE_SIZE
 from .._listen import Handle, close_listeners, serve_until_stopped
 from .._session import DEFAULT_GRACE_SECONDS, Handler, open_running, serve_channel
-from .channel import _BROKEN, RECEIVE_SIZE, WebSocketChannel
+from .channel import WebSocketChannel
 
 __all__ = ["serve_websocket", "serve_websocket_stream", "websocket_server_handshake"]
 
@@ -48,11 +49,11 @@ async def websocket_server_handshake(
     while (outcome := handshake.next_event()) is core.NEED_DATA:
         try:
             handshake.receive_data(bytes(await stream.receive_some(RECEIVE_SIZE)))
-        except _BROKEN:
+        except BROKEN:
             handshake.receive_data(b"")
     if isinstance(outcome, Refused):
         log.info("refused a WebSocket upgrade: %s %s", outcome.error.status, outcome.error.detail)
-        with suppress(*_BROKEN):
+        with suppress(*BROKEN):
             await stream.send_all(outcome.data)
     if not isinstance(outcome, Accepted):
         return None
@@ -83,7 +84,7 @@ async def serve_websocket_stream(
             return
         async with open_running(channel, channel.run):
             await serve_channel(target, channel, stop, **options)
-    except _BROKEN as exc:
+    except BROKEN as exc:
         log.debug("WebSocket connection failed: %r", exc)
     finally:
         with trio.CancelScope(shield=True):
