@@ -105,9 +105,8 @@ class HttpClientChannel(ClientConnections):
                 ex = await self._request(steps.delete_request(self.core))
                 log.debug("DELETE answered %s", ex.status)
                 await ex.conn.aclose()
-        for _, conn in self._pool:
+        for conn in self._pool.clear():
             await conn.aclose()
-        self._pool.clear()
         self._in_send.close()
         self._supervisor.close()
 
