@@ -283,3 +283,21 @@ class Keepalive:
         # Spec: 2025-06-18/basic/utilities/ping#implementation-considerations.4
         # "Excessive pinging SHOULD be avoided to reduce network overhead"
         return max(heard_at, last_ping_at) + self.interval
+
+    def missed(self, failures: int) -> tuple[str, str | None]:
+        """After ``failures`` unanswered pings in a row: ``(what to log, why the session
+        ends now, or None)``; it ends at ``max_failures``.
+
+        Source: 2025-06-18/basic/utilities/ping#error-handling.
+        """
+        # Spec: 2025-06-18/basic/utilities/ping#error-handling.3
+        # "Implementations SHOULD log ping failures for diagnostics"
+        note = f"no answer to ping within {self.timeout:.3g} s ({failures} of {self.max_failures})"
+        if failures < self.max_failures:
+            return note, None
+        # Spec: 2025-06-18/basic/utilities/ping#error-handling.1
+        # "Timeouts SHOULD be treated as connection failures"
+        # Spec: 2025-06-18/basic/utilities/ping#error-handling.2
+        # "Multiple failed pings MAY trigger connection reset"
+        lost = f"the peer did not answer {failures} ping(s) (timeout {self.timeout:.3g} s each)"
+        return note, lost + ": connection considered lost"

@@ -135,3 +135,11 @@ def test_a_graceful_stop_gives_up_on_each_request_with_its_first_reason() -> Non
     handling.remove(1)
     assert handling.stopped_by_us(1) is None  # gone: its answer was sent
     assert handling.close() == ["two"] and handling.closed
+
+
+@spec("2025-06-18/basic/utilities/ping#error-handling.2")
+def test_unanswered_pings_end_the_session_at_max_failures_and_each_is_logged() -> None:
+    keepalive = Keepalive(interval=10.0, timeout=2.0, max_failures=2)
+    assert keepalive.missed(1) == ("no answer to ping within 2 s (1 of 2)", None)
+    note, lost = keepalive.missed(2)
+    assert note.endswith("(2 of 2)") and lost is not None and "2 ping(s)" in lost
