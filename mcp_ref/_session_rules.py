@@ -48,6 +48,7 @@ __all__ = [
     "answer_bytes",
     "busy_reply",
     "cancel_bytes",
+    "end_reason",
     "error_reply",
     "key_of",
     "progress_token_of",
@@ -138,6 +139,12 @@ class Handling(Generic[H]):
         """The session ends: returns every handle, to cancel; none is answered."""
         self.closed = True
         return list(self._handles.values())
+
+
+def end_reason(what: str, cause: str | None) -> str:
+    """Why a session ended: ``what`` ended it, then the channel's ``cause`` (its
+    ``eof_reason``: a child's exit, say) when that adds something."""
+    return f"{what}; {cause}" if cause and cause not in what else what
 
 
 def progress_token_of(params: Any) -> str | int | None:

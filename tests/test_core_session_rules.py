@@ -15,6 +15,7 @@ from mcp_ref._session_rules import (
     answer_bytes,
     busy_reply,
     cancel_bytes,
+    end_reason,
     error_reply,
     key_of,
     progress_token_of,
@@ -143,3 +144,9 @@ def test_unanswered_pings_end_the_session_at_max_failures_and_each_is_logged() -
     assert keepalive.missed(1) == ("no answer to ping within 2 s (1 of 2)", None)
     note, lost = keepalive.missed(2)
     assert note.endswith("(2 of 2)") and lost is not None and "2 ping(s)" in lost
+
+
+def test_an_end_reason_adds_the_channels_cause_once() -> None:
+    assert end_reason("the peer closed the connection", None) == "the peer closed the connection"
+    assert end_reason("write failed", "exit 1") == "write failed; exit 1"
+    assert end_reason("write failed; exit 1", "exit 1") == "write failed; exit 1"

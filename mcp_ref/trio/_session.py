@@ -180,7 +180,7 @@ class _Tasks:
             session._waiters.deliver(event)
         elif type(event) is ev.ConnectionClosed:
             eof = self.stopped or getattr(session._channel, "eof_reason", None)
-            self.end_of_input("the peer closed the connection" + (f"; {eof}" if eof else ""))
+            self.end_of_input(rules.end_reason("the peer closed the connection", eof))
         else:  # ProgressDropped, UnexpectedResponse
             log.debug("ignored input from the peer: %r", event)
 

@@ -28,7 +28,7 @@ from .._client import DEFAULT, DEFAULT_TIMEOUT, SessionClosed, _Default, with_pr
 from .._connection import Connection
 from .._errors import LocalProtocolError
 from .._inflight import RequestTimeout
-from .._session_rules import CLOSE_GRACE, cancel_bytes
+from .._session_rules import CLOSE_GRACE, cancel_bytes, end_reason
 from .._state import Role
 from ..events import Event, Notification, Progress, Request, RequestId
 from ._channel import MessageChannel
@@ -281,8 +281,7 @@ class Session:
     def _write_failed(self, failure: str) -> NoReturn:
         """A write failed or timed out: end the session, raise :class:`SessionClosed`."""
         self.connection.send_failed()  # the stream may hold half a message
-        eof = getattr(self._channel, "eof_reason", None)
-        self._close(f"{failure}; {eof}" if eof and eof not in failure else failure)
+        self._close(end_reason(failure, getattr(self._channel, "eof_reason", None)))
         raise SessionClosed(self.close_reason or failure)
 
     async def push(self, data: bytes) -> None:
