@@ -41,7 +41,7 @@ import h11
 from . import _http as rules
 from ._http import HttpError, HttpLimits, http_error
 from ._http_cors import preflight, with_cors_origins
-from ._http_peers import allowed_for
+from ._http_peers import allowed_for, http_url
 from ._modern import MODERN_VERSIONS
 from ._versions import SUPPORTED_VERSIONS
 
@@ -61,6 +61,7 @@ __all__ = [
     "request_version",
     "route_request",
     "server_config",
+    "server_urls",
     "session_named",
     "session_request",
 ]
@@ -143,6 +144,16 @@ def server_config(
     if cfg.stateless:
         cfg = attrs.evolve(cfg, enable_get_stream=False, legacy_sse=False)
     return cfg
+
+
+def server_urls(cfg: ServerConfig, host: str, port: int, *, tls: bool) -> tuple[str, str | None]:
+    """``(the MCP endpoint's URL, the 2024-11-05 SSE endpoint's or None)`` of a server
+    bound to ``host`` and ``port`` (:func:`~mcp_ref._http_peers.http_url`; ``https``
+    when ``tls``)."""
+    origin = http_url(host, port, "")
+    if tls:
+        origin = "https" + origin.removeprefix("http")
+    return origin + cfg.path, origin + cfg.legacy_sse_path if cfg.legacy_sse else None
 
 
 class RequestHeaders(list[tuple[bytes, bytes]]):

@@ -27,14 +27,13 @@ from typing import Final, Literal
 import h11
 import trio
 
-from ... import _http as rules
 from ..._http import LAST_EVENT_ID, Refused, checked
 from ..._http_answers import HEAD_WAIT_SECONDS, MAX_PIPELINED, SseAnswer, empty_answer
 from ..._http_connection import RequestReady
+from ..._http_legacy import session_endpoint
 from ..._http_post import Post, read_messages, read_post
 from ..._http_server import Endpoint, ServerConfig, gone, header, legacy_session, session_request
 from ..._http_streams import LEGACY, LogicalStream
-from ..._sse import encode_event
 from .common import H11Stream
 from .sessions import HttpSession, SessionTable
 
@@ -170,9 +169,7 @@ async def legacy_get(
     """
     sess = await table.open("legacy")
     try:
-        first = encode_event(
-            rules.endpoint_event(f"{cfg.legacy_messages_path}?session_id={sess.id}")
-        )
+        first = session_endpoint(cfg.legacy_messages_path, str(sess.id))
         await answer_sse(cfg, h, sess, sess.state.streams[LEGACY], None, last=True, first=first)
     finally:
         sess.end("the SSE connection closed")

@@ -34,8 +34,7 @@ import trio
 from ..._http import HttpLimits, Refused
 from ..._http_auth import ResourceAuth, server_connection
 from ..._http_connection import NEED_DATA, Refusal, RequestReady
-from ..._http_peers import http_url
-from ..._http_server import CLOSE_WAIT_SECONDS, ServerConfig, server_config
+from ..._http_server import CLOSE_WAIT_SECONDS, ServerConfig, server_config, server_urls
 from ...stores import Sharing, Stores
 from .._listen import close_listeners, peer_of, serve_until_stopped
 from .._session import DEFAULT_GRACE_SECONDS, Handler
@@ -182,17 +181,11 @@ async def serve_http(
     listeners: Any = await trio.open_tcp_listeners(port, host=host)
     try:
         bound, port = listeners[0].socket.getsockname()[:2]
-        origin = http_url(bound, port, "")
         if ssl_context is not None:
             listeners = [trio.SSLListener(x, ssl_context, https_compatible=True) for x in listeners]
-            origin = "https" + origin[4:]
-        info = HttpServerInfo(
-            host=bound,
-            port=port,
-            url=origin + path,
-            legacy_sse_url=origin + legacy_sse_path if cfg.legacy_sse else None,
-            stop=trio.Event() if stop is None else stop,
-        )
+        url, legacy_url = server_urls(cfg, bound, port, tls=ssl_context is not None)
+        stop = trio.Event() if stop is None else stop
+        info = HttpServerInfo(host=bound, port=port, url=url, legacy_sse_url=legacy_url, stop=stop)
         async with trio.open_nursery() as nursery:
             await nursery.start(server.table.supervisor.run)
             nursery.start_soon(server.table.reaper)
