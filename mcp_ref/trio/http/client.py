@@ -46,10 +46,8 @@ class HttpClientChannel(ClientConnections):
     Make it with :func:`open_http_channel` (or use
     :func:`mcp_ref.client.open_http_client`), which runs its background tasks.  The
     constructor, ``(url, supervisor, **options)`` with the options of
-    ``open_http_channel``, is :class:`~.client_connections.ClientConnections`'s.
-
-    Its ``url``, ``session_id``, ``protocol_version``, ``mode`` (``"legacy"`` after
-    the fallback) and ``reinitializations`` (new sessions after a 404) are the core's.
+    ``open_http_channel``, and the properties are
+    :class:`~.client_connections.ClientConnections`'s; ``url`` is the MCP endpoint.
 
     Source: 2025-06-18/basic/transports#streamable-http.
     """
