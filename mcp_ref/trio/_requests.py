@@ -144,9 +144,8 @@ class Running(Handling[trio.CancelScope]):
                 await self._changed.wait()
 
     async def settle(self, grace: float, reason: str) -> int:
-        """Let the running handlers finish for ``grace`` seconds, then cancel the rest,
-        each to be answered with -32603 ``reason``, and wait :data:`ABANDON_WAIT` seconds
-        at most for those answers.  Returns how many were cancelled."""
+        """:meth:`Session.finish_requests <mcp_ref.trio.Session.finish_requests>`, then
+        :data:`ABANDON_WAIT` seconds at most for the answers of those cancelled."""
         await self._until_none_or(grace)
         if not len(self) or self.closed:
             return 0

@@ -326,11 +326,8 @@ class SessionTable:
             self.supervisor.start_soon(_stop, sess, END_GRACE)
 
     async def finish(self, grace: float, reason: str) -> None:
-        """Stop every session gracefully: the requests in progress get ``grace``
-        seconds (:meth:`Session.finish_requests <mcp_ref.trio.Session.finish_requests>`:
-        those still running are then cancelled, each answered with an error on its own
-        stream); then every session ends, so its streams write what they hold and end
-        whole.  ``reason``: what the sessions' ends and the error answers say."""
+        """Stop every session gracefully, as :func:`~mcp_ref.trio.serve_http`'s ``stop``
+        says; ``reason``: what the sessions' ends and the error answers say."""
         async with trio.open_nursery() as nursery:
             for sess in list(self.book.seats):
                 if sess.session is not None:
