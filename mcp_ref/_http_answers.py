@@ -40,7 +40,22 @@ from ._http_modern import answer_status
 from ._http_streams import LogicalStream, SessionStreams
 from ._sse import encode_comment, encode_data
 
-__all__ = ["Chunk", "ResponseHeads", "SseAnswer", "StreamCursor", "empty_answer"]
+__all__ = [
+    "HEAD_WAIT_SECONDS",
+    "MAX_PIPELINED",
+    "Chunk",
+    "ResponseHeads",
+    "SseAnswer",
+    "StreamCursor",
+    "empty_answer",
+]
+
+HEAD_WAIT_SECONDS: Final = 0.1
+"""Seconds the head of a POST's SSE answer waits for the first events, so that a quick
+answer is written at once, head and all."""
+MAX_PIPELINED: Final = 64 * 1024
+"""Bytes a client may pipeline while its SSE answer is written; past them the server
+stops reading its connection."""
 
 _END: Final = h11.EndOfMessage()
 _NO_BUFFERING: Final = (b"x-accel-buffering", b"no")

@@ -36,7 +36,7 @@ messages are read only by the core's reader.
 from __future__ import annotations
 
 import enum
-from typing import Any, Final
+from typing import Any, Final, Generic, TypeVar
 
 import attrs
 
@@ -55,6 +55,7 @@ __all__ = [
     "Done",
     "Flow",
     "HttpRequest",
+    "KeepAlivePool",
     "NewSession",
     "Read",
     "Step",
@@ -361,6 +362,45 @@ class Flow:
         core = self.core
         headers = core.headers(b"GET", last_event_id=last_event_id or None)
         return HttpRequest(method=b"GET", target=core.target, headers=headers, fresh=True)
+
+
+C = TypeVar("C")
+
+
+class KeepAlivePool(Generic[C]):
+    """The idle keep-alive connections of one client (``C``: the driver's), the newest
+    last: at most ``size``, none reused past ``idle_seconds`` idle (a server closes an
+    idle connection after its own timeout: a request on it would be lost).  Time is an
+    argument, in the driver's clock's seconds."""
+
+    def __init__(self, size: int = 8, idle_seconds: float = 4.0) -> None:
+        self.size = size
+        self.idle_seconds = idle_seconds
+        self._idle: list[tuple[float, C]] = []
+
+    def take(self, now: float) -> tuple[C | None, list[C]]:
+        """``(the newest connection still fresh, or None; the stale ones passed over,
+        for the driver to close)``."""
+        stale: list[C] = []
+        while self._idle:
+            since, conn = self._idle.pop()
+            if now - since <= self.idle_seconds:
+                return conn, stale
+            stale.append(conn)
+        return None, stale
+
+    def put(self, conn: C, now: float) -> bool:
+        """Keep ``conn`` (its exchange ended whole on both sides); False when the pool
+        is full: close it."""
+        if len(self._idle) >= self.size:
+            return False
+        self._idle.append((now, conn))
+        return True
+
+    def clear(self) -> list[C]:
+        """Empty the pool; returns its connections, to close."""
+        idle, self._idle = [conn for _, conn in self._idle], []
+        return idle
 
 
 def delete_request(core: HttpClientCore) -> HttpRequest:

@@ -11,7 +11,7 @@ from typing import Final
 from urllib.parse import urljoin, urlsplit
 
 from ._errors import LocalProtocolError, RemoteProtocolError
-from ._sse import SSEEvent
+from ._sse import SSEEvent, encode_event
 
 # -- 2024-11-05 HTTP+SSE ---------------------------------------------------------------
 
@@ -37,6 +37,12 @@ def endpoint_event(post_url: str) -> SSEEvent:
     if not post_url or not post_url.isprintable() or any(c.isspace() for c in post_url):
         raise LocalProtocolError(f"bad endpoint URL {post_url!r}")
     return SSEEvent(event=ENDPOINT_EVENT, data=post_url)
+
+
+def session_endpoint(messages_path: str, session_id: str) -> bytes:
+    """The encoded :func:`endpoint_event` that opens a server's 2024-11-05 SSE stream:
+    POST to ``<messages_path>?session_id=<id>``."""
+    return encode_event(endpoint_event(f"{messages_path}?session_id={session_id}"))
 
 
 def message_event(data: str, *, event_id: str | None = None) -> SSEEvent:

@@ -41,11 +41,12 @@ import h11
 from . import _http as rules
 from ._http import HttpError, HttpLimits, http_error
 from ._http_cors import preflight, with_cors_origins
-from ._http_peers import allowed_for
+from ._http_peers import allowed_for, http_url
 from ._modern import MODERN_VERSIONS
 from ._versions import SUPPORTED_VERSIONS
 
 __all__ = [
+    "CLOSE_WAIT_SECONDS",
     "Endpoint",
     "Kinded",
     "RequestHeaders",
@@ -60,11 +61,16 @@ __all__ = [
     "request_version",
     "route_request",
     "server_config",
+    "server_urls",
     "session_named",
     "session_request",
 ]
 
 _T = TypeVar("_T")
+
+CLOSE_WAIT_SECONDS: Final = 1.0
+"""After a graceful stop's grace, seconds the connections get to write what they hold
+(the error answers, the ends of the SSE responses) before they are cancelled."""
 
 _MAX_MEMOS: Final = 256
 """Header sets whose rule outcomes are remembered (then the memo starts afresh)."""
@@ -138,6 +144,16 @@ def server_config(
     if cfg.stateless:
         cfg = attrs.evolve(cfg, enable_get_stream=False, legacy_sse=False)
     return cfg
+
+
+def server_urls(cfg: ServerConfig, host: str, port: int, *, tls: bool) -> tuple[str, str | None]:
+    """``(the MCP endpoint's URL, the 2024-11-05 SSE endpoint's or None)`` of a server
+    bound to ``host`` and ``port`` (:func:`~mcp_ref._http_peers.http_url`; ``https``
+    when ``tls``)."""
+    origin = http_url(host, port, "")
+    if tls:
+        origin = "https" + origin.removeprefix("http")
+    return origin + cfg.path, origin + cfg.legacy_sse_path if cfg.legacy_sse else None
 
 
 class RequestHeaders(list[tuple[bytes, bytes]]):

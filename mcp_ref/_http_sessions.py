@@ -45,6 +45,9 @@ from ._http_errors import MCP_SESSION_ID, Headers, HttpError, _single, http_erro
 from ._http_peers import told_apart
 
 __all__ = [
+    "END_GRACE",
+    "EVICT_GRACE",
+    "INPUT_QUEUE",
     "MAX_SESSION_ID_LENGTH",
     "MIN_SESSION_ID_ENTROPY_BYTES",
     "HttpLimits",
@@ -61,6 +64,12 @@ MIN_SESSION_ID_ENTROPY_BYTES: Final = 16
 """:func:`new_session_id` wants at least this many random bytes (128 bits)."""
 MAX_SESSION_ID_LENGTH: Final = 1024
 """Longest session id we accept, in characters (a bound; the spec sets none)."""
+INPUT_QUEUE: Final = 64
+"""POST bodies queued for a session's reader before a POST waits."""
+END_GRACE: Final = 5.0
+"""Seconds an ended session has to stop before it is cancelled (then as long again)."""
+EVICT_GRACE: Final = 1.0
+"""The same for a session evicted to make room (a request waits for it)."""
 
 # -- sessions --------------------------------------------------------------------------
 

@@ -15,7 +15,9 @@ reader finds them in one place and a test needs no loop:
   result, and -32603 "busy" past the limit (:func:`busy_reply`).
 * **Giving up on our own request** (:func:`cancel_bytes`): the
   ``notifications/cancelled`` naming it, unless the core refuses it.
-* **Request ids as keys** (:func:`key_of`): ``"7"`` and ``7`` are different ids.
+* **Request ids as keys** (:func:`key_of`): ``"7"`` and ``7`` are different ids; the
+  peer's requests being handled, within the limit, and those a graceful stop gave up on
+  (:class:`Handling`).
 * **The progress token** a request carries (:func:`progress_token_of`).
 * **Keepalive** (:class:`Keepalive`): how often to ping a silent peer, how long to wait
   for the answer, how many misses end the session; :meth:`Keepalive.next_ping_at` is
@@ -25,7 +27,7 @@ reader finds them in one place and a test needs no loop:
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Final, Generic, TypeVar
 
 import attrs
 
@@ -37,10 +39,16 @@ from ._state import SERVER, Role
 from .events import ErrorResponse, Notification, Request, RequestId, Response
 
 __all__ = [
+    "ABANDON_WAIT",
+    "CLOSE_GRACE",
+    "DEFAULT_GRACE_SECONDS",
+    "MAX_QUEUED_PROGRESS",
+    "Handling",
     "Keepalive",
     "answer_bytes",
     "busy_reply",
     "cancel_bytes",
+    "end_reason",
     "error_reply",
     "key_of",
     "progress_token_of",
@@ -49,11 +57,94 @@ __all__ = [
 
 log = logging.getLogger("mcp_ref")
 
+H = TypeVar("H")
+
+DEFAULT_GRACE_SECONDS: Final = 5.0
+"""Seconds the requests in progress get to finish when a server stops gracefully (a
+signal, or the end of its input under ``serve_stdio``), before each one still running
+is cancelled and answered with an error (:meth:`Handling.give_up`)."""
+
+MAX_QUEUED_PROGRESS: Final = 64
+"""Progress events kept for a caller whose ``on_progress`` lags; older ones are dropped."""
+
+ABANDON_WAIT: Final = 1.0
+"""Seconds a graceful stop waits for the handlers it cancelled to end (and answer)."""
+
+CLOSE_GRACE: Final = 5.0
+"""Seconds a write under way has to finish once the session closed; then closing the
+channel has as long again."""
+
 
 def key_of(request_id: RequestId) -> tuple[type, RequestId]:
     """The key of a request id in a table: as in the core, the string ``"7"`` and the
     number ``7`` are different ids."""
     return (type(request_id), request_id)
+
+
+class Handling(Generic[H]):
+    """The peer's requests being handled now: a handle for each (what cancels its
+    handler: a trio cancel scope, say), by request id, and the reason a graceful stop
+    gave for each it gave up on (its error answer's message).
+
+    Args:
+        limit: the most handled at once (``max_concurrent_requests``, >= 1).
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.closed = False
+        """The session ended (:meth:`close`): no handler is answered any more."""
+        self._handles: dict[tuple[type, RequestId], H] = {}
+        self._abandoned: dict[tuple[type, RequestId], str] = {}
+
+    def __len__(self) -> int:
+        return len(self._handles)
+
+    @property
+    def full(self) -> bool:
+        """True when one more request would exceed the limit."""
+        return len(self._handles) >= self.limit
+
+    def add(self, request_id: RequestId, handle: H) -> None:
+        """Register a request about to be handled, ``handle`` cancelling its handler."""
+        self._handles[key_of(request_id)] = handle
+
+    def remove(self, request_id: RequestId) -> None:
+        """Its handler ended (and was answered, or not): forget it."""
+        key = key_of(request_id)
+        self._handles.pop(key, None)
+        self._abandoned.pop(key, None)
+
+    def handle_of(self, request_id: RequestId) -> H | None:
+        """The handle of a request being handled, or None."""
+        return self._handles.get(key_of(request_id))
+
+    def stopped_by_us(self, request_id: RequestId) -> str | None:
+        """Why a graceful stop cancelled this request (its error answer's message), or
+        None (cancelled by the peer or the session's end: no answer)."""
+        return self._abandoned.get(key_of(request_id))
+
+    def give_up(self, reason: str) -> list[H]:
+        """A graceful stop's grace is over: each request still handled is to be answered
+        with -32603 ``reason`` (:meth:`stopped_by_us`).  Returns their handles, to cancel.
+
+        Source: 2025-06-18/basic#responses.4 (``notifications/cancelled`` only goes the
+        request's own direction: the peer still waits for an answer).
+        """
+        for key in self._handles:
+            self._abandoned.setdefault(key, reason)
+        return list(self._handles.values())
+
+    def close(self) -> list[H]:
+        """The session ends: returns every handle, to cancel; none is answered."""
+        self.closed = True
+        return list(self._handles.values())
+
+
+def end_reason(what: str, cause: str | None) -> str:
+    """Why a session ended: ``what`` ended it, then the channel's ``cause`` (its
+    ``eof_reason``: a child's exit, say) when that adds something."""
+    return f"{what}; {cause}" if cause and cause not in what else what
 
 
 def progress_token_of(params: Any) -> str | int | None:
@@ -199,3 +290,21 @@ class Keepalive:
         # Spec: 2025-06-18/basic/utilities/ping#implementation-considerations.4
         # "Excessive pinging SHOULD be avoided to reduce network overhead"
         return max(heard_at, last_ping_at) + self.interval
+
+    def missed(self, failures: int) -> tuple[str, str | None]:
+        """After ``failures`` unanswered pings in a row: ``(what to log, why the session
+        ends now, or None)``; it ends at ``max_failures``.
+
+        Source: 2025-06-18/basic/utilities/ping#error-handling.
+        """
+        # Spec: 2025-06-18/basic/utilities/ping#error-handling.3
+        # "Implementations SHOULD log ping failures for diagnostics"
+        note = f"no answer to ping within {self.timeout:.3g} s ({failures} of {self.max_failures})"
+        if failures < self.max_failures:
+            return note, None
+        # Spec: 2025-06-18/basic/utilities/ping#error-handling.1
+        # "Timeouts SHOULD be treated as connection failures"
+        # Spec: 2025-06-18/basic/utilities/ping#error-handling.2
+        # "Multiple failed pings MAY trigger connection reset"
+        lost = f"the peer did not answer {failures} ping(s) (timeout {self.timeout:.3g} s each)"
+        return note, lost + ": connection considered lost"

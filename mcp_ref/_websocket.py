@@ -70,6 +70,7 @@ __all__ = [
     "DEFAULT_PING_TIMEOUT",
     "NEED_DATA",
     "PONG",
+    "STOP_SLACK",
     "SUBPROTOCOL",
     "Message",
     "Signal",
@@ -89,6 +90,9 @@ DEFAULT_CLOSE_TIMEOUT: Final = 5.0
 """Seconds for the closing handshake and the peer's FIN (the driver's bound)."""
 DEFAULT_HANDSHAKE_TIMEOUT: Final = 10.0
 """Seconds for the opening handshake (the client's: the TCP connect as well)."""
+STOP_SLACK: Final = 2.0
+"""Seconds past the requests' grace that a server's graceful stop gives its connections
+(their closing handshakes) before it cancels them."""
 
 # The close codes we send (RFC 6455 section 7.4.1); wsproto's CloseReason names them all.
 CLOSE_NORMAL: Final = CloseReason.NORMAL_CLOSURE  # 1000

@@ -38,7 +38,7 @@ of the body (our server's refusals are JSON-RPC errors a caller can show).
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import Final, Literal
+from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
 import attrs
@@ -66,6 +66,7 @@ __all__ = [
     "HandshakeError",
     "Refused",
     "ServerHandshake",
+    "split_server_options",
     "split_url",
 ]
 
@@ -73,6 +74,21 @@ MAX_HANDSHAKE_BYTES: Final = 16384
 """The largest upgrade request head a server accepts, in bytes (400 above)."""
 MAX_REJECT_BODY: Final = 65536
 """The most bytes of a refusal's body a client keeps in :class:`HandshakeError`."""
+
+SERVER_OPTIONS: Final = frozenset(
+    {"path", "allowed_origins", "allowed_hosts", "busy"}  # ServerHandshake's
+    | {"ping_interval", "ping_timeout", "close_timeout", "max_message_bytes"}  # the channel's
+)
+"""The options of a server's handshake and of its channel, the rest being its session's."""
+
+
+def split_server_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(the handshake's and the channel's options, the session's)`` among a WebSocket
+    server's keywords (:data:`SERVER_OPTIONS`); ``max_message_bytes`` goes to both, as
+    it bounds a message of the channel and of the session alike."""
+    ours = {k: v for k, v in options.items() if k in SERVER_OPTIONS}
+    rest = {k: v for k, v in options.items() if k not in ours or k == "max_message_bytes"}
+    return ours, rest
 
 
 @attrs.frozen

@@ -32,6 +32,7 @@ from mcp_ref._http_client_steps import (
     Done,
     Flow,
     HttpRequest,
+    KeepAlivePool,
     NewSession,
     Wait,
     delete_request,
@@ -475,3 +476,12 @@ def test_delete_ends_the_session() -> None:
     request = delete_request(_started())
     assert (request.method, request.target, request.body) == (b"DELETE", "/mcp", b"")
     assert _header(request, b"mcp-session-id") == b"s1"
+
+
+def test_the_pool_reuses_the_newest_fresh_connection_and_hands_back_the_stale() -> None:
+    pool: KeepAlivePool[str] = KeepAlivePool(size=2, idle_seconds=4.0)
+    assert pool.put("old", 0.0) and pool.put("new", 3.0)
+    assert not pool.put("third", 3.0)  # full: the driver closes it
+    assert pool.take(5.0) == ("new", [])  # idle 2 s: reused
+    assert pool.take(5.0) == (None, ["old"])  # idle 5 s: stale, to close
+    assert pool.put("a", 6.0) and pool.clear() == ["a"] and pool.take(6.0) == (None, [])

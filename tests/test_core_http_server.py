@@ -19,6 +19,7 @@ import pytest
 from mcp_ref._http import HttpError, HttpLimits, MessageKind
 from mcp_ref._http_answers import StreamCursor
 from mcp_ref._http_connection import CLOSED, NEED_DATA, Refusal, RequestReady, ServerConnection
+from mcp_ref._http_legacy import session_endpoint
 from mcp_ref._http_messages import MessageInfo, message_info
 from mcp_ref._http_peers import allowed_for, http_url, is_loopback, peer_address, told_apart
 from mcp_ref._http_post import (
@@ -40,6 +41,7 @@ from mcp_ref._http_server import (
     request_version,
     route_request,
     server_config,
+    server_urls,
     session_named,
 )
 from mcp_ref._http_sessions import SessionBook
@@ -274,6 +276,15 @@ def test_the_client_address_is_the_ip_without_port_or_zone() -> None:
 def test_a_servers_url_puts_an_ipv6_address_in_brackets() -> None:
     assert http_url("127.0.0.1", 8000, "/mcp") == "http://127.0.0.1:8000/mcp"
     assert http_url("::1", 8000, "/sse") == "http://[::1]:8000/sse"
+
+
+def test_a_servers_urls_and_its_2024_11_05_endpoint_event() -> None:
+    cfg = ServerConfig()
+    assert server_urls(cfg, "::1", 80, tls=True) == ("https://[::1]:80/mcp", "https://[::1]:80/sse")
+    no_legacy = ServerConfig(legacy_sse=False)
+    assert server_urls(no_legacy, "127.0.0.1", 8, tls=False) == ("http://127.0.0.1:8/mcp", None)
+    event = session_endpoint("/messages", "abc")
+    assert event == b"event: endpoint\ndata: /messages?session_id=abc\n\n"
 
 
 # -- one connection: bytes in, events out ----------------------------------------------

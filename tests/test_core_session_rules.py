@@ -10,10 +10,12 @@ from mcp_ref import CLIENT, INTERNAL_ERROR, SERVER, Connection, McpError
 from mcp_ref import types as t
 from mcp_ref._pagination import InvalidCursor
 from mcp_ref._session_rules import (
+    Handling,
     Keepalive,
     answer_bytes,
     busy_reply,
     cancel_bytes,
+    end_reason,
     error_reply,
     key_of,
     progress_token_of,
@@ -109,3 +111,42 @@ def test_keepalive_pings_once_per_interval_of_silence() -> None:
     ):
         with pytest.raises(ValueError):
             Keepalive(**bad)
+
+
+def test_the_requests_handled_are_counted_by_id_and_a_string_id_is_not_a_number() -> None:
+    handling: Handling[str] = Handling(limit=2)
+    handling.add(7, "seven")
+    assert not handling.full and handling.handle_of("7") is None
+    handling.add("7", "the string")
+    assert handling.full and len(handling) == 2 and handling.handle_of(7) == "seven"
+    handling.remove(7)
+    assert not handling.full and handling.handle_of(7) is None
+    assert handling.handle_of("7") == "the string"
+
+
+@spec("2025-06-18/basic#responses.4")
+def test_a_graceful_stop_gives_up_on_each_request_with_its_first_reason() -> None:
+    handling: Handling[str] = Handling(limit=4)
+    handling.add(1, "one")
+    assert handling.stopped_by_us(1) is None  # a cancel by the peer: no answer
+    assert handling.give_up("stopping") == ["one"]
+    handling.add(2, "two")
+    assert handling.give_up("later") == ["one", "two"]
+    assert (handling.stopped_by_us(1), handling.stopped_by_us(2)) == ("stopping", "later")
+    handling.remove(1)
+    assert handling.stopped_by_us(1) is None  # gone: its answer was sent
+    assert handling.close() == ["two"] and handling.closed
+
+
+@spec("2025-06-18/basic/utilities/ping#error-handling.2")
+def test_unanswered_pings_end_the_session_at_max_failures_and_each_is_logged() -> None:
+    keepalive = Keepalive(interval=10.0, timeout=2.0, max_failures=2)
+    assert keepalive.missed(1) == ("no answer to ping within 2 s (1 of 2)", None)
+    note, lost = keepalive.missed(2)
+    assert note.endswith("(2 of 2)") and lost is not None and "2 ping(s)" in lost
+
+
+def test_an_end_reason_adds_the_channels_cause_once() -> None:
+    assert end_reason("the peer closed the connection", None) == "the peer closed the connection"
+    assert end_reason("write failed", "exit 1") == "write failed; exit 1"
+    assert end_reason("write failed; exit 1", "exit 1") == "write failed; exit 1"

@@ -53,6 +53,7 @@ from mcp_ref._websocket_handshake import (
     HandshakeError,
     Refused,
     ServerHandshake,
+    split_server_options,
     split_url,
 )
 
@@ -536,3 +537,10 @@ def test_split_url() -> None:
         split_url("wss://example.com/mcp")
     with pytest.raises(ValueError, match="ws://"):
         split_url("http://example.com/mcp")
+
+
+def test_a_servers_options_split_into_the_handshakes_and_the_sessions() -> None:
+    options = {"path": "/ws", "busy": 3, "ping_timeout": 1.0, "max_message_bytes": 10}
+    ours, rest = split_server_options({**options, "drain_timeout": 2.0, "keepalive": None})
+    assert ours == options
+    assert rest == {"max_message_bytes": 10, "drain_timeout": 2.0, "keepalive": None}

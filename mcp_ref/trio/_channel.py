@@ -14,7 +14,7 @@ Here: :class:`StreamChannel` over trio byte streams, and :func:`memory_channel_p
 from __future__ import annotations
 
 import math
-from typing import Literal, Protocol, runtime_checkable
+from typing import Final, Literal, Protocol, runtime_checkable
 
 import trio
 
@@ -23,7 +23,8 @@ from ._fast_pipe import pipe_send_nowait
 
 __all__ = ["MemoryMessageChannel", "MessageChannel", "StreamChannel", "memory_channel_pair"]
 
-RECEIVE_SIZE = 65536  # bytes per receive_some call
+RECEIVE_SIZE: Final = 65536  # bytes per receive_some call, for every trio driver
+BROKEN: Final = (trio.BrokenResourceError, trio.ClosedResourceError)  # gone, or closed
 MAX_READS_WITHOUT_YIELD = 64  # waiting messages a MemoryMessageChannel takes in a burst
 
 

@@ -3,7 +3,8 @@
 Theory of operation
 -------------------
 A session opened with ``keepalive=Keepalive(...)`` runs :func:`run_keepalive` as one
-more task; when a ping is due is the core's (:class:`mcp_ref._session_rules.Keepalive`).
+more task; when a ping is due, and when the misses end the session, is the core's
+(:class:`mcp_ref._session_rules.Keepalive`).
 It sleeps until then and pings only if the peer stayed silent: a busy session never
 pings.  Any answer counts, even an error; ``max_failures`` unanswered pings in a row
 end the session like a broken connection.  A ping the lifecycle refuses (during the
@@ -45,24 +46,10 @@ async def run_keepalive(session: Session, keepalive: Keepalive) -> None:
             await session.send_request("ping", timeout=RequestTimeout(seconds=keepalive.timeout))
         except NoAnswerError:
             failures += 1
-            # Spec: 2025-06-18/basic/utilities/ping#error-handling.3
-            # "Implementations SHOULD log ping failures for diagnostics"
-            log.warning(
-                "%s session: no answer to ping within %.3g s (%d of %d)",
-                session.role.value,
-                keepalive.timeout,
-                failures,
-                keepalive.max_failures,
-            )
-            if failures >= keepalive.max_failures:
-                # Spec: 2025-06-18/basic/utilities/ping#error-handling.1
-                # "Timeouts SHOULD be treated as connection failures"
-                # Spec: 2025-06-18/basic/utilities/ping#error-handling.2
-                # "Multiple failed pings MAY trigger connection reset"
-                session.abort(
-                    f"the peer did not answer {failures} ping(s) "
-                    f"(timeout {keepalive.timeout:.3g} s each): connection considered lost"
-                )
+            note, lost = keepalive.missed(failures)
+            log.warning("%s session: %s", session.role.value, note)
+            if lost is not None:
+                session.abort(lost)
                 return
         except McpError:
             failures = 0  # an error response (even -32001) is still an answer

@@ -8,10 +8,10 @@ Theory of operation
 the wait) and progress (run in the caller's task) through :meth:`Waiters.deliver`.
 
 Each of the peer's requests runs in a ``trio.CancelScope`` that :class:`Running` keeps
-(and counts, against the limit).  The peer's ``notifications/cancelled`` and the
-session's end cancel it, with no answer; a graceful stop (:meth:`Running.settle`)
-cancels those past the grace and marks each to be answered with -32603 (the peer still
-waits).  A leaf module: it knows neither the session nor the channel.
+(the core's :class:`~mcp_ref._session_rules.Handling`).  The peer's
+``notifications/cancelled`` and the session's end cancel it, with no answer; a graceful
+stop (:meth:`Running.settle`) cancels those past the grace, each then answered with
+-32603.  A leaf module: it knows neither the session nor the channel.
 """
 
 from __future__ import annotations
@@ -20,23 +20,17 @@ import inspect
 import logging
 from collections import deque
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any
 
 import trio
 
 from .._client import Outcome, SessionClosed, result_of
-from .._session_rules import key_of
+from .._session_rules import ABANDON_WAIT, MAX_QUEUED_PROGRESS, Handling, key_of
 from ..events import ErrorResponse, Progress, RequestId
 
 __all__ = ["ABANDON_WAIT", "MAX_QUEUED_PROGRESS", "Running", "Waiter", "Waiters"]
 
 log = logging.getLogger("mcp_ref.trio")
-
-MAX_QUEUED_PROGRESS: Final = 64
-"""Progress events kept for a caller whose ``on_progress`` lags; older ones are dropped."""
-
-ABANDON_WAIT: Final = 1.0
-"""Seconds a graceful stop waits for the handlers it cancelled to end (and answer)."""
 
 
 class Waiter:
@@ -115,48 +109,22 @@ class Waiters:
             waiter.finish(SessionClosed(reason))
 
 
-class Running:
-    """The peer's requests being handled now: their cancel scopes, by request id.
-
-    Args:
-        limit: the most handled at once (``max_concurrent_requests``, >= 1).
-    """
+class Running(Handling[trio.CancelScope]):
+    """The peer's requests being handled now, each in its cancel scope (the bookkeeping
+    is :class:`~mcp_ref._session_rules.Handling`'s), and a graceful stop's waits."""
 
     def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self._scopes: dict[tuple[type, RequestId], trio.CancelScope] = {}
-        # Stopped by a graceful stop whose grace ran out: the reason to answer with.
-        self._abandoned: dict[tuple[type, RequestId], str] = {}
+        super().__init__(limit)
         self._changed = trio.Event()
-        self._closed = False
-
-    def __len__(self) -> int:
-        return len(self._scopes)
-
-    @property
-    def full(self) -> bool:
-        """True when one more request would exceed the limit."""
-        return len(self._scopes) >= self.limit
-
-    def add(self, request_id: RequestId, scope: trio.CancelScope) -> None:
-        """Register a request about to be handled in ``scope``."""
-        self._scopes[key_of(request_id)] = scope
 
     def remove(self, request_id: RequestId) -> None:
         """Its handler ended (and was answered, or not): forget it."""
-        key = key_of(request_id)
-        self._scopes.pop(key, None)
-        self._abandoned.pop(key, None)
+        super().remove(request_id)
         self._changed.set()
-
-    def stopped_by_us(self, request_id: RequestId) -> str | None:
-        """Why a graceful stop cancelled this request (its error answer's message), or
-        None (cancelled by the peer or the session's end: no answer)."""
-        return self._abandoned.get(key_of(request_id))
 
     def cancel(self, request_id: RequestId) -> None:
         """The peer cancelled it: cancel its handler (no answer will be sent)."""
-        scope = self._scopes.get(key_of(request_id))
+        scope = self.handle_of(request_id)
         if scope is not None:
             # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.3
             # "Receivers of cancellation notifications SHOULD:"
@@ -164,31 +132,30 @@ class Running:
 
     def cancel_all(self) -> None:
         """The session ends: cancel every handler (none is answered); stop waiting."""
-        self._closed = True
-        for scope in self._scopes.values():
+        for scope in self.close():
             scope.cancel()
         self._changed.set()
 
     async def _until_none_or(self, seconds: float) -> None:
         with trio.move_on_after(seconds):
-            while self._scopes and not self._closed:
+            while len(self) and not self.closed:
                 if self._changed.is_set():  # shared: several tasks may wait at once
                     self._changed = trio.Event()
                 await self._changed.wait()
 
     async def settle(self, grace: float, reason: str) -> int:
-        """Let the running handlers finish for ``grace`` seconds, then cancel the rest,
-        each to be answered with -32603 ``reason``, and wait :data:`ABANDON_WAIT` seconds
-        at most for those answers.  Returns how many were cancelled."""
+        """:meth:`Session.finish_requests <mcp_ref.trio.Session.finish_requests>`, then
+        :data:`ABANDON_WAIT` seconds at most for the answers of those cancelled."""
         await self._until_none_or(grace)
-        if not self._scopes or self._closed:
+        if not len(self) or self.closed:
             return 0
-        for key, scope in self._scopes.items():
-            self._abandoned.setdefault(key, reason)
+        stopped = self.give_up(reason)
+        for scope in stopped:
             scope.cancel()
-        stopped = len(self._scopes)
-        log.info("%d request(s) still running after %.3g s: cancelled (%s)", stopped, grace, reason)
+        log.info(
+            "%d request(s) still running after %.3g s: cancelled (%s)", len(stopped), grace, reason
+        )
         # A handler in a worker thread (a sync tool) ends only when its thread does:
         # wait a little, not for ever.
         await self._until_none_or(ABANDON_WAIT)
-        return stopped
+        return len(stopped)

@@ -28,22 +28,23 @@ import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from functools import partial
-from typing import Any, Final
+from typing import Any, TypeVar
 
 import attrs
 import trio
 
+from .. import _session_rules as rules
 from .. import events as ev
 from .._connection import NEED_DATA, Connection
 from .._errors import INTERNAL_ERROR, RemoteProtocolError
 from .._framing import DEFAULT_MAX_MESSAGE_BYTES
 from .._inflight import RequestTimeout
-from .._session_rules import Keepalive, answer_bytes, error_reply, reply_at_once
+from .._session_rules import DEFAULT_GRACE_SECONDS
 from .._state import SERVER, Role, State
 from ._channel import MessageChannel
 from ._handler import Handler, RequestContext
 from ._keepalive import run_keepalive
-from ._session_api import CLOSE_GRACE, DEFAULT_TIMEOUT, Session, SessionClosed
+from ._session_api import DEFAULT_TIMEOUT, Session, SessionClosed
 
 # What the other drivers import from here.
 __all__ = [
@@ -52,16 +53,14 @@ __all__ = [
     "Session",
     "SessionClosed",
     "open_owned_nursery",
+    "open_running",
     "open_session",
     "serve_channel",
 ]
 
 log = logging.getLogger("mcp_ref.trio")
 
-DEFAULT_GRACE_SECONDS: Final = 5.0
-"""Seconds the requests in progress get to finish when a server stops gracefully (a
-signal, or the end of its input under ``serve_stdio``), before each one still running
-is cancelled and answered with an error (:meth:`Session.finish_requests`)."""
+_C = TypeVar("_C", bound=MessageChannel)
 
 
 async def shielded(work: Awaitable[None]) -> None:
@@ -91,6 +90,20 @@ async def open_owned_nursery() -> AsyncIterator[trio.Nursery]:
         raise body_error
 
 
+@asynccontextmanager
+async def open_running(channel: _C, run: Callable[..., Awaitable[None]]) -> AsyncIterator[_C]:
+    """Yield ``channel`` with ``run`` (its background tasks, started with
+    ``nursery.start``) running in a nursery of this block's own; on exit close the
+    channel (shielded: its ``aclose`` bounds its own wait), then cancel what is left."""
+    async with open_owned_nursery() as nursery:
+        await nursery.start(run)
+        try:
+            yield channel
+        finally:
+            with trio.CancelScope(shield=True):
+                await channel.aclose()
+
+
 @attrs.define
 class _Tasks:
     """The tasks of one session and its dispatch route (see the module docstring)."""
@@ -103,8 +116,7 @@ class _Tasks:
     stopped: str | None = None  # why a graceful stop ended the input
 
     async def read(self) -> None:
-        """The one reader: the channel's bytes into the core, then dispatch, until the
-        end of input."""
+        """The one reader: the channel's bytes into the core, until the end of input."""
         session, channel = self.session, self.session._channel
         whole_messages = channel.framing == "messages"
         while not session.closed and self.stopped is None:
@@ -127,10 +139,8 @@ class _Tasks:
 
     async def dispatch(self, take: Callable[[], None]) -> None:
         """The one dispatch route: in turn, call ``take`` (which feeds the core), then
-        dispatch every event the core has ready.  Cancelled while waiting for the turn,
-        it took nothing; an event taken from the core is dispatched whole
-        (:func:`shielded`).  A free turn costs no schedule point (the reader just had one).
-        """
+        dispatch every event the core has ready; cancelled while waiting for the turn, it
+        took nothing.  A free turn costs no schedule point (the reader just had one)."""
         session, lock = self.session, self.dispatch_lock
         await trio.lowlevel.checkpoint_if_cancelled()
         try:
@@ -170,7 +180,7 @@ class _Tasks:
             session._waiters.deliver(event)
         elif type(event) is ev.ConnectionClosed:
             eof = self.stopped or getattr(session._channel, "eof_reason", None)
-            self.end_of_input("the peer closed the connection" + (f"; {eof}" if eof else ""))
+            self.end_of_input(rules.end_reason("the peer closed the connection", eof))
         else:  # ProgressDropped, UnexpectedResponse
             log.debug("ignored input from the peer: %r", event)
 
@@ -186,7 +196,7 @@ class _Tasks:
     async def start_request(self, request: ev.Request) -> None:
         session, running = self.session, self.session._running
         accepting = not (running.full or session.closed)
-        answer = reply_at_once(request, session.role, len(running), accepting)
+        answer = rules.reply_at_once(request, session.role, len(running), accepting)
         if answer is not None:
             await shielded(session._send(answer, quiet=True))
         else:
@@ -208,7 +218,7 @@ class _Tasks:
                 try:
                     reply = ev.Response(id=rid, result=await self.handler.handle_request(ctx))
                 except Exception as exc:
-                    reply = error_reply(exc, rid, ctx.method)
+                    reply = rules.error_reply(exc, rid, ctx.method)
                 await self.reply(ctx, reply)
                 return
             # Cancelled.  By the peer, or the session's end: no answer.  By a graceful
@@ -223,7 +233,7 @@ class _Tasks:
 
     async def reply(self, ctx: RequestContext, reply: ev.Response | ev.ErrorResponse) -> None:
         """Send the answer to ``ctx``'s request (or -32603 when the core refuses it)."""
-        produce = partial(answer_bytes, self.session.connection, reply, ctx.method)
+        produce = partial(rules.answer_bytes, self.session.connection, reply, ctx.method)
         await self.session._write(produce, ctx.request_id, quiet=True)
 
     async def notify(self) -> None:
@@ -236,8 +246,7 @@ class _Tasks:
                     log.exception("the handler of %s failed", note.method)
 
     async def expire(self) -> None:
-        """The timer task: expire our requests at ``Connection.next_deadline()``
-        (``send_request`` brings the deadline of ``session._timer`` nearer)."""
+        """The timer task (``send_request`` brings ``session._timer``'s deadline nearer)."""
         session, conn = self.session, self.session.connection
         while not session.closed:
             deadline = conn.next_deadline()
@@ -253,9 +262,7 @@ class _Tasks:
             await self.dispatch(lambda: None)
 
     def end_of_input(self, reason: str) -> None:
-        """The peer will send nothing more: fail our requests to it, let the peer's
-        requests we accepted finish (``drain_timeout``; the core is CLOSING), then close.
-
+        """The peer will send nothing more (module docstring; the core is CLOSING).
         Source: 2025-06-18/basic/lifecycle#shutdown (the transport's end ends the session).
         """
         session = self.session
@@ -270,8 +277,8 @@ class _Tasks:
             self.nursery.start_soon(self.finish_then_close, reason)
 
     async def stop_on(self, stop: trio.Event) -> None:
-        """Once ``stop`` is set, end the input as the peer's end would (what the reader
-        receives after that is dropped).  Source: 2025-06-18/basic/lifecycle#stdio.2."""
+        """Once ``stop`` is set, end the input as the peer's end would (the reader's
+        input is dropped).  Source: 2025-06-18/basic/lifecycle#stdio.2."""
         await stop.wait()
         self.stopped = "the server is shutting down"
         await self.dispatch(lambda: self.session.connection.receive_data(b""))  # as at EOF
@@ -294,7 +301,7 @@ async def open_session(
     send_timeout: float | None = 30.0,
     max_queued_notifications: int = 64,
     drain_timeout: float = 30.0,
-    keepalive: Keepalive | None = None,
+    keepalive: rules.Keepalive | None = None,
     stop: trio.Event | None = None,
 ) -> AsyncIterator[Session]:
     """Run an MCP session over ``channel`` for the duration of an ``async with`` block
@@ -377,7 +384,7 @@ async def open_session(
         with trio.CancelScope(shield=True), trio.move_on_at(session._write_until):
             async with session._send_lock:
                 pass
-        with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_GRACE):
+        with trio.CancelScope(shield=True), trio.move_on_after(rules.CLOSE_GRACE):
             try:
                 await channel.aclose()
             except Exception as exc:

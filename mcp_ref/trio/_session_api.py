@@ -1,11 +1,8 @@
-"""The :class:`Session` object: what its users call, what it holds, and its one write path.
+"""The :class:`Session` object: what its users call, what it holds, and its one write path
+(:mod:`._session` runs its tasks; every end goes through :meth:`Session._close`).
 
 Theory of operation
 -------------------
-:func:`~mcp_ref.trio.open_session` (:mod:`._session`) makes a :class:`Session` and runs
-its tasks; this module is the half its users call, and the ends (all through
-:meth:`Session._close`).
-
 **The one write path** (:meth:`Session._write`) is one locked send: a sender waits for
 the write under way, then asks the core for the bytes (``Connection.send`` checks the
 message and moves the state) and writes them, so the wire keeps the core's order and a
@@ -13,9 +10,7 @@ sender cancelled while it waits has sent nothing.  The channel's optional
 ``send_nowait`` is tried first, without the lock (nothing yields in between); anything
 else goes through ``channel.send`` under the lock, shielded (half a message would break
 the stream) and bounded by ``send_timeout``; a failed write calls
-``Connection.send_failed()`` and ends the session.  Once closed, the session refuses new
-messages; a write under way has :data:`CLOSE_GRACE` seconds more (none after
-:meth:`Session.abort`).
+``Connection.send_failed()`` and ends the session.
 """
 
 from __future__ import annotations
@@ -33,7 +28,7 @@ from .._client import DEFAULT, DEFAULT_TIMEOUT, SessionClosed, _Default, with_pr
 from .._connection import Connection
 from .._errors import LocalProtocolError
 from .._inflight import RequestTimeout
-from .._session_rules import cancel_bytes
+from .._session_rules import CLOSE_GRACE, cancel_bytes, end_reason
 from .._state import Role
 from ..events import Event, Notification, Progress, Request, RequestId
 from ._channel import MessageChannel
@@ -50,10 +45,6 @@ SESSION_DEFAULT: Final = DEFAULT
 TimeoutArg = RequestTimeout | None | Literal[_Default.TOKEN]
 """What ``timeout=`` takes: a :class:`RequestTimeout`, None (no timeout) or
 :data:`SESSION_DEFAULT`."""
-
-CLOSE_GRACE: Final = 5.0
-"""Seconds a write under way has to finish once the session closed; then closing the
-channel has as long again."""
 
 
 class Session:
@@ -290,8 +281,7 @@ class Session:
     def _write_failed(self, failure: str) -> NoReturn:
         """A write failed or timed out: end the session, raise :class:`SessionClosed`."""
         self.connection.send_failed()  # the stream may hold half a message
-        eof = getattr(self._channel, "eof_reason", None)
-        self._close(f"{failure}; {eof}" if eof and eof not in failure else failure)
+        self._close(end_reason(failure, getattr(self._channel, "eof_reason", None)))
         raise SessionClosed(self.close_reason or failure)
 
     async def push(self, data: bytes) -> None:

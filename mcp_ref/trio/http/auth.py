@@ -13,15 +13,8 @@ from typing import Any
 import h11
 import trio
 
+from ... import _http_auth as rules
 from ..._http import HttpError, Refused
-from ..._http_auth import (
-    CALLER,
-    ResourceAuth,
-    admission,
-    answer_events,
-    caller_of,
-    check_http_request,
-)
 from ..._http_connection import RequestReady
 from ..._oauth_http import HttpRequest, HttpResponse
 from ..._oauth_verify import NeedFetch
@@ -33,41 +26,41 @@ log = logging.getLogger("mcp_ref.trio.http")
 
 
 async def admit(
-    auth: ResourceAuth | None, stream: Any, req: RequestReady, sessions: Mapping[str, Any]
+    auth: rules.ResourceAuth | None, stream: Any, req: RequestReady, sessions: Mapping[str, Any]
 ) -> bool:
     """Check ``req`` (``auth`` None: no check) and set
-    :data:`~mcp_ref._http_auth.CALLER` for this task; False when refused, the answer written to ``stream`` (an
-    :class:`~.common.H11Stream` or its ASGI stand-in).
+    :data:`~mcp_ref._http_auth.CALLER` for this task; False when refused, the answer
+    written to ``stream`` (an :class:`~.common.H11Stream` or its ASGI stand-in).
 
     Raises:
         Refused: 404, ``req`` names a session another caller opened (``sessions``:
             the live ones, by id).
     """
     if auth is None:
-        CALLER.set(caller_of(None, req, None))
+        rules.CALLER.set(rules.caller_of(None, req, None))
         return True
     # Spec: 2025-06-18/basic/transports#security-warning.3
     # "Servers SHOULD implement proper authentication for all connections"
     # Spec: 2025-11-25/basic/authorization#access-token-privilege-restriction.1
     # "MCP servers MUST validate access tokens before processing the request"
     try:
-        outcome = check_http_request(auth, req, now=time.time())
+        outcome = rules.check_http_request(auth, req, now=time.time())
         while isinstance(outcome, NeedFetch):
             outcome = outcome.resume(await fetch(outcome.request, auth), now=time.time())
     except Exception:  # a verifier's bug: this request is refused, the server goes on
         log.exception("the token verifier failed")
         outcome = None
-    caller, refusal = admission(auth, req, outcome, sessions)
-    CALLER.set(caller)
+    caller, refusal = rules.admission(auth, req, outcome, sessions)
+    rules.CALLER.set(caller)
     if isinstance(refusal, HttpError):
         raise Refused(refusal)
     if refusal is not None:
-        await stream.send(*answer_events(refusal, last=req.last))
+        await stream.send(*rules.answer_events(refusal, last=req.last))
         return False
     return True
 
 
-async def prefetch(auth: ResourceAuth | None) -> None:
+async def prefetch(auth: rules.ResourceAuth | None) -> None:
     """Fetch a JWT verifier's keys once at start-up
     (:meth:`~mcp_ref._oauth_verify_jwt.JwtVerifier.receive_jwks`), so that the
     requests arriving first do not each fetch them; a failure changes nothing."""
@@ -77,7 +70,7 @@ async def prefetch(auth: ResourceAuth | None) -> None:
         verifier.receive_jwks(await fetch(verifier.jwks_request(), auth), now=time.time())
 
 
-async def fetch(request: HttpRequest, auth: ResourceAuth) -> HttpResponse | None:
+async def fetch(request: HttpRequest, auth: rules.ResourceAuth) -> HttpResponse | None:
     """One HTTP exchange of the verifier, as the client's sign-in exchanges go
     (:func:`~.client_connections.oauth_exchange`), within ``auth.fetch_timeout``
     seconds; None when it failed.  It carries only what the verifier put in it."""

@@ -2,30 +2,19 @@
 
 Theory of operation
 -------------------
-:class:`HttpClientChannel` is a ``"messages"`` :class:`~mcp_ref.trio.MessageChannel`:
-the session hands it one message at a time, and it turns each into one HTTP POST
-(2025-06-18/basic/transports#sending-messages-to-the-server.1).  Everything the server
-sends goes into one bounded queue that ``receive`` reads.  The session never learns
-HTTP exists.
+:class:`HttpClientChannel` is a ``"messages"`` :class:`~mcp_ref.trio.MessageChannel`
+that turns each message the session hands it into one HTTP POST; everything the server
+sends goes into one bounded queue that ``receive`` reads.  It reads no message and
+decides nothing: the core (:class:`~mcp_ref._http_client.HttpClientCore`, in
+``self.core``) says how to POST each one, and each job is a flow of
+:mod:`mcp_ref._http_client_flows`, run by ``_run``, the one loop of this module
+(:mod:`mcp_ref._http_client_steps` shows it).
 
-The channel reads no message and decides nothing.  The sans-IO core
-(:class:`~mcp_ref._http_client.HttpClientCore`, in ``self.core``) reads each outgoing
-message and says how to POST it; each job is a flow of
-:mod:`mcp_ref._http_client_flows` (its docstring lists them), run by ``_run``, the one
-loop of this module: send what the flow says, give it the head and the body, pass on
-the messages it gives, wait when it says so (:mod:`mcp_ref._http_client_steps`).
-
-``send`` returns quickly so the session's send lock is never held across a long
-exchange: a request's flow runs in a background task (one the flow gives up on gets the
-core's error response, :func:`~mcp_ref._http_client.failure`; an outgoing
+``send`` returns quickly, so the session's send lock is never held across a long
+exchange: a request's flow runs in a background task (an outgoing
 ``notifications/cancelled`` stops it); a notification or response is POSTed and its
-``202`` awaited, so they reach the server in order.  The GET stream, a new session
-after a 404 (under a lock, once per expired session) and the 2024-11-05 fallback are
-flows too.  Closing sends DELETE (#session-management.8).
-
-Connections (:mod:`.client_connections`): a small pool of keep-alive connections for
-POSTs; SSE streams use their own connections.  ``https`` URLs use TLS with the default
-trust store.
+``202`` awaited, so they reach the server in order.  Connections:
+:mod:`.client_connections`.
 """
 
 from __future__ import annotations
@@ -37,21 +26,12 @@ from typing import Any, Literal
 
 import trio
 
+from ... import _http_client_steps as steps
 from ..._http_client import Send
 from ..._http_client_flows import GetStreamFlow, LegacyFlow, MessageFlow, ReplayFlow, RequestFlow
-from ..._http_client_steps import (
-    READ,
-    Authorize,
-    Done,
-    Flow,
-    HttpRequest,
-    Read,
-    Step,
-    Wait,
-    delete_request,
-)
 from ...events import RequestId
-from .._session import open_owned_nursery
+from .._channel import receive_or_eof
+from .._session import open_running
 from .client_connections import _IO_FAILURES, ClientConnections, HttpTransportError, _Exchange
 from .common import Supervisor
 
@@ -66,10 +46,8 @@ class HttpClientChannel(ClientConnections):
     Make it with :func:`open_http_channel` (or use
     :func:`mcp_ref.client.open_http_client`), which runs its background tasks.  The
     constructor, ``(url, supervisor, **options)`` with the options of
-    ``open_http_channel``, is :class:`~.client_connections.ClientConnections`'s.
-
-    Its ``url``, ``session_id``, ``protocol_version``, ``mode`` (``"legacy"`` after
-    the fallback) and ``reinitializations`` (new sessions after a 404) are the core's.
+    ``open_http_channel``, and the properties are
+    :class:`~.client_connections.ClientConnections`'s; ``url`` is the MCP endpoint.
 
     Source: 2025-06-18/basic/transports#streamable-http.
     """
@@ -78,10 +56,7 @@ class HttpClientChannel(ClientConnections):
 
     async def receive(self) -> bytes:
         """The next message from the server; ``b""`` once the channel is closed."""
-        try:
-            return await self._in_receive.receive()
-        except (trio.EndOfChannel, trio.ClosedResourceError):
-            return b""
+        return await receive_or_eof(self._in_receive)
 
     async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
         """POST one message (see the module docstring for what is awaited).
@@ -101,7 +76,7 @@ class HttpClientChannel(ClientConnections):
         if out.cancels is not None and (scope := self._readers.get(out.cancels)):
             scope.cancel()  # stop reading the cancelled request's answer
         # A notification or response (any message in 2024-11-05 mode), awaited: in order.
-        done = Done(error=f"the POST took longer than {self._io_timeout} s")
+        done = steps.Done(error=f"the POST took longer than {self._io_timeout} s")
         with trio.move_on_after(self._io_timeout):
             done = await self._run(MessageFlow(self.core, data))
         if done.error is None and out.opens_get:
@@ -125,18 +100,19 @@ class HttpClientChannel(ClientConnections):
             # the client application) SHOULD send an HTTP DELETE to the MCP endpoint with the
             # `Mcp-Session-Id` header, to explicitly terminate the session."
             with trio.move_on_after(min(self._io_timeout, 2.0)), suppress(*_IO_FAILURES):
-                ex = await self._request(delete_request(self.core))
+                ex = await self._request(steps.delete_request(self.core))
                 log.debug("DELETE answered %s", ex.status)
                 await ex.conn.aclose()
-        for _, conn in self._pool:
+        for conn in self._pool.clear():
             await conn.aclose()
-        self._pool.clear()
         self._in_send.close()
         self._supervisor.close()
 
     # -- the one loop --------------------------------------------------------------------
 
-    async def _run(self, flow: Flow, step: Step | None = None, ex: _Exchange | None = None) -> Done:
+    async def _run(
+        self, flow: steps.Flow, step: steps.Step | None = None, ex: _Exchange | None = None
+    ) -> steps.Done:
         """Do what ``flow`` says until it is done (:mod:`mcp_ref._http_client_steps`).
 
         ``step`` and ``ex``: where an earlier part left off; ``ex`` is the exchange of
@@ -145,25 +121,25 @@ class HttpClientChannel(ClientConnections):
         step = flow.start() if step is None else step
         try:
             while True:
-                if ex is not None and step is not READ and step is not ex.request:
+                if ex is not None and step is not steps.READ and step is not ex.request:
                     self._finish(ex)  # done with it: back to the pool, or closed
                     ex = None
-                if isinstance(step, Done):
+                if isinstance(step, steps.Done):
                     return step
-                if isinstance(step, HttpRequest):
+                if isinstance(step, steps.HttpRequest):
                     try:
                         ex = await self._head(ex or await self._start(step))
                     except _IO_FAILURES as exc:
                         step, ex = flow.broken(str(exc) or repr(exc)), None
                         continue
                     step = flow.head(ex.status, ex.headers)
-                elif isinstance(step, Read):
+                elif isinstance(step, steps.Read):
                     assert ex is not None
                     step = await self._read(flow, ex)
-                elif isinstance(step, Wait):
+                elif isinstance(step, steps.Wait):
                     await trio.sleep(step.seconds)
                     step = flow.waited()
-                elif isinstance(step, Authorize):
+                elif isinstance(step, steps.Authorize):
                     step = flow.signed_in(await self._sign_in(step))
                 else:
                     step = flow.new_session(await self._new_session(step.generation))
@@ -171,7 +147,7 @@ class HttpClientChannel(ClientConnections):
             if ex is not None:
                 self._finish(ex)
 
-    async def _read(self, flow: Flow, ex: _Exchange) -> Step:
+    async def _read(self, flow: steps.Flow, ex: _Exchange) -> steps.Step:
         """Feed one body to ``flow``, passing on the messages it gives.  Once the
         response came the server gets ``flow.grace`` seconds to end the stream: then
         the flow's own scope (``_readers``) ends it, as nothing else of it matters."""
@@ -252,7 +228,7 @@ class HttpClientChannel(ClientConnections):
             await ex.conn.aclose()
 
     async def _in_background(
-        self, flow: Flow, step: Step, ex: _Exchange | None, release: bool = False
+        self, flow: steps.Flow, step: steps.Step, ex: _Exchange | None, release: bool = False
     ) -> None:
         """Run a request's flow (or the GET stream's) in a task of its own, which an
         outgoing ``notifications/cancelled`` (or closing) cancels through ``_readers``.
@@ -279,7 +255,7 @@ class HttpClientChannel(ClientConnections):
             begin = False if self.closed else self.core.begin_new_session(generation)
             if begin is not True:
                 return begin is None  # another task did it, or nothing to replay
-            done = Done(error=f"took longer than {self._io_timeout} s, or was cancelled")
+            done = steps.Done(error=f"took longer than {self._io_timeout} s, or was cancelled")
             try:
                 with trio.move_on_after(self._io_timeout):
                     done = await self._run(ReplayFlow(self.core))
@@ -320,7 +296,7 @@ class HttpClientChannel(ClientConnections):
             raise HttpTransportError(f"2024-11-05 fallback: GET failed: {exc}") from exc
         step = flow.head(ex.status, ex.headers)
         with trio.move_on_after(self._io_timeout):
-            while step is READ and not (flow.ready or flow.stop):
+            while step is steps.READ and not (flow.ready or flow.stop):
                 if (chunk := await ex.next_chunk()) is None:
                     break
                 for data in flow.receive_data(chunk):
@@ -333,7 +309,7 @@ class HttpClientChannel(ClientConnections):
 
     async def _legacy_stream(self, flow: LegacyFlow, ex: _Exchange) -> None:
         try:
-            done = await self._run(flow, READ, ex)
+            done = await self._run(flow, steps.READ, ex)
             log.info("%s", done.error)
         finally:
             self.eof_reason = "the 2024-11-05 SSE stream ended"
@@ -367,10 +343,5 @@ async def open_http_channel(url: str, **channel_kw: Any) -> AsyncIterator[HttpCl
     """
     supervisor = Supervisor()
     channel = HttpClientChannel(url, supervisor, **channel_kw)
-    async with open_owned_nursery() as nursery:
-        await nursery.start(supervisor.run)
-        try:
-            yield channel
-        finally:
-            with trio.CancelScope(shield=True):
-                await channel.aclose()
+    async with open_running(channel, supervisor.run):
+        yield channel

@@ -2,18 +2,14 @@
 
 Theory of operation
 -------------------
-:class:`~.client.HttpClientChannel` is :class:`ClientConnections` (this module: its
-state and its connections) and the loop of :mod:`.client`.  Every decision is the
-sans-IO core's (``self.core``, and the flows of :mod:`mcp_ref._http_client_flows`).
-
-Every HTTP request is one :class:`_Exchange`: ``_start`` writes the core's
-:class:`~mcp_ref._http_client_steps.HttpRequest` on a pooled keep-alive connection
-unless ``fresh`` (SSE streams get their own), ``_head`` reads the response head.  A
-request that meets a pooled connection the server had closed is sent again on a new
-one, only when nothing was received.  ``_finish`` pools a connection when both sides
-finished their messages (at most ``_POOL_SIZE``, none idle over ``pool_idle_seconds``),
-else closes it.  Signing in is :class:`~mcp_ref._http_client_auth.SignInRunner`'s; its
-requests go through :func:`oauth_exchange`, each on a connection of its own.
+:class:`~.client.HttpClientChannel` is :class:`ClientConnections` (its state and its
+connections: this module) and the loop of :mod:`.client`.  Every HTTP request is one
+:class:`_Exchange`: ``_start`` writes it on a pooled keep-alive connection unless
+``fresh`` (an SSE stream gets its own), ``_head`` reads the response head (sent again on
+a new connection when a pooled one turns out closed and nothing was received),
+``_finish`` pools the connection (the core's
+:class:`~mcp_ref._http_client_steps.KeepAlivePool`) or closes it.  Sign-in requests go through
+:func:`oauth_exchange`, each on a connection of its own.
 """
 
 from __future__ import annotations
@@ -30,7 +26,7 @@ import trio
 from ..._http import HttpLimits
 from ..._http_client import HttpClientCore
 from ..._http_client_auth import ClientAuth, OAuthClientOptions, SignInRunner
-from ..._http_client_steps import Authorize, HttpRequest
+from ..._http_client_steps import Authorize, HttpRequest, KeepAlivePool
 from ..._oauth_http import HttpRequest as OAuthRequest
 from ..._oauth_http import HttpResponse as OAuthResponse
 from ..._oauth_http import read_answer
@@ -39,7 +35,6 @@ from .common import H11Stream, Supervisor
 __all__ = ["ClientConnections", "HttpTransportError"]
 
 _INCOMING_QUEUE: Final = 256
-_POOL_SIZE: Final = 8
 
 
 class HttpTransportError(Exception):
@@ -137,11 +132,10 @@ class ClientConnections:
         self._supervisor = supervisor
         self._connect_timeout = connect_timeout
         self._io_timeout = io_timeout
-        self._pool_idle = pool_idle_seconds
         self._ssl_context = ssl_context
         self._max_posts = max_concurrent_posts
         self._posts = trio.Semaphore(max_concurrent_posts)
-        self._pool: list[tuple[float, H11Stream]] = []
+        self._pool: KeepAlivePool[H11Stream] = KeepAlivePool(idle_seconds=pool_idle_seconds)
         self._in_send, self._in_receive = trio.open_memory_channel[bytes](_INCOMING_QUEUE)
         self._reinit_lock = trio.Lock()
         self._auth_lock = trio.Lock()  # one sign-in (or refresh) at a time
@@ -179,27 +173,19 @@ class ClientConnections:
         return H11Stream(stream, h11.CLIENT, max_incomplete_event_size=core.limits.max_header_bytes)
 
     def _take_pooled(self) -> H11Stream | None:
-        now = trio.current_time()
-        while self._pool:
-            since, conn = self._pool.pop()
-            if now - since <= self._pool_idle:
-                return conn
-            self._supervisor.start_soon(conn.aclose)
-        return None
+        conn, stale = self._pool.take(trio.current_time())
+        for old in stale:
+            self._supervisor.start_soon(old.aclose)
+        return conn
 
     def _finish(self, ex: _Exchange) -> None:
         # Its connection back to the pool when both sides finished, else closed.
-        conn = ex.conn
-        if (
-            not self.closed
-            and conn.conn.our_state is h11.DONE
-            and conn.conn.their_state is h11.DONE
-            and len(self._pool) < _POOL_SIZE
-        ):
-            conn.conn.start_next_cycle()
-            self._pool.append((trio.current_time(), conn))
-        else:
-            self._supervisor.start_soon(conn.aclose)
+        h = ex.conn.conn
+        if not self.closed and h.our_state is h11.DONE and h.their_state is h11.DONE:
+            h.start_next_cycle()
+            if self._pool.put(ex.conn, trio.current_time()):
+                return
+        self._supervisor.start_soon(ex.conn.aclose)
 
     async def _start(self, request: HttpRequest, *, pooled: bool = True) -> _Exchange:
         """Write one request (on a pooled connection unless ``request.fresh``)."""

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import suppress
-from typing import Any, Final
+from typing import Any
 
 import h11
 import trio
 
-__all__ = ["H11Stream", "Supervisor"]
+from .._channel import RECEIVE_SIZE
 
-_RECEIVE_SIZE: Final = 65536  # bytes per receive_some
+__all__ = ["H11Stream", "Supervisor"]
 
 
 class H11Stream:
@@ -39,7 +39,7 @@ class H11Stream:
     async def receive_some(self) -> bytes:
         """Read one chunk from the socket into h11; ``b""`` at end of stream."""
         try:
-            data = bytes(await self.stream.receive_some(_RECEIVE_SIZE))
+            data = bytes(await self.stream.receive_some(RECEIVE_SIZE))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             data = b""
         self.received += len(data)

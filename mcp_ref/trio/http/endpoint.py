@@ -13,11 +13,8 @@ answers its requests, if any); the body goes to the session
 :meth:`~mcp_ref._http_streams.SessionStreams.resume` names.
 
 :func:`answer_sse` is the loop around the sans-IO
-:class:`~mcp_ref._http_answers.SseAnswer` (that module's docstring shows it).  Between
-writes it waits in :func:`wait_change`, reading the client's side of the connection (a
-client that left is noticed) until the session wakes it
-(:meth:`~.sessions.HttpSession.wake`) or the wait passes.  A JSON answer waits on an
-event instead (a third of the cost of a cancelled wait).
+:class:`~mcp_ref._http_answers.SseAnswer` (that module's docstring shows it), waiting
+between writes in :func:`wait_change`.
 """
 
 from __future__ import annotations
@@ -30,26 +27,19 @@ from typing import Final, Literal
 import h11
 import trio
 
-from ... import _http as rules
 from ..._http import LAST_EVENT_ID, Refused, checked
-from ..._http_answers import SseAnswer, empty_answer
+from ..._http_answers import HEAD_WAIT_SECONDS, MAX_PIPELINED, SseAnswer, empty_answer
 from ..._http_connection import RequestReady
+from ..._http_legacy import session_endpoint
 from ..._http_post import Post, read_messages, read_post
 from ..._http_server import Endpoint, ServerConfig, gone, header, legacy_session, session_request
 from ..._http_streams import LEGACY, LogicalStream
-from ..._sse import encode_event
 from .common import H11Stream
 from .sessions import HttpSession, SessionTable
 
 __all__ = ["ENDPOINTS", "HEAD_WAIT_SECONDS", "answer_json", "answer_sse", "wait_change"]
 
 log = logging.getLogger("mcp_ref.trio.http")
-
-HEAD_WAIT_SECONDS: Final = 0.1
-"""Seconds the head of a POST's SSE answer waits for the first events, so that a quick
-answer is written at once, head and all."""
-
-_MAX_PIPELINED: Final = 64 * 1024
 
 
 async def post(cfg: ServerConfig, table: SessionTable, h: H11Stream, req: RequestReady) -> None:
@@ -185,9 +175,7 @@ async def legacy_get(
     """
     sess = await table.open("legacy")
     try:
-        first = encode_event(
-            rules.endpoint_event(f"{cfg.legacy_messages_path}?session_id={sess.id}")
-        )
+        first = session_endpoint(cfg.legacy_messages_path, str(sess.id))
         await answer_sse(cfg, h, sess, sess.state.streams[LEGACY], None, last=True, first=first)
     finally:
         sess.end("the SSE connection closed")
@@ -272,7 +260,7 @@ async def wait_change(
 
     Returns ``"changed"``, ``"eof"`` (the client closed its side: nobody will read the
     rest) or ``"timeout"``.  Input the client pipelines meanwhile goes into h11 for the
-    next request (up to ``_MAX_PIPELINED`` bytes; past that the socket is not read).
+    next request (up to ``MAX_PIPELINED`` bytes; past that the socket is not read).
     :meth:`HttpSession.wake` cancels the read (a cancelled ``receive_some`` loses
     nothing); without ``h`` it sets an event.
     """
@@ -302,7 +290,7 @@ async def wait_change(
 async def _read_until_closed(h: H11Stream) -> None:
     """Read the client's side of the connection until the client closes it."""
     while h.conn.their_state is not h11.CLOSED:
-        if len(h.conn.trailing_data[0]) > _MAX_PIPELINED:
+        if len(h.conn.trailing_data[0]) > MAX_PIPELINED:
             await trio.sleep_forever()  # pipelined input piles up: stop reading
         if not await h.receive_some():
             return

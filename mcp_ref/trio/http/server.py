@@ -10,14 +10,11 @@ the core gives), feed it, and do what its events say: write a refusal, or run th
 handler of the request's endpoint (:mod:`.endpoint`).  The MCP sessions outlive the
 requests that created them, never the server (:mod:`.sessions`).
 
-What the server decides is the core's: the rules one request passes
-(:mod:`mcp_ref._http_server`), what a POST means (:mod:`mcp_ref._http_post`), which
-logical stream carries each message (:mod:`mcp_ref._http_streams`), what a response
-writes (:mod:`mcp_ref._http_answers`), the session bounds (:mod:`mcp_ref._http_sessions`),
-the addresses (:mod:`mcp_ref._http_peers`), the bytes of SSE (:mod:`mcp_ref._sse`).
-
-Modules, each importing only those before it: :mod:`.common` (h11 over trio, the
-supervisor), :mod:`.sessions`, :mod:`.endpoint`, this one.
+Every decision is the core's: the rules a request passes (:mod:`mcp_ref._http_server`),
+what a POST means (:mod:`mcp_ref._http_post`), the logical streams
+(:mod:`mcp_ref._http_streams`), the answers (:mod:`mcp_ref._http_answers`), the session
+bounds (:mod:`mcp_ref._http_sessions`).  Modules, each importing only those before it:
+:mod:`.common`, :mod:`.sessions`, :mod:`.endpoint`, this one.
 """
 
 from __future__ import annotations
@@ -28,7 +25,7 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Collection
 from contextlib import asynccontextmanager
 from functools import partial
-from typing import Any, Final
+from typing import Any
 
 import attrs
 import h11
@@ -37,8 +34,7 @@ import trio
 from ..._http import HttpLimits, Refused
 from ..._http_auth import ResourceAuth, server_connection
 from ..._http_connection import NEED_DATA, Refusal, RequestReady
-from ..._http_peers import http_url
-from ..._http_server import ServerConfig, server_config
+from ..._http_server import CLOSE_WAIT_SECONDS, ServerConfig, server_config, server_urls
 from ...stores import Sharing, Stores
 from .._listen import close_listeners, peer_of, serve_until_stopped
 from .._session import DEFAULT_GRACE_SECONDS, Handler
@@ -185,17 +181,11 @@ async def serve_http(
     listeners: Any = await trio.open_tcp_listeners(port, host=host)
     try:
         bound, port = listeners[0].socket.getsockname()[:2]
-        origin = http_url(bound, port, "")
         if ssl_context is not None:
             listeners = [trio.SSLListener(x, ssl_context, https_compatible=True) for x in listeners]
-            origin = "https" + origin[4:]
-        info = HttpServerInfo(
-            host=bound,
-            port=port,
-            url=origin + path,
-            legacy_sse_url=origin + legacy_sse_path if cfg.legacy_sse else None,
-            stop=trio.Event() if stop is None else stop,
-        )
+        url, legacy_url = server_urls(cfg, bound, port, tls=ssl_context is not None)
+        stop = trio.Event() if stop is None else stop
+        info = HttpServerInfo(host=bound, port=port, url=url, legacy_sse_url=legacy_url, stop=stop)
         async with trio.open_nursery() as nursery:
             await nursery.start(server.table.supervisor.run)
             nursery.start_soon(server.table.reaper)
@@ -216,9 +206,9 @@ async def serve_http(
 
 
 class HttpServer:
-    """One server's settings, sessions and connections (the arguments of
-    :func:`serve_http`).  Run :meth:`handle_connection` per accepted connection; start
-    ``table.supervisor.run`` and ``table.reaper`` beside it."""
+    """One server's settings, sessions and connections (:func:`serve_http`'s arguments):
+    :meth:`handle_connection` per connection, ``table.supervisor.run`` and
+    ``table.reaper`` beside."""
 
     def __init__(
         self,
@@ -229,17 +219,14 @@ class HttpServer:
     ) -> None:
         self.cfg, self.auth = cfg, auth
         self.table = SessionTable(handler, limits=cfg.limits, session_kw=session_kw)
-        # Header-rule outcomes per (target, header set); see RequestHeaders.  Bounded.
-        self._memos: dict[tuple[Any, ...], dict[Any, Any]] = {}
-        # A graceful stop (serve_http's stop): connections serve no further request, and
-        # those waiting for one (their idle scopes, in ``waiting``) are cancelled.
+        self._memos: dict[tuple[Any, ...], dict[Any, Any]] = {}  # (RequestHeaders)
+        # Stopping: no connection serves a further request; those waiting are cancelled.
         self.draining = False
         self.waiting: weakref.WeakSet[trio.CancelScope] = weakref.WeakSet()
 
     async def handle_connection(self, stream: trio.abc.Stream) -> None:
         """Serve the requests of one connection until it closes, errs or idles (module
-        docstring).  The sessions it creates count against its client's address
-        (:data:`~.sessions.PEER` holds it while this runs)."""
+        docstring); its sessions count against its client's :data:`~.sessions.PEER`."""
         peer_token = PEER.set(peer := peer_of(stream))
         conn = server_connection(self.cfg, self._memos, peer, trio.current_time, auth=self.auth)
         h = H11Stream(stream, h11.SERVER, conn=conn.h11)
@@ -287,8 +274,7 @@ class HttpServer:
                 await h.aclose()
 
     async def stop_gracefully(self, grace: float) -> None:
-        """The graceful stop of :func:`serve_http` (its ``stop``) once its listeners
-        are closed; the sessions' is :meth:`~.sessions.SessionTable.finish`."""
+        """:func:`serve_http`'s graceful stop, once its listeners are closed."""
         self.draining = True
         for scope in list(self.waiting):
             scope.cancel()
@@ -305,11 +291,6 @@ class HttpServer:
             finally:
                 self.waiting.discard(scope)
         return not scope.cancelled_caught
-
-
-CLOSE_WAIT_SECONDS: Final = 1.0
-"""After a graceful stop's grace, seconds the connections get to write what they hold
-(the error answers, the ends of the SSE responses) before they are cancelled."""
 
 
 @asynccontextmanager

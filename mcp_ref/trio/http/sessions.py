@@ -6,18 +6,12 @@ Theory of operation
 An :class:`HttpSession` is the :class:`~mcp_ref.trio.MessageChannel` its
 :class:`~mcp_ref.trio.Session` talks to, joined to the sans-IO
 :class:`~mcp_ref._http_streams.SessionStreams` (which logical stream carries each
-message) and to the HTTP responses writing those streams.  Messages in:
-:meth:`HttpSession.deliver` gives each POST body to the session, in order.  Messages
-out: ``send`` never blocks: the core appends the message to one stream, and
-:meth:`HttpSession.wake` wakes the responses writing that stream (the wakers
-:func:`~.endpoint.wait_change` registers in ``waiters``).
-
-:class:`SessionTable` opens sessions; requests find them by id
-(:func:`~mcp_ref._http_server.session_request`).  Each runs in an *owner task* of the
-table's :class:`~.common.Supervisor`, so it outlives the request that created it but
-never the server.  Which session to evict to make room, and which expire, is the
-sans-IO :class:`~mcp_ref._http_sessions.SessionBook`'s decision; the table ends those
-(:meth:`SessionTable.reaper`).
+message) and to the responses writing those streams: POST bodies go in through
+:meth:`~HttpSession.deliver`; ``send`` never blocks, it wakes the responses writing the
+message's stream (:meth:`~HttpSession.wake`).  Each session runs in an owner task of
+the :class:`SessionTable`'s supervisor, so it outlives the request that created it but
+never the server; which sessions to evict or expire is the sans-IO
+:class:`~mcp_ref._http_sessions.SessionBook`'s decision.
 """
 
 from __future__ import annotations
@@ -36,7 +30,7 @@ from ..._http import HttpLimits, Refused, checked, http_error
 from ..._http_answers import ResponseHeads
 from ..._http_auth import CALLER, Caller, owner_key
 from ..._http_messages import MessageInfo
-from ..._http_sessions import SessionBook
+from ..._http_sessions import END_GRACE, EVICT_GRACE, INPUT_QUEUE, SessionBook
 from ..._http_streams import LogicalStream, SessionKind, SessionStreams
 from ..._state import State
 from ...events import RequestId
@@ -49,11 +43,6 @@ log = logging.getLogger("mcp_ref.trio.http")
 
 _NOT_YET: Final = frozenset({State.PRE_INIT, State.INITIALIZING, State.INITIALIZED})
 
-_INPUT_QUEUE = 64
-"""POST bodies queued for a session's reader before a POST waits."""
-
-_CLOSE_GRACE: Final = 5.0  # seconds an ended session has to stop before it is cancelled
-_EVICT_GRACE: Final = 1.0  # the same, for one evicted to make room (a request waits)
 
 CURRENT: contextvars.ContextVar[HttpSession | None] = contextvars.ContextVar(
     "mcp_ref_http_session", default=None
@@ -63,9 +52,9 @@ CURRENT: contextvars.ContextVar[HttpSession | None] = contextvars.ContextVar(
 PEER: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "mcp_ref.trio.http.peer", default=None
 )
-"""The client address (:func:`~mcp_ref.trio._listen.peer_of`) of the connection this
-task serves, set by ``HttpServer.handle_connection``; :meth:`SessionTable.open` counts
-sessions per value (``HttpLimits.max_sessions_per_peer``)."""
+"""The client address of the connection this task serves
+(:func:`~mcp_ref.trio._listen.peer_of`); :meth:`SessionTable.open` counts sessions per
+value (``HttpLimits.max_sessions_per_peer``)."""
 
 
 def close_sse_stream(request_id: RequestId) -> bool:
@@ -122,7 +111,7 @@ class HttpSession:
         self.state = SessionStreams(kind, limits)
         # Each body queued with who sent it (the reader's handlers see it: _http_auth).
         self.input_send, self.input_receive = trio.open_memory_channel[tuple[bytes, Caller | None]](
-            _INPUT_QUEUE
+            INPUT_QUEUE
         )
         self.session: Session | None = None  # the MCP session, once it runs
         self.last_used = trio.current_time()
@@ -329,7 +318,7 @@ class SessionTable:
                 return
             victim = checked(room)
             victim.end("evicted to make room for a new session")
-            await _stop(victim, _EVICT_GRACE)
+            await _stop(victim, EVICT_GRACE)
 
     async def _own(self, sess: HttpSession) -> None:
         """The owner task of one session: runs it until it ends."""
@@ -357,14 +346,11 @@ class SessionTable:
         # containing that session ID with HTTP 404 Not Found."
         # Input is closed; if the session does not end by itself, cancel it.
         if not sess.done.is_set():
-            self.supervisor.start_soon(_stop, sess, _CLOSE_GRACE)
+            self.supervisor.start_soon(_stop, sess, END_GRACE)
 
     async def finish(self, grace: float, reason: str) -> None:
-        """Stop every session gracefully: the requests in progress get ``grace``
-        seconds (:meth:`Session.finish_requests <mcp_ref.trio.Session.finish_requests>`:
-        those still running are then cancelled, each answered with an error on its own
-        stream); then every session ends, so its streams write what they hold and end
-        whole.  ``reason``: what the sessions' ends and the error answers say."""
+        """Stop every session gracefully, as :func:`~mcp_ref.trio.serve_http`'s ``stop``
+        says; ``reason``: what the sessions' ends and the error answers say."""
         async with trio.open_nursery() as nursery:
             for sess in list(self.book.seats):
                 if sess.session is not None:

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager, suppress
-from typing import Any, Final, Literal
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
+from typing import Any, Literal
 
 import trio
 from wsproto import WSConnection
@@ -26,15 +26,12 @@ from wsproto import WSConnection
 from ... import _websocket as core
 from ..._errors import LocalProtocolError
 from ...events import RequestId
-from .._channel import receive_or_eof
+from .._channel import BROKEN, RECEIVE_SIZE, receive_or_eof
 from .._session_api import Session, SessionClosed
 
-__all__ = ["WebSocketChannel", "running"]
+__all__ = ["WebSocketChannel"]
 
 log = logging.getLogger("mcp_ref.trio.websocket")
-
-RECEIVE_SIZE: Final = 65536  # bytes per receive_some
-_BROKEN: Final = (trio.BrokenResourceError, trio.ClosedResourceError)
 
 
 class WebSocketChannel:
@@ -168,14 +165,14 @@ class WebSocketChannel:
             elif event is core.NEED_DATA:
                 try:
                     data = bytes(await self.stream.receive_some(RECEIVE_SIZE))
-                except _BROKEN:
+                except BROKEN:
                     data = b""
                 self._eof = not data
                 self.connection.receive_data(data)
             else:
                 try:
                     await self._deliver(event.data)
-                except (SessionClosed, *_BROKEN):
+                except (SessionClosed, *BROKEN):
                     pass  # input has ended: we are closing
 
     async def _keepalive(self) -> None:
@@ -204,7 +201,7 @@ class WebSocketChannel:
             return
         async with self._lock:
             data = self.connection.data_to_send()  # under the lock: frames go out in order
-            with suppress(*_BROKEN), trio.move_on_after(self.close_timeout):
+            with suppress(*BROKEN), trio.move_on_after(self.close_timeout):
                 await self.stream.send_all(data)
                 return
             self._lost("writing to the WebSocket failed")
@@ -214,7 +211,7 @@ class WebSocketChannel:
         # a TCP reset would destroy our close frame.
         if self._eof:
             return
-        with suppress(*_BROKEN):
+        with suppress(*BROKEN):
             if isinstance(self.stream, trio.abc.HalfCloseableStream):
                 async with self._lock:
                     await self.stream.send_eof()
@@ -225,18 +222,3 @@ class WebSocketChannel:
         self.connection.connection_lost(reason)
         self._inbox_send.close()
         self._scope.cancel()
-
-
-@asynccontextmanager
-async def running(channel: WebSocketChannel) -> AsyncIterator[WebSocketChannel]:
-    """Run ``channel`` (its reader and keepalive) in a nursery of this block's own; on
-    exit, close it with 1000 and wait for the closing handshake (shielded, bounded by
-    ``close_timeout``).  Both roles' ``open_*``/``serve_*`` functions use it."""
-    async with trio.open_nursery() as nursery:
-        await nursery.start(channel.run)
-        try:
-            yield channel
-        finally:
-            with trio.CancelScope(shield=True):
-                await channel.aclose()
-            nursery.cancel_scope.cancel()

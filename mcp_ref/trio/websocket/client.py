@@ -13,7 +13,9 @@ import trio
 from ... import _websocket as core
 from ..._framing import DEFAULT_MAX_MESSAGE_BYTES
 from ..._websocket_handshake import ClientHandshake, HandshakeError, split_url
-from .channel import RECEIVE_SIZE, WebSocketChannel, running
+from .._channel import RECEIVE_SIZE
+from .._session import open_running
+from .channel import WebSocketChannel
 
 __all__ = ["HandshakeError", "open_websocket_channel", "websocket_client_handshake"]
 
@@ -84,5 +86,5 @@ async def open_websocket_channel(
         except BaseException:
             await trio.aclose_forcefully(stream)
             raise
-    async with running(channel):
+    async with open_running(channel, channel.run):
         yield channel

@@ -8,27 +8,22 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection
 from contextlib import suppress
-from typing import Any, Final
+from typing import Any
 
 import trio
 
 from ... import _websocket as core
 from ..._http import LOCALHOST_HOSTS, LOCALHOST_ORIGINS
 from ..._http_peers import allowed_for
-from ..._websocket_handshake import Accepted, Refused, ServerHandshake
+from ..._websocket_handshake import Accepted, Refused, ServerHandshake, split_server_options
+from .._channel import BROKEN, RECEIVE_SIZE
 from .._listen import Handle, close_listeners, serve_until_stopped
-from .._session import DEFAULT_GRACE_SECONDS, Handler, serve_channel
-from .channel import _BROKEN, RECEIVE_SIZE, WebSocketChannel, running
+from .._session import DEFAULT_GRACE_SECONDS, Handler, open_running, serve_channel
+from .channel import WebSocketChannel
 
 __all__ = ["serve_websocket", "serve_websocket_stream", "websocket_server_handshake"]
 
 log = logging.getLogger("mcp_ref.trio.websocket")
-
-STOP_SLACK: Final = 2.0  # seconds past the grace a graceful stop waits for connections
-_OPTIONS: Final = frozenset(  # websocket_server_handshake's and the channel's
-    {"path", "allowed_origins", "allowed_hosts", "busy", "ping_interval", "ping_timeout"}
-    | {"close_timeout"}
-)
 
 
 async def websocket_server_handshake(
@@ -54,11 +49,11 @@ async def websocket_server_handshake(
     while (outcome := handshake.next_event()) is core.NEED_DATA:
         try:
             handshake.receive_data(bytes(await stream.receive_some(RECEIVE_SIZE)))
-        except _BROKEN:
+        except BROKEN:
             handshake.receive_data(b"")
     if isinstance(outcome, Refused):
         log.info("refused a WebSocket upgrade: %s %s", outcome.error.status, outcome.error.detail)
-        with suppress(*_BROKEN):
+        with suppress(*BROKEN):
             await stream.send_all(outcome.data)
     if not isinstance(outcome, Accepted):
         return None
@@ -77,21 +72,19 @@ async def serve_websocket_stream(
     """Serve one MCP session (``target``, a :class:`~mcp_ref.trio.Handler`) on one
     accepted connection: the handshake (within ``handshake_timeout`` seconds), the
     session, the close; the stream is closed on return.  Never raises for a misbehaving
-    client.  ``stop``: see :func:`~mcp_ref.trio.serve_channel`.  ``**options``: those of
-    :func:`websocket_server_handshake` (``max_message_bytes`` goes to the session too),
-    the rest :func:`~mcp_ref.trio.open_session`'s."""
-    handshake_kw = {k: options.pop(k) for k in _OPTIONS & options.keys()}
-    if "max_message_bytes" in options:  # the channel's limit and the session's
-        handshake_kw["max_message_bytes"] = options["max_message_bytes"]
+    client.  ``stop``: see :func:`~mcp_ref.trio.serve_channel`.  ``**options``:
+    :func:`websocket_server_handshake`'s, the rest :func:`~mcp_ref.trio.open_session`'s
+    (:func:`~mcp_ref._websocket_handshake.split_server_options`)."""
+    handshake_kw, options = split_server_options(options)
     try:
         channel: WebSocketChannel | None = None
         with trio.move_on_after(handshake_timeout):
             channel = await websocket_server_handshake(stream, **handshake_kw)
         if channel is None or (stop is not None and stop.is_set()):
             return
-        async with running(channel):
+        async with open_running(channel, channel.run):
             await serve_channel(target, channel, stop, **options)
-    except _BROKEN as exc:
+    except BROKEN as exc:
         log.debug("WebSocket connection failed: %r", exc)
     finally:
         with trio.CancelScope(shield=True):
@@ -117,7 +110,7 @@ async def serve_websocket(
     session per connection, at most ``max_connections`` at once (more get 503), until
     cancelled or the graceful stop is over: once ``stop`` is set the listeners close,
     each session ends as at end of input, its requests get ``grace_seconds`` (its
-    ``drain_timeout``) then -32603; connections open ``STOP_SLACK`` s later are
+    ``drain_timeout``) then -32603; connections open ``core.STOP_SLACK`` s later are
     cancelled.  ``path``, ``allowed_origins``, ``allowed_hosts`` and ``kw``: see
     :func:`serve_websocket_stream` (origin and host defaults:
     :func:`~mcp_ref._http_peers.allowed_for`).
@@ -144,7 +137,7 @@ async def serve_websocket(
             kw.setdefault("drain_timeout", grace_seconds)
         kw.update(path=path, allowed_origins=allowed_origins, allowed_hosts=allowed_hosts)
         handle = _connection_handler(target, max_connections, stop, **kw)
-        close_wait = kw.get("drain_timeout", grace_seconds) + STOP_SLACK
+        close_wait = kw.get("drain_timeout", grace_seconds) + core.STOP_SLACK
         await serve_until_stopped(listeners, handle, stop, close_wait=close_wait)
     finally:
         await close_listeners(listeners)
