@@ -322,13 +322,10 @@ class SessionBook(Generic[T]):
 
     def park(self, tenant: T, key: Hashable) -> T | None:
         """Keep ``tenant``, the answered session of a 2026-07-28 POST, for the next POST
-        of ``key`` (the client address and caller, as the driver tells them apart)
-        instead of a session per POST: such a session holds nothing between requests,
-        each carrying its version, client and capabilities in ``_meta``.  Returns the
-        oldest parked session when more than ``limits.max_parked_sessions`` are: the
-        driver ends it.
-
-        Source: 2026-07-28/basic/index#statelessness.1 (no state between requests).
+        of ``key`` (client address and caller) instead of a session per POST: it holds
+        nothing between requests, each carrying its version, client and capabilities in
+        ``_meta``.  Returns the oldest parked past ``limits.max_parked_sessions``: the
+        driver ends it.  Source: 2026-07-28/basic/index#statelessness.1.
         """
         self.parked[tenant] = key
         if len(self.parked) <= self.limits.max_parked_sessions:
