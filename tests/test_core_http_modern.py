@@ -429,3 +429,32 @@ def test_a_modern_notification_is_accepted_without_a_session() -> None:
     assert isinstance(request, Post) and not request.accepted_alone
     legacy = read_post(CFG, headers(), b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
     assert isinstance(legacy, Post) and not legacy.accepted_alone
+
+
+@pytest.mark.spec(H + "sending-messages.8")
+@pytest.mark.parametrize(
+    "note",
+    [
+        b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":[1]}',
+        b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}',
+        b'{"method":"notifications/cancelled","params":{"requestId":1}}',
+    ],
+    ids=["array-params", "cut", "no-jsonrpc"],
+)
+def test_a_modern_notification_the_server_cannot_accept_is_an_http_error(note: bytes) -> None:
+    err = refused(note, mcp_protocol_version=V)
+    assert err.status == 400
+    assert "id" not in error_of(err)  # a notification has no id to answer
+
+
+@pytest.mark.spec(H + "streamable-http.1")
+def test_one_endpoint_path_takes_a_modern_post() -> None:
+    accept = "application/json, text/event-stream"
+    post = headers(mcp_protocol_version=V, accept=accept, content_type="application/json")
+    got = route_request(CFG, b"POST", b"/mcp", post)
+    assert not isinstance(got, HttpError) and got[0].name == "POST"
+    items = [(b"host", b"localhost:1"), (b"mcp-protocol-version", V.encode())]
+    items.append((b"accept", accept.encode()))
+    other = request_headers(h11.Request(method=b"POST", target="/other", headers=items), {})
+    elsewhere = route_request(CFG, b"POST", b"/other", other)
+    assert isinstance(elsewhere, HttpError) and elsewhere.status == 404
