@@ -89,6 +89,7 @@ from ._output_schema import OutputSchemas
 from ._pagination import PageWalker
 from ._ratelimit import RateLimit, TokenBucket, take_or_refuse
 from ._roots import check_roots
+from ._sampling import check_sampling_messages
 from ._state import State
 from ._versions import LATEST_PROTOCOL_VERSION, check_version
 from .events import (
@@ -661,7 +662,9 @@ class ClientCore:
         Raises:
             McpError: -32603 past the method's rate limit; -32601 for a method this
                 client does not take (the Connection refuses most of those itself);
-                or whatever error the handler raised.
+                -32602 for a ``sampling/createMessage`` whose conversation breaks the
+                rules of :func:`mcp_ref._sampling.check_sampling_messages`; or whatever
+                error the handler raised.
         """
         if method == "ping":
             # Spec: 2025-06-18/basic/utilities/ping#behavior-requirements.1
@@ -672,6 +675,11 @@ class ClientCore:
         if method not in self._handlers:
             raise McpError(METHOD_NOT_FOUND, f"method not found: {method}")
         handler, limit = self._handlers[method]
+        if method == "sampling/createMessage":
+            try:
+                check_sampling_messages(params.messages)
+            except ValueError as exc:
+                raise McpError(INVALID_PARAMS, f"sampling/createMessage: {exc}") from None
         if limit is not None:
             # Spec: 2025-06-18/client/sampling#security-considerations.4
             # "Clients SHOULD implement rate limiting"
