@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import urllib.parse
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from typing import Any, Final, Literal
 
@@ -363,6 +364,9 @@ class ClientCore:
             modern version (2026-07-28) pins the modern era, a handshake one the legacy
             era, unless ``era`` says otherwise (then ValueError).
         sampling_handler: answers ``sampling/createMessage``; declares ``sampling``.
+        sampling_tools: the sampling handler takes tool-enabled requests (``tools``,
+            ``toolChoice``; 2025-11-25 on): declares ``sampling.tools``.  Without it no
+            server may send one.
         elicitation_handler: answers ``elicitation/create``; declares ``elicitation``.
         roots: our roots (a list, or a callable returning one); declares ``roots`` with
             ``listChanged``.
@@ -372,7 +376,8 @@ class ClientCore:
 
     Raises:
         ValueError: ``protocol_version`` is not one mcp-ref speaks (or not of ``era``),
-            ``era`` is none of the three, or a root is not an absolute ``file://`` URI.
+            ``era`` is none of the three, a root is not an absolute ``file://`` URI, or
+            ``sampling_tools`` without a ``sampling_handler``.
 
     Source: 2025-06-18/basic/lifecycle#initialization; 2025-06-18/client.
     """
@@ -384,6 +389,7 @@ class ClientCore:
         protocol_version: str | None = None,
         era: EraArg | None = None,
         sampling_handler: SamplingHandler | None = None,
+        sampling_tools: bool = False,
         elicitation_handler: ElicitationHandler | None = None,
         roots: RootsArg = None,
         sampling_rate_limit: RateLimit | None = DEFAULT_SAMPLING_RATE_LIMIT,
@@ -415,6 +421,9 @@ class ClientCore:
         self._handlers: dict[str, tuple[Callable[[Any], Any], RateLimit | None]] = {}
         if sampling_handler is not None:
             self._handlers["sampling/createMessage"] = (sampling_handler, sampling_rate_limit)
+        elif sampling_tools:
+            raise ValueError("sampling_tools needs a sampling_handler")
+        self._sampling_tools = sampling_tools
         if elicitation_handler is not None:
             self._handlers["elicitation/create"] = (elicitation_handler, elicitation_rate_limit)
         self._roots = _kept_roots(roots)
@@ -586,18 +595,38 @@ class ClientCore:
         # Spec: 2025-06-18/client/sampling#capabilities.1
         # "Clients that support sampling MUST declare the `sampling` capability during
         # initialization:"
+        # Spec: 2026-07-28/client/sampling#capabilities.1
+        # "Clients that support sampling MUST declare the `sampling` capability in
+        # `_meta.io.modelcontextprotocol/clientCapabilities` on each request:"
+        # Spec: 2026-07-28/client/sampling#tools-in-sampling.1
+        # "Clients MUST declare support for tool use via the `sampling.tools` capability to receive
+        # tool-enabled sampling requests."
+        # (the modern era writes these capabilities in every request's _meta)
+        tools = {} if self._sampling_tools else None
         sampling = (
-            t.ClientCapabilitiesSampling() if "sampling/createMessage" in self._handlers else None
+            t.ClientCapabilitiesSampling(tools=tools)
+            if "sampling/createMessage" in self._handlers
+            else None
         )
         # Spec: 2025-06-18/client/elicitation#capabilities.1
         # "Clients that support elicitation MUST declare the `elicitation` capability during
         # initialization:"
+        # Spec: 2026-07-28/client/elicitation#capabilities.1
+        # "Clients that support elicitation MUST declare the `elicitation` capability in
+        # `_meta.io.modelcontextprotocol/clientCapabilities` on each request:"
+        # Spec: 2026-07-28/client/elicitation#capabilities.2
+        # "Clients declaring the `elicitation` capability MUST support at least one mode (`form` or
+        # `url`)."
+        # (an empty object declares form mode, which every elicitation handler answers)
         elicitation = (
             t.ClientCapabilitiesElicitation() if "elicitation/create" in self._handlers else None
         )
         # Spec: 2025-06-18/client/roots#capabilities.1
         # "Clients that support roots MUST declare the `roots` capability during
         # initialization:"
+        # Spec: 2026-07-28/client/roots#capabilities.1
+        # "Clients that support roots MUST declare the `roots` capability in
+        # `_meta.io.modelcontextprotocol/clientCapabilities` on each request:"
         roots = t.ClientCapabilitiesRoots(list_changed=True) if self._roots is not None else None
         return t.ClientCapabilities(sampling=sampling, elicitation=elicitation, roots=roots)
 
@@ -663,8 +692,9 @@ class ClientCore:
             McpError: -32603 past the method's rate limit; -32601 for a method this
                 client does not take (the Connection refuses most of those itself);
                 -32602 for a ``sampling/createMessage`` whose conversation breaks the
-                rules of :func:`mcp_ref._sampling.check_sampling_messages`; or whatever
-                error the handler raised.
+                rules of :func:`mcp_ref._sampling.check_sampling_messages`, or a URL-mode
+                ``elicitation/create`` whose ``url`` is not an absolute URL (scheme and
+                host); or whatever error the handler raised.
         """
         if method == "ping":
             # Spec: 2025-06-18/basic/utilities/ping#behavior-requirements.1
@@ -680,6 +710,15 @@ class ClientCore:
                 check_sampling_messages(params.messages)
             except ValueError as exc:
                 raise McpError(INVALID_PARAMS, f"sampling/createMessage: {exc}") from None
+        # Spec: 2026-07-28/client/elicitation#elicitation-requests.4
+        # "Clients MUST treat requests without a `mode` field as form mode."
+        # (the converter reads a request without ``mode`` as ElicitRequestFormParams)
+        if method == "elicitation/create" and isinstance(params, t.ElicitRequestURLParams):
+            # Spec: 2026-07-28/client/elicitation#url-mode-elicitation-requests.2
+            # "The `url` parameter MUST contain a valid URL."
+            parts = urllib.parse.urlsplit(params.url)
+            if not (parts.scheme and parts.netloc) or not params.url.isprintable():
+                raise McpError(INVALID_PARAMS, f"elicitation/create: not a URL: {params.url!r}")
         if limit is not None:
             # Spec: 2025-06-18/client/sampling#security-considerations.4
             # "Clients SHOULD implement rate limiting"

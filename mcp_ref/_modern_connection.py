@@ -412,6 +412,16 @@ class ModernEra:
             if kind == "complete":
                 return complete(payload)
             if kind == "input_required" and may_ask:
+                # Spec: 2026-07-28/client/elicitation#elicitation-requests.2
+                # "All elicitation requests MUST include the following parameters:"
+                # Spec: 2026-07-28/client/elicitation#form-mode-elicitation-requests.1
+                # "Form mode elicitation requests MUST either specify `mode: 'form'` or omit the
+                # `mode` field, and include these additional parameters:"
+                # Spec: 2026-07-28/client/elicitation#url-mode-elicitation-requests.1
+                # "URL mode elicitation requests MUST specify `mode: 'url'`, a `message`, and
+                # include these additional parameters:"
+                # (each input request is read strictly by its schema: an elicitation/create
+                # without its required parameters makes the result invalid)
                 return input_required(payload)
             # Spec: 2026-07-28/basic/index#resulttype.3
             # "A `resultType` of any value unrecognized by the client MUST be considered invalid."
