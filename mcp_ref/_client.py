@@ -705,7 +705,7 @@ class ClientCore:
         if method not in self._handlers:
             raise McpError(METHOD_NOT_FOUND, f"method not found: {method}")
         handler, limit = self._handlers[method]
-        if method == "sampling/createMessage":
+        if isinstance(params, t.CreateMessageRequestParams):
             try:
                 check_sampling_messages(params.messages)
             except ValueError as exc:
