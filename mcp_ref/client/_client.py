@@ -349,9 +349,15 @@ class Client(TypedMethods):
         session_timeout: Any = SESSION_DEFAULT  # the timeout open_client was given
         if timeout is not DEFAULT and not isinstance(timeout, type(SESSION_DEFAULT)):
             session_timeout = as_timeout(timeout)
+        # Spec: 2026-07-28/basic/patterns/mrtr#client-requirements-basic-workflow.7
+        # "They MUST NOT be used for any other request that the client may be sending in parallel."
+        # (this request's rounds, and the answers they collect, are its own InputRounds)
         rounds = InputRounds(method, params)
         while True:
             try:
+                # Spec: 2026-07-28/basic/patterns/mrtr#client-requirements-basic-workflow.6
+                # "The JSON-RPC `id` MUST be different between the initial request and the retry, as
+                # they are independent requests."
                 result = await self.session.send_request(
                     method, params, timeout=session_timeout, on_progress=on_progress
                 )
@@ -363,6 +369,10 @@ class Client(TypedMethods):
             if not isinstance(result, t.InputRequiredResult):
                 return self.core.check_result(method, rounds.params, result)
             answers = {}
+            # Spec: 2026-07-28/basic/patterns/mrtr#client-requirements-basic-workflow.1
+            # "If a client receives an `InputRequiredResult` that contains the `inputRequests`
+            # field, the client MUST construct the requested inputs before retrying the original
+            # request."
             for key, (asked, asked_params) in rounds.asked(result):
                 value = self.core.handle(asked, asked_params, trio.current_time())
                 answers[key] = self.core.finish(asked, await _maybe_await(value))
