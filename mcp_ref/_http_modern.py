@@ -308,7 +308,7 @@ def check_param_headers(
         shown = f"Mcp-Param-{part}"
         # Spec: 2026-07-28/server/tools#x-mcp-header.6
         # "Integer values MUST be within the safe range for integers represented using IEEE754
-        # double-precision floating point numbers (−2<sup>53</sup>+1 to 2<sup>53</sup>−1)"
+        # double-precision floating point numbers"
         if type(value) is int and abs(value) > _SAFE_INTEGER:
             return ErrorResponse(
                 id=rid,
