@@ -271,7 +271,8 @@ def test_each_modern_request_is_a_post_of_its_own_and_either_answer_is_read() ->
         body = _modern_bytes(rid, "tools/list")
         answer = encode({"jsonrpc": "2.0", "id": rid, "result": {"tools": []}})
         chunks = [answer] if kind is JSON else [b"data: " + answer + b"\n\n"]
-        got = run(RequestFlow(core, core.outgoing(body), body), lambda r: Answer(200, kind, chunks))
+        reply = Answer(200, kind, chunks)
+        got = run(RequestFlow(core, core.outgoing(body), body), lambda r, reply=reply: reply)
         assert got.done == Done() and got.delivered == [answer]
         (post,) = got.requests
         posts.append(post)

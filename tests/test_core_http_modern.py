@@ -366,7 +366,9 @@ def test_a_mirrored_integer_outside_the_safe_range_is_invalid_params(count: int)
     got = check_param_headers(headers(mcp_param_count=str(count)), call(count=count), schema_of)
     assert got is not None and got.code == -32602 and got.id == 4
     safe = 2**53 - 1
-    assert check_param_headers(headers(mcp_param_count=str(safe)), call(count=safe), schema_of) is None
+    assert (
+        check_param_headers(headers(mcp_param_count=str(safe)), call(count=safe), schema_of) is None
+    )
 
 
 def test_a_non_ascii_param_header_is_refused() -> None:

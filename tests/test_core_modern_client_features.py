@@ -56,9 +56,10 @@ def test_every_modern_request_declares_what_the_handlers_answer() -> None:
         _declared(conn, 2, "tools/call", t.CallToolRequestParams(name="x")),
         _declared(conn, 3, "prompts/list"),
     ]
-    assert every == [
-        {"sampling": {"tools": {}}, "elicitation": {}, "roots": {"listChanged": True}}
-    ] * 3  # an empty elicitation object: form mode, which the handler answers
+    assert (
+        every
+        == [{"sampling": {"tools": {}}, "elicitation": {}, "roots": {"listChanged": True}}] * 3
+    )  # an empty elicitation object: form mode, which the handler answers
     _, conn = _opened(sampling_handler=_answer)
     assert _declared(conn, 1, "tools/list") == {"sampling": {}}  # no tool use: none asked
     _, conn = _opened()
