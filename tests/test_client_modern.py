@@ -377,3 +377,31 @@ async def test_parallel_calls_keep_the_answers_of_their_own_rounds() -> None:
             nursery.cancel_scope.cancel()
     assert sorted(asked) == ["name for a", "name for b"]
     assert got == {"a": [t.TextContent(text="a:aa")], "b": [t.TextContent(text="b:bb")]}
+
+
+@spec(
+    "2026-07-28/basic/patterns/cancellation#transport-specific-cancellation.2",
+    "2026-07-28/basic/transports/stdio#cancellation.1",
+)
+async def test_a_modern_client_cancels_on_stdio_with_notifications_cancelled() -> None:
+    import json
+
+    ours, theirs = memory_channel_pair()
+    scope = trio.CancelScope()
+    seen: list[Any] = []
+
+    async def the_server_end() -> None:
+        sent = json.loads(await theirs.receive())
+        scope.cancel()  # the caller gives up on the call
+        seen.extend([sent, json.loads(await theirs.receive())])
+
+    with trio.fail_after(5):
+        async with open_client(ours, era="modern") as client, trio.open_nursery() as nursery:
+            nursery.start_soon(the_server_end)
+            with scope:
+                await client.call_tool("slow", {})
+    assert scope.cancelled_caught
+    sent, cancel = seen
+    assert sent["method"] == "tools/call"
+    assert cancel["method"] == "notifications/cancelled"
+    assert cancel["params"]["requestId"] == sent["id"]

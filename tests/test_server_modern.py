@@ -1133,7 +1133,10 @@ async def test_only_the_three_input_requests_can_be_asked() -> None:
     assert "not an input request (dict)" in done["content"][0]["text"]
 
 
-@spec("2026-07-28/basic/patterns/subscriptions#graceful-closure.1")
+@spec(
+    "2026-07-28/basic/patterns/subscriptions#graceful-closure.1",
+    "2026-07-28/basic/patterns/cancellation#cancellation.2",
+)
 async def test_ending_subscriptions_answers_each_listen() -> None:
     server = Server("closing", "1")
     server.add_tool(lambda: "x", name="x")
@@ -1146,13 +1149,19 @@ async def test_ending_subscriptions_answers_each_listen() -> None:
             second,
         }
         server.end_subscriptions()
-        answers = [await client.receive() for _ in range(2)]
+        ended = [await client.receive() for _ in range(4)]
+        cancels = [m for m in ended if m.get("method") == "notifications/cancelled"]
+        answers = [m for m in ended if "result" in m]
+        for cancel in cancels:  # each listen's cancellation comes before its answer
+            rid = cancel["params"]["requestId"]
+            assert ended.index(cancel) < next(i for i, m in enumerate(ended) if m.get("id") == rid)
         # A listen opened afterwards stays open.
         third = await _listen(client, {"toolsListChanged": True})
         assert (await client.receive())["method"] == "notifications/subscriptions/acknowledged"
         server.add_tool(lambda: "y", name="y")
         changed = await client.receive()
     assert sorted(a["id"] for a in answers) == [first, second]
+    assert sorted(c["params"]["requestId"] for c in cancels) == [first, second]
     for answer in answers:
         assert answer["result"] == {
             "resultType": "complete",
@@ -1250,7 +1259,8 @@ async def test_every_modern_message_validates_against_the_2026_schema() -> None:
         server.add_tool(lambda: "z", name="z")
         await client.receive()
         server.end_subscriptions()
-        await client.receive()
+        await client.receive()  # notifications/cancelled
+        await client.receive()  # the listen's result
     message = _validator("JSONRPCMessage")
     notification = _validator("ServerNotification")
     results = {name: _validator(name) for name in {*_RESULTS.values(), "InputRequiredResult"}}
@@ -1274,6 +1284,7 @@ async def test_every_modern_message_validates_against_the_2026_schema() -> None:
         "notifications/progress",
         "notifications/subscriptions/acknowledged",
         "notifications/tools/list_changed",
+        "notifications/cancelled",
         "InputRequiredResult",
         "DiscoverResult",
         "SubscriptionsListenResult",

@@ -1103,6 +1103,17 @@ class Server:
                 await wakeup.wait()
         finally:
             self._listeners.pop(listener, None)
+        # Spec: 2026-07-28/basic/patterns/cancellation#cancellation.2
+        # "A server MUST send `notifications/cancelled` referencing a `subscriptions/listen` request
+        # ID when it tears down that subscription stream (see [Subscriptions][subscriptions])."
+        # (then the completion result below, as graceful closure asks: the client hears
+        # both, the cancellation first)
+        await ctx.send_notification(
+            "notifications/cancelled",
+            t.CancelledNotificationParams(
+                request_id=ctx.request_id, reason="the server ended the subscription"
+            ),
+        )
         # Spec: 2026-07-28/basic/patterns/subscriptions#graceful-closure.1
         # "When the server ends a subscription on its own initiative (for example, during
         # shutdown), it SHOULD respond to the original `subscriptions/listen` request with
