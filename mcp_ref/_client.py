@@ -252,6 +252,9 @@ def with_progress_token(method: str, params: Any, fresh: RequestId) -> Any:
     # Spec: 2025-06-18/basic/utilities/progress#progress-flow.2 (request ids are unique)
     # "Progress tokens can be chosen by the sender using any means, but MUST be unique across all
     # active requests."
+    # Spec: 2026-07-28/basic/patterns/progress#progress-flow.2
+    # "Progress tokens can be chosen by the client using any means, but MUST be unique across all
+    # active requests."
     meta.setdefault("progressToken", fresh)
     return attrs.evolve(params, meta=meta)
 

@@ -61,6 +61,7 @@ from ._methods import REQUEST, MethodSpec, lookup
 from ._modern import (
     MODERN_VERSIONS,
     PROTOCOL_VERSION_KEY,
+    SUBSCRIPTION_ID_KEY,
     RequestContext,
     read_request_meta,
     request_meta,
@@ -353,6 +354,30 @@ class ModernEra:
                     f"no request in flight asked for {params.level} log messages "
                     "(io.modelcontextprotocol/logLevel in its _meta)"
                 )
+
+    @staticmethod
+    def of_ended_subscription(params: Any, outgoing: Mapping[Any, Any]) -> bool:
+        """Whether a notification the server sent belongs to a subscription of ours that
+        is not open: its ``_meta`` names a subscription id, and no
+        ``subscriptions/listen`` of ours with that id (same type, same value) is in
+        flight in ``outgoing`` (we cancelled it, or it was answered).  The connection
+        drops such a notification: it is a late one of a stream that ended.
+
+        Source: 2026-07-28/basic/patterns/subscriptions#receiving-notifications.
+        """
+        meta = getattr(params, "meta", None)
+        if not meta or SUBSCRIPTION_ID_KEY not in meta:
+            return False  # not a subscription's notification
+        # Spec: 2026-07-28/basic/patterns/subscriptions#receiving-notifications.1
+        # "On stdio, where all messages share a single channel, clients MUST use this field to
+        # correlate notifications with their originating subscription."
+        # Spec: 2026-07-28/basic/transports/stdio#receiving-messages.1
+        # "Clients MUST correlate these using the `io.modelcontextprotocol/subscriptionId` field in
+        # `_meta`; see [`SubscriptionsListenRequest`][subscriptions-listen-request]."
+        sid = meta[SUBSCRIPTION_ID_KEY]
+        listen = outgoing.get(sid) if isinstance(sid, str | int) else None
+        open_ = listen is not None and listen.method == "subscriptions/listen"
+        return not (open_ and type(listen.id) is type(sid))
 
     @staticmethod
     def check_error_code(code: int) -> None:
