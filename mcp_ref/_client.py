@@ -287,6 +287,10 @@ def result_of(event: Event) -> Any:
             ``notifications/cancelled``).
     """
     if isinstance(event, ErrorResponse):
+        # Spec: 2026-07-28/basic/index#error-codes.2
+        # "Apart from `-32002` (see below), receivers MUST NOT assume any specific meaning for these
+        # codes."
+        # (the code as sent: a received -32001 is the server's, never our NoAnswerError)
         raise McpError(event.code, event.message, event.data)
     if isinstance(event, RequestTimedOut):
         # Spec: 2025-06-18/basic/lifecycle#timeouts.2

@@ -201,6 +201,11 @@ def read_request_meta(
                 "requested": version,
             },
         )
+    # Spec: 2026-07-28/basic/index#_meta.1
+    # "Certain key names are reserved by MCP for protocol-level metadata, as specified below;
+    # implementations MUST NOT make assumptions about values at these keys."
+    # (each reserved key's value is read against its schema type, never assumed; reserved
+    # keys of no rule here are not looked at)
     try:  # the schema's RequestMetaObject requires clientCapabilities too
         read = structure(meta, types.RequestMetaObject, _SCHEMA)
         level = meta.get(LOG_LEVEL_KEY)  # not in the schema's RequestMetaObject

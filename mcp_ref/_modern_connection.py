@@ -434,6 +434,11 @@ class ModernEra:
                 # Spec: 2026-07-28/basic/index#resulttype.4
                 # "clients MUST treat an absent `resultType` as `"complete"`."
                 return complete({**payload, "resultType": "complete"})
+            # Spec: 2026-07-28/basic/index#resulttype.2
+            # "The set of supported `ResultType` values MUST be created from the set defined in the
+            # core protocol and include any additional values of supported extensions that are
+            # advertised via capabilities."
+            # (the core's two values; mcp_ref supports no extension that adds one)
             if kind == "complete":
                 return complete(payload)
             if kind == "input_required" and may_ask:

@@ -502,6 +502,24 @@ def test_the_client_reads_results_by_result_type() -> None:
     assert ev.result == t.InputRequiredResult(result_type="input_required", request_state="s")
 
 
+@spec("2026-07-28/basic/index#resulttype.2")
+@pytest.mark.parametrize("kind", ["task", "Complete", "input-required", "partial"])
+def test_the_supported_result_types_are_the_cores_two(kind: str) -> None:
+    """An extension's value (the tasks extension's ``task``) is supported only when that
+    extension is, and mcp_ref advertises none: read as invalid, like a misspelt one."""
+    for core in ("complete", "input_required"):
+        ev = _answer(
+            _modern_client(),
+            "tools/call",
+            {"resultType": core, "content": [], "inputRequests": {}},
+            name="e",
+        )
+        assert not isinstance(ev, ErrorResponse), (core, ev)
+    result = {"resultType": kind, "content": [], "task": {"taskId": "t"}}
+    ev = _answer(_modern_client(), "tools/call", result, name="e")
+    assert isinstance(ev, ErrorResponse) and ev.code == INTERNAL_ERROR and kind in ev.message
+
+
 @spec("2026-07-28/basic/transports/stdio#sending-messages.1")
 def test_a_modern_client_sends_no_handshake() -> None:
     """2026-07-28/changelog (major change 2 and 5): no initialize, no ping."""
