@@ -342,6 +342,14 @@ class ListWalk:
 
     def add(self, page: Any) -> None:
         """Take one page (a ``t.List...Result``)."""
+        # Spec: 2026-07-28/server/utilities/pagination#implementation-guidelines.3
+        # "Clients MUST treat cursors as opaque tokens:"
+        # Spec: 2026-07-28/server/utilities/pagination#implementation-guidelines.4
+        # "Don't make any determination based on cursor value other than whether a non-null value
+        # was provided (e.g. an empty string is a valid cursor and thus MUST NOT be treated as the
+        # end of results)"
+        # (the cursor goes to the walker as it came: only null ends the walk, and an empty
+        # string is sent back like any other cursor)
         self._walker.add_page(getattr(page, self._field), page.next_cursor)
 
     @property

@@ -920,6 +920,10 @@ class Server:
         if modern:
             # A modern request has no lasting session (over HTTP each POST has its own):
             # its buckets are its caller's (principal_of; one set for unknown callers).
+            # Spec: 2026-07-28/server/tools#security-considerations.1 (rate limit, per caller)
+            # "Servers MUST:"
+            # Spec: 2026-07-28/server/utilities/completion#security.1 (rate limiting)
+            # "Implementations MUST:"
             buckets = self._caller_buckets(self.principal_of(ctx))
         take_or_refuse(buckets, limit, ctx.method, trio.current_time())
 
@@ -1246,6 +1250,8 @@ class Server:
         # "Implementations MUST:"
         # Spec: 2025-06-18/server/utilities/completion#implementation-considerations.1
         # "Servers SHOULD:"
+        # Spec: 2026-07-28/server/utilities/completion#security.1 (validate all inputs)
+        # "Implementations MUST:"
         if len(params.argument.value) > MAX_COMPLETION_INPUT or len(resolved) > 64:
             raise McpError(
                 INVALID_PARAMS,

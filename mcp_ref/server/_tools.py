@@ -140,6 +140,8 @@ class ToolDef:
         try:
             # Spec: 2025-06-18/server/tools#security-considerations.1 (validate all inputs)
             # "Servers MUST:"
+            # Spec: 2026-07-28/server/tools#security-considerations.1 (validate all inputs)
+            # "Servers MUST:"
             kwargs = self._check(dict(arguments or {}))
         except ArgumentError as exc:
             faults = exc.messages[:_MAX_MESSAGES]
