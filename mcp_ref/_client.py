@@ -617,7 +617,7 @@ class ClientCore:
         # "Clients MUST declare support for tool use via the `sampling.tools` capability to receive
         # tool-enabled sampling requests."
         # (the modern era writes these capabilities in every request's _meta)
-        tools = {} if self._sampling_tools else None
+        tools: dict[str, Any] | None = {} if self._sampling_tools else None
         sampling = (
             t.ClientCapabilitiesSampling(tools=tools)
             if "sampling/createMessage" in self._handlers

@@ -376,8 +376,9 @@ class ModernEra:
         # `_meta`; see [`SubscriptionsListenRequest`][subscriptions-listen-request]."
         sid = meta[SUBSCRIPTION_ID_KEY]
         listen = outgoing.get(sid) if isinstance(sid, str | int) else None
-        open_ = listen is not None and listen.method == "subscriptions/listen"
-        return not (open_ and type(listen.id) is type(sid))
+        if listen is None or listen.method != "subscriptions/listen":
+            return True
+        return type(listen.id) is not type(sid)
 
     @staticmethod
     def check_error_code(code: int) -> None:
