@@ -3,7 +3,7 @@
 The rule
 --------
 Many 2026-07-28 clauses repeat, word for word, a clause of an earlier revision that the
-project already implements and tests.  Such a clause may count as done through the
+project already implements and tests, and so do many 2025-11-25 clauses (of 2025-06-18).  Such a clause may count as done through the
 earlier one (its *source*) only when all of these hold:
 
 1. it is listed in ``spec_map/carried.toml`` as ``[[carried]]`` with its source
