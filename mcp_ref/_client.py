@@ -616,6 +616,9 @@ class ClientCore:
         # Spec: 2026-07-28/client/sampling#tools-in-sampling.1
         # "Clients MUST declare support for tool use via the `sampling.tools` capability to receive
         # tool-enabled sampling requests."
+        # Spec: 2025-11-25/client/sampling#tools-in-sampling.1
+        # "Clients MUST declare support for tool use via the `sampling.tools` capability to receive
+        # tool-enabled sampling requests."
         # (the modern era writes these capabilities in every request's _meta)
         tools: dict[str, Any] | None = {} if self._sampling_tools else None
         sampling = (
@@ -630,6 +633,9 @@ class ClientCore:
         # "Clients that support elicitation MUST declare the `elicitation` capability in
         # `_meta.io.modelcontextprotocol/clientCapabilities` on each request:"
         # Spec: 2026-07-28/client/elicitation#capabilities.2
+        # "Clients declaring the `elicitation` capability MUST support at least one mode (`form` or
+        # `url`)."
+        # Spec: 2025-11-25/client/elicitation#capabilities.2
         # "Clients declaring the `elicitation` capability MUST support at least one mode (`form` or
         # `url`)."
         # (an empty object declares form mode, which every elicitation handler answers)
@@ -727,9 +733,13 @@ class ClientCore:
                 raise McpError(INVALID_PARAMS, f"sampling/createMessage: {exc}") from None
         # Spec: 2026-07-28/client/elicitation#elicitation-requests.4
         # "Clients MUST treat requests without a `mode` field as form mode."
+        # Spec: 2025-11-25/client/elicitation#elicitation-requests.3
+        # "Clients MUST treat requests without a `mode` field as form mode."
         # (the converter reads a request without ``mode`` as ElicitRequestFormParams)
         if method == "elicitation/create" and isinstance(params, t.ElicitRequestURLParams):
             # Spec: 2026-07-28/client/elicitation#url-mode-elicitation-requests.2
+            # "The `url` parameter MUST contain a valid URL."
+            # Spec: 2025-11-25/client/elicitation#url-mode-elicitation-requests.2
             # "The `url` parameter MUST contain a valid URL."
             parts = urllib.parse.urlsplit(params.url)
             if not (parts.scheme and parts.netloc) or not params.url.isprintable():

@@ -265,6 +265,13 @@ def _missing(declared: Any, required: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def missing_capabilities(declared: Any, required: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of ``required`` (a ``ClientCapabilities``-shaped JSON object, as for
+    :func:`require_capabilities`) that the capabilities ``declared`` (typed, or None)
+    lack; empty when none is missing.  Either era's server asks it before an input."""
+    return _missing(unstructure(declared) if declared is not None else {}, required)
+
+
 def require_capabilities(
     context: RequestContext,
     required: Mapping[str, Any],

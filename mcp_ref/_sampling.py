@@ -53,6 +53,8 @@ def check_sampling_messages(messages: Sequence[t.SamplingMessage]) -> None:
         # Spec: 2026-07-28/client/sampling#tool-result-messages.1
         # "When a user message contains tool results (type: 'tool_result'), it MUST contain ONLY
         # tool results."
+        # Spec: 2025-11-25/client/sampling#tool-result-messages.1
+        # "it MUST contain ONLY tool results."
         if results and (message.role != "user" or len(results) != len(blocks)):
             raise ValueError(f"messages[{n}]: tool results go alone in a user message")
         uses = [b.id for b in blocks if isinstance(b, t.ToolUseContent)]
@@ -63,11 +65,17 @@ def check_sampling_messages(messages: Sequence[t.SamplingMessage]) -> None:
         # blocks MUST be followed by a user message that consists entirely of `ToolResultContent`
         # blocks, with each tool use (e.g. with `id: $id`) matched by a corresponding tool result
         # (with `toolUseId: $id`), before any other message."
+        # Spec: 2025-11-25/client/sampling#tool-use-and-result-balance.1
+        # "every assistant message containing `ToolUseContent` blocks MUST be followed by a
+        # user message"
         # Spec: 2026-07-28/client/sampling#security-considerations.6
         # "Servers MUST ensure that when replying to a `stopReason: 'toolUse'`, each
         # `ToolUseContent` item is responded to with a `ToolResultContent` item with a matching
         # `toolUseId`, and that the user message contains only tool results (no other content
         # types)"
+        # Spec: 2025-11-25/client/sampling#security-considerations.6
+        # "each `ToolUseContent` item is responded to with a `ToolResultContent` item with a
+        # matching `toolUseId`"
         answer = messages[n + 1] if n + 1 < len(messages) else None
         answered = (
             [b for b in _blocks(answer) if isinstance(b, t.ToolResultContent)] if answer else []

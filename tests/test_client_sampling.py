@@ -109,6 +109,9 @@ _BAD = [
     "2026-07-28/client/sampling#tool-result-messages.1",
     "2026-07-28/client/sampling#tool-use-and-result-balance.1",
     "2026-07-28/client/sampling#security-considerations.6",
+    "2025-11-25/client/sampling#tool-result-messages.1",
+    "2025-11-25/client/sampling#tool-use-and-result-balance.1",
+    "2025-11-25/client/sampling#security-considerations.6",
 )
 @pytest.mark.parametrize(("messages", "words"), _BAD)
 def test_a_server_cannot_build_a_conversation_that_breaks_the_rules(
@@ -126,6 +129,8 @@ def test_a_server_cannot_build_a_conversation_that_breaks_the_rules(
     "2026-07-28/client/sampling#messages.1",
     "2026-07-28/client/sampling#tool-result-messages.1",
     "2026-07-28/client/sampling#tool-use-and-result-balance.1",
+    "2025-11-25/client/sampling#tool-result-messages.1",
+    "2025-11-25/client/sampling#tool-use-and-result-balance.1",
 )
 @pytest.mark.parametrize(("messages", "words"), _BAD)
 def test_the_client_refuses_such_a_conversation_before_its_handler(
@@ -144,3 +149,22 @@ def test_the_client_refuses_such_a_conversation_before_its_handler(
     )
     core.handle("sampling/createMessage", good, 0.0)
     assert seen == [good]
+
+
+@spec("2025-11-25/client/sampling#tools-in-sampling.1")
+def test_a_handshake_client_declares_sampling_tools_when_asked() -> None:
+    import json
+
+    from mcp_ref import CLIENT, Connection, Request
+    from mcp_ref._client import ClientCore
+
+    def declared(**options: Any) -> Any:
+        core = ClientCore(protocol_version="2025-11-25", sampling_handler=lambda p: None, **options)
+        conn = Connection(CLIENT, newline_framing=False)
+        sent = json.loads(
+            conn.send(Request(id=0, method="initialize", params=core.initialize_params()))
+        )
+        return sent["params"]["capabilities"]["sampling"]
+
+    assert declared(sampling_tools=True) == {"tools": {}}
+    assert declared() == {}  # no tool use declared: no tool-enabled request may come

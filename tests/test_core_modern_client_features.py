@@ -109,7 +109,10 @@ def test_elicitation_requests_are_read_by_their_mode_and_need_their_parameters()
         assert isinstance(refused, ErrorResponse) and refused.id == 1, bad
 
 
-@spec("2026-07-28/client/elicitation#url-mode-elicitation-requests.2")
+@spec(
+    "2026-07-28/client/elicitation#url-mode-elicitation-requests.2",
+    "2025-11-25/client/elicitation#url-mode-elicitation-requests.2",  # the same check, either era
+)
 @pytest.mark.parametrize("url", ["not a url", "/relative/path", "https://", "https://x/\n"])
 def test_a_url_mode_elicitation_without_a_valid_url_never_reaches_the_handler(url: str) -> None:
     seen: list[Any] = []
