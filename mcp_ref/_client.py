@@ -382,7 +382,11 @@ class ClientCore:
         sampling_tools: the sampling handler takes tool-enabled requests (``tools``,
             ``toolChoice``; 2025-11-25 on): declares ``sampling.tools``.  Without it no
             server may send one.
-        elicitation_handler: answers ``elicitation/create``; declares ``elicitation``.
+        elicitation_handler: answers ``elicitation/create``; declares ``elicitation``
+            (form mode: an empty object).
+        elicitation_url: the elicitation handler takes URL-mode requests too (2025-11-25
+            on): declares ``elicitation`` with ``form`` and ``url``.  Without it a
+            URL-mode request is refused -32602 before the handler.
         roots: our roots (a list, or a callable returning one); declares ``roots`` with
             ``listChanged``.
         sampling_rate_limit, elicitation_rate_limit: how many of those requests the
@@ -392,7 +396,8 @@ class ClientCore:
     Raises:
         ValueError: ``protocol_version`` is not one mcp-ref speaks (or not of ``era``),
             ``era`` is none of the three, a root is not an absolute ``file://`` URI, or
-            ``sampling_tools`` without a ``sampling_handler``.
+            ``sampling_tools`` without a ``sampling_handler`` (or ``elicitation_url``
+            without an ``elicitation_handler``).
 
     Source: 2025-06-18/basic/lifecycle#initialization; 2025-06-18/client.
     """
@@ -406,6 +411,7 @@ class ClientCore:
         sampling_handler: SamplingHandler | None = None,
         sampling_tools: bool = False,
         elicitation_handler: ElicitationHandler | None = None,
+        elicitation_url: bool = False,
         roots: RootsArg = None,
         sampling_rate_limit: RateLimit | None = DEFAULT_SAMPLING_RATE_LIMIT,
         elicitation_rate_limit: RateLimit | None = DEFAULT_ELICITATION_RATE_LIMIT,
@@ -441,6 +447,9 @@ class ClientCore:
         self._sampling_tools = sampling_tools
         if elicitation_handler is not None:
             self._handlers["elicitation/create"] = (elicitation_handler, elicitation_rate_limit)
+        elif elicitation_url:
+            raise ValueError("elicitation_url needs an elicitation_handler")
+        self._elicitation_url = elicitation_url
         self._roots = _kept_roots(roots)
         self._buckets: dict[str, TokenBucket] = {}
         self._output_schemas = OutputSchemas()
@@ -639,8 +648,11 @@ class ClientCore:
         # "Clients declaring the `elicitation` capability MUST support at least one mode (`form` or
         # `url`)."
         # (an empty object declares form mode, which every elicitation handler answers)
+        modes: dict[str, Any] = {"form": {}, "url": {}} if self._elicitation_url else {}
         elicitation = (
-            t.ClientCapabilitiesElicitation() if "elicitation/create" in self._handlers else None
+            t.ClientCapabilitiesElicitation(**modes)
+            if "elicitation/create" in self._handlers
+            else None
         )
         # Spec: 2025-06-18/client/roots#capabilities.1
         # "Clients that support roots MUST declare the `roots` capability during
@@ -714,8 +726,8 @@ class ClientCore:
                 client does not take (the Connection refuses most of those itself);
                 -32602 for a ``sampling/createMessage`` whose conversation breaks the
                 rules of :func:`mcp_ref._sampling.check_sampling_messages`, or a URL-mode
-                ``elicitation/create`` whose ``url`` is not an absolute URL (scheme and
-                host); or whatever error the handler raised.
+                ``elicitation/create`` when URL mode was not declared or its ``url`` is not
+                an absolute URL (scheme and host); or whatever error the handler raised.
         """
         if method == "ping":
             # Spec: 2025-06-18/basic/utilities/ping#behavior-requirements.1
@@ -737,6 +749,10 @@ class ClientCore:
         # "Clients MUST treat requests without a `mode` field as form mode."
         # (the converter reads a request without ``mode`` as ElicitRequestFormParams)
         if method == "elicitation/create" and isinstance(params, t.ElicitRequestURLParams):
+            # Spec: 2025-11-25/client/elicitation#error-handling.2
+            # "Clients MUST return standard JSON-RPC errors for common failure cases:"
+            if not self._elicitation_url:
+                raise McpError(INVALID_PARAMS, "elicitation/create: URL mode was not declared")
             # Spec: 2026-07-28/client/elicitation#url-mode-elicitation-requests.2
             # "The `url` parameter MUST contain a valid URL."
             # Spec: 2025-11-25/client/elicitation#url-mode-elicitation-requests.2

@@ -116,7 +116,7 @@ def test_elicitation_requests_are_read_by_their_mode_and_need_their_parameters()
 @pytest.mark.parametrize("url", ["not a url", "/relative/path", "https://", "https://x/\n"])
 def test_a_url_mode_elicitation_without_a_valid_url_never_reaches_the_handler(url: str) -> None:
     seen: list[Any] = []
-    core = ClientCore(elicitation_handler=seen.append)
+    core = ClientCore(elicitation_handler=seen.append, elicitation_url=True)
     params = t.ElicitRequestURLParams(message="Sign in", url=url, elicitation_id="e1")
     with pytest.raises(McpError) as exc:
         core.handle("elicitation/create", params, 0.0)
@@ -124,3 +124,22 @@ def test_a_url_mode_elicitation_without_a_valid_url_never_reaches_the_handler(ur
     good = t.ElicitRequestURLParams(message="m", url="https://x.example/a", elicitation_id="e")
     core.handle("elicitation/create", good, 0.0)
     assert seen == [good]
+
+
+@spec("2025-11-25/client/elicitation#error-handling.2")
+def test_a_url_mode_elicitation_the_client_did_not_declare_is_invalid_params() -> None:
+    seen: list[Any] = []
+    form_only = ClientCore(protocol_version="2025-11-25", elicitation_handler=seen.append)
+    assert form_only.capabilities.elicitation == t.ClientCapabilitiesElicitation()
+    url = t.ElicitRequestURLParams(message="m", url="https://x.example/a", elicitation_id="e")
+    with pytest.raises(McpError) as exc:
+        form_only.handle("elicitation/create", url, 0.0)
+    assert exc.value.code == -32602 and seen == []
+    both = ClientCore(
+        protocol_version="2025-11-25", elicitation_handler=seen.append, elicitation_url=True
+    )
+    assert both.capabilities.elicitation == t.ClientCapabilitiesElicitation(form={}, url={})
+    both.handle("elicitation/create", url, 0.0)
+    assert seen == [url]
+    with pytest.raises(ValueError, match="elicitation_handler"):
+        ClientCore(elicitation_url=True)
