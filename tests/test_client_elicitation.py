@@ -187,3 +187,48 @@ def test_a_handshake_client_declares_form_mode_and_reads_a_modeless_request_as_f
     event = conn.next_event()
     assert isinstance(event, RequestEvent)
     assert isinstance(event.params, t.ElicitRequestFormParams)  # no mode: form mode
+
+
+@spec(
+    "2025-11-25/client/elicitation#elicitation-requests.1",
+    "2025-11-25/client/elicitation#form-mode-elicitation-requests.1",
+    "2025-11-25/client/elicitation#url-mode-elicitation-requests.1",
+    "2025-11-25/client/elicitation#completion-notifications-for-url-mode-elicitation.3",
+)
+def test_a_handshake_client_refuses_an_elicitation_missing_its_parameters() -> None:
+    import json
+
+    from mcp_ref import RemoteProtocolError
+
+    from ._pair import initialized_pair
+
+    def received(message: dict[str, Any]) -> Any:
+        client, _ = initialized_pair(version="2025-11-25")
+        client.receive_message(json.dumps({"jsonrpc": "2.0", **message}).encode())
+        return client.next_event()
+
+    def asked(**params: Any) -> dict[str, Any]:
+        return {"id": 9, "method": "elicitation/create", "params": params}
+
+    url = {"mode": "url", "message": "m", "url": "https://x.example/a", "elicitationId": "e"}
+    assert isinstance(received(asked(**url)).params, t.ElicitRequestURLParams)
+    assert isinstance(
+        received(asked(mode="form", message="m", requestedSchema=SCHEMA)).params,
+        t.ElicitRequestFormParams,
+    )
+    for bad in (
+        asked(requestedSchema=SCHEMA),  # no message
+        asked(mode="form", message="m"),  # no requestedSchema
+        asked(mode="url", message="m", elicitationId="e"),  # no url
+        asked(mode="url", message="m", url="https://x.example/a"),  # no elicitationId
+        asked(mode="url", url="https://x.example/a", elicitationId="e"),  # no message
+        asked(mode="other", message="m", requestedSchema=SCHEMA),  # no such mode
+    ):
+        with pytest.raises(RemoteProtocolError) as exc:
+            received(bad)
+        assert exc.value.code == -32602, bad
+    done = {"method": "notifications/elicitation/complete", "params": {"elicitationId": "e"}}
+    assert received(done).params.elicitation_id == "e"
+    with pytest.raises(RemoteProtocolError) as exc:
+        received({**done, "params": {}})
+    assert exc.value.code == -32602
