@@ -114,6 +114,7 @@ __all__ = [
     "DEFAULT_SHUTDOWN_GRACE",
     "DEFAULT_TIMEOUT",
     "MAX_INPUT_ROUNDS",
+    "MAX_URL_ELICITATIONS",
     "ClientCore",
     "ClientWire",
     "ElicitationHandler",
@@ -173,6 +174,10 @@ session (2025-06-18/client/sampling#security-considerations.4)."""
 DEFAULT_ELICITATION_RATE_LIMIT: Final = RateLimit(per_second=1.0, burst=10)
 """At most 10 ``elicitation/create`` requests at once, then 1 per second, per session
 (2025-06-18/client/elicitation#security-considerations.6)."""
+
+MAX_URL_ELICITATIONS: Final = 64
+"""How many URL-mode elicitations a client remembers until their
+``notifications/elicitation/complete`` comes (the oldest is forgotten first)."""
 
 DEFAULT_SHUTDOWN_GRACE: Final = 2.0
 """Seconds a stdio client waits at each step of a child's shutdown (stdin closed,
@@ -450,6 +455,7 @@ class ClientCore:
         elif elicitation_url:
             raise ValueError("elicitation_url needs an elicitation_handler")
         self._elicitation_url = elicitation_url
+        self._url_elicitations: dict[str, None] = {}  # ids awaiting completion, oldest first
         self._roots = _kept_roots(roots)
         self._buckets: dict[str, TokenBucket] = {}
         self._output_schemas = OutputSchemas()
@@ -708,10 +714,19 @@ class ClientCore:
             self._output_schemas.check(params.name, result)
         return result
 
-    def notified(self, notification: Notification) -> None:
-        """Take a server notification (the tool list changed: forget its schemas)."""
+    def notified(self, notification: Notification) -> bool:
+        """Take a server notification (the tool list changed: forget its schemas);
+        False when the loop should drop it: a ``notifications/elicitation/complete``
+        naming no URL-mode elicitation this client's handler took, or one it already
+        heard completed."""
         if notification.method == "notifications/tools/list_changed":
             self._output_schemas.clear()  # re-list before results are checked again
+        elif notification.method == "notifications/elicitation/complete":
+            # Spec: 2025-11-25/client/elicitation#completion-notifications-for-url-mode-elicitation.4
+            # "MUST ignore notifications referencing unknown or already-completed IDs."
+            eid = notification.params.elicitation_id
+            return self._url_elicitations.pop(eid, False) is None
+        return True
 
     # -- the server's requests -------------------------------------------------------
 
@@ -769,6 +784,10 @@ class ClientCore:
         # Spec: 2025-06-18/client/sampling#error-handling.1
         # "Clients SHOULD return errors for common failure cases:"
         # (an McpError from the handler goes back to the server as the error)
+        if isinstance(params, t.ElicitRequestURLParams) and params.elicitation_id is not None:
+            self._url_elicitations[params.elicitation_id] = None  # its completion may come
+            if len(self._url_elicitations) > MAX_URL_ELICITATIONS:
+                del self._url_elicitations[next(iter(self._url_elicitations))]
         return handler(params)
 
     def finish(self, method: str, value: Any) -> Any:
@@ -923,8 +942,8 @@ class ClientWire(ClientCore):
         Done here: a protocol error's reply is queued (:meth:`data_to_send`); a fatal
         one, or end of input, sets :attr:`closed` and gives ConnectionClosed; a
         Progress goes to its request's callback, a Notification to
-        :meth:`ClientCore.notified` and ``on_notification``.  Every event comes out as
-        the Connection made it.
+        :meth:`ClientCore.notified` and ``on_notification`` (one ``notified`` refuses
+        is dropped).  Every other event comes out as the Connection made it.
         """
         conn = self.connection
         while True:
@@ -949,7 +968,8 @@ class ClientWire(ClientCore):
             elif isinstance(event, Progress) and event.request_id in self._on_progress:
                 self._on_progress[event.request_id](event)
             elif isinstance(event, Notification):
-                self.notified(event)
+                if not self.notified(event):
+                    continue  # (a completion of no elicitation of ours)
                 if self.on_notification is not None:
                     self.on_notification(event)
             elif isinstance(event, ConnectionClosed):

@@ -232,3 +232,32 @@ def test_a_handshake_client_refuses_an_elicitation_missing_its_parameters() -> N
     with pytest.raises(RemoteProtocolError) as exc:
         received({**done, "params": {}})
     assert exc.value.code == -32602
+
+
+@spec("2025-11-25/client/elicitation#completion-notifications-for-url-mode-elicitation.4")
+def test_a_completion_of_an_unknown_or_completed_elicitation_is_ignored() -> None:
+    from mcp_ref._client import MAX_URL_ELICITATIONS, ClientCore
+
+    core = ClientCore(
+        elicitation_handler=lambda p: None, elicitation_url=True, elicitation_rate_limit=None
+    )
+
+    def complete(eid: str) -> bool:
+        params = t.ElicitationCompleteNotificationParams(elicitation_id=eid)
+        return core.notified(
+            Notification(method="notifications/elicitation/complete", params=params)
+        )
+
+    for eid in ("e1", "e2"):
+        url = t.ElicitRequestURLParams(message="m", url="https://x.example/a", elicitation_id=eid)
+        core.handle("elicitation/create", url, 0.0)
+    assert complete("e2") and complete("e1")
+    assert not complete("e1")  # already completed
+    assert not complete("never")  # unknown
+    assert core.notified(Notification(method="notifications/tools/list_changed"))
+    for n in range(MAX_URL_ELICITATIONS + 1):  # bounded: the oldest is forgotten
+        url = t.ElicitRequestURLParams(
+            message="m", url="https://x.example/a", elicitation_id=f"b{n}"
+        )
+        core.handle("elicitation/create", url, 0.0)
+    assert not complete("b0") and complete(f"b{MAX_URL_ELICITATIONS}")
