@@ -364,6 +364,11 @@ class HttpClientCore:
         """Keep the ``Mcp-Session-Id`` of the ``initialize`` answer (a malformed one is
         ignored)."""
         for name, value in headers:
+            # Spec: 2025-11-25/basic/transports#session-management.4
+            # "The client MUST handle the session ID in a secure manner, see Session Hijacking
+            # mitigations for more details."
+            # (adopted only when well formed, kept in memory, sent in Mcp-Session-Id to this
+            # endpoint alone, never logged)
             if name == MCP_SESSION_ID and rules.validate_session_id(bytes(value)):
                 self.session_id = bytes(value).decode()  # validated: ASCII
 
