@@ -367,8 +367,7 @@ class HttpClientCore:
             # Spec: 2025-11-25/basic/transports#session-management.4
             # "The client MUST handle the session ID in a secure manner, see Session Hijacking
             # mitigations for more details."
-            # (adopted only when well formed, kept in memory, sent in Mcp-Session-Id to this
-            # endpoint alone, never logged)
+            # (adopted only when well formed; sent to this endpoint alone; never logged)
             if name == MCP_SESSION_ID and rules.validate_session_id(bytes(value)):
                 self.session_id = bytes(value).decode()  # validated: ASCII
 
