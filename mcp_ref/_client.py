@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import urllib.parse
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from typing import Any, Final, Literal
 
@@ -89,6 +90,7 @@ from ._output_schema import OutputSchemas
 from ._pagination import PageWalker
 from ._ratelimit import RateLimit, TokenBucket, take_or_refuse
 from ._roots import check_roots
+from ._sampling import check_sampling_messages
 from ._state import State
 from ._versions import LATEST_PROTOCOL_VERSION, check_version
 from .events import (
@@ -112,6 +114,7 @@ __all__ = [
     "DEFAULT_SHUTDOWN_GRACE",
     "DEFAULT_TIMEOUT",
     "MAX_INPUT_ROUNDS",
+    "MAX_URL_ELICITATIONS",
     "ClientCore",
     "ClientWire",
     "ElicitationHandler",
@@ -171,6 +174,10 @@ session (2025-06-18/client/sampling#security-considerations.4)."""
 DEFAULT_ELICITATION_RATE_LIMIT: Final = RateLimit(per_second=1.0, burst=10)
 """At most 10 ``elicitation/create`` requests at once, then 1 per second, per session
 (2025-06-18/client/elicitation#security-considerations.6)."""
+
+MAX_URL_ELICITATIONS: Final = 64
+"""How many URL-mode elicitations a client remembers until their
+``notifications/elicitation/complete`` comes (the oldest is forgotten first)."""
 
 DEFAULT_SHUTDOWN_GRACE: Final = 2.0
 """Seconds a stdio client waits at each step of a child's shutdown (stdin closed,
@@ -250,6 +257,9 @@ def with_progress_token(method: str, params: Any, fresh: RequestId) -> Any:
     # Spec: 2025-06-18/basic/utilities/progress#progress-flow.2 (request ids are unique)
     # "Progress tokens can be chosen by the sender using any means, but MUST be unique across all
     # active requests."
+    # Spec: 2026-07-28/basic/patterns/progress#progress-flow.2
+    # "Progress tokens can be chosen by the client using any means, but MUST be unique across all
+    # active requests."
     meta.setdefault("progressToken", fresh)
     return attrs.evolve(params, meta=meta)
 
@@ -282,6 +292,10 @@ def result_of(event: Event) -> Any:
             ``notifications/cancelled``).
     """
     if isinstance(event, ErrorResponse):
+        # Spec: 2026-07-28/basic/index#error-codes.2
+        # "Apart from `-32002` (see below), receivers MUST NOT assume any specific meaning for these
+        # codes."
+        # (the code as sent: a received -32001 is the server's, never our NoAnswerError)
         raise McpError(event.code, event.message, event.data)
     if isinstance(event, RequestTimedOut):
         # Spec: 2025-06-18/basic/lifecycle#timeouts.2
@@ -333,6 +347,14 @@ class ListWalk:
 
     def add(self, page: Any) -> None:
         """Take one page (a ``t.List...Result``)."""
+        # Spec: 2026-07-28/server/utilities/pagination#implementation-guidelines.3
+        # "Clients MUST treat cursors as opaque tokens:"
+        # Spec: 2026-07-28/server/utilities/pagination#implementation-guidelines.4
+        # "Don't make any determination based on cursor value other than whether a non-null value
+        # was provided (e.g. an empty string is a valid cursor and thus MUST NOT be treated as the
+        # end of results)"
+        # (the cursor goes to the walker as it came: only null ends the walk, and an empty
+        # string is sent back like any other cursor)
         self._walker.add_page(getattr(page, self._field), page.next_cursor)
 
     @property
@@ -362,7 +384,14 @@ class ClientCore:
             modern version (2026-07-28) pins the modern era, a handshake one the legacy
             era, unless ``era`` says otherwise (then ValueError).
         sampling_handler: answers ``sampling/createMessage``; declares ``sampling``.
-        elicitation_handler: answers ``elicitation/create``; declares ``elicitation``.
+        sampling_tools: the sampling handler takes tool-enabled requests (``tools``,
+            ``toolChoice``; 2025-11-25 on): declares ``sampling.tools``.  Without it no
+            server may send one.
+        elicitation_handler: answers ``elicitation/create``; declares ``elicitation``
+            (form mode: an empty object).
+        elicitation_url: the elicitation handler takes URL-mode requests too (2025-11-25
+            on): declares ``elicitation`` with ``form`` and ``url``.  Without it a
+            URL-mode request is refused -32602 before the handler.
         roots: our roots (a list, or a callable returning one); declares ``roots`` with
             ``listChanged``.
         sampling_rate_limit, elicitation_rate_limit: how many of those requests the
@@ -371,7 +400,9 @@ class ClientCore:
 
     Raises:
         ValueError: ``protocol_version`` is not one mcp-ref speaks (or not of ``era``),
-            ``era`` is none of the three, or a root is not an absolute ``file://`` URI.
+            ``era`` is none of the three, a root is not an absolute ``file://`` URI, or
+            ``sampling_tools`` without a ``sampling_handler`` (or ``elicitation_url``
+            without an ``elicitation_handler``).
 
     Source: 2025-06-18/basic/lifecycle#initialization; 2025-06-18/client.
     """
@@ -383,7 +414,9 @@ class ClientCore:
         protocol_version: str | None = None,
         era: EraArg | None = None,
         sampling_handler: SamplingHandler | None = None,
+        sampling_tools: bool = False,
         elicitation_handler: ElicitationHandler | None = None,
+        elicitation_url: bool = False,
         roots: RootsArg = None,
         sampling_rate_limit: RateLimit | None = DEFAULT_SAMPLING_RATE_LIMIT,
         elicitation_rate_limit: RateLimit | None = DEFAULT_ELICITATION_RATE_LIMIT,
@@ -414,8 +447,15 @@ class ClientCore:
         self._handlers: dict[str, tuple[Callable[[Any], Any], RateLimit | None]] = {}
         if sampling_handler is not None:
             self._handlers["sampling/createMessage"] = (sampling_handler, sampling_rate_limit)
+        elif sampling_tools:
+            raise ValueError("sampling_tools needs a sampling_handler")
+        self._sampling_tools = sampling_tools
         if elicitation_handler is not None:
             self._handlers["elicitation/create"] = (elicitation_handler, elicitation_rate_limit)
+        elif elicitation_url:
+            raise ValueError("elicitation_url needs an elicitation_handler")
+        self._elicitation_url = elicitation_url
+        self._url_elicitations: dict[str, None] = {}  # ids awaiting completion, oldest first
         self._roots = _kept_roots(roots)
         self._buckets: dict[str, TokenBucket] = {}
         self._output_schemas = OutputSchemas()
@@ -585,18 +625,47 @@ class ClientCore:
         # Spec: 2025-06-18/client/sampling#capabilities.1
         # "Clients that support sampling MUST declare the `sampling` capability during
         # initialization:"
+        # Spec: 2026-07-28/client/sampling#capabilities.1
+        # "Clients that support sampling MUST declare the `sampling` capability in
+        # `_meta.io.modelcontextprotocol/clientCapabilities` on each request:"
+        # Spec: 2026-07-28/client/sampling#tools-in-sampling.1
+        # "Clients MUST declare support for tool use via the `sampling.tools` capability to receive
+        # tool-enabled sampling requests."
+        # Spec: 2025-11-25/client/sampling#tools-in-sampling.1
+        # "Clients MUST declare support for tool use via the `sampling.tools` capability to receive
+        # tool-enabled sampling requests."
+        # (the modern era writes these capabilities in every request's _meta)
+        tools: dict[str, Any] | None = {} if self._sampling_tools else None
         sampling = (
-            t.ClientCapabilitiesSampling() if "sampling/createMessage" in self._handlers else None
+            t.ClientCapabilitiesSampling(tools=tools)
+            if "sampling/createMessage" in self._handlers
+            else None
         )
         # Spec: 2025-06-18/client/elicitation#capabilities.1
         # "Clients that support elicitation MUST declare the `elicitation` capability during
         # initialization:"
+        # Spec: 2026-07-28/client/elicitation#capabilities.1
+        # "Clients that support elicitation MUST declare the `elicitation` capability in
+        # `_meta.io.modelcontextprotocol/clientCapabilities` on each request:"
+        # Spec: 2026-07-28/client/elicitation#capabilities.2
+        # "Clients declaring the `elicitation` capability MUST support at least one mode (`form` or
+        # `url`)."
+        # Spec: 2025-11-25/client/elicitation#capabilities.2
+        # "Clients declaring the `elicitation` capability MUST support at least one mode (`form` or
+        # `url`)."
+        # (an empty object declares form mode, which every elicitation handler answers)
+        modes: dict[str, Any] = {"form": {}, "url": {}} if self._elicitation_url else {}
         elicitation = (
-            t.ClientCapabilitiesElicitation() if "elicitation/create" in self._handlers else None
+            t.ClientCapabilitiesElicitation(**modes)
+            if "elicitation/create" in self._handlers
+            else None
         )
         # Spec: 2025-06-18/client/roots#capabilities.1
         # "Clients that support roots MUST declare the `roots` capability during
         # initialization:"
+        # Spec: 2026-07-28/client/roots#capabilities.1
+        # "Clients that support roots MUST declare the `roots` capability in
+        # `_meta.io.modelcontextprotocol/clientCapabilities` on each request:"
         roots = t.ClientCapabilitiesRoots(list_changed=True) if self._roots is not None else None
         return t.ClientCapabilities(sampling=sampling, elicitation=elicitation, roots=roots)
 
@@ -645,10 +714,19 @@ class ClientCore:
             self._output_schemas.check(params.name, result)
         return result
 
-    def notified(self, notification: Notification) -> None:
-        """Take a server notification (the tool list changed: forget its schemas)."""
+    def notified(self, notification: Notification) -> bool:
+        """Take a server notification (the tool list changed: forget its schemas);
+        False when the loop should drop it: a ``notifications/elicitation/complete``
+        naming no URL-mode elicitation this client's handler took, or one it already
+        heard completed."""
         if notification.method == "notifications/tools/list_changed":
             self._output_schemas.clear()  # re-list before results are checked again
+        elif notification.method == "notifications/elicitation/complete":
+            # Spec: 2025-11-25/client/elicitation#completion-notifications-for-url-mode-elicitation.4
+            # "MUST ignore notifications referencing unknown or already-completed IDs."
+            eid = notification.params.elicitation_id
+            return self._url_elicitations.pop(eid, False) is None
+        return True
 
     # -- the server's requests -------------------------------------------------------
 
@@ -661,7 +739,10 @@ class ClientCore:
         Raises:
             McpError: -32603 past the method's rate limit; -32601 for a method this
                 client does not take (the Connection refuses most of those itself);
-                or whatever error the handler raised.
+                -32602 for a ``sampling/createMessage`` whose conversation breaks the
+                rules of :func:`mcp_ref._sampling.check_sampling_messages`, or a URL-mode
+                ``elicitation/create`` when URL mode was not declared or its ``url`` is not
+                an absolute URL (scheme and host); or whatever error the handler raised.
         """
         if method == "ping":
             # Spec: 2025-06-18/basic/utilities/ping#behavior-requirements.1
@@ -672,6 +753,28 @@ class ClientCore:
         if method not in self._handlers:
             raise McpError(METHOD_NOT_FOUND, f"method not found: {method}")
         handler, limit = self._handlers[method]
+        if isinstance(params, t.CreateMessageRequestParams):
+            try:
+                check_sampling_messages(params.messages)
+            except ValueError as exc:
+                raise McpError(INVALID_PARAMS, f"sampling/createMessage: {exc}") from None
+        # Spec: 2026-07-28/client/elicitation#elicitation-requests.4
+        # "Clients MUST treat requests without a `mode` field as form mode."
+        # Spec: 2025-11-25/client/elicitation#elicitation-requests.3
+        # "Clients MUST treat requests without a `mode` field as form mode."
+        # (the converter reads a request without ``mode`` as ElicitRequestFormParams)
+        if method == "elicitation/create" and isinstance(params, t.ElicitRequestURLParams):
+            # Spec: 2025-11-25/client/elicitation#error-handling.2
+            # "Clients MUST return standard JSON-RPC errors for common failure cases:"
+            if not self._elicitation_url:
+                raise McpError(INVALID_PARAMS, "elicitation/create: URL mode was not declared")
+            # Spec: 2026-07-28/client/elicitation#url-mode-elicitation-requests.2
+            # "The `url` parameter MUST contain a valid URL."
+            # Spec: 2025-11-25/client/elicitation#url-mode-elicitation-requests.2
+            # "The `url` parameter MUST contain a valid URL."
+            parts = urllib.parse.urlsplit(params.url)
+            if not (parts.scheme and parts.netloc) or not params.url.isprintable():
+                raise McpError(INVALID_PARAMS, f"elicitation/create: not a URL: {params.url!r}")
         if limit is not None:
             # Spec: 2025-06-18/client/sampling#security-considerations.4
             # "Clients SHOULD implement rate limiting"
@@ -681,6 +784,10 @@ class ClientCore:
         # Spec: 2025-06-18/client/sampling#error-handling.1
         # "Clients SHOULD return errors for common failure cases:"
         # (an McpError from the handler goes back to the server as the error)
+        if isinstance(params, t.ElicitRequestURLParams) and params.elicitation_id is not None:
+            self._url_elicitations[params.elicitation_id] = None  # its completion may come
+            if len(self._url_elicitations) > MAX_URL_ELICITATIONS:
+                del self._url_elicitations[next(iter(self._url_elicitations))]
         return handler(params)
 
     def finish(self, method: str, value: Any) -> Any:
@@ -835,8 +942,8 @@ class ClientWire(ClientCore):
         Done here: a protocol error's reply is queued (:meth:`data_to_send`); a fatal
         one, or end of input, sets :attr:`closed` and gives ConnectionClosed; a
         Progress goes to its request's callback, a Notification to
-        :meth:`ClientCore.notified` and ``on_notification``.  Every event comes out as
-        the Connection made it.
+        :meth:`ClientCore.notified` and ``on_notification`` (one ``notified`` refuses
+        is dropped).  Every other event comes out as the Connection made it.
         """
         conn = self.connection
         while True:
@@ -861,7 +968,8 @@ class ClientWire(ClientCore):
             elif isinstance(event, Progress) and event.request_id in self._on_progress:
                 self._on_progress[event.request_id](event)
             elif isinstance(event, Notification):
-                self.notified(event)
+                if not self.notified(event):
+                    continue  # (a completion of no elicitation of ours)
                 if self.on_notification is not None:
                     self.on_notification(event)
             elif isinstance(event, ConnectionClosed):

@@ -61,10 +61,16 @@ class TypedMethods:
         ``input_required`` result is answered through ``core``'s handlers (on the clock
         ``now``, seconds) and the request sent again (:class:`InputRounds`); a -32020
         to a ``tools/call`` lists the tools and sends it once more."""
+        # Spec: 2026-07-28/basic/patterns/mrtr#client-requirements-basic-workflow.7
+        # "They MUST NOT be used for any other request that the client may be sending in parallel."
+        # (this request's rounds, and the answers they collect, are its own InputRounds)
         rounds = InputRounds(method, typed_params(method, params))
         params = rounds.params
         while True:  # (more than once only for input_required, or the -32020 relist)
             try:
+                # Spec: 2026-07-28/basic/patterns/mrtr#client-requirements-basic-workflow.6
+                # "The JSON-RPC `id` MUST be different between the initial request and the retry, as
+                # they are independent requests."
                 result = await send(params)
             except McpError as exc:
                 if not rounds.relist(exc):
@@ -74,6 +80,10 @@ class TypedMethods:
             if not isinstance(result, t.InputRequiredResult):
                 return core.check_result(method, rounds.params, result)
             answers = {}
+            # Spec: 2026-07-28/basic/patterns/mrtr#client-requirements-basic-workflow.1
+            # "If a client receives an `InputRequiredResult` that contains the `inputRequests`
+            # field, the client MUST construct the requested inputs before retrying the original
+            # request."
             for key, (asked, asked_params) in rounds.asked(result):
                 value = core.handle(asked, asked_params, now())
                 if inspect.isawaitable(value):

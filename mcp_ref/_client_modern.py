@@ -212,6 +212,11 @@ class InputRounds:
         self.rounds += 1
         if self.rounds > self.max_rounds:
             raise TooManyInputRounds(self.method, self.rounds)
+        # Spec: 2026-07-28/basic/patterns/mrtr#inputrequiredresult.1
+        # "Clients MUST NOT inspect, parse, modify, or make any assumptions about its contents."
+        # Spec: 2026-07-28/basic/patterns/mrtr#client-requirements-basic-workflow.4
+        # "Clients MUST NOT inspect, parse, modify, or make any assumptions about the `requestState`
+        # contents."
         self._state = result.request_state
         return [
             (key, (request.method, getattr(request, "params", None)))

@@ -443,6 +443,9 @@ class Connection:
                 f"invalid params for {method}: {exc}", code=INVALID_PARAMS
             ) from None
         self.state = new_state
+        if self.era is MODERN and self.our_role is CLIENT:  # a stream that ended: dropped
+            if self._modern.of_ended_subscription(params, self._inflight.outgoing):
+                return None
         if method == _CANCELLED:
             return self._receive_cancel(params)
         if method == _PROGRESS:

@@ -299,6 +299,9 @@ def client_request_headers(
         # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.3
         # "The client MUST include an `Accept` header, listing both `application/json` and
         # `text/event-stream` as supported content types."
+        # Spec: 2026-07-28/basic/transports/streamable-http#sending-messages.3
+        # "The client MUST include an `Accept` header listing both `application/json` and
+        # `text/event-stream` as supported content types."
         out.append((ACCEPT, CONTENT_TYPE_JSON + b", " + CONTENT_TYPE_SSE))
         out.append((CONTENT_TYPE, CONTENT_TYPE_JSON))
     elif method == b"GET":

@@ -150,6 +150,8 @@ def _body_kind(headers: Headers) -> Answer:
     media = media_type(headers)
     # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.9
     # "The client MUST support both these cases."
+    # Spec: 2026-07-28/basic/transports/streamable-http#sending-messages.11
+    # "The client MUST support both."
     if media == CONTENT_TYPE_JSON:
         return Answer.JSON
     if media == CONTENT_TYPE_SSE:
@@ -286,6 +288,8 @@ class HttpClientCore:
         )
         if method == b"POST":
             out.append((b"content-length", b"%d" % len(body)))
+            # Spec: 2026-07-28/basic/transports/streamable-http#sending-messages.4
+            # "The client MUST include the request metadata headers on each POST request."
             out += self.modern.headers(
                 body, initialized=legacy or self.protocol_version is not None
             )
@@ -365,6 +369,10 @@ class HttpClientCore:
         """Keep the ``Mcp-Session-Id`` of the ``initialize`` answer (a malformed one is
         ignored)."""
         for name, value in headers:
+            # Spec: 2025-11-25/basic/transports#session-management.4
+            # "The client MUST handle the session ID in a secure manner, see Session Hijacking
+            # mitigations for more details."
+            # (adopted only when well formed; sent to this endpoint alone; never logged)
             if name == MCP_SESSION_ID and rules.validate_session_id(bytes(value)):
                 self.session_id = bytes(value).decode()  # validated: ASCII
 

@@ -80,6 +80,11 @@ class RequestFlow(Flow):
         # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.1
         # "Every JSON-RPC message sent from the client MUST be a new HTTP POST request to the
         # MCP endpoint."
+        # Spec: 2026-07-28/basic/transports/streamable-http#sending-messages.1
+        # "Every JSON-RPC message sent from the client MUST be a new HTTP POST request to the MCP
+        # endpoint."
+        # Spec: 2026-07-28/basic/transports/streamable-http#sending-messages.2
+        # "The client MUST use HTTP POST to send JSON-RPC messages."
         return self._post(self.data)
 
     def head(self, status: int, headers: Headers) -> Step:

@@ -200,6 +200,9 @@ class ToolHeaders:
                 # Spec: 2026-07-28/basic/transports/streamable-http#schema-extension.11
                 # "Clients SHOULD log a warning when rejecting a tool definition, including
                 # the tool name and the reason for rejection."
+                # Spec: 2026-07-28/server/tools#x-mcp-header.9
+                # "Rejection means the client MUST exclude the invalid tool from the result of
+                # `tools/list`."
                 log.warning("tools/list: tool %r left out: %s", name, read)
                 continue
             if isinstance(name, str):
@@ -225,6 +228,9 @@ class ToolHeaders:
             if text is None:  # null or absent: no header
                 continue
             out.append(
+                # Spec: 2026-07-28/basic/transports/streamable-http#value-encoding.1
+                # "Clients MUST encode parameter values before including them in HTTP headers to
+                # ensure safe transmission and prevent injection attacks."
                 (_PARAM_PREFIX + header.lower().encode("ascii"), encode_header_value(text).encode())
             )
         return out
@@ -273,6 +279,9 @@ def request_headers(
     if method == "tools/call":
         # Spec: 2026-07-28/basic/transports/streamable-http#client-behavior.1
         # "When constructing a `tools/call` request via HTTP transport, the client MUST:"
+        # Spec: 2026-07-28/basic/transports/streamable-http#custom-headers-from-tool-parameters.3
+        # "When a server's tool definition includes `x-mcp-header` annotations, conforming clients
+        # MUST mirror the designated parameter values into HTTP headers."
         out += tools.headers_for(params.get("name"), params.get("arguments"))
     return out
 
@@ -383,6 +392,12 @@ class ModernHttp:
         # Spec: 2026-07-28/basic/transports/streamable-http#schema-extension.9
         # "Clients using the Streamable HTTP transport MUST reject tool definitions where
         # any `x-mcp-header` value violates these constraints."
+        # Spec: 2026-07-28/server/tools#x-mcp-header.8
+        # "Clients using the Streamable HTTP transport MUST reject tool definitions where any
+        # `x-mcp-header` value violates these constraints."
+        # Spec: 2026-07-28/basic/transports/streamable-http#custom-headers-from-tool-parameters.2
+        # "While the use of `x-mcp-header` is optional for servers, clients MUST support this
+        # feature."
         kept = self.tools.filter_result(result) if isinstance(result, dict) else None
         if kept is None:
             return data

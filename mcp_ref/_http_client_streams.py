@@ -142,6 +142,9 @@ class StreamCursor:
 
     def retry_seconds(self) -> float:
         """Seconds to wait before reopening: the server's ``retry``, else the default."""
+        # Spec: 2025-11-25/basic/transports#sending-messages-to-the-server.14
+        # "The client MUST respect the `retry` field, waiting the given number of milliseconds
+        # before attempting to reconnect."
         return self.retry / 1000 if self.retry is not None else self.default_retry
 
     def reopened(self, status: int, headers: Headers, *, session: bool) -> Reopen:

@@ -106,6 +106,9 @@ def _refusal(code: int, message: str, rid: RequestId | None) -> HttpError:
     # Spec: 2025-06-18/basic/transports#sending-messages-to-the-server.6
     # "If the server cannot accept the input, it MUST return an HTTP error status code
     # (e.g., 400 Bad Request)"
+    # Spec: 2026-07-28/basic/transports/streamable-http#sending-messages.8
+    # "If the server cannot accept it, it MUST return an HTTP error status code (e.g., `400 Bad
+    # Request`)."
     base = http_error(400, message, clause=_BODY_CLAUSE, code=code)
     if rid is None:
         return base

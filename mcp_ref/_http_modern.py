@@ -86,6 +86,7 @@ __all__ = [
 
 _KEY: Final = PROTOCOL_VERSION_KEY.encode()
 _PAGE: Final = "2026-07-28/basic/transports/streamable-http#"
+_SAFE_INTEGER: Final = 2**53 - 1
 
 # Spec: 2026-07-28/basic/index#_meta.8
 # "On HTTP, the response status MUST be `400 Bad Request`."
@@ -269,7 +270,8 @@ def check_param_headers(
     (not null) without its header, a header with characters outside visible ASCII,
     space and tab, or one whose value (Base64 sentinel decoded) differs.  Headers of
     parameters absent from the body, and of tools the server does not have, are not
-    looked at.
+    looked at.  An annotated integer outside -(2**53-1)..2**53-1 is -32602 (Invalid
+    params), whatever its header says (2026-07-28/server/tools#x-mcp-header.6).
 
     Source: 2026-07-28/basic/transports/streamable-http#server-behavior-for-custom-headers.
     """
@@ -283,6 +285,15 @@ def check_param_headers(
         if value is None:
             continue
         shown = f"Mcp-Param-{part}"
+        # Spec: 2026-07-28/server/tools#x-mcp-header.6
+        # "Integer values MUST be within the safe range for integers represented using IEEE754
+        # double-precision floating point numbers"
+        if type(value) is int and abs(value) > _SAFE_INTEGER:
+            return ErrorResponse(
+                id=rid,
+                code=INVALID_PARAMS,
+                message=f"{shown}: the integer {value} is outside -(2**53-1)..2**53-1",
+            )
         raw = header(headers, shown.lower().encode())
         if raw is None:
             return ErrorResponse(

@@ -291,6 +291,8 @@ def check_origin(headers: Headers, allowed_origins: Collection[str]) -> HttpErro
     # Spec: 2026-07-28/basic/transports/streamable-http#security--endpoint.2
     # "If the `Origin` header is present and invalid, servers MUST respond with HTTP 403
     # Forbidden."
+    # Spec: 2025-11-25/basic/transports#security-warning.2
+    # "If the `Origin` header is present and invalid, servers MUST respond with HTTP 403 Forbidden."
     for pattern in allowed_origins:
         if pattern in ("*", origin) or (origin != "null" and _origin_matches(origin, pattern)):
             return None

@@ -276,6 +276,9 @@ def route_request(
         err = preflight(headers, cfg.cors_origins, cfg.allowed_origins)
         if err is not None and path in (cfg.path, cfg.legacy_sse_path, cfg.legacy_messages_path):
             return err
+    # Spec: 2026-07-28/basic/transports/streamable-http#streamable-http.1
+    # "The server MUST provide a single HTTP endpoint path (hereafter referred to as the MCP
+    # endpoint) that supports POST."
     if path == cfg.path:
         if method != b"POST" and headers.rule("modern", lambda: modern_client(headers)):
             # Spec: 2026-07-28/basic/transports/streamable-http#earlier-streamable-http-revisions.1

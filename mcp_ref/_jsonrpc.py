@@ -116,6 +116,10 @@ def result(rid: Any, result: dict[str, Any]) -> dict[str, Any]:
     # "Result responses MUST include the same ID as the request they correspond to."
     # Spec: 2026-07-28/basic/index#result-responses.2
     # "Result responses MUST include a `result` field."
+    # Spec: 2025-11-25/basic/index#result-responses.1
+    # "Result responses MUST include the same ID as the request they correspond to."
+    # Spec: 2025-11-25/basic/index#result-responses.2
+    # "Result responses MUST include a `result` field."
     return {"jsonrpc": "2.0", "id": rid, "result": result}
 
 
@@ -124,10 +128,14 @@ def error(rid: Any, code: int, message: str, data: Any = None) -> dict[str, Any]
     Source: 2025-06-18/basic#responses; JSON-RPC 2.0 section 5.1."""
     # Spec: 2026-07-28/basic/index#error-responses.2
     # "Error responses MUST include an `error` field with a `code` and `message`."
+    # Spec: 2025-11-25/basic/index#error-responses.2
+    # "Error responses MUST include an `error` field with a `code` and `message`."
     error: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
         error["data"] = data
     # Spec: 2026-07-28/basic/index#error-responses.1
+    # "Error responses MUST include the same ID as the request they correspond to"
+    # Spec: 2025-11-25/basic/index#error-responses.1
     # "Error responses MUST include the same ID as the request they correspond to"
     return {"jsonrpc": "2.0", "id": rid, "error": error}
 

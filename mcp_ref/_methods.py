@@ -188,9 +188,18 @@ _ROWS = [
                _V + "client/roots#listing-roots", capability=("roots",), capability_of=CLIENT, until=_H),
     MethodSpec("notifications/roots/list_changed",    NOTIFICATION, _FROM_CLIENT, t.NotificationParams,                    None,
                _V + "client/roots#root-list-changes", capability=("roots", "list_changed"), capability_of=CLIENT, until=_H),
+    # Spec: 2025-11-25/client/elicitation#elicitation-requests.1
+    # "All elicitation requests MUST include the following parameters:"
+    # Spec: 2025-11-25/client/elicitation#form-mode-elicitation-requests.1
+    # "Form mode elicitation requests MUST either specify `mode: 'form'` or omit the `mode` field"
+    # Spec: 2025-11-25/client/elicitation#url-mode-elicitation-requests.1
+    # "URL mode elicitation requests MUST specify `mode: 'url'`, a `message`"
+    # (the params are read strictly by ElicitRequestParams: one of the two modes' classes)
     MethodSpec("elicitation/create",                  REQUEST,      _FROM_SERVER, t.ElicitRequestParams,                   t.ElicitResult,
                _V + "client/elicitation#creating-elicitation-requests", capability=("elicitation",), capability_of=CLIENT, since="2025-06-18", params_required=True, until=_H),
     # -- 2025-11-25 additions --
+    # Spec: 2025-11-25/client/elicitation#completion-notifications-for-url-mode-elicitation.3
+    # "MUST include the `elicitationId` established in the original `elicitation/create` request."
     MethodSpec("notifications/elicitation/complete",  NOTIFICATION, _FROM_SERVER, t.ElicitationCompleteNotificationParams, None,
                "2025-11-25/client/elicitation", capability=("elicitation",), capability_of=CLIENT, since="2025-11-25", params_required=True, until=_H),
     MethodSpec("tasks/get",                           REQUEST,      _BOTH,        t.GetTaskRequestParams,                  t.GetTaskResult,

@@ -205,6 +205,11 @@ def read_request_meta(
                 "requested": version,
             },
         )
+    # Spec: 2026-07-28/basic/index#_meta.1
+    # "Certain key names are reserved by MCP for protocol-level metadata, as specified below;
+    # implementations MUST NOT make assumptions about values at these keys."
+    # (each reserved key's value is read against its schema type, never assumed; reserved
+    # keys of no rule here are not looked at)
     try:  # the schema's RequestMetaObject requires clientCapabilities too
         read = structure(meta, types.RequestMetaObject, _SCHEMA)
         level = meta.get(LOG_LEVEL_KEY)  # not in the schema's RequestMetaObject
@@ -262,6 +267,13 @@ def _missing(declared: Any, required: Mapping[str, Any]) -> dict[str, Any]:
             if deeper:
                 out[key] = deeper
     return out
+
+
+def missing_capabilities(declared: Any, required: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of ``required`` (a ``ClientCapabilities``-shaped JSON object, as for
+    :func:`require_capabilities`) that the capabilities ``declared`` (typed, or None)
+    lack; empty when none is missing.  Either era's server asks it before an input."""
+    return _missing(unstructure(declared) if declared is not None else {}, required)
 
 
 def require_capabilities(

@@ -61,6 +61,7 @@ from ._methods import REQUEST, MethodSpec, lookup
 from ._modern import (
     MODERN_VERSIONS,
     PROTOCOL_VERSION_KEY,
+    SUBSCRIPTION_ID_KEY,
     RequestContext,
     read_request_meta,
     request_meta,
@@ -355,6 +356,31 @@ class ModernEra:
                 )
 
     @staticmethod
+    def of_ended_subscription(params: Any, outgoing: Mapping[Any, Any]) -> bool:
+        """Whether a notification the server sent belongs to a subscription of ours that
+        is not open: its ``_meta`` names a subscription id, and no
+        ``subscriptions/listen`` of ours with that id (same type, same value) is in
+        flight in ``outgoing`` (we cancelled it, or it was answered).  The connection
+        drops such a notification: it is a late one of a stream that ended.
+
+        Source: 2026-07-28/basic/patterns/subscriptions#receiving-notifications.
+        """
+        meta = getattr(params, "meta", None)
+        if not meta or SUBSCRIPTION_ID_KEY not in meta:
+            return False  # not a subscription's notification
+        # Spec: 2026-07-28/basic/patterns/subscriptions#receiving-notifications.1
+        # "On stdio, where all messages share a single channel, clients MUST use this field to
+        # correlate notifications with their originating subscription."
+        # Spec: 2026-07-28/basic/transports/stdio#receiving-messages.1
+        # "Clients MUST correlate these using the `io.modelcontextprotocol/subscriptionId` field in
+        # `_meta`; see [`SubscriptionsListenRequest`][subscriptions-listen-request]."
+        sid = meta[SUBSCRIPTION_ID_KEY]
+        listen = outgoing.get(sid) if isinstance(sid, str | int) else None
+        if listen is None or listen.method != "subscriptions/listen":
+            return True
+        return type(listen.id) is not type(sid)
+
+    @staticmethod
     def check_error_code(code: int) -> None:
         """Refuse an error code a modern peer may not send: the retired -32002 and
         -32042, and a code of the reserved -32020..-32099 that 2026-07-28 does not define.
@@ -409,9 +435,24 @@ class ModernEra:
                 # Spec: 2026-07-28/basic/index#resulttype.4
                 # "clients MUST treat an absent `resultType` as `"complete"`."
                 return complete({**payload, "resultType": "complete"})
+            # Spec: 2026-07-28/basic/index#resulttype.2
+            # "The set of supported `ResultType` values MUST be created from the set defined in the
+            # core protocol and include any additional values of supported extensions that are
+            # advertised via capabilities."
+            # (the core's two values; mcp_ref supports no extension that adds one)
             if kind == "complete":
                 return complete(payload)
             if kind == "input_required" and may_ask:
+                # Spec: 2026-07-28/client/elicitation#elicitation-requests.2
+                # "All elicitation requests MUST include the following parameters:"
+                # Spec: 2026-07-28/client/elicitation#form-mode-elicitation-requests.1
+                # "Form mode elicitation requests MUST either specify `mode: 'form'` or omit the
+                # `mode` field, and include these additional parameters:"
+                # Spec: 2026-07-28/client/elicitation#url-mode-elicitation-requests.1
+                # "URL mode elicitation requests MUST specify `mode: 'url'`, a `message`, and
+                # include these additional parameters:"
+                # (each input request is read strictly by its schema: an elicitation/create
+                # without its required parameters makes the result invalid)
                 return input_required(payload)
             # Spec: 2026-07-28/basic/index#resulttype.3
             # "A `resultType` of any value unrecognized by the client MUST be considered invalid."

@@ -241,6 +241,12 @@ def cancel_bytes(conn: Connection, request_id: RequestId, reason: str) -> bytes:
     try:
         # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.1
         # "Cancellation notifications MUST only reference requests that:"
+        # Spec: 2026-07-28/basic/patterns/cancellation#transport-specific-cancellation.2
+        # "The client MUST send a `notifications/cancelled` notification referencing the request
+        # ID."
+        # Spec: 2026-07-28/basic/transports/stdio#cancellation.1
+        # "To cancel an in-flight request, the client MUST send a `notifications/cancelled`
+        # notification referencing the request's ID."
         return conn.send(Notification(method="notifications/cancelled", params=params))
     except LocalProtocolError as exc:
         # Spec: 2025-06-18/basic/utilities/cancellation#behavior-requirements.2

@@ -256,6 +256,9 @@ class WebSocketConnection:
         # Spec: 2025-06-18/basic/transports#custom-transports.2
         # "Implementers who choose to support custom transports MUST ensure they preserve the
         # JSON-RPC message format and lifecycle requirements defined by MCP."
+        # Spec: 2026-07-28/basic/transports/index#custom-transports.2
+        # "Implementers who choose to support custom transports MUST preserve the JSON-RPC message
+        # format, the message patterns, and the per-request metadata model."
         message = b"".join(self._parts) or b" "
         self._parts.clear()
         self._size = 0

@@ -3,7 +3,7 @@
 The rule
 --------
 Many 2026-07-28 clauses repeat, word for word, a clause of an earlier revision that the
-project already implements and tests.  Such a clause may count as done through the
+project already implements and tests, and so do many 2025-11-25 clauses (of 2025-06-18).  Such a clause may count as done through the
 earlier one (its *source*) only when all of these hold:
 
 1. it is listed in ``spec_map/carried.toml`` as ``[[carried]]`` with its source
@@ -18,7 +18,9 @@ earlier one (its *source*) only when all of these hold:
 4. nothing in it or its source is about what the modern era does with other code: a clause whose
    page, section or words name any of :data:`NOT_CARRIED` (initialize, sessions,
    ``Mcp-Session-Id``, the handshake, capability negotiation, ``logging/setLevel``,
-   ``resources/subscribe``) can never be carried, whatever the table says.
+   ``resources/subscribe``) can never be carried, whatever the table says, unless the
+   clause and its source are both of the handshake era (:data:`HANDSHAKE_ERA`: a
+   2025-11-25 clause repeating a 2025-06-18 one), where those words name the same code.
 
 A carried clause whose source is not done stays open; a listed clause that is also
 done directly is simply done (``check`` warns that its row is redundant).  The report
@@ -52,6 +54,7 @@ from typing import Any
 from .catalog import Catalog
 
 __all__ = [
+    "HANDSHAKE_ERA",
     "NOT_CARRIED",
     "Carried",
     "CarriedError",
@@ -62,6 +65,7 @@ __all__ = [
     "format_candidates",
     "load_carried",
     "normalised",
+    "same_handshake_era",
 ]
 
 NOT_CARRIED = (
@@ -78,6 +82,25 @@ initialization, sessions and ``Mcp-Session-Id``, the handshake, capability negot
 (the modern era declares capabilities per request and in ``server/discover``),
 ``logging/setLevel`` (a per-request ``logLevel`` now) and ``resources/subscribe``
 (``subscriptions/listen`` now).  The code behind them differs between the eras."""
+
+
+HANDSHAKE_ERA = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+"""The revisions negotiated by ``initialize``: one client and server core serves them all
+(a revision changes which types and fields are allowed, not the lifecycle, the session
+or capability negotiation), so :data:`NOT_CARRIED` does not stand between two of them."""
+
+
+def same_handshake_era(revision: str, other: str) -> bool:
+    """True when both revisions are of :data:`HANDSHAKE_ERA`."""
+    return revision in HANDSHAKE_ERA and other in HANDSHAKE_ERA
+
+
+def _forbidden(clause: Mapping[str, Any], source: Mapping[str, Any]) -> str | None:
+    """The word of :data:`NOT_CARRIED` that keeps ``clause`` from being carried through
+    ``source``, or None (none, or both of the handshake era)."""
+    if same_handshake_era(clause["revision"], source["revision"]):
+        return None
+    return forbidden_topic(clause) or forbidden_topic(source)
 
 
 class CarriedError(ValueError):
@@ -205,7 +228,7 @@ def apply(table: CarriedTable, catalog: Catalog) -> tuple[dict[str, Carried], li
             errors.append(f"{where}: its source {entry.via} is not of an earlier revision")
         elif normalised(clause) != normalised(source):
             errors.append(f"{where}: its text differs from {entry.via}'s; it cannot be carried")
-        elif (word := forbidden_topic(clause) or forbidden_topic(source)) is not None:
+        elif (word := _forbidden(clause, source)) is not None:
             errors.append(
                 f"{where}: it touches {word!r}, whose code differs between the eras; "
                 "it can never be carried (spec_map/carried.py, NOT_CARRIED)"
@@ -250,8 +273,7 @@ def candidates(
             continue
         source = earlier.get(normalised(clause))
         if source is not None:
-            word = forbidden_topic(clause) or forbidden_topic(catalog.clauses[source])
-            out.append((cid, source, word))
+            out.append((cid, source, _forbidden(clause, catalog.clauses[source])))
     return out
 
 

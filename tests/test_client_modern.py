@@ -24,6 +24,7 @@ from mcp_ref._modern import PROTOCOL_VERSION_KEY, SUBSCRIPTION_ID_KEY
 from mcp_ref._modern_connection import opening
 from mcp_ref._state import SERVER
 from mcp_ref.client import Client, open_client
+from mcp_ref.server import Context, Server
 from mcp_ref.trio import RequestContext, Session, memory_channel_pair, open_session
 
 spec = pytest.mark.spec
@@ -228,6 +229,7 @@ def test_era_and_version_must_agree() -> None:
 
 
 @spec(
+    "2026-07-28/basic/patterns/mrtr#client-requirements-basic-workflow.1",
     "2026-07-28/basic/patterns/mrtr#client-requirements-basic-workflow.3",
     "2026-07-28/basic/patterns/mrtr#client-requirements-basic-workflow.6",
 )
@@ -337,3 +339,69 @@ async def test_a_header_mismatch_relists_the_tools_and_retries_once() -> None:
         "tools/list",
         "tools/call",
     ]
+
+
+@spec("2026-07-28/basic/patterns/mrtr#client-requirements-basic-workflow.7")
+async def test_parallel_calls_keep_the_answers_of_their_own_rounds() -> None:
+    server = Server("parallel", "1")
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}}
+
+    @server.tool()
+    async def greet(tag: str, ctx: Context) -> str:
+        answer = await ctx.elicit(f"name for {tag}", schema, key="user_name")
+        return f"{tag}:{(answer.content or {}).get('name')}"
+
+    asked: list[str] = []
+    both = trio.Event()
+
+    async def handler(params: Any) -> t.ElicitResult:
+        asked.append(params.message)
+        if len(asked) == 2:
+            both.set()
+        await both.wait()  # both calls are between their rounds at once
+        return t.ElicitResult(action="accept", content={"name": params.message.split()[-1] * 2})
+
+    got: dict[str, Any] = {}
+    ours, theirs = memory_channel_pair()
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(server.serve, theirs)
+            async with open_client(ours, era="modern", elicitation_handler=handler) as client:
+
+                async def call(tag: str) -> None:
+                    got[tag] = (await client.call_tool("greet", {"tag": tag})).content
+
+                async with trio.open_nursery() as calls:
+                    calls.start_soon(call, "a")
+                    calls.start_soon(call, "b")
+            nursery.cancel_scope.cancel()
+    assert sorted(asked) == ["name for a", "name for b"]
+    assert got == {"a": [t.TextContent(text="a:aa")], "b": [t.TextContent(text="b:bb")]}
+
+
+@spec(
+    "2026-07-28/basic/patterns/cancellation#transport-specific-cancellation.2",
+    "2026-07-28/basic/transports/stdio#cancellation.1",
+)
+async def test_a_modern_client_cancels_on_stdio_with_notifications_cancelled() -> None:
+    import json
+
+    ours, theirs = memory_channel_pair()
+    scope = trio.CancelScope()
+    seen: list[Any] = []
+
+    async def the_server_end() -> None:
+        sent = json.loads(await theirs.receive())
+        scope.cancel()  # the caller gives up on the call
+        seen.extend([sent, json.loads(await theirs.receive())])
+
+    with trio.fail_after(5):
+        async with open_client(ours, era="modern") as client, trio.open_nursery() as nursery:
+            nursery.start_soon(the_server_end)
+            with scope:
+                await client.call_tool("slow", {})
+    assert scope.cancelled_caught
+    sent, cancel = seen
+    assert sent["method"] == "tools/call"
+    assert cancel["method"] == "notifications/cancelled"
+    assert cancel["params"]["requestId"] == sent["id"]

@@ -141,3 +141,21 @@ def test_rounds_are_bounded() -> None:
         rounds.asked(_asking("c"))
     assert info.value.rounds == 3 and info.value.code == -32603
     assert rounds.retry({}).request_state == "b"
+
+
+@spec(
+    "2026-07-28/basic/patterns/mrtr#inputrequiredresult.1",
+    "2026-07-28/basic/patterns/mrtr#client-requirements-basic-workflow.4",
+)
+@pytest.mark.parametrize(
+    "state",
+    ["", "{not json", '{"round": 1}', "=?base64?x?=", "  padded  ", "é\u0000\ufffd", "x" * 4096],
+)
+def test_the_request_state_goes_back_untouched_whatever_it_holds(state: str) -> None:
+    rounds = InputRounds("resources/read", t.ReadResourceRequestParams(uri="file:///a"))
+    rounds.asked(_asking(state))
+    again = rounds.retry({"r": t.ListRootsResult(roots=[])})
+    assert again.request_state == state and type(again.request_state) is str
+    conn = Connection(CLIENT, era="modern", newline_framing=False)
+    wire = json.loads(conn.send(Request(id=2, method="resources/read", params=again)))
+    assert wire["params"]["requestState"] == state

@@ -109,6 +109,7 @@ def test_a_host_in_the_request_target_is_checked_too() -> None:
     assert _err(refusal)[1] == f"request target host {'a' * 200!r} is not allowed"
 
 
+@pytest.mark.spec("2025-11-25/basic/transports#security-warning.2")
 def test_origin_refusals_say_what_was_wrong() -> None:
     allowed = ("http://localhost:*",)
     assert _err(check_origin([(b"origin", b"a"), (b"origin", b"b")], allowed)) == (

@@ -84,6 +84,19 @@ def test_the_url_gives_host_port_target_and_tls() -> None:
             HttpClientCore(bad)
 
 
+@spec("2025-11-25/basic/transports#session-management.4")
+@pytest.mark.parametrize("bad", ["", "a b", "s\x01", "\u00e9t\u00e9", "\x7f"])
+def test_a_malformed_session_id_is_never_adopted_nor_sent(bad: str) -> None:
+    core = _started(session=None)
+    core.note_session([(b"mcp-session-id", bad.encode("utf-8"))])
+    assert core.session_id is None
+    assert all(name != b"mcp-session-id" for name, _ in core.headers(b"POST", body=b"{}"))
+    good = _started(session="s-1")
+    assert good.session_id == "s-1"
+    sent = [v for n, v in good.headers(b"POST", body=b"{}") if n == b"mcp-session-id"]
+    assert sent == [b"s-1"]
+
+
 @spec(
     "2025-06-18/basic/transports#session-management.4",
     "2025-06-18/basic/transports#protocol-version-header.1",

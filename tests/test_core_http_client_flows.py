@@ -207,7 +207,10 @@ def test_an_sse_answer_is_read_until_the_response_then_the_server_gets_a_grace()
     assert not got.graced
 
 
-@spec(T + "resumability-and-redelivery.3")
+@spec(
+    T + "resumability-and-redelivery.3",
+    "2025-11-25/basic/transports#sending-messages-to-the-server.14",
+)
 def test_a_broken_sse_answer_is_resumed_with_last_event_id_after_retry() -> None:
     core = _started()
 

@@ -70,6 +70,8 @@ def test_a_value_like_the_sentinel_is_encoded() -> None:
     "2026-07-28/basic/transports/streamable-http#protocol-version-header.1",
     "2026-07-28/basic/transports/streamable-http#protocol-version-header.2",
     "2026-07-28/basic/transports/streamable-http#standard-request-headers.1",
+    "2026-07-28/basic/transports/streamable-http#standard-request-headers.2",
+    "2026-07-28/basic/transports/streamable-http#sending-messages.4",
 )
 def test_a_modern_request_mirrors_its_body_in_headers() -> None:
     core = HttpClientCore(URL)
@@ -114,6 +116,7 @@ def _tool(name: str, properties: dict[str, Any], **more: Any) -> dict[str, Any]:
     "2026-07-28/basic/transports/streamable-http#schema-extension.5",
     "2026-07-28/basic/transports/streamable-http#schema-extension.7",
     "2026-07-28/basic/transports/streamable-http#schema-extension.10",
+    "2026-07-28/server/tools#x-mcp-header.9",
 )
 def test_invalid_annotations_drop_the_tool_from_the_list() -> None:
     tools = [
@@ -155,7 +158,12 @@ def test_invalid_annotations_drop_the_tool_from_the_list() -> None:
     assert headers.filter_result({"tools": tools[:1]}) is None  # nothing dropped
 
 
-@spec("2026-07-28/basic/transports/streamable-http#client-behavior.1")
+@spec(
+    "2026-07-28/basic/transports/streamable-http#client-behavior.1",
+    "2026-07-28/basic/transports/streamable-http#custom-headers-from-tool-parameters.3",
+    "2026-07-28/basic/transports/streamable-http#schema-extension.6",
+    "2026-07-28/basic/transports/streamable-http#value-encoding.1",
+)
 def test_annotated_arguments_become_mcp_param_headers() -> None:
     headers = ToolHeaders()
     schema = {
@@ -193,7 +201,11 @@ def test_annotated_arguments_become_mcp_param_headers() -> None:
     assert b"mcp-param-query" not in got  # not annotated
 
 
-@spec("2026-07-28/basic/transports/streamable-http#schema-extension.9")
+@spec(
+    "2026-07-28/basic/transports/streamable-http#schema-extension.9",
+    "2026-07-28/basic/transports/streamable-http#custom-headers-from-tool-parameters.2",
+    "2026-07-28/server/tools#x-mcp-header.8",
+)
 def test_the_core_filters_the_answer_to_a_modern_tools_list() -> None:
     core = HttpClientCore(URL)
     body = _modern_bytes(5, "tools/list")
@@ -239,3 +251,34 @@ def test_a_modern_cancellation_is_not_posted() -> None:
     assert isinstance(MessageFlow(core, cancel).start(), Done)
     other = encode({"jsonrpc": "2.0", "method": "notifications/progress", "params": {}})
     assert isinstance(MessageFlow(core, other).start(), HttpRequest)
+
+
+@spec(
+    "2026-07-28/basic/transports/streamable-http#sending-messages.1",
+    "2026-07-28/basic/transports/streamable-http#sending-messages.2",
+    "2026-07-28/basic/transports/streamable-http#sending-messages.3",
+    "2026-07-28/basic/transports/streamable-http#sending-messages.11",
+)
+def test_each_modern_request_is_a_post_of_its_own_and_either_answer_is_read() -> None:
+    from mcp_ref._http_client_flows import RequestFlow
+    from mcp_ref._http_client_steps import Done
+
+    from .test_core_http_client_flows import JSON, SSE, Answer, run
+
+    core = HttpClientCore(URL)
+    posts = []
+    for rid, kind in ((1, JSON), (2, SSE)):
+        body = _modern_bytes(rid, "tools/list")
+        answer = encode({"jsonrpc": "2.0", "id": rid, "result": {"tools": []}})
+        chunks = [answer] if kind is JSON else [b"data: " + answer + b"\n\n"]
+        reply = Answer(200, kind, chunks)
+        got = run(RequestFlow(core, core.outgoing(body), body), lambda r, reply=reply: reply)
+        assert got.done == Done() and got.delivered == [answer]
+        (post,) = got.requests
+        posts.append(post)
+        assert (post.method, post.target, post.body) == (b"POST", "/mcp", body)
+        accept = dict(post.headers)[b"accept"].decode()
+        assert {"application/json", "text/event-stream"} <= {
+            part.strip() for part in accept.split(",")
+        }
+    assert posts[0] is not posts[1]

@@ -360,6 +360,17 @@ def test_param_headers_must_agree_with_the_arguments(
         assert got is not None and got.code == -32020 and got.id == 4
 
 
+@pytest.mark.spec("2026-07-28/server/tools#x-mcp-header.6")
+@pytest.mark.parametrize("count", [2**53, -(2**53), 2**60])
+def test_a_mirrored_integer_outside_the_safe_range_is_invalid_params(count: int) -> None:
+    got = check_param_headers(headers(mcp_param_count=str(count)), call(count=count), schema_of)
+    assert got is not None and got.code == -32602 and got.id == 4
+    safe = 2**53 - 1
+    assert (
+        check_param_headers(headers(mcp_param_count=str(safe)), call(count=safe), schema_of) is None
+    )
+
+
 def test_a_non_ascii_param_header_is_refused() -> None:
     hdrs = request_headers(
         h11.Request(
@@ -429,3 +440,32 @@ def test_a_modern_notification_is_accepted_without_a_session() -> None:
     assert isinstance(request, Post) and not request.accepted_alone
     legacy = read_post(CFG, headers(), b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
     assert isinstance(legacy, Post) and not legacy.accepted_alone
+
+
+@pytest.mark.spec(H + "sending-messages.8")
+@pytest.mark.parametrize(
+    "note",
+    [
+        b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":[1]}',
+        b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}',
+        b'{"method":"notifications/cancelled","params":{"requestId":1}}',
+    ],
+    ids=["array-params", "cut", "no-jsonrpc"],
+)
+def test_a_modern_notification_the_server_cannot_accept_is_an_http_error(note: bytes) -> None:
+    err = refused(note, mcp_protocol_version=V)
+    assert err.status == 400
+    assert "id" not in error_of(err)  # a notification has no id to answer
+
+
+@pytest.mark.spec(H + "streamable-http.1")
+def test_one_endpoint_path_takes_a_modern_post() -> None:
+    accept = "application/json, text/event-stream"
+    post = headers(mcp_protocol_version=V, accept=accept, content_type="application/json")
+    got = route_request(CFG, b"POST", b"/mcp", post)
+    assert not isinstance(got, HttpError) and got[0].name == "POST"
+    items = [(b"host", b"localhost:1"), (b"mcp-protocol-version", V.encode())]
+    items.append((b"accept", accept.encode()))
+    other = request_headers(h11.Request(method=b"POST", target="/other", headers=items), {})
+    elsewhere = route_request(CFG, b"POST", b"/other", other)
+    assert isinstance(elsewhere, HttpError) and elsewhere.status == 404

@@ -421,7 +421,7 @@ def test_server_cancellation_ends_only_a_subscription() -> None:
     # The acknowledgement is read as 2026-07-28 reads it (its fields typed, none in extra).
     ack_params = t.SubscriptionsAcknowledgedNotificationParams(
         notifications=t.SubscriptionFilter(tools_list_changed=True),
-        meta={"io.modelcontextprotocol/subscriptionId": "4"},
+        meta={"io.modelcontextprotocol/subscriptionId": 4},
     )
     ack = Notification(method="notifications/subscriptions/acknowledged", params=ack_params)
     (ev,) = deliver(server.send(ack), client)
@@ -434,6 +434,44 @@ def test_server_cancellation_ends_only_a_subscription() -> None:
     )
     (ev,) = deliver(server.send(end), client)
     assert ev == end
+
+
+@spec(
+    "2026-07-28/basic/patterns/subscriptions#receiving-notifications.1",
+    "2026-07-28/basic/transports/stdio#receiving-messages.1",
+)
+def test_the_client_keeps_only_notifications_of_its_open_subscriptions() -> None:
+    client, server = _modern_pair()
+    listen = t.SubscriptionsListenRequestParams(
+        notifications=t.SubscriptionFilter(resource_subscriptions=["file:///a"]), meta={}
+    )
+    for rid in (4, 5):
+        deliver(client.send(Request(id=rid, method="subscriptions/listen", params=listen)), server)
+
+    def update(sid: Any) -> bytes:
+        params = t.ResourceUpdatedNotificationParams(
+            uri="file:///a", meta={"io.modelcontextprotocol/subscriptionId": sid}
+        )
+        return server.send(Notification(method="notifications/resources/updated", params=params))
+
+    got = deliver(update(4) + update(5), client)
+    assert [ev.params.meta["io.modelcontextprotocol/subscriptionId"] for ev in got] == [4, 5]
+    # No listen of ours has id 9 or "4" (the id is 4): notifications of no open subscription.
+    assert deliver(_raw_update(9) + _raw_update("4"), client) == []
+    # The client cancels listen 4: a late notification of it is dropped, 5's still come.
+    cancel = t.CancelledNotificationParams(request_id=4)
+    deliver(client.send(Notification(method="notifications/cancelled", params=cancel)), server)
+    got = deliver(update(4) + update(5), client)
+    assert [ev.params.meta["io.modelcontextprotocol/subscriptionId"] for ev in got] == [5]
+    # A notification that names no subscription is not a subscription's: delivered.
+    plain = Notification(method="notifications/tools/list_changed")
+    assert deliver(encode({"jsonrpc": "2.0", "method": plain.method}) + b"\n", client) == [plain]
+
+
+def _raw_update(sid: Any) -> bytes:
+    params = {"uri": "file:///a", "_meta": {"io.modelcontextprotocol/subscriptionId": sid}}
+    message = {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": params}
+    return encode(message) + b"\n"
 
 
 # -- what a modern client reads -------------------------------------------------------------
@@ -462,6 +500,24 @@ def test_the_client_reads_results_by_result_type() -> None:
     assert isinstance(ev, ErrorResponse) and ev.code == INTERNAL_ERROR
     ev = _answer(_modern_client(), "tools/call", asks, name="e")
     assert ev.result == t.InputRequiredResult(result_type="input_required", request_state="s")
+
+
+@spec("2026-07-28/basic/index#resulttype.2")
+@pytest.mark.parametrize("kind", ["task", "Complete", "input-required", "partial"])
+def test_the_supported_result_types_are_the_cores_two(kind: str) -> None:
+    """An extension's value (the tasks extension's ``task``) is supported only when that
+    extension is, and mcp_ref advertises none: read as invalid, like a misspelt one."""
+    for core in ("complete", "input_required"):
+        ev = _answer(
+            _modern_client(),
+            "tools/call",
+            {"resultType": core, "content": [], "inputRequests": {}},
+            name="e",
+        )
+        assert not isinstance(ev, ErrorResponse), (core, ev)
+    result = {"resultType": kind, "content": [], "task": {"taskId": "t"}}
+    ev = _answer(_modern_client(), "tools/call", result, name="e")
+    assert isinstance(ev, ErrorResponse) and ev.code == INTERNAL_ERROR and kind in ev.message
 
 
 @spec("2026-07-28/basic/transports/stdio#sending-messages.1")

@@ -1133,7 +1133,10 @@ async def test_only_the_three_input_requests_can_be_asked() -> None:
     assert "not an input request (dict)" in done["content"][0]["text"]
 
 
-@spec("2026-07-28/basic/patterns/subscriptions#graceful-closure.1")
+@spec(
+    "2026-07-28/basic/patterns/subscriptions#graceful-closure.1",
+    "2026-07-28/basic/patterns/cancellation#cancellation.2",
+)
 async def test_ending_subscriptions_answers_each_listen() -> None:
     server = Server("closing", "1")
     server.add_tool(lambda: "x", name="x")
@@ -1146,13 +1149,19 @@ async def test_ending_subscriptions_answers_each_listen() -> None:
             second,
         }
         server.end_subscriptions()
-        answers = [await client.receive() for _ in range(2)]
+        ended = [await client.receive() for _ in range(4)]
+        cancels = [m for m in ended if m.get("method") == "notifications/cancelled"]
+        answers = [m for m in ended if "result" in m]
+        for cancel in cancels:  # each listen's cancellation comes before its answer
+            rid = cancel["params"]["requestId"]
+            assert ended.index(cancel) < next(i for i, m in enumerate(ended) if m.get("id") == rid)
         # A listen opened afterwards stays open.
         third = await _listen(client, {"toolsListChanged": True})
         assert (await client.receive())["method"] == "notifications/subscriptions/acknowledged"
         server.add_tool(lambda: "y", name="y")
         changed = await client.receive()
     assert sorted(a["id"] for a in answers) == [first, second]
+    assert sorted(c["params"]["requestId"] for c in cancels) == [first, second]
     for answer in answers:
         assert answer["result"] == {
             "resultType": "complete",
@@ -1250,7 +1259,8 @@ async def test_every_modern_message_validates_against_the_2026_schema() -> None:
         server.add_tool(lambda: "z", name="z")
         await client.receive()
         server.end_subscriptions()
-        await client.receive()
+        await client.receive()  # notifications/cancelled
+        await client.receive()  # the listen's result
     message = _validator("JSONRPCMessage")
     notification = _validator("ServerNotification")
     results = {name: _validator(name) for name in {*_RESULTS.values(), "InputRequiredResult"}}
@@ -1274,6 +1284,7 @@ async def test_every_modern_message_validates_against_the_2026_schema() -> None:
         "notifications/progress",
         "notifications/subscriptions/acknowledged",
         "notifications/tools/list_changed",
+        "notifications/cancelled",
         "InputRequiredResult",
         "DiscoverResult",
         "SubscriptionsListenResult",
@@ -1388,19 +1399,62 @@ async def test_asks_in_a_handler_nursery_are_answered_input_required() -> None:
     assert set(first["inputRequests"]) <= {"a", "b"} and first["inputRequests"]
 
 
+@spec(
+    "2026-07-28/server/tools#security-considerations.1",
+    "2026-07-28/server/utilities/completion#security.1",
+)
 async def test_modern_requests_are_rate_limited_per_caller() -> None:
     from mcp_ref.server import RateLimit
 
-    server = Server(
-        "limited", "1", rate_limits={"tools/call": RateLimit(per_second=0.001, burst=2)}
-    )
+    limit = RateLimit(per_second=0.001, burst=2)
+    server = Server("limited", "1", rate_limits={"tools/call": limit, "completion/complete": limit})
     server.add_tool(lambda: "x", name="x")
+    server.add_prompt(lambda topic: f"about {topic}", name="p")
+
+    @server.completion(prompt="p", argument="topic")
+    def topics(value: str) -> list[str]:
+        return ["trio"]
+
+    complete = {
+        "ref": {"type": "ref/prompt", "name": "p"},
+        "argument": {"name": "topic", "value": "t"},
+    }
     # Two connections, as two HTTP POSTs would be: one caller, one set of buckets.
     async with modern(server) as one, modern(server) as two:
-        assert "result" in (await one.request("tools/call", {"name": "x"}))[0]
-        assert "result" in (await two.request("tools/call", {"name": "x"}))[0]
-        refused = await one.error("tools/call", {"name": "x"})
-    assert refused["code"] == -32603 and "rate limit" in refused["message"]
+        for method, params in (("tools/call", {"name": "x"}), ("completion/complete", complete)):
+            assert "result" in (await one.request(method, params))[0]
+            assert "result" in (await two.request(method, params))[0]
+            refused = await one.error(method, params)
+            assert refused["code"] == -32603 and "rate limit" in refused["message"]
+
+
+@spec(
+    "2026-07-28/server/tools#security-considerations.1",
+    "2026-07-28/server/utilities/completion#security.1",
+)
+async def test_modern_tool_and_completion_inputs_are_validated() -> None:
+    from mcp_ref.server import MAX_COMPLETION_INPUT
+
+    server = Server("checked", "1")
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    server.add_prompt(lambda topic: f"about {topic}", name="p")
+
+    @server.completion(prompt="p", argument="topic")
+    def topics(value: str) -> list[str]:
+        return ["trio"]
+
+    async with modern(server) as client:
+        bad = await client.result("tools/call", {"name": "add", "arguments": {"a": "one"}})
+        assert bad["isError"] is True and "Invalid arguments" in bad["content"][0]["text"]
+        long = {
+            "ref": {"type": "ref/prompt", "name": "p"},
+            "argument": {"name": "topic", "value": "x" * (MAX_COMPLETION_INPUT + 1)},
+        }
+        assert (await client.error("completion/complete", long))["code"] == -32602
 
 
 async def test_listen_acknowledges_only_resources_the_server_has() -> None:

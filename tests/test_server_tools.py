@@ -847,3 +847,47 @@ async def test_tool_calls_are_rate_limited_per_session(
             assert not (await b.call_tool("ping")).is_error
             autojump_clock.jump(info.value.data["retryAfter"])  # a token is back
             assert not (await a.call_tool("ping")).is_error
+
+
+@spec(
+    "2025-11-25/server/tools#tool.1",
+    "2025-11-25/basic/index#schema-validation.1",
+    "2025-11-25/basic/index#implementation-requirements.1",
+    "2025-11-25/basic/index#implementation-requirements.2",
+    "2025-11-25/basic/index#implementation-requirements.3",
+)
+async def test_input_schemas_in_the_2025_11_25_handshake_era() -> None:
+    """Hand-written input schemas: an object schema valid in its dialect (2020-12 when
+    none is declared), an unknown dialect refused with an error naming it, and the
+    arguments of a 2025-11-25 session validated by the dialect's rules."""
+    server = Server("schemas", "1")
+    bad: Any
+    for bad in ([], "object", {"type": "string"}):
+        with pytest.raises(ValueError, match="JSON Schema object"):
+            server.add_tool(lambda **kw: "x", name="bad", input_schema=bad)
+    with pytest.raises(ValueError, match="invalid input_schema"):
+        server.add_tool(
+            lambda **kw: "x", name="bad", input_schema={"type": "object", "properties": {"a": 1}}
+        )
+    with pytest.raises(ValueError, match="unsupported JSON Schema dialect"):
+        server.add_tool(
+            lambda **kw: "x",
+            name="mine",
+            input_schema={"$schema": "https://example.com/my-dialect", "type": "object"},
+        )
+    pair = {"type": "array", "prefixItems": [{"type": "integer"}]}  # 2020-12 only
+    server.add_tool(
+        lambda **kw: "ok", name="pair", input_schema={"type": "object", "properties": {"p": pair}}
+    )
+    draft7 = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "properties": {"p": {"type": "array", "items": [{"type": "integer"}]}},
+    }
+    server.add_tool(lambda **kw: "ok", name="old", input_schema=draft7)
+    with trio.fail_after(5):
+        async with connect(server, version="2025-11-25") as client:
+            assert not (await client.call_tool("pair", {"p": [1]})).is_error
+            assert (await client.call_tool("pair", {"p": ["x"]})).is_error
+            assert not (await client.call_tool("old", {"p": [1]})).is_error
+            assert (await client.call_tool("old", {"p": ["x"]})).is_error  # draft-07 items

@@ -18,6 +18,7 @@ import pytest
 
 from spec_map import cli
 from spec_map.carried import (
+    HANDSHAKE_ERA,
     Carried,
     CarriedError,
     CarriedTable,
@@ -26,6 +27,7 @@ from spec_map.carried import (
     format_candidates,
     load_carried,
     normalised,
+    same_handshake_era,
 )
 from spec_map.catalog import CATALOG_DIR, catalog_from_pages, dump_catalog, load_catalog
 from spec_map.check import Analysis, analyze, format_open
@@ -55,16 +57,25 @@ TABLE = (
 IDS, INIT, PROGRESS = (f"basic/lifecycle#ids.{n}" for n in (1, 2, 3))
 
 
-def _tree(tmp_path: Path, carried: str, *, source_passes: bool = True) -> Analysis:
-    """Both revisions catalogued; every clause of the older one tagged in code and cited
-    by one test, which passed (or failed: ``source_passes``); nothing of the newer one
-    cited."""
+def _tree(
+    tmp_path: Path,
+    carried: str,
+    *,
+    source_passes: bool = True,
+    names: tuple[str, str] = (OLD, NEW),
+) -> Analysis:
+    """Both revisions catalogued (under ``names``, older first); every clause of the
+    older one tagged in code and cited by one test, which passed (or failed:
+    ``source_passes``); nothing of the newer one cited."""
     folder = tmp_path / "clauses"
     folder.mkdir()
-    catalogs = {rev: catalog_from_pages(pages, rev) for rev, pages in PAGES.items()}
+    renamed = dict(zip((OLD, NEW), names, strict=True))
+    catalogs = {
+        renamed[rev]: catalog_from_pages(pages, renamed[rev]) for rev, pages in PAGES.items()
+    }
     for rev, catalog in catalogs.items():
         (folder / f"{rev}.json").write_text(dump_catalog(catalog), encoding="utf-8")
-    old = [c for c in catalogs[OLD]["clauses"]]
+    old = [c for c in catalogs[names[0]]["clauses"]]
     code = "".join(f'# Spec: {c["id"]}\n# "{c["text"]}"\n' for c in old)
     (tmp_path / "mcp_ref").mkdir()
     (tmp_path / "mcp_ref" / "m.py").write_text(code, encoding="utf-8")
@@ -81,7 +92,7 @@ def _tree(tmp_path: Path, carried: str, *, source_passes: bool = True) -> Analys
         catalog=load_catalog(folder),
         waivers_path=tmp_path / "waivers.toml",
         results_path=tmp_path / "results.json",
-        revisions=TABLE,
+        revisions=tuple(Revision(renamed[r.name], r.setting, r.scope, r.why) for r in TABLE),
         carried_path=tmp_path / "carried.toml",
     )
 
@@ -195,6 +206,28 @@ def test_the_generator_proposes_identical_done_musts_and_forbidden_ones_as_not_c
     assert [c for c, _, _ in candidates(analysis.catalog, done, NEW, decided)] == [f"{NEW}/{INIT}"]
 
 
+def test_within_the_handshake_era_the_era_words_do_not_stop_a_carry(tmp_path: Path) -> None:
+    """2025-11-25 repeating 2025-06-18: one core serves both (initialize, sessions,
+    capabilities alike), so a sentence about ``initialize`` is carried like any other;
+    across the eras (the synthetic pair above, as 2026-07-28 from 2025-06-18) it is not."""
+    older, newer = HANDSHAKE_ERA[2], HANDSHAKE_ERA[3]
+    entry = (
+        f'[[carried]]\nid = "{newer}/{INIT}"\nvia = "{older}/{INIT}"\n'
+        'shared = "the one handshake of the client and server cores"\n'
+    )
+    analysis = _tree(tmp_path, entry, names=(older, newer))
+    assert analysis.errors == []
+    assert analysis.statuses[f"{newer}/{INIT}"].status == "carried"
+    done = [s.id for s in analysis.statuses.values() if s.status == "done"]
+    found = candidates(analysis.catalog, done, newer, CarriedTable())
+    assert found == [  # no era word stops a proposal either
+        (f"{newer}/{IDS}", f"{older}/{IDS}", None),
+        (f"{newer}/{INIT}", f"{older}/{INIT}", None),
+    ]
+    assert same_handshake_era(older, newer) and not same_handshake_era(OLD, NEW)
+    assert not same_handshake_era(older, "2026-07-28")
+
+
 def test_normalising_drops_markup_links_case_and_spacing() -> None:
     one = {"text": "Request ids **MUST** be `strings`\n or [integers](/x).", "detail": []}
     two = {"text": "request IDS MUST be strings or integers.", "detail": []}
@@ -222,7 +255,7 @@ def test_the_committed_table_holds_only_reviewed_allowed_entries() -> None:
     assert errors == []
     assert len(kept) == len(table.carried) > 10
     for entry in table.carried:
-        assert entry.id.startswith("2026-07-28/") and len(entry.note) > 40, entry
+        assert entry.id.startswith(("2026-07-28/", "2025-11-25/")) and len(entry.note) > 40, entry
         # Issue 16 decides the authorization pages; nothing of theirs is carried.
         assert "/basic/authorization" not in entry.id
     assert all(len(e.note) > 40 for e in table.not_carried)

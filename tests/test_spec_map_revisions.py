@@ -298,7 +298,7 @@ def test_flipping_a_revision_to_required_makes_its_open_clauses_fail(tmp_path: P
 def test_a_revision_missing_from_the_table_is_held_strictly() -> None:
     assert policy("2099-03-03").setting == REQUIRED
     assert policy("2099-03-03").in_scope("basic/lifecycle")
-    assert policy("2026-07-28").setting == CITABLE
+    assert policy("2025-11-25").setting == CITABLE
 
 
 def test_a_page_waiver_reaches_one_revision_and_warns_of_its_own_cited_clauses(
@@ -353,9 +353,11 @@ def test_page_waivers_name_their_revision_and_except_only_their_page(tmp_path: P
 def test_the_committed_waivers_leave_other_revisions_alone() -> None:
     reasons, errors = expand(load_waivers(Path(cli.WAIVERS_PATH)), CATALOG)
     assert errors == []
-    # 2025-06-18's, 2026-07-28's named one by one (issue 15), and the authorization
-    # pages' of every revision, each named one by one (issue 16): no page waiver is left.
-    others = {cid for cid in reasons if not cid.startswith(("2025-06-18/", f"{R0728}/"))}
+    # 2025-06-18's, 2026-07-28's and 2025-11-25's named one by one (issue 15), and the
+    # authorization pages' of every revision, each named one by one (issue 16): no page
+    # waiver is left, and another revision is waived on its authorization page only.
+    named = ("2025-06-18/", f"{R0728}/", "2025-11-25/")
+    others = {cid for cid in reasons if not cid.startswith(named)}
     assert reasons and others and all("/basic/authorization" in cid for cid in others)
     assert all(waiver.page is None for waiver in load_waivers(Path(cli.WAIVERS_PATH)))
 
@@ -366,7 +368,7 @@ def test_check_prints_every_revision_and_fails_on_the_required_one(
     folder = tmp_path / "clauses"
     folder.mkdir()
     pages = {"server/tools": PAGES["basic/lifecycle"], "basic/authorization": "# A\n"}
-    for rev in ("2025-06-18", "2026-07-28"):  # real names: the real table's settings
+    for rev in ("2025-06-18", "2025-11-25"):  # real names: the real table's settings
         catalog = catalog_from_pages(pages, rev)
         (folder / f"{rev}.json").write_text(dump_catalog(catalog), encoding="utf-8")
     root = _repo(tmp_path, "")
@@ -374,15 +376,15 @@ def test_check_prints_every_revision_and_fails_on_the_required_one(
     args += ["--waivers", str(root / "none.toml")]
     assert cli.main(["check", *args]) == 1
     out = capsys.readouterr().out
-    assert "2025-06-18 (required):" in out and "2026-07-28 (citable):" not in out
+    assert "2025-06-18 (required):" in out and "2025-11-25 (citable):" not in out
     (old_row,) = [line for line in out.splitlines() if line.startswith("2025-06-18  required")]
-    (new_row,) = [line for line in out.splitlines() if line.startswith("2026-07-28  citable")]
+    (new_row,) = [line for line in out.splitlines() if line.startswith("2025-11-25  citable")]
     assert old_row.split()[2:] == ["3", "2", "1", "0", "2", "0", "0", "0", "2", "0"]
     assert new_row.split()[2:] == ["3", "2", "1", "0", "2", "0", "0", "0", "2", "0"]
     assert "2 required clause(s) open in 2025-06-18" in out
-    assert cli.main(["check", "--revision", "2026-07-28", "--list-open", *args]) == 1
+    assert cli.main(["check", "--revision", "2025-11-25", "--list-open", *args]) == 1
     out = capsys.readouterr().out
-    assert "2026-07-28 (citable):" in out and f"{R0728}/server/tools#rules.2" in out
+    assert "2025-11-25 (citable):" in out and f"{R1125}/server/tools#rules.2" in out
 
 
 PLUGIN = ("-p", "spec_map.pytest_plugin", "-p", "no:cacheprovider")

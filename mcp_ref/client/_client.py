@@ -134,7 +134,8 @@ class _ClientHandler:
 
     async def handle_notification(self, session: Session, notification: Notification) -> None:
         c = self._client
-        c.core.notified(notification)
+        if not c.core.notified(notification):
+            return  # (a completion of no elicitation of ours)
         if notification.method == "notifications/subscriptions/acknowledged":
             c._acknowledged.set()
         if notification.method == "notifications/message" and c.on_log is not None:

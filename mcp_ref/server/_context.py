@@ -33,6 +33,8 @@ from .. import types as t
 from .._convert import unstructure
 from .._errors import INTERNAL_ERROR, LocalProtocolError, McpError
 from .._methods import capability_present
+from .._modern import missing_capabilities
+from .._modern_connection import input_capabilities
 from ..auth import HttpHeaders, Identity
 from ._elicitation import elicited_content_problem
 from ._logging import LogPolicy, send_log
@@ -43,6 +45,9 @@ if TYPE_CHECKING:
     from ..trio import RequestContext, Session
 
 __all__ = ["Context", "current_context"]
+
+_INPUTS = frozenset({"elicitation/create", "sampling/createMessage", "roots/list"})
+"""The requests a handler asks its client for (each needs a client capability)."""
 
 
 class Context:
@@ -262,7 +267,9 @@ class Context:
                 request's client capabilities lack what an input needs; -32602
                 (modern) when an answer is not the result its request expects.
             LocalProtocolError: the client did not declare the needed capability
-                (handshake era); asking for input where the method does not allow it.
+                (handshake era: ``sampling.tools`` for a sampling request with tools,
+                ``elicitation.url`` for a URL-mode elicitation); asking for input where
+                the method does not allow it.
             SessionClosed: the session ended.
 
         Source: 2026-07-28/basic/patterns/mrtr; 2025-06-18/client/sampling,
@@ -278,6 +285,17 @@ class Context:
                     "(only tools/call, prompts/get and resources/read can)"
                 )
             return self.rounds.take(requests)
+        # Spec: 2025-11-25/client/elicitation#capabilities.3
+        # "Servers MUST NOT send elicitation requests with modes that are not supported by the
+        # client."
+        # Spec: 2025-11-25/client/sampling#tools-in-sampling.2
+        # "Servers MUST NOT send tool-enabled sampling requests to Clients that have not declared
+        # support for tool use via the `sampling.tools` capability."
+        declared = self.session.connection.peer_capabilities
+        inputs = [r for r in requests.values() if getattr(r, "method", None) in _INPUTS]
+        missing = missing_capabilities(declared, input_capabilities(inputs))
+        if missing:
+            raise LocalProtocolError(f"the client did not declare the capabilities {missing}")
         results: dict[str, Any] = {}
         for key, request in requests.items():
             results[key] = await self.send_request(request.method, request.params)

@@ -48,6 +48,7 @@ from .._errors import INVALID_PARAMS, McpError
 from .._modern import RequestContext as ModernContext
 from .._modern import read_request_meta, require_capabilities
 from .._modern_connection import INPUT_REQUIRED_METHODS, MODERN, input_capabilities
+from .._sampling import check_sampling_messages
 
 if TYPE_CHECKING:
     from ..trio import RequestContext
@@ -197,9 +198,16 @@ def sampling(
 ) -> t.CreateMessageRequest:
     """A ``sampling/createMessage`` request, for :meth:`Context.ask`: a prompt (one user
     text message) or the conversation; other ``CreateMessageRequestParams`` fields by
-    keyword."""
+    keyword.
+
+    Raises:
+        ValueError: the conversation breaks the rules of a sampling request
+            (:func:`mcp_ref._sampling.check_sampling_messages`: roles, tool results alone
+            in a user message, each tool use answered by the next message).
+    """
     if isinstance(messages, str):
         messages = [t.SamplingMessage(role="user", content=t.TextContent(text=messages))]
+    check_sampling_messages(messages)
     return t.CreateMessageRequest(
         params=t.CreateMessageRequestParams(
             messages=list(messages),

@@ -916,6 +916,10 @@ class Server:
         if modern:
             # A modern request has no lasting session (over HTTP each POST has its own):
             # its buckets are its caller's (principal_of; one set for unknown callers).
+            # Spec: 2026-07-28/server/tools#security-considerations.1 (rate limit, per caller)
+            # "Servers MUST:"
+            # Spec: 2026-07-28/server/utilities/completion#security.1 (rate limiting)
+            # "Implementations MUST:"
             buckets = self._caller_buckets(self.principal_of(ctx))
         take_or_refuse(buckets, limit, ctx.method, trio.current_time())
 
@@ -1099,6 +1103,17 @@ class Server:
                 await wakeup.wait()
         finally:
             self._listeners.pop(listener, None)
+        # Spec: 2026-07-28/basic/patterns/cancellation#cancellation.2
+        # "A server MUST send `notifications/cancelled` referencing a `subscriptions/listen` request
+        # ID when it tears down that subscription stream (see [Subscriptions][subscriptions])."
+        # (then the completion result below, as graceful closure asks: the client hears
+        # both, the cancellation first)
+        await ctx.send_notification(
+            "notifications/cancelled",
+            t.CancelledNotificationParams(
+                request_id=ctx.request_id, reason="the server ended the subscription"
+            ),
+        )
         # Spec: 2026-07-28/basic/patterns/subscriptions#graceful-closure.1
         # "When the server ends a subscription on its own initiative (for example, during
         # shutdown), it SHOULD respond to the original `subscriptions/listen` request with
@@ -1246,6 +1261,8 @@ class Server:
         # "Implementations MUST:"
         # Spec: 2025-06-18/server/utilities/completion#implementation-considerations.1
         # "Servers SHOULD:"
+        # Spec: 2026-07-28/server/utilities/completion#security.1 (validate all inputs)
+        # "Implementations MUST:"
         if len(params.argument.value) > MAX_COMPLETION_INPUT or len(resolved) > 64:
             raise McpError(
                 INVALID_PARAMS,

@@ -140,6 +140,8 @@ class ToolDef:
         try:
             # Spec: 2025-06-18/server/tools#security-considerations.1 (validate all inputs)
             # "Servers MUST:"
+            # Spec: 2026-07-28/server/tools#security-considerations.1 (validate all inputs)
+            # "Servers MUST:"
             kwargs = self._check(dict(arguments or {}))
         except ArgumentError as exc:
             faults = exc.messages[:_MAX_MESSAGES]
@@ -305,11 +307,18 @@ def _validator(schema: dict[str, Any], what: str) -> Any:
     # Spec: 2026-07-28/basic/index#implementation-requirements.1
     # "Clients and servers MUST support JSON Schema 2020-12 for schemas without an
     # explicit `$schema` field"
+    # Spec: 2025-11-25/basic/index#implementation-requirements.1
+    # "Clients and servers MUST support JSON Schema 2020-12 for schemas without an explicit
+    # `$schema` field"
     # Spec: 2026-07-28/basic/index#schema-validation.1
+    # "Schemas MUST be valid according to their declared or default dialect"
+    # Spec: 2025-11-25/basic/index#schema-validation.1
     # "Schemas MUST be valid according to their declared or default dialect"
     # Spec: 2026-07-28/basic/index#implementation-requirements.2
     # "Clients and servers MUST validate schemas according to their declared or default
     # dialect."
+    # Spec: 2025-11-25/basic/index#implementation-requirements.2
+    # "Clients and servers MUST validate schemas according to their declared or default dialect."
     declared = schema.get("$schema")
     if declared is None:
         cls = _jsonschema.Draft202012Validator
@@ -318,6 +327,9 @@ def _validator(schema: dict[str, Any], what: str) -> Any:
         # Spec: 2026-07-28/basic/index#implementation-requirements.3
         # "They MUST handle unsupported dialects gracefully by returning an appropriate
         # error indicating the dialect is not supported."
+        # Spec: 2025-11-25/basic/index#implementation-requirements.3
+        # "They MUST handle unsupported dialects gracefully by returning an appropriate error
+        # indicating the dialect is not supported."
         if cls is None:
             raise ValueError(f"{what}: unsupported JSON Schema dialect {declared!r}")
     try:
@@ -391,6 +403,8 @@ def make_tool(
         input_schema = _input_schema(info)
     else:
         # Spec: 2026-07-28/server/tools#tool.1
+        # "MUST be a valid JSON Schema object (not `null`)"
+        # Spec: 2025-11-25/server/tools#tool.1
         # "MUST be a valid JSON Schema object (not `null`)"
         input_schema = _object_schema(input_schema, "input_schema")
         input_validator = _validator(input_schema, "input_schema")

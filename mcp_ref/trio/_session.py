@@ -127,6 +127,9 @@ class _Tasks:
             if session.closed:
                 return
             session.last_input_at = trio.current_time()
+            # Spec: 2026-07-28/basic/transports/index#messages.2
+            # "A binding MUST deliver client-sent requests and notifications to the server, and
+            # server-sent responses and notifications to the client."
             await self.dispatch(partial(self.feed, data, whole_messages and bool(data)))
             if not data:
                 return
