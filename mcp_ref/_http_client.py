@@ -10,8 +10,7 @@ each step of an exchange, what to do next, and does it.
 1. **A message to send** (bytes, as the connection made them) goes through
    :meth:`~HttpClientCore.outgoing`, which reads its kind with the connection's own
    reader (:func:`~mcp_ref._http_messages.message_info`) and says how to POST it
-   (:class:`Send`).  The core keeps the bytes of ``initialize`` and
-   ``notifications/initialized``: a new session after a 404 replays them.
+   (:class:`Send`), keeping those of the handshake for step 5.
 2. **The request's headers** come from :meth:`~HttpClientCore.headers`: ``Host``, the
    MCP headers of :func:`~mcp_ref._http.client_request_headers`, ``Content-Length``,
    a modern request's (:mod:`mcp_ref._http_client_modern`) and the caller's own.
@@ -24,10 +23,10 @@ each step of an exchange, what to do next, and does it.
    request that can no longer be answered gets an error response made here
    (:meth:`~HttpClientCore.failure`), so its caller is never left waiting.
 5. **A 404 to our session id** (#session-management.7): under the driver's lock,
-   :meth:`~HttpClientCore.begin_new_session` says whether to replay the handshake;
-   :meth:`~HttpClientCore.replayed` checks the ``initialize`` answer of the replay and
-   :meth:`~HttpClientCore.end_new_session` counts the new session.  ``generation``
-   counts sessions, so a task that saw the 404 late learns another one did it.
+   :meth:`~HttpClientCore.begin_new_session` says whether to replay the handshake,
+   :meth:`~HttpClientCore.replayed` checks the replay's ``initialize`` answer and
+   :meth:`~HttpClientCore.end_new_session` counts the new session (``generation``: a
+   task that saw the 404 late learns another one did it).
 
 SSE streams and the GET stream's policy are :mod:`mcp_ref._http_client_streams`; the
 jobs that string these decisions together are the flows of
@@ -104,8 +103,7 @@ class Outgoing:
     cancels: Any = None
     """For ``notifications/cancelled``: the key of the request to stop reading."""
     opens_get: bool = False
-    """``notifications/initialized`` in Streamable HTTP with the GET stream wanted:
-    open the GET stream once it was accepted."""
+    """``notifications/initialized``, the GET stream wanted: open it once accepted."""
 
 
 class Answer(enum.Enum):
@@ -122,11 +120,9 @@ class Answer(enum.Enum):
     FALLBACK = "fallback"
     """A 4xx to ``initialize``: try the 2024-11-05 HTTP+SSE transport."""
     UNAUTHORIZED = "unauthorized"
-    """401 or 403: sign in (with ``auth``) and send again; without ``auth``, to
-    ``initialize``: the client cannot go on."""
+    """401 or 403: sign in (with ``auth``) and send again; else, to ``initialize``: fatal."""
     REFUSED = "refused"
-    """An HTTP error: read the body (at most :data:`MAX_ERROR_BODY`), then
-    :func:`refusal_message`."""
+    """An HTTP error: read at most :data:`MAX_ERROR_BODY` of it, for a refusal message."""
     UNEXPECTED = "unexpected"
     """A success that is neither JSON nor SSE."""
 
@@ -370,8 +366,7 @@ class HttpClientCore:
         ignored)."""
         for name, value in headers:
             # Spec: 2025-11-25/basic/transports#session-management.4
-            # "The client MUST handle the session ID in a secure manner, see Session Hijacking
-            # mitigations for more details."
+            # "The client MUST handle the session ID in a secure manner"
             # (adopted only when well formed; sent to this endpoint alone; never logged)
             if name == MCP_SESSION_ID and rules.validate_session_id(bytes(value)):
                 self.session_id = bytes(value).decode()  # validated: ASCII
