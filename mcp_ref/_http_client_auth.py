@@ -28,17 +28,34 @@ token is refreshed before it is sent.  No sockets, no clock here.
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from ._oauth_config import Authorized, Failed, FlowState, NeedAuthorization, NeedHttp, SignInConfig
+from ._oauth_assertions import (
+    DEFAULT_ASSERTION_LIFETIME,
+    IdentityProvider,
+    JwtSigner,
+    client_assertion,
+    client_assertion_claims,
+)
+from ._oauth_config import (
+    Authorized,
+    Failed,
+    FlowState,
+    Grants,
+    NeedAuthorization,
+    NeedHttp,
+    SignInConfig,
+)
 from ._oauth_flow import SignIn
 from ._oauth_grants import (
     Grant,
     InMemoryTokenStore,
     TokenStore,
     bearer_header,
+    new_state,
     read_token_response,
     refresh_request,
 )
@@ -47,6 +64,7 @@ from ._oauth_http import (
     HttpRequest,
     HttpResponse,
     OAuthError,
+    OAuthLocalError,
     OAuthRefused,
 )
 from ._oauth_metadata import ClientInfo
@@ -65,12 +83,16 @@ class OAuthClientOptions:
     (``auth=OAuthClientOptions(...)``).
 
     For the authorization code grant give ``redirect_uri`` and ``authorize``; for the
-    client credentials extension give ``grant="client_credentials"`` and a client id
-    and secret.  Checked when the client opens (``SignInConfig``:
+    client credentials extension give ``grant="client_credentials"``, a client id, and
+    a secret or a ``signer`` (``private_key_jwt``); for workload identity federation
+    ``grant="jwt_bearer"``, a client id and the workload's ``assertion``; for
+    enterprise-managed authorization ``grant="enterprise"``, a client id (and secret)
+    and the ``identity_provider``.  Checked when the client opens (``SignInConfig``:
     :class:`~mcp_ref._oauth_http.OAuthLocalError`).
 
     Source: 2025-11-25/basic/authorization#token-requirements;
-    #step-up-authorization-flow; #client-registration-approaches.
+    #step-up-authorization-flow; #client-registration-approaches;
+    extensions/auth/oauth-client-credentials; extensions/auth/enterprise-managed-authorization.
     """
 
     redirect_uri: str | None = None
@@ -78,16 +100,26 @@ class OAuthClientOptions:
     authorize: Authorize | None = None
     """The browser step: open the URL, return the URL the browser was redirected to
     (with ``code`` and ``state``).  Required for the authorization code grant."""
-    grant: Literal["authorization_code", "client_credentials"] = "authorization_code"
+    grant: Grants = "authorization_code"
     """``client_credentials``: no user, a confidential client (the OAuth client
-    credentials extension)."""
+    credentials extension); ``jwt_bearer``: trade ``assertion`` for a token (RFC 7523);
+    ``enterprise``: an ID-JAG from ``identity_provider``, then the JWT-bearer grant."""
     client_id: str | None = None
     """A pre-registered client id (used before any other registration)."""
     client_secret: str | None = None
     """Its secret (confidential clients)."""
     client_auth_method: str | None = None
-    """``none``, ``client_secret_basic`` or ``client_secret_post``; None: chosen from
-    what the server supports."""
+    """``none``, ``client_secret_basic``, ``client_secret_post`` or
+    ``private_key_jwt``; None: chosen from what the server supports."""
+    signer: JwtSigner | None = None
+    """Signs ``private_key_jwt`` client assertions (e.g.
+    :class:`mcp_ref.client.PrivateKeySigner`); None: no signed client authentication."""
+    assertion: str | None = None
+    """The JWT the ``jwt_bearer`` grant sends (a workload identity token)."""
+    identity_provider: IdentityProvider | None = None
+    """The enterprise IdP and the user's identity assertion (``enterprise`` grant)."""
+    assertion_lifetime: float = DEFAULT_ASSERTION_LIFETIME
+    """How long a client assertion is valid, in seconds."""
     client_metadata_url: str | None = None
     """This client's client ID metadata document URL (https, with a path)."""
     client_name: str = "mcp-ref"
@@ -128,6 +160,10 @@ class OAuthClientOptions:
             max_retries=self.max_retries,
             max_body_bytes=self.max_body_bytes,
             protocol_version=protocol_version,
+            signer=self.signer,
+            assertion=self.assertion,
+            identity_provider=self.identity_provider,
+            assertion_lifetime=self.assertion_lifetime,
         )
 
 
@@ -187,7 +223,23 @@ class ClientAuth:
             return None
         if not force and not grant.expired(now):
             return None
-        return refresh_request(grant, self.config.max_body_bytes)
+        assertion = None
+        if grant.auth_method == "private_key_jwt":
+            if self.config.signer is None:
+                raise OAuthLocalError("the grant is refreshed with private_key_jwt: no signer")
+            claims = client_assertion_claims(
+                client_id=grant.client.client_id,
+                audience=grant.issuer or grant.token_endpoint,
+                now=now,
+                jti=new_state(secrets.token_bytes),
+                lifetime=self.config.assertion_lifetime,
+            )
+            try:
+                assertion = client_assertion(self.config.signer, claims)
+            except OAuthRefused as exc:
+                log.warning("cannot refresh: %s", exc.reason)
+                return None
+        return refresh_request(grant, self.config.max_body_bytes, assertion)
 
     def refreshed(self, response: HttpResponse, now: float) -> bool:
         """The refresh answer: True when a new token is kept; else the grant is
@@ -264,7 +316,7 @@ async def run_sign_in(
             authorize = auth.options.authorize
             if authorize is None:
                 return "sign-in needs a browser step: give OAuthClientOptions.authorize"
-            flow.receive_redirect(await authorize(event.url))
+            flow.receive_redirect(await authorize(event.url), now=clock())
         elif isinstance(event, Authorized):
             auth.authorized(event.grant)
             return None
