@@ -39,6 +39,9 @@ from ._oauth_assertions import (
     JwtSigner,
     client_assertion,
     client_assertion_claims,
+    dpop_claims,
+    dpop_nonce,
+    dpop_proof,
 )
 from ._oauth_config import (
     Authorized,
@@ -120,6 +123,9 @@ class OAuthClientOptions:
     """The enterprise IdP and the user's identity assertion (``enterprise`` grant)."""
     assertion_lifetime: float = DEFAULT_ASSERTION_LIFETIME
     """How long a client assertion is valid, in seconds."""
+    dpop: JwtSigner | None = None
+    """Ask for DPoP-bound tokens (RFC 9449) and prove possession of this signer's key
+    on every request (e.g. ``PrivateKeySigner.generate()``); None: bearer tokens."""
     client_metadata_url: str | None = None
     """This client's client ID metadata document URL (https, with a path)."""
     client_name: str = "mcp-ref"
@@ -164,6 +170,7 @@ class OAuthClientOptions:
             assertion=self.assertion,
             identity_provider=self.identity_provider,
             assertion_lifetime=self.assertion_lifetime,
+            dpop=self.dpop,
         )
 
 
@@ -187,6 +194,14 @@ class ClientAuth:
         """Grants taken (sign-ins and refreshes): a refused request sent with an older
         one is simply sent again."""
         self._flow: SignIn | None = None
+        self._now = 0.0
+        self._nonce: str | None = None
+        self._nonce_fresh = False
+
+    def tick(self, now: float) -> None:
+        """The wall clock (seconds since the epoch), noted before each message: the
+        ``iat`` of the DPoP proofs :meth:`headers` makes."""
+        self._now = now
 
     @property
     def grant(self) -> Grant | None:
@@ -205,6 +220,47 @@ class ClientAuth:
             return None
         name, value = bearer_header(grant, url)
         return (name.lower().encode("latin-1"), value.encode("latin-1"))
+
+    def headers(self, method: str, url: str) -> list[tuple[bytes, bytes]]:
+        """The headers that carry the token on a ``method`` request to ``url``: none
+        when not signed in; ``Authorization`` (Bearer); or, for a DPoP-bound token,
+        ``Authorization: DPoP`` and a fresh ``DPoP`` proof for this method and URL
+        (RFC 9449 section 7.1), with the server's last nonce.
+
+        Raises:
+            TokenMisdirected: ``url`` is outside the grant's resource (never sent).
+            AssertionUnusable: the DPoP signer failed.
+        """
+        authorization = self.header(url)
+        if authorization is None:
+            return []
+        grant = self.grant
+        signer = self.config.dpop
+        if grant is None or grant.token_type != "DPoP" or signer is None:
+            return [authorization]
+        # RFC 9449 section 4.2: a proof that goes with an access token carries its hash.
+        claims = dpop_claims(
+            method=method,
+            url=url,
+            now=self._now,
+            jti=new_state(secrets.token_bytes),
+            access_token=grant.access_token,
+            nonce=self._nonce,
+        )
+        return [authorization, (b"dpop", dpop_proof(signer, claims).encode("ascii"))]
+
+    def note_dpop_nonce(self, value: str) -> None:
+        """The ``DPoP-Nonce`` of the MCP server's refusal (RFC 9449 section 9): later
+        proofs carry it (an unusable value is ignored)."""
+        nonce = dpop_nonce(value)
+        if nonce is not None and nonce != self._nonce:
+            self._nonce, self._nonce_fresh = nonce, True
+
+    def take_fresh_nonce(self) -> bool:
+        """Whether a new nonce came since the last call: the refused request is simply
+        sent again with it, no sign-in."""
+        fresh, self._nonce_fresh = self._nonce_fresh, False
+        return fresh
 
     def stale(self, generation: int) -> bool:
         """A grant was taken after the refused request (sent at ``generation``) went
@@ -239,7 +295,22 @@ class ClientAuth:
             except OAuthRefused as exc:
                 log.warning("cannot refresh: %s", exc.reason)
                 return None
-        return refresh_request(grant, self.config.max_body_bytes, assertion)
+        proof = None
+        if grant.token_type == "DPoP" and self.config.dpop is not None:
+            claims = dpop_claims(
+                method="POST",
+                url=grant.token_endpoint,
+                now=now,
+                jti=new_state(secrets.token_bytes),
+                access_token=None,
+                nonce=None,
+            )
+            try:
+                proof = dpop_proof(self.config.dpop, claims)
+            except OAuthRefused as exc:
+                log.warning("cannot refresh: %s", exc.reason)
+                return None
+        return refresh_request(grant, self.config.max_body_bytes, assertion, proof)
 
     def refreshed(self, response: HttpResponse, now: float) -> bool:
         """The refresh answer: True when a new token is kept; else the grant is
@@ -370,6 +441,7 @@ class SignInRunner:
     async def keep_fresh(self) -> None:
         """Before a message: refresh an expired token that can be refreshed."""
         auth = self.auth
+        auth.tick(self.clock())
         if auth.refresh_request(self.clock()) is None:
             return
         async with self.lock:
@@ -387,6 +459,9 @@ class SignInRunner:
         Source: 2025-11-25/basic/authorization#authorization-flow-steps.
         """
         auth = self.auth
+        auth.tick(self.clock())
+        if status == 401 and auth.take_fresh_nonce():
+            return None  # the server wants a DPoP nonce: send again with it
         async with self.lock:
             if auth.stale(generation):
                 return None  # another task signed in since: send again with its token

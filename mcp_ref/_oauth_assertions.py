@@ -24,6 +24,11 @@ browser step; this module holds what they share, as pure functions:
   Authorization Grant (RFC 8693 token exchange, :func:`token_exchange_request`,
   :func:`read_id_jag`), then sends that to the MCP authorization server with the
   JWT-bearer grant.
+* DPoP (RFC 9449): the client binds its access token to a key of its own; every
+  request that carries the token (and the token request itself) carries a fresh proof,
+  a JWT the signer makes over the method, the URL and the token's hash, with the public
+  key in its header (:func:`dpop_claims`, :func:`dpop_proof`); a server that asks for
+  a nonce gets one proof more with it (:func:`dpop_nonce`).
 
 Every answer is bounded (``max_body_bytes``; an assertion is at most
 :data:`MAX_ASSERTION_BYTES`), and every refusal is an
@@ -34,10 +39,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
-from urllib.parse import quote_plus, urlencode
+from urllib.parse import quote_plus, urlencode, urlsplit, urlunsplit
 
 from ._oauth_http import (
     BadMetadata,
@@ -65,6 +71,9 @@ __all__ = [
     "check_assertion",
     "client_assertion",
     "client_assertion_claims",
+    "dpop_claims",
+    "dpop_nonce",
+    "dpop_proof",
     "read_id_jag",
     "token_exchange_request",
 ]
@@ -100,9 +109,10 @@ class JwtSigner(Protocol):
     :class:`mcp_ref.client.PrivateKeySigner` signs with a private key through joserfc.
     """
 
-    def sign(self, claims: dict[str, Any], *, typ: str | None = None) -> str:
+    def sign(self, claims: dict[str, Any], *, typ: str | None = None, jwk: bool = False) -> str:
         """The compact JWS of ``claims`` (a JSON object), signed with this signer's key
-        and algorithm; ``typ``, when given, goes in the protected header."""
+        and algorithm; ``typ``, when given, goes in the protected header, and with
+        ``jwk`` the public key too (a DPoP proof, RFC 9449 section 4.2)."""
         ...
 
 
@@ -289,3 +299,56 @@ def read_id_jag(response: HttpResponse, max_body_bytes: int) -> str:
         raise BadMetadata("the token exchange response has no access_token")
     _segments(token)
     return token
+
+
+MAX_NONCE_CHARS: Final = 1024
+"""The longest DPoP nonce kept (characters); a longer one is ignored."""
+
+
+def dpop_claims(
+    *, method: str, url: str, now: float, jti: str, access_token: str | None, nonce: str | None
+) -> dict[str, Any]:
+    """The claims of a DPoP proof (RFC 9449 section 4.2): ``htm`` the HTTP method,
+    ``htu`` the URL without query and fragment, ``iat`` ``now`` (whole seconds), a fresh
+    ``jti``, ``ath`` the base64url SHA-256 of the access token it goes with (none on a
+    token request), and the server's ``nonce`` when it gave one."""
+    parts = urlsplit(url)
+    claims: dict[str, Any] = {
+        "htm": method,
+        "htu": urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")),
+        "iat": int(now),
+        "jti": jti,
+    }
+    if access_token is not None:
+        digest = hashlib.sha256(access_token.encode("ascii", "replace")).digest()
+        claims["ath"] = base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+    if nonce is not None:
+        claims["nonce"] = nonce
+    return claims
+
+
+def dpop_proof(signer: JwtSigner, claims: dict[str, Any]) -> str:
+    """``claims`` signed as a DPoP proof (``typ`` ``dpop+jwt``, the public key in the
+    header), checked to be a compact JWS.
+
+    Raises:
+        AssertionUnusable: the signer failed, or returned something else.
+    """
+    try:
+        jwt = signer.sign(claims, typ="dpop+jwt", jwk=True)
+    except OAuthLocalError as exc:
+        raise AssertionUnusable(f"the DPoP signer failed: {exc.reason}") from None
+    if not isinstance(jwt, str):
+        raise AssertionUnusable(f"the DPoP signer returned {type(jwt).__name__}, not a JWT")
+    _segments(jwt)
+    return jwt
+
+
+def dpop_nonce(value: str | None) -> str | None:
+    """A ``DPoP-Nonce`` header value fit to send back (RFC 9449 section 8: visible
+    ASCII, at most :data:`MAX_NONCE_CHARS`), else None."""
+    if not value or len(value) > MAX_NONCE_CHARS:
+        return None
+    if not all("!" <= c <= "~" for c in value):
+        return None
+    return value

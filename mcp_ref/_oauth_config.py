@@ -145,6 +145,9 @@ class SignInConfig:
     """The enterprise IdP and the user's identity assertion (``enterprise`` grant)."""
     assertion_lifetime: float = DEFAULT_ASSERTION_LIFETIME
     """How long a client assertion is valid, in seconds (0 to 3600)."""
+    dpop: JwtSigner | None = None
+    """Ask for DPoP-bound tokens (RFC 9449), proofs signed by this signer's key (its
+    public key goes in each proof); None: bearer tokens."""
 
     def __post_init__(self) -> None:
         try:

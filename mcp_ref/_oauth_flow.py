@@ -47,7 +47,12 @@ was given (checked for this server's audience and expiry before it is sent); and
 enterprise-managed authorization, which first asks the enterprise IdP for an ID-JAG
 (RFC 8693 token exchange) and then sends it with the JWT-bearer grant.
 
-Not covered here (gaps, named): DPoP (RFC 9449), choosing among several authorization
+With ``dpop`` configured, every token request carries a DPoP proof (RFC 9449 section 5)
+and is sent once more with the server's nonce when it answers ``use_dpop_nonce``
+(section 8); the grant then holds a ``DPoP`` token, which the driver sends with a
+proof of its own on every request (:class:`~mcp_ref._http_client_auth.ClientAuth`).
+
+Not covered here (gaps, named): choosing among several authorization
 servers (the first listed is used), and refreshing (pure functions in
 :mod:`mcp_ref._oauth_grants`: the driver refreshes a stored grant before it needs a new
 sign-in).
@@ -63,6 +68,9 @@ from ._oauth_assertions import (
     check_assertion,
     client_assertion,
     client_assertion_claims,
+    dpop_claims,
+    dpop_nonce,
+    dpop_proof,
     read_id_jag,
     token_exchange_request,
 )
@@ -176,6 +184,9 @@ class SignIn:
         self._retries = 0
         self._verifier = self._state_value = ""
         self._now = 0.0
+        self._token_params: list[tuple[str, str]] = []
+        self._dpop_nonce: str | None = None
+        self._nonce_retried = False
 
     # --- the driver's side -----------------------------------------------------------
 
@@ -364,6 +375,8 @@ class SignIn:
             self._with_client()
         elif state is FlowState.IDENTITY_ASSERTION:
             self._jwt_bearer(read_id_jag(response, limit))
+        elif state is FlowState.TOKEN and self._use_dpop_nonce(response):
+            self._token(self._token_params)  # the same request, with the server's nonce
         elif state is FlowState.TOKEN:
             assert self._metadata is not None and self._client is not None
             template = Grant(
@@ -376,6 +389,7 @@ class SignIn:
                 client=self._client,
                 auth_method=self._auth_method,
                 issuer=self._metadata.issuer,
+                token_type="DPoP" if self.config.dpop is not None else "Bearer",
             )
             grant = read_token_response(response, now, template=template, max_body_bytes=limit)
             self.state = FlowState.AUTHORIZED
@@ -501,8 +515,34 @@ class SignIn:
                 lifetime=self.config.assertion_lifetime,
             )
             assertion = client_assertion(self.config.signer, claims)
-        request = token_request(endpoint, self._client, self._auth_method, params, limit, assertion)
+        proof = None
+        if self.config.dpop is not None:
+            # RFC 9449 section 5: a proof on the token request binds the token to its key.
+            claims = dpop_claims(
+                method="POST",
+                url=endpoint,
+                now=self._now,
+                jti=new_state(self._random),
+                access_token=None,
+                nonce=self._dpop_nonce,
+            )
+            proof = dpop_proof(self.config.dpop, claims)
+        self._token_params = params
+        request = token_request(
+            endpoint, self._client, self._auth_method, params, limit, assertion, proof
+        )
         self._event = NeedHttp(request=request)
+
+    def _use_dpop_nonce(self, response: HttpResponse) -> bool:
+        """A token endpoint's ``use_dpop_nonce`` answer with a usable ``DPoP-Nonce``,
+        the first time (RFC 9449 section 8): keep the nonce and ask again."""
+        if self.config.dpop is None or response.status not in (400, 401) or self._nonce_retried:
+            return False
+        nonce = dpop_nonce(response.header("dpop-nonce"))
+        if nonce is None or b"use_dpop_nonce" not in response.body[:4096]:
+            return False
+        self._dpop_nonce, self._nonce_retried = nonce, True
+        return True
 
     def _resource_param(self) -> str:
         """The ``resource`` parameter: the metadata's resource (checked to cover this

@@ -268,6 +268,7 @@ def token_request(
     params: list[tuple[str, str]],
     max_body_bytes: int,
     client_assertion: str | None = None,
+    dpop_proof: str | None = None,
 ) -> HttpRequest:
     """A token endpoint POST: ``params`` form-encoded, plus client authentication.
 
@@ -275,7 +276,8 @@ def token_request(
     Basic`` (RFC 6749 section 2.3.1); ``client_secret_post`` puts them in the body;
     ``private_key_jwt`` sends ``client_id``, ``client_assertion_type`` and
     ``client_assertion`` (the signed JWT, RFC 7523 section 2.2); ``none`` sends
-    ``client_id`` only.
+    ``client_id`` only.  A ``dpop_proof`` goes in the ``DPoP`` header (RFC 9449
+    section 5: the token asked for is bound to the proof's key).
 
     Raises:
         OAuthLocalError: ``private_key_jwt`` without ``client_assertion``.
@@ -297,6 +299,8 @@ def token_request(
                 raise OAuthLocalError("private_key_jwt needs a client assertion")
             body.append(("client_assertion_type", CLIENT_ASSERTION_TYPE))
             body.append(("client_assertion", client_assertion))
+    if dpop_proof is not None:
+        headers.append(("DPoP", dpop_proof))
     return HttpRequest(
         method="POST",
         url=token_endpoint,
@@ -330,6 +334,9 @@ class Grant:
     issuer: str | None = None
     """The authorization server's issuer (the ``aud`` of a client assertion when the
     grant is refreshed with ``private_key_jwt``); None: not known."""
+    token_type: str = "Bearer"
+    """``Bearer``, or ``DPoP`` for a token bound to the client's DPoP key (RFC 9449):
+    the ``Authorization`` scheme it is sent with."""
 
     def expired(self, now: float, leeway: float = 30.0) -> bool:
         """Whether the access token is expired, or will be within ``leeway`` seconds."""
@@ -353,8 +360,9 @@ def read_token_response(
         max_body_bytes: the body bound, in bytes.
 
     Raises:
-        TokenRefused: a non-200 answer, a ``token_type`` other than Bearer, or no
-            ``access_token``.
+        TokenRefused: a non-200 answer, a ``token_type`` other than Bearer (or DPoP,
+            when ``template.token_type`` is DPoP: a DPoP-bound token was asked for), or
+            no ``access_token``.
         BodyTooLarge, BadMetadata: too long or malformed.
     """
     if response.status != 200:
@@ -363,8 +371,11 @@ def read_token_response(
     token, kind = doc.get("access_token"), doc.get("token_type")
     if not isinstance(token, str) or not token:
         raise TokenRefused("the token response has no access_token")
-    if not isinstance(kind, str) or kind.lower() != "bearer":
-        raise TokenRefused(f"the token type is {kind!r}, not Bearer")
+    accepted = {"bearer": "Bearer"}
+    if template.token_type == "DPoP":
+        accepted["dpop"] = "DPoP"
+    if not isinstance(kind, str) or kind.lower() not in accepted:
+        raise TokenRefused(f"the token type is {kind!r}, not {' or '.join(accepted.values())}")
     expires_in = doc.get("expires_in")
     if isinstance(expires_in, bool) or not isinstance(expires_in, int | float | None):
         raise BadMetadata(f"expires_in is not a number: {expires_in!r}")
@@ -376,11 +387,15 @@ def read_token_response(
         expires_at=None if expires_in is None else now + float(expires_in),
         refresh_token=refresh if isinstance(refresh, str) and refresh else template.refresh_token,
         scope=tuple(scope.split()) if isinstance(scope, str) else template.scope,
+        token_type=accepted[kind.lower()],
     )
 
 
 def refresh_request(
-    grant: Grant, max_body_bytes: int, client_assertion: str | None = None
+    grant: Grant,
+    max_body_bytes: int,
+    client_assertion: str | None = None,
+    dpop_proof: str | None = None,
 ) -> HttpRequest:
     """The refresh-token POST for ``grant`` (with ``resource``); read the answer with
     :func:`read_token_response` and ``template=grant``.  Raises OAuthLocalError when
@@ -400,11 +415,14 @@ def refresh_request(
         params,
         max_body_bytes,
         client_assertion,
+        dpop_proof,
     )
 
 
 def bearer_header(grant: Grant, url: str) -> tuple[str, str]:
-    """``("Authorization", "Bearer <token>")`` for a request to ``url``.
+    """``("Authorization", "Bearer <token>")`` for a request to ``url`` (``DPoP
+    <token>`` for a DPoP-bound token, which also needs its proof: see
+    :mod:`mcp_ref._oauth_assertions`).
 
     Raises:
         TokenMisdirected: ``url`` is not the grant's resource or below it: the token is
@@ -417,7 +435,7 @@ def bearer_header(grant: Grant, url: str) -> tuple[str, str]:
     # MCP server's authorization server."
     if not resource_covers(grant.resource, url):
         raise TokenMisdirected(f"a token for {grant.resource!r} is not sent to {url!r}")
-    return ("Authorization", f"Bearer {grant.access_token}")
+    return ("Authorization", f"{grant.token_type} {grant.access_token}")
 
 
 class TokenStore(Protocol):

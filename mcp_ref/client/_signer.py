@@ -76,9 +76,36 @@ class PrivateKeySigner:
         """The ``kid`` in the header, or None."""
         self._key, self._jwt, self._errors = imported, jwt, errors
 
-    def sign(self, claims: dict[str, Any], *, typ: str | None = None) -> str:
-        """The compact JWS of ``claims``, with ``alg`` (and ``kid``, ``typ`` when set) in
-        the protected header.
+    @classmethod
+    def generate(cls, algorithm: str = "ES256") -> PrivateKeySigner:
+        """A signer with a new key of its own (a DPoP key, RFC 9449: it need not be
+        registered anywhere; the token is bound to it).  ``ES*`` and ``EdDSA`` only.
+
+        Raises:
+            OAuthLocalError: joserfc is missing, or ``algorithm`` is not ES256/384/512
+                or EdDSA.
+        """
+        curves = {"ES256": "P-256", "ES384": "P-384", "ES512": "P-521", "EdDSA": "Ed25519"}
+        if algorithm not in curves:
+            raise OAuthLocalError(f"cannot generate a key for {algorithm!r}")
+        try:
+            from joserfc import jwk
+        except ImportError:
+            raise OAuthLocalError(
+                "the JWT signer needs joserfc: install the extra `mcp-ref[auth]`"
+            ) from None
+        kind = jwk.OKPKey if algorithm == "EdDSA" else jwk.ECKey
+        key = kind.generate_key(curves[algorithm])  # type: ignore[arg-type]
+        return cls(key.as_dict(private=True), algorithm=algorithm)
+
+    def public_jwk(self) -> dict[str, Any]:
+        """The public half of the key, as a JWK (no private members)."""
+        doc: dict[str, Any] = dict(self._key.as_dict(private=False))
+        return doc
+
+    def sign(self, claims: dict[str, Any], *, typ: str | None = None, jwk: bool = False) -> str:
+        """The compact JWS of ``claims``, with ``alg`` (and ``kid``, ``typ`` when set;
+        with ``jwk``, the public key) in the protected header.
 
         Raises:
             OAuthLocalError: joserfc refused (a claim it cannot encode, say).
@@ -88,6 +115,8 @@ class PrivateKeySigner:
             header["typ"] = typ
         if self.key_id is not None:
             header["kid"] = self.key_id
+        if jwk:
+            header["jwk"] = self.public_jwk()
         try:
             token: str = self._jwt.encode(header, claims, self._key, algorithms=[self.algorithm])
         except (self._errors.JoseError, ValueError, TypeError) as exc:

@@ -14,8 +14,9 @@ The suite's fake authorization server redirects at once, so the browser step
 ``Location``.  Credentials the suite hands out (a pre-registered client, the client
 credentials extension, with a secret or a private key for ``private_key_jwt``; the
 enterprise IdP's identity assertion; a workload's JWT) come in
-``MCP_CONFORMANCE_CONTEXT`` (JSON).  An auth scenario the client cannot do
-(:data:`UNSUPPORTED_AUTH`: DPoP) still tries a plain connection and says so on
+``MCP_CONFORMANCE_CONTEXT`` (JSON); the DPoP scenarios sign with a key made for the
+run.  An auth scenario the client cannot do (:data:`UNSUPPORTED_AUTH`, none now) still
+tries a plain connection and says so on
 stderr (:data:`NO_OAUTH`); tests/interop/test_conformance.py counts no auth scenario as
 passed while :data:`NO_OAUTH` is in the client's stderr.
 """
@@ -48,10 +49,7 @@ NO_OAUTH = (
 )
 """Written to stderr for an ``auth/...`` scenario the client cannot sign in for."""
 
-UNSUPPORTED_AUTH = (
-    "auth/dpop",  # RFC 9449: not built
-    "auth/dpop-nonce",
-)
+UNSUPPORTED_AUTH: tuple[str, ...] = ()
 """The auth scenarios whose mechanism mcp-ref does not implement."""
 
 REDIRECT_URI = "http://localhost:3000/callback"
@@ -111,6 +109,7 @@ def auth_options(scenario: str) -> OAuthClientOptions | None:
             grant="jwt_bearer", client_id=client_id, assertion=context["valid_jwt"]
         )
     return OAuthClientOptions(
+        dpop=PrivateKeySigner.generate() if scenario.startswith("auth/dpop") else None,
         redirect_uri=REDIRECT_URI,
         authorize=follow_authorization,
         client_id=client_id,

@@ -21,7 +21,7 @@ that does nothing passes some scenarios with zero checks).
 
 The OAuth client scenarios (``auth/...``): our client signs in
 (:class:`mcp_ref.client.OAuthClientOptions`), and each must pass, except those whose
-mechanism is not built (``conformance_client.UNSUPPORTED_AUTH``: DPoP), which are
+mechanism is not built (``conformance_client.UNSUPPORTED_AUTH``, empty now), which are
 strict expected failures.  One scenario (``auth/resource-mismatch``) checks only that the client did not
 authorize against a mismatched resource, which a client that never tries "passes"; so
 an auth scenario counts as passed only when its checks hold *and* the client did not
@@ -155,8 +155,7 @@ NEXT_CLIENT_SCENARIOS = {
     ],
 }
 # The 14 scored auth scenarios (0.1.16's first 14: metadata-default ... pre-registration),
-# then the six OAuth extensions it runs unscored (the two DPoP ones are UNSUPPORTED_AUTH:
-# strict expected failures; the other four pass).
+# then the six OAuth extensions it runs unscored (all pass).
 NEXT_AUTH_SCENARIOS = [
     *AUTH_SCENARIOS[: AUTH_SCENARIOS.index("auth/pre-registration") + 1],
     "auth/client-credentials-jwt",
@@ -266,9 +265,7 @@ MODERN_AUTH_SCENARIOS = [
     *NEXT_AUTH_SCENARIOS[NEXT_AUTH_SCENARIOS.index("auth/client-credentials-jwt") :],
 ]
 
-AUTH_REASON = (
-    "this scenario's mechanism (DPoP) is not built: the client connects without signing in"
-)
+AUTH_REASON = "this scenario's mechanism is not built: the client connects without signing in"
 
 # A child process serving the everything server over HTTP; prints its URL when listening.
 SERVER_CODE = """
