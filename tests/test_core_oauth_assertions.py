@@ -1,5 +1,5 @@
 """extensions/auth (client credentials, enterprise-managed authorization) and RFC 7523 /
-8693, client side: JWT assertions in the sans-IO sign-in flow, without I/O.
+8693 / 9449 (DPoP), client side: JWT assertions in the sans-IO sign-in flow, without I/O.
 
 The pure functions of mcp_ref/_oauth_assertions.py first (claims, the signer's answer,
 reading a given assertion, the token exchange), then the flow run against the scripted
@@ -26,24 +26,30 @@ from mcp_ref._oauth_assertions import (
     ID_JAG_TOKEN_TYPE,
     JWT_BEARER_GRANT,
     MAX_ASSERTION_BYTES,
+    MAX_NONCE_CHARS,
     TOKEN_EXCHANGE_GRANT,
     AssertionUnusable,
     IdentityProvider,
     check_assertion,
     client_assertion,
     client_assertion_claims,
+    dpop_claims,
+    dpop_nonce,
+    dpop_proof,
     read_id_jag,
     token_exchange_request,
 )
+from mcp_ref._oauth_challenge import bearer_challenge
 from mcp_ref._oauth_config import Authorized, Failed, FlowState, NeedHttp, SignInConfig
 from mcp_ref._oauth_flow import SignIn
-from mcp_ref._oauth_grants import choose_auth_method
+from mcp_ref._oauth_grants import Grant, choose_auth_method
 from mcp_ref._oauth_http import (
     BadMetadata,
     BodyTooLarge,
     HttpRequest,
     HttpResponse,
     OAuthLocalError,
+    TokenMisdirected,
     TokenRefused,
     UnsupportedClientAuth,
 )
@@ -80,11 +86,14 @@ class FakeSigner:
         self.signed: list[dict[str, Any]] = []
         self.answer = answer
 
-    def sign(self, claims: dict[str, Any], *, typ: str | None = None) -> str:
+    def sign(self, claims: dict[str, Any], *, typ: str | None = None, jwk: bool = False) -> str:
         self.signed.append(claims)
         if self.answer is not None:
             return self.answer(claims)  # type: ignore[no-any-return]
-        return jwt(claims)
+        header: dict[str, Any] = {"alg": "ES256", **({"typ": typ} if typ else {})}
+        if jwk:
+            header["jwk"] = {"kty": "EC", "crv": "P-256", "x": "x", "y": "y"}
+        return jwt(claims, header)
 
 
 # --- the pure functions -------------------------------------------------------------------
@@ -489,3 +498,140 @@ def test_the_ready_signer_signs_what_a_verifier_accepts(monkeypatch: Any) -> Non
     with pytest.raises(OAuthLocalError, match=r"mcp-ref\[auth\]"):
         PrivateKeySigner(key.as_pem(private=True))
     assert joserfc is not None
+
+
+# --- DPoP (RFC 9449) ------------------------------------------------------------------------
+
+
+def header_of(token: str) -> dict[str, Any]:
+    result: dict[str, Any] = json.loads(base64.urlsafe_b64decode(token.split(".")[0] + "=" * 4))
+    return result
+
+
+def test_a_dpop_proof_names_the_method_the_url_and_the_token() -> None:
+    claims = dpop_claims(
+        method="POST",
+        url=f"{SERVER}?session=1#frag",
+        now=NOW + 0.5,
+        jti="j",
+        access_token="at-1",
+        nonce="n-1",
+    )
+    ath = base64.urlsafe_b64encode(__import__("hashlib").sha256(b"at-1").digest())
+    assert claims == {
+        "htm": "POST",
+        "htu": SERVER,
+        "iat": int(NOW),
+        "jti": "j",
+        "ath": ath.rstrip(b"=").decode(),
+        "nonce": "n-1",
+    }
+    bare = dpop_claims(method="GET", url=SERVER, now=NOW, jti="j", access_token=None, nonce=None)
+    assert "ath" not in bare and "nonce" not in bare
+    proof = dpop_proof(FakeSigner(), bare)
+    assert header_of(proof)["typ"] == "dpop+jwt" and "jwk" in header_of(proof)
+    with pytest.raises(AssertionUnusable):
+        dpop_proof(FakeSigner(lambda c: "nope"), bare)
+
+
+def test_only_a_well_formed_nonce_is_kept() -> None:
+    assert dpop_nonce("abc-._~!") == "abc-._~!"
+    for bad in (None, "", "a b", "caf\u00e9", "x\ny", "x" * (MAX_NONCE_CHARS + 1)):
+        assert dpop_nonce(bad) is None
+
+
+def test_a_dpop_challenge_is_read_like_a_bearer_one() -> None:
+    challenge = bearer_challenge(['DPoP error="use_dpop_nonce", resource_metadata="https://x/p"'])
+    assert challenge is not None and challenge.resource_metadata == "https://x/p"
+    assert challenge.error == "use_dpop_nonce"
+
+
+class DpopWorld(JwtWorld):
+    """An authorization server that wants a DPoP proof, and a nonce ``nonces`` times."""
+
+    def __init__(self, nonces: int = 0) -> None:
+        super().__init__()
+        self.nonces = nonces
+        self.proofs: list[str] = []
+        self.routes[f"{ISSUER}/token"] = self.dpop_token
+
+    def dpop_token(self, request: HttpRequest) -> HttpResponse:
+        proof = request.header("dpop")
+        if proof is None:  # a server that binds no token, yet says DPoP
+            return js({"access_token": "at-x", "token_type": "DPoP"})
+        self.proofs.append(proof)
+        if self.nonces > 0 and "nonce" not in claims_of(proof):
+            self.nonces -= 1
+            answer = js({"error": "use_dpop_nonce"}, 400)
+            return HttpResponse(status=400, headers=(("DPoP-Nonce", "n-1"),), body=answer.body)
+        if self.nonces > 0:
+            self.nonces -= 1
+            answer = js({"error": "use_dpop_nonce"}, 400)
+            return HttpResponse(status=400, headers=(("DPoP-Nonce", "n-2"),), body=answer.body)
+        self.issued += 1
+        return js({"access_token": f"at-{self.issued}", "token_type": "DPoP", "expires_in": 60})
+
+
+def test_the_token_request_carries_a_proof_and_the_token_is_dpop_bound() -> None:
+    world = DpopWorld()
+    kw = {"grant": "client_credentials", "client": CLIENT, "signer": FakeSigner()}
+    _, event = run(world, dpop=FakeSigner(), **kw)
+    assert isinstance(event, Authorized) and event.grant.token_type == "DPoP"
+    (proof,) = world.proofs
+    assert claims_of(proof)["htm"] == "POST" and claims_of(proof)["htu"] == f"{ISSUER}/token"
+    assert "ath" not in claims_of(proof)
+    # Without DPoP configured, a DPoP token type is refused: there is no key to prove.
+    _, event = run(DpopWorld(), **kw)
+    assert isinstance(event, Failed) and isinstance(event.error, TokenRefused)
+
+
+def test_the_authorization_servers_nonce_is_used_once() -> None:
+    world = DpopWorld(nonces=1)
+    kw = {"grant": "client_credentials", "client": CLIENT, "signer": FakeSigner()}
+    _, event = run(world, dpop=FakeSigner(), **kw)
+    assert isinstance(event, Authorized)
+    assert [claims_of(p).get("nonce") for p in world.proofs] == [None, "n-1"]
+    world = DpopWorld(nonces=5)  # a server that never takes a nonce: one retry, then refused
+    _, event = run(world, dpop=FakeSigner(), **kw)
+    assert isinstance(event, Failed) and isinstance(event.error, TokenRefused)
+    assert len(world.proofs) == 2
+
+
+def _dpop_auth() -> ClientAuth:
+    options = OAuthClientOptions(
+        grant="client_credentials", client_id="svc-1", client_secret="s", dpop=FakeSigner()
+    )
+    auth = ClientAuth(SERVER, options)
+    auth.authorized(
+        Grant(
+            access_token="at-1",
+            expires_at=None,
+            refresh_token=None,
+            scope=None,
+            resource=SERVER,
+            token_endpoint=f"{ISSUER}/token",
+            client=CLIENT,
+            auth_method="client_secret_basic",
+            token_type="DPoP",
+        )
+    )
+    return auth
+
+
+def test_every_request_carries_the_dpop_token_and_a_fresh_proof() -> None:
+    auth = _dpop_auth()
+    auth.tick(NOW)
+    first, second = auth.headers("POST", SERVER), auth.headers("GET", SERVER)
+    assert first[0] == (b"authorization", b"DPoP at-1") and first[1][0] == b"dpop"
+    one, two = claims_of(first[1][1].decode()), claims_of(second[1][1].decode())
+    assert one["jti"] != two["jti"] and (one["htm"], two["htm"]) == ("POST", "GET")
+    assert one["iat"] == int(NOW) and "nonce" not in one
+    auth.note_dpop_nonce("bad nonce")  # not visible ASCII: ignored
+    assert not auth.take_fresh_nonce()
+    auth.note_dpop_nonce("rs-1")
+    assert auth.take_fresh_nonce() and not auth.take_fresh_nonce()
+    auth.note_dpop_nonce("rs-1")  # the same again: nothing new to retry with
+    assert not auth.take_fresh_nonce()
+    assert claims_of(auth.headers("POST", SERVER)[1][1].decode())["nonce"] == "rs-1"
+    with pytest.raises(TokenMisdirected):
+        auth.headers("POST", "https://elsewhere.example/mcp")
