@@ -33,16 +33,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._oauth_assertions import (
-    DEFAULT_ASSERTION_LIFETIME,
-    IdentityProvider,
-    JwtSigner,
-    client_assertion,
-    client_assertion_claims,
-    dpop_claims,
-    dpop_nonce,
-    dpop_proof,
-)
+from . import _oauth_assertions as jwts
 from ._oauth_config import (
     Authorized,
     Failed,
@@ -85,12 +76,11 @@ class OAuthClientOptions:
     """How :func:`mcp_ref.client.open_http_client` signs in when the server asks
     (``auth=OAuthClientOptions(...)``).
 
-    For the authorization code grant give ``redirect_uri`` and ``authorize``; for the
-    client credentials extension give ``grant="client_credentials"``, a client id, and
-    a secret or a ``signer`` (``private_key_jwt``); for workload identity federation
-    ``grant="jwt_bearer"``, a client id and the workload's ``assertion``; for
-    enterprise-managed authorization ``grant="enterprise"``, a client id (and secret)
-    and the ``identity_provider``.  Checked when the client opens (``SignInConfig``:
+    Authorization code: ``redirect_uri`` and ``authorize``.  Client credentials
+    extension: a client id and a secret or a ``signer``.  Workload identity:
+    ``grant="jwt_bearer"``, a client id, ``assertion``.  Enterprise-managed
+    authorization: ``grant="enterprise"``, a client id (and secret),
+    ``identity_provider``.  Checked when the client opens (``SignInConfig``:
     :class:`~mcp_ref._oauth_http.OAuthLocalError`).
 
     Source: 2025-11-25/basic/authorization#token-requirements;
@@ -104,9 +94,8 @@ class OAuthClientOptions:
     """The browser step: open the URL, return the URL the browser was redirected to
     (with ``code`` and ``state``).  Required for the authorization code grant."""
     grant: Grants = "authorization_code"
-    """``client_credentials``: no user, a confidential client (the OAuth client
-    credentials extension); ``jwt_bearer``: trade ``assertion`` for a token (RFC 7523);
-    ``enterprise``: an ID-JAG from ``identity_provider``, then the JWT-bearer grant."""
+    """``client_credentials`` (no user), ``jwt_bearer`` (RFC 7523), ``enterprise``
+    (an ID-JAG from ``identity_provider``, then the JWT-bearer grant)."""
     client_id: str | None = None
     """A pre-registered client id (used before any other registration)."""
     client_secret: str | None = None
@@ -114,18 +103,16 @@ class OAuthClientOptions:
     client_auth_method: str | None = None
     """``none``, ``client_secret_basic``, ``client_secret_post`` or
     ``private_key_jwt``; None: chosen from what the server supports."""
-    signer: JwtSigner | None = None
-    """Signs ``private_key_jwt`` client assertions (e.g.
-    :class:`mcp_ref.client.PrivateKeySigner`); None: no signed client authentication."""
+    signer: jwts.JwtSigner | None = None
+    """Signs ``private_key_jwt`` client assertions (``PrivateKeySigner``)."""
     assertion: str | None = None
     """The JWT the ``jwt_bearer`` grant sends (a workload identity token)."""
-    identity_provider: IdentityProvider | None = None
+    identity_provider: jwts.IdentityProvider | None = None
     """The enterprise IdP and the user's identity assertion (``enterprise`` grant)."""
-    assertion_lifetime: float = DEFAULT_ASSERTION_LIFETIME
+    assertion_lifetime: float = jwts.DEFAULT_ASSERTION_LIFETIME
     """How long a client assertion is valid, in seconds."""
-    dpop: JwtSigner | None = None
-    """Ask for DPoP-bound tokens (RFC 9449) and prove possession of this signer's key
-    on every request (e.g. ``PrivateKeySigner.generate()``); None: bearer tokens."""
+    dpop: jwts.JwtSigner | None = None
+    """DPoP-bound tokens (RFC 9449), proofs signed with this key; None: bearer tokens."""
     client_metadata_url: str | None = None
     """This client's client ID metadata document URL (https, with a path)."""
     client_name: str = "mcp-ref"
@@ -199,8 +186,7 @@ class ClientAuth:
         self._nonce_fresh = False
 
     def tick(self, now: float) -> None:
-        """The wall clock (seconds since the epoch), noted before each message: the
-        ``iat`` of the DPoP proofs :meth:`headers` makes."""
+        """The wall clock (seconds), noted before each message: DPoP proofs' ``iat``."""
         self._now = now
 
     @property
@@ -223,9 +209,8 @@ class ClientAuth:
 
     def headers(self, method: str, url: str) -> list[tuple[bytes, bytes]]:
         """The headers that carry the token on a ``method`` request to ``url``: none
-        when not signed in; ``Authorization`` (Bearer); or, for a DPoP-bound token,
-        ``Authorization: DPoP`` and a fresh ``DPoP`` proof for this method and URL
-        (RFC 9449 section 7.1), with the server's last nonce.
+        when not signed in, else ``Authorization``, and for a DPoP-bound token a fresh
+        ``DPoP`` proof with the server's last nonce (RFC 9449 section 7.1).
 
         Raises:
             TokenMisdirected: ``url`` is outside the grant's resource (never sent).
@@ -234,12 +219,11 @@ class ClientAuth:
         authorization = self.header(url)
         if authorization is None:
             return []
-        grant = self.grant
-        signer = self.config.dpop
+        grant, signer = self.grant, self.config.dpop
         if grant is None or grant.token_type != "DPoP" or signer is None:
             return [authorization]
         # RFC 9449 section 4.2: a proof that goes with an access token carries its hash.
-        claims = dpop_claims(
+        claims = jwts.dpop_claims(
             method=method,
             url=url,
             now=self._now,
@@ -247,18 +231,16 @@ class ClientAuth:
             access_token=grant.access_token,
             nonce=self._nonce,
         )
-        return [authorization, (b"dpop", dpop_proof(signer, claims).encode("ascii"))]
+        return [authorization, (b"dpop", jwts.dpop_proof(signer, claims).encode("ascii"))]
 
     def note_dpop_nonce(self, value: str) -> None:
-        """The ``DPoP-Nonce`` of the MCP server's refusal (RFC 9449 section 9): later
-        proofs carry it (an unusable value is ignored)."""
-        nonce = dpop_nonce(value)
+        """The MCP server's ``DPoP-Nonce`` (RFC 9449 section 9): later proofs carry it."""
+        nonce = jwts.dpop_nonce(value)
         if nonce is not None and nonce != self._nonce:
             self._nonce, self._nonce_fresh = nonce, True
 
     def take_fresh_nonce(self) -> bool:
-        """Whether a new nonce came since the last call: the refused request is simply
-        sent again with it, no sign-in."""
+        """A new nonce came since the last call: send the refused request again."""
         fresh, self._nonce_fresh = self._nonce_fresh, False
         return fresh
 
@@ -279,37 +261,23 @@ class ClientAuth:
             return None
         if not force and not grant.expired(now):
             return None
-        assertion = None
-        if grant.auth_method == "private_key_jwt":
-            if self.config.signer is None:
-                raise OAuthLocalError("the grant is refreshed with private_key_jwt: no signer")
-            claims = client_assertion_claims(
+        signer = self.config.signer if grant.auth_method == "private_key_jwt" else None
+        if grant.auth_method == "private_key_jwt" and signer is None:
+            raise OAuthLocalError("the grant is refreshed with private_key_jwt: no signer")
+        try:
+            assertion, proof = jwts.token_request_jwts(
+                client_signer=signer,
+                dpop=self.config.dpop if grant.token_type == "DPoP" else None,
                 client_id=grant.client.client_id,
                 audience=grant.issuer or grant.token_endpoint,
+                token_endpoint=grant.token_endpoint,
                 now=now,
-                jti=new_state(secrets.token_bytes),
+                token_bytes=secrets.token_bytes,
                 lifetime=self.config.assertion_lifetime,
             )
-            try:
-                assertion = client_assertion(self.config.signer, claims)
-            except OAuthRefused as exc:
-                log.warning("cannot refresh: %s", exc.reason)
-                return None
-        proof = None
-        if grant.token_type == "DPoP" and self.config.dpop is not None:
-            claims = dpop_claims(
-                method="POST",
-                url=grant.token_endpoint,
-                now=now,
-                jti=new_state(secrets.token_bytes),
-                access_token=None,
-                nonce=None,
-            )
-            try:
-                proof = dpop_proof(self.config.dpop, claims)
-            except OAuthRefused as exc:
-                log.warning("cannot refresh: %s", exc.reason)
-                return None
+        except OAuthRefused as exc:
+            log.warning("cannot refresh: %s", exc.reason)
+            return None
         return refresh_request(grant, self.config.max_body_bytes, assertion, proof)
 
     def refreshed(self, response: HttpResponse, now: float) -> bool:

@@ -41,6 +41,7 @@ import base64
 import binascii
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 from urllib.parse import quote_plus, urlencode, urlsplit, urlunsplit
@@ -76,6 +77,7 @@ __all__ = [
     "dpop_proof",
     "read_id_jag",
     "token_exchange_request",
+    "token_request_jwts",
 ]
 
 CLIENT_ASSERTION_TYPE: Final = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
@@ -352,3 +354,43 @@ def dpop_nonce(value: str | None) -> str | None:
     if not all("!" <= c <= "~" for c in value):
         return None
     return value
+
+
+def token_request_jwts(
+    *,
+    client_signer: JwtSigner | None,
+    dpop: JwtSigner | None,
+    client_id: str,
+    audience: str,
+    token_endpoint: str,
+    now: float,
+    token_bytes: Callable[[int], bytes],
+    lifetime: float = DEFAULT_ASSERTION_LIFETIME,
+    nonce: str | None = None,
+) -> tuple[str | None, str | None]:
+    """The JWTs one token request carries: ``(client_assertion, dpop_proof)``, each
+    None when its signer is None.  The client assertion is for ``audience`` (the
+    authorization server's issuer, RFC 7523 section 3); the DPoP proof is for a POST
+    to ``token_endpoint`` with the server's ``nonce`` (RFC 9449 section 5); each gets a
+    fresh ``jti`` of 16 random bytes.
+
+    Raises:
+        AssertionUnusable: a signer failed or answered something else than a JWS.
+        OAuthLocalError: bad claims (an empty client id, a lifetime out of range).
+    """
+
+    def jti() -> str:
+        return base64.urlsafe_b64encode(token_bytes(16)).rstrip(b"=").decode("ascii")
+
+    assertion = proof = None
+    if client_signer is not None:
+        claims = client_assertion_claims(
+            client_id=client_id, audience=audience, now=now, jti=jti(), lifetime=lifetime
+        )
+        assertion = client_assertion(client_signer, claims)
+    if dpop is not None:
+        claims = dpop_claims(
+            method="POST", url=token_endpoint, now=now, jti=jti(), access_token=None, nonce=nonce
+        )
+        proof = dpop_proof(dpop, claims)
+    return assertion, proof

@@ -66,13 +66,10 @@ from collections.abc import Iterable
 from ._oauth_assertions import (
     JWT_BEARER_GRANT,
     check_assertion,
-    client_assertion,
-    client_assertion_claims,
-    dpop_claims,
     dpop_nonce,
-    dpop_proof,
     read_id_jag,
     token_exchange_request,
+    token_request_jwts,
 )
 from ._oauth_challenge import bearer_challenge
 from ._oauth_config import (
@@ -502,31 +499,21 @@ class SignIn:
         assert self._metadata is not None and self._client is not None
         self.state = FlowState.TOKEN
         endpoint, limit = self._metadata.token_endpoint, self.config.max_body_bytes
-        assertion = None
-        if self._auth_method == "private_key_jwt":
-            assert self.config.signer is not None  # choose_auth_method checked it
-            # RFC 7523 section 3: the audience is the authorization server; its issuer
-            # identifier names it (the token endpoint on 2025-03-26 default endpoints).
-            claims = client_assertion_claims(
-                client_id=self._client.client_id,
-                audience=self._metadata.issuer or endpoint,
-                now=self._now,
-                jti=new_state(self._random),
-                lifetime=self.config.assertion_lifetime,
-            )
-            assertion = client_assertion(self.config.signer, claims)
-        proof = None
-        if self.config.dpop is not None:
-            # RFC 9449 section 5: a proof on the token request binds the token to its key.
-            claims = dpop_claims(
-                method="POST",
-                url=endpoint,
-                now=self._now,
-                jti=new_state(self._random),
-                access_token=None,
-                nonce=self._dpop_nonce,
-            )
-            proof = dpop_proof(self.config.dpop, claims)
+        # RFC 7523 section 3: a client assertion's audience is the authorization server,
+        # named by its issuer (the token endpoint on 2025-03-26 default endpoints);
+        # RFC 9449 section 5: a DPoP proof on the token request binds the token.
+        pkjwt = self._auth_method == "private_key_jwt"  # choose_auth_method: a signer
+        assertion, proof = token_request_jwts(
+            client_signer=self.config.signer if pkjwt else None,
+            dpop=self.config.dpop,
+            client_id=self._client.client_id,
+            audience=self._metadata.issuer or endpoint,
+            token_endpoint=endpoint,
+            now=self._now,
+            token_bytes=self._random,
+            lifetime=self.config.assertion_lifetime,
+            nonce=self._dpop_nonce,
+        )
         self._token_params = params
         request = token_request(
             endpoint, self._client, self._auth_method, params, limit, assertion, proof
