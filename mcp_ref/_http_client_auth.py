@@ -214,7 +214,6 @@ class ClientAuth:
 
         Raises:
             TokenMisdirected: ``url`` is outside the grant's resource (never sent).
-            AssertionUnusable: the DPoP signer failed.
         """
         authorization = self.header(url)
         if authorization is None:
@@ -231,7 +230,11 @@ class ClientAuth:
             access_token=grant.access_token,
             nonce=self._nonce,
         )
-        return [authorization, (b"dpop", jwts.dpop_proof(signer, claims).encode("ascii"))]
+        try:
+            return [authorization, (b"dpop", jwts.dpop_proof(signer, claims).encode("ascii"))]
+        except OAuthRefused as exc:  # the server refuses the proofless token: a clear 401
+            log.warning("no DPoP proof: %s", exc.reason)
+            return [authorization]
 
     def note_dpop_nonce(self, value: str) -> None:
         """The MCP server's ``DPoP-Nonce`` (RFC 9449 section 9): later proofs carry it."""

@@ -635,3 +635,6 @@ def test_every_request_carries_the_dpop_token_and_a_fresh_proof() -> None:
     assert claims_of(auth.headers("POST", SERVER)[1][1].decode())["nonce"] == "rs-1"
     with pytest.raises(TokenMisdirected):
         auth.headers("POST", "https://elsewhere.example/mcp")
+    # A signer that fails: the token goes alone (the server refuses it), no crash.
+    auth.config = SignInConfig(grant="client_credentials", dpop=FakeSigner(lambda c: "broken"))
+    assert auth.headers("POST", SERVER) == [(b"authorization", b"DPoP at-1")]
