@@ -389,7 +389,7 @@ class SignIn:
                 token_type="DPoP" if self.config.dpop is not None else "Bearer",
             )
             grant = read_token_response(response, now, template=template, max_body_bytes=limit)
-            self.state = FlowState.AUTHORIZED
+            self.state, self._nonce_retried = FlowState.AUTHORIZED, False
             self._event = Authorized(grant=grant)
         else:  # pragma: no cover - receive_response checks a request is outstanding
             raise OAuthLocalError(f"unexpected response in {state.value}")
