@@ -300,13 +300,12 @@ class HttpClientCore:
             # "authorization MUST be included in every HTTP request from client to server"
             target = self.post_target if method == b"POST" else self.target
             try:
-                bearer = self.auth.header(self.origin + target)
+                # Bearer, or DPoP with a fresh proof for this method and URL (RFC 9449).
+                out += self.auth.headers(method.decode("ascii"), self.origin + target)
             except TokenMisdirected:
                 # Outside the token's resource (a 2024-11-05 endpoint elsewhere): never
                 # sent there; the server's 401, if any, asks for a sign-in of its own.
-                bearer = None
-            if bearer is not None:
-                out.append(bearer)
+                pass
         return out + self.extra
 
     def failure(self, rid: RequestId, message: str) -> bytes:

@@ -28,17 +28,28 @@ token is refreshed before it is sent.  No sockets, no clock here.
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from ._oauth_config import Authorized, Failed, FlowState, NeedAuthorization, NeedHttp, SignInConfig
+from . import _oauth_assertions as jwts
+from ._oauth_config import (
+    Authorized,
+    Failed,
+    FlowState,
+    Grants,
+    NeedAuthorization,
+    NeedHttp,
+    SignInConfig,
+)
 from ._oauth_flow import SignIn
 from ._oauth_grants import (
     Grant,
     InMemoryTokenStore,
     TokenStore,
     bearer_header,
+    new_state,
     read_token_response,
     refresh_request,
 )
@@ -47,6 +58,7 @@ from ._oauth_http import (
     HttpRequest,
     HttpResponse,
     OAuthError,
+    OAuthLocalError,
     OAuthRefused,
 )
 from ._oauth_metadata import ClientInfo
@@ -64,13 +76,16 @@ class OAuthClientOptions:
     """How :func:`mcp_ref.client.open_http_client` signs in when the server asks
     (``auth=OAuthClientOptions(...)``).
 
-    For the authorization code grant give ``redirect_uri`` and ``authorize``; for the
-    client credentials extension give ``grant="client_credentials"`` and a client id
-    and secret.  Checked when the client opens (``SignInConfig``:
+    Authorization code: ``redirect_uri`` and ``authorize``.  Client credentials
+    extension: a client id and a secret or a ``signer``.  Workload identity:
+    ``grant="jwt_bearer"``, a client id, ``assertion``.  Enterprise-managed
+    authorization: ``grant="enterprise"``, a client id (and secret),
+    ``identity_provider``.  Checked when the client opens (``SignInConfig``:
     :class:`~mcp_ref._oauth_http.OAuthLocalError`).
 
     Source: 2025-11-25/basic/authorization#token-requirements;
-    #step-up-authorization-flow; #client-registration-approaches.
+    #step-up-authorization-flow; #client-registration-approaches;
+    extensions/auth/oauth-client-credentials; extensions/auth/enterprise-managed-authorization.
     """
 
     redirect_uri: str | None = None
@@ -78,16 +93,26 @@ class OAuthClientOptions:
     authorize: Authorize | None = None
     """The browser step: open the URL, return the URL the browser was redirected to
     (with ``code`` and ``state``).  Required for the authorization code grant."""
-    grant: Literal["authorization_code", "client_credentials"] = "authorization_code"
-    """``client_credentials``: no user, a confidential client (the OAuth client
-    credentials extension)."""
+    grant: Grants = "authorization_code"
+    """``client_credentials`` (no user), ``jwt_bearer`` (RFC 7523), ``enterprise``
+    (an ID-JAG from ``identity_provider``, then the JWT-bearer grant)."""
     client_id: str | None = None
     """A pre-registered client id (used before any other registration)."""
     client_secret: str | None = None
     """Its secret (confidential clients)."""
     client_auth_method: str | None = None
-    """``none``, ``client_secret_basic`` or ``client_secret_post``; None: chosen from
-    what the server supports."""
+    """``none``, ``client_secret_basic``, ``client_secret_post`` or
+    ``private_key_jwt``; None: chosen from what the server supports."""
+    signer: jwts.JwtSigner | None = None
+    """Signs ``private_key_jwt`` client assertions (``PrivateKeySigner``)."""
+    assertion: str | None = None
+    """The JWT the ``jwt_bearer`` grant sends (a workload identity token)."""
+    identity_provider: jwts.IdentityProvider | None = None
+    """The enterprise IdP and the user's identity assertion (``enterprise`` grant)."""
+    assertion_lifetime: float = jwts.DEFAULT_ASSERTION_LIFETIME
+    """How long a client assertion is valid, in seconds."""
+    dpop: jwts.JwtSigner | None = None
+    """DPoP-bound tokens (RFC 9449), proofs signed with this key; None: bearer tokens."""
     client_metadata_url: str | None = None
     """This client's client ID metadata document URL (https, with a path)."""
     client_name: str = "mcp-ref"
@@ -128,6 +153,11 @@ class OAuthClientOptions:
             max_retries=self.max_retries,
             max_body_bytes=self.max_body_bytes,
             protocol_version=protocol_version,
+            signer=self.signer,
+            assertion=self.assertion,
+            identity_provider=self.identity_provider,
+            assertion_lifetime=self.assertion_lifetime,
+            dpop=self.dpop,
         )
 
 
@@ -151,6 +181,13 @@ class ClientAuth:
         """Grants taken (sign-ins and refreshes): a refused request sent with an older
         one is simply sent again."""
         self._flow: SignIn | None = None
+        self._now = 0.0
+        self._nonce: str | None = None
+        self._nonce_fresh = False
+
+    def tick(self, now: float) -> None:
+        """The wall clock (seconds), noted before each message: DPoP proofs' ``iat``."""
+        self._now = now
 
     @property
     def grant(self) -> Grant | None:
@@ -170,6 +207,46 @@ class ClientAuth:
         name, value = bearer_header(grant, url)
         return (name.lower().encode("latin-1"), value.encode("latin-1"))
 
+    def headers(self, method: str, url: str) -> list[tuple[bytes, bytes]]:
+        """The headers that carry the token on a ``method`` request to ``url``: none
+        when not signed in, else ``Authorization``, and for a DPoP-bound token a fresh
+        ``DPoP`` proof with the server's last nonce (RFC 9449 section 7.1).
+
+        Raises:
+            TokenMisdirected: ``url`` is outside the grant's resource (never sent).
+        """
+        authorization = self.header(url)
+        if authorization is None:
+            return []
+        grant, signer = self.grant, self.config.dpop
+        if grant is None or grant.token_type != "DPoP" or signer is None:
+            return [authorization]
+        # RFC 9449 section 4.2: a proof that goes with an access token carries its hash.
+        claims = jwts.dpop_claims(
+            method=method,
+            url=url,
+            now=self._now,
+            jti=new_state(secrets.token_bytes),
+            access_token=grant.access_token,
+            nonce=self._nonce,
+        )
+        try:
+            return [authorization, (b"dpop", jwts.dpop_proof(signer, claims).encode("ascii"))]
+        except OAuthRefused as exc:  # the server refuses the proofless token: a clear 401
+            log.warning("no DPoP proof: %s", exc.reason)
+            return [authorization]
+
+    def note_dpop_nonce(self, value: str) -> None:
+        """The MCP server's ``DPoP-Nonce`` (RFC 9449 section 9): later proofs carry it."""
+        nonce = jwts.dpop_nonce(value)
+        if nonce is not None and nonce != self._nonce:
+            self._nonce, self._nonce_fresh = nonce, True
+
+    def take_fresh_nonce(self) -> bool:
+        """A new nonce came since the last call: send the refused request again."""
+        fresh, self._nonce_fresh = self._nonce_fresh, False
+        return fresh
+
     def stale(self, generation: int) -> bool:
         """A grant was taken after the refused request (sent at ``generation``) went
         out: send it again rather than sign in again."""
@@ -187,7 +264,24 @@ class ClientAuth:
             return None
         if not force and not grant.expired(now):
             return None
-        return refresh_request(grant, self.config.max_body_bytes)
+        signer = self.config.signer if grant.auth_method == "private_key_jwt" else None
+        if grant.auth_method == "private_key_jwt" and signer is None:
+            raise OAuthLocalError("the grant is refreshed with private_key_jwt: no signer")
+        try:
+            assertion, proof = jwts.token_request_jwts(
+                client_signer=signer,
+                dpop=self.config.dpop if grant.token_type == "DPoP" else None,
+                client_id=grant.client.client_id,
+                audience=grant.issuer or grant.token_endpoint,
+                token_endpoint=grant.token_endpoint,
+                now=now,
+                token_bytes=secrets.token_bytes,
+                lifetime=self.config.assertion_lifetime,
+            )
+        except OAuthRefused as exc:
+            log.warning("cannot refresh: %s", exc.reason)
+            return None
+        return refresh_request(grant, self.config.max_body_bytes, assertion, proof)
 
     def refreshed(self, response: HttpResponse, now: float) -> bool:
         """The refresh answer: True when a new token is kept; else the grant is
@@ -264,7 +358,7 @@ async def run_sign_in(
             authorize = auth.options.authorize
             if authorize is None:
                 return "sign-in needs a browser step: give OAuthClientOptions.authorize"
-            flow.receive_redirect(await authorize(event.url))
+            flow.receive_redirect(await authorize(event.url), now=clock())
         elif isinstance(event, Authorized):
             auth.authorized(event.grant)
             return None
@@ -318,6 +412,7 @@ class SignInRunner:
     async def keep_fresh(self) -> None:
         """Before a message: refresh an expired token that can be refreshed."""
         auth = self.auth
+        auth.tick(self.clock())
         if auth.refresh_request(self.clock()) is None:
             return
         async with self.lock:
@@ -335,6 +430,9 @@ class SignInRunner:
         Source: 2025-11-25/basic/authorization#authorization-flow-steps.
         """
         auth = self.auth
+        auth.tick(self.clock())
+        if status == 401 and auth.take_fresh_nonce():
+            return None  # the server wants a DPoP nonce: send again with it
         async with self.lock:
             if auth.stale(generation):
                 return None  # another task signed in since: send again with its token

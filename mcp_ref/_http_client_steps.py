@@ -262,6 +262,9 @@ class Flow:
         """A 401/403 the client can sign in for: read its body, then :class:`Authorize`
         (from :meth:`_authorize`, at the body's end)."""
         values = [v.decode("latin-1") for k, v in headers if k.lower() == b"www-authenticate"]
+        for k, v in headers:
+            if k.lower() == b"dpop-nonce" and self.core.auth is not None:
+                self.core.auth.note_dpop_nonce(bytes(v).decode("latin-1"))  # RFC 9449 s. 9
         self._challenge = Authorize(
             status=self.status, www_authenticate=values, generation=self._auth_generation
         )

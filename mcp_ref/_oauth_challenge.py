@@ -179,13 +179,14 @@ class BearerChallenge:
 
 
 def bearer_challenge(values: Iterable[str]) -> BearerChallenge | None:
-    """The first ``Bearer`` challenge among a response's ``WWW-Authenticate`` values.
+    """The first ``Bearer`` (or ``DPoP``, RFC 9449 section 7.1: the same parameters)
+    challenge among a response's ``WWW-Authenticate`` values.
 
     Args:
         values: every ``WWW-Authenticate`` field value of the response, in order.
 
     Returns:
-        Its parameters, or None when no challenge uses the Bearer scheme.
+        Its parameters, or None when no challenge uses the Bearer or DPoP scheme.
 
     Raises:
         MalformedChallenge: a field value is malformed (see :func:`parse_challenges`).
@@ -201,7 +202,7 @@ def bearer_challenge(values: Iterable[str]) -> BearerChallenge | None:
     # appropriately to `HTTP 401 Unauthorized` responses from the MCP server."
     for value in values:
         for challenge in parse_challenges(value):
-            if challenge.scheme != "bearer":
+            if challenge.scheme not in ("bearer", "dpop"):
                 continue
             p = challenge.params
             scope = p.get("scope")

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 from urllib.parse import urlsplit
 
+from ._oauth_assertions import DEFAULT_ASSERTION_LIFETIME, IdentityProvider, JwtSigner
 from ._oauth_grants import Grant
 from ._oauth_http import (
     DEFAULT_MAX_BODY_BYTES,
@@ -33,6 +34,8 @@ from ._oauth_metadata import ClientInfo, ServerMetadata
 __all__ = [
     "AUTHORIZATION_CODE",
     "CLIENT_CREDENTIALS",
+    "ENTERPRISE",
+    "JWT_BEARER",
     "Authorized",
     "Event",
     "Failed",
@@ -52,6 +55,7 @@ class FlowState(enum.Enum):
     SERVER_METADATA = "server metadata"
     REGISTERING = "registering"
     BROWSER = "browser"
+    IDENTITY_ASSERTION = "identity assertion grant"
     TOKEN = "token"
     AUTHORIZED = "authorized"
     FAILED = "failed"
@@ -94,14 +98,21 @@ Event = NeedHttp | NeedAuthorization | Authorized | Failed
 
 AUTHORIZATION_CODE: Final = "authorization_code"
 CLIENT_CREDENTIALS: Final = "client_credentials"
+JWT_BEARER: Final = "jwt_bearer"
+ENTERPRISE: Final = "enterprise"
+
+Grants = Literal["authorization_code", "client_credentials", "jwt_bearer", "enterprise"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SignInConfig:
     """How the client signs in.  Checked when built (:class:`OAuthLocalError`)."""
 
-    grant: Literal["authorization_code", "client_credentials"] = "authorization_code"
-    """``client_credentials`` is the OAuth client credentials extension (no user)."""
+    grant: Grants = "authorization_code"
+    """``client_credentials`` is the OAuth client credentials extension (no user);
+    ``jwt_bearer`` trades :attr:`assertion` for a token (RFC 7523 section 2.1: workload
+    identity federation); ``enterprise`` is enterprise-managed authorization (an ID-JAG
+    from :attr:`identity_provider`, then the JWT-bearer grant)."""
     redirect_uri: str | None = None
     """Where the browser comes back (required for ``authorization_code``; HTTPS or
     loopback)."""
@@ -125,6 +136,18 @@ class SignInConfig:
     metadata."""
     protocol_version: str | None = "2025-11-25"
     """Sent as ``MCP-Protocol-Version`` on discovery requests (None: not sent)."""
+    signer: JwtSigner | None = None
+    """Signs ``private_key_jwt`` client assertions (RFC 7523 section 2.2): used when
+    the client has no other method set and the server accepts it."""
+    assertion: str | None = None
+    """The JWT the ``jwt_bearer`` grant sends (a workload identity token, say)."""
+    identity_provider: IdentityProvider | None = None
+    """The enterprise IdP and the user's identity assertion (``enterprise`` grant)."""
+    assertion_lifetime: float = DEFAULT_ASSERTION_LIFETIME
+    """How long a client assertion is valid, in seconds (0 to 3600)."""
+    dpop: JwtSigner | None = None
+    """Ask for DPoP-bound tokens (RFC 9449), proofs signed by this signer's key (its
+    public key goes in each proof); None: bearer tokens."""
 
     def __post_init__(self) -> None:
         try:
@@ -132,8 +155,14 @@ class SignInConfig:
                 if self.redirect_uri is None:
                     raise OAuthLocalError("the authorization code grant needs a redirect_uri")
                 require_secure(self.redirect_uri, "the redirect URI")
-            elif self.grant != CLIENT_CREDENTIALS:
+            elif self.grant == JWT_BEARER and not self.assertion:
+                raise OAuthLocalError("the jwt_bearer grant needs an assertion")
+            elif self.grant == ENTERPRISE and self.identity_provider is None:
+                raise OAuthLocalError("enterprise-managed authorization needs an identity_provider")
+            elif self.grant not in (CLIENT_CREDENTIALS, JWT_BEARER, ENTERPRISE):
                 raise OAuthLocalError(f"unknown grant {self.grant!r}")
+            if self.grant in (JWT_BEARER, ENTERPRISE) and self.client is None:
+                raise OAuthLocalError(f"the {self.grant} grant needs a pre-registered client")
             if self.client_metadata_url is not None:
                 require_secure(self.client_metadata_url, "the client metadata URL")
                 url = self.client_metadata_url
@@ -151,6 +180,8 @@ class SignInConfig:
             raise OAuthLocalError(exc.reason) from None
         if self.max_retries < 0 or self.max_body_bytes < 1:
             raise OAuthLocalError("max_retries >= 0 and max_body_bytes >= 1")
+        if not 0 < self.assertion_lifetime <= 3600:
+            raise OAuthLocalError("assertion_lifetime is between 0 and 3600 seconds")
 
 
 def choose_client(

@@ -27,7 +27,8 @@ The states, and what moves the flow on (anything else is an
     SERVER_METADATA --none found--> (2025-03-26 default endpoints)
     SERVER_METADATA --200--> REGISTERING (dynamic registration) or straight on
     ... --> BROWSER (authorization code) --receive_redirect--> TOKEN
-    ... --> TOKEN (client credentials)
+    ... --> TOKEN (client credentials; JWT bearer)
+    ... --> IDENTITY_ASSERTION (enterprise: the IdP's ID-JAG) --200--> TOKEN
     TOKEN --200--> AUTHORIZED --receive_challenge (403 insufficient_scope, 401)--> ...
     any --refusal--> FAILED (sticky)
 
@@ -39,11 +40,22 @@ the union of the scopes asked so far and the new ones (step-up), and a 401 start
 both count toward ``max_retries``, and a step-up that asks for nothing new is refused
 at once (:class:`~mcp_ref._oauth_http.StepUpLimit`).
 
-Not covered here (gaps, named): ``private_key_jwt`` client authentication (JOSE; the
-client-credentials extension's recommended form), enterprise-managed authorization,
-choosing among several authorization servers (the first listed is used), and
-refreshing (pure functions in :mod:`mcp_ref._oauth_grants`: the driver refreshes a
-stored grant before it needs a new sign-in).
+Grants without a browser (:mod:`mcp_ref._oauth_assertions`): client credentials, with a
+secret or a ``private_key_jwt`` assertion the configured signer makes at the moment
+the token request is built; the JWT-bearer grant, with an assertion the application
+was given (checked for this server's audience and expiry before it is sent); and
+enterprise-managed authorization, which first asks the enterprise IdP for an ID-JAG
+(RFC 8693 token exchange) and then sends it with the JWT-bearer grant.
+
+With ``dpop`` configured, every token request carries a DPoP proof (RFC 9449 section 5)
+and is sent once more with the server's nonce when it answers ``use_dpop_nonce``
+(section 8); the grant then holds a ``DPoP`` token, which the driver sends with a
+proof of its own on every request (:class:`~mcp_ref._http_client_auth.ClientAuth`).
+
+Not covered here (gaps, named): choosing among several authorization
+servers (the first listed is used), and refreshing (pure functions in
+:mod:`mcp_ref._oauth_grants`: the driver refreshes a stored grant before it needs a new
+sign-in).
 """
 
 from __future__ import annotations
@@ -51,10 +63,20 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterable
 
+from ._oauth_assertions import (
+    JWT_BEARER_GRANT,
+    check_assertion,
+    dpop_nonce,
+    read_id_jag,
+    token_exchange_request,
+    token_request_jwts,
+)
 from ._oauth_challenge import bearer_challenge
 from ._oauth_config import (
     AUTHORIZATION_CODE,
     CLIENT_CREDENTIALS,
+    ENTERPRISE,
+    JWT_BEARER,
     Authorized,
     Event,
     Failed,
@@ -78,6 +100,7 @@ from ._oauth_grants import (
 )
 from ._oauth_http import (
     AuthorizationDenied,
+    BadMetadata,
     DiscoveryFailed,
     HttpResponse,
     OAuthLocalError,
@@ -157,6 +180,10 @@ class SignIn:
         self._scopes_asked: list[frozenset[str]] = []
         self._retries = 0
         self._verifier = self._state_value = ""
+        self._now = 0.0
+        self._token_params: list[tuple[str, str]] = []
+        self._dpop_nonce: str | None = None
+        self._nonce_retried = False
 
     # --- the driver's side -----------------------------------------------------------
 
@@ -200,6 +227,7 @@ class SignIn:
         if not isinstance(self._event, NeedHttp):
             raise OAuthLocalError(f"no HTTP request is outstanding in {self.state.value}")
         request = self._event.request
+        self._now = now
         try:
             target = redirect_target(request, response, self._hops)
             if target is not None:
@@ -210,12 +238,14 @@ class SignIn:
         except OAuthRefused as exc:
             self._fail(exc)
 
-    def receive_redirect(self, url: str) -> None:
+    def receive_redirect(self, url: str, *, now: float | None = None) -> None:
         """The URL the browser was redirected to after the authorization step.
 
         Args:
             url: the whole redirect URL (``redirect_uri`` with ``code``, ``state`` and,
                 from servers that send it, ``iss``); a refusal becomes :class:`Failed`.
+            now: the current time in seconds since the epoch (a ``private_key_jwt``
+                assertion's ``iat``); None: the time of the last response.
 
         Raises:
             OAuthLocalError: no browser step is outstanding.
@@ -223,6 +253,7 @@ class SignIn:
         if self.state is not FlowState.BROWSER or self._metadata is None:
             raise OAuthLocalError(f"no browser step is outstanding in {self.state.value}")
         assert self._client is not None and self.config.redirect_uri is not None
+        self._now = self._now if now is None else now
         try:
             code = read_redirect(
                 url,
@@ -386,6 +417,10 @@ class SignIn:
             assert self._metadata is not None
             self._client = read_registration(response, self._metadata, limit)
             self._with_client()
+        elif state is FlowState.IDENTITY_ASSERTION:
+            self._jwt_bearer(read_id_jag(response, limit))
+        elif state is FlowState.TOKEN and self._use_dpop_nonce(response):
+            self._token(self._token_params)  # the same request, with the server's nonce
         elif state is FlowState.TOKEN:
             assert self._metadata is not None and self._client is not None
             template = Grant(
@@ -397,9 +432,11 @@ class SignIn:
                 token_endpoint=self._metadata.token_endpoint,
                 client=self._client,
                 auth_method=self._auth_method,
+                issuer=self._metadata.issuer,
+                token_type="DPoP" if self.config.dpop is not None else "Bearer",
             )
             grant = read_token_response(response, now, template=template, max_body_bytes=limit)
-            self.state = FlowState.AUTHORIZED
+            self.state, self._nonce_retried = FlowState.AUTHORIZED, False
             self._event = Authorized(grant=grant)
         else:  # pragma: no cover - receive_response checks a request is outstanding
             raise OAuthLocalError(f"unexpected response in {state.value}")
@@ -425,13 +462,35 @@ class SignIn:
 
     def _with_client(self) -> None:
         assert self._metadata is not None and self._client is not None
-        self._auth_method = choose_auth_method(self._client, self._metadata)
+        config = self.config
+        can_sign = config.signer is not None
+        self._auth_method = choose_auth_method(self._client, self._metadata, can_sign=can_sign)
         if self._scope is None:
             scopes = self._prm.scopes_supported if self._prm else None
             self._scope = select_scope(self._challenge_scope, scopes)
-        if self.config.grant == CLIENT_CREDENTIALS:
+        if config.grant == JWT_BEARER:
+            assert config.assertion is not None
+            self._scopes_asked.append(frozenset(self._scope or ()))
+            self._jwt_bearer(config.assertion)
+            return
+        if config.grant == ENTERPRISE:
+            assert config.identity_provider is not None
+            if self._metadata.issuer is None:
+                raise BadMetadata("an ID-JAG names the authorization server's issuer: none")
+            self._scopes_asked.append(frozenset(self._scope or ()))
+            self.state = FlowState.IDENTITY_ASSERTION
+            request = token_exchange_request(
+                config.identity_provider,
+                audience=self._metadata.issuer,
+                resource=self._resource_param(),
+                scope=self._scope,
+                max_body_bytes=config.max_body_bytes,
+            )
+            self._event = NeedHttp(request=request)
+            return
+        if config.grant == CLIENT_CREDENTIALS:
             if self._auth_method == "none":
-                raise UnsupportedClientAuth("client credentials need a client secret")
+                raise UnsupportedClientAuth("client credentials need a client secret or a signer")
             params = [("grant_type", "client_credentials"), ("resource", self._resource_param())]
             if self._scope:
                 params.append(("scope", " ".join(self._scope)))
@@ -452,7 +511,7 @@ class SignIn:
         """Go to the browser step with fresh PKCE and ``state`` for ``self._scope``
         (for client credentials: ask the token endpoint again)."""
         assert self._metadata is not None and self._client is not None
-        if self.config.grant == CLIENT_CREDENTIALS:
+        if self.config.grant != AUTHORIZATION_CODE:
             self._with_client()
             return
         assert self.config.redirect_uri is not None
@@ -471,12 +530,53 @@ class SignIn:
         self.state = FlowState.BROWSER
         self._event = NeedAuthorization(url=url)
 
+    def _jwt_bearer(self, assertion: str) -> None:
+        """Ask the token endpoint with the JWT-bearer grant (RFC 7523 section 2.1), once
+        ``assertion`` is checked to be for this authorization server and unexpired."""
+        assert self._metadata is not None
+        audiences = (self._metadata.token_endpoint, *filter(None, [self._metadata.issuer]))
+        check_assertion(assertion, audiences=audiences, now=self._now)
+        params = [("grant_type", JWT_BEARER_GRANT), ("assertion", assertion)]
+        params.append(("resource", self._resource_param()))
+        if self._scope:
+            params.append(("scope", " ".join(self._scope)))
+        self._token(params)
+
     def _token(self, params: list[tuple[str, str]]) -> None:
         assert self._metadata is not None and self._client is not None
         self.state = FlowState.TOKEN
         endpoint, limit = self._metadata.token_endpoint, self.config.max_body_bytes
-        request = token_request(endpoint, self._client, self._auth_method, params, limit)
+        # RFC 7523 section 3: a client assertion's audience is the authorization server,
+        # named by its issuer (the token endpoint on 2025-03-26 default endpoints);
+        # RFC 9449 section 5: a DPoP proof on the token request binds the token.
+        pkjwt = self._auth_method == "private_key_jwt"  # choose_auth_method: a signer
+        assertion, proof = token_request_jwts(
+            client_signer=self.config.signer if pkjwt else None,
+            dpop=self.config.dpop,
+            client_id=self._client.client_id,
+            audience=self._metadata.issuer or endpoint,
+            token_endpoint=endpoint,
+            now=self._now,
+            token_bytes=self._random,
+            lifetime=self.config.assertion_lifetime,
+            nonce=self._dpop_nonce,
+        )
+        self._token_params = params
+        request = token_request(
+            endpoint, self._client, self._auth_method, params, limit, assertion, proof
+        )
         self._event = NeedHttp(request=request)
+
+    def _use_dpop_nonce(self, response: HttpResponse) -> bool:
+        """A token endpoint's ``use_dpop_nonce`` answer with a usable ``DPoP-Nonce``,
+        the first time (RFC 9449 section 8): keep the nonce and ask again."""
+        if self.config.dpop is None or response.status not in (400, 401) or self._nonce_retried:
+            return False
+        nonce = dpop_nonce(response.header("dpop-nonce"))
+        if nonce is None or b"use_dpop_nonce" not in response.body[:4096]:
+            return False
+        self._dpop_nonce, self._nonce_retried = nonce, True
+        return True
 
     def _resource_param(self) -> str:
         """The ``resource`` parameter: the metadata's resource (checked to cover this

@@ -14,7 +14,8 @@ plain OAuth 2.1, written here as pure functions:
    then ``error``, then ``code``.
 3. :func:`token_request` builds a token endpoint POST for any grant, authenticating the
    client as :func:`choose_auth_method` decided (``client_secret_basic``,
-   ``client_secret_post`` or ``none``); :func:`read_token_response` turns the answer
+   ``client_secret_post``, ``private_key_jwt`` with an assertion made by
+   :mod:`mcp_ref._oauth_assertions`, or ``none``); :func:`read_token_response` turns the answer
    into a :class:`Grant` whose expiry is ``now + expires_in`` seconds.
 4. A :class:`Grant` carries everything a refresh needs (:func:`refresh_request`), and
    :func:`bearer_header` is the only way the access token leaves it: it refuses any
@@ -34,6 +35,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 from urllib.parse import parse_qsl, quote_plus, urlencode, urlsplit, urlunsplit
 
+from ._oauth_assertions import CLIENT_ASSERTION_TYPE
 from ._oauth_http import (
     AuthorizationDenied,
     BadMetadata,
@@ -130,21 +132,26 @@ def select_scope(
     return scopes_supported or None
 
 
-def choose_auth_method(client: ClientInfo, metadata: ServerMetadata) -> str:
+def choose_auth_method(
+    client: ClientInfo, metadata: ServerMetadata, *, can_sign: bool = False
+) -> str:
     """How the client authenticates at the token endpoint.
 
     The client's own method when it has one (checked against the server's list when the
-    server gives one); else ``none`` without a secret; else ``client_secret_basic`` or
+    server gives one); else ``private_key_jwt`` when the client can sign (``can_sign``:
+    it has a :class:`~mcp_ref._oauth_assertions.JwtSigner`) and the server lists it or
+    lists nothing; else ``none`` without a secret; else ``client_secret_basic`` or
     ``client_secret_post``, whichever the server lists first (``none`` when it lists
     only that; ``client_secret_basic`` when it lists none, RFC 8414's default).
 
     Raises:
-        UnsupportedClientAuth: ``private_key_jwt`` (not implemented: it needs JOSE), an
-            unknown method, a secret method without a secret, or a method the server
-            does not list.
+        UnsupportedClientAuth: ``private_key_jwt`` without a signer, an unknown method,
+            a secret method without a secret, or a method the server does not list.
     """
     supported = metadata.token_endpoint_auth_methods_supported
     method = client.auth_method
+    if method is None and can_sign and (supported is None or "private_key_jwt" in supported):
+        method = "private_key_jwt"
     if method is None:
         if client.client_secret is None:
             method = "none"
@@ -159,13 +166,11 @@ def choose_auth_method(client: ClientInfo, metadata: ServerMetadata) -> str:
                 (m for m in supported if m in ("client_secret_basic", "client_secret_post")),
                 fallback,
             )
-    if method == "private_key_jwt":
-        raise UnsupportedClientAuth(
-            "private_key_jwt needs JOSE signing, which mcp-ref's core does not implement"
-        )
-    if method not in ("none", "client_secret_basic", "client_secret_post"):
+    if method == "private_key_jwt" and not can_sign:
+        raise UnsupportedClientAuth("private_key_jwt needs a signer (OAuthClientOptions.signer)")
+    if method not in ("none", "client_secret_basic", "client_secret_post", "private_key_jwt"):
         raise UnsupportedClientAuth(f"unknown token endpoint auth method {method!r}")
-    if method != "none" and client.client_secret is None:
+    if method not in ("none", "private_key_jwt") and client.client_secret is None:
         raise UnsupportedClientAuth(f"{method} needs a client secret, and there is none")
     if supported is not None and method not in supported:
         raise UnsupportedClientAuth(
@@ -339,12 +344,20 @@ def token_request(
     auth_method: str,
     params: list[tuple[str, str]],
     max_body_bytes: int,
+    client_assertion: str | None = None,
+    dpop_proof: str | None = None,
 ) -> HttpRequest:
     """A token endpoint POST: ``params`` form-encoded, plus client authentication.
 
     ``client_secret_basic`` puts the form-encoded id and secret in ``Authorization:
     Basic`` (RFC 6749 section 2.3.1); ``client_secret_post`` puts them in the body;
-    ``none`` sends ``client_id`` only.
+    ``private_key_jwt`` sends ``client_id``, ``client_assertion_type`` and
+    ``client_assertion`` (the signed JWT, RFC 7523 section 2.2); ``none`` sends
+    ``client_id`` only.  A ``dpop_proof`` goes in the ``DPoP`` header (RFC 9449
+    section 5: the token asked for is bound to the proof's key).
+
+    Raises:
+        OAuthLocalError: ``private_key_jwt`` without ``client_assertion``.
     """
     body = list(params)
     headers = [
@@ -358,6 +371,13 @@ def token_request(
         body.append(("client_id", client.client_id))
         if auth_method == "client_secret_post":
             body.append(("client_secret", client.client_secret or ""))
+        elif auth_method == "private_key_jwt":
+            if client_assertion is None:
+                raise OAuthLocalError("private_key_jwt needs a client assertion")
+            body.append(("client_assertion_type", CLIENT_ASSERTION_TYPE))
+            body.append(("client_assertion", client_assertion))
+    if dpop_proof is not None:
+        headers.append(("DPoP", dpop_proof))
     return HttpRequest(
         method="POST",
         url=token_endpoint,
@@ -388,6 +408,12 @@ class Grant:
     """The client it was issued to."""
     auth_method: str
     """The client authentication method used at the token endpoint."""
+    issuer: str | None = None
+    """The authorization server's issuer (the ``aud`` of a client assertion when the
+    grant is refreshed with ``private_key_jwt``); None: not known."""
+    token_type: str = "Bearer"
+    """``Bearer``, or ``DPoP`` for a token bound to the client's DPoP key (RFC 9449):
+    the ``Authorization`` scheme it is sent with."""
 
     def expired(self, now: float, leeway: float = 30.0) -> bool:
         """Whether the access token is expired, or will be within ``leeway`` seconds."""
@@ -411,8 +437,9 @@ def read_token_response(
         max_body_bytes: the body bound, in bytes.
 
     Raises:
-        TokenRefused: a non-200 answer, a ``token_type`` other than Bearer, or no
-            ``access_token``.
+        TokenRefused: a non-200 answer, a ``token_type`` other than Bearer (or DPoP,
+            when ``template.token_type`` is DPoP: a DPoP-bound token was asked for), or
+            no ``access_token``.
         BodyTooLarge, BadMetadata: too long or malformed.
     """
     if response.status != 200:
@@ -421,8 +448,11 @@ def read_token_response(
     token, kind = doc.get("access_token"), doc.get("token_type")
     if not isinstance(token, str) or not token:
         raise TokenRefused("the token response has no access_token")
-    if not isinstance(kind, str) or kind.lower() != "bearer":
-        raise TokenRefused(f"the token type is {kind!r}, not Bearer")
+    accepted = {"bearer": "Bearer"}
+    if template.token_type == "DPoP":
+        accepted["dpop"] = "DPoP"
+    if not isinstance(kind, str) or kind.lower() not in accepted:
+        raise TokenRefused(f"the token type is {kind!r}, not {' or '.join(accepted.values())}")
     expires_in = doc.get("expires_in")
     if isinstance(expires_in, bool) or not isinstance(expires_in, int | float | None):
         raise BadMetadata(f"expires_in is not a number: {expires_in!r}")
@@ -436,13 +466,20 @@ def read_token_response(
         expires_at=None if expires_in is None else now + float(expires_in),
         refresh_token=refresh if isinstance(refresh, str) and refresh else template.refresh_token,
         scope=tuple(scope.split()) if isinstance(scope, str) else template.scope,
+        token_type=accepted[kind.lower()],
     )
 
 
-def refresh_request(grant: Grant, max_body_bytes: int) -> HttpRequest:
+def refresh_request(
+    grant: Grant,
+    max_body_bytes: int,
+    client_assertion: str | None = None,
+    dpop_proof: str | None = None,
+) -> HttpRequest:
     """The refresh-token POST for ``grant`` (with ``resource``); read the answer with
     :func:`read_token_response` and ``template=grant``.  Raises OAuthLocalError when
-    the grant has no refresh token."""
+    the grant has no refresh token (or is refreshed with ``private_key_jwt`` and no
+    ``client_assertion`` is given)."""
     if grant.refresh_token is None:
         raise OAuthLocalError("this grant has no refresh token")
     params = [
@@ -451,12 +488,20 @@ def refresh_request(grant: Grant, max_body_bytes: int) -> HttpRequest:
         ("resource", grant.resource),
     ]
     return token_request(
-        grant.token_endpoint, grant.client, grant.auth_method, params, max_body_bytes
+        grant.token_endpoint,
+        grant.client,
+        grant.auth_method,
+        params,
+        max_body_bytes,
+        client_assertion,
+        dpop_proof,
     )
 
 
 def bearer_header(grant: Grant, url: str) -> tuple[str, str]:
-    """``("Authorization", "Bearer <token>")`` for a request to ``url``.
+    """``("Authorization", "Bearer <token>")`` for a request to ``url`` (``DPoP
+    <token>`` for a DPoP-bound token, which also needs its proof: see
+    :mod:`mcp_ref._oauth_assertions`).
 
     Raises:
         TokenMisdirected: ``url`` is not the grant's resource or below it: the token is
@@ -483,7 +528,7 @@ def bearer_header(grant: Grant, url: str) -> tuple[str, str]:
     # MCP server's authorization server."
     if not resource_covers(grant.resource, url):
         raise TokenMisdirected(f"a token for {grant.resource!r} is not sent to {url!r}")
-    return ("Authorization", f"Bearer {grant.access_token}")
+    return ("Authorization", f"{grant.token_type} {grant.access_token}")
 
 
 class TokenStore(Protocol):

@@ -150,8 +150,8 @@ class RegistrationRefused(OAuthRefused):
 
 
 class UnsupportedClientAuth(OAuthRefused):
-    """No client authentication method both sides support (or ``private_key_jwt``,
-    which this module does not implement: it needs JOSE)."""
+    """No client authentication method both sides support (or ``private_key_jwt``
+    without a signer to make its assertion)."""
 
 
 class StateMismatch(OAuthRefused):

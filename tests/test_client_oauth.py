@@ -284,3 +284,73 @@ def test_the_asyncio_client_signs_in_too() -> None:
         thread.join(TIMEOUT)
     assert world.registered == 1
     assert held["mcp"].requests[-1].headers["authorization"] == "Bearer tok-1"
+
+
+class _Signer:
+    """A JwtSigner test double: an unsigned JWS (the fake servers read claims only)."""
+
+    def sign(self, claims: dict[str, Any], *, typ: str | None = None, jwk: bool = False) -> str:
+        def b64(doc: dict[str, Any]) -> str:
+            return base64.urlsafe_b64encode(json.dumps(doc).encode()).rstrip(b"=").decode()
+
+        return f"{b64({'alg': 'ES256', 'typ': typ, 'jwk': jwk})}.{b64(claims)}.c2ln"
+
+
+def _claims(proof: str) -> dict[str, Any]:
+    result: dict[str, Any] = json.loads(base64.urlsafe_b64decode(proof.split(".")[1] + "=="))
+    return result
+
+
+class DpopWorld(World):
+    """The MCP server wants ``Authorization: DPoP`` with a proof carrying its nonce."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proofs: list[dict[str, Any]] = []
+
+    def new_token(self) -> dict[str, Any]:
+        return {**super().new_token(), "token_type": "DPoP"}
+
+    async def mcp(self, req: Req, reply: Reply) -> None:
+        auth = req.headers.get("authorization", "")
+        if req.target.startswith("/.well-known") or not auth.startswith("DPoP "):
+            await super().mcp(req, reply)
+            return
+        claims = _claims(req.headers["dpop"])
+        self.proofs.append(claims)
+        if claims.get("nonce") != "rs-nonce":
+            challenge = 'DPoP error="use_dpop_nonce"'
+            await reply.status(401, b"{}", www_authenticate=challenge, dpop_nonce="rs-nonce")
+            return
+        digest = hashlib.sha256(auth[5:].encode()).digest()
+        assert claims["ath"] == base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+        assert claims["htu"] == self.mcp_url and claims["htm"] == req.method
+        if not await _standard(req, reply):
+            await reply.json(text_result(req.json["id"], auth[5:]))
+
+
+async def test_a_dpop_token_goes_with_a_fresh_proof_and_the_servers_nonce() -> None:
+    world = DpopWorld()
+    with trio.fail_after(TIMEOUT):
+        async with (
+            fake_server(world.mcp) as (mcp_url, mcp),
+            fake_server(world.auth_server) as (as_url, _),
+        ):
+            world.mcp_url, world.as_url = mcp_url, as_url.removesuffix("/mcp")
+            options = OAuthClientOptions(
+                redirect_uri=REDIRECT, authorize=world.authorize, dpop=_Signer()
+            )
+            async with open_http_client(mcp_url, auth=options) as client:
+                result = await client.call_tool("x")
+                assert result.content[0].text == "tok-1"  # type: ignore[union-attr]
+            # One refusal for the nonce, then every proof carries it; no second sign-in.
+            assert world.proofs[0].get("nonce") is None and world.issued == 1
+            assert all(p["nonce"] == "rs-nonce" for p in world.proofs[1:])
+            jtis = [p["jti"] for p in world.proofs]
+            assert len(set(jtis)) == len(jtis) > 2
+            schemes = {
+                r.headers["authorization"][:5]
+                for r in mcp.requests[1:]
+                if r.headers.get("authorization")
+            }
+            assert schemes == {"DPoP "}  # never as a bearer token

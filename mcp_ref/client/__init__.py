@@ -26,12 +26,14 @@ from .._client import (
 )
 from .._errors import NoAnswerError
 from .._http_client_auth import OAuthClientOptions
+from .._oauth_assertions import IdentityProvider, JwtSigner
 from .._oauth_grants import InMemoryTokenStore, TokenStore
 from .._output_schema import JSONSCHEMA_AVAILABLE, OutputSchemaError
 from .._ratelimit import RateLimit
 from .._roots import check_roots
 from ._client import Client, open_client, open_stdio_client
 from ._memory import connect_in_memory
+from ._signer import PrivateKeySigner
 from ._transports import open_http_client, open_websocket_client
 
 __all__ = [
@@ -44,10 +46,13 @@ __all__ = [
     "Client",
     "ElicitationHandler",
     "EraArg",
+    "IdentityProvider",
     "InMemoryTokenStore",
+    "JwtSigner",
     "NoAnswerError",
     "OAuthClientOptions",
     "OutputSchemaError",
+    "PrivateKeySigner",
     "RateLimit",
     "RootsArg",
     "SamplingHandler",

@@ -12,9 +12,11 @@ OAuth scenarios (``auth/...``): the client opens with
 The suite's fake authorization server redirects at once, so the browser step
 (:func:`follow_authorization`) GETs the authorization URL and hands back its
 ``Location``.  Credentials the suite hands out (a pre-registered client, the client
-credentials extension) come in ``MCP_CONFORMANCE_CONTEXT`` (JSON).  An auth scenario
-the client cannot do (:data:`UNSUPPORTED_AUTH`: ``private_key_jwt``, enterprise-managed
-authorization, DPoP, workload identity) still tries a plain connection and says so on
+credentials extension, with a secret or a private key for ``private_key_jwt``; the
+enterprise IdP's identity assertion; a workload's JWT) come in
+``MCP_CONFORMANCE_CONTEXT`` (JSON); the DPoP scenarios sign with a key made for the
+run.  An auth scenario the client cannot do (:data:`UNSUPPORTED_AUTH`, none now) still
+tries a plain connection and says so on
 stderr (:data:`NO_OAUTH`); tests/interop/test_conformance.py counts no auth scenario as
 passed while :data:`NO_OAUTH` is in the client's stderr.
 """
@@ -33,7 +35,12 @@ import trio
 
 from mcp_ref import types as t
 from mcp_ref._modern import MODERN_VERSIONS
-from mcp_ref.client import OAuthClientOptions, open_http_client
+from mcp_ref.client import (
+    IdentityProvider,
+    OAuthClientOptions,
+    PrivateKeySigner,
+    open_http_client,
+)
 
 TIMEOUT_SECONDS = 25.0
 
@@ -42,14 +49,7 @@ NO_OAUTH = (
 )
 """Written to stderr for an ``auth/...`` scenario the client cannot sign in for."""
 
-UNSUPPORTED_AUTH = (
-    "auth/client-credentials-jwt",  # private_key_jwt: not built
-    "auth/cross-app-access-complete-flow",  # enterprise-managed authorization
-    "auth/enterprise-managed-authorization",
-    "auth/dpop",
-    "auth/dpop-nonce",
-    "auth/wif-jwt-bearer",
-)
+UNSUPPORTED_AUTH: tuple[str, ...] = ()
 """The auth scenarios whose mechanism mcp-ref does not implement."""
 
 REDIRECT_URI = "http://localhost:3000/callback"
@@ -88,10 +88,28 @@ def auth_options(scenario: str) -> OAuthClientOptions | None:
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
     client_id, secret = context.get("client_id"), context.get("client_secret")
     if scenario.startswith("auth/client-credentials"):
+        signer = None
+        if "private_key_pem" in context:
+            algorithm = context.get("signing_algorithm", "ES256")
+            signer = PrivateKeySigner(context["private_key_pem"], algorithm=algorithm)
         return OAuthClientOptions(
-            grant="client_credentials", client_id=client_id, client_secret=secret
+            grant="client_credentials", client_id=client_id, client_secret=secret, signer=signer
+        )
+    if "idp_id_token" in context:  # enterprise-managed authorization (cross-app access)
+        idp = IdentityProvider(
+            token_endpoint=context["idp_token_endpoint"],
+            subject_token=context["idp_id_token"],
+            client_id=context.get("idp_client_id"),
+        )
+        return OAuthClientOptions(
+            grant="enterprise", client_id=client_id, client_secret=secret, identity_provider=idp
+        )
+    if "valid_jwt" in context:  # workload identity federation
+        return OAuthClientOptions(
+            grant="jwt_bearer", client_id=client_id, assertion=context["valid_jwt"]
         )
     return OAuthClientOptions(
+        dpop=PrivateKeySigner.generate() if scenario.startswith("auth/dpop") else None,
         redirect_uri=REDIRECT_URI,
         authorize=follow_authorization,
         client_id=client_id,

@@ -21,9 +21,8 @@ that does nothing passes some scenarios with zero checks).
 
 The OAuth client scenarios (``auth/...``): our client signs in
 (:class:`mcp_ref.client.OAuthClientOptions`), and each must pass, except those whose
-mechanism is not built (``conformance_client.UNSUPPORTED_AUTH``: ``private_key_jwt``,
-enterprise-managed authorization, DPoP, workload identity), which are strict expected
-failures.  One scenario (``auth/resource-mismatch``) checks only that the client did not
+mechanism is not built (``conformance_client.UNSUPPORTED_AUTH``, empty now), which are
+strict expected failures.  One scenario (``auth/resource-mismatch``) checks only that the client did not
 authorize against a mismatched resource, which a client that never tries "passes"; so
 an auth scenario counts as passed only when its checks hold *and* the client did not
 report that it cannot authorize (``conformance_client.NO_OAUTH`` on its stderr).  A version's tests are skipped, with
@@ -156,8 +155,7 @@ NEXT_CLIENT_SCENARIOS = {
     ],
 }
 # The 14 scored auth scenarios (0.1.16's first 14: metadata-default ... pre-registration),
-# then the six OAuth extensions it runs unscored (client-credentials-basic passes; the
-# other five are UNSUPPORTED_AUTH: strict expected failures).
+# then the six OAuth extensions it runs unscored (all pass).
 NEXT_AUTH_SCENARIOS = [
     *AUTH_SCENARIOS[: AUTH_SCENARIOS.index("auth/pre-registration") + 1],
     "auth/client-credentials-jwt",
@@ -267,10 +265,7 @@ MODERN_AUTH_SCENARIOS = [
     *NEXT_AUTH_SCENARIOS[NEXT_AUTH_SCENARIOS.index("auth/client-credentials-jwt") :],
 ]
 
-AUTH_REASON = (
-    "this scenario's mechanism (private_key_jwt, enterprise-managed authorization, DPoP, "
-    "workload identity) is not built: the client connects without signing in"
-)
+AUTH_REASON = "this scenario's mechanism is not built: the client connects without signing in"
 
 # A child process serving the everything server over HTTP; prints its URL when listening.
 SERVER_CODE = """
