@@ -42,9 +42,8 @@ from .._inflight import RequestTimeout
 from .._session_rules import DEFAULT_GRACE_SECONDS
 from .._state import SERVER, Role, State
 from ._channel import MessageChannel
-from ._handler import Handler, RequestContext
 from ._keepalive import run_keepalive
-from ._session_api import DEFAULT_TIMEOUT, Session, SessionClosed
+from ._session_api import DEFAULT_TIMEOUT, Handler, RequestContext, Session, SessionClosed
 
 # What the other drivers import from here.
 __all__ = [

@@ -1,5 +1,6 @@
 """The :class:`Session` object: what its users call, what it holds, and its one write path
-(:mod:`._session` runs its tasks; every end goes through :meth:`Session._close`).
+(:mod:`._session` runs its tasks; every end goes through :meth:`Session._close`); the
+:class:`Handler` an application implements, and the :class:`RequestContext` it receives.
 
 Theory of operation
 -------------------
@@ -19,22 +20,31 @@ import logging
 import math
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any, Final, Literal, NoReturn
+from typing import Any, Final, Literal, NoReturn, Protocol, runtime_checkable
 
 import trio
+
+from .. import types as t
 
 # One class, one default and one sentinel for every client and driver.
 from .._client import DEFAULT, DEFAULT_TIMEOUT, SessionClosed, _Default, with_progress_token
 from .._connection import Connection
 from .._errors import LocalProtocolError
 from .._inflight import RequestTimeout
-from .._session_rules import CLOSE_GRACE, cancel_bytes, end_reason
+from .._session_rules import CLOSE_GRACE, cancel_bytes, end_reason, progress_token_of
 from .._state import Role
 from ..events import Event, Notification, Progress, Request, RequestId
 from ._channel import MessageChannel
 from ._requests import Running, Waiters
 
-__all__ = ["CLOSE_GRACE", "DEFAULT_TIMEOUT", "SESSION_DEFAULT", "Session", "SessionClosed"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "SESSION_DEFAULT",
+    "Handler",
+    "RequestContext",
+    "Session",
+    "SessionClosed",
+]
 
 log = logging.getLogger("mcp_ref.trio")
 
@@ -347,3 +357,90 @@ class Session:
         self._notes_in.close()
         self._timer.cancel()
         self._closed_event.set()
+
+
+@runtime_checkable
+class Handler(Protocol):
+    """What a session calls for the peer's requests (each in a task of its own, inside
+    ``ctx.cancel_scope``) and notifications, on the event loop (blocking work stalls the
+    whole session).  Optional sync methods: ``session_opened(session)`` (once its tasks
+    are started), ``session_closed(session)`` (at the very end)."""
+
+    async def handle_request(self, ctx: RequestContext) -> Any:
+        """Answer one request: return the typed result (e.g. ``t.CallToolResult``) or
+        raise :class:`~mcp_ref.McpError` (anything else: -32603, logged;
+        :func:`mcp_ref._session_rules.error_reply`).  A server's ``initialize`` comes
+        here too: answer ``t.InitializeResult`` with ``protocol_version=ctx.session.
+        connection.negotiated_version_for(ctx.params.protocol_version)``; ``ping`` never
+        does."""
+        ...
+
+    async def handle_notification(self, session: Session, notification: Notification) -> None:
+        """React to one notification (not ``notifications/cancelled`` nor ``/progress``,
+        the session's), one at a time in arrival order: do not block for long."""
+        ...
+
+
+class RequestContext:
+    """One incoming request being handled, what ``Handler.handle_request`` receives:
+    its ``session``, ``request_id`` (exactly as sent), ``method``, typed ``params`` (or
+    None), ``progress_token`` (``_meta.progressToken`` or None), ``meta_context`` (a
+    2026-07-28 request's :class:`mcp_ref._modern.RequestContext`, as the connection read
+    it from ``_meta``; None in the handshake era) and ``cancel_scope``, the handler's,
+    cancelled by the peer's ``notifications/cancelled`` or the session's end.  What is
+    sent through it carries the request's id (HTTP routes on it).
+
+    Source: 2025-06-18/basic/utilities/cancellation#behavior-requirements.3,
+    2025-06-18/basic/utilities/progress#progress-flow.
+    """
+
+    __slots__ = (
+        "cancel_scope",
+        "meta_context",
+        "method",
+        "params",
+        "progress_token",
+        "request_id",
+        "session",
+    )
+
+    def __init__(
+        self,
+        session: Session,
+        request_id: RequestId,
+        method: str,
+        params: Any,
+        meta_context: Any = None,
+    ) -> None:
+        self.session = session
+        self.meta_context = meta_context
+        self.request_id = request_id
+        self.method = method
+        self.params = params
+        self.progress_token = progress_token_of(params)
+        self.cancel_scope = trio.CancelScope()
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Send ``notifications/progress`` for this request; a no-op without a progress
+        token.  Raises LocalProtocolError (``progress`` not past the last one, or the
+        request answered already) or SessionClosed.
+
+        Source: 2025-06-18/basic/utilities/progress#progress-flow.3 and .4.
+        """
+        if self.progress_token is None:
+            return
+        params = t.ProgressNotificationParams(
+            progress=progress, progress_token=self.progress_token, total=total, message=message
+        )
+        await self.send_notification("notifications/progress", params)
+
+    async def send_request(self, method: str, params: Any = None, **kw: Any) -> Any:
+        """:meth:`Session.send_request` tagged as made while handling this request."""
+        kw.setdefault("related_request_id", self.request_id)
+        return await self.session.send_request(method, params, **kw)
+
+    async def send_notification(self, method: str, params: Any = None) -> None:
+        """:meth:`Session.send_notification` tagged as made while handling this request."""
+        await self.session.send_notification(method, params, related_request_id=self.request_id)
