@@ -8,13 +8,16 @@ receives arbitrary chunks of one newline-delimited stream and the core finds the
 boundaries (``Connection.receive_data``); a ``"messages"`` channel (an HTTP body, a
 WebSocket frame) receives one whole message per ``receive`` (``receive_message``).
 A channel never parses: garbage is handed on, and the core answers it (-32700).
-Here: :class:`StreamChannel` over trio byte streams, and :func:`memory_channel_pair`.
+Here: :class:`StreamChannel` over trio byte streams, :func:`memory_channel_pair`, and
+:func:`open_running`, a channel with its background tasks.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Final, Literal, Protocol, runtime_checkable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Final, Literal, Protocol, TypeVar, runtime_checkable
 
 import trio
 
@@ -185,3 +188,40 @@ async def receive_or_eof(channel: trio.MemoryReceiveChannel[bytes]) -> bytes:
         return await channel.receive()
     except (trio.EndOfChannel, trio.ClosedResourceError):
         return b""
+
+
+_C = TypeVar("_C", bound=MessageChannel)
+
+
+@asynccontextmanager
+async def open_owned_nursery() -> AsyncIterator[trio.Nursery]:
+    """A nursery for the tasks that serve an ``async with`` block (what an ``open_*``
+    entry point yields): cancelled when the block ends, however it ends, and an
+    exception of the block propagates unchanged (trio would wrap it in an exception
+    group).  The caller's own ``finally`` around its ``yield`` runs before the cancel."""
+    body_error: BaseException | None = None
+    async with trio.open_nursery() as nursery:
+        try:
+            yield nursery
+        except BaseException as exc:
+            if isinstance(exc, GeneratorExit):
+                raise
+            body_error = exc
+        finally:
+            nursery.cancel_scope.cancel()
+    if body_error is not None:
+        raise body_error
+
+
+@asynccontextmanager
+async def open_running(channel: _C, run: Callable[..., Awaitable[None]]) -> AsyncIterator[_C]:
+    """Yield ``channel`` with ``run`` (its background tasks, started with
+    ``nursery.start``) running in a nursery of this block's own; on exit close the
+    channel (shielded: its ``aclose`` bounds its own wait), then cancel what is left."""
+    async with open_owned_nursery() as nursery:
+        await nursery.start(run)
+        try:
+            yield channel
+        finally:
+            with trio.CancelScope(shield=True):
+                await channel.aclose()

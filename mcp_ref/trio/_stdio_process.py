@@ -24,8 +24,7 @@ import trio
 from .. import _process_rules as rules
 from .._process_rules import StderrMode
 from ..events import RequestId
-from ._channel import RECEIVE_SIZE, StreamChannel
-from ._session import open_owned_nursery
+from ._channel import RECEIVE_SIZE, StreamChannel, open_owned_nursery
 
 __all__ = ["ProcessChannel", "StderrMode", "open_stdio_process"]
 
