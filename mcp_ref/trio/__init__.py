@@ -10,8 +10,7 @@ from .._session_rules import Keepalive
 from ._channel import MemoryMessageChannel, MessageChannel, StreamChannel, memory_channel_pair
 from ._session import open_session, serve_channel
 from ._session_api import SESSION_DEFAULT, Handler, RequestContext, Session
-from ._stdio import serve_stdio, stdio_channel
-from ._stdio_process import ProcessChannel, StderrMode, open_stdio_process
+from ._stdio import ProcessChannel, StderrMode, open_stdio_process, serve_stdio, stdio_channel
 from .http import (
     HttpClientChannel,
     HttpServerInfo,
