@@ -36,6 +36,7 @@ import trio
 
 from .. import _session_rules as rules
 from .. import events as ev
+from .._client import DEFAULT_TIMEOUT, SessionClosed
 from .._connection import NEED_DATA, Connection
 from .._errors import (
     INTERNAL_ERROR,
@@ -49,7 +50,7 @@ from .._inflight import RequestTimeout
 from .._session_rules import DEFAULT_GRACE_SECONDS
 from .._state import SERVER, Role, State
 from ._channel import MessageChannel, open_owned_nursery
-from ._session_api import DEFAULT_TIMEOUT, Handler, RequestContext, Session, SessionClosed
+from ._session_api import Handler, RequestContext, Session
 
 # What the other drivers import from here.
 __all__ = [

@@ -27,7 +27,7 @@ import trio
 from .. import types as t
 
 # One class, one default and one sentinel for every client and driver.
-from .._client import DEFAULT, DEFAULT_TIMEOUT, SessionClosed, _Default, with_progress_token
+from .._client import DEFAULT, SessionClosed, _Default, with_progress_token
 from .._connection import Connection
 from .._errors import LocalProtocolError
 from .._inflight import RequestTimeout
@@ -37,14 +37,7 @@ from ..events import Event, Notification, Progress, Request, RequestId
 from ._channel import MessageChannel
 from ._requests import Running, Waiters
 
-__all__ = [
-    "DEFAULT_TIMEOUT",
-    "SESSION_DEFAULT",
-    "Handler",
-    "RequestContext",
-    "Session",
-    "SessionClosed",
-]
+__all__ = ["SESSION_DEFAULT", "Handler", "RequestContext", "Session"]
 
 log = logging.getLogger("mcp_ref.trio")
 

@@ -26,12 +26,13 @@ import trio
 from wsproto import WSConnection
 
 from ... import _websocket as core
+from ..._client import SessionClosed
 from ..._errors import LocalProtocolError
 from ..._framing import DEFAULT_MAX_MESSAGE_BYTES
 from ..._websocket_handshake import ClientHandshake, split_url
 from ...events import RequestId
 from .._channel import BROKEN, RECEIVE_SIZE, open_running, receive_or_eof
-from .._session_api import Session, SessionClosed
+from .._session_api import Session
 
 __all__ = ["WebSocketChannel", "open_websocket_channel", "websocket_client_handshake"]
 
