@@ -41,16 +41,9 @@ from .._session import DEFAULT_GRACE_SECONDS, Handler
 from .auth import admit, prefetch
 from .common import H11Stream
 from .endpoint import ENDPOINTS
-from .sessions import PEER, SessionTable, close_sse_stream
+from .sessions import PEER, SessionTable
 
-__all__ = [
-    "CLOSE_WAIT_SECONDS",
-    "HttpServer",
-    "HttpServerInfo",
-    "close_sse_stream",
-    "open_http_server",
-    "serve_http",
-]
+__all__ = ["HttpServer", "HttpServerInfo", "open_http_server", "serve_http"]
 
 log = logging.getLogger("mcp_ref.trio.http")
 
