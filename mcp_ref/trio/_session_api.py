@@ -197,12 +197,8 @@ class Session:
     async def send_notification(
         self, method: str, params: Any = None, *, related_request_id: RequestId | None = None
     ) -> None:
-        """Send a notification.
-
-        Args:
-            method: e.g. ``"notifications/tools/list_changed"``.
-            params: its typed params, or None.
-            related_request_id: the incoming request it belongs to (HTTP routing).
+        """Send a notification (``method``, e.g. ``"notifications/tools/list_changed"``;
+        ``params`` and ``related_request_id``: as :meth:`send_request`'s).
 
         Raises:
             SessionClosed: the session ended.

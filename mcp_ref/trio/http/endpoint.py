@@ -167,8 +167,7 @@ async def legacy_get(
     POST to (``/messages?session_id=<id>``); the session ends with the response.
 
     Raises:
-        Refused: 503 past ``limits.max_sessions``, 429 past
-            ``limits.max_sessions_per_peer`` (both with ``Retry-After``).
+        Refused: as :meth:`SessionTable.open <.sessions.SessionTable.open>`.
 
     Source: 2024-11-05/basic/transports "HTTP with SSE";
     2025-06-18/basic/transports#backwards-compatibility.

@@ -91,12 +91,9 @@ class WebSocketChannel:
         return await receive_or_eof(self._inbox)
 
     async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
-        """Send ``data`` as one text message (``related_request_id`` is not used).
-
-        Raises:
-            trio.BrokenResourceError: the WebSocket is closing, or the write failed.
-            trio.ClosedResourceError: the stream was closed.
-        """
+        """Send ``data`` as one text message (``related_request_id`` is not used); raises
+        as :meth:`MessageChannel.send <mcp_ref.trio.MessageChannel.send>` (broken also
+        once the WebSocket is closing)."""
         await trio.lowlevel.checkpoint_if_cancelled()
         try:
             self._lock.acquire_nowait()  # free: no schedule point (send_all has one)
