@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, Final, Literal, NoReturn, Protocol, runtime_checkable
 
+import attrs
 import trio
 
 from .. import types as t
@@ -370,6 +371,7 @@ class Handler(Protocol):
         ...
 
 
+@attrs.define(eq=False)
 class RequestContext:
     """One incoming request being handled, what ``Handler.handle_request`` receives:
     its ``session``, ``request_id`` (exactly as sent), ``method``, typed ``params`` (or
@@ -383,31 +385,16 @@ class RequestContext:
     2025-06-18/basic/utilities/progress#progress-flow.
     """
 
-    __slots__ = (
-        "cancel_scope",
-        "meta_context",
-        "method",
-        "params",
-        "progress_token",
-        "request_id",
-        "session",
-    )
+    session: Session
+    request_id: RequestId
+    method: str
+    params: Any
+    meta_context: Any = None
+    progress_token: str | int | None = attrs.field(init=False)
+    cancel_scope: trio.CancelScope = attrs.field(init=False, factory=trio.CancelScope)
 
-    def __init__(
-        self,
-        session: Session,
-        request_id: RequestId,
-        method: str,
-        params: Any,
-        meta_context: Any = None,
-    ) -> None:
-        self.session = session
-        self.meta_context = meta_context
-        self.request_id = request_id
-        self.method = method
-        self.params = params
-        self.progress_token = progress_token_of(params)
-        self.cancel_scope = trio.CancelScope()
+    def __attrs_post_init__(self) -> None:
+        self.progress_token = progress_token_of(self.params)
 
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
