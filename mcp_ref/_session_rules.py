@@ -19,6 +19,7 @@ reader finds them in one place and a test needs no loop:
   peer's requests being handled, within the limit, and those a graceful stop gave up on
   (:class:`Handling`).
 * **The progress token** a request carries (:func:`progress_token_of`).
+* **The options a session refuses** (:func:`check_session_options`, :func:`checked_grace`).
 * **Keepalive** (:class:`Keepalive`): how often to ping a silent peer, how long to wait
   for the answer, how many misses end the session; :meth:`Keepalive.next_ping_at` is
   when the next ping is due, time being an argument.
@@ -48,6 +49,8 @@ __all__ = [
     "answer_bytes",
     "busy_reply",
     "cancel_bytes",
+    "check_session_options",
+    "checked_grace",
     "end_reason",
     "error_reply",
     "key_of",
@@ -139,6 +142,24 @@ class Handling(Generic[H]):
         """The session ends: returns every handle, to cancel; none is answered."""
         self.closed = True
         return list(self._handles.values())
+
+
+def check_session_options(framing: str, max_requests: int, max_notifications: int) -> None:
+    """Refuse what a session cannot run with: raises ValueError for a channel
+    ``framing`` other than ``"lines"`` and ``"messages"``, or a limit (the most requests
+    handled at once, notifications queued) below 1."""
+    if framing not in ("lines", "messages"):
+        raise ValueError(f"unknown channel framing {framing!r}")
+    if max_requests < 1 or max_notifications < 1:
+        raise ValueError("max_concurrent_requests and max_queued_notifications must be >= 1")
+
+
+def checked_grace(grace_seconds: float) -> float:
+    """``grace_seconds``, the seconds a graceful stop gives the requests in progress;
+    raises ValueError when it is negative."""
+    if grace_seconds < 0:
+        raise ValueError("grace_seconds must not be negative")
+    return grace_seconds
 
 
 def end_reason(what: str, cause: str | None) -> str:

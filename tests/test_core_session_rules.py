@@ -15,6 +15,8 @@ from mcp_ref._session_rules import (
     answer_bytes,
     busy_reply,
     cancel_bytes,
+    check_session_options,
+    checked_grace,
     end_reason,
     error_reply,
     key_of,
@@ -150,3 +152,20 @@ def test_an_end_reason_adds_the_channels_cause_once() -> None:
     assert end_reason("the peer closed the connection", None) == "the peer closed the connection"
     assert end_reason("write failed", "exit 1") == "write failed; exit 1"
     assert end_reason("write failed; exit 1", "exit 1") == "write failed; exit 1"
+
+
+def test_a_session_refuses_unknown_framing_and_limits_below_one() -> None:
+    check_session_options("lines", 1, 1)
+    check_session_options("messages", 256, 64)
+    with pytest.raises(ValueError, match="framing 'bytes'"):
+        check_session_options("bytes", 1, 1)
+    for limits in ((0, 1), (1, 0)):
+        with pytest.raises(ValueError, match="must be >= 1"):
+            check_session_options("lines", *limits)
+
+
+def test_a_graceful_stop_takes_no_negative_grace() -> None:
+    assert checked_grace(0) == 0
+    assert checked_grace(2.5) == 2.5
+    with pytest.raises(ValueError, match="must not be negative"):
+        checked_grace(-0.1)

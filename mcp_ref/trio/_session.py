@@ -349,10 +349,7 @@ async def open_session(
 
     Source: 2025-06-18/basic/lifecycle (the session), 2025-06-18/basic/lifecycle#timeouts.
     """
-    if channel.framing not in ("lines", "messages"):
-        raise ValueError(f"unknown channel framing {channel.framing!r}")
-    if max_concurrent_requests < 1 or max_queued_notifications < 1:
-        raise ValueError("max_concurrent_requests and max_queued_notifications must be >= 1")
+    rules.check_session_options(channel.framing, max_concurrent_requests, max_queued_notifications)
     conn = Connection(
         role,
         newline_framing=channel.framing == "lines",

@@ -33,6 +33,7 @@ import trio
 
 from .. import _process_rules as rules
 from .._process_rules import StderrMode
+from .._session_rules import checked_grace
 from ..events import RequestId
 from ._channel import RECEIVE_SIZE, StreamChannel, open_owned_nursery
 from ._session import DEFAULT_GRACE_SECONDS, Handler, serve_channel
@@ -87,9 +88,7 @@ async def serve_stdio(
 
     Source: 2025-06-18/basic/transports#stdio, 2025-06-18/basic/lifecycle#stdio.
     """
-    if grace_seconds < 0:
-        raise ValueError("grace_seconds must not be negative")
-    session_kw.setdefault("drain_timeout", grace_seconds)
+    session_kw.setdefault("drain_timeout", checked_grace(grace_seconds))
     async with stdio_channel() as channel:
         await serve_channel(handler, channel, stop=stop, **session_kw)
 
