@@ -56,9 +56,6 @@ class Session:
 
     Attributes:
         connection: the sans-IO core (:class:`~mcp_ref.Connection`).
-        role: ``CLIENT`` or ``SERVER``.
-        app_state: a dict for the application's per-session state; the session never
-            reads it.
         closed: True once the session has ended; ``close_reason`` says why.
         last_input_at: when input last came from the peer (``trio.current_time()``
             seconds); keepalive pings wait on it.
@@ -75,7 +72,9 @@ class Session:
     ) -> None:
         self.connection = connection
         self.role: Role = connection.our_role
+        """``CLIENT`` or ``SERVER``."""
         self.app_state: dict[str, Any] = {}
+        """The application's per-session state; the session never reads it."""
         self.closed = False
         self.close_reason: str | None = None
         self.last_input_at = trio.current_time()
