@@ -32,11 +32,11 @@ from .._client import DEFAULT, SessionClosed, _Default, with_progress_token
 from .._connection import Connection
 from .._errors import LocalProtocolError
 from .._inflight import RequestTimeout
-from .._session_rules import CLOSE_GRACE, cancel_bytes, end_reason, progress_token_of
+from .._session_rules import CLOSE_GRACE, Callers, cancel_bytes, end_reason, progress_token_of
 from .._state import Role
 from ..events import Event, Notification, Progress, Request, RequestId
 from ._channel import MessageChannel
-from ._requests import Running, Waiters
+from ._requests import Running, Waiter
 
 __all__ = ["SESSION_DEFAULT", "Handler", "RequestContext", "Session"]
 
@@ -84,7 +84,7 @@ class Session:
         self._send_lock = trio.Lock()
         self._write_scope: trio.CancelScope | None = None
         self._write_until = math.inf  # no write goes past this (set by _close)
-        self._waiters = Waiters()  # our requests' callers
+        self._waiters: Callers[Waiter] = Callers()  # our requests' callers
         self._running = Running(max_concurrent_requests)  # the peer's requests
         self._notes_in, self._notes_out = trio.open_memory_channel[Notification](
             max_queued_notifications
@@ -168,7 +168,7 @@ class Session:
         rid = conn.next_request_id()
         if on_progress is not None:
             params = with_progress_token(method, params, rid)
-        waiter = self._waiters.expect(rid, on_progress)
+        waiter = self._waiters.expect(rid, Waiter(on_progress))
         timeout_kw: dict[str, Any] = {} if timeout is SESSION_DEFAULT else {"timeout": timeout}
         sent = False
 
