@@ -33,7 +33,7 @@ A refusal of a body holding one request carries that request's id
 from __future__ import annotations
 
 import json
-from typing import Final
+from typing import Final, Literal
 
 import attrs
 
@@ -82,6 +82,22 @@ class Post:
     modern: bool = False
     """The body is a modern-era (2026-07-28) message: it opens a session of its own,
     with no preamble, gone once answered (:mod:`mcp_ref._http_modern`)."""
+    stateless: bool = False
+    """The server is stateless (``ServerConfig.stateless``)."""
+
+    @property
+    def session_kind(self) -> Literal["streamable", "stateless"]:
+        """The kind of session the POST opens, if it opens one: ``"stateless"`` (it ends
+        once answered) on a stateless server or for a modern POST, else
+        ``"streamable"``."""
+        return "stateless" if self.stateless or self.modern else "streamable"
+
+    @property
+    def parks(self) -> bool:
+        """Whether the POST may take a parked session, and its answered session waits
+        for the client's next POST (:meth:`~mcp_ref._http_sessions.SessionBook.park`): a
+        modern POST to a server that is not stateless."""
+        return self.modern and not self.stateless
 
     @property
     def accepted_alone(self) -> bool:
@@ -170,6 +186,7 @@ def read_post(
             new_session=True,
             preamble=[],
             modern=True,
+            stateless=cfg.stateless,
         )
         return check_modern(headers, modern, getattr(handler, "tool_input_schema", None)) or post
     is_init = any(m.method == "initialize" for m in infos)
@@ -179,6 +196,7 @@ def read_post(
         initialize=is_init,
         new_session=is_init or cfg.stateless,
         preamble=[],
+        stateless=cfg.stateless,
     )
     err = check_initialize_alone(infos)
     if err is None and is_init and not cfg.stateless:

@@ -6,10 +6,9 @@ Theory of operation
 -------------------
 Holding a session costs the server memory and a task, so every session counts against
 two bounds of :class:`~mcp_ref._http.HttpLimits`: ``max_sessions`` in all, and
-``max_sessions_per_peer`` for one client address (only for addresses that tell clients
-apart: :func:`~mcp_ref._http_peers.told_apart`).  A :class:`SessionBook` keeps a *seat* per live session (the
-address that opened it, and when) and answers, with the time passed in as ``now``
-(seconds, any monotonic clock):
+``max_sessions_per_peer`` per client address (one that tells clients apart:
+:func:`~mcp_ref._http_peers.told_apart`).  A :class:`SessionBook` keeps a *seat* per
+live session (its address, and when it opened) and answers, given ``now`` (seconds):
 
 * :meth:`SessionBook.room_for`: may a new session from this address open now?  If a
   bound is reached, the *evictable* session to end first (no request in progress, no

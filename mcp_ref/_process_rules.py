@@ -4,7 +4,7 @@ tells the child's end.
 
 Theory of operation
 -------------------
-A stdio client driver (:mod:`mcp_ref.trio._stdio_process`) starts the child, reads its
+A stdio client driver (:mod:`mcp_ref.trio._stdio`) starts the child, reads its
 stderr and waits for its exit; what follows from the arguments and the bytes, and not
 from the event loop, is here, so a test needs no process:
 

@@ -17,8 +17,10 @@ reader finds them in one place and a test needs no loop:
   ``notifications/cancelled`` naming it, unless the core refuses it.
 * **Request ids as keys** (:func:`key_of`): ``"7"`` and ``7`` are different ids; the
   peer's requests being handled, within the limit, and those a graceful stop gave up on
-  (:class:`Handling`).
+  (:class:`Handling`); the callers of ours still waiting, and what each answer, timeout
+  and progress does to them (:class:`Callers`).
 * **The progress token** a request carries (:func:`progress_token_of`).
+* **The options a session refuses** (:func:`check_session_options`, :func:`checked_grace`).
 * **Keepalive** (:class:`Keepalive`): how often to ping a silent peer, how long to wait
   for the answer, how many misses end the session; :meth:`Keepalive.next_ping_at` is
   when the next ping is due, time being an argument.
@@ -27,27 +29,33 @@ reader finds them in one place and a test needs no loop:
 from __future__ import annotations
 
 import logging
-from typing import Any, Final, Generic, TypeVar
+from collections import deque
+from typing import Any, Final, Generic, Protocol, TypeVar
 
 import attrs
 
 from . import types as t
+from ._client import Outcome, SessionClosed
 from ._connection import Connection
 from ._errors import INTERNAL_ERROR, LocalProtocolError, McpError
 from ._pagination import InvalidCursor
 from ._state import SERVER, Role
-from .events import ErrorResponse, Notification, Request, RequestId, Response
+from .events import ErrorResponse, Notification, Progress, Request, RequestId, Response
 
 __all__ = [
     "ABANDON_WAIT",
     "CLOSE_GRACE",
     "DEFAULT_GRACE_SECONDS",
     "MAX_QUEUED_PROGRESS",
+    "Callers",
     "Handling",
     "Keepalive",
+    "Waiting",
     "answer_bytes",
     "busy_reply",
     "cancel_bytes",
+    "check_session_options",
+    "checked_grace",
     "end_reason",
     "error_reply",
     "key_of",
@@ -139,6 +147,86 @@ class Handling(Generic[H]):
         """The session ends: returns every handle, to cancel; none is answered."""
         self.closed = True
         return list(self._handles.values())
+
+
+def check_session_options(framing: str, max_requests: int, max_notifications: int) -> None:
+    """Refuse what a session cannot run with: raises ValueError for a channel
+    ``framing`` other than ``"lines"`` and ``"messages"``, or a limit (the most requests
+    handled at once, notifications queued) below 1."""
+    if framing not in ("lines", "messages"):
+        raise ValueError(f"unknown channel framing {framing!r}")
+    if max_requests < 1 or max_notifications < 1:
+        raise ValueError("max_concurrent_requests and max_queued_notifications must be >= 1")
+
+
+def checked_grace(grace_seconds: float) -> float:
+    """``grace_seconds``, the seconds a graceful stop gives the requests in progress;
+    raises ValueError when it is negative."""
+    if grace_seconds < 0:
+        raise ValueError("grace_seconds must not be negative")
+    return grace_seconds
+
+
+class Waiting(Protocol):
+    """What :class:`Callers` reads and calls of a driver's waiter (one caller of
+    ``send_request``): ``wake`` is anything with a ``set()`` (a ``trio.Event``)."""
+
+    answer: Any
+    """What ended the wait (an :data:`~mcp_ref._client.Outcome`, or SessionClosed),
+    None while it goes on."""
+    on_progress: Any
+    """The caller's progress callback, or None (then progress is not kept)."""
+    progress: deque[Progress]
+    """Progress waiting for the callback (at most :data:`MAX_QUEUED_PROGRESS`)."""
+    wake: Any
+
+    def finish(self, answer: Any) -> None:
+        """End the wait with ``answer`` (only the first call counts)."""
+
+
+W = TypeVar("W", bound=Waiting)
+
+
+class Callers(Generic[W]):
+    """The callers of our requests still waiting for an answer, by request id (each a
+    driver's :class:`Waiting`), and what each event about those requests does to them."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[tuple[type, RequestId], W] = {}
+
+    def expect(self, request_id: RequestId, waiter: W) -> W:
+        """Register the caller of ``request_id`` (before the request is sent)."""
+        self._by_key[key_of(request_id)] = waiter
+        return waiter
+
+    def forget(self, request_id: RequestId) -> None:
+        """Drop the caller of ``request_id`` (it stopped waiting)."""
+        del self._by_key[key_of(request_id)]
+
+    def deliver(self, event: Outcome | Progress) -> None:
+        """Hand an event about one of our requests to its caller, if it still waits: an
+        answer or our timeout ends the wait; progress is queued (the oldest dropped when
+        the caller lags) and wakes it, if it takes progress; an error about no request
+        (the peer could not read one we sent) is only logged."""
+        if isinstance(event, Progress):
+            waiter = self._by_key.get(key_of(event.request_id))
+            if waiter is not None and waiter.answer is None and waiter.on_progress is not None:
+                waiter.progress.append(event)
+                waiter.wake.set()
+        elif event.id is None:
+            assert isinstance(event, ErrorResponse)
+            log.warning("the peer could not read a message we sent: %s", event.message)
+        elif (waiter := self._by_key.get(key_of(event.id))) is not None:
+            # Spec: 2025-06-18/basic/lifecycle#timeouts.2
+            # "stop waiting for a response"
+            # (RequestTimedOut becomes NoAnswerError: never an error a peer could send)
+            waiter.finish(event)
+
+    def fail_all(self, reason: str) -> None:
+        """End every wait with :class:`~mcp_ref.SessionClosed` (the peer can no longer
+        answer)."""
+        for waiter in self._by_key.values():
+            waiter.finish(SessionClosed(reason))
 
 
 def end_reason(what: str, cause: str | None) -> str:

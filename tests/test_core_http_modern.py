@@ -88,6 +88,8 @@ def test_a_modern_post_opens_a_session_of_its_own_without_preamble(cfg: Any) -> 
     assert got.modern and got.new_session and not got.initialize
     assert got.preamble == []
     assert [m.id for m in got.requests] == [7]
+    # Its session ends once answered; a stateful server parks it for the next POST.
+    assert got.session_kind == "stateless" and got.parks == (not cfg.stateless)
 
 
 def test_a_handshake_post_is_read_as_before() -> None:
@@ -95,9 +97,13 @@ def test_a_handshake_post_is_read_as_before() -> None:
     got = read_post(STATELESS, headers(mcp_protocol_version="2025-11-25"), legacy)
     assert isinstance(got, Post)
     assert not got.modern and len(got.preamble) == 2
+    assert got.session_kind == "stateless" and not got.parks
     # A stateful server sends it to the session its Mcp-Session-Id names.
     got = read_post(CFG, headers(mcp_protocol_version="2025-11-25"), legacy)
     assert isinstance(got, Post) and not got.new_session and not got.modern
+    init = b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}'
+    opened = read_post(CFG, headers(), init)
+    assert isinstance(opened, Post) and opened.session_kind == "streamable"
 
 
 @pytest.mark.spec(

@@ -4,24 +4,30 @@ loop: every function takes its inputs, time included, as arguments."""
 
 from __future__ import annotations
 
+from collections import deque
+
 import pytest
 
-from mcp_ref import CLIENT, INTERNAL_ERROR, SERVER, Connection, McpError
+from mcp_ref import CLIENT, INTERNAL_ERROR, SERVER, Connection, McpError, SessionClosed
 from mcp_ref import types as t
 from mcp_ref._pagination import InvalidCursor
 from mcp_ref._session_rules import (
+    MAX_QUEUED_PROGRESS,
+    Callers,
     Handling,
     Keepalive,
     answer_bytes,
     busy_reply,
     cancel_bytes,
+    check_session_options,
+    checked_grace,
     end_reason,
     error_reply,
     key_of,
     progress_token_of,
     reply_at_once,
 )
-from mcp_ref.events import ErrorResponse, Request, Response
+from mcp_ref.events import ErrorResponse, Progress, Request, RequestTimedOut, Response
 
 from ._pair import init_request, initialized_pair
 
@@ -150,3 +156,76 @@ def test_an_end_reason_adds_the_channels_cause_once() -> None:
     assert end_reason("the peer closed the connection", None) == "the peer closed the connection"
     assert end_reason("write failed", "exit 1") == "write failed; exit 1"
     assert end_reason("write failed; exit 1", "exit 1") == "write failed; exit 1"
+
+
+def test_a_session_refuses_unknown_framing_and_limits_below_one() -> None:
+    check_session_options("lines", 1, 1)
+    check_session_options("messages", 256, 64)
+    with pytest.raises(ValueError, match="framing 'bytes'"):
+        check_session_options("bytes", 1, 1)
+    for limits in ((0, 1), (1, 0)):
+        with pytest.raises(ValueError, match="must be >= 1"):
+            check_session_options("lines", *limits)
+
+
+def test_a_graceful_stop_takes_no_negative_grace() -> None:
+    assert checked_grace(0) == 0
+    assert checked_grace(2.5) == 2.5
+    with pytest.raises(ValueError, match="must not be negative"):
+        checked_grace(-0.1)
+
+
+class _Waiter:
+    """A waiter as a driver keeps one: what ended the wait, the queued progress."""
+
+    def __init__(self, takes_progress: bool = True) -> None:
+        self.answer: object = None
+        self.on_progress = print if takes_progress else None
+        self.progress: deque[Progress] = deque(maxlen=MAX_QUEUED_PROGRESS)
+        self.woken = 0
+        self.wake = self
+
+    def set(self) -> None:
+        self.woken += 1
+
+    def finish(self, answer: object) -> None:
+        if self.answer is None:
+            self.answer = answer
+
+
+def _progress(request_id: int | str, n: float) -> Progress:
+    return Progress(request_id=request_id, progress_token="tok", progress=n)
+
+
+@pytest.mark.spec("2025-06-18/basic/lifecycle#timeouts.2")
+def test_callers_end_a_wait_with_its_answer_or_timeout_and_nothing_else() -> None:
+    callers: Callers[_Waiter] = Callers()
+    seven, text_seven = callers.expect(7, _Waiter()), callers.expect("7", _Waiter())
+    callers.deliver(Response(id=7, result=t.EmptyResult()))
+    assert isinstance(seven.answer, Response) and text_seven.answer is None
+    callers.deliver(RequestTimedOut(id="7", method="tools/call", elapsed=60.0))
+    assert isinstance(text_seven.answer, RequestTimedOut)
+    callers.deliver(Response(id=8, result=t.EmptyResult()))  # nobody waits: dropped
+    callers.deliver(ErrorResponse(id=None, code=-32700, message="Parse error"))  # logged
+
+
+def test_callers_queue_progress_only_for_a_caller_that_takes_it_and_still_waits() -> None:
+    callers: Callers[_Waiter] = Callers()
+    taker, other = callers.expect(1, _Waiter()), callers.expect(2, _Waiter(False))
+    for n in range(MAX_QUEUED_PROGRESS + 2):
+        callers.deliver(_progress(1, n))
+    callers.deliver(_progress(2, 1))
+    assert [p.progress for p in taker.progress][:1] == [2]  # the oldest dropped
+    assert taker.woken == MAX_QUEUED_PROGRESS + 2 and not other.progress and not other.woken
+    callers.deliver(Response(id=1, result=t.EmptyResult()))
+    callers.deliver(_progress(1, 99))  # answered already: not queued
+    assert taker.progress[-1].progress == MAX_QUEUED_PROGRESS + 1
+
+
+def test_callers_fail_every_wait_and_forget_one_that_left() -> None:
+    callers: Callers[_Waiter] = Callers()
+    one, two = callers.expect(1, _Waiter()), callers.expect(2, _Waiter())
+    callers.forget(2)
+    callers.fail_all("the peer closed the connection")
+    assert isinstance(one.answer, SessionClosed) and two.answer is None
+    assert str(one.answer) == "the peer closed the connection"

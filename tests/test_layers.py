@@ -171,9 +171,8 @@ def test_run_time_imports_form_no_cycle() -> None:
 
 def test_no_two_modules_import_each_other_even_for_annotations() -> None:
     """Imports go one way everywhere in ``mcp_ref/``, ``if TYPE_CHECKING:`` imports
-    included (issue 14): e.g. the trio session's modules go ``_session -> _handler ->
-    _session_api -> _requests``, and the keepalive task names what it needs
-    of a session with a Protocol."""
+    included (issue 14): e.g. the trio session's modules go ``_session -> _session_api
+    -> _requests``."""
     assert cycles(_edges(typing=True)) == []
 
 

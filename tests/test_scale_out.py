@@ -30,7 +30,7 @@ from mcp_ref._stores import (
     adoption_start,
 )
 from mcp_ref.server import Context, Server
-from mcp_ref.trio.http.server import close_sse_stream, open_http_server
+from mcp_ref.trio.http import close_sse_stream, open_http_server
 from tests._http_raw import RawConnection, init_body, notification_body, request_body
 
 T = "2025-06-18/basic/transports#"

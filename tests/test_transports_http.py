@@ -20,7 +20,7 @@ import trio.testing
 from mcp_ref import types as t
 from mcp_ref._http import HttpLimits, parse_event_id
 from mcp_ref.server import Context, Server
-from mcp_ref.trio.http.server import HttpServerInfo, close_sse_stream, open_http_server
+from mcp_ref.trio.http import HttpServerInfo, close_sse_stream, open_http_server
 
 from ._http_raw import (
     RawConnection,

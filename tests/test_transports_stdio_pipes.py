@@ -1,8 +1,8 @@
-"""2025-06-18/basic/transports#stdio over real pipes, and the fast path for pipes
-(``mcp_ref/trio/_fast_pipe.py``): a small message written at once with one atomic
-``os.write`` gives the same bytes, in the same order, as the plain ``send_all``; what the
-fast path cannot take (too large, a full pipe, a broken one) goes the plain way in its
-place, and nothing is lost."""
+"""2025-06-18/basic/transports#stdio over real pipes, and the fast path for pipes (the
+last section of ``mcp_ref/trio/_channel.py``): a small message written at once with one
+atomic ``os.write`` gives the same bytes, in the same order, as the plain ``send_all``;
+what the fast path cannot take (too large, a full pipe, a broken one) goes the plain way
+in its place, and nothing is lost."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import trio.testing
 
 from mcp_ref.events import RequestId
 from mcp_ref.trio import StreamChannel
-from mcp_ref.trio._fast_pipe import PIPE_BUF, pipe_send_nowait
+from mcp_ref.trio._channel import PIPE_BUF, pipe_send_nowait
 
 from .test_trio_session import LIMIT, call, session_pair
 

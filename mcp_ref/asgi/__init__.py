@@ -72,6 +72,7 @@ from .._http_connection import RequestReady
 from .._http_peers import peer_address
 from .._http_server import ServerConfig, server_config
 from .._oauth_resource import serve_metadata
+from .._session_rules import checked_grace
 from ..stores import Sharing, Stores
 from ..trio._session import DEFAULT_GRACE_SECONDS, Handler
 from ..trio.http.auth import admit
@@ -148,8 +149,7 @@ def asgi_app(
     Source: 2025-06-18/basic/transports#streamable-http; 2024-11-05/basic/transports
     "HTTP with SSE"; 2025-06-18/basic/transports#security-warning (Origin, Host).
     """
-    if grace_seconds < 0:
-        raise ValueError("grace_seconds must not be negative")
+    checked_grace(grace_seconds)
     cfg = server_config(
         host,
         path=path,

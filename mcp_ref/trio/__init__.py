@@ -5,13 +5,12 @@ role) over a :class:`MessageChannel` (:class:`StreamChannel` over trio byte stre
 WebSocket (:mod:`.websocket`) make the channels.
 """
 
+from .._client import DEFAULT_TIMEOUT, SessionClosed
 from .._session_rules import Keepalive
 from ._channel import MemoryMessageChannel, MessageChannel, StreamChannel, memory_channel_pair
-from ._handler import Handler, RequestContext
 from ._session import open_session, serve_channel
-from ._session_api import DEFAULT_TIMEOUT, SESSION_DEFAULT, Session, SessionClosed
-from ._stdio import serve_stdio, stdio_channel
-from ._stdio_process import ProcessChannel, StderrMode, open_stdio_process
+from ._session_api import SESSION_DEFAULT, Handler, RequestContext, Session
+from ._stdio import ProcessChannel, StderrMode, open_stdio_process, serve_stdio, stdio_channel
 from .http import (
     HttpClientChannel,
     HttpServerInfo,

@@ -8,18 +8,24 @@ receives arbitrary chunks of one newline-delimited stream and the core finds the
 boundaries (``Connection.receive_data``); a ``"messages"`` channel (an HTTP body, a
 WebSocket frame) receives one whole message per ``receive`` (``receive_message``).
 A channel never parses: garbage is handed on, and the core answers it (-32700).
-Here: :class:`StreamChannel` over trio byte streams, and :func:`memory_channel_pair`.
+Here: :class:`StreamChannel` over trio byte streams, :func:`memory_channel_pair`,
+:func:`open_running` (a channel with its background tasks), and last, a fast path a
+reader may skip, :func:`pipe_send_nowait`.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Final, Literal, Protocol, runtime_checkable
+import os
+import select
+import stat
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Final, Literal, Protocol, TypeVar, runtime_checkable
 
 import trio
 
 from ..events import RequestId
-from ._fast_pipe import pipe_send_nowait
 
 __all__ = ["MemoryMessageChannel", "MessageChannel", "StreamChannel", "memory_channel_pair"]
 
@@ -185,3 +191,83 @@ async def receive_or_eof(channel: trio.MemoryReceiveChannel[bytes]) -> bytes:
         return await channel.receive()
     except (trio.EndOfChannel, trio.ClosedResourceError):
         return b""
+
+
+_C = TypeVar("_C", bound=MessageChannel)
+
+
+@asynccontextmanager
+async def open_owned_nursery() -> AsyncIterator[trio.Nursery]:
+    """A nursery for the tasks that serve an ``async with`` block (what an ``open_*``
+    entry point yields): cancelled when the block ends, however it ends, and an
+    exception of the block propagates unchanged (trio would wrap it in an exception
+    group).  The caller's own ``finally`` around its ``yield`` runs before the cancel."""
+    body_error: BaseException | None = None
+    async with trio.open_nursery() as nursery:
+        try:
+            yield nursery
+        except BaseException as exc:
+            if isinstance(exc, GeneratorExit):
+                raise
+            body_error = exc
+        finally:
+            nursery.cancel_scope.cancel()
+    if body_error is not None:
+        raise body_error
+
+
+@asynccontextmanager
+async def open_running(channel: _C, run: Callable[..., Awaitable[None]]) -> AsyncIterator[_C]:
+    """Yield ``channel`` with ``run`` (its background tasks, started with
+    ``nursery.start``) running in a nursery of this block's own; on exit close the
+    channel (shielded: its ``aclose`` bounds its own wait), then cancel what is left."""
+    async with open_owned_nursery() as nursery:
+        await nursery.start(run)
+        try:
+            yield channel
+        finally:
+            with trio.CancelScope(shield=True):
+                await channel.aclose()
+
+
+# -- A fast path for pipes, which a reader may skip: a small message written at once.
+# The session's writer tries a channel's optional ``send_nowait`` before its ``send``.
+# For a :class:`~mcp_ref.trio.StreamChannel` whose send stream is a pipe (a child's
+# stdin, our stdout under ``serve_stdio``), :func:`pipe_send_nowait` gives one: a single
+# ``os.write``, which POSIX keeps whole for at most ``PIPE_BUF`` bytes on a non-blocking
+# pipe (all of it, or nothing and ``EAGAIN``).  Anything else raises ``trio.WouldBlock``
+# having written nothing, and the session falls back to ``send`` (trio's ``send_all``,
+# which reports any error) for that message and those after it.
+#
+# Why: ``send_all`` takes a schedule point before it writes, so with 100 requests in
+# flight over stdio client and server take turns instead of overlapping.  The figures
+# are in bench/README.md ("stdio and the fast path for pipes").  Sockets get no fast
+# path (a non-blocking write to a socket may be partial).
+
+PIPE_BUF = select.PIPE_BUF
+"""The largest write to a pipe that POSIX keeps whole (4096 bytes on Linux, >= 512)."""
+
+
+def pipe_send_nowait(stream: trio.abc.SendStream) -> Callable[..., None] | None:
+    """A ``send_nowait(data, *, related_request_id=None)`` for ``stream`` when it is a
+    ``trio.lowlevel.FdStream`` on a pipe or FIFO, else None.  It writes ``data`` whole,
+    or raises ``trio.WouldBlock`` having written nothing (over :data:`PIPE_BUF` bytes,
+    a full pipe, a failed write).  Call it only while no ``send_all`` is under way."""
+    if not isinstance(stream, trio.lowlevel.FdStream):
+        return None
+    try:
+        is_pipe = stat.S_ISFIFO(os.fstat(stream.fileno()).st_mode)
+    except OSError:
+        return None
+    if not is_pipe:
+        return None
+
+    def send_nowait(data: bytes, *, related_request_id: RequestId | None = None) -> None:
+        if len(data) > PIPE_BUF:
+            raise trio.WouldBlock
+        try:
+            os.write(stream.fileno(), data)  # all or nothing (-1 once closed: EBADF)
+        except OSError:  # EAGAIN (full), EPIPE, EBADF: the plain send takes over
+            raise trio.WouldBlock from None
+
+    return send_nowait

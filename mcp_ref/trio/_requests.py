@@ -1,11 +1,12 @@
-"""Requests in flight both ways: ours, awaited by their callers (:class:`Waiters`), and
+"""Requests in flight both ways: ours, awaited by their callers (:class:`Waiter`), and
 the peer's, running in their cancel scopes (:class:`Running`).
 
 Theory of operation
 -------------------
 ``Session.send_request`` registers a :class:`Waiter`, sends the request and awaits
 :meth:`Waiter.outcome`; dispatch hands it the answer or the core's timeout (which end
-the wait) and progress (run in the caller's task) through :meth:`Waiters.deliver`.
+the wait) and progress (run in the caller's task) through the core's
+:class:`~mcp_ref._session_rules.Callers`, which keeps the waiters by request id.
 
 Each of the peer's requests runs in a ``trio.CancelScope`` that :class:`Running` keeps
 (the core's :class:`~mcp_ref._session_rules.Handling`).  The peer's
@@ -25,16 +26,17 @@ from typing import Any
 import trio
 
 from .._client import Outcome, SessionClosed, result_of
-from .._session_rules import ABANDON_WAIT, MAX_QUEUED_PROGRESS, Handling, key_of
-from ..events import ErrorResponse, Progress, RequestId
+from .._session_rules import ABANDON_WAIT, MAX_QUEUED_PROGRESS, Handling
+from ..events import Progress, RequestId
 
-__all__ = ["ABANDON_WAIT", "MAX_QUEUED_PROGRESS", "Running", "Waiter", "Waiters"]
+__all__ = ["ABANDON_WAIT", "MAX_QUEUED_PROGRESS", "Running", "Waiter"]
 
 log = logging.getLogger("mcp_ref.trio")
 
 
 class Waiter:
-    """One caller of ``send_request`` awaiting its answer, and the progress to hand it."""
+    """One caller of ``send_request`` awaiting its answer, and the progress to hand it
+    (the core's :class:`~mcp_ref._session_rules.Waiting`)."""
 
     __slots__ = ("answer", "on_progress", "progress", "wake")
 
@@ -68,45 +70,6 @@ class Waiter:
             if self.answer is not None:
                 return result_of(self.answer)
             self.wake = trio.Event()  # only progress came; nothing arrives unseen meanwhile
-
-
-class Waiters:
-    """The callers waiting for our requests' answers, by request id."""
-
-    def __init__(self) -> None:
-        self._by_key: dict[tuple[type, RequestId], Waiter] = {}
-
-    def expect(
-        self, request_id: RequestId, on_progress: Callable[[Progress], Any] | None
-    ) -> Waiter:
-        """Register a caller for ``request_id`` (before the request is sent)."""
-        self._by_key[key_of(request_id)] = waiter = Waiter(on_progress)
-        return waiter
-
-    def forget(self, request_id: RequestId) -> None:
-        """Drop the caller of ``request_id`` (it stopped waiting)."""
-        del self._by_key[key_of(request_id)]
-
-    def deliver(self, event: Outcome | Progress) -> None:
-        """Hand an event about one of our requests to its caller, if it still waits."""
-        if isinstance(event, Progress):
-            waiter = self._by_key.get(key_of(event.request_id))
-            if waiter is not None and waiter.answer is None and waiter.on_progress is not None:
-                waiter.progress.append(event)  # the oldest is dropped when the caller lags
-                waiter.wake.set()
-        elif event.id is None:  # an error about no request: the peer could not read one
-            assert isinstance(event, ErrorResponse)
-            log.warning("the peer could not read a message we sent: %s", event.message)
-        elif (waiter := self._by_key.get(key_of(event.id))) is not None:
-            # Spec: 2025-06-18/basic/lifecycle#timeouts.2
-            # "stop waiting for a response"
-            # (RequestTimedOut becomes NoAnswerError: never an error a peer could send)
-            waiter.finish(event)
-
-    def fail_all(self, reason: str) -> None:
-        """End every wait with :class:`SessionClosed` (the peer can no longer answer)."""
-        for waiter in self._by_key.values():
-            waiter.finish(SessionClosed(reason))
 
 
 class Running(Handling[trio.CancelScope]):

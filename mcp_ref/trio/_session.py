@@ -9,7 +9,8 @@ channel whose input arrives in other tasks may :meth:`Session.push` it instead),
 timer (sleep until ``Connection.next_deadline()`` on ``trio.current_time()``, so
 ``MockClock`` drives it, then write what ``handle_timeout(now)`` returns), the
 notification task (``handle_notification``, in order), and with ``keepalive=`` the
-pinger (:mod:`._keepalive`), with ``stop=`` a task that ends the input when it is set.
+pinger (:meth:`_Tasks.keepalive`), with ``stop=`` a task that ends the input when it is
+set.
 
 **One dispatch route** (:meth:`_Tasks.dispatch`, one lock) feeds the core, then acts on
 each event until ``NEED_DATA``: a request runs in a task and cancel scope of its own
@@ -28,23 +29,28 @@ import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, suppress
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
 import attrs
 import trio
 
 from .. import _session_rules as rules
 from .. import events as ev
+from .._client import DEFAULT_TIMEOUT, SessionClosed
 from .._connection import NEED_DATA, Connection
-from .._errors import INTERNAL_ERROR, RemoteProtocolError
+from .._errors import (
+    INTERNAL_ERROR,
+    LocalProtocolError,
+    McpError,
+    NoAnswerError,
+    RemoteProtocolError,
+)
 from .._framing import DEFAULT_MAX_MESSAGE_BYTES
 from .._inflight import RequestTimeout
 from .._session_rules import DEFAULT_GRACE_SECONDS
 from .._state import SERVER, Role, State
-from ._channel import MessageChannel
-from ._handler import Handler, RequestContext
-from ._keepalive import run_keepalive
-from ._session_api import DEFAULT_TIMEOUT, Session, SessionClosed
+from ._channel import MessageChannel, open_owned_nursery
+from ._session_api import Handler, RequestContext, Session
 
 # What the other drivers import from here.
 __all__ = [
@@ -53,14 +59,11 @@ __all__ = [
     "Session",
     "SessionClosed",
     "open_owned_nursery",
-    "open_running",
     "open_session",
     "serve_channel",
 ]
 
 log = logging.getLogger("mcp_ref.trio")
-
-_C = TypeVar("_C", bound=MessageChannel)
 
 
 async def shielded(work: Awaitable[None]) -> None:
@@ -68,40 +71,6 @@ async def shielded(work: Awaitable[None]) -> None:
     ``push`` caller, say), so an event taken from the core is dispatched whole."""
     with trio.CancelScope(shield=True):
         await work
-
-
-@asynccontextmanager
-async def open_owned_nursery() -> AsyncIterator[trio.Nursery]:
-    """A nursery for the tasks that serve an ``async with`` block (what an ``open_*``
-    entry point yields): cancelled when the block ends, however it ends, and an
-    exception of the block propagates unchanged (trio would wrap it in an exception
-    group).  The caller's own ``finally`` around its ``yield`` runs before the cancel."""
-    body_error: BaseException | None = None
-    async with trio.open_nursery() as nursery:
-        try:
-            yield nursery
-        except BaseException as exc:
-            if isinstance(exc, GeneratorExit):
-                raise
-            body_error = exc
-        finally:
-            nursery.cancel_scope.cancel()
-    if body_error is not None:
-        raise body_error
-
-
-@asynccontextmanager
-async def open_running(channel: _C, run: Callable[..., Awaitable[None]]) -> AsyncIterator[_C]:
-    """Yield ``channel`` with ``run`` (its background tasks, started with
-    ``nursery.start``) running in a nursery of this block's own; on exit close the
-    channel (shielded: its ``aclose`` bounds its own wait), then cancel what is left."""
-    async with open_owned_nursery() as nursery:
-        await nursery.start(run)
-        try:
-            yield channel
-        finally:
-            with trio.CancelScope(shield=True):
-                await channel.aclose()
 
 
 @attrs.define
@@ -279,6 +248,45 @@ class _Tasks:
         else:
             self.nursery.start_soon(self.finish_then_close, reason)
 
+    async def keepalive(self, keepalive: rules.Keepalive) -> None:
+        """The pinger: sleep until a ping is due (the core's
+        :class:`~mcp_ref._session_rules.Keepalive` says when, and when the misses end
+        the session) and ping only if the peer stayed silent meanwhile (a busy session
+        never pings).  Any answer counts, even an error; a ping the lifecycle refuses
+        (in the handshake, while closing) waits for the next interval.  Returns when
+        the session is closed.  Source: 2025-06-18/basic/utilities/ping#error-handling.
+        """
+        session, failures = self.session, 0
+        pinged_at = session.last_input_at
+        while not session.closed:
+            heard = session.last_input_at
+            await trio.sleep_until(keepalive.next_ping_at(heard, pinged_at))
+            if session.closed:
+                return
+            if session.last_input_at != heard:  # the peer talked meanwhile: wait again
+                continue
+            pinged_at = trio.current_time()
+            try:
+                # Spec: 2025-06-18/basic/utilities/ping#implementation-considerations.1
+                # "Implementations SHOULD periodically issue pings to detect connection health"
+                timeout = RequestTimeout(seconds=keepalive.timeout)
+                await session.send_request("ping", timeout=timeout)
+            except NoAnswerError:
+                failures += 1
+                note, lost = keepalive.missed(failures)
+                log.warning("%s session: %s", session.role.value, note)
+                if lost is not None:
+                    session.abort(lost)
+                    return
+            except McpError:
+                failures = 0  # an error response (even -32001) is still an answer
+            except LocalProtocolError as exc:  # the lifecycle refuses a ping now: try later
+                log.debug("keepalive ping not sent: %s", exc)
+            except SessionClosed:
+                return
+            else:
+                failures = 0
+
     async def stop_on(self, stop: trio.Event) -> None:
         """Once ``stop`` is set, end the input as the peer's end would (the reader's
         input is dropped).  Source: 2025-06-18/basic/lifecycle#stdio.2."""
@@ -344,10 +352,7 @@ async def open_session(
 
     Source: 2025-06-18/basic/lifecycle (the session), 2025-06-18/basic/lifecycle#timeouts.
     """
-    if channel.framing not in ("lines", "messages"):
-        raise ValueError(f"unknown channel framing {channel.framing!r}")
-    if max_concurrent_requests < 1 or max_queued_notifications < 1:
-        raise ValueError("max_concurrent_requests and max_queued_notifications must be >= 1")
+    rules.check_session_options(channel.framing, max_concurrent_requests, max_queued_notifications)
     conn = Connection(
         role,
         newline_framing=channel.framing == "lines",
@@ -373,7 +378,7 @@ async def open_session(
                 nursery.start_soon(tasks.expire)
                 nursery.start_soon(tasks.notify)
                 if keepalive is not None:
-                    nursery.start_soon(run_keepalive, session, keepalive)
+                    nursery.start_soon(tasks.keepalive, keepalive)
                 if stop is not None:
                     nursery.start_soon(tasks.stop_on, stop)
                 opened = getattr(handler, "session_opened", None)

@@ -1,5 +1,6 @@
 """The :class:`Session` object: what its users call, what it holds, and its one write path
-(:mod:`._session` runs its tasks; every end goes through :meth:`Session._close`).
+(:mod:`._session` runs its tasks; every end goes through :meth:`Session._close`); the
+:class:`Handler` an application implements, and the :class:`RequestContext` it receives.
 
 Theory of operation
 -------------------
@@ -19,22 +20,25 @@ import logging
 import math
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any, Final, Literal, NoReturn
+from typing import Any, Final, Literal, NoReturn, Protocol, runtime_checkable
 
+import attrs
 import trio
 
+from .. import types as t
+
 # One class, one default and one sentinel for every client and driver.
-from .._client import DEFAULT, DEFAULT_TIMEOUT, SessionClosed, _Default, with_progress_token
+from .._client import DEFAULT, SessionClosed, _Default, with_progress_token
 from .._connection import Connection
 from .._errors import LocalProtocolError
 from .._inflight import RequestTimeout
-from .._session_rules import CLOSE_GRACE, cancel_bytes, end_reason
+from .._session_rules import CLOSE_GRACE, Callers, cancel_bytes, end_reason, progress_token_of
 from .._state import Role
 from ..events import Event, Notification, Progress, Request, RequestId
 from ._channel import MessageChannel
-from ._requests import Running, Waiters
+from ._requests import Running, Waiter
 
-__all__ = ["CLOSE_GRACE", "DEFAULT_TIMEOUT", "SESSION_DEFAULT", "Session", "SessionClosed"]
+__all__ = ["SESSION_DEFAULT", "Handler", "RequestContext", "Session"]
 
 log = logging.getLogger("mcp_ref.trio")
 
@@ -52,9 +56,6 @@ class Session:
 
     Attributes:
         connection: the sans-IO core (:class:`~mcp_ref.Connection`).
-        role: ``CLIENT`` or ``SERVER``.
-        app_state: a dict for the application's per-session state; the session never
-            reads it.
         closed: True once the session has ended; ``close_reason`` says why.
         last_input_at: when input last came from the peer (``trio.current_time()``
             seconds); keepalive pings wait on it.
@@ -71,7 +72,9 @@ class Session:
     ) -> None:
         self.connection = connection
         self.role: Role = connection.our_role
+        """``CLIENT`` or ``SERVER``."""
         self.app_state: dict[str, Any] = {}
+        """The application's per-session state; the session never reads it."""
         self.closed = False
         self.close_reason: str | None = None
         self.last_input_at = trio.current_time()
@@ -81,7 +84,7 @@ class Session:
         self._send_lock = trio.Lock()
         self._write_scope: trio.CancelScope | None = None
         self._write_until = math.inf  # no write goes past this (set by _close)
-        self._waiters = Waiters()  # our requests' callers
+        self._waiters: Callers[Waiter] = Callers()  # our requests' callers
         self._running = Running(max_concurrent_requests)  # the peer's requests
         self._notes_in, self._notes_out = trio.open_memory_channel[Notification](
             max_queued_notifications
@@ -165,7 +168,7 @@ class Session:
         rid = conn.next_request_id()
         if on_progress is not None:
             params = with_progress_token(method, params, rid)
-        waiter = self._waiters.expect(rid, on_progress)
+        waiter = self._waiters.expect(rid, Waiter(on_progress))
         timeout_kw: dict[str, Any] = {} if timeout is SESSION_DEFAULT else {"timeout": timeout}
         sent = False
 
@@ -194,12 +197,8 @@ class Session:
     async def send_notification(
         self, method: str, params: Any = None, *, related_request_id: RequestId | None = None
     ) -> None:
-        """Send a notification.
-
-        Args:
-            method: e.g. ``"notifications/tools/list_changed"``.
-            params: its typed params, or None.
-            related_request_id: the incoming request it belongs to (HTTP routing).
+        """Send a notification (``method``, e.g. ``"notifications/tools/list_changed"``;
+        ``params`` and ``related_request_id``: as :meth:`send_request`'s).
 
         Raises:
             SessionClosed: the session ended.
@@ -347,3 +346,76 @@ class Session:
         self._notes_in.close()
         self._timer.cancel()
         self._closed_event.set()
+
+
+@runtime_checkable
+class Handler(Protocol):
+    """What a session calls for the peer's requests (each in a task of its own, inside
+    ``ctx.cancel_scope``) and notifications, on the event loop (blocking work stalls the
+    whole session).  Optional sync methods: ``session_opened(session)`` (once its tasks
+    are started), ``session_closed(session)`` (at the very end)."""
+
+    async def handle_request(self, ctx: RequestContext) -> Any:
+        """Answer one request: return the typed result (e.g. ``t.CallToolResult``) or
+        raise :class:`~mcp_ref.McpError` (anything else: -32603, logged;
+        :func:`mcp_ref._session_rules.error_reply`).  A server's ``initialize`` comes
+        here too: answer ``t.InitializeResult`` with ``protocol_version=ctx.session.
+        connection.negotiated_version_for(ctx.params.protocol_version)``; ``ping`` never
+        does."""
+        ...
+
+    async def handle_notification(self, session: Session, notification: Notification) -> None:
+        """React to one notification (not ``notifications/cancelled`` nor ``/progress``,
+        the session's), one at a time in arrival order: do not block for long."""
+        ...
+
+
+@attrs.define(eq=False)
+class RequestContext:
+    """One incoming request being handled, what ``Handler.handle_request`` receives:
+    its ``session``, ``request_id`` (exactly as sent), ``method``, typed ``params`` (or
+    None), ``progress_token`` (``_meta.progressToken`` or None), ``meta_context`` (a
+    2026-07-28 request's :class:`mcp_ref._modern.RequestContext`, as the connection read
+    it from ``_meta``; None in the handshake era) and ``cancel_scope``, the handler's,
+    cancelled by the peer's ``notifications/cancelled`` or the session's end.  What is
+    sent through it carries the request's id (HTTP routes on it).
+
+    Source: 2025-06-18/basic/utilities/cancellation#behavior-requirements.3,
+    2025-06-18/basic/utilities/progress#progress-flow.
+    """
+
+    session: Session
+    request_id: RequestId
+    method: str
+    params: Any
+    meta_context: Any = None
+    progress_token: str | int | None = attrs.field(init=False)
+    cancel_scope: trio.CancelScope = attrs.field(init=False, factory=trio.CancelScope)
+
+    def __attrs_post_init__(self) -> None:
+        self.progress_token = progress_token_of(self.params)
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Send ``notifications/progress`` for this request; a no-op without a progress
+        token.  Raises LocalProtocolError (``progress`` not past the last one, or the
+        request answered already) or SessionClosed.
+
+        Source: 2025-06-18/basic/utilities/progress#progress-flow.3 and .4.
+        """
+        if self.progress_token is None:
+            return
+        params = t.ProgressNotificationParams(
+            progress=progress, progress_token=self.progress_token, total=total, message=message
+        )
+        await self.send_notification("notifications/progress", params)
+
+    async def send_request(self, method: str, params: Any = None, **kw: Any) -> Any:
+        """:meth:`Session.send_request` tagged as made while handling this request."""
+        kw.setdefault("related_request_id", self.request_id)
+        return await self.session.send_request(method, params, **kw)
+
+    async def send_notification(self, method: str, params: Any = None) -> None:
+        """:meth:`Session.send_notification` tagged as made while handling this request."""
+        await self.session.send_notification(method, params, related_request_id=self.request_id)

@@ -1,13 +1,21 @@
-"""The stdio transport, server side, and a graceful stop on a signal.
+"""The stdio transport: the server side, a graceful stop on a signal, and the client
+side, an MCP server run as a child process.
 
 Theory of operation
 -------------------
 The client writes newline-delimited messages to the server's stdin, the server to its
-stdout (the client side is :mod:`._stdio_process`).  :func:`serve_stdio` runs one
-session on duplicates of fds 0 and 1 (``trio.lowlevel.FdStream``: no worker threads;
-Unix only) until end of input, with ``sys.stdout`` pointed at stderr so a stray
-``print`` cannot corrupt the stream.  :func:`serve_until_signal` turns SIGTERM and
-SIGINT into a graceful ``stop``, which ends the session's input as if the peer had.
+stdout.  :func:`serve_stdio` runs one session on duplicates of fds 0 and 1
+(``trio.lowlevel.FdStream``: no worker threads; Unix only) until end of input, with
+``sys.stdout`` pointed at stderr so a stray ``print`` cannot corrupt the stream.
+:func:`serve_until_signal` turns SIGTERM and SIGINT into a graceful ``stop``, which
+ends the session's input as if the peer had.
+
+:func:`open_stdio_process` starts the server and yields a :class:`ProcessChannel` over
+its stdin and stdout; its stderr is read into a bounded tail.  When its stdout ends,
+the channel waits briefly for the exit and sets ``eof_reason`` (pending requests see it
+in :class:`~mcp_ref.trio.SessionClosed`).  The decisions are the core's
+(:mod:`mcp_ref._process_rules`).  Leaving the block shuts the child down as the
+lifecycle page says, shielded, so even a cancelled caller leaves no zombie.
 """
 
 from __future__ import annotations
@@ -15,17 +23,29 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import subprocess
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, redirect_stdout, suppress
 from typing import Any
 
 import trio
 
-from ._channel import StreamChannel
+from .. import _process_rules as rules
+from .._process_rules import StderrMode
+from .._session_rules import checked_grace
+from ..events import RequestId
+from ._channel import RECEIVE_SIZE, StreamChannel, open_owned_nursery
 from ._session import DEFAULT_GRACE_SECONDS, Handler, serve_channel
 
-__all__ = ["serve_stdio", "serve_until_signal", "stdio_channel"]
+__all__ = [
+    "ProcessChannel",
+    "StderrMode",
+    "open_stdio_process",
+    "serve_stdio",
+    "serve_until_signal",
+    "stdio_channel",
+]
 
 log = logging.getLogger("mcp_ref.trio.stdio")
 
@@ -68,9 +88,7 @@ async def serve_stdio(
 
     Source: 2025-06-18/basic/transports#stdio, 2025-06-18/basic/lifecycle#stdio.
     """
-    if grace_seconds < 0:
-        raise ValueError("grace_seconds must not be negative")
-    session_kw.setdefault("drain_timeout", grace_seconds)
+    session_kw.setdefault("drain_timeout", checked_grace(grace_seconds))
     async with stdio_channel() as channel:
         await serve_channel(handler, channel, stop=stop, **session_kw)
 
@@ -104,3 +122,170 @@ async def serve_until_signal(serve: Callable[[trio.Event], Awaitable[None]]) -> 
         await serve(stop)
         nursery.cancel_scope.cancel()
     return got
+
+
+class ProcessChannel(StreamChannel):
+    """The ``"lines"`` channel to a child server: its stdin and stdout.  Its
+    ``process`` is the ``trio.Process``; ``eof_reason``, once its stdout ended or a
+    write broke, :func:`mcp_ref._process_rules.describe_exit`'s account."""
+
+    def __init__(
+        self, process: trio.Process, tail: rules.StderrTail | None, forward: bool, exit_wait: float
+    ) -> None:
+        assert process.stdin is not None and process.stdout is not None
+        super().__init__(process.stdin, process.stdout)
+        self.process = process
+        self._tail = tail
+        self._forward = forward  # also copy each stderr line to ours
+        self._stderr_done = trio.Event()  # the stderr reader has read it all
+        if tail is None:
+            self._stderr_done.set()
+        self._exit_wait = exit_wait
+        self._closing = False
+
+    @property
+    def stderr_tail(self) -> list[str]:
+        """The last captured stderr lines (empty unless stderr is captured or forwarded)."""
+        return list(self._tail.lines) if self._tail is not None else []
+
+    async def receive(self) -> bytes:
+        """The next chunk of the child's stdout; ``b""`` at its end, ``eof_reason`` set."""
+        data = await super().receive()
+        if not data and not self._closing:
+            await self._explain()
+        return data
+
+    async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
+        """Write to the child's stdin (raises ``trio.BrokenResourceError`` when the child
+        closed it or died, ``eof_reason`` set first)."""
+        try:
+            # Spec: 2025-06-18/basic/transports#stdio.5
+            # "The client MUST NOT write anything to the server's `stdin` that is not a valid MCP
+            # message."
+            # (only what the core framed comes here)
+            await super().send(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            if not self._closing:
+                await self._explain()
+            raise
+
+    async def aclose(self) -> None:
+        """Close the child's stdin and stdout (the first step of its shutdown)."""
+        self._closing = True
+        await super().aclose()
+
+    async def _explain(self) -> None:
+        # Give the child a moment to exit and the stderr reader to catch up.
+        with trio.move_on_after(self._exit_wait):
+            await self.process.wait()
+            await self._stderr_done.wait()
+        process = self.process
+        self.eof_reason = rules.describe_exit(process.pid, process.returncode, self.stderr_tail)
+
+    async def _read_stderr(self, stream: trio.abc.ReceiveStream, tail: rules.StderrTail) -> None:
+        # A task of open_stdio_process: each line into the tail, logged, maybe forwarded.
+        try:
+            while chunk := await stream.receive_some(RECEIVE_SIZE):
+                for line in tail.feed(bytes(chunk)):
+                    self._show(line)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            for line in tail.feed(b""):  # a last line without a newline
+                self._show(line)
+            self._stderr_done.set()
+
+    def _show(self, line: str) -> None:
+        log.debug("server stderr: %s", line)
+        if self._forward:
+            try:
+                print(line, file=sys.stderr, flush=True)
+            except (OSError, ValueError):
+                self._forward = False
+
+
+async def _aclose_quietly(stream: trio.abc.AsyncResource | None) -> None:
+    if stream is not None:
+        with suppress(OSError, trio.BrokenResourceError, trio.ClosedResourceError):
+            await stream.aclose()
+
+
+async def _shutdown(process: trio.Process, grace: float) -> None:
+    """Stop a child server; shielded, so it completes even in a cancelled scope."""
+    with trio.CancelScope(shield=True):
+        # Spec: 2025-06-18/basic/lifecycle#stdio.1
+        # "For the stdio transport, the client SHOULD initiate shutdown by:"
+        # 1. close the child's input stream; 2. SIGTERM when it has not exited within the
+        # grace period; 3. SIGKILL when it has not exited within the grace period after SIGTERM
+        await _aclose_quietly(process.stdin)
+        for signal_it in (process.terminate, process.kill):
+            with trio.move_on_after(grace):
+                await process.wait()
+            if process.returncode is not None:
+                return
+            log.warning("the server process %d has not exited: %s", process.pid, signal_it.__name__)
+            with suppress(OSError):
+                signal_it()
+        await process.wait()
+
+
+@asynccontextmanager
+async def open_stdio_process(
+    command: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    inherit_env: bool = True,
+    cwd: str | os.PathLike[str] | None = None,
+    stderr: StderrMode = "capture",
+    stderr_lines: int = 20,
+    shutdown_grace: float = 2.0,
+    exit_wait: float = 1.0,
+) -> AsyncIterator[tuple[ProcessChannel, trio.Process]]:
+    """Start ``command`` (a list, e.g. ``[sys.executable, "server.py"]``: no shell) as
+    a child process in ``cwd`` and yield ``(channel, process)``: a :class:`ProcessChannel`
+    (for ``open_session`` or ``mcp_ref.client.open_client``) and the ``trio.Process``.
+    The child's environment is ``env`` over ours (alone unless ``inherit_env``); ``stderr``
+    is a :data:`StderrMode`, of which the last ``stderr_lines`` lines are kept.  On
+    exit the child is shut down (stdin closed, ``shutdown_grace`` seconds, SIGTERM,
+    ``shutdown_grace`` seconds, SIGKILL) and always reaped; once its stdout ended, its
+    exit is awaited ``exit_wait`` seconds for ``eof_reason``.
+
+    Raises:
+        OSError: the program could not be started (e.g. FileNotFoundError).
+        TypeError, ValueError: :func:`mcp_ref._process_rules.check_options`.
+
+    Source: 2025-06-18/basic/lifecycle#stdio.1, 2025-06-18/basic/transports#stdio.
+    """
+    rules.check_options(command, stderr, stderr_lines, shutdown_grace, exit_wait)
+    stderr_arg = {"inherit": None, "discard": subprocess.DEVNULL}.get(stderr, subprocess.PIPE)
+    process = await trio.lowlevel.open_process(
+        list(command),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=stderr_arg,
+        env=rules.child_env(os.environ, env, inherit_env),
+        cwd=cwd,
+    )
+    tail = rules.StderrTail(stderr_lines) if stderr_arg == subprocess.PIPE else None
+    channel = ProcessChannel(process, tail, stderr == "forward", exit_wait)
+    try:
+        async with open_owned_nursery() as nursery:
+            if tail is not None:
+                assert process.stderr is not None
+                nursery.start_soon(channel._read_stderr, process.stderr, tail)
+            try:
+                yield channel, process
+            finally:
+                channel._closing = True
+                await _shutdown(process, shutdown_grace)
+                # Let the stderr reader take what the child left in the pipe, briefly.
+                with trio.CancelScope(shield=True), trio.move_on_after(0.5):
+                    await channel._stderr_done.wait()
+    finally:
+        with trio.CancelScope(shield=True):
+            if process.returncode is None:  # only if _shutdown itself was interrupted
+                with suppress(OSError):
+                    process.kill()
+                await process.wait()
+            for pipe in (process.stdin, process.stdout, process.stderr):
+                await _aclose_quietly(pipe)

@@ -30,8 +30,7 @@ from ... import _http_client_steps as steps
 from ..._http_client import Send
 from ..._http_client_flows import GetStreamFlow, LegacyFlow, MessageFlow, ReplayFlow, RequestFlow
 from ...events import RequestId
-from .._channel import receive_or_eof
-from .._session import open_running
+from .._channel import open_running, receive_or_eof
 from .client_connections import _IO_FAILURES, ClientConnections, HttpTransportError, _Exchange
 from .common import Supervisor
 

@@ -54,14 +54,11 @@ async def post(cfg: ServerConfig, table: SessionTable, h: H11Stream, req: Reques
     if post.accepted_alone:
         return await h.send(*empty_answer(202, req.last))
     try:
-        modern_alone = post.modern and not cfg.stateless  # (a modern POST opens its own)
-        parked = table.take_parked() if modern_alone else None
+        parked = table.take_parked() if post.parks else None  # (SessionTable.park)
         if not post.new_session:
             sess = checked(session_request(req.headers, table.sessions))
-        elif parked is not None:  # (SessionTable.park)
-            sess = parked
         else:
-            sess = await table.open("stateless" if cfg.stateless or post.modern else "streamable")
+            sess = parked or await table.open(post.session_kind)
         try:
             sess.touch()
             most = sess.session.connection.max_requests_in_flight if sess.session else None
@@ -83,8 +80,8 @@ async def post(cfg: ServerConfig, table: SessionTable, h: H11Stream, req: Reques
         finally:
             sess.touch()
             # An answered 2026-07-28 session waits for the next POST (SessionTable.park).
-            kept = modern_alone and table.park(sess)
-            if (cfg.stateless or post.modern) and not kept:
+            kept = post.parks and table.park(sess)
+            if post.session_kind == "stateless" and not kept:
                 sess.end("stateless request answered")
             if post.cancel_when_done and not kept:  # answered, or its client left
                 sess.cancel_scope.cancel()
@@ -167,8 +164,7 @@ async def legacy_get(
     POST to (``/messages?session_id=<id>``); the session ends with the response.
 
     Raises:
-        Refused: 503 past ``limits.max_sessions``, 429 past
-            ``limits.max_sessions_per_peer`` (both with ``Retry-After``).
+        Refused: as :meth:`SessionTable.open <.sessions.SessionTable.open>`.
 
     Source: 2024-11-05/basic/transports "HTTP with SSE";
     2025-06-18/basic/transports#backwards-compatibility.

@@ -35,22 +35,16 @@ from ..._http import HttpLimits, Refused
 from ..._http_auth import ResourceAuth, server_connection
 from ..._http_connection import NEED_DATA, Refusal, RequestReady
 from ..._http_server import CLOSE_WAIT_SECONDS, ServerConfig, server_config, server_urls
+from ..._session_rules import checked_grace
 from ...stores import Sharing, Stores
 from .._listen import close_listeners, peer_of, serve_until_stopped
 from .._session import DEFAULT_GRACE_SECONDS, Handler
 from .auth import admit, prefetch
 from .common import H11Stream
 from .endpoint import ENDPOINTS
-from .sessions import PEER, SessionTable, close_sse_stream
+from .sessions import PEER, SessionTable
 
-__all__ = [
-    "CLOSE_WAIT_SECONDS",
-    "HttpServer",
-    "HttpServerInfo",
-    "close_sse_stream",
-    "open_http_server",
-    "serve_http",
-]
+__all__ = ["HttpServer", "HttpServerInfo", "open_http_server", "serve_http"]
 
 log = logging.getLogger("mcp_ref.trio.http")
 
@@ -157,8 +151,7 @@ async def serve_http(
     "HTTP with SSE"; 2025-06-18/basic/transports#backwards-compatibility;
     2025-06-18/basic/lifecycle#shutdown (the stop).
     """
-    if grace_seconds < 0:
-        raise ValueError("grace_seconds must not be negative")
+    checked_grace(grace_seconds)
     cfg = server_config(
         host,
         path=path,

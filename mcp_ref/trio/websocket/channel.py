@@ -1,4 +1,6 @@
-"""One open WebSocket, either role, as the session's ``"messages"`` channel.
+"""One open WebSocket, either role, as the session's ``"messages"`` channel, and the
+client side: its opening handshake (the core's
+:class:`~mcp_ref._websocket_handshake.ClientHandshake`) and :func:`open_websocket_channel`.
 
 Theory of operation
 -------------------
@@ -16,20 +18,23 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Awaitable, Callable
-from contextlib import suppress
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager, suppress
 from typing import Any, Literal
 
 import trio
 from wsproto import WSConnection
 
 from ... import _websocket as core
+from ..._client import SessionClosed
 from ..._errors import LocalProtocolError
+from ..._framing import DEFAULT_MAX_MESSAGE_BYTES
+from ..._websocket_handshake import ClientHandshake, split_url
 from ...events import RequestId
-from .._channel import BROKEN, RECEIVE_SIZE, receive_or_eof
-from .._session_api import Session, SessionClosed
+from .._channel import BROKEN, RECEIVE_SIZE, open_running, receive_or_eof
+from .._session_api import Session
 
-__all__ = ["WebSocketChannel"]
+__all__ = ["WebSocketChannel", "open_websocket_channel", "websocket_client_handshake"]
 
 log = logging.getLogger("mcp_ref.trio.websocket")
 
@@ -86,12 +91,9 @@ class WebSocketChannel:
         return await receive_or_eof(self._inbox)
 
     async def send(self, data: bytes, *, related_request_id: RequestId | None = None) -> None:
-        """Send ``data`` as one text message (``related_request_id`` is not used).
-
-        Raises:
-            trio.BrokenResourceError: the WebSocket is closing, or the write failed.
-            trio.ClosedResourceError: the stream was closed.
-        """
+        """Send ``data`` as one text message (``related_request_id`` is not used); raises
+        as :meth:`MessageChannel.send <mcp_ref.trio.MessageChannel.send>` (broken also
+        once the WebSocket is closing)."""
         await trio.lowlevel.checkpoint_if_cancelled()
         try:
             self._lock.acquire_nowait()  # free: no schedule point (send_all has one)
@@ -222,3 +224,73 @@ class WebSocketChannel:
         self.connection.connection_lost(reason)
         self._inbox_send.close()
         self._scope.cancel()
+
+
+async def websocket_client_handshake(
+    stream: trio.abc.Stream,
+    *,
+    host: str,
+    target: str = core.DEFAULT_PATH,
+    origin: str | None = None,
+    headers: Sequence[tuple[str, str]] = (),
+    **channel_kw: Any,
+) -> WebSocketChannel:
+    """Run the client side of the opening handshake on a connected ``stream`` (the
+    options: :class:`~mcp_ref._websocket_handshake.ClientHandshake`'s, then
+    :class:`WebSocketChannel`'s).  Returns the open channel, not yet running.  Raises
+    HandshakeError (a refusal, with ``status_code`` and ``body``; no ``mcp``
+    subprotocol; not a valid upgrade) or trio.BrokenResourceError."""
+    handshake = ClientHandshake(host=host, target=target, origin=origin, headers=headers)
+    await stream.send_all(handshake.request)
+    while (ws := handshake.next_event()) is core.NEED_DATA:
+        handshake.receive_data(bytes(await stream.receive_some(RECEIVE_SIZE)))
+    return WebSocketChannel(stream, ws, **channel_kw)
+
+
+@asynccontextmanager
+async def open_websocket_channel(
+    url: str,
+    *,
+    origin: str | None = None,
+    headers: Sequence[tuple[str, str]] = (),
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    ping_interval: float | None = core.DEFAULT_PING_INTERVAL,
+    ping_timeout: float = core.DEFAULT_PING_TIMEOUT,
+    close_timeout: float = core.DEFAULT_CLOSE_TIMEOUT,
+    connect_timeout: float = core.DEFAULT_HANDSHAKE_TIMEOUT,
+    stream: trio.abc.Stream | None = None,
+) -> AsyncIterator[WebSocketChannel]:
+    """Connect to ``url`` (``ws://host:port/path``), run the handshake within
+    ``connect_timeout`` seconds and yield the running channel (no MCP session:
+    :func:`mcp_ref.client.open_websocket_client` adds one); on exit the WebSocket is
+    closed (1000).  ``origin``, ``headers``: :func:`websocket_client_handshake`'s; the
+    four after them: :class:`WebSocketChannel`'s.  ``stream``: a connected stream to
+    use instead (tests).
+
+    Raises:
+        ValueError: not a ``ws://`` URL (:func:`~mcp_ref._websocket_handshake.split_url`).
+        OSError: the server could not be reached.
+        HandshakeError: the server refused the upgrade.
+        trio.TooSlowError: ``connect_timeout`` expired.
+    """
+    hostname, port, host, target = split_url(url)
+    with trio.fail_after(connect_timeout):
+        if stream is None:
+            stream = await trio.open_tcp_stream(hostname, port)
+        try:
+            channel = await websocket_client_handshake(
+                stream,
+                host=host,
+                target=target,
+                origin=origin,
+                headers=headers,
+                max_message_bytes=max_message_bytes,
+                ping_interval=ping_interval,
+                ping_timeout=ping_timeout,
+                close_timeout=close_timeout,
+            )
+        except BaseException:
+            await trio.aclose_forcefully(stream)
+            raise
+    async with open_running(channel, channel.run):
+        yield channel
