@@ -72,9 +72,9 @@ from .._http_connection import RequestReady
 from .._http_peers import peer_address
 from .._http_server import ServerConfig, server_config
 from .._oauth_resource import serve_metadata
-from .._session_rules import checked_grace
+from .._session_rules import DEFAULT_GRACE_SECONDS, checked_grace
 from ..stores import Sharing, Stores
-from ..trio._session import DEFAULT_GRACE_SECONDS, Handler
+from ..trio._session_api import Handler
 from ..trio.http.auth import admit
 from ..trio.http.endpoint import ENDPOINTS
 from ..trio.http.sessions import PEER, SessionTable

@@ -89,7 +89,7 @@ from ..trio import (
     open_session,
     open_stdio_process,
 )
-from ..trio._session import open_owned_nursery
+from ..trio._channel import open_owned_nursery
 
 __all__ = [
     "DEFAULT_CLIENT_INFO",

@@ -76,11 +76,11 @@ from .._modern import RequestContext as ModernContext
 from .._pagination import DEFAULT_PAGE_SIZE, InvalidCursor, paginate
 from .._ratelimit import RateLimit, take_or_refuse
 from .._request_state import InvalidRequestState, open_state, seal_state
+from .._session_rules import DEFAULT_GRACE_SECONDS
 from .._state import SERVER
 from .._versions import SUPPORTED_VERSIONS
 from ..trio import RequestContext, Session, SessionClosed, open_session, serve_http, serve_stdio
 from ..trio._channel import MessageChannel
-from ..trio._session import DEFAULT_GRACE_SECONDS
 from ..trio._stdio import serve_until_signal
 from ._completion import CompletionDef, make_completion
 from ._content import for_version

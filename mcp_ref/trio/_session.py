@@ -47,21 +47,11 @@ from .._errors import (
 )
 from .._framing import DEFAULT_MAX_MESSAGE_BYTES
 from .._inflight import RequestTimeout
-from .._session_rules import DEFAULT_GRACE_SECONDS
 from .._state import SERVER, Role, State
 from ._channel import MessageChannel, open_owned_nursery
 from ._session_api import Handler, RequestContext, Session
 
-# What the other drivers import from here.
-__all__ = [
-    "DEFAULT_GRACE_SECONDS",
-    "Handler",
-    "Session",
-    "SessionClosed",
-    "open_owned_nursery",
-    "open_session",
-    "serve_channel",
-]
+__all__ = ["open_session", "serve_channel"]
 
 log = logging.getLogger("mcp_ref.trio")
 

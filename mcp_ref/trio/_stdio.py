@@ -33,10 +33,11 @@ import trio
 
 from .. import _process_rules as rules
 from .._process_rules import StderrMode
-from .._session_rules import checked_grace
+from .._session_rules import DEFAULT_GRACE_SECONDS, checked_grace
 from ..events import RequestId
 from ._channel import RECEIVE_SIZE, StreamChannel, open_owned_nursery
-from ._session import DEFAULT_GRACE_SECONDS, Handler, serve_channel
+from ._session import serve_channel
+from ._session_api import Handler
 
 __all__ = [
     "ProcessChannel",

@@ -35,10 +35,10 @@ from ..._http import HttpLimits, Refused
 from ..._http_auth import ResourceAuth, server_connection
 from ..._http_connection import NEED_DATA, Refusal, RequestReady
 from ..._http_server import CLOSE_WAIT_SECONDS, ServerConfig, server_config, server_urls
-from ..._session_rules import checked_grace
+from ..._session_rules import DEFAULT_GRACE_SECONDS, checked_grace
 from ...stores import Sharing, Stores
 from .._listen import close_listeners, peer_of, serve_until_stopped
-from .._session import DEFAULT_GRACE_SECONDS, Handler
+from .._session_api import Handler
 from .auth import admit, prefetch
 from .common import H11Stream
 from .endpoint import ENDPOINTS

@@ -26,6 +26,7 @@ from typing import Any, Final, Literal
 import trio
 
 from ... import _http as rules
+from ..._client import SessionClosed
 from ..._http import HttpLimits, Refused, checked, http_error
 from ..._http_answers import ResponseHeads
 from ..._http_auth import CALLER, Caller, owner_key
@@ -34,7 +35,8 @@ from ..._http_sessions import END_GRACE, EVICT_GRACE, INPUT_QUEUE, SessionBook
 from ..._http_streams import LogicalStream, SessionKind, SessionStreams
 from ..._state import State
 from ...events import RequestId
-from .._session import Handler, Session, SessionClosed, serve_channel
+from .._session import serve_channel
+from .._session_api import Handler, Session
 from .common import Supervisor
 
 __all__ = ["CURRENT", "PEER", "HttpSession", "SessionTable", "close_sse_stream"]

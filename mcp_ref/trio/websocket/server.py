@@ -15,10 +15,12 @@ import trio
 from ... import _websocket as core
 from ..._http import LOCALHOST_HOSTS, LOCALHOST_ORIGINS
 from ..._http_peers import allowed_for
+from ..._session_rules import DEFAULT_GRACE_SECONDS
 from ..._websocket_handshake import Accepted, Refused, ServerHandshake, split_server_options
 from .._channel import BROKEN, RECEIVE_SIZE, open_running
 from .._listen import Handle, close_listeners, serve_until_stopped
-from .._session import DEFAULT_GRACE_SECONDS, Handler, serve_channel
+from .._session import serve_channel
+from .._session_api import Handler
 from .channel import WebSocketChannel
 
 __all__ = ["serve_websocket", "serve_websocket_stream", "websocket_server_handshake"]
