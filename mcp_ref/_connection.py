@@ -378,7 +378,8 @@ class Connection:
             spec, k = plan if plan is not None else self._plan_request(rid, method)
             new_state = self._receive_step(k, rid)
         inflight = self._inflight
-        if rid in inflight.incoming or rid in inflight.finished_in:
+        # (2026-07-28 refuses only an id in flight, basic/index#requests.3: not one answered)
+        if rid in inflight.incoming or (self.era is not MODERN and rid in inflight.finished_in):
             raise rpc.refuse(f"request id {rid!r} was already used", INVALID_REQUEST, rid)
         if len(inflight.incoming) >= inflight.max_incoming:
             raise rpc.refuse("too many requests in flight", INTERNAL_ERROR, rid)

@@ -554,3 +554,17 @@ def test_progress_and_cancellation_work_as_before_in_the_modern_era() -> None:
     late = t.ProgressNotificationParams(progress_token="tok", progress=2.0)
     with pytest.raises(LocalProtocolError, match="no active request"):
         server.send(Notification(method="notifications/progress", params=late))
+
+
+@spec("2026-07-28/basic/index#requests.3")
+def test_a_modern_peer_may_use_an_answered_id_again_but_not_one_in_flight() -> None:
+    """2026-07-28 forbids only an id the sender is still waiting on; the handshake era's
+    "never within the same session" is gone (each Streamable HTTP POST stands alone, and
+    a server may carry many of them on one connection)."""
+    _client, server = _modern_pair()
+    discover = _raw(7, "server/discover", {"_meta": _meta()})
+    (req,) = deliver(discover, server)
+    assert _refusal(server, discover).code == INVALID_REQUEST  # 7 is in flight
+    server.send(Response(id=req.id, result=_discover_result()))
+    (again,) = deliver(discover, server)  # answered: 7 may be used again
+    assert again.id == 7
