@@ -344,7 +344,6 @@ class SessionTable:
         # Spec: 2025-06-18/basic/transports#session-management.6
         # "The server MAY terminate the session at any time, after which it MUST respond to requests
         # containing that session ID with HTTP 404 Not Found."
-        # Input is closed; if the session does not end by itself, cancel it.
         if not sess.done.is_set():
             self.supervisor.start_soon(_stop, sess, END_GRACE)
 
