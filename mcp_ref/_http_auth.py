@@ -80,6 +80,7 @@ __all__ = [
     "answer_events",
     "caller_of",
     "check_http_request",
+    "current_owner",
     "operations_of",
     "owner_key",
     "server_connection",
@@ -329,6 +330,13 @@ def owner_key(identity: Identity | None) -> tuple[str, str] | None:
     if identity is None:
         return None
     return (identity.issuer or "", identity.subject or f"client:{identity.client_id}")
+
+
+def current_owner() -> tuple[str, str] | None:
+    """:func:`owner_key` of this task's :data:`CALLER` (None without a caller or its
+    identity): who owns a session opened, or a session looked for, now."""
+    caller = CALLER.get()
+    return owner_key(caller.identity if caller is not None else None)
 
 
 def session_refusal(

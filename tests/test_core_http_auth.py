@@ -13,6 +13,7 @@ import pytest
 
 from mcp_ref._http import HttpLimits
 from mcp_ref._http_auth import (
+    CALLER,
     Caller,
     HttpHeaders,
     MetadataConnection,
@@ -20,6 +21,7 @@ from mcp_ref._http_auth import (
     admission,
     answer_events,
     check_http_request,
+    current_owner,
     operations_of,
     owner_key,
     server_connection,
@@ -192,6 +194,16 @@ def test_a_session_belongs_to_its_owner() -> None:
     refused = session_refusal(req, live, who(sub="bob"))
     assert refused is not None and refused.status == 404
     assert session_refusal(request(mcp_session_id="nope"), live, who(sub="bob")) is None
+
+
+def test_current_owner_is_the_owner_key_of_this_tasks_caller() -> None:
+    assert current_owner() is None  # outside HTTP
+    for identity in (None, who(), who(sub=None)):
+        token = CALLER.set(Caller(identity, ()))
+        try:
+            assert current_owner() == owner_key(identity)
+        finally:
+            CALLER.reset(token)
 
 
 def test_admission_sets_the_caller_or_gives_the_refusal() -> None:

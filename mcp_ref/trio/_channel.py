@@ -235,9 +235,8 @@ async def open_running(channel: _C, run: Callable[..., Awaitable[None]]) -> Asyn
 # For a :class:`~mcp_ref.trio.StreamChannel` whose send stream is a pipe (a child's
 # stdin, our stdout under ``serve_stdio``), :func:`pipe_send_nowait` gives one: a single
 # ``os.write``, which POSIX keeps whole for at most ``PIPE_BUF`` bytes on a non-blocking
-# pipe (all of it, or nothing and ``EAGAIN``).  Anything else raises ``trio.WouldBlock``
-# having written nothing, and the session falls back to ``send`` (trio's ``send_all``,
-# which reports any error) for that message and those after it.
+# pipe; else the session falls back to ``send`` (trio's ``send_all``, which reports any
+# error).
 #
 # Why: ``send_all`` takes a schedule point before it writes, so with 100 requests in
 # flight over stdio client and server take turns instead of overlapping.  The figures

@@ -8,11 +8,10 @@ Theory of operation
 the wait) and progress (run in the caller's task) through the core's
 :class:`~mcp_ref._session_rules.Callers`, which keeps the waiters by request id.
 
-Each of the peer's requests runs in a ``trio.CancelScope`` that :class:`Running` keeps
-(the core's :class:`~mcp_ref._session_rules.Handling`).  The peer's
-``notifications/cancelled`` and the session's end cancel it, with no answer; a graceful
-stop (:meth:`Running.settle`) cancels those past the grace, each then answered with
--32603.  A leaf module: it knows neither the session nor the channel.
+:class:`Running` keeps the cancel scope each of the peer's requests runs in: the
+peer's ``notifications/cancelled`` and the session's end cancel it unanswered, a
+graceful stop (:meth:`Running.settle`) past its grace, answered with -32603.  A leaf
+module: it knows neither the session nor the channel.
 """
 
 from __future__ import annotations

@@ -1,21 +1,15 @@
-"""The stdio transport: the server side, a graceful stop on a signal, and the client
-side, an MCP server run as a child process.
+"""The stdio transport: the server side (:func:`serve_stdio`; :func:`serve_until_signal`
+for a graceful stop on a signal) and the client side (:func:`open_stdio_process`, an
+MCP server run as a child process).
 
 Theory of operation
 -------------------
 The client writes newline-delimited messages to the server's stdin, the server to its
-stdout.  :func:`serve_stdio` runs one session on duplicates of fds 0 and 1
-(``trio.lowlevel.FdStream``: no worker threads; Unix only) until end of input, with
-``sys.stdout`` pointed at stderr so a stray ``print`` cannot corrupt the stream.
-:func:`serve_until_signal` turns SIGTERM and SIGINT into a graceful ``stop``, which
-ends the session's input as if the peer had.
-
-:func:`open_stdio_process` starts the server and yields a :class:`ProcessChannel` over
-its stdin and stdout; its stderr is read into a bounded tail.  When its stdout ends,
-the channel waits briefly for the exit and sets ``eof_reason`` (pending requests see it
-in :class:`~mcp_ref.trio.SessionClosed`).  The decisions are the core's
-(:mod:`mcp_ref._process_rules`).  Leaving the block shuts the child down as the
-lifecycle page says, shielded, so even a cancelled caller leaves no zombie.
+stdout.  The server reads and writes duplicates of fds 0 and 1
+(``trio.lowlevel.FdStream``: no worker threads; Unix only).  The client keeps a bounded
+tail of the child's stderr for the ``eof_reason`` its pending requests see in
+:class:`~mcp_ref.trio.SessionClosed`, and shuts the child down as
+:func:`open_stdio_process` says; the decisions are the core's (:mod:`mcp_ref._process_rules`).
 """
 
 from __future__ import annotations

@@ -43,10 +43,8 @@ class HttpClientChannel(ClientConnections):
     """A :class:`~mcp_ref.trio.MessageChannel` speaking Streamable HTTP to one URL.
 
     Make it with :func:`open_http_channel` (or use
-    :func:`mcp_ref.client.open_http_client`), which runs its background tasks.  The
-    constructor, ``(url, supervisor, **options)`` with the options of
-    ``open_http_channel``, and the properties are
-    :class:`~.client_connections.ClientConnections`'s; ``url`` is the MCP endpoint.
+    :func:`mcp_ref.client.open_http_client`), which runs its background tasks.  Its
+    constructor and properties are :class:`~.client_connections.ClientConnections`'s.
 
     Source: 2025-06-18/basic/transports#streamable-http.
     """
@@ -200,8 +198,7 @@ class HttpClientChannel(ClientConnections):
             self._supervisor.start_soon(self._in_background, flow, then, ex)
 
     async def _send_request(self, flow: RequestFlow) -> None:
-        """Write the request, and read its answer in a task of its own: ``send``
-        returns at once, so the session's send lock is never held across an answer."""
+        """Write the request; its answer is read in a task of its own (module docstring)."""
         try:
             # Never wait here: the session holds its send lock while we run, and a wait
             # could keep back the answer a pending request needs (an elicitation).

@@ -179,7 +179,6 @@ class ClientConnections:
         return conn
 
     def _finish(self, ex: _Exchange) -> None:
-        # Its connection back to the pool when both sides finished, else closed.
         h = ex.conn.conn
         if not self.closed and h.our_state is h11.DONE and h.their_state is h11.DONE:
             h.start_next_cycle()
@@ -201,9 +200,7 @@ class ClientConnections:
         return ex
 
     async def _head(self, ex: _Exchange) -> _Exchange:
-        """Read the response head (when not read yet); a reused connection that the
-        server had closed gets the request again on a new connection (nothing was
-        received, so nothing was processed)."""
+        """Read the response head (when not read yet), or resend (module docstring)."""
         try:
             await ex.read_head()
             return ex

@@ -79,8 +79,7 @@ async def post(cfg: ServerConfig, table: SessionTable, h: H11Stream, req: Reques
                 await answer_sse(cfg, h, sess, stream, sess.id, last=req.last, post=post)
         finally:
             sess.touch()
-            # An answered 2026-07-28 session waits for the next POST (SessionTable.park).
-            kept = post.parks and table.park(sess)
+            kept = post.parks and table.park(sess)  # for the next POST
             if post.session_kind == "stateless" and not kept:
                 sess.end("stateless request answered")
             if post.cancel_when_done and not kept:  # answered, or its client left

@@ -29,7 +29,7 @@ from ... import _http as rules
 from ..._client import SessionClosed
 from ..._http import HttpLimits, Refused, checked, http_error
 from ..._http_answers import ResponseHeads
-from ..._http_auth import CALLER, Caller, owner_key
+from ..._http_auth import CALLER, Caller, current_owner
 from ..._http_messages import MessageInfo
 from ..._http_sessions import END_GRACE, EVICT_GRACE, INPUT_QUEUE, SessionBook
 from ..._http_streams import LogicalStream, SessionKind, SessionStreams
@@ -127,8 +127,7 @@ class HttpSession:
         """The heads of its answers, each built once."""
         self.flush: Callable[[], Awaitable[None]] | None = None  # shared (mcp_ref.stores)
         self._on_end = on_end
-        caller = CALLER.get()  # who opens it owns it (the request's task: _http_auth)
-        self.owner = owner_key(caller.identity if caller is not None else None)
+        self.owner = current_owner()  # who opens it owns it (the request's task: _http_auth)
 
     def wake(self, stream: LogicalStream) -> None:
         """Tell the responses writing ``stream`` that it changed (call their wakers)."""
@@ -304,8 +303,7 @@ class SessionTable:
 
     def take_parked(self) -> HttpSession | None:
         """A session :meth:`park` kept for this task's client address and caller."""
-        caller = CALLER.get()
-        key = (PEER.get(), owner_key(caller.identity if caller is not None else None))
+        key = (PEER.get(), current_owner())
         while (sess := self.book.take(key)) is not None and sess.ended:
             pass  # ended since (the server stops): its task is leaving the book
         return sess
@@ -346,7 +344,6 @@ class SessionTable:
         # Spec: 2025-06-18/basic/transports#session-management.6
         # "The server MAY terminate the session at any time, after which it MUST respond to requests
         # containing that session ID with HTTP 404 Not Found."
-        # Input is closed; if the session does not end by itself, cancel it.
         if not sess.done.is_set():
             self.supervisor.start_soon(_stop, sess, END_GRACE)
 

@@ -191,8 +191,7 @@ class WebSocketChannel:
                 await self.abort()
 
     async def _flush(self) -> None:
-        # Write the frames the core decided on, within close_timeout; once input has
-        # ended, end the inbox and start the closing deadline.
+        # Write the frames the core decided on; once input has ended, start the closing deadline.
         if self.eof_reason is not None:
             self._inbox_send.close()
             if math.isinf(self._scope.deadline):
@@ -209,8 +208,7 @@ class WebSocketChannel:
             self._lost("writing to the WebSocket failed")
 
     async def _drain(self) -> None:
-        # Half-close, discard input until the peer's FIN (within the closing deadline):
-        # a TCP reset would destroy our close frame.
+        # Half-close, then discard input until the peer's FIN (module docstring).
         if self._eof:
             return
         with suppress(*BROKEN):
