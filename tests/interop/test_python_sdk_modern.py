@@ -16,7 +16,9 @@ directions.
   ``InputRequiredResult``: one elicitation (a tool, a prompt, a resource template), and
   a tool in two rounds (sampling and roots together, then an elicitation, its
   ``requestState`` sealed by the SDK).  Our client answers through its
-  ``elicitation_handler``, ``sampling_handler`` and ``roots``.
+  ``elicitation_handler``, ``sampling_handler`` and ``roots``.  And ``subscribe`` (our
+  client's ``subscriptions/listen``) receives the update a tool publishes on the SDK's
+  subscription bus (stdio and SSE; a JSON answer cannot stream).
 
 What the SDK 2.3.0 server does not do in the 2026-07-28 era, so not tested here: a
 handler's own server-to-client requests (``ctx.elicit()``, sampling, roots) fail there
@@ -38,7 +40,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcp_ref import Progress
+from mcp_ref import Notification, Progress
 from mcp_ref import types as t
 from mcp_ref.client import Client, open_http_client, open_stdio_client
 
@@ -270,3 +272,28 @@ async def test_our_client_declines_an_sdk_elicitation() -> None:
         "Hello, stranger (decline)"
     ]
     assert answers.elicitations == ["Your name?"]
+
+
+@pytest.mark.parametrize("transport", ["stdio", "sse"])
+async def test_our_client_listens_to_an_sdk_server(transport: str) -> None:
+    # subscribe() keeps a subscriptions/listen open; the SDK's bus delivers the update
+    # that its tool publishes on that stream.
+    updates: list[Notification] = []
+    updated = trio.Event()
+
+    def on_notification(note: Notification) -> None:
+        if note.method == "notifications/resources/updated":
+            updates.append(note)
+            updated.set()
+
+    with trio.fail_after(LIMIT):
+        async with our_client_of_sdk("modern", transport, Answers()) as client:
+            client.on_notification = on_notification
+            await client.subscribe("sdk://greeting")
+            touched = await client.call_tool("touch", {"uri": "sdk://greeting"})
+            assert not touched.is_error
+            await updated.wait()
+            await client.unsubscribe("sdk://greeting")
+    (update,) = updates
+    assert isinstance(update.params, t.ResourceUpdatedNotificationParams)
+    assert update.params.uri == "sdk://greeting"

@@ -39,6 +39,8 @@ the answers from ``ctx.input_responses`` on the retry:
   ``"Hello, <name>!"`` (or ``"Hello, stranger (<action>)"`` when not accepted);
 * tool ``interview()``: round 1 asks for sampling and the roots together, round 2 (with
   ``requestState`` ``"round-2"``) an elicitation ``"Confirm?"``; its text reports all three;
+* tool ``touch(uri)``: publishes ``notifications/resources/updated`` for ``uri`` to the
+  ``subscriptions/listen`` streams (2026-07-28/basic/patterns/subscriptions);
 * prompt ``personal_greeting()``: one elicitation, then a message naming the answer;
 * template ``sdk://vault/{key}``: one elicitation for a ``password``, then the secret.
 """
@@ -213,6 +215,12 @@ def add_input_handlers(app: MCPServer) -> None:
             and bool((confirm.content or {}).get("ok"))
         )
         return json.dumps({**learnt, "confirmed": ok})
+
+    @app.tool()
+    async def touch(uri: str, ctx: Context) -> str:
+        """Tell ``subscriptions/listen`` subscribers that ``uri`` changed."""
+        await ctx.notify_resource_updated(uri)
+        return f"touched {uri}"
 
     @app.prompt()
     def personal_greeting(ctx: Context) -> str | mt.InputRequiredResult:
