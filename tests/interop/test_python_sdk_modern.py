@@ -18,7 +18,8 @@ directions.
   ``requestState`` sealed by the SDK).  Our client answers through its
   ``elicitation_handler``, ``sampling_handler`` and ``roots``.  And ``subscribe`` (our
   client's ``subscriptions/listen``) receives the update a tool publishes on the SDK's
-  subscription bus (stdio and SSE; a JSON answer cannot stream).
+  subscription bus (stdio and SSE; a JSON answer cannot stream).  The same SDK
+  endpoint also serves our client in the handshake era (``era="legacy"``).
 
 What the SDK 2.3.0 server does not do in the 2026-07-28 era, so not tested here: a
 handler's own server-to-client requests (``ctx.elicit()``, sampling, roots) fail there
@@ -40,7 +41,7 @@ from typing import Any
 import pytest
 import trio
 
-from mcp_ref import Notification, Progress
+from mcp_ref import SUPPORTED_VERSIONS, Notification, Progress
 from mcp_ref import types as t
 from mcp_ref.client import Client, open_http_client, open_stdio_client
 
@@ -297,3 +298,21 @@ async def test_our_client_listens_to_an_sdk_server(transport: str) -> None:
     (update,) = updates
     assert isinstance(update.params, t.ResourceUpdatedNotificationParams)
     assert update.params.uri == "sdk://greeting"
+
+
+@pytest.mark.parametrize("transport", ["stdio", "sse", "json"])
+async def test_our_legacy_client_against_the_same_sdk_server(transport: str) -> None:
+    # The same SDK endpoint serves the handshake era to a client that opens with
+    # initialize (over HTTP: a Mcp-Session-Id session), next to the modern one.
+    with trio.fail_after(LIMIT):
+        async with our_client_of_sdk("legacy", transport, Answers()) as client:
+            assert client.era == "legacy"
+            assert client.protocol_version in SUPPORTED_VERSIONS
+            assert client.protocol_version != "2026-07-28"
+            assert client.server_info.name == "sdk-interop-server"
+            added = await client.call_tool("add", {"a": 2, "b": 3})
+            assert added.structured_content == {"result": 5}
+            greeting = await client.read_resource("sdk://greeting")
+            (text,) = greeting.contents
+            assert isinstance(text, t.TextResourceContents)
+            assert text.text == "Hello from the Python SDK"
