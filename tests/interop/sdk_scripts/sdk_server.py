@@ -5,7 +5,13 @@ it imports ``mcp`` and nothing of ``mcp_ref``.
 
 Usage::
 
-    <sdk python> sdk_server.py [mcpserver|lowlevel]
+    <sdk python> sdk_server.py [mcpserver|lowlevel|modern] [--http | --http-json]
+
+On stdio by default.  With ``--http`` (SSE answers) or ``--http-json`` (JSON answers) the
+server is the SDK's Streamable HTTP app under uvicorn on a free loopback port; its first
+line on stdout is the endpoint's URL (``http://127.0.0.1:<port>/mcp``).  Either way the
+SDK serves both eras: the client's first request (or its ``MCP-Protocol-Version`` header
+over HTTP) decides between the ``initialize`` handshake and 2026-07-28.
 
 ``mcpserver`` (the default) uses the SDK's high-level ``mcp.server.MCPServer``:
 
@@ -24,6 +30,19 @@ never send:
 * tool ``honest`` with an ``outputSchema`` ``{count: integer}`` and structured content
   that matches it, and tool ``liar`` with the same schema and ``{"count": "many"}``, which
   a client should reject (2025-06-18/server/tools#output-schema.2).
+
+``modern`` is ``mcpserver`` plus handlers that ask the client for input the 2026-07-28
+way, by returning an ``InputRequiredResult`` (2026-07-28/basic/patterns/mrtr) and reading
+the answers from ``ctx.input_responses`` on the retry:
+
+* tool ``ask_name()``: one elicitation (``name``, message ``"Your name?"``), then text
+  ``"Hello, <name>!"`` (or ``"Hello, stranger (<action>)"`` when not accepted);
+* tool ``interview()``: round 1 asks for sampling and the roots together, round 2 (with
+  ``requestState`` ``"round-2"``) an elicitation ``"Confirm?"``; its text reports all three;
+* tool ``touch(uri)``: publishes ``notifications/resources/updated`` for ``uri`` to the
+  ``subscriptions/listen`` streams (2026-07-28/basic/patterns/subscriptions);
+* prompt ``personal_greeting()``: one elicitation, then a message naming the answer;
+* template ``sdk://vault/{key}``: one elicitation for a ``password``, then the secret.
 """
 
 # No ``from __future__ import annotations``: MCPServer reads the tools' annotations at
@@ -64,8 +83,8 @@ class Forecast(BaseModel):
     conditions: str
 
 
-def run_mcpserver() -> None:
-    """Serve the high-level (MCPServer) variant on stdio until stdin ends."""
+def build_mcpserver() -> MCPServer:
+    """The high-level (MCPServer) variant."""
     app = MCPServer("sdk-interop-server", version="9.9.9", instructions="An SDK test server.")
 
     @app.tool()
@@ -118,7 +137,138 @@ def run_mcpserver() -> None:
             return mt.Completion(values=values, total=len(values), has_more=False)
         return None
 
-    app.run("stdio")
+    return app
+
+
+NAME_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}},
+    "required": ["name"],
+}
+
+
+def elicit(message: str, schema: dict[str, Any]) -> mt.ElicitRequest:
+    """An embedded elicitation/create request (form mode)."""
+    return mt.ElicitRequest(
+        params=mt.ElicitRequestFormParams(message=message, requested_schema=schema)
+    )
+
+
+def answer(ctx: Context, key: str) -> Any:
+    """The client's answer to the input request ``key`` on this retry, or None."""
+    return (ctx.input_responses or {}).get(key)
+
+
+def add_input_handlers(app: MCPServer) -> None:
+    """The handlers of the ``modern`` mode, which ask for input with InputRequiredResult."""
+
+    @app.tool()
+    def ask_name(ctx: Context) -> str | mt.InputRequiredResult:
+        """Ask the user's name, then greet them."""
+        reply = answer(ctx, "name")
+        if reply is None:
+            return mt.InputRequiredResult(
+                input_requests={"name": elicit("Your name?", NAME_SCHEMA)},
+                request_state="asked-name",
+            )
+        if ctx.request_state != "asked-name":
+            raise ValueError(f"requestState came back as {ctx.request_state!r}")
+        if reply.action != "accept" or not reply.content:
+            return f"Hello, stranger ({reply.action})"
+        return f"Hello, {reply.content['name']}!"
+
+    @app.tool()
+    def interview(ctx: Context) -> str | mt.InputRequiredResult:
+        """Two rounds: sampling and roots together, then a confirmation."""
+        if ctx.request_state is None:
+            prompt = mt.SamplingMessage(
+                role="user", content=mt.TextContent(type="text", text="Say hi")
+            )
+            requests: dict[str, Any] = {
+                "llm": mt.CreateMessageRequest(
+                    params=mt.CreateMessageRequestParams(messages=[prompt], max_tokens=20)
+                ),
+                "roots": mt.ListRootsRequest(),
+            }
+            return mt.InputRequiredResult(input_requests=requests, request_state="round-1")
+        if ctx.request_state == "round-1":
+            llm, roots = answer(ctx, "llm"), answer(ctx, "roots")
+            said = llm.content.text if isinstance(llm, mt.CreateMessageResult) else repr(llm)
+            uris = (
+                [str(r.uri) for r in roots.roots] if isinstance(roots, mt.ListRootsResult) else []
+            )
+            schema = {
+                "type": "object",
+                "properties": {"ok": {"type": "boolean"}},
+                "required": ["ok"],
+            }
+            # Round 2 carries what round 1 learnt in its (sealed) requestState.
+            state = json.dumps({"said": said, "roots": uris})
+            return mt.InputRequiredResult(
+                input_requests={"confirm": elicit("Confirm?", schema)}, request_state=state
+            )
+        learnt = json.loads(ctx.request_state)
+        confirm = answer(ctx, "confirm")
+        ok = (
+            confirm is not None
+            and confirm.action == "accept"
+            and bool((confirm.content or {}).get("ok"))
+        )
+        return json.dumps({**learnt, "confirmed": ok})
+
+    @app.tool()
+    async def touch(uri: str, ctx: Context) -> str:
+        """Tell ``subscriptions/listen`` subscribers that ``uri`` changed."""
+        await ctx.notify_resource_updated(uri)
+        return f"touched {uri}"
+
+    @app.prompt()
+    def personal_greeting(ctx: Context) -> str | mt.InputRequiredResult:
+        """A greeting for whoever the user says they are."""
+        reply = answer(ctx, "name")
+        if reply is None:
+            return mt.InputRequiredResult(
+                input_requests={"name": elicit("Your name?", NAME_SCHEMA)}
+            )
+        name = reply.content["name"] if reply.action == "accept" and reply.content else "stranger"
+        return f"Please greet {name} warmly."
+
+    @app.resource("sdk://vault/{key}", mime_type="text/plain")
+    def vault(key: str, ctx: Context) -> str | mt.InputRequiredResult:
+        """A secret, for the right password."""
+        reply = answer(ctx, "password")
+        if reply is None:
+            schema = {
+                "type": "object",
+                "properties": {"password": {"type": "string"}},
+                "required": ["password"],
+            }
+            return mt.InputRequiredResult(
+                input_requests={"password": elicit(f"Password for {key}?", schema)}
+            )
+        if reply.action == "accept" and (reply.content or {}).get("password") == "open sesame":
+            return f"the secret of {key}"
+        return "access denied"
+
+
+def serve(app: MCPServer, how: str) -> None:
+    """Serve ``app`` on stdio (``how`` empty) or Streamable HTTP (``--http``, ``--http-json``)
+    on a free loopback port, printing the URL first; until stdin ends or SIGTERM."""
+    if not how:
+        app.run("stdio")
+        return
+    import socket
+
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)  # connections wait in the backlog until uvicorn accepts them
+    port = sock.getsockname()[1]
+    http_app = app.streamable_http_app(json_response=how == "--http-json")
+    server = uvicorn.Server(uvicorn.Config(http_app, log_level="warning"))
+    print(f"http://127.0.0.1:{port}/mcp", flush=True)
+    anyio.run(lambda: server.serve(sockets=[sock]))
 
 
 def run_lowlevel() -> None:
@@ -166,10 +316,21 @@ def run_lowlevel() -> None:
 
 if __name__ == "__main__":
     mode = sys.argv[1] if len(sys.argv) > 1 else "mcpserver"
+    how = sys.argv[2] if len(sys.argv) > 2 else ""
+    if how not in ("", "--http", "--http-json") or (how and mode == "lowlevel"):
+        print(
+            f"unknown transport {how!r}; use --http or --http-json (not with lowlevel)",
+            file=sys.stderr,
+        )
+        sys.exit(2)
     if mode == "mcpserver":
-        run_mcpserver()
+        serve(build_mcpserver(), how)
+    elif mode == "modern":
+        modern = build_mcpserver()
+        add_input_handlers(modern)
+        serve(modern, how)
     elif mode == "lowlevel":
         run_lowlevel()
     else:
-        print(f"unknown mode {mode!r}; use mcpserver or lowlevel", file=sys.stderr)
+        print(f"unknown mode {mode!r}; use mcpserver, lowlevel or modern", file=sys.stderr)
         sys.exit(2)
