@@ -162,12 +162,18 @@ def client_assertion(signer: JwtSigner, claims: dict[str, Any]) -> str:
         AssertionUnusable: the signer returned something else, or over
             :data:`MAX_ASSERTION_BYTES`.
     """
+    return _signed(signer, claims, "signer")
+
+
+def _signed(signer: JwtSigner, claims: dict[str, Any], who: str, **how: Any) -> str:
+    """``signer.sign(claims, **how)``, checked to be a compact JWS (``who`` names the
+    signer in the error), or :class:`AssertionUnusable`."""
     try:
-        jwt = signer.sign(claims)
+        jwt = signer.sign(claims, **how)
     except OAuthLocalError as exc:
-        raise AssertionUnusable(f"the signer failed: {exc.reason}") from None
+        raise AssertionUnusable(f"the {who} failed: {exc.reason}") from None
     if not isinstance(jwt, str):
-        raise AssertionUnusable(f"the signer returned {type(jwt).__name__}, not a JWT")
+        raise AssertionUnusable(f"the {who} returned {type(jwt).__name__}, not a JWT")
     _segments(jwt)
     return jwt
 
@@ -336,14 +342,7 @@ def dpop_proof(signer: JwtSigner, claims: dict[str, Any]) -> str:
     Raises:
         AssertionUnusable: the signer failed, or returned something else.
     """
-    try:
-        jwt = signer.sign(claims, typ="dpop+jwt", jwk=True)
-    except OAuthLocalError as exc:
-        raise AssertionUnusable(f"the DPoP signer failed: {exc.reason}") from None
-    if not isinstance(jwt, str):
-        raise AssertionUnusable(f"the DPoP signer returned {type(jwt).__name__}, not a JWT")
-    _segments(jwt)
-    return jwt
+    return _signed(signer, claims, "DPoP signer", typ="dpop+jwt", jwk=True)
 
 
 def dpop_nonce(value: str | None) -> str | None:
