@@ -327,7 +327,6 @@ async def test_a_sign_in_extends_initializes_wait_and_the_write_bound(
     """The sign-in runs while ``initialize`` is being sent: its wait and the session's
     bound on one write make room for the person and the flow's requests."""
     import mcp_ref.client
-
     from mcp_ref._inflight import RequestTimeout
     from mcp_ref.cli.client import SEND_TIMEOUT, connect
 

@@ -155,7 +155,7 @@ async def _answer(stream: trio.abc.Stream) -> str | None:
                 data = await stream.receive_some(4096)
                 if not data:
                     return None
-                conn.receive_data(data)
+                conn.receive_data(bytes(data))
                 continue
             break
     except h11.RemoteProtocolError as exc:
