@@ -16,6 +16,8 @@ Subcommands::
         transcript, each message annotated with the spec section that governs it.
     mcp-ref inspect [--json] [--timeout SECONDS] (--url URL | -- CMD...)
         Connect to a server and print its tools, resources, templates, prompts.
+        With an http(s) URL, signs in when the server asks (these four commands take
+        [--redirect-port PORT] [--no-browser] [--client-id ID]; see below).
     mcp-ref call [--json] [--timeout SECONDS] (--url URL | -- CMD...) TOOL [key=value ...]
         Call one tool.  The trailing ``key=value`` words are the arguments, read by the
         tool's input schema (a string property keeps the text; other values are JSON
@@ -27,7 +29,17 @@ Subcommands::
         Get a prompt and print its messages.
 
 ``--url`` takes ``http(s)://`` (Streamable HTTP, with the 2024-11-05 fallback) and
-``ws(s)://`` (WebSocket) URLs; ``-- CMD...`` starts a stdio server.  ``--timeout``
+``ws(s)://`` (WebSocket) URLs; ``-- CMD...`` starts a stdio server.
+
+An ``http(s)://`` server that answers 401 gets signed in to (OAuth 2.1, authorization
+code with PKCE): the command opens the authorization URL in a browser (``--no-browser``:
+prints ``mcp-ref: open this URL to sign in: URL`` on stderr) and waits on
+``http://127.0.0.1:PORT/callback`` (``--redirect-port PORT``, default any free port)
+for the browser to come back, at most ``--timeout`` seconds or 300 s.  The client is
+registered by the library's order (a client ID metadata document, else dynamic
+registration) unless ``--client-id ID`` names a pre-registered one, its secret (if
+any) in the environment variable ``MCP_REF_CLIENT_SECRET``.  The tokens are kept in
+memory for this one command.  ``--timeout``
 bounds the wait for each answer; without it, ``initialize`` gets 10 s
 (INITIALIZE_TIMEOUT) and the rest 60 s.  A server that never answers is named as such
 ("no answer to initialize from CMD within 10 s: ..."), never blamed for an error it did
@@ -55,6 +67,7 @@ from typing import Any, TextIO
 import trio
 
 from ._serve_secure import add_arguments as add_secure_arguments
+from ._signin import SECRET_VARIABLE, SIGN_IN_WAIT, SignInOptions
 from .client import (
     CALL_USAGE,
     INITIALIZE_TIMEOUT,
@@ -227,6 +240,39 @@ def _add_client_options(parser: argparse.ArgumentParser, rest: str) -> None:
         help="legacy: initialize (up to 2025-11-25); modern: 2026-07-28, _meta on every "
         "request; auto: probe with server/discover, then either (default: legacy)",
     )
+    # Signing in (OAuth 2.1) to an http(s):// server that answers 401: _signin.py.
+    parser.add_argument(
+        "--redirect-port",
+        type=_port,
+        default=0,
+        metavar="PORT",
+        help="with an http(s) --url, when the server asks to sign in: the browser comes "
+        "back to http://127.0.0.1:PORT/callback (default 0: any free port)",
+    )
+    parser.add_argument(
+        "--no-browser",
+        dest="open_browser",
+        action="store_false",
+        help="print the sign-in URL on stderr instead of opening a browser",
+    )
+    parser.add_argument(
+        "--client-id",
+        metavar="ID",
+        help="sign in as this pre-registered OAuth client (its secret, if any, from "
+        f"${SECRET_VARIABLE}); default: a client ID metadata document or dynamic "
+        "registration",
+    )
+
+
+def _port(text: str) -> int:
+    """``--redirect-port``'s value: 0 to 65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, not {text!r}")
+    return value
 
 
 _CLIENT_COMMANDS: dict[str, tuple[Callable[..., Any], str, dict[str, Any]]] = {
@@ -248,6 +294,12 @@ def _client_options(args: argparse.Namespace, out: TextIO) -> ClientOptions:
         timeout=args.timeout,
         initialize_wait=INITIALIZE_TIMEOUT,
         era=args.era,
+        sign_in=SignInOptions(
+            redirect_port=args.redirect_port,
+            open_browser=args.open_browser,
+            client_id=args.client_id,
+            wait=SIGN_IN_WAIT if args.timeout is None else args.timeout,
+        ),
     )
 
 

@@ -10,7 +10,7 @@ import re
 import shlex
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
 import attrs
@@ -18,6 +18,7 @@ import attrs
 from .. import types as t
 from .._convert import json_type_name
 from ..events import Progress
+from ._signin import SIGN_IN_EXCHANGES, SignInOptions, client_secret, loopback_sign_in
 from .errors import CliError
 
 if TYPE_CHECKING:
@@ -296,6 +297,10 @@ def _show_prompt(prompt: t.Prompt) -> tuple[str, str | None]:
     return f"{prompt.name}({names})", prompt.description
 
 
+SEND_TIMEOUT: Final = 30.0
+"""Seconds one write may take (the session's default ``send_timeout``); with an
+``http(s)://`` URL the sign-in's time is added (:func:`connect`)."""
+
 INITIALIZE_TIMEOUT: Final = 10.0
 """Seconds ``inspect`` and ``call`` wait for the answer to ``initialize`` when no
 ``--timeout`` is given (their other requests keep the client's default, 60 s restarted
@@ -362,6 +367,7 @@ async def connect(
     url: str | None,
     timeout: float | None,
     initialize_wait: float = INITIALIZE_TIMEOUT,
+    sign_in: SignInOptions | None = None,
     **options: Any,
 ) -> AsyncIterator[Client]:
     """An initialized client of the server at ``url`` (``http(s)://``: Streamable HTTP;
@@ -373,30 +379,67 @@ async def connect(
         timeout: ``--timeout`` (seconds per answer), or None (see :func:`_timeouts`).
         initialize_wait: seconds to wait for ``initialize``'s answer when ``timeout``
             is None.
+        sign_in: with an ``http(s)://`` URL, how to sign in when the server asks
+            (401/403): a loopback redirect URI and the browser (:mod:`._signin`);
+            None: the defaults of :class:`~._signin.SignInOptions`.
         **options: those of :func:`~mcp_ref.client.open_client` (``on_log``...).
 
     Raises:
-        CliError: a URL of another scheme; no answer in time (naming the server).
+        CliError: a URL of another scheme; no answer in time (naming the server); the
+            redirect port cannot be bound; no sign-in callback in time.
     """
+    from .._inflight import RequestTimeout
     from ..client import NoAnswerError, open_http_client, open_stdio_client, open_websocket_client
 
     options.update(_timeouts(timeout, initialize_wait))
     opener: AbstractAsyncContextManager[Client]
-    if url is None:
-        assert command is not None
-        server = shlex.join(command)
-        opener = open_stdio_client(command, **options)
-    elif url.startswith(("http://", "https://")):
-        server, opener = url, open_http_client(url, **options)
-    elif url.startswith(("ws://", "wss://")):
-        server, opener = url, open_websocket_client(url, **options)
-    else:
-        raise CliError(f"--url takes http://, https://, ws:// or wss:// URLs, not {url!r}")
-    try:
-        async with opener as client:
-            yield client
-    except NoAnswerError as exc:
-        raise _no_answer(exc, server, timeout, initialize_wait) from None
+    timeout_of_initialize = timeout  # for the error: None says initialize_wait
+    async with AsyncExitStack() as stack:
+        if url is None:
+            assert command is not None
+            server = shlex.join(command)
+            opener = open_stdio_client(command, **options)
+        elif url.startswith(("http://", "https://")):
+            sign_in = sign_in or SignInOptions()
+            options["auth"] = await stack.enter_async_context(_oauth_options(sign_in))
+            # A sign-in happens while initialize is being sent: within initialize's
+            # wait and the session's bound on one write, each extended by the time
+            # given to the person (and SIGN_IN_EXCHANGES to the flow's requests).
+            extra = sign_in.wait + SIGN_IN_EXCHANGES
+            initialize_wait = (initialize_wait if timeout is None else timeout) + extra
+            timeout_of_initialize = None
+            options["initialize_timeout"] = RequestTimeout(seconds=initialize_wait)
+            options.setdefault("send_timeout", extra + SEND_TIMEOUT)
+            server, opener = url, open_http_client(url, **options)
+        elif url.startswith(("ws://", "wss://")):
+            server, opener = url, open_websocket_client(url, **options)
+        else:
+            raise CliError(f"--url takes http://, https://, ws:// or wss:// URLs, not {url!r}")
+        try:
+            async with opener as client:
+                yield client
+        except NoAnswerError as exc:
+            said = timeout_of_initialize if exc.method == "initialize" else timeout
+            raise _no_answer(exc, server, said, initialize_wait) from None
+
+
+@asynccontextmanager
+async def _oauth_options(sign_in: SignInOptions) -> AsyncIterator[Any]:
+    """The :class:`~mcp_ref.client.OAuthClientOptions` of ``sign_in``, its loopback
+    listener bound for as long as the context lasts.  The flow starts only when the
+    server refuses a request (401, or 403 ``insufficient_scope``).
+
+    Source: 2025-11-25/basic/authorization#authorization-flow-steps.
+    """
+    from ..client import OAuthClientOptions
+
+    async with loopback_sign_in(sign_in) as (redirect_uri, authorize):
+        yield OAuthClientOptions(
+            redirect_uri=redirect_uri,
+            authorize=authorize,
+            client_id=sign_in.client_id,
+            client_secret=client_secret() if sign_in.client_id else None,
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -418,6 +461,9 @@ class ClientOptions:
     era: str | None = None
     """``--era``: ``legacy``, ``modern`` or ``auto`` (:data:`mcp_ref._client.EraArg`);
     None for the client's default."""
+    sign_in: SignInOptions | None = None
+    """With an ``http(s)://`` URL: how to sign in when the server asks
+    (``--redirect-port``, ``--no-browser``, ``--client-id``); None: the defaults."""
 
     def connect(
         self, command: Sequence[str] | None, **client_options: Any
@@ -430,7 +476,14 @@ class ClientOptions:
         """
         if self.era is not None:
             client_options.setdefault("era", self.era)
-        return connect(command, self.url, self.timeout, self.initialize_wait, **client_options)
+        return connect(
+            command,
+            self.url,
+            self.timeout,
+            self.initialize_wait,
+            sign_in=self.sign_in,
+            **client_options,
+        )
 
 
 def _show_log(params: t.LoggingMessageNotificationParams) -> None:

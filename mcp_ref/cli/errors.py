@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import trio
 
+from .._client import SessionClosed
 from .._errors import McpError, NoAnswerError, ProtocolError
 
 __all__ = ["CliError", "explain", "first_error"]
@@ -43,7 +44,7 @@ def first_error(exc: BaseException) -> BaseException:
 
 
 def _describe(exc: BaseException) -> str:
-    exc = first_error(exc)
+    exc = _underlying(first_error(exc))
     if isinstance(exc, trio.Cancelled):
         return "cancelled"
     if isinstance(exc, NoAnswerError):  # we gave up waiting: nobody answered
@@ -54,7 +55,24 @@ def _describe(exc: BaseException) -> str:
         return f"cannot start the server: {exc.filename or exc}: no such file"
     if isinstance(exc, OSError):
         return f"{type(exc).__name__}: {exc}"
-    if isinstance(exc, ProtocolError | CliError):
+    if isinstance(exc, ProtocolError | CliError) or _is_transport_error(exc):
         return exc.args[0] if exc.args else type(exc).__name__
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _is_transport_error(exc: BaseException) -> bool:
+    from ..trio import HttpTransportError
+
+    return isinstance(exc, HttpTransportError)
+
+
+def _underlying(exc: BaseException) -> BaseException:
+    """For a :class:`~mcp_ref._client.SessionClosed` raised while handling the HTTP
+    transport's error or our own (a failed sign-in, no sign-in callback in time), that
+    error: it says why in the user's terms, without the session's wrapping."""
+    if isinstance(exc, SessionClosed):
+        inner = exc.__cause__ or exc.__context__
+        if inner is not None and (isinstance(inner, CliError) or _is_transport_error(inner)):
+            return inner
+    return exc
