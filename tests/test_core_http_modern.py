@@ -475,3 +475,6 @@ def test_one_endpoint_path_takes_a_modern_post() -> None:
     other = request_headers(h11.Request(method=b"POST", target="/other", headers=items), {})
     elsewhere = route_request(CFG, b"POST", b"/other", other)
     assert isinstance(elsewhere, HttpError) and elsewhere.status == 404
+    # The same path is the handshake era's GET stream too (one endpoint for both eras).
+    stream = route_request(CFG, b"GET", b"/mcp", headers(accept="text/event-stream"))
+    assert not isinstance(stream, HttpError) and stream[0].name == "GET"
