@@ -89,9 +89,14 @@ async def _serve_http(port: int, json_response: bool) -> None:
     from .ours import make_echo_server
 
     # The bench keeps 100 requests in flight on one session, each POST its own stream,
-    # and reuses connections for its whole run (the SDK server has neither bound).
+    # and reuses connections for its whole run (the SDK server has neither bound); in
+    # the 2026-07-28 era each of the 100 POSTs in flight holds a session of its own, and
+    # up to 128 answered ones wait for the next POST (HttpLimits.max_parked_sessions).
     limits = HttpLimits(
-        max_streams_per_session=256, stored_streams=256, max_requests_per_connection=10**9
+        max_streams_per_session=256,
+        stored_streams=256,
+        max_requests_per_connection=10**9,
+        max_parked_sessions=128,
     )
     async with trio.open_nursery() as nursery:
         info = await nursery.start(
