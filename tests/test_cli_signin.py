@@ -11,6 +11,8 @@ import re
 import socket
 import subprocess
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
@@ -46,47 +48,46 @@ async def _listener() -> tuple[trio.SocketListener, int]:
     return listener, int(listener.socket.getsockname()[1])
 
 
-async def test_the_listener_answers_404_elsewhere_and_returns_the_callback() -> None:
+@asynccontextmanager
+async def _waiting() -> AsyncIterator[tuple[int, list[str]]]:
+    """A listener with :func:`wait_for_callback` running on it: yields its port and the
+    list that gets the URL it returns."""
     listener, port = await _listener()
     got: list[str] = []
+
+    async def wait() -> None:
+        got.append(await wait_for_callback(listener, port))
+
     with trio.fail_after(TIMEOUT):
         async with trio.open_nursery() as nursery:
-
-            async def wait() -> None:
-                got.append(await wait_for_callback(listener, port))
-
             nursery.start_soon(wait)
-            status, _, _ = await _get(port, "/favicon.ico")
-            assert status == 404
-            status, _, _ = await _get(port, "/callback")  # no query: not the callback
-            assert status == 404
-            assert not got
-            status, headers, body = await _get(port, "/callback?code=c&state=s")
-            assert status == 200 and b"signed in" in body
-            assert headers["content-type"].startswith("text/html")
+            yield port, got
     await listener.aclose()
+
+
+async def test_the_listener_answers_404_elsewhere_and_returns_the_callback() -> None:
+    async with _waiting() as (port, got):
+        status, _, _ = await _get(port, "/favicon.ico")
+        assert status == 404
+        status, _, _ = await _get(port, "/callback")  # no query: not the callback
+        assert status == 404
+        assert not got
+        status, headers, body = await _get(port, "/callback?code=c&state=s")
+        assert status == 200 and b"signed in" in body
+        assert headers["content-type"].startswith("text/html")
     assert got == [f"http://127.0.0.1:{port}/callback?code=c&state=s"]
 
 
 async def test_the_listener_answers_431_to_a_huge_head_and_keeps_waiting() -> None:
-    listener, port = await _listener()
-    got: list[str] = []
-    with trio.fail_after(TIMEOUT):
-        async with trio.open_nursery() as nursery:
-
-            async def wait() -> None:
-                got.append(await wait_for_callback(listener, port))
-
-            nursery.start_soon(wait)
-            stream = await trio.open_tcp_stream("127.0.0.1", port)
-            await stream.send_all(b"GET /" + b"x" * (_signin.MAX_HEAD_BYTES + 10))
-            answer = b""
-            while chunk := await stream.receive_some():
-                answer += chunk
-            await stream.aclose()
-            assert answer.startswith(b"HTTP/1.1 431")
-            await _get(port, "/callback?code=c&state=s")
-    await listener.aclose()
+    async with _waiting() as (port, got):
+        stream = await trio.open_tcp_stream("127.0.0.1", port)
+        await stream.send_all(b"GET /" + b"x" * (_signin.MAX_HEAD_BYTES + 10))
+        answer = b""
+        while chunk := await stream.receive_some():
+            answer += chunk
+        await stream.aclose()
+        assert answer.startswith(b"HTTP/1.1 431")
+        await _get(port, "/callback?code=c&state=s")
     assert len(got) == 1
 
 
