@@ -184,12 +184,6 @@ def test_a_bad_redirect_port_is_a_usage_error(capsys: pytest.CaptureFixture[str]
 # ------------------------------------------------------------------ end to end
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 _URL = re.compile(rb"mcp-ref: open this URL to sign in: (\S+)\n")
 
 
@@ -201,13 +195,10 @@ async def _inspect_signing_in(
     stderr and who called the server."""
     pytest.importorskip("authlib")
     pytest.importorskip("joserfc")
-    from mcp_ref._http_auth import ResourceAuth
-    from mcp_ref._oauth_resource import ResourceConfig, ScopePolicy
-    from mcp_ref._oauth_verify_jwt import JwtVerifier
     from mcp_ref.trio import open_http_server
 
     from .interop.authlib_as import AuthServer, serve
-    from .interop.test_python_sdk_oauth import make_server
+    from .interop.test_python_sdk_oauth import free_port, make_server, protected
 
     seen: list[Any] = []
     pythonpath = os.pathsep.join(p for p in (os.getcwd(), os.environ.get("PYTHONPATH")) if p)
@@ -216,16 +207,8 @@ async def _inspect_signing_in(
         async with trio.open_nursery() as nursery:
             issuer_server: AuthServer = await nursery.start(serve, AuthServer)
             issuer = issuer_server.issuer
-            port = _free_port()
-            resource = f"http://127.0.0.1:{port}/mcp"
-            config = ResourceConfig(
-                resource=resource,
-                authorization_servers=(issuer,),
-                scopes_supported=("mcp",),
-                policy=ScopePolicy(always=frozenset({"mcp"})),
-            )
-            verifier = JwtVerifier(resource=resource, issuer=issuer, jwks_url=f"{issuer}/jwks.json")
-            auth = ResourceAuth(config=config, verifier=verifier)
+            port = free_port()
+            auth = protected(issuer, port, scopes=("mcp",), per_operation={})
             async with open_http_server(make_server(seen), port=port, auth=auth) as info:
                 argv = [sys.executable, "-m", "mcp_ref", "inspect", "--url", info.url]
                 argv += ["--no-browser", *extra]

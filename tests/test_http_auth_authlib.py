@@ -6,7 +6,6 @@ the official SDK's client takes the same path in
 
 from __future__ import annotations
 
-import socket
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -17,24 +16,15 @@ pytest.importorskip("authlib")
 pytest.importorskip("joserfc")
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")  # Authlib's own
 
-from mcp_ref._http_auth import ResourceAuth  # noqa: E402
-from mcp_ref._oauth_resource import ResourceConfig, ScopePolicy  # noqa: E402
-from mcp_ref._oauth_verify_jwt import JwtVerifier  # noqa: E402
 from mcp_ref.client import OAuthClientOptions, open_http_client  # noqa: E402
 from mcp_ref.trio import open_http_server  # noqa: E402
 
 from ._http_raw import RawConnection  # noqa: E402
 from .interop.authlib_as import AuthServer, serve  # noqa: E402
-from .interop.test_python_sdk_oauth import make_server  # noqa: E402
+from .interop.test_python_sdk_oauth import free_port, make_server, protected  # noqa: E402
 
 spec = pytest.mark.spec
 TIMEOUT = 20
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @spec("2025-11-25/basic/authorization#runtime-insufficient-scope-errors.2")
@@ -59,18 +49,8 @@ async def test_our_client_signs_in_through_authlib_to_our_server_and_steps_up() 
             issuer_server: AuthServer = await nursery.start(serve, AuthServer)
             issuer = issuer_server.issuer
             port = free_port()
-            resource = f"http://127.0.0.1:{port}/mcp"
-            config = ResourceConfig(
-                resource=resource,
-                authorization_servers=(issuer,),
-                scopes_supported=("mcp", "admin"),
-                policy=ScopePolicy(
-                    always=frozenset({"mcp"}),
-                    per_operation={"tools/call:wipe": frozenset({"admin"})},
-                ),
-            )
-            verifier = JwtVerifier(resource=resource, issuer=issuer, jwks_url=f"{issuer}/jwks.json")
-            auth = ResourceAuth(config=config, verifier=verifier)
+            auth = protected(issuer, port)
+            resource = auth.config.resource
             options = OAuthClientOptions(
                 redirect_uri="http://127.0.0.1:9/callback", authorize=browser
             )

@@ -60,6 +60,31 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+ADMIN_WIPE = {"tools/call:wipe": frozenset({"admin"})}
+"""The scope policy's step-up: ``wipe`` needs ``admin``."""
+
+
+def protected(
+    issuer: str,
+    port: int,
+    *,
+    scopes: tuple[str, ...] = ("mcp", "admin"),
+    per_operation: dict[str, frozenset[str]] = ADMIN_WIPE,
+) -> ResourceAuth:
+    """``serve_http(auth=...)`` for a server at ``http://127.0.0.1:PORT/mcp`` whose tokens
+    ``issuer`` (the Authlib server of :mod:`.authlib_as`) signs: JWTs checked against its
+    JWKS, ``mcp`` needed always, ``per_operation`` scopes besides."""
+    resource = f"http://127.0.0.1:{port}/mcp"
+    config = ResourceConfig(
+        resource=resource,
+        authorization_servers=(issuer,),
+        scopes_supported=scopes,
+        policy=ScopePolicy(always=frozenset({"mcp"}), per_operation=per_operation),
+    )
+    verifier = JwtVerifier(resource=resource, issuer=issuer, jwks_url=f"{issuer}/jwks.json")
+    return ResourceAuth(config=config, verifier=verifier)
+
+
 def make_server(seen: list[Any]) -> Server:
     server = Server("oauth-interop", "1.0")
 
@@ -92,18 +117,8 @@ async def test_the_sdk_client_signs_in_through_authlib_and_steps_up() -> None:
             issuer_server: AuthServer = await nursery.start(serve, AuthServer)
             issuer = issuer_server.issuer
             port = free_port()
-            resource = f"http://127.0.0.1:{port}/mcp"
-            config = ResourceConfig(
-                resource=resource,
-                authorization_servers=(issuer,),
-                scopes_supported=("mcp", "admin"),
-                policy=ScopePolicy(
-                    always=frozenset({"mcp"}),
-                    per_operation={"tools/call:wipe": frozenset({"admin"})},
-                ),
-            )
-            verifier = JwtVerifier(resource=resource, issuer=issuer, jwks_url=f"{issuer}/jwks.json")
-            auth = ResourceAuth(config=config, verifier=verifier)
+            auth = protected(issuer, port)
+            resource = auth.config.resource
             async with open_http_server(make_server(seen), port=port, auth=auth) as info:
                 assert info.url == resource
                 proc = await trio.run_process(
